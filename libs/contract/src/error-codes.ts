@@ -1,0 +1,66 @@
+/**
+ * The one documented list of error codes. Every failed response of every service
+ * carries exactly one of these in the envelope's `code` field. Codes are stable:
+ * never rename or reuse one; add new ones at the end of their group.
+ * docs/errors.md is checked against this list by a unit test.
+ */
+export const ERROR_CODES = {
+  // 400: the request itself is wrong
+  INVALID_JSON: { status: 400, description: 'The body is not valid JSON (or not valid UTF-8).' },
+  VALIDATION_FAILED: {
+    status: 400,
+    description: 'The body is JSON but breaks the schema; `details` lists each problem.',
+  },
+  INVALID_PARAMETER: {
+    status: 400,
+    description: 'A path or query parameter is malformed or out of range; `details` names it.',
+  },
+  // 401: who are you?
+  MISSING_CREDENTIALS: {
+    status: 401,
+    description: 'No access key (`X-Access-Key` / `key`) or no `Authorization: Bearer` API key was sent.',
+  },
+  INVALID_CREDENTIALS: {
+    status: 401,
+    description: 'The key is malformed, unknown, of the wrong kind, or revoked.',
+  },
+  // 403: we know you, and no
+  INSUFFICIENT_SCOPE: { status: 403, description: 'The API key lacks the scope this route needs.' },
+  MONITOR_NOT_ALLOWED: { status: 403, description: 'The API key is limited to other monitors.' },
+  ORIGIN_NOT_ALLOWED: {
+    status: 403,
+    description: "The request's `Origin` is not in the access key's allowed origins.",
+  },
+  SOURCE_NOT_ALLOWED: {
+    status: 403,
+    description: "An event's `source` is not in the access key's allowed sources.",
+  },
+  // 404
+  NOT_FOUND: { status: 404, description: 'No such route.' },
+  // 413: over a documented limit; `details.limit` names it
+  PAYLOAD_TOO_LARGE: { status: 413, description: 'The body is larger than the byte limit.' },
+  BATCH_TOO_LARGE: { status: 413, description: 'The batch has more events than allowed.' },
+  EVENT_TOO_LARGE: { status: 413, description: 'One event is larger than the per-event byte limit.' },
+  // 415
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    description: 'Content-Type is not application/json or text/plain, or Content-Encoding is not identity or gzip.',
+  },
+  // 429
+  RATE_LIMITED: { status: 429, description: 'Too many requests for this key; see `Retry-After`.' },
+  // 5xx: our side; safe to retry after `Retry-After`
+  INTERNAL_ERROR: { status: 500, description: 'An unexpected error; details are in our logs, not here.' },
+  KAFKA_UNAVAILABLE: {
+    status: 503,
+    description: 'Kafka did not acknowledge in time; nothing was accepted, retry.',
+  },
+  OVERLOADED: { status: 503, description: 'Too much work in flight; nothing was accepted, retry.' },
+  STORE_UNAVAILABLE: { status: 503, description: 'ClickHouse did not answer in time.' },
+  SHUTTING_DOWN: { status: 503, description: 'The instance is shutting down; retry on another.' },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function statusOf(code: ErrorCode): number {
+  return ERROR_CODES[code].status;
+}

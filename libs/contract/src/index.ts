@@ -1,0 +1,6 @@
+export * from './error-codes.js';
+export * from './envelope.js';
+export * from './limits.js';
+export * from './schemas.js';
+export * from './types.js';
+export * from './validators.js';

@@ -1,0 +1,58 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { ALL_SCHEMAS } from './schemas.js';
+import type { Check, CheckMessage, EventMessage, IngestRequest } from './types.js';
+
+// NOTE: ajv-formats is CommonJS with a default export; under NodeNext its default
+// import is the module object on some toolchains and the function on others.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
+  addFormatsModule) as (ajv: Ajv, formats: string[]) => Ajv;
+
+export interface Validators {
+  ingestRequest: ValidateFunction<IngestRequest>;
+  eventMessage: ValidateFunction<EventMessage>;
+  checkMessage: ValidateFunction<CheckMessage>;
+  check: ValidateFunction<Check>;
+}
+
+/** Compiles every schema once. Call it in a composition root, not per request. */
+export function createValidators(): Validators {
+  const ajv = new Ajv({ allErrors: true, strict: true, schemas: [...ALL_SCHEMAS] });
+  addFormats(ajv, ['date-time', 'uuid']);
+  const get = <T>(id: string): ValidateFunction<T> => {
+    const fn = ajv.getSchema<T>(id);
+    if (!fn) throw new Error(`schema ${id} missing`);
+    return fn;
+  };
+  return {
+    ingestRequest: get<IngestRequest>('IngestRequest'),
+    eventMessage: get<EventMessage>('EventMessage'),
+    checkMessage: get<CheckMessage>('CheckMessage'),
+    check: get<Check>('Check'),
+  };
+}
+
+export interface Problem {
+  /** JSON pointer into the body, e.g. `/events/3/source`. */
+  path: string;
+  message: string;
+}
+
+/** Turns ajv's errors into short, stable, client-facing problems (at most `max`). */
+export function describeErrors(errors: ErrorObject[] | null | undefined, max = 50): Problem[] {
+  if (!errors) return [];
+  return errors.slice(0, max).map((e) => {
+    let path = e.instancePath || '/';
+    let message = e.message ?? 'is invalid';
+    if (e.keyword === 'additionalProperties') {
+      const extra = (e.params as { additionalProperty: string }).additionalProperty;
+      path = `${e.instancePath}/${extra}`;
+      message = 'is not an allowed field';
+    } else if (e.keyword === 'required') {
+      const missing = (e.params as { missingProperty: string }).missingProperty;
+      path = `${e.instancePath}/${missing}`;
+      message = 'is required';
+    }
+    return { path, message };
+  });
+}

@@ -1,0 +1,67 @@
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import type { Component } from './lifecycle.js';
+import type { Logger } from './logger.js';
+
+export type { ClickHouseClient } from '@clickhouse/client';
+
+export interface ClickHouseOptions {
+  url: string;
+  username: string;
+  password: string;
+  database: string;
+  requestTimeoutMs?: number;
+  /** ClickHouse settings sent with every query (e.g. max_execution_time). */
+  settings?: Record<string, string | number>;
+}
+
+export function createClickHouse(opts: ClickHouseOptions): ClickHouseClient {
+  return createClient({
+    url: opts.url,
+    username: opts.username,
+    password: opts.password,
+    database: opts.database,
+    request_timeout: opts.requestTimeoutMs ?? 30_000,
+    // NOTE: keep the default settings minimal; ClickHouse 18.16 rejects unknown settings.
+    clickhouse_settings: opts.settings as never,
+    compression: { request: false, response: false },
+  });
+}
+
+/**
+ * A ClickHouse client as a lifecycle component. health() reflects the last ping,
+ * refreshed every `pingIntervalMs`, so /readyz never waits on ClickHouse.
+ */
+export class ClickHouseComponent implements Component {
+  readonly name = 'clickhouse';
+  private healthy = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly client: ClickHouseClient,
+    private readonly logger: Logger,
+    private readonly pingIntervalMs = 2000,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.ping();
+    this.timer = setInterval(() => void this.ping(), this.pingIntervalMs);
+    this.timer.unref();
+  }
+
+  private async ping(): Promise<void> {
+    const r = await this.client.ping();
+    if (r.success !== this.healthy) {
+      this.logger.log(r.success ? 'info' : 'warn', r.success ? 'clickhouse reachable' : 'clickhouse unreachable');
+    }
+    this.healthy = r.success;
+  }
+
+  health(): boolean {
+    return this.healthy;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.client.close();
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * Config is read once at start-up from environment variables, validated, typed and
+ * frozen. A bad value stops the process with a message naming the variable. Each
+ * service declares its variables as a spec (name, default, doc) so that the docs
+ * table can be checked against the code.
+ */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface VarSpec<T> {
+  readonly name: string;
+  readonly doc: string;
+  /** The default as it would be written in the environment; undefined = required. */
+  readonly default: string | undefined;
+  parse(raw: string): T;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function spec<T>(name: string, def: string | undefined, doc: string, parse: (raw: string) => T): VarSpec<T> {
+  return { name, default: def, doc, parse };
+}
+
+export const v = {
+  str(name: string, def: string | undefined, doc: string, pattern?: RegExp): VarSpec<string> {
+    return spec(name, def, doc, (raw) => {
+      if (pattern && !pattern.test(raw)) throw new Error(`must match ${String(pattern)}`);
+      return raw;
+    });
+  },
+  /** A secret: never echoed back in an error message. */
+  secret(name: string, def: string | undefined, doc: string): VarSpec<string> {
+    return spec(name, def, doc, (raw) => raw);
+  },
+  int(name: string, def: number | undefined, doc: string, min: number, max: number): VarSpec<number> {
+    return spec(name, def === undefined ? undefined : String(def), doc, (raw) => {
+      if (!/^-?\d+$/.test(raw.trim())) throw new Error('must be an integer');
+      const n = Number(raw);
+      if (n < min || n > max) throw new Error(`must be between ${min} and ${max}`);
+      return n;
+    });
+  },
+  bool(name: string, def: boolean, doc: string): VarSpec<boolean> {
+    return spec(name, String(def), doc, (raw) => {
+      const s = raw.trim().toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(s)) return true;
+      if (['0', 'false', 'no', 'off'].includes(s)) return false;
+      throw new Error('must be true or false');
+    });
+  },
+  list(name: string, def: string | undefined, doc: string): VarSpec<string[]> {
+    return spec(name, def, doc, (raw) => {
+      const items = raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0);
+      if (items.length === 0) throw new Error('must be a non-empty comma-separated list');
+      return items;
+    });
+  },
+  url(name: string, def: string | undefined, doc: string): VarSpec<string> {
+    return spec(name, def, doc, (raw) => {
+      const u = new URL(raw);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('must be an http(s) URL');
+      return raw.replace(/\/+$/, '');
+    });
+  },
+  oneOf<T extends string>(name: string, def: T, doc: string, values: readonly T[]): VarSpec<T> {
+    return spec(name, def, doc, (raw) => {
+      if (!(values as readonly string[]).includes(raw)) throw new Error(`must be one of ${values.join(', ')}`);
+      return raw as T;
+    });
+  },
+};
+
+export type ConfigSpec = Record<string, VarSpec<unknown>>;
+export type ConfigOf<S extends ConfigSpec> = { readonly [K in keyof S]: S[K] extends VarSpec<infer T> ? T : never };
+
+export function loadConfig<S extends ConfigSpec>(specs: S, env: Env): ConfigOf<S> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [field, s] of Object.entries(specs)) {
+    const raw = env[s.name] ?? s.default;
+    if (raw === undefined || raw === '') {
+      if (s.default === '') {
+        out[field] = '';
+        continue;
+      }
+      problems.push(`${s.name} is required (${s.doc})`);
+      continue;
+    }
+    try {
+      out[field] = s.parse(raw);
+    } catch (err) {
+      problems.push(`${s.name} ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(out) as ConfigOf<S>;
+}
+
+/** Variables every service shares. */
+export const commonSpec = {
+  logLevel: v.oneOf('LOG_LEVEL', 'info', 'winston log level', [
+    'error',
+    'warn',
+    'info',
+    'debug',
+    'silent',
+  ] as const),
+  kafkaBrokers: v.list('KAFKA_BROKERS', undefined, 'Kafka bootstrap servers, comma-separated host:port'),
+  kafkaClientId: v.str('KAFKA_CLIENT_ID', 'telemetry', 'Kafka client id prefix'),
+  eventsTopic: v.str('EVENTS_TOPIC', 'telemetry.events', 'Kafka topic of telemetry events', /^[A-Za-z0-9._-]{1,200}$/),
+  checksTopic: v.str(
+    'CHECKS_TOPIC',
+    'monitor.check-results',
+    'Kafka topic of monitor check results',
+    /^[A-Za-z0-9._-]{1,200}$/,
+  ),
+  topicPartitions: v.int('TOPIC_PARTITIONS', 6, 'partitions when this service creates a topic', 1, 1024),
+  clickhouseUrl: v.url('CLICKHOUSE_URL', undefined, 'ClickHouse HTTP URL, e.g. http://127.0.0.1:8123'),
+  clickhouseUser: v.str('CLICKHOUSE_USER', 'default', 'ClickHouse user'),
+  clickhousePassword: v.secret('CLICKHOUSE_PASSWORD', '', 'ClickHouse password'),
+  clickhouseDatabase: v.str('CLICKHOUSE_DATABASE', 'telemetry', 'ClickHouse database', /^[A-Za-z_][A-Za-z0-9_]{0,63}$/),
+  keyRefreshMs: v.int('KEY_REFRESH_MS', 2000, 'how often keys are reloaded (revocation delay)', 100, 600_000),
+  shutdownTimeoutMs: v.int('SHUTDOWN_TIMEOUT_MS', 25_000, 'hard deadline for a graceful shutdown', 1000, 600_000),
+} satisfies ConfigSpec;

@@ -1,0 +1,40 @@
+import { ERROR_CODES, type ErrorCode } from '@telemetry/contract';
+
+/**
+ * The one error base class. `expose` says whether `message` may be shown to a client;
+ * unexpected errors are never exposed (the error middleware sends a generic message).
+ */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+    readonly headers: Record<string, string> = {},
+    readonly expose = true,
+  ) {
+    super(message);
+    this.name = new.target.name;
+    Object.setPrototypeOf(this, new.target.prototype);
+    this.status = ERROR_CODES[code].status;
+  }
+}
+
+/** Kafka did not acknowledge in time (retriable: the client should retry). */
+export class KafkaUnavailableError extends AppError {
+  constructor(message = 'Kafka did not acknowledge the events in time; nothing was accepted, retry') {
+    super('KAFKA_UNAVAILABLE', message, undefined, { 'Retry-After': '1' });
+  }
+}
+
+export class StoreUnavailableError extends AppError {
+  constructor(message = 'the check store did not answer in time, retry') {
+    super('STORE_UNAVAILABLE', message, undefined, { 'Retry-After': '1' });
+  }
+}
+
+export class OverloadedError extends AppError {
+  constructor(message = 'too much work in flight; nothing was accepted, retry') {
+    super('OVERLOADED', message, undefined, { 'Retry-After': '1' });
+  }
+}

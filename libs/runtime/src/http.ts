@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import { fail } from '@telemetry/contract';
+import type { Registry } from 'prom-client';
+import { AppError } from './errors.js';
+import type { Component } from './lifecycle.js';
+import type { Logger } from './logger.js';
+import type { HttpMetrics } from './metrics.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    id: string;
+  }
+}
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Express app with our defaults: no x-powered-by, no ETag, strict routing off. */
+export function createExpressApp(): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', 'simple');
+  return app;
+}
+
+/**
+ * Request id, access log and HTTP metrics. Logs the path without its query string:
+ * the ingest route takes an access key in `?key=`, and it must never reach a log.
+ */
+export function requestContext(logger: Logger, metrics: HttpMetrics): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.get('x-request-id');
+    req.id = incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', req.id);
+    const start = process.hrtime.bigint();
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      const route = routeLabel(req.route as { path?: string } | undefined, req.baseUrl);
+      const status = String(res.statusCode);
+      const code = (res.locals.errorCode as string | undefined) ?? '';
+      metrics.requests.inc({ route, method: req.method, status, code });
+      metrics.duration.observe({ route, method: req.method, status }, seconds);
+      if (route === '/healthz' || route === '/readyz' || route === '/metrics') return;
+      logger.info('request', {
+        request_id: req.id,
+        method: req.method,
+        path: req.path,
+        route,
+        status: res.statusCode,
+        code: code || undefined,
+        ms: Math.round(seconds * 1e4) / 10,
+      });
+    });
+    next();
+  };
+}
+
+function routeLabel(route: { path?: string } | undefined, baseUrl: string): string {
+  // Only route templates become labels, never raw paths (unbounded cardinality).
+  return route?.path ? `${baseUrl}${route.path}` : 'unmatched';
+}
+
+export interface HealthOptions {
+  ready(): boolean;
+  details(): Record<string, boolean>;
+  registry: Registry;
+}
+
+/** /healthz: the process is alive. /readyz: dependencies answer and we are not stopping. */
+export function healthRoutes(app: Express, opts: HealthOptions): void {
+  app.get('/healthz', (_req, res) => {
+    res.json({ success: true, data: { status: 'alive' } });
+  });
+  app.get('/readyz', (_req, res) => {
+    const ready = opts.ready();
+    res.status(ready ? 200 : 503).json(
+      ready
+        ? { success: true, data: { status: 'ready', components: opts.details() } }
+        : { ...fail('SHUTTING_DOWN', 'not ready'), details: { components: opts.details() } },
+    );
+  });
+  app.get('/metrics', (_req, res, next) => {
+    opts.registry.metrics().then((text) => {
+      res.setHeader('Content-Type', opts.registry.contentType);
+      res.send(text);
+    }, next);
+  });
+}
+
+export const notFound: RequestHandler = (_req, _res, next) => {
+  next(new AppError('NOT_FOUND', 'no such route'));
+};
+
+/** The one error middleware: every error becomes our envelope. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    let appErr: AppError;
+    if (err instanceof AppError) {
+      appErr = err;
+    } else if (isBodyParserError(err)) {
+      appErr = fromBodyParserError(err);
+    } else {
+      logger.error('unhandled error', {
+        request_id: req.id,
+        path: req.path,
+        err: err instanceof Error ? (err.stack ?? err.message) : String(err),
+      });
+      appErr = new AppError('INTERNAL_ERROR', 'internal error', undefined, {}, false);
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.locals.errorCode = appErr.code;
+    for (const [h, v] of Object.entries(appErr.headers)) res.setHeader(h, v);
+    res.status(appErr.status).json(fail(appErr.code, appErr.expose ? appErr.message : 'internal error', appErr.details));
+  };
+}
+
+interface BodyParserError {
+  type: string;
+  status: number;
+  limit?: number;
+  expose?: boolean;
+}
+
+function isBodyParserError(err: unknown): err is BodyParserError {
+  return typeof err === 'object' && err !== null && typeof (err as { type?: unknown }).type === 'string';
+}
+
+function fromBodyParserError(err: BodyParserError): AppError {
+  switch (err.type) {
+    case 'entity.too.large':
+      return new AppError('PAYLOAD_TOO_LARGE', `body is larger than ${err.limit} bytes`, {
+        limit: 'maxBodyBytes',
+        max: err.limit,
+      });
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported content encoding or charset');
+    case 'request.aborted':
+      return new AppError('INVALID_JSON', 'request aborted before the body was complete');
+    default:
+      return new AppError('INVALID_JSON', 'the body could not be read');
+  }
+}
+
+/** An HTTP server as a lifecycle component: stop() stops accepting and drains. */
+export class HttpServerComponent implements Component {
+  readonly name = 'http';
+  private server: Server | undefined;
+  private listening = false;
+
+  constructor(
+    private readonly app: Express,
+    private readonly port: number,
+    private readonly host: string,
+    /** After stop() is called, /readyz fails this long before the socket closes. */
+    private readonly drainDelayMs = 0,
+  ) {}
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      const server = this.app.listen(this.port, this.host, (err?: Error) => (err ? reject(err) : resolve()));
+      server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
+      server.headersTimeout = 66_000;
+      server.requestTimeout = 30_000;
+      this.server = server;
+    });
+    this.listening = true;
+  }
+
+  /** The bound port (useful with port 0 in tests). */
+  get boundPort(): number {
+    return (this.server?.address() as AddressInfo).port;
+  }
+
+  health(): boolean {
+    return this.listening;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.listening = false;
+    // Let load balancers see /readyz fail before we stop accepting connections.
+    if (this.drainDelayMs > 0) await new Promise((r) => setTimeout(r, this.drainDelayMs));
+    // close() stops accepting and resolves once in-flight requests are answered;
+    // idle keep-alive sockets are closed so that it does not wait for them.
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await closed;
+  }
+}

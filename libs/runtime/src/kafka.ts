@@ -1,0 +1,145 @@
+import { Kafka, logLevel, type LogEntry, type Message, type Producer } from 'kafkajs';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { KafkaUnavailableError } from './errors.js';
+import type { Component } from './lifecycle.js';
+import type { Logger } from './logger.js';
+
+export interface KafkaOptions {
+  brokers: string[];
+  clientId: string;
+  logger: Logger;
+}
+
+/** A kafkajs client whose own log lines go through our JSON logger (warn and above). */
+export function createKafka(opts: KafkaOptions): Kafka {
+  const log = opts.logger.child({ component: 'kafkajs' });
+  return new Kafka({
+    clientId: opts.clientId,
+    brokers: opts.brokers,
+    connectionTimeout: 3000,
+    requestTimeout: 10_000,
+    retry: { initialRetryTime: 100, retries: 5, maxRetryTime: 2000 },
+    logLevel: logLevel.WARN,
+    logCreator:
+      () =>
+      ({ level, log: entry }: LogEntry) => {
+        const { message, ...rest } = entry;
+        const lvl = level <= logLevel.ERROR ? 'error' : level === logLevel.WARN ? 'warn' : 'debug';
+        log.log(lvl, String(message), rest);
+      },
+  });
+}
+
+export interface TopicSpec {
+  topic: string;
+  numPartitions: number;
+}
+
+/** Creates missing topics; never changes existing ones (adding partitions is an operator step). */
+export async function ensureTopics(kafka: Kafka, topics: TopicSpec[]): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = topics.filter((t) => !existing.has(t.topic));
+    if (missing.length > 0) {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.numPartitions, replicationFactor: -1 })),
+      });
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export interface ProducerOptions {
+  kafka: Kafka;
+  registry: Registry;
+  logger: Logger;
+  /** A send that is not acknowledged within this many ms fails with KafkaUnavailableError. */
+  ackTimeoutMs: number;
+}
+
+/**
+ * A producer whose send() resolves only once every message is acknowledged by all
+ * in-sync replicas (acks=-1), within its own deadline: kafkajs would otherwise keep
+ * retrying for a long time while the HTTP client waits.
+ */
+export class AckedProducer implements Component {
+  readonly name = 'kafka-producer';
+  private readonly producer: Producer;
+  private connected = false;
+  private readonly sent: Counter<'topic' | 'result'>;
+  private readonly latency: Histogram<'topic'>;
+  private readonly batchSize: Histogram<'topic'>;
+
+  constructor(private readonly opts: ProducerOptions) {
+    this.producer = opts.kafka.producer({
+      allowAutoTopicCreation: false,
+      // NOTE: kafkajs retries inside send(); our deadline (ackTimeoutMs) bounds the wait.
+      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
+    });
+    this.producer.on(this.producer.events.DISCONNECT, () => {
+      this.connected = false;
+    });
+    this.producer.on(this.producer.events.CONNECT, () => {
+      this.connected = true;
+    });
+    this.sent = new Counter({
+      name: 'kafka_produced_messages_total',
+      help: 'Messages handed to Kafka, by topic and result (acked, failed)',
+      labelNames: ['topic', 'result'],
+      registers: [opts.registry],
+    });
+    this.latency = new Histogram({
+      name: 'kafka_produce_duration_seconds',
+      help: 'Time from send to acknowledgement of one produce request',
+      labelNames: ['topic'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [opts.registry],
+    });
+    this.batchSize = new Histogram({
+      name: 'kafka_produce_batch_messages',
+      help: 'Messages per produce request',
+      labelNames: ['topic'],
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
+      registers: [opts.registry],
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.producer.connect();
+    this.connected = true;
+  }
+
+  health(): boolean {
+    return this.connected;
+  }
+
+  async stop(): Promise<void> {
+    await this.producer.disconnect();
+    this.connected = false;
+  }
+
+  async send(topic: string, messages: Message[]): Promise<void> {
+    const end = this.latency.startTimer({ topic });
+    this.batchSize.observe({ topic }, messages.length);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new KafkaUnavailableError()), this.opts.ackTimeoutMs);
+    });
+    try {
+      await Promise.race([this.producer.send({ topic, messages, acks: -1, timeout: this.opts.ackTimeoutMs }), deadline]);
+      this.sent.inc({ topic, result: 'acked' }, messages.length);
+      end();
+    } catch (err) {
+      this.sent.inc({ topic, result: 'failed' }, messages.length);
+      this.opts.logger.warn('produce failed', { topic, messages: messages.length, err: String(err) });
+      if (err instanceof KafkaUnavailableError) throw err;
+      throw new KafkaUnavailableError();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+import type { Logger } from './logger.js';
+
+/** The contract every long-lived part follows. */
+export interface Component {
+  readonly name: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** True while the part can do its work (used by /readyz). */
+  health(): boolean;
+}
+
+/**
+ * Starts components in the given order and stops them in the reverse order, once.
+ * Order them so that reverse order is the shutdown order we want: the HTTP server or
+ * the consumer last (it stops accepting work first), then writers/producers (flush),
+ * then clients (disconnect).
+ */
+export class ServiceRunner {
+  private stopping: Promise<void> | undefined;
+  private started: Component[] = [];
+
+  constructor(
+    private readonly components: Component[],
+    private readonly logger: Logger,
+    private readonly shutdownTimeoutMs = 25_000,
+  ) {}
+
+  async start(): Promise<void> {
+    for (const c of this.components) {
+      await c.start();
+      this.started.push(c);
+      this.logger.debug('component started', { component: c.name });
+    }
+  }
+
+  get isStopping(): boolean {
+    return this.stopping !== undefined;
+  }
+
+  health(): Record<string, boolean> {
+    return Object.fromEntries(this.components.map((c) => [c.name, c.health()]));
+  }
+
+  ready(): boolean {
+    return !this.isStopping && this.components.every((c) => c.health());
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    const deadline = new Promise<'timeout'>((resolve) => {
+      const t = setTimeout(() => resolve('timeout'), this.shutdownTimeoutMs);
+      t.unref();
+    });
+    for (const c of [...this.started].reverse()) {
+      try {
+        const r = await Promise.race([c.stop().then(() => 'ok' as const), deadline]);
+        if (r === 'timeout') {
+          this.logger.error('shutdown deadline passed', { component: c.name });
+          return;
+        }
+      } catch (err) {
+        this.logger.error('component failed to stop', { component: c.name, err: String(err) });
+      }
+    }
+  }
+}
+
+/** SIGTERM/SIGINT run the graceful shutdown once; a second signal exits at once. */
+export function installSignalHandlers(runner: ServiceRunner, logger: Logger): void {
+  let received = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (received) {
+      logger.warn('second signal, exiting now', { signal });
+      process.exit(1);
+    }
+    received = true;
+    logger.info('shutting down', { signal });
+    runner.stop().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error('shutdown failed', { err: String(err) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}

@@ -1,0 +1,88 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { Logger } from './logger.js';
+import { sqlIdentifier, sqlNumber, sqlString } from './sql.js';
+
+/**
+ * Versioned ClickHouse migrations. Each runs on ClickHouse 18.16 and on current
+ * ClickHouse (no TTL, CODEC, DateTime64, LowCardinality). Applied versions are
+ * recorded in `schema_migrations`; every statement is idempotent (IF NOT EXISTS), so
+ * two services migrating at once is harmless. Never edit a released migration: add one.
+ * The tables are a public interface for analysts: see docs/clickhouse.md.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  statements(db: string): string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'events, checks and access keys',
+    statements: (db) => [
+      `CREATE TABLE IF NOT EXISTS ${db}.events (
+        event_id UUID,
+        key_id String,
+        source String,
+        category String,
+        payload String,
+        client_event_id String,
+        event_time DateTime('UTC'),
+        client_ts Nullable(DateTime('UTC')),
+        sent_at Nullable(DateTime('UTC')),
+        received_at DateTime('UTC'),
+        inserted_at DateTime('UTC') DEFAULT now()
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      PARTITION BY toYYYYMMDD(received_at)
+      ORDER BY (source, category, received_at, event_id)`,
+      `CREATE TABLE IF NOT EXISTS ${db}.checks (
+        monitor_id String,
+        created_at DateTime('UTC'),
+        id String,
+        status String,
+        response_time Float64,
+        status_code UInt16,
+        inserted_at DateTime('UTC') DEFAULT now()
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      PARTITION BY toYYYYMM(created_at)
+      ORDER BY (monitor_id, created_at, id)`,
+      `CREATE TABLE IF NOT EXISTS ${db}.access_keys (
+        key_id String,
+        kind String,
+        name String,
+        secret_hash String,
+        scopes Array(String),
+        monitor_ids Array(String),
+        allowed_origins Array(String),
+        allowed_sources Array(String),
+        revoked UInt8,
+        created_at DateTime('UTC'),
+        version UInt64
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY key_id`,
+    ],
+  },
+];
+
+export async function migrate(client: ClickHouseClient, database: string, logger: Logger): Promise<number[]> {
+  const db = sqlIdentifier(database);
+  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${db}` });
+  await client.command({
+    query: `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (
+      version UInt32, name String, applied_at DateTime('UTC')
+    ) ENGINE = ReplacingMergeTree() ORDER BY version`,
+  });
+  const rs = await client.query({ query: `SELECT DISTINCT version FROM ${db}.schema_migrations`, format: 'JSONEachRow' });
+  const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)));
+  const applied: number[] = [];
+  for (const m of MIGRATIONS) {
+    if (done.has(m.version)) continue;
+    for (const statement of m.statements(db)) await client.command({ query: statement });
+    await client.command({
+      query: `INSERT INTO ${db}.schema_migrations (version, name, applied_at) VALUES (${sqlNumber(m.version)}, ${sqlString(m.name)}, now())`,
+    });
+    applied.push(m.version);
+    logger.info('migration applied', { version: m.version, name: m.name });
+  }
+  return applied;
+}

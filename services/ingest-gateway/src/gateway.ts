@@ -1,0 +1,62 @@
+import { createValidators } from '@telemetry/contract';
+import {
+  AckedProducer,
+  ClickHouseComponent,
+  ClickHouseKeySource,
+  createClickHouse,
+  createKafka,
+  createRegistry,
+  ensureTopics,
+  HttpServerComponent,
+  KeyStore,
+  migrate,
+  ServiceRunner,
+  type Logger,
+} from '@telemetry/runtime';
+import { createGatewayApp } from './app.js';
+import type { GatewayConfig } from './config.js';
+
+export interface Gateway {
+  runner: ServiceRunner;
+  http: HttpServerComponent;
+}
+
+/** Builds and starts the gateway. main.ts adds signal handling; tests call this directly. */
+export async function startGateway(config: GatewayConfig, logger: Logger): Promise<Gateway> {
+  const registry = createRegistry('ingest-gateway');
+  const ch = new ClickHouseComponent(
+    createClickHouse({
+      url: config.clickhouseUrl,
+      username: config.clickhouseUser,
+      password: config.clickhousePassword,
+      database: config.clickhouseDatabase,
+    }),
+    logger,
+  );
+  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger });
+  if (config.migrateOnStart) {
+    await migrate(ch.client, config.clickhouseDatabase, logger);
+    await ensureTopics(kafka, [{ topic: config.eventsTopic, numPartitions: config.topicPartitions }]);
+  }
+  const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
+  const producer = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: config.ackTimeoutMs });
+  let runner: ServiceRunner | undefined;
+  const app = createGatewayApp({
+    config,
+    logger,
+    registry,
+    keys,
+    publisher: producer,
+    validators: createValidators(),
+    ready: () => runner?.ready() ?? false,
+    details: () => runner?.health() ?? {},
+  });
+  const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
+  // Start order; shutdown runs in reverse: stop accepting HTTP and drain in-flight
+  // requests (each waits for its Kafka ack) -> disconnect the producer -> stop key
+  // refresh -> close ClickHouse.
+  runner = new ServiceRunner([ch, keys, producer, http], logger, config.shutdownTimeoutMs);
+  await runner.start();
+  logger.info('ingest gateway listening', { port: http.boundPort });
+  return { runner, http };
+}

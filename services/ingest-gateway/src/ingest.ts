@@ -1,0 +1,117 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Message } from 'kafkajs';
+import { describeErrors, LIMITS, type EventMessage, type IngestRequest, type Validators } from '@telemetry/contract';
+import { AppError } from '@telemetry/runtime';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** Parses a request body: strict UTF-8, JSON, bounded nesting depth. */
+export function parseBody(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new AppError('INVALID_JSON', 'the body is not valid UTF-8');
+  }
+  if (!withinDepth(text, LIMITS.maxJsonDepth)) {
+    throw new AppError('VALIDATION_FAILED', `JSON nesting is deeper than ${LIMITS.maxJsonDepth}`, {
+      limit: 'maxJsonDepth',
+      max: LIMITS.maxJsonDepth,
+    });
+  }
+  try {
+    // NOTE: JSON.parse makes "__proto__" an own data property; it never touches a
+    // prototype, and we never merge parsed objects into others.
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new AppError('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Checks nesting depth on the raw text before parsing (cheap, and no deep recursion). */
+export function withinDepth(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > max) return false;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return true;
+}
+
+export function validateRequest(v: Validators, body: unknown, maxEvents: number): IngestRequest {
+  if (
+    typeof body === 'object' &&
+    body !== null &&
+    Array.isArray((body as { events?: unknown }).events) &&
+    (body as { events: unknown[] }).events.length > maxEvents
+  ) {
+    throw new AppError('BATCH_TOO_LARGE', `at most ${maxEvents} events per request`, {
+      limit: 'maxEventsPerRequest',
+      max: maxEvents,
+    });
+  }
+  if (!v.ingestRequest(body)) {
+    const problems = describeErrors(v.ingestRequest.errors);
+    throw new AppError('VALIDATION_FAILED', 'the request is invalid; nothing was accepted', {
+      problems,
+      invalid_events: invalidEventIndexes(problems.map((p) => p.path)),
+    });
+  }
+  return body;
+}
+
+function invalidEventIndexes(paths: string[]): number[] {
+  const out = new Set<number>();
+  for (const p of paths) {
+    const m = /^\/events\/(\d+)/.exec(p);
+    if (m) out.add(Number(m[1]));
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+/**
+ * The stored event id. With a client event id it is derived from (key, client id), so
+ * a retried request produces the same id and ClickHouse keeps one row; otherwise random.
+ */
+export function eventIdFor(keyId: string, clientId: string | undefined): string {
+  if (clientId === undefined) return randomUUID();
+  const h = createHash('sha256').update(keyId).update('\0').update(clientId).digest();
+  h[6] = (h[6]! & 0x0f) | 0x80; // version 8 (custom, RFC 9562)
+  h[8] = (h[8]! & 0x3f) | 0x80; // variant 10
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** One Kafka message per event, keyed by event id (spreads load evenly over partitions). */
+export function toMessages(req: IngestRequest, keyId: string, receivedAt: string, maxEventBytes: number): Message[] {
+  return req.events.map((e, index) => {
+    const msg: EventMessage = {
+      v: 1,
+      event_id: eventIdFor(keyId, e.id),
+      key_id: keyId,
+      source: e.source,
+      category: e.category,
+      payload: e.payload,
+      received_at: receivedAt,
+    };
+    if (e.id !== undefined) msg.client_event_id = e.id;
+    if (e.timestamp !== undefined) msg.client_ts = e.timestamp;
+    if (req.sent_at !== undefined) msg.sent_at = req.sent_at;
+    const value = JSON.stringify(msg);
+    if (Buffer.byteLength(value) > maxEventBytes) {
+      throw new AppError('EVENT_TOO_LARGE', `event ${index} is larger than ${maxEventBytes} bytes`, {
+        limit: 'maxEventBytes',
+        max: maxEventBytes,
+        invalid_events: [index],
+      });
+    }
+    return { key: msg.event_id, value };
+  });
+}

@@ -1,0 +1,68 @@
+import type { Express, RequestHandler } from 'express';
+import type { Registry } from 'prom-client';
+import {
+  AppError,
+  createExpressApp,
+  createHttpMetrics,
+  errorHandler,
+  healthRoutes,
+  notFound,
+  requestContext,
+  type ClickHouseClient,
+  type KeyStore,
+  type Logger,
+  type Scope,
+  type VerifiedKey,
+} from '@telemetry/runtime';
+import { checksRoute } from './checks.route.js';
+import type { QueryConfig } from './config.js';
+
+export interface QueryDeps {
+  config: QueryConfig;
+  logger: Logger;
+  registry: Registry;
+  keys: Pick<KeyStore, 'verify'>;
+  client: ClickHouseClient;
+  ready(): boolean;
+  details(): Record<string, boolean>;
+}
+
+export function createQueryApp(deps: QueryDeps): Express {
+  const app = createExpressApp();
+  app.use(requestContext(deps.logger, createHttpMetrics(deps.registry)));
+  healthRoutes(app, { ready: deps.ready, details: deps.details, registry: deps.registry });
+  // No CORS headers: this API is for servers and scripts holding an API key, not for browsers.
+  app.get(
+    '/api/monitors/:id/checks',
+    bearer(deps.keys, 'checks:read'),
+    checksRoute({
+      client: deps.client,
+      database: deps.config.clickhouseDatabase,
+      logger: deps.logger,
+      defaultLimit: deps.config.defaultLimit,
+      maxLimit: deps.config.maxLimit,
+      queryTimeoutMs: deps.config.queryTimeoutMs,
+    }),
+  );
+  app.use(notFound);
+  app.use(errorHandler(deps.logger));
+  return app;
+}
+
+/** `Authorization: Bearer <API key>` with `scope`; a key limited to monitors sees only those. */
+function bearer(keys: Pick<KeyStore, 'verify'>, scope: Scope): RequestHandler {
+  return (req, res, next) => {
+    const header = req.get('authorization');
+    if (!header) throw new AppError('MISSING_CREDENTIALS', 'send Authorization: Bearer <API key>');
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+    const key: VerifiedKey | undefined = m ? keys.verify(m[1]!, 'api') : undefined;
+    if (!key) throw new AppError('INVALID_CREDENTIALS', 'the API key is not valid');
+    if (!key.scopes.has(scope)) throw new AppError('INSUFFICIENT_SCOPE', `this API key lacks the ${scope} scope`);
+    const monitorId = req.params.id as string | undefined;
+    if (monitorId !== undefined && key.monitorIds.size > 0 && !key.monitorIds.has(monitorId)) {
+      throw new AppError('MONITOR_NOT_ALLOWED', 'this API key may not read that monitor');
+    }
+    res.locals.key = key;
+    next();
+  };
+}

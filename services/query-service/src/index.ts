@@ -1,0 +1,3 @@
+export { checksSql, encodeCursor, parseChecksQuery, toIsoSeconds } from './checks.route.js';
+export { loadQueryConfig, querySpec, type QueryConfig } from './config.js';
+export { startQueryService, type QueryService } from './service.js';

@@ -1,0 +1,50 @@
+import {
+  ClickHouseComponent,
+  ClickHouseKeySource,
+  createClickHouse,
+  createRegistry,
+  HttpServerComponent,
+  KeyStore,
+  ServiceRunner,
+  type Logger,
+} from '@telemetry/runtime';
+import { createQueryApp } from './app.js';
+import type { QueryConfig } from './config.js';
+
+export interface QueryService {
+  runner: ServiceRunner;
+  http: HttpServerComponent;
+}
+
+export async function startQueryService(config: QueryConfig, logger: Logger): Promise<QueryService> {
+  const registry = createRegistry('query-service');
+  const ch = new ClickHouseComponent(
+    createClickHouse({
+      url: config.clickhouseUrl,
+      username: config.clickhouseUser,
+      password: config.clickhousePassword,
+      database: config.clickhouseDatabase,
+      requestTimeoutMs: config.queryTimeoutMs + 1000,
+      // Bounds every query on the server side too (ClickHouse 18.16 knows these).
+      settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
+    }),
+    logger,
+  );
+  const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
+  let runner: ServiceRunner | undefined;
+  const app = createQueryApp({
+    config,
+    logger,
+    registry,
+    keys,
+    client: ch.client,
+    ready: () => runner?.ready() ?? false,
+    details: () => runner?.health() ?? {},
+  });
+  const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
+  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> ClickHouse.
+  runner = new ServiceRunner([ch, keys, http], logger, config.shutdownTimeoutMs);
+  await runner.start();
+  logger.info('query service listening', { port: http.boundPort });
+  return { runner, http };
+}

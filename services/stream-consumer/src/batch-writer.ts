@@ -1,0 +1,151 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Logger } from '@telemetry/runtime';
+
+/** Where rows go. ClickHouse in production (ClickHouseSink); a fake in unit tests. */
+export interface RowSink {
+  insert(table: string, rows: readonly object[]): Promise<void>;
+}
+
+export interface BatchWriterOptions {
+  sink: RowSink;
+  logger: Logger;
+  registry: Registry;
+  maxRows: number;
+  maxAgeMs: number;
+  retryMaxMs: number;
+}
+
+interface Waiter {
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+interface Buffer {
+  rows: object[];
+  waiters: Waiter[];
+  timer: NodeJS.Timeout | undefined;
+  /** Flushes of one table never overlap: each runs after the previous one. */
+  chain: Promise<void>;
+}
+
+export class WriterStoppedError extends Error {}
+
+/**
+ * Gathers rows per table and inserts them in batches that flush on size or age.
+ * write() resolves only once its rows are in ClickHouse, so the caller can commit
+ * offsets after it. Transient insert errors are retried with capped exponential
+ * backoff until the writer is stopped; a batch larger than maxRows is split.
+ */
+export class BatchWriter {
+  private readonly buffers = new Map<string, Buffer>();
+  private draining = false;
+  private stopped = false;
+  private readonly rowsWritten: Counter<'table'>;
+  private readonly retries: Counter<'table'>;
+  private readonly insertSeconds: Histogram<'table'>;
+  private readonly batchRows: Histogram<'table'>;
+
+  constructor(private readonly opts: BatchWriterOptions) {
+    const registers = [opts.registry];
+    this.rowsWritten = new Counter({ name: 'consumer_rows_written_total', help: 'Rows inserted into ClickHouse', labelNames: ['table'], registers });
+    this.retries = new Counter({ name: 'consumer_insert_retries_total', help: 'Failed inserts that were retried', labelNames: ['table'], registers });
+    this.insertSeconds = new Histogram({
+      name: 'consumer_insert_duration_seconds',
+      help: 'Duration of one successful ClickHouse insert',
+      labelNames: ['table'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.batchRows = new Histogram({
+      name: 'consumer_insert_batch_rows',
+      help: 'Rows per ClickHouse insert',
+      labelNames: ['table'],
+      buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10_000, 25_000, 50_000, 100_000],
+      registers,
+    });
+  }
+
+  /** Resolves when `rows` are inserted; rejects only if the writer is stopped first. */
+  write(table: string, rows: readonly object[]): Promise<void> {
+    if (this.stopped) return Promise.reject(new WriterStoppedError('writer stopped'));
+    if (rows.length === 0) return Promise.resolve();
+    const buf = this.bufferOf(table);
+    const done = new Promise<void>((resolve, reject) => buf.waiters.push({ resolve, reject }));
+    for (const r of rows) buf.rows.push(r);
+    if (this.draining || buf.rows.length >= this.opts.maxRows) this.flush(table);
+    else buf.timer ??= setTimeout(() => this.flush(table), this.opts.maxAgeMs);
+    return done;
+  }
+
+  /** From now on every write flushes at once (used while shutting down). */
+  drain(): void {
+    this.draining = true;
+    for (const table of this.buffers.keys()) this.flush(table);
+  }
+
+  /** Flushes what is buffered, then refuses new writes; pending retries give up. */
+  async stop(): Promise<void> {
+    this.drain();
+    await Promise.all([...this.buffers.values()].map((b) => b.chain));
+    this.stopped = true;
+  }
+
+  /** Gives up at once: pending writes reject and nothing more is inserted. */
+  abort(): void {
+    this.stopped = true;
+    for (const b of this.buffers.values()) {
+      clearTimeout(b.timer);
+      for (const w of b.waiters.splice(0)) w.reject(new WriterStoppedError('writer aborted'));
+      b.rows = [];
+    }
+  }
+
+  private bufferOf(table: string): Buffer {
+    let b = this.buffers.get(table);
+    if (!b) {
+      b = { rows: [], waiters: [], timer: undefined, chain: Promise.resolve() };
+      this.buffers.set(table, b);
+    }
+    return b;
+  }
+
+  private flush(table: string): void {
+    const buf = this.bufferOf(table);
+    clearTimeout(buf.timer);
+    buf.timer = undefined;
+    if (buf.rows.length === 0) return;
+    const rows = buf.rows;
+    const waiters = buf.waiters;
+    buf.rows = [];
+    buf.waiters = [];
+    buf.chain = buf.chain.then(async () => {
+      try {
+        for (let i = 0; i < rows.length; i += this.opts.maxRows) {
+          await this.insertWithRetry(table, rows.slice(i, i + this.opts.maxRows));
+        }
+        for (const w of waiters) w.resolve();
+      } catch (err) {
+        for (const w of waiters) w.reject(err as Error);
+      }
+    });
+  }
+
+  private async insertWithRetry(table: string, rows: object[]): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.stopped) throw new WriterStoppedError('writer stopped during retries');
+      const end = this.insertSeconds.startTimer({ table });
+      try {
+        await this.opts.sink.insert(table, rows);
+        end();
+        this.rowsWritten.inc({ table }, rows.length);
+        this.batchRows.observe({ table }, rows.length);
+        return;
+      } catch (err) {
+        this.retries.inc({ table });
+        const delay = Math.min(this.opts.retryMaxMs, 100 * 2 ** Math.min(attempt, 16)) * (0.5 + Math.random() / 2);
+        this.opts.logger.warn('insert failed, retrying', { table, rows: rows.length, attempt, delay_ms: Math.round(delay), err: String(err) });
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+}

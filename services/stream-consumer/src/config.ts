@@ -1,0 +1,21 @@
+import { commonSpec, loadConfig, v, type ConfigOf, type Env } from '@telemetry/runtime';
+
+export const consumerSpec = {
+  ...commonSpec,
+  groupId: v.str('CONSUMER_GROUP_ID', 'telemetry-clickhouse-writer', 'Kafka consumer group'),
+  deadLetterTopic: v.str('DEAD_LETTER_TOPIC', 'telemetry.dead-letter', 'where messages that can never be written go', /^[A-Za-z0-9._-]{1,200}$/),
+  batchMaxRows: v.int('BATCH_MAX_ROWS', 10_000, 'flush a table buffer at this many rows', 1, 1_000_000),
+  batchMaxAgeMs: v.int('BATCH_MAX_AGE_MS', 1000, 'flush a table buffer this long after its first row', 1, 60_000),
+  maxMessageBytes: v.int('MAX_MESSAGE_BYTES', 256 * 1024, 'larger messages are dead-lettered', 1024, 16 * 1024 * 1024),
+  partitionsConcurrently: v.int('PARTITIONS_CONSUMED_CONCURRENTLY', 8, 'partitions processed at once (their rows share inserts)', 1, 256),
+  insertRetryMaxMs: v.int('INSERT_RETRY_MAX_MS', 10_000, 'longest backoff between insert retries', 100, 600_000),
+  port: v.int('PORT', 8081, 'HTTP port for /healthz, /readyz, /metrics', 0, 65535),
+  host: v.str('HOST', '0.0.0.0', 'address to listen on'),
+  migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
+} as const;
+
+export type ConsumerConfig = ConfigOf<typeof consumerSpec>;
+
+export function loadConsumerConfig(env: Env): ConsumerConfig {
+  return loadConfig(consumerSpec, env);
+}

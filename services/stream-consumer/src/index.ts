@@ -1,0 +1,4 @@
+export { BatchWriter, WriterStoppedError, type RowSink } from './batch-writer.js';
+export { consumerSpec, loadConsumerConfig, type ConsumerConfig } from './config.js';
+export { decodeCheck, decodeEvent, eventTime } from './rows.js';
+export { startConsumer, type StreamConsumer } from './service.js';

@@ -1,0 +1,112 @@
+import { createValidators } from '@telemetry/contract';
+import {
+  AckedProducer,
+  ClickHouseComponent,
+  createClickHouse,
+  createExpressApp,
+  createKafka,
+  createRegistry,
+  ensureTopics,
+  errorHandler,
+  healthRoutes,
+  HttpServerComponent,
+  migrate,
+  notFound,
+  ServiceRunner,
+  sqlIdentifier,
+  type ClickHouseClient,
+  type Component,
+  type Logger,
+} from '@telemetry/runtime';
+import { BatchWriter, type RowSink } from './batch-writer.js';
+import type { ConsumerConfig } from './config.js';
+import { KafkaToClickHouse } from './consumer.js';
+
+export class ClickHouseSink implements RowSink {
+  constructor(private readonly client: ClickHouseClient) {}
+  async insert(table: string, rows: readonly object[]): Promise<void> {
+    await this.client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
+  }
+}
+
+/** The writer as a component: stop() flushes what it holds. */
+class WriterComponent implements Component {
+  readonly name = 'batch-writer';
+  constructor(readonly writer: BatchWriter) {}
+  async start(): Promise<void> {}
+  health(): boolean {
+    return true;
+  }
+  stop(): Promise<void> {
+    return this.writer.stop();
+  }
+}
+
+export interface StreamConsumer {
+  runner: ServiceRunner;
+  http: HttpServerComponent;
+  writer: BatchWriter;
+}
+
+export async function startConsumer(config: ConsumerConfig, logger: Logger): Promise<StreamConsumer> {
+  const registry = createRegistry('stream-consumer');
+  const ch = new ClickHouseComponent(
+    createClickHouse({
+      url: config.clickhouseUrl,
+      username: config.clickhouseUser,
+      password: config.clickhousePassword,
+      database: config.clickhouseDatabase,
+    }),
+    logger,
+  );
+  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-consumer`, logger });
+  if (config.migrateOnStart) {
+    await migrate(ch.client, config.clickhouseDatabase, logger);
+    await ensureTopics(
+      kafka,
+      [config.eventsTopic, config.checksTopic, config.deadLetterTopic].map((topic) => ({
+        topic,
+        numPartitions: config.topicPartitions,
+      })),
+    );
+  }
+  const db = sqlIdentifier(config.clickhouseDatabase);
+  const writer = new BatchWriter({
+    sink: new ClickHouseSink(ch.client),
+    logger,
+    registry,
+    maxRows: config.batchMaxRows,
+    maxAgeMs: config.batchMaxAgeMs,
+    retryMaxMs: config.insertRetryMaxMs,
+  });
+  const deadLetters = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 10_000 });
+  const consumer = new KafkaToClickHouse({
+    kafka,
+    writer,
+    deadLetters,
+    validators: createValidators(),
+    logger,
+    registry,
+    groupId: config.groupId,
+    eventsTopic: config.eventsTopic,
+    checksTopic: config.checksTopic,
+    deadLetterTopic: config.deadLetterTopic,
+    eventsTable: `${db}.events`,
+    checksTable: `${db}.checks`,
+    maxMessageBytes: config.maxMessageBytes,
+    partitionsConcurrently: config.partitionsConcurrently,
+  });
+  let runner: ServiceRunner | undefined;
+  const app = createExpressApp();
+  healthRoutes(app, { ready: () => runner?.ready() ?? false, details: () => runner?.health() ?? {}, registry });
+  app.use(notFound);
+  app.use(errorHandler(logger));
+  const http = new HttpServerComponent(app, config.port, config.host);
+  // Shutdown runs in reverse: consumer (stop fetching, flush, commit, leave group) ->
+  // writer (flush leftovers) -> dead-letter producer -> ClickHouse client -> HTTP last,
+  // so /metrics and /healthz answer until the end.
+  runner = new ServiceRunner([http, ch, deadLetters, new WriterComponent(writer), consumer], logger, config.shutdownTimeoutMs);
+  await runner.start();
+  logger.info('stream consumer running', { port: http.boundPort, group: config.groupId });
+  return { runner, http, writer };
+}
