@@ -1,0 +1,38 @@
+import { randomBytes } from 'node:crypto';
+import { provision } from '../tools/devstack/provision.js';
+import { startStack, type Stack } from '../tools/devstack/stack.js';
+
+let stack: Stack | undefined;
+
+/**
+ * Starts the real Kafka and ClickHouse once for the whole run (see tools/devstack) and
+ * gives this run its own database and topics, so runs against shared servers
+ * (KAFKA_BROKERS / CLICKHOUSE_URL) do not see each other's data.
+ */
+export async function mochaGlobalSetup(): Promise<void> {
+  const started = Date.now();
+  stack = await startStack();
+  const run = randomBytes(4).toString('hex');
+  const names = {
+    TEST_DATABASE: `test_${run}`,
+    TEST_EVENTS_TOPIC: `test.${run}.events`,
+    TEST_CHECKS_TOPIC: `test.${run}.checks`,
+    TEST_DEAD_LETTER_TOPIC: `test.${run}.dead-letter`,
+  };
+  await provision(stack, {
+    database: names.TEST_DATABASE,
+    topics: [names.TEST_EVENTS_TOPIC, names.TEST_CHECKS_TOPIC, names.TEST_DEAD_LETTER_TOPIC],
+    partitions: 4,
+  });
+  Object.assign(process.env, names, {
+    TEST_KAFKA_BROKERS: stack.kafkaBrokers,
+    TEST_CLICKHOUSE_URL: stack.clickhouseUrl,
+    TEST_CLICKHOUSE_READER_USER: stack.clickhouseReader.user,
+    TEST_CLICKHOUSE_READER_PASSWORD: stack.clickhouseReader.password,
+  });
+  process.stderr.write(`[stack] ${stack.mode}: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${Date.now() - started} ms)\n`);
+}
+
+export async function mochaGlobalTeardown(): Promise<void> {
+  await stack?.stop();
+}

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { loadGatewayConfig, startGateway } from '@telemetry/ingest-gateway';
+import { loadQueryConfig, startQueryService } from '@telemetry/query-service';
+import { loadConsumerConfig, startConsumer } from '@telemetry/stream-consumer';
+import {
+  createClickHouse,
+  createKafka,
+  createLogger,
+  issueKey,
+  LineCollector,
+  type ClickHouseClient,
+  type Logger,
+  type NewKey,
+} from '@telemetry/runtime';
+
+/** What global-setup started for this run. */
+export function testStack() {
+  const need = (name: string): string => {
+    const v = process.env[name];
+    if (!v) throw new Error(`${name} is not set: run the tests with npm test (global setup starts the stack)`);
+    return v;
+  };
+  return {
+    kafkaBrokers: need('TEST_KAFKA_BROKERS'),
+    clickhouseUrl: need('TEST_CLICKHOUSE_URL'),
+    database: need('TEST_DATABASE'),
+    eventsTopic: need('TEST_EVENTS_TOPIC'),
+    checksTopic: need('TEST_CHECKS_TOPIC'),
+    deadLetterTopic: need('TEST_DEAD_LETTER_TOPIC'),
+    readerUser: need('TEST_CLICKHOUSE_READER_USER'),
+    readerPassword: process.env.TEST_CLICKHOUSE_READER_PASSWORD ?? '',
+  };
+}
+
+export function uid(prefix = 'x'): string {
+  return `${prefix}-${randomBytes(5).toString('hex')}`;
+}
+
+/** Polls `probe` until it returns a value other than undefined, or fails at the deadline. */
+export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export function adminClickHouse(): ClickHouseClient {
+  const s = testStack();
+  return createClickHouse({ url: s.clickhouseUrl, username: 'default', password: '', database: s.database });
+}
+
+export async function newKey(spec: NewKey): Promise<string> {
+  const ch = adminClickHouse();
+  try {
+    return (await issueKey(ch, testStack().database, spec)).key;
+  } finally {
+    await ch.close();
+  }
+}
+
+export function serviceEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const s = testStack();
+  return {
+    LOG_LEVEL: 'info',
+    KAFKA_BROKERS: s.kafkaBrokers,
+    CLICKHOUSE_URL: s.clickhouseUrl,
+    CLICKHOUSE_DATABASE: s.database,
+    EVENTS_TOPIC: s.eventsTopic,
+    CHECKS_TOPIC: s.checksTopic,
+    DEAD_LETTER_TOPIC: s.deadLetterTopic,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    KEY_REFRESH_MS: '200',
+    MIGRATE_ON_START: 'false',
+    ...extra,
+  };
+}
+
+export interface Running {
+  url: string;
+  logs: LineCollector;
+  stop(): Promise<void>;
+}
+
+function logger(service: string): { logger: Logger; logs: LineCollector } {
+  const logs = new LineCollector();
+  return { logger: createLogger({ service, level: 'info', stream: logs }), logs };
+}
+
+export async function runGateway(extra: Record<string, string> = {}): Promise<Running> {
+  const { logger: l, logs } = logger('ingest-gateway');
+  const g = await startGateway(loadGatewayConfig(serviceEnv(extra)), l);
+  return { url: `http://127.0.0.1:${g.http.boundPort}`, logs, stop: () => g.runner.stop() };
+}
+
+export async function runConsumer(extra: Record<string, string> = {}): Promise<Running> {
+  const { logger: l, logs } = logger('stream-consumer');
+  const c = await startConsumer(
+    loadConsumerConfig(serviceEnv({ BATCH_MAX_AGE_MS: '200', CONSUMER_GROUP_ID: uid('group'), ...extra })),
+    l,
+  );
+  return { url: `http://127.0.0.1:${c.http.boundPort}`, logs, stop: () => c.runner.stop() };
+}
+
+export async function runQuery(extra: Record<string, string> = {}): Promise<Running> {
+  const s = testStack();
+  const { logger: l, logs } = logger('query-service');
+  const q = await startQueryService(
+    loadQueryConfig(serviceEnv({ CLICKHOUSE_USER: s.readerUser, CLICKHOUSE_PASSWORD: s.readerPassword, ...extra })),
+    l,
+  );
+  return { url: `http://127.0.0.1:${q.http.boundPort}`, logs, stop: () => q.runner.stop() };
+}
+
+export async function produce(topic: string, values: (string | object)[]): Promise<void> {
+  const kafka = createKafka({ brokers: testStack().kafkaBrokers.split(','), clientId: 'test', logger: createLogger({ service: 'test', level: 'silent' }) });
+  const p = kafka.producer();
+  await p.connect();
+  try {
+    await p.send({ topic, acks: -1, messages: values.map((v) => ({ value: typeof v === 'string' ? v : JSON.stringify(v) })) });
+  } finally {
+    await p.disconnect();
+  }
+}

@@ -1,0 +1,25 @@
+import { createClickHouse, createKafka, createLogger, ensureTopics, migrate, type Logger } from '@telemetry/runtime';
+import type { Stack } from './stack.js';
+
+export interface ProvisionOptions {
+  database: string;
+  topics: string[];
+  partitions: number;
+  logger?: Logger;
+}
+
+/** Migrations and topics: what every service expects to exist. Idempotent. */
+export async function provision(stack: Stack, opts: ProvisionOptions): Promise<void> {
+  const logger = opts.logger ?? createLogger({ service: 'devstack', level: 'warn' });
+  const client = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: 'default' });
+  try {
+    await migrate(client, opts.database, logger);
+  } finally {
+    await client.close();
+  }
+  const kafka = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'devstack', logger });
+  await ensureTopics(
+    kafka,
+    opts.topics.map((topic) => ({ topic, numPartitions: opts.partitions })),
+  );
+}
