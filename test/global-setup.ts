@@ -30,7 +30,9 @@ export async function mochaGlobalSetup(): Promise<void> {
     TEST_CLICKHOUSE_READER_USER: stack.clickhouseReader.user,
     TEST_CLICKHOUSE_READER_PASSWORD: stack.clickhouseReader.password,
   });
-  process.stderr.write(`[stack] ${stack.mode}: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${Date.now() - started} ms)\n`);
+  process.stderr.write(
+    `[stack] ${stack.mode}: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${Date.now() - started} ms)\n`,
+  );
 }
 
 export async function mochaGlobalTeardown(): Promise<void> {

@@ -47,7 +47,8 @@ export async function eventually<T>(what: string, probe: () => Promise<T | undef
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -121,11 +122,19 @@ export async function runQuery(extra: Record<string, string> = {}): Promise<Runn
 }
 
 export async function produce(topic: string, values: (string | object)[]): Promise<void> {
-  const kafka = createKafka({ brokers: testStack().kafkaBrokers.split(','), clientId: 'test', logger: createLogger({ service: 'test', level: 'silent' }) });
+  const kafka = createKafka({
+    brokers: testStack().kafkaBrokers.split(','),
+    clientId: 'test',
+    logger: createLogger({ service: 'test', level: 'silent' }),
+  });
   const p = kafka.producer();
   await p.connect();
   try {
-    await p.send({ topic, acks: -1, messages: values.map((v) => ({ value: typeof v === 'string' ? v : JSON.stringify(v) })) });
+    await p.send({
+      topic,
+      acks: -1,
+      messages: values.map((v) => ({ value: typeof v === 'string' ? v : JSON.stringify(v) })),
+    });
   } finally {
     await p.disconnect();
   }

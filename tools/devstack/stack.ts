@@ -35,7 +35,12 @@ export interface Stack {
   /** Stops what this harness started (nothing in `external` mode). */
   stop(): Promise<void>;
   /** Local mode: stop / start the ClickHouse or Kafka process (fault tests). */
-  control?: { stopClickHouse(): Promise<void>; startClickHouse(): Promise<void>; stopKafka(): Promise<void>; startKafka(): Promise<void> };
+  control?: {
+    stopClickHouse(): Promise<void>;
+    startClickHouse(): Promise<void>;
+    stopKafka(): Promise<void>;
+    startKafka(): Promise<void>;
+  };
 }
 
 export interface StackOptions {
@@ -54,7 +59,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       mode: 'external',
       kafkaBrokers: env.KAFKA_BROKERS,
       clickhouseUrl: env.CLICKHOUSE_URL,
-      clickhouseReader: { user: env.CLICKHOUSE_READER_USER ?? 'default', password: env.CLICKHOUSE_READER_PASSWORD ?? '' },
+      clickhouseReader: {
+        user: env.CLICKHOUSE_READER_USER ?? 'default',
+        password: env.CLICKHOUSE_READER_PASSWORD ?? '',
+      },
       stop: async () => {},
     };
   }
@@ -152,12 +160,17 @@ async function ensureClickHouse(log: (l: string) => void): Promise<string> {
   const found = await which('clickhouse-server');
   if (found) return found;
   if (process.getuid?.() !== 0) {
-    throw new Error('clickhouse-server is not installed: run `sudo apt-get install -y clickhouse-server`, or set CLICKHOUSE_URL');
+    throw new Error(
+      'clickhouse-server is not installed: run `sudo apt-get install -y clickhouse-server`, or set CLICKHOUSE_URL',
+    );
   }
   log('installing clickhouse-server with apt-get (once)...');
   const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   await run('apt-get', ['update', '-qq'], { env: aptEnv, maxBuffer: 64 * 1024 * 1024 });
-  await run('apt-get', ['install', '-y', '-qq', 'clickhouse-server', 'clickhouse-client'], { env: aptEnv, maxBuffer: 64 * 1024 * 1024 });
+  await run('apt-get', ['install', '-y', '-qq', 'clickhouse-server', 'clickhouse-client'], {
+    env: aptEnv,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const installed = await which('clickhouse-server');
   if (!installed) throw new Error('apt-get installed clickhouse-server but it is not on PATH');
   return installed;
@@ -169,7 +182,9 @@ async function ensureKafkaJars(env: NodeJS.ProcessEnv, log: (l: string) => void)
   const marker = join(dir, '.complete');
   if (existsSync(marker)) return dir;
   if (!(await which('mvn')) || !(await which('java'))) {
-    throw new Error('Java and Maven are needed to fetch and run Kafka: install openjdk-17-jre-headless and maven, or set KAFKA_BROKERS');
+    throw new Error(
+      'Java and Maven are needed to fetch and run Kafka: install openjdk-17-jre-headless and maven, or set KAFKA_BROKERS',
+    );
   }
   log(`fetching Apache Kafka ${KAFKA_VERSION} jars from Maven Central (once)...`);
   mkdirSync(dir, { recursive: true });
@@ -305,7 +320,12 @@ async function httpOk(url: string): Promise<boolean> {
 
 async function kafkaAnswers(port: number): Promise<boolean> {
   const { Kafka, logLevel } = await import('kafkajs');
-  const admin = new Kafka({ brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING, retry: { retries: 0 }, connectionTimeout: 1000 }).admin();
+  const admin = new Kafka({
+    brokers: [`127.0.0.1:${port}`],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+    connectionTimeout: 1000,
+  }).admin();
   try {
     await admin.connect();
     const c = await admin.describeCluster();
@@ -334,7 +354,11 @@ async function startLocal(opts: StackOptions): Promise<Stack> {
   writeFileSync(portsFile, JSON.stringify(ports));
   const readerPassword = 'reader';
   clickhouseConfig(chDir, ports.chHttp!, ports.chTcp!, readerPassword);
-  const clickhouse = new ManagedProcess(chBin, [`--config-file=${join(chDir, 'config.xml')}`], join(chDir, 'stdout.log'));
+  const clickhouse = new ManagedProcess(
+    chBin,
+    [`--config-file=${join(chDir, 'config.xml')}`],
+    join(chDir, 'stdout.log'),
+  );
 
   const props = kafkaConfig(kDir, ports.kafka!, ports.controller!);
   const javaArgs = [
@@ -354,7 +378,12 @@ async function startLocal(opts: StackOptions): Promise<Stack> {
 
   const startClickHouse = async (): Promise<void> => {
     clickhouse.start();
-    await waitFor('ClickHouse', () => httpOk(`http://127.0.0.1:${ports.chHttp}/ping`), 60_000, join(chDir, 'error.log'));
+    await waitFor(
+      'ClickHouse',
+      () => httpOk(`http://127.0.0.1:${ports.chHttp}/ping`),
+      60_000,
+      join(chDir, 'error.log'),
+    );
   };
   const startKafka = async (): Promise<void> => {
     kafka.start();

@@ -5,8 +5,10 @@ import type { Check, CheckMessage, EventMessage, IngestRequest } from './types.j
 
 // NOTE: ajv-formats is CommonJS with a default export; under NodeNext its default
 // import is the module object on some toolchains and the function on others.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
-  addFormatsModule) as (ajv: Ajv, formats: string[]) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+  formats: string[],
+) => Ajv;
 
 export interface Validators {
   ingestRequest: ValidateFunction<IngestRequest>;

@@ -105,13 +105,7 @@ export function loadConfig<S extends ConfigSpec>(specs: S, env: Env): ConfigOf<S
 
 /** Variables every service shares. */
 export const commonSpec = {
-  logLevel: v.oneOf('LOG_LEVEL', 'info', 'winston log level', [
-    'error',
-    'warn',
-    'info',
-    'debug',
-    'silent',
-  ] as const),
+  logLevel: v.oneOf('LOG_LEVEL', 'info', 'winston log level', ['error', 'warn', 'info', 'debug', 'silent'] as const),
   kafkaBrokers: v.list('KAFKA_BROKERS', undefined, 'Kafka bootstrap servers, comma-separated host:port'),
   kafkaClientId: v.str('KAFKA_CLIENT_ID', 'telemetry', 'Kafka client id prefix'),
   eventsTopic: v.str('EVENTS_TOPIC', 'telemetry.events', 'Kafka topic of telemetry events', /^[A-Za-z0-9._-]{1,200}$/),

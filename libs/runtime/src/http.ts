@@ -64,8 +64,8 @@ function routeLabel(route: { path?: string } | undefined, baseUrl: string): stri
 }
 
 export interface HealthOptions {
-  ready(): boolean;
-  details(): Record<string, boolean>;
+  ready: () => boolean;
+  details: () => Record<string, boolean>;
   registry: Registry;
 }
 
@@ -76,11 +76,13 @@ export function healthRoutes(app: Express, opts: HealthOptions): void {
   });
   app.get('/readyz', (_req, res) => {
     const ready = opts.ready();
-    res.status(ready ? 200 : 503).json(
-      ready
-        ? { success: true, data: { status: 'ready', components: opts.details() } }
-        : { ...fail('SHUTTING_DOWN', 'not ready'), details: { components: opts.details() } },
-    );
+    res
+      .status(ready ? 200 : 503)
+      .json(
+        ready
+          ? { success: true, data: { status: 'ready', components: opts.details() } }
+          : { ...fail('SHUTTING_DOWN', 'not ready'), details: { components: opts.details() } },
+      );
   });
   app.get('/metrics', (_req, res, next) => {
     opts.registry.metrics().then((text) => {
@@ -116,7 +118,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     res.locals.errorCode = appErr.code;
     for (const [h, v] of Object.entries(appErr.headers)) res.setHeader(h, v);
-    res.status(appErr.status).json(fail(appErr.code, appErr.expose ? appErr.message : 'internal error', appErr.details));
+    res
+      .status(appErr.status)
+      .json(fail(appErr.code, appErr.expose ? appErr.message : 'internal error', appErr.details));
   };
 }
 

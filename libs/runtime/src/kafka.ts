@@ -130,7 +130,10 @@ export class AckedProducer implements Component {
       timer = setTimeout(() => reject(new KafkaUnavailableError()), this.opts.ackTimeoutMs);
     });
     try {
-      await Promise.race([this.producer.send({ topic, messages, acks: -1, timeout: this.opts.ackTimeoutMs }), deadline]);
+      await Promise.race([
+        this.producer.send({ topic, messages, acks: -1, timeout: this.opts.ackTimeoutMs }),
+        deadline,
+      ]);
       this.sent.inc({ topic, result: 'acked' }, messages.length);
       end();
     } catch (err) {

@@ -186,8 +186,9 @@ export class KeyStore implements Component {
     return this.loaded;
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     clearInterval(this.timer);
+    return Promise.resolve();
   }
 
   /** The key's identity, or undefined when it is malformed, unknown, revoked or of another kind. */

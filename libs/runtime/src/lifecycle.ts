@@ -18,12 +18,18 @@ export interface Component {
 export class ServiceRunner {
   private stopping: Promise<void> | undefined;
   private started: Component[] = [];
+  private readonly components: Component[] = [];
 
   constructor(
-    private readonly components: Component[],
     private readonly logger: Logger,
     private readonly shutdownTimeoutMs = 25_000,
   ) {}
+
+  /** Adds components in start order (reverse is the shutdown order). */
+  use(...components: Component[]): this {
+    this.components.push(...components);
+    return this;
+  }
 
   async start(): Promise<void> {
     for (const c of this.components) {
@@ -37,13 +43,12 @@ export class ServiceRunner {
     return this.stopping !== undefined;
   }
 
-  health(): Record<string, boolean> {
+  health = (): Record<string, boolean> => {
     return Object.fromEntries(this.components.map((c) => [c.name, c.health()]));
-  }
+  };
 
-  ready(): boolean {
-    return !this.isStopping && this.components.every((c) => c.health());
-  }
+  /** Ready while every component is healthy and no shutdown has begun. */
+  ready = (): boolean => !this.isStopping && this.components.every((c) => c.health());
 
   stop(): Promise<void> {
     this.stopping ??= this.doStop();

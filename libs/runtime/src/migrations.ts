@@ -72,7 +72,10 @@ export async function migrate(client: ClickHouseClient, database: string, logger
       version UInt32, name String, applied_at DateTime('UTC')
     ) ENGINE = ReplacingMergeTree() ORDER BY version`,
   });
-  const rs = await client.query({ query: `SELECT DISTINCT version FROM ${db}.schema_migrations`, format: 'JSONEachRow' });
+  const rs = await client.query({
+    query: `SELECT DISTINCT version FROM ${db}.schema_migrations`,
+    format: 'JSONEachRow',
+  });
   const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)));
   const applied: number[] = [];
   for (const m of MIGRATIONS) {

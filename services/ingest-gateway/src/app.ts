@@ -29,8 +29,8 @@ export interface GatewayDeps {
   keys: Pick<KeyStore, 'verify'>;
   publisher: Publisher;
   validators: Validators;
-  ready(): boolean;
-  details(): Record<string, boolean>;
+  ready: () => boolean;
+  details: () => Record<string, boolean>;
 }
 
 const ALLOWED_TYPES = new Set(['application/json', 'text/plain']);
@@ -115,7 +115,8 @@ export function accessKeyOf(req: Request): string | undefined {
 function authenticate(keys: Pick<KeyStore, 'verify'>): RequestHandler {
   return (req, res, next) => {
     const raw = accessKeyOf(req);
-    if (!raw) throw new AppError('MISSING_CREDENTIALS', 'send the access key in X-Access-Key or the key query parameter');
+    if (!raw)
+      throw new AppError('MISSING_CREDENTIALS', 'send the access key in X-Access-Key or the key query parameter');
     const key = keys.verify(raw, 'telemetry');
     if (!key) throw new AppError('INVALID_CREDENTIALS', 'the access key is not valid');
     const origin = req.get('origin');

@@ -40,7 +40,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   }
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
   const producer = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: config.ackTimeoutMs });
-  let runner: ServiceRunner | undefined;
+  const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createGatewayApp({
     config,
     logger,
@@ -48,14 +48,14 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     keys,
     publisher: producer,
     validators: createValidators(),
-    ready: () => runner?.ready() ?? false,
-    details: () => runner?.health() ?? {},
+    ready: runner.ready,
+    details: runner.health,
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Start order; shutdown runs in reverse: stop accepting HTTP and drain in-flight
   // requests (each waits for its Kafka ack) -> disconnect the producer -> stop key
   // refresh -> close ClickHouse.
-  runner = new ServiceRunner([ch, keys, producer, http], logger, config.shutdownTimeoutMs);
+  runner.use(ch, keys, producer, http);
   await runner.start();
   logger.info('ingest gateway listening', { port: http.boundPort });
   return { runner, http };

@@ -9,6 +9,8 @@ try {
   const gateway = await startGateway(config, logger);
   installSignalHandlers(gateway.runner, logger);
 } catch (err) {
-  process.stderr.write(`ingest-gateway: ${err instanceof ConfigError ? err.message : String((err as Error).stack ?? err)}\n`);
+  process.stderr.write(
+    `ingest-gateway: ${err instanceof ConfigError ? err.message : String((err as Error).stack ?? err)}\n`,
+  );
   process.exit(err instanceof ConfigError ? 2 : 1);
 }

@@ -23,8 +23,8 @@ export interface QueryDeps {
   registry: Registry;
   keys: Pick<KeyStore, 'verify'>;
   client: ClickHouseClient;
-  ready(): boolean;
-  details(): Record<string, boolean>;
+  ready: () => boolean;
+  details: () => Record<string, boolean>;
 }
 
 export function createQueryApp(deps: QueryDeps): Express {

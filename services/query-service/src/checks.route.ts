@@ -75,8 +75,9 @@ export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: n
   if (monitorId.length > LIMITS.maxMonitorIdLength || !MONITOR_ID.test(monitorId)) {
     throw bad('id', `a monitor id is 1-${LIMITS.maxMonitorIdLength} letters, digits and . _ : -`);
   }
-  for (const k of Object.keys(req.query as object)) {
-    if (!KNOWN_PARAMS.has(k)) throw bad(k.slice(0, 64), `unknown query parameter; known: ${[...KNOWN_PARAMS].join(', ')}`);
+  for (const k of Object.keys(req.query)) {
+    if (!KNOWN_PARAMS.has(k))
+      throw bad(k.slice(0, 64), `unknown query parameter; known: ${[...KNOWN_PARAMS].join(', ')}`);
   }
   const limitRaw = single(req, 'limit');
   let limit = defaultLimit;
@@ -97,7 +98,8 @@ export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: n
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   for (const s of statuses) {
-    if (!(CHECK_STATUSES as readonly string[]).includes(s)) throw bad('status', `must be one or more of ${CHECK_STATUSES.join(', ')}`);
+    if (!(CHECK_STATUSES as readonly string[]).includes(s))
+      throw bad('status', `must be one or more of ${CHECK_STATUSES.join(', ')}`);
   }
   const cursorRaw = single(req, 'cursor');
   return {

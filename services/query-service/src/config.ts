@@ -1,6 +1,13 @@
 import { commonSpec, loadConfig, v, type ConfigOf, type Env } from '@telemetry/runtime';
 
-const { kafkaBrokers: _k, kafkaClientId: _c, eventsTopic: _e, checksTopic: _t, topicPartitions: _p, ...shared } = commonSpec;
+const {
+  kafkaBrokers: _k,
+  kafkaClientId: _c,
+  eventsTopic: _e,
+  checksTopic: _t,
+  topicPartitions: _p,
+  ...shared
+} = commonSpec;
 
 export const querySpec = {
   ...shared,
@@ -9,7 +16,13 @@ export const querySpec = {
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),
   defaultLimit: v.int('CHECKS_DEFAULT_LIMIT', 100, 'checks per page when `limit` is not given', 1, 1000),
   maxLimit: v.int('CHECKS_MAX_LIMIT', 1000, 'largest accepted `limit`', 1, 10_000),
-  shutdownDelayMs: v.int('SHUTDOWN_DELAY_MS', 0, 'after SIGTERM, fail /readyz this long before closing (k8s: 5000)', 0, 60_000),
+  shutdownDelayMs: v.int(
+    'SHUTDOWN_DELAY_MS',
+    0,
+    'after SIGTERM, fail /readyz this long before closing (k8s: 5000)',
+    0,
+    60_000,
+  ),
 } as const;
 
 export type QueryConfig = ConfigOf<typeof querySpec>;

@@ -9,6 +9,8 @@ try {
   const service = await startQueryService(config, logger);
   installSignalHandlers(service.runner, logger);
 } catch (err) {
-  process.stderr.write(`query-service: ${err instanceof ConfigError ? err.message : String((err as Error).stack ?? err)}\n`);
+  process.stderr.write(
+    `query-service: ${err instanceof ConfigError ? err.message : String((err as Error).stack ?? err)}\n`,
+  );
   process.exit(err instanceof ConfigError ? 2 : 1);
 }

@@ -31,19 +31,19 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     logger,
   );
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
-  let runner: ServiceRunner | undefined;
+  const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
     config,
     logger,
     registry,
     keys,
     client: ch.client,
-    ready: () => runner?.ready() ?? false,
-    details: () => runner?.health() ?? {},
+    ready: runner.ready,
+    details: runner.health,
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> ClickHouse.
-  runner = new ServiceRunner([ch, keys, http], logger, config.shutdownTimeoutMs);
+  runner.use(ch, keys, http);
   await runner.start();
   logger.info('query service listening', { port: http.boundPort });
   return { runner, http };

@@ -47,8 +47,18 @@ export class BatchWriter {
 
   constructor(private readonly opts: BatchWriterOptions) {
     const registers = [opts.registry];
-    this.rowsWritten = new Counter({ name: 'consumer_rows_written_total', help: 'Rows inserted into ClickHouse', labelNames: ['table'], registers });
-    this.retries = new Counter({ name: 'consumer_insert_retries_total', help: 'Failed inserts that were retried', labelNames: ['table'], registers });
+    this.rowsWritten = new Counter({
+      name: 'consumer_rows_written_total',
+      help: 'Rows inserted into ClickHouse',
+      labelNames: ['table'],
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'consumer_insert_retries_total',
+      help: 'Failed inserts that were retried',
+      labelNames: ['table'],
+      registers,
+    });
     this.insertSeconds = new Histogram({
       name: 'consumer_insert_duration_seconds',
       help: 'Duration of one successful ClickHouse insert',
@@ -143,7 +153,13 @@ export class BatchWriter {
       } catch (err) {
         this.retries.inc({ table });
         const delay = Math.min(this.opts.retryMaxMs, 100 * 2 ** Math.min(attempt, 16)) * (0.5 + Math.random() / 2);
-        this.opts.logger.warn('insert failed, retrying', { table, rows: rows.length, attempt, delay_ms: Math.round(delay), err: String(err) });
+        this.opts.logger.warn('insert failed, retrying', {
+          table,
+          rows: rows.length,
+          attempt,
+          delay_ms: Math.round(delay),
+          err: String(err),
+        });
         await new Promise((r) => setTimeout(r, delay));
       }
     }

@@ -49,9 +49,24 @@ export class KafkaToClickHouse implements Component {
       allowAutoTopicCreation: false,
     });
     const registers = [deps.registry];
-    this.deadLettered = new Counter({ name: 'consumer_dead_lettered_total', help: 'Messages sent to the dead-letter topic', labelNames: ['topic', 'reason'], registers });
-    this.lag = new Gauge({ name: 'consumer_partition_lag_messages', help: 'Messages behind the high watermark, per partition, at the last batch', labelNames: ['topic', 'partition'], registers });
-    this.messages = new Counter({ name: 'consumer_messages_total', help: 'Messages consumed', labelNames: ['topic'], registers });
+    this.deadLettered = new Counter({
+      name: 'consumer_dead_lettered_total',
+      help: 'Messages sent to the dead-letter topic',
+      labelNames: ['topic', 'reason'],
+      registers,
+    });
+    this.lag = new Gauge({
+      name: 'consumer_partition_lag_messages',
+      help: 'Messages behind the high watermark, per partition, at the last batch',
+      labelNames: ['topic', 'partition'],
+      registers,
+    });
+    this.messages = new Counter({
+      name: 'consumer_messages_total',
+      help: 'Messages consumed',
+      labelNames: ['topic'],
+      registers,
+    });
     this.consumer.on(this.consumer.events.CRASH, (e) => {
       deps.logger.error('consumer crashed', { err: String(e.payload.error), restart: e.payload.restart });
       if (!e.payload.restart) this.running = false;
@@ -84,7 +99,8 @@ export class KafkaToClickHouse implements Component {
     this.running = false;
   }
 
-  private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+  private async eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
     if (batch.messages.length === 0) return;
     const { topic, partition } = batch;
     this.messages.inc({ topic }, batch.messages.length);
@@ -98,7 +114,7 @@ export class KafkaToClickHouse implements Component {
       else dead.push(this.deadLetter(topic, partition, m, d.reason));
     }
     // Heartbeat while waiting on ClickHouse so a slow insert does not cost us the partitions.
-    const beat = setInterval(() => heartbeat().catch(() => undefined), 3000);
+    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), 3000);
     try {
       if (dead.length > 0) {
         await this.deps.deadLetters.send(this.deps.deadLetterTopic, dead);
@@ -109,9 +125,9 @@ export class KafkaToClickHouse implements Component {
     } finally {
       clearInterval(beat);
     }
-    if (!isRunning() || isStale()) return; // partition revoked meanwhile: the new owner re-reads (dedup on read)
+    if (!payload.isRunning() || payload.isStale()) return; // partition revoked meanwhile: the new owner re-reads (dedup on read)
     const last = batch.lastOffset();
-    resolveOffset(last);
+    payload.resolveOffset(last);
     await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(last) + 1n).toString() }]);
   }
 

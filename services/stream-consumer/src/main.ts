@@ -9,6 +9,8 @@ try {
   const consumer = await startConsumer(config, logger);
   installSignalHandlers(consumer.runner, logger);
 } catch (err) {
-  process.stderr.write(`stream-consumer: ${err instanceof ConfigError ? err.message : String((err as Error).stack ?? err)}\n`);
+  process.stderr.write(
+    `stream-consumer: ${err instanceof ConfigError ? err.message : String((err as Error).stack ?? err)}\n`,
+  );
   process.exit(err instanceof ConfigError ? 2 : 1);
 }

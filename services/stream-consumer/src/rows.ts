@@ -61,7 +61,11 @@ export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventR
   } catch (err) {
     return { ok: false, reason: `not JSON: ${(err as Error).message}` };
   }
-  if (!v.eventMessage(m)) return { ok: false, reason: `invalid event message: ${v.eventMessage.errors?.[0]?.instancePath} ${v.eventMessage.errors?.[0]?.message}` };
+  if (!v.eventMessage(m))
+    return {
+      ok: false,
+      reason: `invalid event message: ${v.eventMessage.errors?.[0]?.instancePath} ${v.eventMessage.errors?.[0]?.message}`,
+    };
   const e: EventMessage = m;
   const receivedAt = toUnix(e.received_at);
   if (receivedAt === null) return { ok: false, reason: 'received_at out of range' };
@@ -91,7 +95,11 @@ export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckR
   } catch (err) {
     return { ok: false, reason: `not JSON: ${(err as Error).message}` };
   }
-  if (!v.checkMessage(m)) return { ok: false, reason: `invalid check message: ${v.checkMessage.errors?.[0]?.instancePath} ${v.checkMessage.errors?.[0]?.message}` };
+  if (!v.checkMessage(m))
+    return {
+      ok: false,
+      reason: `invalid check message: ${v.checkMessage.errors?.[0]?.instancePath} ${v.checkMessage.errors?.[0]?.message}`,
+    };
   const c: CheckMessage = m;
   const createdAt = toUnix(c.created_at);
   if (createdAt === null) return { ok: false, reason: 'created_at out of range' };

@@ -25,7 +25,7 @@ import { KafkaToClickHouse } from './consumer.js';
 export class ClickHouseSink implements RowSink {
   constructor(private readonly client: ClickHouseClient) {}
   async insert(table: string, rows: readonly object[]): Promise<void> {
-    await this.client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
+    await this.client.insert({ table, values: [...rows], format: 'JSONEachRow' });
   }
 }
 
@@ -96,16 +96,16 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     maxMessageBytes: config.maxMessageBytes,
     partitionsConcurrently: config.partitionsConcurrently,
   });
-  let runner: ServiceRunner | undefined;
+  const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createExpressApp();
-  healthRoutes(app, { ready: () => runner?.ready() ?? false, details: () => runner?.health() ?? {}, registry });
+  healthRoutes(app, { ready: runner.ready, details: runner.health, registry });
   app.use(notFound);
   app.use(errorHandler(logger));
   const http = new HttpServerComponent(app, config.port, config.host);
   // Shutdown runs in reverse: consumer (stop fetching, flush, commit, leave group) ->
   // writer (flush leftovers) -> dead-letter producer -> ClickHouse client -> HTTP last,
   // so /metrics and /healthz answer until the end.
-  runner = new ServiceRunner([http, ch, deadLetters, new WriterComponent(writer), consumer], logger, config.shutdownTimeoutMs);
+  runner.use(http, ch, deadLetters, new WriterComponent(writer), consumer);
   await runner.start();
   logger.info('stream consumer running', { port: http.boundPort, group: config.groupId });
   return { runner, http, writer };

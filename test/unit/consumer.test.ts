@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { Registry } from 'prom-client';
+import { createValidators } from '@telemetry/contract';
+import { createLogger } from '@telemetry/runtime';
+import { BatchWriter, decodeCheck, decodeEvent, eventTime, type RowSink } from '@telemetry/stream-consumer';
+
+const logger = createLogger({ service: 'test', level: 'silent' });
+
+class FakeSink implements RowSink {
+  inserts: { table: string; rows: readonly object[] }[] = [];
+  failuresLeft = 0;
+  insert(table: string, rows: readonly object[]): Promise<void> {
+    if (this.failuresLeft > 0) {
+      this.failuresLeft--;
+      return Promise.reject(new Error('ClickHouse is down'));
+    }
+    this.inserts.push({ table, rows });
+    return Promise.resolve();
+  }
+}
+
+function writer(sink: RowSink, maxRows: number, maxAgeMs: number): BatchWriter {
+  return new BatchWriter({ sink, logger, registry: new Registry(), maxRows, maxAgeMs, retryMaxMs: 20 });
+}
+
+describe('stream consumer (unit)', () => {
+  it('corrects event time for client clock skew and keeps out-of-range times out', () => {
+    expect(eventTime(1000, null, null)).to.equal(1000);
+    expect(eventTime(1000, 5000, 5010)).to.equal(990); // client 4010 s ahead; event 10 s before send
+    expect(eventTime(1000, 900, null)).to.equal(900);
+    expect(eventTime(1000, 10, 5_000_000_000)).to.equal(1000); // would be negative
+  });
+
+  it('decodes valid messages and explains invalid ones', () => {
+    const v = createValidators();
+    const ev = decodeEvent(
+      v,
+      Buffer.from(
+        JSON.stringify({
+          v: 1,
+          event_id: '6f1b5a8e-0000-4000-8000-000000000001',
+          key_id: 'k',
+          source: 's',
+          category: 'c',
+          payload: { a: 1 },
+          received_at: '2026-11-22T10:00:00.123Z',
+        }),
+      ),
+    );
+    expect(ev.ok && ev.row.payload).to.equal('{"a":1}');
+    expect(ev.ok && ev.row.received_at).to.equal(Date.UTC(2026, 10, 22, 10) / 1000);
+    const notJson = decodeEvent(v, Buffer.from('{nope'));
+    expect(notJson.ok === false && notJson.reason).to.match(/^not JSON/);
+    const wrongType = decodeCheck(
+      v,
+      Buffer.from(
+        JSON.stringify({
+          id: 'a',
+          monitor_id: 'm',
+          status: 'up',
+          response_time: 'fast',
+          status_code: 200,
+          created_at: '2026-11-22T10:00:00Z',
+        }),
+      ),
+    );
+    expect(wrongType.ok).to.equal(false);
+    expect(decodeCheck(v, null).ok).to.equal(false);
+  });
+
+  it('flushes on size, in batches no larger than maxRows, and resolves writes only after the insert', async () => {
+    const sink = new FakeSink();
+    const w = writer(sink, 3, 60_000);
+    const p = w.write('t', [{ a: 1 }, { a: 2 }, { a: 3 }, { a: 4 }, { a: 5 }, { a: 6 }, { a: 7 }]);
+    await p;
+    expect(sink.inserts.map((i) => i.rows.length)).to.deep.equal([3, 3, 1]);
+    await w.stop();
+  });
+
+  it('flushes on age, gathering writes of several callers into one insert', async () => {
+    const sink = new FakeSink();
+    const w = writer(sink, 1000, 30);
+    let done = false;
+    const a = w.write('t', [{ a: 1 }]).then(() => (done = true));
+    const b = w.write('t', [{ a: 2 }]);
+    expect(done).to.equal(false);
+    await Promise.all([a, b]);
+    expect(sink.inserts).to.have.length(1);
+    expect(sink.inserts[0]!.rows).to.have.length(2);
+    await w.stop();
+  });
+
+  it('retries transient insert failures and resolves once the rows are in', async () => {
+    const sink = new FakeSink();
+    sink.failuresLeft = 3;
+    const w = writer(sink, 10, 1);
+    await w.write('t', [{ a: 1 }]);
+    expect(sink.inserts).to.have.length(1);
+    await w.stop();
+  });
+
+  it('empties itself on stop and refuses writes afterwards', async () => {
+    const sink = new FakeSink();
+    const w = writer(sink, 1000, 60_000);
+    const p = w.write('t', [{ a: 1 }]);
+    await w.stop();
+    await p;
+    expect(sink.inserts).to.have.length(1);
+    let refused = false;
+    await w.write('t', [{ a: 2 }]).catch(() => (refused = true));
+    expect(refused).to.equal(true);
+  });
+});

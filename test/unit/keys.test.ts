@@ -1,0 +1,78 @@
+import { expect } from 'chai';
+import { createLogger, hashSecret, KeyStore, parseKey, type KeyRecord, type KeySource } from '@telemetry/runtime';
+
+const logger = createLogger({ service: 'test', level: 'silent' });
+
+function record(over: Partial<KeyRecord> & { secret: string }): KeyRecord {
+  const { secret, ...rest } = over;
+  return {
+    key_id: '0123456789abcdef',
+    kind: 'telemetry',
+    name: 'k',
+    secret_hash: hashSecret(secret),
+    scopes: [],
+    monitor_ids: [],
+    allowed_origins: [],
+    allowed_sources: [],
+    revoked: 0,
+    created_at: '2026-01-01 00:00:00',
+    version: 1,
+    ...rest,
+  };
+}
+
+class FakeSource implements KeySource {
+  constructor(public records: KeyRecord[]) {}
+  loadAll(): Promise<KeyRecord[]> {
+    return Promise.resolve(this.records);
+  }
+}
+
+describe('keys (unit)', () => {
+  const secret = 'a'.repeat(64);
+  const key = `tk_0123456789abcdef_${secret}`;
+
+  it('parses only the exact key format', () => {
+    expect(parseKey(key)).to.deep.equal({ kind: 'telemetry', keyId: '0123456789abcdef', secret });
+    expect(parseKey(`ak_0123456789abcdef_${secret}`)?.kind).to.equal('api');
+    for (const bad of [
+      '',
+      'tk_',
+      key + 'a',
+      key.toUpperCase(),
+      `xx_0123456789abcdef_${secret}`,
+      ` ${key}`,
+      key.slice(0, -1) + 'g',
+    ]) {
+      expect(parseKey(bad), bad).to.equal(undefined);
+    }
+  });
+
+  it('verifies a stored key and refuses wrong secrets, other kinds and unknown ids', async () => {
+    const store = new KeyStore(new FakeSource([record({ secret })]), logger, 60_000);
+    await store.start();
+    expect(store.verify(key, 'telemetry')?.keyId).to.equal('0123456789abcdef');
+    expect(store.verify(`tk_0123456789abcdef_${'b'.repeat(64)}`, 'telemetry')).to.equal(undefined);
+    expect(store.verify(key, 'api')).to.equal(undefined);
+    expect(store.verify(`tk_ffffffffffffffff_${secret}`, 'telemetry')).to.equal(undefined);
+    expect(store.verify('garbage', 'telemetry')).to.equal(undefined);
+    await store.stop();
+  });
+
+  it('stops accepting a revoked key at the next refresh', async () => {
+    const source = new FakeSource([record({ secret })]);
+    const store = new KeyStore(source, logger, 60_000);
+    await store.start();
+    expect(store.verify(key, 'telemetry')).to.not.equal(undefined);
+    source.records = [record({ secret, revoked: 1, version: 2 })];
+    await store.refresh();
+    expect(store.verify(key, 'telemetry')).to.equal(undefined);
+    await store.stop();
+  });
+
+  it('stores only the hash', () => {
+    expect(hashSecret(secret))
+      .to.match(/^[0-9a-f]{64}$/)
+      .and.not.equal(secret);
+  });
+});
