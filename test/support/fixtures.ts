@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Partitioners } from 'kafkajs';
 import { loadGatewayConfig, startGateway } from '@telemetry/ingest-gateway';
 import { loadQueryConfig, startQueryService } from '@telemetry/query-service';
 import { loadConsumerConfig, startConsumer } from '@telemetry/stream-consumer';
@@ -127,7 +128,7 @@ export async function produce(topic: string, values: (string | object)[]): Promi
     clientId: 'test',
     logger: createLogger({ service: 'test', level: 'silent' }),
   });
-  const p = kafka.producer();
+  const p = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await p.connect();
   try {
     await p.send({

@@ -12,7 +12,7 @@
  * whose path is printed with the error.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -346,21 +346,22 @@ async function startLocal(opts: StackOptions): Promise<Stack> {
 
   const [chBin, jars] = await Promise.all([ensureClickHouse(log), ensureKafkaJars(env, log)]);
 
-  // Ports: reuse the ones a kept data dir used last time (Kafka's data remembers them).
-  const portsFile = join(root, 'ports.json');
-  const ports: Record<string, number> = existsSync(portsFile)
-    ? (JSON.parse(readFileSync(portsFile, 'utf8')) as Record<string, number>)
-    : { chHttp: await freePort(), chTcp: await freePort(), kafka: await freePort(), controller: await freePort() };
-  writeFileSync(portsFile, JSON.stringify(ports));
+  // Fresh free ports every time: neither server's data depends on its ports.
+  const ports = {
+    chHttp: await freePort(),
+    chTcp: await freePort(),
+    kafka: await freePort(),
+    controller: await freePort(),
+  };
   const readerPassword = 'reader';
-  clickhouseConfig(chDir, ports.chHttp!, ports.chTcp!, readerPassword);
+  clickhouseConfig(chDir, ports.chHttp, ports.chTcp, readerPassword);
   const clickhouse = new ManagedProcess(
     chBin,
     [`--config-file=${join(chDir, 'config.xml')}`],
     join(chDir, 'stdout.log'),
   );
 
-  const props = kafkaConfig(kDir, ports.kafka!, ports.controller!);
+  const props = kafkaConfig(kDir, ports.kafka, ports.controller);
   const javaArgs = [
     '-Xms256m',
     '-Xmx768m',
@@ -387,7 +388,7 @@ async function startLocal(opts: StackOptions): Promise<Stack> {
   };
   const startKafka = async (): Promise<void> => {
     kafka.start();
-    await waitFor('Kafka', () => kafkaAnswers(ports.kafka!), 90_000, join(kDir, 'server.log'));
+    await waitFor('Kafka', () => kafkaAnswers(ports.kafka), 90_000, join(kDir, 'server.log'));
   };
   try {
     await Promise.all([startClickHouse(), startKafka()]);

@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type LogEntry, type Message, type Producer } from 'kafkajs';
+import { Kafka, logLevel, Partitioners, type LogEntry, type Message, type Producer } from 'kafkajs';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { KafkaUnavailableError } from './errors.js';
 import type { Component } from './lifecycle.js';
@@ -77,6 +77,8 @@ export class AckedProducer implements Component {
   constructor(private readonly opts: ProducerOptions) {
     this.producer = opts.kafka.producer({
       allowAutoTopicCreation: false,
+      // murmur2 of the message key, as the Java client does.
+      createPartitioner: Partitioners.DefaultPartitioner,
       // NOTE: kafkajs retries inside send(); our deadline (ackTimeoutMs) bounds the wait.
       retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
     });

@@ -1,0 +1,84 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { freePort } from '../../tools/devstack/stack.js';
+import { eventually, testStack } from '../support/fixtures.js';
+
+const sh = promisify(execFile);
+
+/**
+ * The README's first command, as a new user runs it: `npm start` brings the services up
+ * and prints commands; those commands, pasted into a shell, must work.
+ */
+describe('quick start (npm start, real Kafka and ClickHouse)', () => {
+  let child: ChildProcess | undefined;
+  let output = '';
+
+  after(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child!.once('exit', r));
+      process.kill(-child.pid!, 'SIGINT');
+      await exited;
+    }
+  });
+
+  it('starts the three services and prints commands that send an event and read check history', async () => {
+    const s = testStack();
+    const [gw, co, qu] = [await freePort(), await freePort(), await freePort()];
+    child = spawn('npm', ['start'], {
+      env: {
+        ...process.env,
+        KAFKA_BROKERS: s.kafkaBrokers,
+        CLICKHOUSE_URL: s.clickhouseUrl,
+        CLICKHOUSE_READER_USER: s.readerUser,
+        CLICKHOUSE_READER_PASSWORD: s.readerPassword,
+        CLICKHOUSE_DATABASE: `${s.database}_quickstart`,
+        EVENTS_TOPIC: `${s.eventsTopic}.quickstart`,
+        CHECKS_TOPIC: `${s.checksTopic}.quickstart`,
+        DEAD_LETTER_TOPIC: `${s.deadLetterTopic}.quickstart`,
+        TOPIC_PARTITIONS: '2',
+        GATEWAY_PORT: String(gw),
+        CONSUMER_PORT: String(co),
+        QUERY_PORT: String(qu),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group, like a terminal's foreground job
+    });
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    await eventually(
+      'npm start to print its commands',
+      async () => (output.includes('Press Ctrl-C') ? true : undefined),
+      90_000,
+    );
+    const commands = output.split('\n').filter((l) => l.startsWith('curl '));
+    expect(commands, output).to.have.length(3);
+
+    const send = JSON.parse((await sh('sh', ['-c', commands[0]!])).stdout) as unknown;
+    expect(send).to.deep.equal({ success: true, data: null });
+
+    const history = JSON.parse((await sh('sh', ['-c', commands[1]!])).stdout) as {
+      success: boolean;
+      data: { monitor_id: string; status: string }[];
+    };
+    expect(history.success).to.equal(true);
+    expect(history.data.length).to.be.at.least(3);
+    expect(history.data.every((c) => c.monitor_id === 'demo-monitor' && c.status === 'up')).to.equal(true);
+
+    await eventually('the quick-start event in ClickHouse', async () => {
+      const { stdout } = await sh('sh', ['-c', commands[2]!]);
+      return stdout.includes('quickstart') ? true : undefined;
+    });
+
+    // Ctrl-C, as a terminal sends it: SIGINT to the whole foreground process group.
+    const exited = new Promise((r) => child!.once('exit', r));
+    process.kill(-child.pid!, 'SIGINT');
+    await exited;
+    await eventually(
+      'the services to stop in order',
+      async () => (output.includes('stopping Kafka and ClickHouse') ? true : undefined),
+      30_000,
+    );
+    expect(output).not.to.match(/exited \(\d+\); stopping/);
+  });
+});
