@@ -48,7 +48,7 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     await eventually(
       'npm start to print its commands',
-      async () => (output.includes('Press Ctrl-C') ? true : undefined),
+      () => Promise.resolve(output.includes('Press Ctrl-C') ? true : undefined),
       90_000,
     );
     const commands = output.split('\n').filter((l) => l.startsWith('curl '));
@@ -76,7 +76,7 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
     await exited;
     await eventually(
       'the services to stop in order',
-      async () => (output.includes('stopping Kafka and ClickHouse') ? true : undefined),
+      () => Promise.resolve(output.includes('stopping Kafka and ClickHouse') ? true : undefined),
       30_000,
     );
     expect(output).not.to.match(/exited \(\d+\); stopping/);

@@ -1,22 +1,9 @@
-/** npm run migrate: applies ClickHouse migrations at CLICKHOUSE_URL (or `npm start`'s stack). */
-import { createClickHouse, createLogger, migrate } from '@telemetry/runtime';
+/**
+ * npm run migrate: applies ClickHouse migrations and creates the Kafka topics, against
+ * KAFKA_BROKERS / CLICKHOUSE_URL, or the stack that `npm start` runs.
+ */
+import { createLogger, provisionFromEnv } from '@telemetry/runtime';
 import { envWithLocalStack } from './local-env.js';
 
-const env = envWithLocalStack();
-if (!env.CLICKHOUSE_URL) {
-  process.stderr.write('CLICKHOUSE_URL is not set\n');
-  process.exit(2);
-}
-const database = env.CLICKHOUSE_DATABASE ?? 'telemetry';
-const client = createClickHouse({
-  url: env.CLICKHOUSE_URL,
-  username: env.CLICKHOUSE_USER ?? 'default',
-  password: env.CLICKHOUSE_PASSWORD ?? '',
-  database: 'default',
-});
-try {
-  const applied = await migrate(client, database, createLogger({ service: 'migrate', level: 'info' }));
-  process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'schema is up to date\n');
-} finally {
-  await client.close();
-}
+const applied = await provisionFromEnv(envWithLocalStack(), createLogger({ service: 'migrate', level: 'warn' }));
+process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'schema is up to date\n');

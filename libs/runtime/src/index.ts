@@ -9,3 +9,4 @@ export * from './logger.js';
 export * from './metrics.js';
 export * from './migrations.js';
 export * from './sql.js';
+export * from './provision.js';

@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+# One image per service: docker build --build-arg SERVICE=ingest-gateway -t telemetry/ingest-gateway .
+# SERVICE is one of ingest-gateway, stream-consumer, query-service, provision.
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+COPY libs/contract/package.json libs/contract/
+COPY libs/runtime/package.json libs/runtime/
+COPY services/ingest-gateway/package.json services/ingest-gateway/
+COPY services/stream-consumer/package.json services/stream-consumer/
+COPY services/query-service/package.json services/query-service/
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.base.json ./
+COPY libs libs
+COPY services services
+RUN npx tsc -b services/ingest-gateway services/stream-consumer services/query-service
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json /app/.npmrc ./
+COPY --from=build /app/libs/contract/package.json libs/contract/
+COPY --from=build /app/libs/runtime/package.json libs/runtime/
+COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
+COPY --from=build /app/services/stream-consumer/package.json services/stream-consumer/
+COPY --from=build /app/services/query-service/package.json services/query-service/
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM ${NODE_IMAGE}
+ARG SERVICE=ingest-gateway
+ENV NODE_ENV=production SERVICE=${SERVICE}
+WORKDIR /app
+COPY --from=deps /app/node_modules node_modules
+COPY --from=build /app/package.json ./
+COPY --from=build /app/libs/contract/package.json libs/contract/
+COPY --from=build /app/libs/contract/dist libs/contract/dist
+COPY --from=build /app/libs/runtime/package.json libs/runtime/
+COPY --from=build /app/libs/runtime/dist libs/runtime/dist
+COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
+COPY --from=build /app/services/ingest-gateway/dist services/ingest-gateway/dist
+COPY --from=build /app/services/stream-consumer/package.json services/stream-consumer/
+COPY --from=build /app/services/stream-consumer/dist services/stream-consumer/dist
+COPY --from=build /app/services/query-service/package.json services/query-service/
+COPY --from=build /app/services/query-service/dist services/query-service/dist
+USER node
+# exec: node is PID 1 and receives SIGTERM itself (our handlers drain and exit).
+# NOTE: kafkajs 2.2.4 schedules a harmless negative timeout; its warning is silenced.
+CMD ["sh", "-c", "if [ \"$SERVICE\" = provision ]; then exec node --disable-warning=TimeoutNegativeWarning libs/runtime/dist/bin/provision.js; else exec node --disable-warning=TimeoutNegativeWarning services/$SERVICE/dist/main.js; fi"]

@@ -1,0 +1,37 @@
+import { commonSpec, loadConfig, v, type Env } from './config.js';
+import { createClickHouse } from './clickhouse.js';
+import { createKafka, ensureTopics } from './kafka.js';
+import type { Logger } from './logger.js';
+import { migrate } from './migrations.js';
+
+export const provisionSpec = {
+  ...commonSpec,
+  deadLetterTopic: v.str('DEAD_LETTER_TOPIC', 'telemetry.dead-letter', 'dead-letter topic', /^[A-Za-z0-9._-]{1,200}$/),
+} as const;
+
+/**
+ * The one-shot set-up step (a Kubernetes Job, a compose service, `npm run migrate`):
+ * applies ClickHouse migrations and creates the Kafka topics with TOPIC_PARTITIONS
+ * partitions. Idempotent; existing topics are left as they are.
+ */
+export async function provisionFromEnv(env: Env, logger: Logger): Promise<number[]> {
+  const c = loadConfig(provisionSpec, env);
+  const client = createClickHouse({
+    url: c.clickhouseUrl,
+    username: c.clickhouseUser,
+    password: c.clickhousePassword,
+    database: 'default',
+  });
+  let applied: number[];
+  try {
+    applied = await migrate(client, c.clickhouseDatabase, logger);
+  } finally {
+    await client.close();
+  }
+  const kafka = createKafka({ brokers: c.kafkaBrokers, clientId: `${c.kafkaClientId}-provision`, logger });
+  await ensureTopics(
+    kafka,
+    [c.eventsTopic, c.checksTopic, c.deadLetterTopic].map((topic) => ({ topic, numPartitions: c.topicPartitions })),
+  );
+  return applied;
+}
