@@ -103,23 +103,38 @@ export function loadConfig<S extends ConfigSpec>(specs: S, env: Env): ConfigOf<S
   return Object.freeze(out) as ConfigOf<S>;
 }
 
-/** Variables every service shares. */
-export const commonSpec = {
+const TOPIC = /^[A-Za-z0-9._-]{1,200}$/;
+
+/** Shared variable groups; each service spreads the ones it uses. */
+export const logSpec = {
   logLevel: v.oneOf('LOG_LEVEL', 'info', 'winston log level', ['error', 'warn', 'info', 'debug', 'silent'] as const),
+} satisfies ConfigSpec;
+
+export const kafkaSpec = {
   kafkaBrokers: v.list('KAFKA_BROKERS', undefined, 'Kafka bootstrap servers, comma-separated host:port'),
   kafkaClientId: v.str('KAFKA_CLIENT_ID', 'telemetry', 'Kafka client id prefix'),
-  eventsTopic: v.str('EVENTS_TOPIC', 'telemetry.events', 'Kafka topic of telemetry events', /^[A-Za-z0-9._-]{1,200}$/),
-  checksTopic: v.str(
-    'CHECKS_TOPIC',
-    'monitor.check-results',
-    'Kafka topic of monitor check results',
-    /^[A-Za-z0-9._-]{1,200}$/,
+  topicPartitions: v.int('TOPIC_PARTITIONS', 6, 'partitions of a topic this service creates', 1, 1024),
+} satisfies ConfigSpec;
+
+export const topicSpec = {
+  eventsTopic: v.str('EVENTS_TOPIC', 'telemetry.events', 'Kafka topic of telemetry events', TOPIC),
+  checksTopic: v.str('CHECKS_TOPIC', 'monitor.check-results', 'Kafka topic of monitor check results', TOPIC),
+  deadLetterTopic: v.str(
+    'DEAD_LETTER_TOPIC',
+    'telemetry.dead-letter',
+    'Kafka topic of messages that can never be written',
+    TOPIC,
   ),
-  topicPartitions: v.int('TOPIC_PARTITIONS', 6, 'partitions when this service creates a topic', 1, 1024),
+} satisfies ConfigSpec;
+
+export const clickhouseSpec = {
   clickhouseUrl: v.url('CLICKHOUSE_URL', undefined, 'ClickHouse HTTP URL, e.g. http://127.0.0.1:8123'),
   clickhouseUser: v.str('CLICKHOUSE_USER', 'default', 'ClickHouse user'),
   clickhousePassword: v.secret('CLICKHOUSE_PASSWORD', '', 'ClickHouse password'),
   clickhouseDatabase: v.str('CLICKHOUSE_DATABASE', 'telemetry', 'ClickHouse database', /^[A-Za-z_][A-Za-z0-9_]{0,63}$/),
-  keyRefreshMs: v.int('KEY_REFRESH_MS', 2000, 'how often keys are reloaded (revocation delay)', 100, 600_000),
+} satisfies ConfigSpec;
+
+export const serviceSpec = {
+  keyRefreshMs: v.int('KEY_REFRESH_MS', 2000, 'how often keys are reloaded (the delay of a revocation)', 100, 600_000),
   shutdownTimeoutMs: v.int('SHUTDOWN_TIMEOUT_MS', 25_000, 'hard deadline for a graceful shutdown', 1000, 600_000),
 } satisfies ConfigSpec;

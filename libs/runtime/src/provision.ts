@@ -1,13 +1,10 @@
-import { commonSpec, loadConfig, v, type Env } from './config.js';
+import { clickhouseSpec, kafkaSpec, loadConfig, logSpec, topicSpec, type Env } from './config.js';
 import { createClickHouse } from './clickhouse.js';
 import { createKafka, ensureTopics } from './kafka.js';
 import type { Logger } from './logger.js';
 import { migrate } from './migrations.js';
 
-export const provisionSpec = {
-  ...commonSpec,
-  deadLetterTopic: v.str('DEAD_LETTER_TOPIC', 'telemetry.dead-letter', 'dead-letter topic', /^[A-Za-z0-9._-]{1,200}$/),
-} as const;
+export const provisionSpec = { ...logSpec, ...kafkaSpec, ...topicSpec, ...clickhouseSpec } as const;
 
 /**
  * The one-shot set-up step (a Kubernetes Job, a compose service, `npm run migrate`):

@@ -1,8 +1,22 @@
-import { commonSpec, loadConfig, v, type ConfigOf, type Env } from '@telemetry/runtime';
+import {
+  clickhouseSpec,
+  kafkaSpec,
+  loadConfig,
+  logSpec,
+  serviceSpec,
+  topicSpec,
+  v,
+  type ConfigOf,
+  type Env,
+} from '@telemetry/runtime';
 import { LIMITS } from '@telemetry/contract';
 
 export const gatewaySpec = {
-  ...commonSpec,
+  ...logSpec,
+  ...kafkaSpec,
+  eventsTopic: topicSpec.eventsTopic,
+  ...clickhouseSpec,
+  ...serviceSpec,
   host: v.str('HOST', '0.0.0.0', 'address to listen on'),
   port: v.int('PORT', 8080, 'HTTP port (0 picks a free one)', 0, 65535),
   ackTimeoutMs: v.int(

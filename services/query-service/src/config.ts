@@ -1,16 +1,9 @@
-import { commonSpec, loadConfig, v, type ConfigOf, type Env } from '@telemetry/runtime';
-
-const {
-  kafkaBrokers: _k,
-  kafkaClientId: _c,
-  eventsTopic: _e,
-  checksTopic: _t,
-  topicPartitions: _p,
-  ...shared
-} = commonSpec;
+import { clickhouseSpec, loadConfig, logSpec, serviceSpec, v, type ConfigOf, type Env } from '@telemetry/runtime';
 
 export const querySpec = {
-  ...shared,
+  ...logSpec,
+  ...clickhouseSpec,
+  ...serviceSpec,
   host: v.str('HOST', '0.0.0.0', 'address to listen on'),
   port: v.int('PORT', 8082, 'HTTP port (0 picks a free one)', 0, 65535),
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),

@@ -1,14 +1,22 @@
-import { commonSpec, loadConfig, v, type ConfigOf, type Env } from '@telemetry/runtime';
+import {
+  clickhouseSpec,
+  kafkaSpec,
+  loadConfig,
+  logSpec,
+  topicSpec,
+  v,
+  serviceSpec,
+  type ConfigOf,
+  type Env,
+} from '@telemetry/runtime';
 
 export const consumerSpec = {
-  ...commonSpec,
+  ...logSpec,
+  ...kafkaSpec,
+  ...topicSpec,
+  ...clickhouseSpec,
+  shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
   groupId: v.str('CONSUMER_GROUP_ID', 'telemetry-clickhouse-writer', 'Kafka consumer group'),
-  deadLetterTopic: v.str(
-    'DEAD_LETTER_TOPIC',
-    'telemetry.dead-letter',
-    'where messages that can never be written go',
-    /^[A-Za-z0-9._-]{1,200}$/,
-  ),
   batchMaxRows: v.int('BATCH_MAX_ROWS', 10_000, 'flush a table buffer at this many rows', 1, 1_000_000),
   batchMaxAgeMs: v.int('BATCH_MAX_AGE_MS', 1000, 'flush a table buffer this long after its first row', 1, 60_000),
   maxMessageBytes: v.int('MAX_MESSAGE_BYTES', 256 * 1024, 'larger messages are dead-lettered', 1024, 16 * 1024 * 1024),

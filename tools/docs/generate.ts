@@ -1,0 +1,70 @@
+/**
+ * Generates the tables in docs/configuration.md and docs/errors.md from the code (the
+ * config specs and ERROR_CODES), between <!-- generated:NAME --> markers.
+ * `npm run docs` rewrites them; test/unit/docs.test.ts fails when they are stale.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { ERROR_CODES } from '@telemetry/contract';
+import { gatewaySpec } from '@telemetry/ingest-gateway';
+import { querySpec } from '@telemetry/query-service';
+import { provisionSpec, type ConfigSpec } from '@telemetry/runtime';
+import { consumerSpec } from '@telemetry/stream-consumer';
+
+const specs: [string, ConfigSpec][] = [
+  ['ingest-gateway', gatewaySpec],
+  ['stream-consumer', consumerSpec],
+  ['query-service', querySpec],
+  ['provision', provisionSpec],
+];
+
+const cell = (s: string): string => s.replace(/\|/g, '\\|');
+
+export function configTable(): string {
+  const vars = new Map<string, { def: string | undefined; doc: string; services: string[] }>();
+  for (const [service, spec] of specs) {
+    for (const s of Object.values(spec)) {
+      const e = vars.get(s.name) ?? { def: s.default, doc: s.doc, services: [] };
+      if (e.def !== s.default || e.doc !== s.doc) {
+        // same name, different meaning per service: list separately
+        vars.set(`${s.name} (${service})`, { def: s.default, doc: s.doc, services: [service] });
+        continue;
+      }
+      e.services.push(service);
+      vars.set(s.name, e);
+    }
+  }
+  const rows = [...vars.entries()].sort(([a], [b]) => a.localeCompare(b));
+  return [
+    '| variable | default | services | meaning |',
+    '|---|---|---|---|',
+    ...rows.map(
+      ([name, e]) =>
+        `| \`${name.split(' ')[0]}\` | ${e.def === undefined ? '**required**' : e.def === '' ? '(empty)' : `\`${e.def}\``} | ${e.services.join(', ')} | ${cell(e.doc)} |`,
+    ),
+  ].join('\n');
+}
+
+export function errorTable(): string {
+  return [
+    '| code | HTTP status | meaning |',
+    '|---|---|---|',
+    ...Object.entries(ERROR_CODES).map(([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.description)} |`),
+  ].join('\n');
+}
+
+export function replaceGenerated(text: string, name: string, content: string): string {
+  const re = new RegExp(`(<!-- generated:${name} -->)[\\s\\S]*?(<!-- /generated:${name} -->)`);
+  if (!re.test(text)) throw new Error(`marker generated:${name} missing`);
+  return text.replace(re, `$1\n${content}\n$2`);
+}
+
+export const GENERATED: [file: string, name: string, make: () => string][] = [
+  ['docs/configuration.md', 'config', configTable],
+  ['docs/errors.md', 'errors', errorTable],
+];
+
+if (process.argv[1]?.endsWith('generate.ts')) {
+  for (const [file, name, make] of GENERATED) {
+    writeFileSync(file, replaceGenerated(readFileSync(file, 'utf8'), name, make()));
+  }
+}
