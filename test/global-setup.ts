@@ -4,6 +4,12 @@ import { startStack, type Stack } from '../tools/devstack/stack.js';
 
 let stack: Stack | undefined;
 
+/** The stack this run started (fault tests use its controls when it has them). */
+export function runStack(): Stack {
+  if (!stack) throw new Error('the stack is not started: run the tests with npm test');
+  return stack;
+}
+
 /**
  * Starts the real Kafka and ClickHouse once for the whole run (see tools/devstack) and
  * gives this run its own database and topics, so runs against shared servers

@@ -22,7 +22,8 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
     }
   });
 
-  it('starts the three services and prints commands that send an event and read check history', async () => {
+  it('starts the three services and prints commands that send an event and read check history', async function () {
+    this.timeout(180_000);
     const s = testStack();
     const [gw, co, qu] = [await freePort(), await freePort(), await freePort()];
     child = spawn('npm', ['start'], {
@@ -47,7 +48,7 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     await eventually(
-      'npm start to print its commands',
+      () => `npm start to print its commands; its output:\n${output.slice(-3000)}`,
       () => Promise.resolve(output.includes('Press Ctrl-C') ? true : undefined),
       90_000,
     );

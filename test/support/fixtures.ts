@@ -38,7 +38,11 @@ export function uid(prefix = 'x'): string {
 }
 
 /** Polls `probe` until it returns a value other than undefined, or fails at the deadline. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+export async function eventually<T>(
+  what: string | (() => string),
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -49,7 +53,9 @@ export async function eventually<T>(what: string, probe: () => Promise<T | undef
       last = err;
     }
     if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+      throw new Error(
+        `timed out waiting for ${typeof what === 'string' ? what : what()}${last instanceof Error ? `: ${last.message}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -59,10 +65,18 @@ export function adminClickHouse(): ClickHouseClient {
   return createClickHouse({ url: s.clickhouseUrl, username: 'default', password: '', database: s.database });
 }
 
-export async function newKey(spec: NewKey): Promise<string> {
-  const ch = adminClickHouse();
+/** Issues a key in this run's database, or in the one `env` (service env overrides) names. */
+export async function newKey(spec: NewKey, env: Record<string, string> = {}): Promise<string> {
+  const s = testStack();
+  const database = env.CLICKHOUSE_DATABASE ?? s.database;
+  const ch = createClickHouse({
+    url: env.CLICKHOUSE_URL ?? s.clickhouseUrl,
+    username: 'default',
+    password: '',
+    database,
+  });
   try {
-    return (await issueKey(ch, testStack().database, spec)).key;
+    return (await issueKey(ch, database, spec)).key;
   } finally {
     await ch.close();
   }

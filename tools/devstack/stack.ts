@@ -50,10 +50,13 @@ export interface StackOptions {
   keepData?: boolean;
   env?: NodeJS.ProcessEnv;
   log?: (line: string) => void;
+  /** Always run local processes (fault tests need servers they can stop and start). */
+  forceLocal?: boolean;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const env = opts.env ?? process.env;
+  if (opts.forceLocal) return startLocal(opts);
   if (env.KAFKA_BROKERS && env.CLICKHOUSE_URL) {
     return {
       mode: 'external',
@@ -329,7 +332,11 @@ async function kafkaAnswers(port: number): Promise<boolean> {
   try {
     await admin.connect();
     const c = await admin.describeCluster();
-    return c.brokers.length > 0 && c.controller !== null;
+    if (c.brokers.length === 0 || c.controller === null) return false;
+    // After a restart the broker is fenced until it has caught up; it is ready for
+    // clients once every partition it knows has a leader again.
+    const { topics } = await admin.fetchTopicMetadata();
+    return topics.every((t) => t.partitions.every((p) => p.leader >= 0));
   } finally {
     await admin.disconnect();
   }

@@ -45,6 +45,7 @@ export async function ensureTopics(kafka: Kafka, topics: TopicSpec[]): Promise<v
     if (missing.length > 0) {
       await admin.createTopics({
         waitForLeaders: true,
+        timeout: 30_000,
         topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.numPartitions, replicationFactor: -1 })),
       });
     }

@@ -1,6 +1,6 @@
-import express, { type Express, type Request, type RequestHandler } from 'express';
+import type { Express, Request, RequestHandler, Response } from 'express';
 import { Counter, type Registry } from 'prom-client';
-import { LIMITS, ok, type Validators } from '@telemetry/contract';
+import { LIMITS, ok, type IngestRequest, type Validators } from '@telemetry/contract';
 import {
   AppError,
   createExpressApp,
@@ -13,14 +13,11 @@ import {
   type Logger,
   type VerifiedKey,
 } from '@telemetry/runtime';
-import type { Message } from 'kafkajs';
+import { readBody } from './body.js';
 import type { GatewayConfig } from './config.js';
 import { parseBody, toMessages, validateRequest } from './ingest.js';
-
-/** Where accepted events go; resolves only once Kafka acknowledged them. */
-export interface Publisher {
-  send(topic: string, messages: Message[]): Promise<void>;
-}
+import type { Publisher } from './publisher.js';
+import { RateLimiter } from './rate-limit.js';
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -33,55 +30,112 @@ export interface GatewayDeps {
   details: () => Record<string, boolean>;
 }
 
+export const EVENTS_ROUTE = '/api/telemetry/events';
+export const PIXEL_ROUTE = '/api/telemetry/pixel.gif';
+
 const ALLOWED_TYPES = new Set(['application/json', 'text/plain']);
+/** A transparent 1x1 GIF. */
+const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
 export function createGatewayApp(deps: GatewayDeps): Express {
   const { config, logger, registry } = deps;
   const app = createExpressApp();
-  const httpMetrics = createHttpMetrics(registry);
   const accepted = new Counter({
     name: 'ingest_events_accepted_total',
     help: 'Events acknowledged by Kafka and answered 200',
     registers: [registry],
   });
+  const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
 
-  app.use(requestContext(logger, httpMetrics));
+  app.use(requestContext(logger, createHttpMetrics(registry)));
   healthRoutes(app, { ready: deps.ready, details: deps.details, registry });
 
-  const route = '/api/telemetry/events';
+  /** Everything after authentication that both routes share: checks, publish, count. */
+  async function accept(key: VerifiedKey, body: IngestRequest): Promise<void> {
+    if (key.allowedSources.size > 0) {
+      const bad = body.events.flatMap((e, i) => (key.allowedSources.has(e.source) ? [] : [i]));
+      if (bad.length > 0) {
+        throw new AppError('SOURCE_NOT_ALLOWED', 'this access key may not send events of that source', {
+          invalid_events: bad,
+        });
+      }
+    }
+    const messages = toMessages(body, key.keyId, new Date().toISOString(), LIMITS.maxEventBytes);
+    await deps.publisher.send(config.eventsTopic, messages);
+    accepted.inc(messages.length);
+  }
+
   const cors = corsFor(config.corsMaxAgeS);
-  app.options(route, cors, (_req, res) => {
+  const auth = authenticate(deps.keys, limiter);
+  app.options(EVENTS_ROUTE, cors, (_req, res) => {
     res.status(204).end();
   });
+  app.post(EVENTS_ROUTE, cors, auth, checkContentType, async (req, res) => {
+    const raw = await readBody(req, { maxBytes: config.maxBodyBytes, maxRatio: config.maxGzipRatio });
+    if (raw.length === 0) throw new AppError('INVALID_JSON', 'an empty body is not a valid request');
+    const body = validateRequest(deps.validators, parseBody(raw), config.maxEventsPerRequest);
+    await accept(res.locals.key as VerifiedKey, body);
+    res.status(200).json(ok(null));
+  });
 
-  app.post(
-    route,
-    cors,
-    authenticate(deps.keys),
-    checkContentType,
-    express.raw({ type: () => true, limit: config.maxBodyBytes, inflate: true }),
-    async (req, res) => {
-      const key = res.locals.key as VerifiedKey;
-      if (!Buffer.isBuffer(req.body)) throw new AppError('INVALID_JSON', 'an empty body is not a valid request');
-      const body = validateRequest(deps.validators, parseBody(req.body), config.maxEventsPerRequest);
-      if (key.allowedSources.size > 0) {
-        const bad = body.events.flatMap((e, i) => (key.allowedSources.has(e.source) ? [] : [i]));
-        if (bad.length > 0) {
-          throw new AppError('SOURCE_NOT_ALLOWED', 'this access key may not send events of that source', {
-            invalid_events: bad,
-          });
-        }
-      }
-      const messages = toMessages(body, key.keyId, new Date().toISOString(), LIMITS.maxEventBytes);
-      await deps.publisher.send(config.eventsTopic, messages);
-      accepted.inc(messages.length);
-      res.status(200).json(ok(null));
-    },
-  );
+  // The pixel: for <img> tags and pages that can run no script. It always answers a
+  // 1x1 GIF that no cache keeps; the status tells what happened (200 only when Kafka
+  // acknowledged the event) and X-Error-Code carries the error code.
+  app.get(PIXEL_ROUTE, cors, async (req, res) => {
+    try {
+      auth(req, res, () => undefined);
+      const body = validateRequest(deps.validators, pixelRequest(req), 1);
+      await accept(res.locals.key as VerifiedKey, body);
+      sendGif(res, 200);
+    } catch (err) {
+      const appErr = err instanceof AppError ? err : new AppError('INTERNAL_ERROR', 'internal error');
+      if (!(err instanceof AppError)) logger.error('pixel failed', { request_id: req.id, err: String(err) });
+      res.locals.errorCode = appErr.code;
+      for (const [h, v] of Object.entries(appErr.headers)) res.setHeader(h, v);
+      res.setHeader('X-Error-Code', appErr.code);
+      sendGif(res, appErr.status);
+    }
+  });
 
   app.use(notFound);
   app.use(errorHandler(logger));
   return app;
+}
+
+function sendGif(res: Response, status: number): void {
+  res.status(status);
+  res.setHeader('Content-Type', 'image/gif');
+  res.setHeader('Cache-Control', 'no-store, no-cache, must-revalidate, max-age=0');
+  res.setHeader('Pragma', 'no-cache');
+  res.setHeader('Expires', '0');
+  res.end(GIF);
+}
+
+/**
+ * The pixel's compact event: `source`, `category`, `payload` (a JSON object,
+ * URL-encoded; default {}), optional `id` and `timestamp`. Only these and `key`.
+ */
+export function pixelRequest(req: Request): unknown {
+  const q = req.query as Record<string, unknown>;
+  const allowed = new Set(['key', 'source', 'category', 'payload', 'id', 'timestamp']);
+  for (const k of Object.keys(q)) {
+    if (!allowed.has(k)) {
+      throw new AppError('VALIDATION_FAILED', 'the pixel takes key, source, category, payload, id, timestamp', {
+        problems: [{ path: `/${k.slice(0, 64)}`, message: 'is not an allowed parameter' }],
+      });
+    }
+  }
+  let payload: unknown = {};
+  if (q.payload !== undefined) {
+    if (typeof q.payload !== 'string' || q.payload.length > LIMITS.maxEventBytes) {
+      throw new AppError('VALIDATION_FAILED', 'payload must be one URL-encoded JSON object');
+    }
+    payload = parseBody(Buffer.from(q.payload));
+  }
+  const event: Record<string, unknown> = { source: q.source, category: q.category, payload };
+  if (q.id !== undefined) event.id = q.id;
+  if (q.timestamp !== undefined) event.timestamp = q.timestamp;
+  return { events: [event] };
 }
 
 /**
@@ -94,9 +148,13 @@ function corsFor(maxAgeS: number): RequestHandler {
     if (origin) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Vary', 'Origin');
+      res.setHeader(
+        'Access-Control-Expose-Headers',
+        'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id',
+      );
     }
     if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
+      res.setHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS');
       res.setHeader('Access-Control-Allow-Headers', 'Content-Type, Content-Encoding, X-Access-Key, X-Request-Id');
       res.setHeader('Access-Control-Max-Age', String(maxAgeS));
     }
@@ -112,7 +170,7 @@ export function accessKeyOf(req: Request): string | undefined {
   return typeof q === 'string' ? q : undefined;
 }
 
-function authenticate(keys: Pick<KeyStore, 'verify'>): RequestHandler {
+function authenticate(keys: Pick<KeyStore, 'verify'>, limiter: RateLimiter): RequestHandler {
   return (req, res, next) => {
     const raw = accessKeyOf(req);
     if (!raw)
@@ -122,6 +180,22 @@ function authenticate(keys: Pick<KeyStore, 'verify'>): RequestHandler {
     const origin = req.get('origin');
     if (key.allowedOrigins.size > 0 && (!origin || !key.allowedOrigins.has(origin))) {
       throw new AppError('ORIGIN_NOT_ALLOWED', 'this access key may not be used from this origin');
+    }
+    if (limiter.enabled) {
+      const d = limiter.take(key.keyId);
+      res.setHeader('RateLimit-Limit', String(d.limit));
+      res.setHeader('RateLimit-Remaining', String(d.remaining));
+      res.setHeader('RateLimit-Reset', String(d.resetSeconds));
+      if (!d.allowed) {
+        throw new AppError(
+          'RATE_LIMITED',
+          'too many requests for this access key',
+          { limit: 'rateLimit' },
+          {
+            'Retry-After': String(d.resetSeconds),
+          },
+        );
+      }
     }
     res.locals.key = key;
     next();

@@ -14,6 +14,7 @@ import {
   type Logger,
 } from '@telemetry/runtime';
 import { createGatewayApp } from './app.js';
+import { BatchingPublisher } from './publisher.js';
 import type { GatewayConfig } from './config.js';
 
 export interface Gateway {
@@ -46,7 +47,12 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     logger,
     registry,
     keys,
-    publisher: producer,
+    publisher: new BatchingPublisher(producer, {
+      lingerMs: config.produceLingerMs,
+      maxBatchMessages: config.produceMaxBatchMessages,
+      maxInFlightMessages: config.maxInFlightMessages,
+      registry,
+    }),
     validators: createValidators(),
     ready: runner.ready,
     details: runner.health,

@@ -1,4 +1,7 @@
-export { createGatewayApp, type GatewayDeps, type Publisher } from './app.js';
+export { createGatewayApp, EVENTS_ROUTE, PIXEL_ROUTE, type GatewayDeps } from './app.js';
+export { BatchingPublisher, type Publisher } from './publisher.js';
+export { RateLimiter } from './rate-limit.js';
+export { readBody } from './body.js';
 export { gatewaySpec, loadGatewayConfig, type GatewayConfig } from './config.js';
 export { startGateway, type Gateway } from './gateway.js';
-export { eventIdFor, parseBody, withinDepth } from './ingest.js';
+export { eventIdFor, parseBody, toMessages, validateRequest, withinDepth } from './ingest.js';

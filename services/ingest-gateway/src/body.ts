@@ -1,0 +1,51 @@
+import { gunzipSync } from 'node:zlib';
+import type { Request } from 'express';
+import { AppError } from '@telemetry/runtime';
+
+export interface BodyLimits {
+  /** Bytes on the wire and, for gzip, after decompression. */
+  maxBytes: number;
+  /** Largest decompressed/compressed ratio accepted for gzip bodies (zip bombs). */
+  maxRatio: number;
+}
+
+function tooLarge(limit: string, max: number, message: string): AppError {
+  // Close the connection rather than read (and discard) the rest of a huge body.
+  return new AppError('PAYLOAD_TOO_LARGE', message, { limit, max }, { Connection: 'close' });
+}
+
+/**
+ * Reads the request body with hard limits: a declared or actual size over `maxBytes`
+ * stops reading at once; gzip is inflated with an output cap and a ratio cap.
+ */
+export async function readBody(req: Request, limits: BodyLimits): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (declared > limits.maxBytes) {
+    throw tooLarge('maxBodyBytes', limits.maxBytes, `body is larger than ${limits.maxBytes} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > limits.maxBytes) {
+      throw tooLarge('maxBodyBytes', limits.maxBytes, `body is larger than ${limits.maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'gzip') return raw;
+  let inflated: Buffer;
+  try {
+    inflated = gunzipSync(raw, { maxOutputLength: limits.maxBytes });
+  } catch (err) {
+    if (err instanceof RangeError || (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
+      throw tooLarge('maxBodyBytes', limits.maxBytes, `decompressed body is larger than ${limits.maxBytes} bytes`);
+    }
+    throw new AppError('INVALID_JSON', 'the body is not valid gzip');
+  }
+  if (inflated.length > raw.length * limits.maxRatio) {
+    throw tooLarge('maxCompressionRatio', limits.maxRatio, `gzip compression ratio is above ${limits.maxRatio}`);
+  }
+  return inflated;
+}

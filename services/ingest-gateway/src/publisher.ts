@@ -1,0 +1,87 @@
+import type { Message } from 'kafkajs';
+import { Gauge, type Registry } from 'prom-client';
+import { OverloadedError } from '@telemetry/runtime';
+
+/** Where accepted events go; resolves only once Kafka acknowledged them. */
+export interface Publisher {
+  send(topic: string, messages: Message[]): Promise<void>;
+}
+
+interface Pending {
+  messages: Message[];
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+export interface BatchingOptions {
+  /** How long the first message of a batch waits for others (kafkajs batches nothing itself). */
+  lingerMs: number;
+  /** A batch is sent at once when it reaches this many messages. */
+  maxBatchMessages: number;
+  /** Above this many messages waiting for an ack, new requests get 503 OVERLOADED. */
+  maxInFlightMessages: number;
+  registry: Registry;
+}
+
+/**
+ * Gathers the messages of concurrent requests for up to `lingerMs` and sends them as one
+ * produce request. Each caller's promise settles with its batch: resolved when Kafka
+ * acknowledged the batch, rejected (-> 503) when it did not. Memory is bounded by
+ * `maxInFlightMessages`.
+ */
+export class BatchingPublisher implements Publisher {
+  private readonly queues = new Map<string, { pending: Pending[]; count: number; timer: NodeJS.Timeout | undefined }>();
+  private inFlight = 0;
+  private readonly gauge: Gauge;
+
+  constructor(
+    private readonly target: Publisher,
+    private readonly opts: BatchingOptions,
+  ) {
+    this.gauge = new Gauge({
+      name: 'ingest_inflight_messages',
+      help: 'Messages accepted for publishing and not yet acknowledged by Kafka',
+      registers: [opts.registry],
+    });
+  }
+
+  get inFlightMessages(): number {
+    return this.inFlight;
+  }
+
+  send(topic: string, messages: Message[]): Promise<void> {
+    if (this.inFlight + messages.length > this.opts.maxInFlightMessages) {
+      return Promise.reject(new OverloadedError());
+    }
+    this.inFlight += messages.length;
+    this.gauge.set(this.inFlight);
+    let q = this.queues.get(topic);
+    if (!q) {
+      q = { pending: [], count: 0, timer: undefined };
+      this.queues.set(topic, q);
+    }
+    const done = new Promise<void>((resolve, reject) => q.pending.push({ messages, resolve, reject }));
+    q.count += messages.length;
+    if (q.count >= this.opts.maxBatchMessages || this.opts.lingerMs === 0) this.flush(topic);
+    else q.timer ??= setTimeout(() => this.flush(topic), this.opts.lingerMs);
+    return done.finally(() => {
+      this.inFlight -= messages.length;
+      this.gauge.set(this.inFlight);
+    });
+  }
+
+  private flush(topic: string): void {
+    const q = this.queues.get(topic);
+    if (!q || q.pending.length === 0) return;
+    clearTimeout(q.timer);
+    q.timer = undefined;
+    const batch = q.pending;
+    q.pending = [];
+    q.count = 0;
+    const messages = batch.length === 1 ? batch[0]!.messages : batch.flatMap((p) => p.messages);
+    this.target.send(topic, messages).then(
+      () => batch.forEach((p) => p.resolve()),
+      (err: unknown) => batch.forEach((p) => p.reject(err)),
+    );
+  }
+}

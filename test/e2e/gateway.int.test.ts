@@ -1,0 +1,316 @@
+import { gzipSync } from 'node:zlib';
+import { expect } from 'chai';
+import type { ClickHouseClient } from '@telemetry/runtime';
+import {
+  adminClickHouse,
+  eventually,
+  newKey,
+  runConsumer,
+  runGateway,
+  testStack,
+  uid,
+  type Running,
+} from '../support/fixtures.js';
+import { controllableStack, type ControllableStack } from '../support/faults.js';
+
+interface Envelope {
+  success: boolean;
+  code?: string;
+  error?: string;
+  data?: unknown;
+  details?: { limit?: string; max?: number; invalid_events?: number[]; problems?: { path: string }[] };
+}
+
+const event = (source: string, payload: object = {}): object => ({ source, category: 'page_view', payload });
+
+/** Every gateway rule against the running gateway, on real Kafka and ClickHouse. */
+describe('ingest gateway (real Kafka and ClickHouse)', () => {
+  let gateway: Running;
+  let consumer: Running;
+  let ch: ClickHouseClient;
+  let key: string;
+  const url = (): string => `${gateway.url}/api/telemetry/events`;
+
+  async function post(
+    body: string | Buffer,
+    headers: Record<string, string> = {},
+    k = key,
+  ): Promise<{ status: number; json: Envelope; headers: Headers }> {
+    const r = await fetch(url(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-access-key': k, ...headers },
+      body,
+    });
+    return { status: r.status, json: (await r.json()) as Envelope, headers: r.headers };
+  }
+
+  async function countSource(source: string): Promise<number> {
+    const rs = await ch.query({
+      query: `SELECT count() AS n FROM ${testStack().database}.events FINAL WHERE source = '${source}'`,
+      format: 'JSONEachRow',
+    });
+    return Number((await rs.json<{ n: string }>())[0]!.n);
+  }
+
+  before(async () => {
+    [gateway, consumer] = await Promise.all([runGateway({ RATE_LIMIT_PER_SECOND: '0' }), runConsumer()]);
+    ch = adminClickHouse();
+    key = await newKey({ kind: 'telemetry', name: 'gateway tests' });
+    await eventually('key loaded', async () =>
+      (await post(JSON.stringify({ events: [event('warmup')] }))).status === 200 ? true : undefined,
+    );
+  });
+
+  after(async () => {
+    await Promise.all([gateway?.stop(), consumer?.stop()]);
+    await ch?.close();
+  });
+
+  it('answers a CORS preflight without credentials, and echoes the origin on the POST', async () => {
+    const pre = await fetch(url(), {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://shop.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,x-access-key',
+      },
+    });
+    expect(pre.status).to.equal(204);
+    expect(pre.headers.get('access-control-allow-origin')).to.equal('https://shop.example');
+    expect(pre.headers.get('access-control-allow-headers')).to.match(/X-Access-Key/i);
+    expect(pre.headers.get('access-control-allow-credentials')).to.equal(null);
+    const r = await post(JSON.stringify({ events: [event('cors')] }), { origin: 'https://shop.example' });
+    expect(r.status).to.equal(200);
+    expect(r.headers.get('access-control-allow-origin')).to.equal('https://shop.example');
+  });
+
+  it('enforces a key restricted to origins and to sources with 403', async () => {
+    const restricted = await newKey({
+      kind: 'telemetry',
+      name: 'restricted',
+      allowedOrigins: ['https://shop.example'],
+      allowedSources: ['web'],
+    });
+    await eventually('restricted key loaded', async () =>
+      (await post(JSON.stringify({ events: [event('web')] }), { origin: 'https://shop.example' }, restricted))
+        .status === 200
+        ? true
+        : undefined,
+    );
+    const wrongOrigin = await post(
+      JSON.stringify({ events: [event('web')] }),
+      { origin: 'https://evil.example' },
+      restricted,
+    );
+    expect([wrongOrigin.status, wrongOrigin.json.code]).to.deep.equal([403, 'ORIGIN_NOT_ALLOWED']);
+    const noOrigin = await post(JSON.stringify({ events: [event('web')] }), {}, restricted);
+    expect([noOrigin.status, noOrigin.json.code]).to.deep.equal([403, 'ORIGIN_NOT_ALLOWED']);
+    const wrongSource = await post(
+      JSON.stringify({ events: [event('web'), event('app')] }),
+      { origin: 'https://shop.example' },
+      restricted,
+    );
+    expect([wrongSource.status, wrongSource.json.code]).to.deep.equal([403, 'SOURCE_NOT_ALLOWED']);
+    expect(wrongSource.json.details?.invalid_events).to.deep.equal([1]);
+  });
+
+  it('accepts a gzip body, and refuses gzip bombs and unknown encodings', async () => {
+    const source = uid('gzip');
+    const r = await post(gzipSync(JSON.stringify({ events: [event(source, { big: 'x'.repeat(1000) })] })), {
+      'content-encoding': 'gzip',
+    });
+    expect(r.status).to.equal(200);
+    await eventually('gzip row', async () => ((await countSource(source)) === 1 ? true : undefined));
+
+    const bomb = gzipSync(Buffer.alloc(20 * 1024 * 1024, 0x20)); // 20 MiB of spaces, ~20 KiB compressed
+    const b = await post(bomb, { 'content-encoding': 'gzip' });
+    expect([b.status, b.json.code, b.json.details?.limit]).to.deep.equal([413, 'PAYLOAD_TOO_LARGE', 'maxBodyBytes']);
+    const ratio = gzipSync(JSON.stringify({ events: [event('r', { pad: ' '.repeat(900_000) })] }));
+    const rr = await post(ratio, { 'content-encoding': 'gzip' });
+    expect([rr.status, rr.json.code, rr.json.details?.limit]).to.deep.equal([
+      413,
+      'PAYLOAD_TOO_LARGE',
+      'maxCompressionRatio',
+    ]);
+    const bad = await post(Buffer.from('not gzip'), { 'content-encoding': 'gzip' });
+    expect([bad.status, bad.json.code]).to.deep.equal([400, 'INVALID_JSON']);
+    const br = await post('{}', { 'content-encoding': 'br' });
+    expect([br.status, br.json.code]).to.deep.equal([415, 'UNSUPPORTED_MEDIA_TYPE']);
+  });
+
+  it('answers every over-limit request with 413 naming the limit, and every bad body with 400', async () => {
+    const big = await post(JSON.stringify({ events: [event('big', { pad: 'x'.repeat(1024 * 1024) })] }));
+    expect([big.status, big.json.code, big.json.details?.limit, big.json.details?.max]).to.deep.equal([
+      413,
+      'PAYLOAD_TOO_LARGE',
+      'maxBodyBytes',
+      1024 * 1024,
+    ]);
+    const many = await post(JSON.stringify({ events: Array.from({ length: 501 }, () => event('many')) }));
+    expect([many.status, many.json.code, many.json.details?.limit, many.json.details?.max]).to.deep.equal([
+      413,
+      'BATCH_TOO_LARGE',
+      'maxEventsPerRequest',
+      500,
+    ]);
+    const fat = await post(JSON.stringify({ events: [event('ok'), event('fat', { pad: 'x'.repeat(70_000) })] }));
+    expect([fat.status, fat.json.code, fat.json.details?.limit]).to.deep.equal([
+      413,
+      'EVENT_TOO_LARGE',
+      'maxEventBytes',
+    ]);
+    expect(fat.json.details?.invalid_events).to.deep.equal([1]);
+
+    const deep =
+      '{"events":[{"source":"d","category":"c","payload":' + '{"a":'.repeat(40) + '1' + '}'.repeat(40) + '}]}';
+    const cases: [string, string][] = [
+      [deep, 'VALIDATION_FAILED'],
+      ['', 'INVALID_JSON'],
+      ['null', 'VALIDATION_FAILED'],
+      ['[]', 'VALIDATION_FAILED'],
+      ['{"events":[{"source":"s","category":"c","payload":{}}]', 'INVALID_JSON'],
+      ['{"events":[]}', 'VALIDATION_FAILED'],
+      ['{"events":[{"source":"s","category":"c","payload":null}]}', 'VALIDATION_FAILED'],
+      ['{"events":[{"source":"s","category":"c","payload":{},"__proto__":{"x":1}}]}', 'VALIDATION_FAILED'],
+    ];
+    for (const [body, code] of cases) {
+      const r = await post(body);
+      expect([r.status, r.json.code], body.slice(0, 60)).to.deep.equal([400, code]);
+    }
+    const latin1 = await post(Buffer.from([0x7b, 0x22, 0xe9, 0x22, 0x7d]));
+    expect([latin1.status, latin1.json.code]).to.deep.equal([400, 'INVALID_JSON']);
+    const xml = await post('<x/>', { 'content-type': 'application/xml' });
+    expect([xml.status, xml.json.code]).to.deep.equal([415, 'UNSUPPORTED_MEDIA_TYPE']);
+    // no Content-Type at all (a Buffer body makes fetch send none)
+    const none = await fetch(url(), { method: 'POST', headers: { 'x-access-key': key }, body: Buffer.from('{}') });
+    expect(none.status).to.equal(415);
+  });
+
+  it('serves the pixel: a no-store 1x1 GIF whatever happens, 200 only when the event is in Kafka', async () => {
+    const source = uid('pixel');
+    const qs = new URLSearchParams({
+      key,
+      source,
+      category: 'view',
+      payload: JSON.stringify({ path: '/home' }),
+      id: 'px-1',
+    });
+    const r = await fetch(`${gateway.url}/api/telemetry/pixel.gif?${qs.toString()}`);
+    expect(r.status).to.equal(200);
+    expect(r.headers.get('content-type')).to.equal('image/gif');
+    expect(r.headers.get('cache-control')).to.contain('no-store');
+    const gif = Buffer.from(await r.arrayBuffer());
+    expect(gif.subarray(0, 6).toString()).to.equal('GIF89a');
+    await eventually('pixel row', async () => ((await countSource(source)) === 1 ? true : undefined));
+
+    const bad = await fetch(`${gateway.url}/api/telemetry/pixel.gif?key=nope&source=s&category=c`);
+    expect([bad.status, bad.headers.get('x-error-code'), bad.headers.get('content-type')]).to.deep.equal([
+      401,
+      'INVALID_CREDENTIALS',
+      'image/gif',
+    ]);
+    const invalid = await fetch(`${gateway.url}/api/telemetry/pixel.gif?key=${key}&source=s`);
+    expect([invalid.status, invalid.headers.get('x-error-code')]).to.deep.equal([400, 'VALIDATION_FAILED']);
+    expect(gateway.logs.lines.join('\n')).not.to.contain(key.split('_')[2]!);
+  });
+
+  it('rate-limits per key with 429, Retry-After and RateLimit headers', async () => {
+    const limited = await runGateway({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '3' });
+    try {
+      const k = await newKey({ kind: 'telemetry', name: 'rate limited' });
+      const send = (): Promise<Response> =>
+        fetch(`${limited.url}/api/telemetry/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-access-key': k },
+          body: JSON.stringify({ events: [event('rl')] }),
+        });
+      await eventually('key loaded', async () => ((await send()).status !== 401 ? true : undefined));
+      const statuses: number[] = [];
+      let last: Response | undefined;
+      for (let i = 0; i < 5; i++) {
+        last = await send();
+        statuses.push(last.status);
+      }
+      expect(statuses).to.include(429);
+      expect(statuses.filter((s) => s === 200).length).to.be.at.most(3);
+      expect(last!.status).to.equal(429);
+      expect(((await last!.json()) as Envelope).code).to.equal('RATE_LIMITED');
+      expect(Number(last!.headers.get('retry-after'))).to.be.at.least(1);
+      expect(last!.headers.get('ratelimit-remaining')).to.equal('0');
+      expect(last!.headers.get('ratelimit-limit')).to.equal('3');
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('answers 503 OVERLOADED instead of queueing past the in-flight limit', async () => {
+    const tiny = await runGateway({ MAX_INFLIGHT_MESSAGES: '2' });
+    try {
+      const r = await fetch(`${tiny.url}/api/telemetry/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-access-key': key },
+        body: JSON.stringify({ events: [event('o'), event('o'), event('o')] }),
+      });
+      expect(r.status).to.equal(503);
+      expect(r.headers.get('retry-after')).to.equal('1');
+      expect(((await r.json()) as Envelope).code).to.equal('OVERLOADED');
+    } finally {
+      await tiny.stop();
+    }
+  });
+
+  it('counts requests by route, status and code in /metrics', async () => {
+    const m = await (await fetch(`${gateway.url}/metrics`)).text();
+    expect(m).to.match(
+      /http_requests_total\{route="\/api\/telemetry\/events",method="POST",status="413",code="PAYLOAD_TOO_LARGE"[^}]*\} [1-9]/,
+    );
+    expect(m).to.match(/kafka_produce_duration_seconds_count\{[^}]*\} [1-9]/);
+    expect(m).to.contain('ingest_inflight_messages');
+  });
+});
+
+describe('ingest gateway while Kafka is down (real Kafka, stopped and restarted)', () => {
+  let faults: ControllableStack;
+  let gateway: Running;
+  let key: string;
+
+  before(async () => {
+    faults = await controllableStack();
+    gateway = await runGateway({ ...faults.env, KAFKA_ACK_TIMEOUT_MS: '1500' });
+    key = await newKey({ kind: 'telemetry', name: 'kafka down' }, faults.env);
+  });
+
+  after(async () => {
+    await faults.control.startKafka().catch(() => undefined);
+    await gateway?.stop();
+    await faults?.release();
+  });
+
+  it('answers 503 with Retry-After (never 2xx) while Kafka is down, and 200 again once it is back', async function () {
+    this.timeout(120_000);
+    const send = async (): Promise<{ status: number; code?: string; retryAfter: string | null }> => {
+      const r = await fetch(`${gateway.url}/api/telemetry/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-access-key': key },
+        body: JSON.stringify({ events: [event('kd')] }),
+      });
+      return { status: r.status, code: ((await r.json()) as Envelope).code, retryAfter: r.headers.get('retry-after') };
+    };
+    await eventually('accepted before the fault', async () => ((await send()).status === 200 ? true : undefined));
+    await faults.control.stopKafka();
+    const during: { status: number; code?: string; retryAfter: string | null }[] = [];
+    for (let i = 0; i < 4; i++) during.push(await send());
+    for (const r of during) {
+      expect(r.status, JSON.stringify(during)).to.equal(503);
+      expect(r.code).to.equal('KAFKA_UNAVAILABLE');
+      expect(r.retryAfter).to.equal('1');
+    }
+    await faults.control.startKafka();
+    await eventually(
+      'accepted after Kafka is back',
+      async () => ((await send()).status === 200 ? true : undefined),
+      60_000,
+    );
+    expect((await fetch(`${gateway.url}/readyz`)).status).to.equal(200);
+  });
+});
