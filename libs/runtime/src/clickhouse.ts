@@ -40,6 +40,8 @@ export class ClickHouseComponent implements Component {
     readonly client: ClickHouseClient,
     private readonly logger: Logger,
     private readonly pingIntervalMs = 2000,
+    /** The gateway only reloads keys from ClickHouse: it stays ready while ClickHouse is down. */
+    readonly essential = true,
   ) {}
 
   async start(): Promise<void> {

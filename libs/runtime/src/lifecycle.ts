@@ -7,6 +7,8 @@ export interface Component {
   stop(): Promise<void>;
   /** True while the part can do its work (used by /readyz). */
   health(): boolean;
+  /** When false, an unhealthy part shows in /readyz details but does not fail readiness. */
+  readonly essential?: boolean;
 }
 
 /**
@@ -48,7 +50,7 @@ export class ServiceRunner {
   };
 
   /** Ready while every component is healthy and no shutdown has begun. */
-  ready = (): boolean => !this.isStopping && this.components.every((c) => c.health());
+  ready = (): boolean => !this.isStopping && this.components.every((c) => c.essential === false || c.health());
 
   stop(): Promise<void> {
     this.stopping ??= this.doStop();

@@ -33,6 +33,8 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       database: config.clickhouseDatabase,
     }),
     logger,
+    2000,
+    false,
   );
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger });
   if (config.migrateOnStart) {
