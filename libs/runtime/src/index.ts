@@ -10,3 +10,4 @@ export * from './metrics.js';
 export * from './migrations.js';
 export * from './sql.js';
 export * from './provision.js';
+export * from './retention.js';

@@ -62,6 +62,41 @@ export const MIGRATIONS: readonly Migration[] = [
       ORDER BY key_id`,
     ],
   },
+  {
+    version: 2,
+    name: 'rollups: events per minute, checks per hour',
+    // Rollups count distinct ids (uniqExact), so a row Kafka delivered twice counts once.
+    // Quantile digests take every stored row: a rare duplicate weighs twice.
+    statements: (db) => [
+      `CREATE TABLE IF NOT EXISTS ${db}.events_per_minute (
+        minute DateTime('UTC'),
+        source String,
+        category String,
+        events AggregateFunction(uniqExact, UUID)
+      ) ENGINE = AggregatingMergeTree()
+      PARTITION BY toYYYYMMDD(minute)
+      ORDER BY (source, category, minute)`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_per_minute_mv TO ${db}.events_per_minute AS
+      SELECT toStartOfMinute(received_at) AS minute, source, category, uniqExactState(event_id) AS events
+      FROM ${db}.events
+      GROUP BY minute, source, category`,
+      `CREATE TABLE IF NOT EXISTS ${db}.checks_hourly (
+        monitor_id String,
+        hour DateTime('UTC'),
+        status String,
+        checks AggregateFunction(uniqExact, String),
+        response_time AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99), Float64)
+      ) ENGINE = AggregatingMergeTree()
+      PARTITION BY toYYYYMM(hour)
+      ORDER BY (monitor_id, hour, status)`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.checks_hourly_mv TO ${db}.checks_hourly AS
+      SELECT monitor_id, toStartOfHour(created_at) AS hour, status,
+        uniqExactState(id) AS checks,
+        quantilesTDigestState(0.5, 0.95, 0.99)(response_time) AS response_time
+      FROM ${db}.checks
+      GROUP BY monitor_id, hour, status`,
+    ],
+  },
 ];
 
 export async function migrate(client: ClickHouseClient, database: string, logger: Logger): Promise<number[]> {

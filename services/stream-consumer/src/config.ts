@@ -29,6 +29,28 @@ export const consumerSpec = {
   ),
   insertRetryMaxMs: v.int('INSERT_RETRY_MAX_MS', 10_000, 'longest backoff between insert retries', 100, 600_000),
   port: v.int('PORT', 8081, 'HTTP port for /healthz, /readyz, /metrics', 0, 65535),
+  retentionEventsDays: v.int(
+    'RETENTION_EVENTS_DAYS',
+    0,
+    'drop events partitions (days) older than this; 0 keeps all',
+    0,
+    36_500,
+  ),
+  retentionChecksDays: v.int(
+    'RETENTION_CHECKS_DAYS',
+    0,
+    'drop checks partitions (months) whose rows are all older than this many days; 0 keeps all',
+    0,
+    36_500,
+  ),
+  retentionRollupsDays: v.int(
+    'RETENTION_ROLLUPS_DAYS',
+    0,
+    'the same for events_per_minute and checks_hourly; 0 keeps all',
+    0,
+    36_500,
+  ),
+  retentionIntervalMs: v.int('RETENTION_INTERVAL_MS', 3_600_000, 'how often retention runs', 10_000, 86_400_000),
   host: v.str('HOST', '0.0.0.0', 'address to listen on'),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
 } as const;

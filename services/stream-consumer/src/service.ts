@@ -11,6 +11,7 @@ import {
   healthRoutes,
   HttpServerComponent,
   migrate,
+  RetentionJob,
   notFound,
   ServiceRunner,
   sqlIdentifier,
@@ -105,7 +106,19 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   // Shutdown runs in reverse: consumer (stop fetching, flush, commit, leave group) ->
   // writer (flush leftovers) -> dead-letter producer -> ClickHouse client -> HTTP last,
   // so /metrics and /healthz answer until the end.
-  runner.use(http, ch, deadLetters, new WriterComponent(writer), consumer);
+  const retention = new RetentionJob(
+    ch.client,
+    config.clickhouseDatabase,
+    [
+      { table: 'events', days: config.retentionEventsDays },
+      { table: 'checks', days: config.retentionChecksDays },
+      { table: 'events_per_minute', days: config.retentionRollupsDays },
+      { table: 'checks_hourly', days: config.retentionRollupsDays },
+    ],
+    config.retentionIntervalMs,
+    logger,
+  );
+  runner.use(http, ch, retention, deadLetters, new WriterComponent(writer), consumer);
   await runner.start();
   logger.info('stream consumer running', { port: http.boundPort, group: config.groupId });
   return { runner, http, writer };
