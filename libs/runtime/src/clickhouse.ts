@@ -1,4 +1,11 @@
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import {
+  ClickHouseLogLevel,
+  createClient,
+  type ClickHouseClient,
+  type ErrorLogParams,
+  type LogParams,
+  type Logger as ClientLogger,
+} from '@clickhouse/client';
 import type { Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
 
@@ -12,6 +19,25 @@ export interface ClickHouseOptions {
   requestTimeoutMs?: number;
   /** ClickHouse settings sent with every query (e.g. max_execution_time). */
   settings?: Record<string, string | number>;
+  /** Where the client's own log lines go (else nowhere: our code logs what it handles). */
+  logger?: Logger;
+}
+
+function clientLogger(logger: Logger | undefined): new () => ClientLogger {
+  const log = logger?.child({ component: 'clickhouse-client' });
+  const line =
+    (level: string) =>
+    ({ message, args, ...rest }: LogParams & { err?: Error }): void => {
+      log?.log(level, message, { args, err: (rest as ErrorLogParams).err?.message });
+    };
+  return class implements ClientLogger {
+    trace = line('debug');
+    debug = line('debug');
+    info = line('info');
+    // A failed request is also thrown to our code, which decides how loud to be.
+    warn = line('debug');
+    error = line('debug');
+  };
 }
 
 export function createClickHouse(opts: ClickHouseOptions): ClickHouseClient {
@@ -24,6 +50,7 @@ export function createClickHouse(opts: ClickHouseOptions): ClickHouseClient {
     // NOTE: keep the default settings minimal; ClickHouse 18.16 rejects unknown settings.
     clickhouse_settings: opts.settings as never,
     compression: { request: false, response: false },
+    log: { LoggerClass: clientLogger(opts.logger), level: ClickHouseLogLevel.WARN },
   });
 }
 

@@ -31,6 +31,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       username: config.clickhouseUser,
       password: config.clickhousePassword,
       database: config.clickhouseDatabase,
+      logger,
     }),
     logger,
     2000,

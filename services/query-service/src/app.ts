@@ -15,6 +15,8 @@ import {
   type VerifiedKey,
 } from '@telemetry/runtime';
 import { checksRoute } from './checks.route.js';
+import { exportRoute } from './export.route.js';
+import { summaryRoute } from './summary.route.js';
 import type { QueryConfig } from './config.js';
 
 export interface QueryDeps {
@@ -42,6 +44,26 @@ export function createQueryApp(deps: QueryDeps): Express {
       defaultLimit: deps.config.defaultLimit,
       maxLimit: deps.config.maxLimit,
       queryTimeoutMs: deps.config.queryTimeoutMs,
+    }),
+  );
+  app.get(
+    '/api/monitors/:id/checks/summary',
+    bearer(deps.keys, 'checks:read'),
+    summaryRoute({
+      client: deps.client,
+      database: deps.config.clickhouseDatabase,
+      logger: deps.logger,
+      queryTimeoutMs: deps.config.queryTimeoutMs,
+    }),
+  );
+  app.get(
+    '/api/monitors/:id/checks/export',
+    bearer(deps.keys, 'checks:read'),
+    exportRoute({
+      client: deps.client,
+      database: deps.config.clickhouseDatabase,
+      logger: deps.logger,
+      exportTimeoutMs: deps.config.exportTimeoutMs,
     }),
   );
   app.use(notFound);

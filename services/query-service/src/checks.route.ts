@@ -1,7 +1,16 @@
 import type { Request, RequestHandler } from 'express';
-import { CHECK_STATUSES, ID_PATTERN, LIMITS, type Check } from '@telemetry/contract';
+import type { Check } from '@telemetry/contract';
 import {
-  AppError,
+  bad,
+  MONITOR_ID,
+  monitorIdOf,
+  rangeParams,
+  rejectUnknown,
+  single,
+  statusesParam,
+  toIsoSeconds,
+} from './params.js';
+import {
   StoreUnavailableError,
   sqlIdentifier,
   sqlNumber,
@@ -13,7 +22,8 @@ import {
 
 export interface ChecksQuery {
   monitorId: string;
-  limit: number;
+  /** Page size; null for no limit (the export). */
+  limit: number | null;
   order: 'asc' | 'desc';
   from: number | undefined;
   to: number | undefined;
@@ -21,30 +31,7 @@ export interface ChecksQuery {
   cursor: { t: number; id: string } | undefined;
 }
 
-const MONITOR_ID = new RegExp(ID_PATTERN);
 const KNOWN_PARAMS = new Set(['limit', 'order', 'from', 'to', 'status', 'cursor']);
-
-function bad(param: string, message: string): AppError {
-  return new AppError('INVALID_PARAMETER', `${param}: ${message}`, { parameter: param });
-}
-
-function single(req: Request, name: string): string | undefined {
-  const v = (req.query as Record<string, unknown>)[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw bad(name, 'give it once');
-  return v;
-}
-
-function parseTime(name: string, raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined;
-  // ISO 8601 with a zone (Z or ±hh:mm), or a date alone (taken as UTC midnight).
-  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(raw)) {
-    throw bad(name, 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-22T10:00:00Z');
-  }
-  const ms = Date.parse(raw);
-  if (!Number.isFinite(ms) || ms < 0 || ms > 4_294_967_295_000) throw bad(name, 'is not a valid date-time in range');
-  return Math.floor(ms / 1000);
-}
 
 export function encodeCursor(t: number, id: string): string {
   return Buffer.from(JSON.stringify([t, id])).toString('base64url');
@@ -71,14 +58,8 @@ function decodeCursor(raw: string): { t: number; id: string } {
 }
 
 export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: number): ChecksQuery {
-  const monitorId = String(req.params.id);
-  if (monitorId.length > LIMITS.maxMonitorIdLength || !MONITOR_ID.test(monitorId)) {
-    throw bad('id', `a monitor id is 1-${LIMITS.maxMonitorIdLength} letters, digits and . _ : -`);
-  }
-  for (const k of Object.keys(req.query)) {
-    if (!KNOWN_PARAMS.has(k))
-      throw bad(k.slice(0, 64), `unknown query parameter; known: ${[...KNOWN_PARAMS].join(', ')}`);
-  }
+  const monitorId = monitorIdOf(req);
+  rejectUnknown(req, KNOWN_PARAMS);
   const limitRaw = single(req, 'limit');
   let limit = defaultLimit;
   if (limitRaw !== undefined) {
@@ -89,18 +70,7 @@ export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: n
   }
   const orderRaw = single(req, 'order') ?? 'desc';
   if (orderRaw !== 'asc' && orderRaw !== 'desc') throw bad('order', 'must be asc or desc');
-  const from = parseTime('from', single(req, 'from'));
-  const to = parseTime('to', single(req, 'to'));
-  if (from !== undefined && to !== undefined && from >= to) throw bad('to', 'must be after from');
-  const statusRaw = (req.query as Record<string, unknown>).status;
-  const statuses = (Array.isArray(statusRaw) ? statusRaw : statusRaw === undefined ? [] : [statusRaw])
-    .flatMap((s) => String(s).split(','))
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
-  for (const s of statuses) {
-    if (!(CHECK_STATUSES as readonly string[]).includes(s))
-      throw bad('status', `must be one or more of ${CHECK_STATUSES.join(', ')}`);
-  }
+  const { from, to } = rangeParams(req);
   const cursorRaw = single(req, 'cursor');
   return {
     monitorId,
@@ -108,7 +78,7 @@ export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: n
     order: orderRaw,
     from,
     to,
-    statuses: [...new Set(statuses)],
+    statuses: statusesParam(req),
     cursor: cursorRaw === undefined ? undefined : decodeCursor(cursorRaw),
   };
 }
@@ -133,8 +103,12 @@ export function checksSql(database: string, q: ChecksQuery): string {
     FROM ${sqlIdentifier(database)}.checks
     WHERE ${where.join(' AND ')}
     ORDER BY created_at ${dir}, id ${dir}
-    LIMIT 1 BY id
-    LIMIT ${sqlNumber(q.limit + 1)}`;
+    LIMIT 1 BY id${
+      q.limit === null
+        ? ''
+        : `
+    LIMIT ${sqlNumber(q.limit + 1)}` /* one more: is there a next page? */
+    }`;
 }
 
 interface CheckRow {
@@ -144,10 +118,6 @@ interface CheckRow {
   response_time: number;
   status_code: number;
   ts: number | string;
-}
-
-export function toIsoSeconds(unix: number): string {
-  return new Date(unix * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 export interface ChecksRouteDeps {
@@ -174,7 +144,8 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
       deps.logger.warn('checks query failed', { request_id: req.id, err: String(err) });
       throw new StoreUnavailableError();
     }
-    const page = rows.slice(0, q.limit);
+    const limit = q.limit ?? rows.length;
+    const page = rows.slice(0, limit);
     const data: Check[] = page.map((r) => ({
       id: r.id,
       monitor_id: r.monitor_id,
@@ -184,7 +155,7 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
       created_at: toIsoSeconds(Number(r.ts)),
     }));
     const lastRow = page[page.length - 1];
-    const next = rows.length > q.limit && lastRow ? encodeCursor(Number(lastRow.ts), lastRow.id) : null;
+    const next = rows.length > limit && lastRow ? encodeCursor(Number(lastRow.ts), lastRow.id) : null;
     if (next) {
       const params = new URLSearchParams(req.query as Record<string, string>);
       params.set('cursor', next);

@@ -24,6 +24,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       username: config.clickhouseUser,
       password: config.clickhousePassword,
       database: config.clickhouseDatabase,
+      logger,
       requestTimeoutMs: config.queryTimeoutMs + 1000,
       // Bounds every query on the server side too (ClickHouse 18.16 knows these).
       settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },

@@ -57,6 +57,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
       username: config.clickhouseUser,
       password: config.clickhousePassword,
       database: config.clickhouseDatabase,
+      logger,
     }),
     logger,
   );

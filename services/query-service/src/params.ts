@@ -1,0 +1,72 @@
+import type { Request } from 'express';
+import { CHECK_STATUSES, ID_PATTERN, LIMITS } from '@telemetry/contract';
+import { AppError } from '@telemetry/runtime';
+
+/** Parameter parsing shared by the check routes: every rule answers 400 INVALID_PARAMETER. */
+
+export const MONITOR_ID = new RegExp(ID_PATTERN);
+
+export function bad(param: string, message: string): AppError {
+  return new AppError('INVALID_PARAMETER', `${param}: ${message}`, { parameter: param });
+}
+
+/** A parameter given at most once. */
+export function single(req: Request, name: string): string | undefined {
+  const v = (req.query as Record<string, unknown>)[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw bad(name, 'give it once');
+  return v;
+}
+
+/** Unknown parameters are refused: a typo must not silently return unfiltered data. */
+export function rejectUnknown(req: Request, known: ReadonlySet<string>): void {
+  for (const k of Object.keys(req.query)) {
+    if (!known.has(k)) throw bad(k.slice(0, 64), `unknown query parameter; known: ${[...known].join(', ')}`);
+  }
+}
+
+export function monitorIdOf(req: Request): string {
+  const monitorId = String(req.params.id);
+  if (monitorId.length > LIMITS.maxMonitorIdLength || !MONITOR_ID.test(monitorId)) {
+    throw bad('id', `a monitor id is 1-${LIMITS.maxMonitorIdLength} letters, digits and . _ : -`);
+  }
+  return monitorId;
+}
+
+/** ISO 8601 with a zone (Z or ±hh:mm), or a date alone (UTC midnight), as unix seconds. */
+export function timeParam(req: Request, name: string): number | undefined {
+  const raw = single(req, name);
+  if (raw === undefined) return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(raw)) {
+    throw bad(name, 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-22T10:00:00Z');
+  }
+  const ms = Date.parse(raw);
+  if (!Number.isFinite(ms) || ms < 0 || ms > 4_294_967_295_000) throw bad(name, 'is not a valid date-time in range');
+  return Math.floor(ms / 1000);
+}
+
+export function rangeParams(req: Request): { from: number | undefined; to: number | undefined } {
+  const from = timeParam(req, 'from');
+  const to = timeParam(req, 'to');
+  if (from !== undefined && to !== undefined && from >= to) throw bad('to', 'must be after from');
+  return { from, to };
+}
+
+/** `status=down,degraded` or `status=down&status=degraded`. */
+export function statusesParam(req: Request): string[] {
+  const raw = (req.query as Record<string, unknown>).status;
+  const statuses = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw])
+    .flatMap((s) => String(s).split(','))
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  for (const s of statuses) {
+    if (!(CHECK_STATUSES as readonly string[]).includes(s)) {
+      throw bad('status', `must be one or more of ${CHECK_STATUSES.join(', ')}`);
+    }
+  }
+  return [...new Set(statuses)];
+}
+
+export function toIsoSeconds(unix: number): string {
+  return new Date(unix * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}

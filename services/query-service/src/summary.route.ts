@@ -1,0 +1,127 @@
+import type { RequestHandler } from 'express';
+import {
+  StoreUnavailableError,
+  sqlIdentifier,
+  sqlNumber,
+  sqlString,
+  type ClickHouseClient,
+  type Logger,
+} from '@telemetry/runtime';
+import { CHECK_STATUSES } from '@telemetry/contract';
+import { bad, monitorIdOf, rangeParams, rejectUnknown, single, toIsoSeconds } from './params.js';
+
+const KNOWN = new Set(['from', 'to', 'interval']);
+const INTERVALS = { hour: { seconds: 3600, maxBuckets: 24 * 31 }, day: { seconds: 86_400, maxBuckets: 366 } } as const;
+type Interval = keyof typeof INTERVALS;
+
+export interface SummaryQuery {
+  monitorId: string;
+  interval: Interval;
+  /** Inclusive, on an interval boundary. */
+  from: number;
+  /** Exclusive, on an interval boundary. */
+  to: number;
+}
+
+export function parseSummaryQuery(req: Parameters<RequestHandler>[0], nowMs = Date.now()): SummaryQuery {
+  const monitorId = monitorIdOf(req);
+  rejectUnknown(req, KNOWN);
+  const intervalRaw = single(req, 'interval') ?? 'hour';
+  if (intervalRaw !== 'hour' && intervalRaw !== 'day') throw bad('interval', 'must be hour or day');
+  const { seconds, maxBuckets } = INTERVALS[intervalRaw];
+  const range = rangeParams(req);
+  // Rollups are hourly: bounds are rounded to the interval (from down, to up).
+  const to = Math.ceil((range.to ?? Math.floor(nowMs / 1000)) / seconds) * seconds;
+  const from = Math.floor((range.from ?? to - (intervalRaw === 'hour' ? 24 : 30) * seconds) / seconds) * seconds;
+  if (from >= to) throw bad('to', 'must be after from');
+  if ((to - from) / seconds > maxBuckets) throw bad('from', `at most ${maxBuckets} ${intervalRaw}s per summary`);
+  return { monitorId, interval: intervalRaw, from, to };
+}
+
+/** Counts per interval and status, and response-time quantiles per interval and in total (WITH TOTALS). */
+export function summarySql(database: string, q: SummaryQuery): { counts: string; quantiles: string } {
+  const bucket = q.interval === 'hour' ? 'hour' : 'toStartOfDay(hour)';
+  const where = `monitor_id = ${sqlString(q.monitorId)} AND hour >= toDateTime(${sqlNumber(q.from)}) AND hour < toDateTime(${sqlNumber(q.to)})`;
+  const table = `${sqlIdentifier(database)}.checks_hourly`;
+  return {
+    counts: `SELECT toUInt32(${bucket}) AS t, status, uniqExactMerge(checks) AS n
+      FROM ${table} WHERE ${where} GROUP BY t, status ORDER BY t`,
+    quantiles: `SELECT toUInt32(${bucket}) AS t, quantilesTDigestMerge(0.5, 0.95, 0.99)(response_time) AS q
+      FROM ${table} WHERE ${where} GROUP BY t WITH TOTALS ORDER BY t`,
+  };
+}
+
+interface Stats {
+  checks: number;
+  up: number;
+  down: number;
+  degraded: number;
+  /** (up + degraded) / checks, in percent; null without checks. */
+  uptime_percent: number | null;
+  /** Approximate (t-digest) response-time quantiles in ms; null without checks. */
+  response_time: { p50: number; p95: number; p99: number } | null;
+}
+
+function stats(counts: Record<string, number>, q: number[] | undefined): Stats {
+  const s: Stats = { checks: 0, up: 0, down: 0, degraded: 0, uptime_percent: null, response_time: null };
+  for (const status of CHECK_STATUSES) {
+    s[status] = counts[status] ?? 0;
+    s.checks += s[status];
+  }
+  if (s.checks > 0) {
+    s.uptime_percent = Math.round(((s.up + s.degraded) / s.checks) * 100_000) / 1000;
+    if (q && q.length === 3) s.response_time = { p50: q[0]!, p95: q[1]!, p99: q[2]! };
+  }
+  return s;
+}
+
+export interface SummaryRouteDeps {
+  client: ClickHouseClient;
+  database: string;
+  logger: Logger;
+  queryTimeoutMs: number;
+}
+
+export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
+  return async (req, res) => {
+    const q = parseSummaryQuery(req);
+    const sql = summarySql(deps.database, q);
+    let countRows: { t: number; status: string; n: string }[];
+    let quantiles: { data: { t: number; q: number[] }[]; totals?: { q: number[] } };
+    try {
+      const signal = AbortSignal.timeout(deps.queryTimeoutMs);
+      const [c, qs] = await Promise.all([
+        deps.client.query({ query: sql.counts, format: 'JSONEachRow', abort_signal: signal }),
+        deps.client.query({ query: sql.quantiles, format: 'JSON', abort_signal: signal }),
+      ]);
+      countRows = await c.json<{ t: number; status: string; n: string }>();
+      quantiles = (await qs.json()) as unknown as typeof quantiles;
+    } catch (err) {
+      deps.logger.warn('summary query failed', { request_id: req.id, err: String(err) });
+      throw new StoreUnavailableError();
+    }
+    const byBucket = new Map<number, Record<string, number>>();
+    const total: Record<string, number> = {};
+    for (const r of countRows) {
+      const t = Number(r.t);
+      const b = byBucket.get(t) ?? {};
+      b[r.status] = (b[r.status] ?? 0) + Number(r.n);
+      byBucket.set(t, b);
+      total[r.status] = (total[r.status] ?? 0) + Number(r.n);
+    }
+    const qByBucket = new Map(quantiles.data.map((r) => [Number(r.t), r.q]));
+    res.json({
+      success: true,
+      data: {
+        monitor_id: q.monitorId,
+        interval: q.interval,
+        from: toIsoSeconds(q.from),
+        to: toIsoSeconds(q.to),
+        total: stats(total, quantiles.totals?.q),
+        intervals: [...byBucket.entries()]
+          .sort(([a], [b]) => a - b)
+          .map(([t, counts]) => ({ start: toIsoSeconds(t), ...stats(counts, qByBucket.get(t)) })),
+      },
+    });
+  };
+}

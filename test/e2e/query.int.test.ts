@@ -1,0 +1,353 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { expect } from 'chai';
+import type { ClickHouseClient } from '@telemetry/runtime';
+import { adminClickHouse, eventually, newKey, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+
+interface Check {
+  id: string;
+  monitor_id: string;
+  status: string;
+  response_time: number;
+  status_code: number;
+  created_at: string;
+}
+interface ListBody {
+  success: boolean;
+  data: Check[];
+  next_cursor: string | null;
+  code?: string;
+  details?: { parameter?: string };
+}
+
+const BASE = Date.UTC(2026, 0, 1) / 1000;
+const row = (monitor: string, i: number, status = 'up', rt = 100 + i) => ({
+  monitor_id: monitor,
+  created_at: BASE + i * 60,
+  id: `c${String(i).padStart(6, '0')}`,
+  status,
+  response_time: rt,
+  status_code: status === 'up' ? 200 : 503,
+});
+
+describe('query service (real ClickHouse)', () => {
+  let query: Running;
+  let ch: ClickHouseClient;
+  let apiKey: string;
+  const db = (): string => testStack().database;
+
+  async function get(path: string, key = apiKey): Promise<{ status: number; body: ListBody; headers: Headers }> {
+    const r = await fetch(`${query.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    return { status: r.status, body: (await r.json()) as ListBody, headers: r.headers };
+  }
+
+  async function insert(rows: object[]): Promise<void> {
+    await ch.insert({ table: `${db()}.checks`, values: rows, format: 'JSONEachRow' });
+  }
+
+  before(async () => {
+    query = await runQuery();
+    ch = adminClickHouse();
+    apiKey = await newKey({ kind: 'api', name: 'query tests', scopes: ['checks:read'] });
+    await eventually('key loaded', async () =>
+      (await get('/api/monitors/x/checks')).status === 200 ? true : undefined,
+    );
+  });
+  after(async () => {
+    await query?.stop();
+    await ch?.close();
+  });
+
+  it('applies limit, order, from/to and status, and answers an unknown monitor with an empty list', async () => {
+    const m = uid('params');
+    await insert(
+      Array.from({ length: 10 }, (_, i) => row(m, i, i % 3 === 0 ? 'down' : i % 3 === 1 ? 'degraded' : 'up')),
+    );
+    const all = await get(`/api/monitors/${m}/checks`);
+    expect(all.body.data.map((c) => c.id)).to.deep.equal(Array.from({ length: 10 }, (_, i) => `c00000${9 - i}`));
+    expect((await get(`/api/monitors/${m}/checks?limit=3`)).body.data.map((c) => c.id)).to.deep.equal([
+      'c000009',
+      'c000008',
+      'c000007',
+    ]);
+    expect((await get(`/api/monitors/${m}/checks?order=asc&limit=2`)).body.data.map((c) => c.id)).to.deep.equal([
+      'c000000',
+      'c000001',
+    ]);
+    const from = new Date((BASE + 2 * 60) * 1000).toISOString();
+    const to = new Date((BASE + 5 * 60) * 1000).toISOString();
+    expect(
+      (await get(`/api/monitors/${m}/checks?from=${from}&to=${to}&order=asc`)).body.data.map((c) => c.id),
+    ).to.deep.equal(['c000002', 'c000003', 'c000004']);
+    const downs = (await get(`/api/monitors/${m}/checks?status=down`)).body.data;
+    expect(downs.map((c) => c.id)).to.deep.equal(['c000009', 'c000006', 'c000003', 'c000000']);
+    const two = (await get(`/api/monitors/${m}/checks?status=down&status=degraded`)).body.data;
+    expect(two.every((c) => c.status !== 'up')).to.equal(true);
+    expect(two).to.have.length(7);
+    expect((await get(`/api/monitors/${m}/checks?status=down,degraded`)).body.data).to.have.length(7);
+    const empty = await get(`/api/monitors/${uid('none')}/checks`);
+    expect([empty.status, empty.body.data, empty.body.next_cursor]).to.deep.equal([200, [], null]);
+    expect(all.body.data[0]).to.deep.equal({
+      id: 'c000009',
+      monitor_id: m,
+      status: 'down',
+      response_time: 109,
+      status_code: 503,
+      created_at: '2026-01-01T00:09:00Z',
+    });
+  });
+
+  it('answers 400 INVALID_PARAMETER naming each bad parameter', async () => {
+    const cases: [string, string][] = [
+      ['limit=0', 'limit'],
+      ['limit=1001', 'limit'],
+      ['limit=abc', 'limit'],
+      ['limit=1&limit=2', 'limit'],
+      ['order=sideways', 'order'],
+      ['from=yesterday', 'from'],
+      ['from=2026-01-01T00:00:00', 'from'],
+      ['to=2026-13-45T00:00:00Z', 'to'],
+      ['from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z', 'to'],
+      ['status=sleeping', 'status'],
+      ['status=up,zzz', 'status'],
+      ['cursor=not-a-cursor', 'cursor'],
+      ['cursor=' + Buffer.from('["x","y"]').toString('base64url'), 'cursor'],
+      ['limt=10', 'limt'],
+    ];
+    for (const [qs, param] of cases) {
+      const r = await get(`/api/monitors/m1/checks?${qs}`);
+      expect([r.status, r.body.code, r.body.details?.parameter], qs).to.deep.equal([400, 'INVALID_PARAMETER', param]);
+    }
+  });
+
+  it('refuses injection attempts in the path and every parameter with 400, never 5xx', async () => {
+    const attempts = [
+      "x'",
+      "x' OR 1=1 --",
+      "x'; DROP TABLE checks; --",
+      'x\\',
+      '%00',
+      '../../etc',
+      'x/**/',
+      'x"',
+      'a'.repeat(129),
+      'é',
+      '%27%20OR%20%271%27%3D%271',
+    ];
+    for (const a of attempts) {
+      const id = encodeURIComponent(a);
+      for (const path of [
+        `/api/monitors/${id}/checks`,
+        `/api/monitors/${id}/checks/summary`,
+        `/api/monitors/${id}/checks/export`,
+      ]) {
+        const r = await fetch(`${query.url}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
+        expect(r.status, `${path}`).to.be.oneOf([400, 404]);
+        expect(((await r.json()) as ListBody).success).to.equal(false);
+      }
+      for (const p of ['limit', 'order', 'from', 'to', 'status', 'cursor']) {
+        const r = await get(`/api/monitors/m1/checks?${p}=${encodeURIComponent(a)}`);
+        expect([r.status, r.body.code], `${p}=${a}`).to.deep.equal([400, 'INVALID_PARAMETER']);
+      }
+    }
+    const rs = await ch.query({
+      query: `SELECT count() AS n FROM system.tables WHERE database = '${db()}' AND name = 'checks'`,
+      format: 'JSONEachRow',
+    });
+    expect((await rs.json<{ n: string }>())[0]!.n).to.equal('1');
+  });
+
+  it('pages through a range with cursors while new checks arrive: no gap, no repeat, duplicates hidden', async () => {
+    const m = uid('paging');
+    const original = Array.from({ length: 230 }, (_, i) => row(m, i));
+    await insert(original);
+    await insert(original.filter((_, i) => i % 7 === 0)); // duplicate deliveries
+    for (const order of ['desc', 'asc'] as const) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      let added = 0;
+      do {
+        const r = await get(`/api/monitors/${m}/checks?limit=40&order=${order}${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(r.status).to.equal(200);
+        seen.push(...r.body.data.map((c) => c.id));
+        cursor = r.body.next_cursor;
+        if (cursor) expect(r.headers.get('link')).to.contain(`cursor=${cursor}`).and.contain('rel="next"');
+        // New checks arrive while we page: newer than everything so far.
+        await insert([row(m, 1000 + (order === 'asc' ? 100 : 0) + added++)]);
+        pages++;
+      } while (cursor && pages < 50);
+      expect(new Set(seen).size, 'no repeats').to.equal(seen.length);
+      for (const c of original) expect(seen, `${order} misses ${c.id}`).to.include(c.id);
+      if (order === 'desc') expect(seen).to.have.length(230 + 0);
+    }
+  });
+
+  it('summarises counts, uptime and response-time quantiles per interval and in total from the rollups', async () => {
+    const m = uid('summary');
+    const h = Date.UTC(2026, 2, 1, 10) / 1000;
+    const checks = [
+      { t: h + 60, status: 'up', rt: 100 },
+      { t: h + 120, status: 'up', rt: 200 },
+      { t: h + 180, status: 'down', rt: 3000 },
+      { t: h + 3600 + 60, status: 'degraded', rt: 900 },
+    ].map((c, i) => ({
+      monitor_id: m,
+      created_at: c.t,
+      id: `s${i}`,
+      status: c.status,
+      response_time: c.rt,
+      status_code: c.status === 'down' ? 0 : 200,
+    }));
+    await insert(checks);
+    await insert([checks[0]!]); // a duplicate must not count
+    const r = await fetch(
+      `${query.url}/api/monitors/${m}/checks/summary?from=2026-03-01T10:00:00Z&to=2026-03-01T12:00:00Z&interval=hour`,
+      { headers: { authorization: `Bearer ${apiKey}` } },
+    );
+    expect(r.status).to.equal(200);
+    const { data } = (await r.json()) as {
+      data: { total: Record<string, unknown>; intervals: Record<string, unknown>[]; from: string; to: string };
+    };
+    expect(data.from).to.equal('2026-03-01T10:00:00Z');
+    expect(data.total).to.include({ checks: 4, up: 2, down: 1, degraded: 1, uptime_percent: 75 });
+    expect(data.intervals).to.have.length(2);
+    expect(data.intervals[0]).to.include({ start: '2026-03-01T10:00:00Z', checks: 3, up: 2, down: 1, degraded: 0 });
+    expect(data.intervals[0]!.uptime_percent).to.be.closeTo(66.667, 0.001);
+    expect(data.intervals[1]).to.deep.include({
+      start: '2026-03-01T11:00:00Z',
+      checks: 1,
+      uptime_percent: 100,
+      response_time: { p50: 900, p95: 900, p99: 900 },
+    });
+    const rt = data.total.response_time as { p50: number; p99: number };
+    expect(rt.p50).to.be.within(100, 900);
+    expect(rt.p99).to.be.within(900, 3000);
+    const day = await fetch(
+      `${query.url}/api/monitors/${m}/checks/summary?from=2026-03-01&to=2026-03-02&interval=day`,
+      { headers: { authorization: `Bearer ${apiKey}` } },
+    );
+    const dayData = ((await day.json()) as { data: { intervals: { start: string; checks: number }[] } }).data;
+    expect(dayData.intervals).to.deep.equal([{ ...dayData.intervals[0], start: '2026-03-01T00:00:00Z', checks: 4 }]);
+    for (const qs of ['interval=week', 'from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z', 'limit=5']) {
+      const bad = await fetch(`${query.url}/api/monitors/${m}/checks/summary?${qs}`, {
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+      expect([bad.status, ((await bad.json()) as ListBody).code], qs).to.deep.equal([400, 'INVALID_PARAMETER']);
+    }
+  });
+
+  it('exports a range larger than a page as NDJSON and CSV, oldest first, each check once', async () => {
+    const m = uid('export');
+    const rows = Array.from({ length: 2500 }, (_, i) => row(m, i, i % 10 === 0 ? 'down' : 'up'));
+    await insert(rows);
+    await insert(rows.slice(0, 100)); // duplicates
+    const nd = await fetch(`${query.url}/api/monitors/${m}/checks/export`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    expect(nd.status).to.equal(200);
+    expect(nd.headers.get('content-type')).to.equal('application/x-ndjson');
+    const lines = (await nd.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Check);
+    expect(lines).to.have.length(2500);
+    expect(lines[0]).to.deep.equal({
+      id: 'c000000',
+      monitor_id: m,
+      status: 'down',
+      response_time: 100,
+      status_code: 503,
+      created_at: '2026-01-01T00:00:00Z',
+    });
+    expect(lines.map((c) => c.id)).to.deep.equal(rows.map((r) => r.id));
+    const csv = await fetch(`${query.url}/api/monitors/${m}/checks/export?format=csv&status=down`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    expect(csv.headers.get('content-type')).to.contain('text/csv');
+    const csvLines = (await csv.text()).trim().split('\n');
+    expect(csvLines[0]).to.equal('id,monitor_id,status,response_time,status_code,created_at');
+    expect(csvLines).to.have.length(251);
+    expect(csvLines[1]).to.equal(`c000000,${m},down,100,503,2026-01-01T00:00:00Z`);
+    const badFormat = await get(`/api/monitors/${m}/checks/export?format=xml`);
+    expect([badFormat.status, badFormat.body.code]).to.deep.equal([400, 'INVALID_PARAMETER']);
+  });
+
+  it('uses a ClickHouse user that cannot write', async () => {
+    const { createClickHouse } = await import('@telemetry/runtime');
+    const s = testStack();
+    const reader = createClickHouse({
+      url: s.clickhouseUrl,
+      username: s.readerUser,
+      password: s.readerPassword,
+      database: s.database,
+    });
+    try {
+      let refused = false;
+      await reader.command({ query: `DROP TABLE ${db()}.checks` }).catch(() => (refused = true));
+      expect(refused || s.readerUser === 'default').to.equal(true);
+    } finally {
+      await reader.close();
+    }
+  });
+});
+
+/** A TCP proxy to ClickHouse that can turn into a black hole (a hung ClickHouse). */
+class Blackhole {
+  private server: Server | undefined;
+  private sockets = new Set<Socket>();
+  hung = false;
+  port = 0;
+
+  async start(target: URL): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.on('data', (d) => !this.hung && upstream.write(d));
+      upstream.on('data', (d) => !this.hung && client.write(d));
+      client.on('end', () => upstream.end());
+      upstream.on('end', () => client.end());
+    });
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => this.server?.close(() => r()));
+  }
+}
+
+describe('query service with a hung ClickHouse', () => {
+  it('answers 503 STORE_UNAVAILABLE within the query timeout instead of hanging', async function () {
+    this.timeout(60_000);
+    const s = testStack();
+    const hole = new Blackhole();
+    await hole.start(new URL(s.clickhouseUrl));
+    const svc = await runQuery({ CLICKHOUSE_URL: `http://127.0.0.1:${hole.port}`, QUERY_TIMEOUT_MS: '1000' });
+    try {
+      const key = await newKey({ kind: 'api', name: 'hung', scopes: ['checks:read'] });
+      await eventually('key loaded', async () =>
+        (await fetch(`${svc.url}/api/monitors/x/checks`, { headers: { authorization: `Bearer ${key}` } })).status ===
+        200
+          ? true
+          : undefined,
+      );
+      hole.hung = true;
+      const started = Date.now();
+      const r = await fetch(`${svc.url}/api/monitors/x/checks`, { headers: { authorization: `Bearer ${key}` } });
+      const elapsed = Date.now() - started;
+      expect(r.status).to.equal(503);
+      expect(((await r.json()) as ListBody).code).to.equal('STORE_UNAVAILABLE');
+      expect(r.headers.get('retry-after')).to.equal('1');
+      expect(elapsed).to.be.lessThan(5000);
+    } finally {
+      hole.hung = false;
+      await svc.stop();
+      await hole.stop();
+    }
+  });
+});
