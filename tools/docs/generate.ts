@@ -4,7 +4,7 @@
  * `npm run docs` rewrites them; test/unit/docs.test.ts fails when they are stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { ERROR_CODES } from '@telemetry/contract';
+import { buildOpenApi, ERROR_CODES } from '@telemetry/contract';
 import { gatewaySpec } from '@telemetry/ingest-gateway';
 import { querySpec } from '@telemetry/query-service';
 import { provisionSpec, type ConfigSpec } from '@telemetry/runtime';
@@ -63,8 +63,12 @@ export const GENERATED: [file: string, name: string, make: () => string][] = [
   ['docs/errors.md', 'errors', errorTable],
 ];
 
+export const OPENAPI_FILE = 'docs/openapi.json';
+export const openapiText = (): string => `${JSON.stringify(buildOpenApi('all'), null, 2)}\n`;
+
 if (process.argv[1]?.endsWith('generate.ts')) {
   for (const [file, name, make] of GENERATED) {
     writeFileSync(file, replaceGenerated(readFileSync(file, 'utf8'), name, make()));
   }
+  writeFileSync(OPENAPI_FILE, openapiText());
 }

@@ -4,3 +4,4 @@ export * from './limits.js';
 export * from './schemas.js';
 export * from './types.js';
 export * from './validators.js';
+export * from './openapi.js';

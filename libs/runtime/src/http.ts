@@ -67,6 +67,8 @@ export interface HealthOptions {
   ready: () => boolean;
   details: () => Record<string, boolean>;
   registry: Registry;
+  /** Served at /openapi.json when given. */
+  openapi?: object;
 }
 
 /** /healthz: the process is alive. /readyz: dependencies answer and we are not stopping. */
@@ -84,6 +86,12 @@ export function healthRoutes(app: Express, opts: HealthOptions): void {
           : { ...fail('SHUTTING_DOWN', 'not ready'), details: { components: opts.details() } },
       );
   });
+  const openapi = opts.openapi;
+  if (openapi) {
+    app.get('/openapi.json', (_req, res) => {
+      res.json(openapi);
+    });
+  }
   app.get('/metrics', (_req, res, next) => {
     opts.registry.metrics().then((text) => {
       res.setHeader('Content-Type', opts.registry.contentType);

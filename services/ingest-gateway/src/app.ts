@@ -1,6 +1,6 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
 import { Counter, type Registry } from 'prom-client';
-import { LIMITS, ok, type IngestRequest, type Validators } from '@telemetry/contract';
+import { buildOpenApi, LIMITS, ok, type IngestRequest, type Validators } from '@telemetry/contract';
 import {
   AppError,
   createExpressApp,
@@ -48,7 +48,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
 
   app.use(requestContext(logger, createHttpMetrics(registry)));
-  healthRoutes(app, { ready: deps.ready, details: deps.details, registry });
+  healthRoutes(app, { ready: deps.ready, details: deps.details, registry, openapi: buildOpenApi('gateway') });
 
   /** Everything after authentication that both routes share: checks, publish, count. */
   async function accept(key: VerifiedKey, body: IngestRequest): Promise<void> {

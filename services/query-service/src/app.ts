@@ -1,5 +1,6 @@
 import type { Express, RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
+import { buildOpenApi } from '@telemetry/contract';
 import {
   AppError,
   createExpressApp,
@@ -32,7 +33,12 @@ export interface QueryDeps {
 export function createQueryApp(deps: QueryDeps): Express {
   const app = createExpressApp();
   app.use(requestContext(deps.logger, createHttpMetrics(deps.registry)));
-  healthRoutes(app, { ready: deps.ready, details: deps.details, registry: deps.registry });
+  healthRoutes(app, {
+    ready: deps.ready,
+    details: deps.details,
+    registry: deps.registry,
+    openapi: buildOpenApi('query'),
+  });
   // No CORS headers: this API is for servers and scripts holding an API key, not for browsers.
   app.get(
     '/api/monitors/:id/checks',

@@ -1,0 +1,417 @@
+import { ERROR_CODES, type ErrorCode } from './error-codes.js';
+import { CHECK_STATUSES, LIMITS } from './limits.js';
+import { checkSchema, ingestRequestSchema, monitorIdSchema, telemetryEventSchema } from './schemas.js';
+
+/**
+ * The OpenAPI 3.1 document, built from the same JSON Schemas that validate requests
+ * (schemas.ts) and the same error list (error-codes.ts): nothing is written twice.
+ * Each HTTP service serves its part at /openapi.json; docs/openapi.json holds the whole.
+ */
+
+type Json = Record<string, unknown>;
+
+/** Our schemas reference each other by `$id`; OpenAPI wants component refs. */
+function component(schema: Json): Json {
+  const { $id: _id, ...rest } = schema;
+  return JSON.parse(JSON.stringify(rest).replace(/"\$ref":"([A-Za-z]+)"/g, '"$ref":"#/components/schemas/$1"')) as Json;
+}
+
+const errorResponse = (codes: ErrorCode[], description: string, headers?: Json): Json => ({
+  description: `${description} Codes: ${codes.map((c) => `\`${c}\``).join(', ')}.`,
+  ...(headers ? { headers } : {}),
+  content: {
+    'application/json': {
+      schema: {
+        allOf: [{ $ref: '#/components/schemas/Failure' }, { properties: { code: { enum: codes } } }],
+      },
+    },
+  },
+});
+
+const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+
+function byStatus(codes: ErrorCode[]): Record<string, ErrorCode[]> {
+  const out: Record<string, ErrorCode[]> = {};
+  for (const c of codes) (out[String(ERROR_CODES[c].status)] ??= []).push(c);
+  return out;
+}
+
+function errors(codes: ErrorCode[]): Json {
+  const out: Json = {};
+  for (const [status, cs] of Object.entries(byStatus(codes))) {
+    const retriable = status === '503' || status === '429';
+    out[status] = errorResponse(
+      cs,
+      retriable ? 'Nothing was accepted; retry after Retry-After.' : 'Refused.',
+      retriable ? retryAfter : undefined,
+    );
+  }
+  return out;
+}
+
+const timeParam = (name: string, description: string): Json => ({
+  name,
+  in: 'query',
+  required: false,
+  description,
+  schema: { type: 'string', examples: ['2026-11-22T10:00:00Z'] },
+});
+
+const monitorPath: Json = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'Monitor identifier.',
+  schema: monitorIdSchema,
+};
+
+const rateHeaders = {
+  'RateLimit-Limit': { description: 'Burst size of the key’s bucket.', schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Requests left in the bucket.', schema: { type: 'integer' } },
+  'RateLimit-Reset': { description: 'Seconds until the bucket is full again.', schema: { type: 'integer' } },
+};
+
+const gatewayPaths: Json = {
+  '/api/telemetry/events': {
+    post: {
+      operationId: 'ingestEvents',
+      summary: 'Ingest a batch of telemetry events',
+      description: `Answers 200 only after Kafka acknowledged every event; any other answer means none was accepted. At most ${LIMITS.maxEventsPerRequest} events, ${LIMITS.maxBodyBytes} bytes (after gzip), ${LIMITS.maxEventBytes} bytes per event, nesting depth ${LIMITS.maxJsonDepth}.`,
+      security: [{ accessKeyHeader: [] }, { accessKeyQuery: [] }],
+      parameters: [
+        {
+          name: 'Content-Encoding',
+          in: 'header',
+          required: false,
+          schema: { type: 'string', enum: ['identity', 'gzip'] },
+        },
+      ],
+      requestBody: {
+        required: true,
+        description: 'JSON; sent as text/plain it is the same JSON, as navigator.sendBeacon sends a string.',
+        content: {
+          'application/json': { schema: { $ref: '#/components/schemas/IngestRequest' } },
+          'text/plain': { schema: { type: 'string' } },
+        },
+      },
+      responses: {
+        '200': {
+          description: 'Every event is acknowledged by Kafka.',
+          headers: rateHeaders,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/IngestSuccess' } } },
+        },
+        ...errors([
+          'INVALID_JSON',
+          'VALIDATION_FAILED',
+          'MISSING_CREDENTIALS',
+          'INVALID_CREDENTIALS',
+          'ORIGIN_NOT_ALLOWED',
+          'SOURCE_NOT_ALLOWED',
+          'PAYLOAD_TOO_LARGE',
+          'BATCH_TOO_LARGE',
+          'EVENT_TOO_LARGE',
+          'UNSUPPORTED_MEDIA_TYPE',
+          'RATE_LIMITED',
+          'INTERNAL_ERROR',
+          'KAFKA_UNAVAILABLE',
+          'OVERLOADED',
+        ]),
+      },
+    },
+    options: {
+      operationId: 'ingestEventsPreflight',
+      summary: 'CORS preflight',
+      responses: { '204': { description: 'Preflight answered; no credentials are used.' } },
+    },
+  },
+  '/api/telemetry/pixel.gif': {
+    get: {
+      operationId: 'ingestPixel',
+      summary: 'Ingest one event from an image request',
+      description:
+        'Always a no-store 1x1 GIF; the status is 200 only when Kafka acknowledged the event, and X-Error-Code carries the error code otherwise.',
+      security: [{ accessKeyQuery: [] }, { accessKeyHeader: [] }],
+      parameters: [
+        { name: 'source', in: 'query', required: true, schema: telemetryEventSchema.properties.source },
+        { name: 'category', in: 'query', required: true, schema: telemetryEventSchema.properties.category },
+        {
+          name: 'payload',
+          in: 'query',
+          required: false,
+          description: 'One URL-encoded JSON object.',
+          schema: { type: 'string' },
+        },
+        { name: 'id', in: 'query', required: false, schema: telemetryEventSchema.properties.id },
+        { name: 'timestamp', in: 'query', required: false, schema: { type: 'string' } },
+      ],
+      responses: Object.fromEntries(
+        ['200', '400', '401', '403', '413', '429', '500', '503'].map((s) => [
+          s,
+          {
+            description: s === '200' ? 'Accepted.' : 'Not accepted; see X-Error-Code.',
+            headers:
+              s === '200' ? {} : { 'X-Error-Code': { schema: { type: 'string', enum: Object.keys(ERROR_CODES) } } },
+            content: { 'image/gif': { schema: { type: 'string', contentEncoding: 'base64' } } },
+          },
+        ]),
+      ),
+    },
+  },
+};
+
+const authErrors: ErrorCode[] = [
+  'MISSING_CREDENTIALS',
+  'INVALID_CREDENTIALS',
+  'INSUFFICIENT_SCOPE',
+  'MONITOR_NOT_ALLOWED',
+];
+
+const queryPaths: Json = {
+  '/api/monitors/{id}/checks': {
+    get: {
+      operationId: 'listChecks',
+      summary: 'Check history of a monitor',
+      description: 'Newest first by default; keyset paging on (created_at, id) with next_cursor and a Link header.',
+      security: [{ apiKey: ['checks:read'] }],
+      parameters: [
+        monitorPath,
+        {
+          name: 'limit',
+          in: 'query',
+          required: false,
+          schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+        },
+        {
+          name: 'order',
+          in: 'query',
+          required: false,
+          schema: { type: 'string', enum: ['desc', 'asc'], default: 'desc' },
+        },
+        timeParam('from', 'Checks at or after this ISO 8601 date-time (with zone).'),
+        timeParam('to', 'Checks strictly before this ISO 8601 date-time (with zone).'),
+        {
+          name: 'status',
+          in: 'query',
+          required: false,
+          description: 'One or more statuses, comma-separated or repeated.',
+          schema: { type: 'string' },
+          examples: { one: { value: 'down' }, several: { value: 'down,degraded' } },
+        },
+        {
+          name: 'cursor',
+          in: 'query',
+          required: false,
+          description: 'next_cursor of the previous page.',
+          schema: { type: 'string' },
+        },
+      ],
+      responses: {
+        '200': {
+          description: 'A page of checks.',
+          headers: { Link: { description: 'rel="next" URL when there is a next page.', schema: { type: 'string' } } },
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/CheckPage' } } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
+      },
+    },
+  },
+  '/api/monitors/{id}/checks/summary': {
+    get: {
+      operationId: 'summarizeChecks',
+      summary: 'Counts, uptime and response-time quantiles per interval',
+      security: [{ apiKey: ['checks:read'] }],
+      parameters: [
+        monitorPath,
+        timeParam('from', 'Rounded down to the interval.'),
+        timeParam('to', 'Rounded up to the interval; exclusive.'),
+        {
+          name: 'interval',
+          in: 'query',
+          required: false,
+          schema: { type: 'string', enum: ['hour', 'day'], default: 'hour' },
+        },
+      ],
+      responses: {
+        '200': {
+          description: 'The summary.',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/SummarySuccess' } } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
+      },
+    },
+  },
+  '/api/monitors/{id}/checks/export': {
+    get: {
+      operationId: 'exportChecks',
+      summary: 'Stream the raw history of a range, oldest first',
+      security: [{ apiKey: ['checks:read'] }],
+      parameters: [
+        monitorPath,
+        timeParam('from', 'Checks at or after this date-time.'),
+        timeParam('to', 'Checks strictly before this date-time.'),
+        { name: 'status', in: 'query', required: false, schema: { type: 'string' } },
+        {
+          name: 'format',
+          in: 'query',
+          required: false,
+          schema: { type: 'string', enum: ['ndjson', 'csv'], default: 'ndjson' },
+        },
+      ],
+      responses: {
+        '200': {
+          description: 'One check per line.',
+          content: {
+            'application/x-ndjson': { schema: { type: 'string' } },
+            'text/csv': { schema: { type: 'string' } },
+          },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
+      },
+    },
+  },
+};
+
+const healthPaths: Json = {
+  '/healthz': { get: { operationId: 'healthz', summary: 'Liveness', responses: { '200': { description: 'Alive.' } } } },
+  '/readyz': {
+    get: {
+      operationId: 'readyz',
+      summary: 'Readiness',
+      responses: { '200': { description: 'Ready.' }, '503': { description: 'Not ready or shutting down.' } },
+    },
+  },
+  '/metrics': {
+    get: {
+      operationId: 'metrics',
+      summary: 'Prometheus metrics',
+      responses: {
+        '200': { description: 'Text exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      },
+    },
+  },
+};
+
+const stats = {
+  type: 'object',
+  required: ['checks', 'up', 'down', 'degraded', 'uptime_percent', 'response_time'],
+  properties: {
+    checks: { type: 'integer' },
+    up: { type: 'integer' },
+    down: { type: 'integer' },
+    degraded: { type: 'integer' },
+    uptime_percent: { type: ['number', 'null'] },
+    response_time: {
+      oneOf: [
+        { type: 'null' },
+        { type: 'object', properties: { p50: { type: 'number' }, p95: { type: 'number' }, p99: { type: 'number' } } },
+      ],
+    },
+  },
+};
+
+export type ApiPart = 'gateway' | 'query' | 'all';
+
+export function buildOpenApi(part: ApiPart = 'all', version = '0.1.0'): Json {
+  const paths = {
+    ...(part !== 'query' ? gatewayPaths : {}),
+    ...(part !== 'gateway' ? queryPaths : {}),
+    ...healthPaths,
+  };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title:
+        part === 'gateway'
+          ? 'Telemetry ingest gateway'
+          : part === 'query'
+            ? 'Check history query service'
+            : 'Telemetry pipeline',
+      version,
+      description:
+        'Every response is the envelope {success, data | error + code}. Error codes are stable; see components.schemas.ErrorCode.',
+    },
+    paths,
+    components: {
+      securitySchemes: {
+        accessKeyHeader: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Access-Key',
+          description: 'Telemetry access key (tk_…).',
+        },
+        accessKeyQuery: {
+          type: 'apiKey',
+          in: 'query',
+          name: 'key',
+          description: 'Telemetry access key, for pages that cannot set headers.',
+        },
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: `API key (ak_…) with scopes: checks:read, monitors:read, monitors:write.`,
+        },
+      },
+      schemas: {
+        TelemetryEvent: component(telemetryEventSchema),
+        IngestRequest: component(ingestRequestSchema),
+        Check: component(checkSchema),
+        CheckStatus: { type: 'string', enum: CHECK_STATUSES },
+        ErrorCode: {
+          type: 'string',
+          enum: Object.keys(ERROR_CODES),
+          description: Object.entries(ERROR_CODES)
+            .map(([c, e]) => `${c} (${e.status}): ${e.description}`)
+            .join('\n'),
+        },
+        Failure: {
+          type: 'object',
+          required: ['success', 'error', 'code'],
+          properties: {
+            success: { const: false },
+            error: { type: 'string' },
+            code: { $ref: '#/components/schemas/ErrorCode' },
+            details: { type: 'object' },
+          },
+        },
+        IngestSuccess: {
+          type: 'object',
+          required: ['success', 'data'],
+          properties: { success: { const: true }, data: { type: 'null' } },
+        },
+        CheckPage: {
+          type: 'object',
+          required: ['success', 'data', 'next_cursor'],
+          properties: {
+            success: { const: true },
+            data: { type: 'array', items: { $ref: '#/components/schemas/Check' } },
+            next_cursor: { type: ['string', 'null'] },
+          },
+        },
+        SummarySuccess: {
+          type: 'object',
+          required: ['success', 'data'],
+          properties: {
+            success: { const: true },
+            data: {
+              type: 'object',
+              required: ['monitor_id', 'interval', 'from', 'to', 'total', 'intervals'],
+              properties: {
+                monitor_id: { type: 'string' },
+                interval: { type: 'string', enum: ['hour', 'day'] },
+                from: { type: 'string' },
+                to: { type: 'string' },
+                total: stats,
+                intervals: {
+                  type: 'array',
+                  items: {
+                    allOf: [{ type: 'object', required: ['start'], properties: { start: { type: 'string' } } }, stats],
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}
