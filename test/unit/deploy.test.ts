@@ -1,0 +1,153 @@
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+
+const run = promisify(execFile);
+
+/** Every metric name our code registers, read from the sources (plus Node defaults and `up`). */
+function definedMetrics(): Set<string> {
+  const names = new Set(['up', 'process_resident_memory_bytes']);
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory() && e.name !== 'node_modules' && e.name !== 'dist') walk(p);
+      else if (e.name.endsWith('.ts')) {
+        for (const [, n] of readFileSync(p, 'utf8').matchAll(/name: '([a-z_]+)',\s*\n?\s*help:/g)) names.add(n!);
+      }
+    }
+  };
+  walk('libs');
+  walk('services');
+  return names;
+}
+
+function metricsIn(expr: string): string[] {
+  const ignore = new Set([
+    'sum',
+    'rate',
+    'by',
+    'le',
+    'histogram_quantile',
+    'increase',
+    'clamp_min',
+    'deriv',
+    'absent',
+    'and',
+    'route',
+    'service',
+    'status',
+    'code',
+    'table',
+    'topic',
+    'reason',
+    'job',
+  ]);
+  return [...expr.replace(/"[^"]*"/g, '').matchAll(/[a-z_]+(?=[{[(\s]|$)/g)]
+    .map((m) => m[0].replace(/_(bucket|sum|count)$/, ''))
+    .filter((n) => n.includes('_') && !ignore.has(n));
+}
+
+/** The deployment material, checked by real tools (tools/validators/install.sh installs them). */
+describe('deploy material (real validators)', function () {
+  this.timeout(600_000);
+  let bin = '';
+
+  before(async () => {
+    bin = (await run('bash', ['tools/validators/install.sh'], { maxBuffer: 16 * 1024 * 1024 })).stdout.trim();
+  });
+
+  it('docker-compose.yml is valid for docker-compose', async () => {
+    await run('docker-compose', ['-f', 'docker-compose.yml', 'config', '-q']);
+    const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config', '--services']);
+    expect(stdout.split('\n').filter(Boolean).sort()).to.deep.equal([
+      'clickhouse',
+      'ingest-gateway',
+      'kafka',
+      'provision',
+      'query-service',
+      'stream-consumer',
+    ]);
+  });
+
+  it('the example overlay builds with kustomize and validates against the Kubernetes 1.33 schemas', async () => {
+    const { stdout: built } = await run(join(bin, 'kustomize'), ['build', 'deploy/k8s/overlays/example'], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const file = join(process.env.TMPDIR ?? '/tmp', `k8s-${process.pid}.yaml`);
+    (await import('node:fs')).writeFileSync(file, built);
+    const { stdout, stderr } = await run('kubernetes-validate', ['--strict', '-k', '1.33.0', file]);
+    const lines = (stdout + stderr).split('\n').filter(Boolean);
+    expect(lines.filter((l) => l.startsWith('ERROR'))).to.deep.equal([]);
+    const passed = lines.filter((l) => l.includes(' passed for resource '));
+    for (const kind of [
+      'deployment/ingest-gateway',
+      'deployment/stream-consumer',
+      'deployment/query-service',
+      'horizontalpodautoscaler/ingest-gateway',
+      'poddisruptionbudget/stream-consumer',
+      'job/telemetry-provision',
+      'secret/telemetry-clickhouse-',
+    ]) {
+      expect(
+        passed.some((l) => l.includes(kind)),
+        kind,
+      ).to.equal(true);
+    }
+  });
+
+  it('scales the consumer on lag with KEDA, never beyond the partition count', async () => {
+    const { stdout: built } = await run(join(bin, 'kustomize'), ['build', 'deploy/k8s/overlays/example'], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const { parseAllDocuments } = await import('yaml');
+    const docs = parseAllDocuments(built).map(
+      (d) =>
+        d.toJSON() as {
+          kind: string;
+          apiVersion: string;
+          spec?: Record<string, unknown>;
+          data?: Record<string, string>;
+        },
+    );
+    const so = docs.find((d) => d.kind === 'ScaledObject')!;
+    // The fields of KEDA's ScaledObject CRD that we use (its schema is not among Kubernetes' own).
+    expect(so.apiVersion).to.equal('keda.sh/v1alpha1');
+    const spec = so.spec as {
+      scaleTargetRef: { name: string };
+      minReplicaCount: number;
+      maxReplicaCount: number;
+      triggers: { type: string; metadata: Record<string, string> }[];
+    };
+    expect(spec.scaleTargetRef.name).to.equal('stream-consumer');
+    expect(spec.minReplicaCount).to.be.a('number').and.at.least(1);
+    expect(spec.triggers.map((t) => t.type)).to.deep.equal(['kafka', 'kafka']);
+    for (const t of spec.triggers) {
+      expect(t.metadata).to.include.all.keys('bootstrapServers', 'consumerGroup', 'topic', 'lagThreshold');
+      expect(t.metadata.consumerGroup).to.equal('telemetry-clickhouse-writer');
+    }
+    expect(spec.triggers.map((t) => t.metadata.topic).sort()).to.deep.equal([
+      'monitor.check-results',
+      'telemetry.events',
+    ]);
+    const partitions = Number(docs.find((d) => d.kind === 'ConfigMap')!.data!.TOPIC_PARTITIONS);
+    expect(so.spec!.maxReplicaCount).to.be.at.most(partitions);
+  });
+
+  it('the alert rules pass promtool and the dashboard and rules use only metrics we export', async () => {
+    const { stdout } = await run('promtool', ['check', 'rules', 'deploy/prometheus/alerts.yaml']);
+    expect(stdout).to.contain('SUCCESS');
+    const known = definedMetrics();
+    const dashboard = JSON.parse(readFileSync('deploy/grafana/telemetry-dashboard.json', 'utf8')) as {
+      panels: { targets: { expr: string }[] }[];
+    };
+    const exprs = [
+      ...dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr)),
+      ...[...readFileSync('deploy/prometheus/alerts.yaml', 'utf8').matchAll(/expr: (.*)/g)].map((m) => m[1]!),
+    ];
+    const used = new Set(exprs.flatMap(metricsIn));
+    expect(used.size).to.be.greaterThan(8);
+    for (const m of used) expect(known, `${m} is not a metric we export`).to.include(m);
+  });
+});

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the real validators the deploy tests use, each only when missing:
+#   kustomize (Go module)            builds deploy/k8s/overlays/*
+#   kubernetes-validate (PyPI)       validates the result against the Kubernetes schemas
+#   promtool (Debian: prometheus)    checks deploy/prometheus/alerts.yaml
+#   docker-compose (Debian)          checks docker-compose.yml (`config`, no engine needed)
+set -euo pipefail
+bin="${DEVSTACK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/telemetry-pipeline}/bin"
+mkdir -p "$bin"
+if [ ! -x "$bin/kustomize" ]; then
+  GOBIN="$bin" GOFLAGS=-mod=mod go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1 >/dev/null 2>&1
+fi
+if ! command -v kubernetes-validate >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check kubernetes-validate==1.34.0 >/dev/null 2>&1
+fi
+apt_missing=()
+command -v promtool >/dev/null 2>&1 || apt_missing+=(prometheus)
+command -v docker-compose >/dev/null 2>&1 || apt_missing+=(docker-compose)
+if [ ${#apt_missing[@]} -gt 0 ]; then
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_missing[@]}" >/dev/null
+fi
+echo "$bin"
