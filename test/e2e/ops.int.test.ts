@@ -14,14 +14,10 @@ describe('dead-letter replay (npm run dlq:replay, real Kafka)', () => {
     const kafka = new Kafka({ brokers: s.kafkaBrokers.split(','), clientId: 'ops-test', logLevel: logLevel.NOTHING });
     const dlq = `${s.deadLetterTopic}.ops-${uid('t')}`;
     const target = `${s.eventsTopic}.ops-${uid('t')}`;
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: [
-        { topic: dlq, numPartitions: 2 },
-        { topic: target, numPartitions: 1 },
-      ],
-    });
-    await admin.disconnect();
+    await ensureTopics(kafka, [
+      { topic: dlq, numPartitions: 2 },
+      { topic: target, numPartitions: 1 },
+    ]);
     const p = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
     await p.connect();
     await p.send({
