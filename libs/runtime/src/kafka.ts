@@ -35,19 +35,32 @@ export interface TopicSpec {
   numPartitions: number;
 }
 
-/** Creates missing topics; never changes existing ones (adding partitions is an operator step). */
-export async function ensureTopics(kafka: Kafka, topics: TopicSpec[]): Promise<void> {
+/**
+ * Creates missing topics; never changes existing ones (adding partitions is an operator
+ * step). Retries for up to `deadlineMs`: a broker that just restarted can time out a
+ * CreateTopics request that it then completes, so each try starts by listing topics.
+ */
+export async function ensureTopics(kafka: Kafka, topics: TopicSpec[], deadlineMs = 90_000): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
+  const deadline = Date.now() + deadlineMs;
   try {
-    const existing = new Set(await admin.listTopics());
-    const missing = topics.filter((t) => !existing.has(t.topic));
-    if (missing.length > 0) {
-      await admin.createTopics({
-        waitForLeaders: true,
-        timeout: 30_000,
-        topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.numPartitions, replicationFactor: -1 })),
-      });
+    for (;;) {
+      try {
+        const existing = new Set(await admin.listTopics());
+        const missing = topics.filter((t) => !existing.has(t.topic));
+        if (missing.length > 0) {
+          await admin.createTopics({
+            waitForLeaders: true,
+            timeout: 30_000,
+            topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.numPartitions, replicationFactor: -1 })),
+          });
+        }
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
     }
   } finally {
     await admin.disconnect();
