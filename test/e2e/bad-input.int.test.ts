@@ -179,6 +179,14 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     post('revoked key', { 'x-access-key': '@revoked' }, body([ev()]), 401, 'INVALID_CREDENTIALS'),
     post('API key used as access key', { 'x-access-key': '@api' }, body([ev()]), 401, 'INVALID_CREDENTIALS'),
     post('key with SQL in it', { 'x-access-key': "tk_' OR '1'='1" }, body([ev()]), 401, 'INVALID_CREDENTIALS'),
+    {
+      ...post('header and query keys disagree', {}, body([ev()]), 401, 'INVALID_CREDENTIALS'),
+      path: '/api/telemetry/events?key=@revoked',
+    },
+    {
+      ...post('key parameter given twice', { 'x-access-key': '' }, body([ev()]), 401, 'INVALID_CREDENTIALS'),
+      path: '/api/telemetry/events?key=@access&key=@access',
+    },
     post('4 KB key', { 'x-access-key': 'tk_' + 'a'.repeat(4096) }, body([ev()]), 401, 'INVALID_CREDENTIALS'),
     post(
       'key with unicode',
@@ -338,8 +346,8 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       service: 'gateway',
       method: 'GET',
       path: '/api/telemetry/events',
-      status: 404,
-      code: 'NOT_FOUND',
+      status: 405,
+      code: 'METHOD_NOT_ALLOWED',
     },
     {
       name: 'PUT events',
@@ -348,8 +356,8 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       path: '/api/telemetry/events',
       headers: { 'content-type': 'application/json' },
       body: '{}',
-      status: 404,
-      code: 'NOT_FOUND',
+      status: 405,
+      code: 'METHOD_NOT_ALLOWED',
     },
     {
       name: 'path traversal on the gateway',
@@ -462,7 +470,12 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     list('parameter as array', '/api/monitors/m1/checks?limit[]=1', {}, 400, 'INVALID_PARAMETER'),
     list('__proto__ parameter', '/api/monitors/m1/checks?__proto__[x]=1', {}, 400, 'INVALID_PARAMETER'),
     list('huge query string', `/api/monitors/m1/checks?cursor=${'A'.repeat(6000)}`, {}, 400, 'INVALID_PARAMETER'),
-    { ...list('POST on the list', '/api/monitors/m1/checks', {}, 404, 'NOT_FOUND'), method: 'POST' },
+    { ...list('POST on the list', '/api/monitors/m1/checks', {}, 405, 'METHOD_NOT_ALLOWED'), method: 'POST' },
+    {
+      ...list('DELETE on a monitor’s checks', '/api/monitors/m1/checks', {}, 405, 'METHOD_NOT_ALLOWED'),
+      method: 'DELETE',
+    },
+    list('unknown route', '/api/monitors', {}, 404, 'NOT_FOUND'),
   ];
 
   it('answers every hostile request with its documented status and code, and never a 5xx', async () => {

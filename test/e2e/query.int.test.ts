@@ -84,6 +84,8 @@ describe('query service (real ClickHouse)', () => {
     expect(two.every((c) => c.status !== 'up')).to.equal(true);
     expect(two).to.have.length(7);
     expect((await get(`/api/monitors/${m}/checks?status=down,degraded`)).body.data).to.have.length(7);
+    const none = await get(`/api/monitors/${m}/checks?from=${from}&to=${from}`);
+    expect([none.status, none.body.data]).to.deep.equal([200, []]);
     const empty = await get(`/api/monitors/${uid('none')}/checks`);
     expect([empty.status, empty.body.data, empty.body.next_cursor]).to.deep.equal([200, [], null]);
     expect(all.body.data[0]).to.deep.equal({
@@ -108,6 +110,8 @@ describe('query service (real ClickHouse)', () => {
       ['to=2026-13-45T00:00:00Z', 'to'],
       ['from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z', 'to'],
       ['status=sleeping', 'status'],
+      ['status=', 'status'],
+      ['status=up,,down', 'status'],
       ['status=up,zzz', 'status'],
       ['cursor=not-a-cursor', 'cursor'],
       ['cursor=' + Buffer.from('["x","y"]').toString('base64url'), 'cursor'],

@@ -4,6 +4,7 @@
 #   kubernetes-validate (PyPI)       validates the result against the Kubernetes schemas
 #   promtool (Debian: prometheus)    checks deploy/prometheus/alerts.yaml
 #   docker-compose (Debian)          checks docker-compose.yml (`config`, no engine needed)
+#   schemathesis (PyPI)              fuzzes the services against docs/openapi.json
 set -euo pipefail
 bin="${DEVSTACK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/telemetry-pipeline}/bin"
 mkdir -p "$bin"
@@ -12,6 +13,9 @@ if [ ! -x "$bin/kustomize" ]; then
 fi
 if ! command -v kubernetes-validate >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check kubernetes-validate==1.34.0 >/dev/null 2>&1
+fi
+if ! command -v schemathesis >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check schemathesis==4.32.5 >/dev/null 2>&1
 fi
 apt_missing=()
 command -v promtool >/dev/null 2>&1 || apt_missing+=(prometheus)

@@ -49,13 +49,27 @@ function errors(codes: ErrorCode[]): Json {
   return out;
 }
 
+/** The forms params.ts accepts: a date, or a date-time with seconds optional and a zone. */
+export const TIME_PARAM_PATTERN =
+  '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2}))?$';
+export const STATUS_PARAM_PATTERN = `^(${CHECK_STATUSES.join('|')})(,(${CHECK_STATUSES.join('|')}))*$`;
+
 const timeParam = (name: string, description: string): Json => ({
   name,
   in: 'query',
   required: false,
   description,
-  schema: { type: 'string', examples: ['2026-11-22T10:00:00Z'] },
+  schema: { type: 'string', pattern: TIME_PARAM_PATTERN, examples: ['2026-11-22T10:00:00Z'] },
 });
+
+const statusParam: Json = {
+  name: 'status',
+  in: 'query',
+  required: false,
+  description: 'One or more statuses, comma-separated or repeated.',
+  schema: { type: 'string', pattern: STATUS_PARAM_PATTERN },
+  examples: { one: { value: 'down' }, several: { value: 'down,degraded' } },
+};
 
 const monitorPath: Json = {
   name: 'id',
@@ -76,16 +90,8 @@ const gatewayPaths: Json = {
     post: {
       operationId: 'ingestEvents',
       summary: 'Ingest a batch of telemetry events',
-      description: `Answers 200 only after Kafka acknowledged every event; any other answer means none was accepted. At most ${LIMITS.maxEventsPerRequest} events, ${LIMITS.maxBodyBytes} bytes (after gzip), ${LIMITS.maxEventBytes} bytes per event, nesting depth ${LIMITS.maxJsonDepth}.`,
+      description: `Answers 200 only after Kafka acknowledged every event; any other answer means none was accepted. The body may be sent with Content-Encoding: gzip. At most ${LIMITS.maxEventsPerRequest} events, ${LIMITS.maxBodyBytes} bytes (after gzip), ${LIMITS.maxEventBytes} bytes per event, nesting depth ${LIMITS.maxJsonDepth}.`,
       security: [{ accessKeyHeader: [] }, { accessKeyQuery: [] }],
-      parameters: [
-        {
-          name: 'Content-Encoding',
-          in: 'header',
-          required: false,
-          schema: { type: 'string', enum: ['identity', 'gzip'] },
-        },
-      ],
       requestBody: {
         required: true,
         description: 'JSON; sent as text/plain it is the same JSON, as navigator.sendBeacon sends a string.',
@@ -142,7 +148,7 @@ const gatewayPaths: Json = {
           schema: { type: 'string' },
         },
         { name: 'id', in: 'query', required: false, schema: telemetryEventSchema.properties.id },
-        { name: 'timestamp', in: 'query', required: false, schema: { type: 'string' } },
+        { name: 'timestamp', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
       ],
       responses: Object.fromEntries(
         ['200', '400', '401', '403', '413', '429', '500', '503'].map((s) => [
@@ -189,14 +195,7 @@ const queryPaths: Json = {
         },
         timeParam('from', 'Checks at or after this ISO 8601 date-time (with zone).'),
         timeParam('to', 'Checks strictly before this ISO 8601 date-time (with zone).'),
-        {
-          name: 'status',
-          in: 'query',
-          required: false,
-          description: 'One or more statuses, comma-separated or repeated.',
-          schema: { type: 'string' },
-          examples: { one: { value: 'down' }, several: { value: 'down,degraded' } },
-        },
+        statusParam,
         {
           name: 'cursor',
           in: 'query',
@@ -249,7 +248,7 @@ const queryPaths: Json = {
         monitorPath,
         timeParam('from', 'Checks at or after this date-time.'),
         timeParam('to', 'Checks strictly before this date-time.'),
-        { name: 'status', in: 'query', required: false, schema: { type: 'string' } },
+        statusParam,
         {
           name: 'format',
           in: 'query',

@@ -43,7 +43,9 @@ export function requestContext(logger: Logger, metrics: HttpMetrics): RequestHan
       const code = (res.locals.errorCode as string | undefined) ?? '';
       metrics.requests.inc({ route, method: req.method, status, code });
       metrics.duration.observe({ route, method: req.method, status }, seconds);
-      if (route === '/healthz' || route === '/readyz' || route === '/metrics') return;
+      // NOTE: winston formats a line before its transport drops it: skip the work when
+      // info is off (the access log is the hottest log line we have).
+      if (route === '/healthz' || route === '/readyz' || route === '/metrics' || !logger.isInfoEnabled()) return;
       logger.info('request', {
         request_id: req.id,
         method: req.method,
@@ -97,6 +99,16 @@ export function healthRoutes(app: Express, opts: HealthOptions): void {
       res.setHeader('Content-Type', opts.registry.contentType);
       res.send(text);
     }, next);
+  });
+  for (const path of ['/healthz', '/readyz', '/metrics', ...(openapi ? ['/openapi.json'] : [])]) {
+    methodNotAllowed(app, path, ['GET', 'HEAD']);
+  }
+}
+
+/** 405 with `Allow` for a known path asked with another method (register after its routes). */
+export function methodNotAllowed(app: Express, path: string, allowed: string[]): void {
+  app.all(path, (_req, _res, next) => {
+    next(new AppError('METHOD_NOT_ALLOWED', `use ${allowed.join(' or ')}`, undefined, { Allow: allowed.join(', ') }));
   });
 }
 

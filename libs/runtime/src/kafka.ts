@@ -1,4 +1,12 @@
-import { Kafka, logLevel, Partitioners, type LogEntry, type Message, type Producer } from 'kafkajs';
+import {
+  Kafka,
+  logLevel,
+  Partitioners,
+  type ICustomPartitioner,
+  type LogEntry,
+  type Message,
+  type Producer,
+} from 'kafkajs';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { KafkaUnavailableError } from './errors.js';
 import type { Component } from './lifecycle.js';
@@ -69,11 +77,27 @@ export async function ensureTopics(kafka: Kafka, topics: TopicSpec[], deadlineMs
 
 export interface ProducerOptions {
   kafka: Kafka;
+  /**
+   * `murmur2`: by key, as the Java client (ordering per key). `round-robin`: ignores the
+   * key, spreading messages evenly and costing far less CPU than kafkajs's murmur2 (for
+   * events, whose order does not matter).
+   */
+  partitioner?: 'murmur2' | 'round-robin';
   registry: Registry;
   logger: Logger;
   /** A send that is not acknowledged within this many ms fails with KafkaUnavailableError. */
   ackTimeoutMs: number;
 }
+
+const roundRobinPartitioner: ICustomPartitioner = () => {
+  let next = 0;
+  return ({ partitionMetadata }) => {
+    const available = partitionMetadata.filter((p) => p.leader >= 0);
+    const pool = available.length > 0 ? available : partitionMetadata;
+    next = (next + 1) % 1_000_000_007;
+    return pool[next % pool.length]!.partitionId;
+  };
+};
 
 /**
  * A producer whose send() resolves only once every message is acknowledged by all
@@ -91,8 +115,7 @@ export class AckedProducer implements Component {
   constructor(private readonly opts: ProducerOptions) {
     this.producer = opts.kafka.producer({
       allowAutoTopicCreation: false,
-      // murmur2 of the message key, as the Java client does.
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: opts.partitioner === 'round-robin' ? roundRobinPartitioner : Partitioners.DefaultPartitioner,
       // NOTE: kafkajs retries inside send(); our deadline (ackTimeoutMs) bounds the wait.
       retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
     });

@@ -7,6 +7,7 @@ import {
   createHttpMetrics,
   errorHandler,
   healthRoutes,
+  methodNotAllowed,
   notFound,
   requestContext,
   type KeyStore,
@@ -97,6 +98,8 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     }
   });
 
+  methodNotAllowed(app, EVENTS_ROUTE, ['POST', 'OPTIONS']);
+  methodNotAllowed(app, PIXEL_ROUTE, ['GET', 'HEAD']);
   app.use(notFound);
   app.use(errorHandler(logger));
   return app;
@@ -126,7 +129,7 @@ export function pixelRequest(req: Request): unknown {
     }
   }
   let payload: unknown = {};
-  if (q.payload !== undefined) {
+  if (q.payload !== undefined && q.payload !== '') {
     if (typeof q.payload !== 'string' || q.payload.length > LIMITS.maxEventBytes) {
       throw new AppError('VALIDATION_FAILED', 'payload must be one URL-encoded JSON object');
     }
@@ -164,10 +167,13 @@ function corsFor(maxAgeS: number): RequestHandler {
 
 /** The access key from `X-Access-Key` or `?key=`; never logged (see logger redaction too). */
 export function accessKeyOf(req: Request): string | undefined {
-  const header = req.get('x-access-key');
-  if (header !== undefined) return header.trim();
+  const header = req.get('x-access-key')?.trim();
   const q = (req.query as Record<string, unknown>).key;
-  return typeof q === 'string' ? q : undefined;
+  if (q !== undefined && (typeof q !== 'string' || (header !== undefined && header !== q))) {
+    // Two different keys (or `key` given twice): refuse rather than pick one.
+    throw new AppError('INVALID_CREDENTIALS', 'X-Access-Key and the key parameter disagree');
+  }
+  return header ?? q;
 }
 
 function authenticate(keys: Pick<KeyStore, 'verify'>, limiter: RateLimiter): RequestHandler {

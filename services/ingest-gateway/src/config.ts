@@ -58,7 +58,7 @@ export const gatewaySpec = {
   ),
   produceMaxBatchMessages: v.int(
     'PRODUCE_MAX_BATCH_MESSAGES',
-    5000,
+    1000,
     'messages per produce request at most',
     1,
     100_000,

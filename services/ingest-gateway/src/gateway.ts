@@ -43,7 +43,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     await ensureTopics(kafka, [{ topic: config.eventsTopic, numPartitions: config.topicPartitions }]);
   }
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
-  const producer = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: config.ackTimeoutMs });
+  const producer = new AckedProducer({
+    kafka,
+    registry,
+    logger,
+    ackTimeoutMs: config.ackTimeoutMs,
+    partitioner: 'round-robin',
+  });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createGatewayApp({
     config,

@@ -7,6 +7,7 @@ import {
   createHttpMetrics,
   errorHandler,
   healthRoutes,
+  methodNotAllowed,
   notFound,
   requestContext,
   type ClickHouseClient,
@@ -72,6 +73,13 @@ export function createQueryApp(deps: QueryDeps): Express {
       exportTimeoutMs: deps.config.exportTimeoutMs,
     }),
   );
+  for (const path of [
+    '/api/monitors/:id/checks',
+    '/api/monitors/:id/checks/summary',
+    '/api/monitors/:id/checks/export',
+  ]) {
+    methodNotAllowed(app, path, ['GET', 'HEAD']);
+  }
   app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;

@@ -1,10 +1,11 @@
 import type { Request } from 'express';
-import { CHECK_STATUSES, ID_PATTERN, LIMITS } from '@telemetry/contract';
+import { CHECK_STATUSES, ID_PATTERN, LIMITS, TIME_PARAM_PATTERN } from '@telemetry/contract';
 import { AppError } from '@telemetry/runtime';
 
 /** Parameter parsing shared by the check routes: every rule answers 400 INVALID_PARAMETER. */
 
 export const MONITOR_ID = new RegExp(ID_PATTERN);
+const TIME_PATTERN = new RegExp(TIME_PARAM_PATTERN);
 
 export function bad(param: string, message: string): AppError {
   return new AppError('INVALID_PARAMETER', `${param}: ${message}`, { parameter: param });
@@ -37,7 +38,7 @@ export function monitorIdOf(req: Request): string {
 export function timeParam(req: Request, name: string): number | undefined {
   const raw = single(req, name);
   if (raw === undefined) return undefined;
-  if (!/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(raw)) {
+  if (!TIME_PATTERN.test(raw)) {
     throw bad(name, 'must be an ISO 8601 date-time with a time zone, e.g. 2026-11-22T10:00:00Z');
   }
   const ms = Date.parse(raw);
@@ -48,7 +49,8 @@ export function timeParam(req: Request, name: string): number | undefined {
 export function rangeParams(req: Request): { from: number | undefined; to: number | undefined } {
   const from = timeParam(req, 'from');
   const to = timeParam(req, 'to');
-  if (from !== undefined && to !== undefined && from >= to) throw bad('to', 'must be after from');
+  // from = to is an empty range (no checks); to before from is a mistake.
+  if (from !== undefined && to !== undefined && from > to) throw bad('to', 'must not be before from');
   return { from, to };
 }
 
@@ -57,8 +59,7 @@ export function statusesParam(req: Request): string[] {
   const raw = (req.query as Record<string, unknown>).status;
   const statuses = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw])
     .flatMap((s) => String(s).split(','))
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
+    .map((s) => s.trim());
   for (const s of statuses) {
     if (!(CHECK_STATUSES as readonly string[]).includes(s)) {
       throw bad('status', `must be one or more of ${CHECK_STATUSES.join(', ')}`);

@@ -33,7 +33,7 @@ export function parseSummaryQuery(req: Parameters<RequestHandler>[0], nowMs = Da
   // Rollups are hourly: bounds are rounded to the interval (from down, to up).
   const to = Math.ceil((range.to ?? Math.floor(nowMs / 1000)) / seconds) * seconds;
   const from = Math.floor((range.from ?? to - (intervalRaw === 'hour' ? 24 : 30) * seconds) / seconds) * seconds;
-  if (from >= to) throw bad('to', 'must be after from');
+  if (from > to) throw bad('to', 'must not be before from');
   if ((to - from) / seconds > maxBuckets) throw bad('from', `at most ${maxBuckets} ${intervalRaw}s per summary`);
   return { monitorId, interval: intervalRaw, from, to };
 }

@@ -1,0 +1,23 @@
+import { randomBytes } from 'node:crypto';
+import type { IngestRequest, TelemetryEvent } from '@telemetry/contract';
+
+/** A page-view event whose payload serializes to about 200 bytes. */
+export function sampleEvent(i: number): TelemetryEvent {
+  return {
+    source: 'shop.example',
+    category: 'page_view',
+    payload: {
+      path: `/products/trail-shoe-${1000 + (i % 9000)}`,
+      referrer: 'https://www.example.com/search?q=trail+shoes',
+      title: 'Trail shoe | Example Shop',
+      session: randomBytes(8).toString('hex'),
+      viewport: { w: 1440, h: 900 },
+      price_cents: 8999,
+    },
+  };
+}
+
+/** A request body with `n` events. */
+export function requestBody(n: number): string {
+  return JSON.stringify({ events: Array.from({ length: n }, (_, i) => sampleEvent(i)) } satisfies IngestRequest);
+}

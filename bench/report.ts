@@ -1,0 +1,259 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+
+export type Target = 'gateway' | 'baseline';
+
+/** One load run against one server. Latencies in ms; cpu is the server's, in % of one core. */
+export interface RunFigures {
+  target: Target;
+  round: number;
+  seconds: number;
+  ok: number;
+  rps: number;
+  eps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  cpuPercent: number;
+  kafkaCpuPercent: number;
+  loadgenCpuPercent: number;
+  /** CPU used by processes that are not part of the benchmark (noise). */
+  otherCpuPercent: number;
+  peakRssMB: number;
+  /** The gateway's own V8 figures (its /metrics) right after the run, in MB. */
+  heap?: { usedMB: number; totalMB: number; externalMB: number };
+  failed: Failures;
+  statusCodes: Record<string, number>;
+}
+
+export interface Failures {
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** 2xx answers whose body was not `{"success":true,"data":null}`. */
+  badBodies: number;
+}
+
+/** Medians over rounds. */
+export interface Figures {
+  rps: number;
+  eps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  cpuPercent: number;
+  kafkaCpuPercent: number;
+  loadgenCpuPercent: number;
+  otherCpuPercent: number;
+  /** Runs during which processes outside the benchmark used more than DISTURBED_CPU. */
+  disturbedRuns: number;
+  peakRssMB: number;
+  failed: Failures;
+}
+
+export interface ScenarioSummary {
+  id: string;
+  title: string;
+  eventsPerRequest: number;
+  connections: number;
+  /** Offered load (overallRate), when the scenario is rate-limited. */
+  rate?: number;
+  gateway: Figures;
+  baseline: Figures;
+  /** Gateway / baseline throughput. */
+  ratio: number;
+  runs: RunFigures[];
+}
+
+export interface TargetCheck {
+  name: string;
+  goal: string;
+  value: string;
+  met: boolean;
+  note?: string;
+}
+
+export interface Machine {
+  nproc: number;
+  cpuModel: string;
+  memoryGiB: number;
+  node: string;
+  kafka: string;
+  clickhouse: string;
+}
+
+export interface Report {
+  command: string;
+  date: string;
+  machine: Machine;
+  config: {
+    seconds: number;
+    rounds: number;
+    warmupSeconds: number;
+    connections: number;
+    pipelining: number;
+    accessKeys: number;
+  };
+  scenarios: ScenarioSummary[];
+  gatewayPeakRssMB: number;
+  baselinePeakRssMB: number;
+  kafka: { target: Target; topic: string; messages: number; ackedEvents: number; ok: boolean }[];
+  targets: TargetCheck[];
+  clean: boolean;
+  warmupFailures: Failures;
+}
+
+/** "Other CPU" (% of one core) above which a run counts as disturbed by the rest of the machine. */
+export const DISTURBED_CPU = 15;
+
+export const START = '<!-- bench:ingest -->';
+export const END = '<!-- /bench:ingest -->';
+
+export function failureCount(f: Failures): number {
+  return f.non2xx + f.errors + f.badBodies;
+}
+
+const fmt = (n: number, digits = 0): string =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : '-';
+
+function failText(f: Failures): string {
+  if (failureCount(f) === 0) return '0';
+  const parts = [
+    f.non2xx ? `${f.non2xx} non-2xx` : '',
+    f.errors ? `${f.errors} errors (${f.timeouts} timeouts)` : '',
+    f.badBodies ? `${f.badBodies} 2xx with a wrong body` : '',
+  ];
+  return `**${parts.filter(Boolean).join(', ')}**`;
+}
+
+/** The markdown table of the figures (also printed by the command). */
+export function figuresTable(r: Report): string {
+  const rows = [
+    '| scenario | server | req/s | events/s | p50 ms | p90 ms | p99 ms | server CPU | Kafka CPU | load gen CPU | other CPU | peak RSS | failed requests |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+  ];
+  for (const s of r.scenarios) {
+    const label = s.rate === undefined ? s.title : `${s.title} (${fmt(s.rate)} req/s offered)`;
+    for (const t of ['gateway', 'baseline'] as const) {
+      const f = s[t];
+      rows.push(
+        `| ${label} | ${t} | ${fmt(f.rps)} | ${fmt(f.eps)} | ${fmt(f.p50)} | ${fmt(f.p90)} | ${fmt(f.p99)} | ` +
+          `${fmt(f.cpuPercent)}% | ${fmt(f.kafkaCpuPercent)}% | ${fmt(f.loadgenCpuPercent)}% | ` +
+          `${fmt(f.otherCpuPercent)}%${f.disturbedRuns ? ` **(${f.disturbedRuns} of ${r.config.rounds} runs disturbed)**` : ''} | ` +
+          `${fmt(f.peakRssMB)} MB | ${failText(f.failed)} |`,
+      );
+    }
+    rows.push(`| ${label} | gateway / baseline | ${fmt(s.ratio, 2)}x | | | | | | | | | | |`);
+  }
+  return rows.join('\n');
+}
+
+export function targetsTable(r: Report): string {
+  const rows = ['| target | goal | measured | met |', '| --- | --- | --- | --- |'];
+  for (const t of r.targets) {
+    rows.push(`| ${t.name} | ${t.goal} | ${t.value}${t.note ? ` (${t.note})` : ''} | ${t.met ? 'yes' : '**no**'} |`);
+  }
+  return rows.join('\n');
+}
+
+function heapText(r: Report): string {
+  const heaps = r.scenarios.flatMap((s) => s.runs.flatMap((run) => (run.heap ? [run.heap] : [])));
+  if (heaps.length === 0) return '';
+  const max = (k: 'usedMB' | 'totalMB' | 'externalMB'): string => fmt(Math.max(...heaps.map((h) => h[k])));
+  return (
+    ` Right after its runs the gateway's V8 heap was at most ${max('totalMB')} MB (${max('usedMB')} MB used), ` +
+    `external memory (Buffers) at most ${max('externalMB')} MB.`
+  );
+}
+
+/** Highest "other CPU" of any measured run, in % of one core. */
+export function maxOther(r: Report): number {
+  return Math.max(...r.scenarios.flatMap((s) => s.runs.map((run) => run.otherCpuPercent)));
+}
+
+/** Whether processes outside the benchmark took a noticeable share of the machine. */
+export function noisy(r: Report): boolean {
+  return maxOther(r) > DISTURBED_CPU;
+}
+
+export function renderSection(r: Report): string {
+  const m = r.machine;
+  const c = r.config;
+  const met = r.targets.filter((t) => t.met).length;
+  const kafka = r.kafka
+    .map(
+      (k) => `${k.target}: ${fmt(k.messages)} messages in \`${k.topic}\` for ${fmt(k.ackedEvents)} events answered 200`,
+    )
+    .join('; ');
+  return [
+    START,
+    '## Ingest gateway: throughput, latency, memory',
+    '',
+    `Command: \`${r.command}\``,
+    '',
+    `- Date: ${r.date}`,
+    `- Machine: ${m.nproc} CPUs (${m.cpuModel}), ${fmt(m.memoryGiB, 1)} GiB memory, Node ${m.node}, ` +
+      `Kafka ${m.kafka} (one KRaft broker), ClickHouse ${m.clickhouse}`,
+    `- Load: autocannon, ${c.connections} connections, pipelining ${c.pipelining}, ${c.rounds} rounds of ${c.seconds} s ` +
+      `per server and scenario, gateway and baseline alternating, after a ${c.warmupSeconds} s warm-up of each; ` +
+      `${c.accessKeys} access keys, one per connection`,
+    '',
+    'The **gateway** is `services/ingest-gateway/src/main.ts` in its own process (LOG_LEVEL=warn). The **baseline**',
+    '(`bench/baseline-server.ts`, another process) does the same work per request on bare `node:http`: key check',
+    '(KeyStore), body read, `parseBody`, ajv validation, one Kafka message per event, one kafkajs `send` with',
+    '`acks: -1` awaited before answering 200. Figures are medians over the rounds; requests/s counts 200 answers',
+    '(every one checked to be `{"success":true,"data":null}`); latency is what the load generator saw, in whole ms;',
+    'CPU is per process (server, Kafka JVM, load generator) in % of one core; "other CPU" is what the rest of the',
+    "machine used meanwhile (processes outside the benchmark: noise); peak RSS is the server's VmRSS sampled",
+    'every 100 ms.',
+    '',
+    figuresTable(r),
+    '',
+    `Gateway peak RSS over the whole run: **${fmt(r.gatewayPeakRssMB)} MB** (baseline ${fmt(r.baselinePeakRssMB)} MB).` +
+      heapText(r),
+    `Kafka check: ${kafka}.`,
+    r.clean
+      ? 'Every request of every measured run was answered 200 with the expected body.'
+      : '**Some requests failed (see the table): figures of those runs count only the 200 answers.**',
+    failureCount(r.warmupFailures) > 0 ? `**Warm-up runs had failures too: ${failText(r.warmupFailures)}.**` : '',
+    noisy(r)
+      ? `**Processes outside the benchmark used up to ${fmt(maxOther(r))}% CPU during some runs (more than ` +
+        `${DISTURBED_CPU}% counts as disturbed, see "other CPU"): those figures are low; run again on a quiet machine.**`
+      : '',
+    '',
+    `### Targets: ${met} of ${r.targets.length} met`,
+    '',
+    targetsTable(r),
+    '',
+    '### Caveats',
+    '',
+    `- The machine has ${m.nproc} cores, shared by the load generator (one Node process), the server under test,`,
+    '  the idle other server, Kafka (JVM) and ClickHouse: the figures are lower bounds for a server with cores of',
+    '  its own, and the gateway/baseline ratio is the figure that carries over best.',
+    '- Both servers run TypeScript through the tsx loader (`--import tsx`), as the command line asks; RSS includes',
+    '  the loader. Production runs the compiled `dist/` with plain node.',
+    '- Kafka is one local broker, replication factor 1, so `acks=all` waits for one replica only.',
+    "- Each connection sends with its own access key: the gateway limits each key's request rate",
+    '  (`RATE_LIMIT_PER_SECOND`), so a single key would measure the limiter, not the capacity.',
+    '- Half-rate latency: autocannon `overallRate` at half the single-event max measured above, with',
+    '  coordinated-omission correction (a late request counts the delay it caused to the ones after it).',
+    END,
+  ]
+    .filter((l, i, all) => !(l === '' && all[i - 1] === ''))
+    .join('\n');
+}
+
+/** Replaces only the marked section of the file (created, or appended, when missing). */
+export function writeSection(file: string, section: string): void {
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
+  const start = text.indexOf(START);
+  const end = text.indexOf(END, start === -1 ? 0 : start);
+  let next: string;
+  if (start !== -1 && end !== -1) {
+    next = text.slice(0, start) + section + text.slice(end + END.length);
+  } else {
+    next = `${text.replace(/\n*$/, '\n\n')}${section}\n`;
+  }
+  writeFileSync(file, next);
+}

@@ -1,0 +1,108 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { eventually, newKey, runGateway, runQuery, type Running } from '../support/fixtures.js';
+
+const run = promisify(execFile);
+
+/**
+ * Property-based fuzzing of both services against our own OpenAPI document with
+ * schemathesis (PyPI; tools/validators/install.sh installs it). Every check runs except
+ * `positive_data_acceptance`: some rules of valid input cannot be written in OpenAPI
+ * (a cursor must be one we issued, `to` not before `from`, the pixel's `payload` must be
+ * JSON text), so schema-valid input can rightly get a 400. The rest (no 5xx, status codes,
+ * content types and bodies as documented, refusal of schema-invalid input, auth that is
+ * really checked, 405 for undocumented methods) must pass.
+ */
+describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and ClickHouse)', function () {
+  this.timeout(900_000);
+  let gateway: Running;
+  let query: Running;
+  const figures: { target: string; cases: number; failures: number }[] = [];
+  const examples = process.env.FUZZ_EXAMPLES ?? '25';
+
+  before(async () => {
+    await run('bash', ['tools/validators/install.sh'], { maxBuffer: 16 * 1024 * 1024 });
+    [gateway, query] = await Promise.all([runGateway({ RATE_LIMIT_PER_SECOND: '0' }), runQuery()]);
+  });
+
+  after(async () => {
+    await Promise.all([gateway?.stop(), query?.stop()]);
+    if (figures.length === 0) return;
+    const section = `<!-- fuzz -->\n## Fuzzing (schemathesis)\n\nWritten by \`test/e2e/fuzz.int.test.ts\` (part of \`npm test\`, ${examples} examples per operation and phase; set FUZZ_EXAMPLES for more) on ${new Date().toISOString().slice(0, 10)}, against \`docs/openapi.json\` with every check but \`positive_data_acceptance\` (see the test for why).\n\n| service | cases generated | failures |\n|---|---|---|\n${figures.map((f) => `| ${f.target} | ${f.cases} | ${f.failures} |`).join('\n')}\n<!-- /fuzz -->`;
+    const file = 'RELIABILITY.md';
+    const text = existsSync(file)
+      ? readFileSync(file, 'utf8')
+      : '# Reliability\n\nFigures written by the test suites themselves.\n';
+    writeFileSync(
+      file,
+      /<!-- fuzz -->[\s\S]*<!-- \/fuzz -->/.test(text)
+        ? text.replace(/<!-- fuzz -->[\s\S]*<!-- \/fuzz -->/, section)
+        : `${text.trimEnd()}\n\n${section}\n`,
+    );
+  });
+
+  async function fuzz(target: string, url: string, header: string, paths: string): Promise<void> {
+    let out = '';
+    let code = 0;
+    try {
+      const r = await run(
+        'schemathesis',
+        [
+          'run',
+          'docs/openapi.json',
+          '-u',
+          url,
+          '-H',
+          header,
+          '--include-path-regex',
+          paths,
+          '-n',
+          examples,
+          '--checks',
+          'all',
+          '--exclude-checks',
+          'positive_data_acceptance',
+          '--generation-deterministic',
+          '--no-color',
+        ],
+        { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, SCHEMATHESIS_HOOKS: '' } },
+      );
+      out = r.stdout + r.stderr;
+    } catch (err) {
+      const e = err as { stdout?: string; stderr?: string; code?: number };
+      out = `${e.stdout ?? ''}${e.stderr ?? ''}`;
+      code = e.code ?? 1;
+    }
+    const m = /(\d+) generated/.exec(out);
+    const failures = /(\d+) unique failures?/.exec(out);
+    figures.push({ target, cases: Number(m?.[1] ?? 0), failures: Number(failures?.[1] ?? (code === 0 ? 0 : -1)) });
+    expect(code, out.slice(-6000)).to.equal(0);
+    expect(Number(m?.[1] ?? 0), 'cases generated').to.be.greaterThan(50);
+  }
+
+  it('finds no 5xx and no answer that contradicts the document on the ingest gateway', async () => {
+    const key = await newKey({ kind: 'telemetry', name: 'fuzz' });
+    await eventually('key loaded', async () => {
+      const r = await fetch(`${gateway.url}/api/telemetry/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-access-key': key },
+        body: '{"events":[{"source":"f","category":"c","payload":{}}]}',
+      });
+      return r.status === 200 ? true : undefined;
+    });
+    await fuzz('ingest gateway', gateway.url, `X-Access-Key: ${key}`, '^/(api/telemetry|healthz|readyz|metrics)');
+  });
+
+  it('finds no 5xx and no answer that contradicts the document on the query service', async () => {
+    const key = await newKey({ kind: 'api', name: 'fuzz', scopes: ['checks:read'] });
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/monitors/m/checks`, { headers: { authorization: `Bearer ${key}` } })).status ===
+      200
+        ? true
+        : undefined,
+    );
+    await fuzz('query service', query.url, `Authorization: Bearer ${key}`, '^/(api/monitors|healthz|readyz|metrics)');
+  });
+});
