@@ -1,8 +1,8 @@
 import { gzipSync } from 'node:zlib';
 import { request } from 'node:http';
-import { writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { expect } from 'chai';
-import { eventually, newKey, runGateway, runQuery, type Running } from '../support/fixtures.js';
+import { writeSection } from '../../tools/devstack/sections.js';
+import { eventually, newKey, RELIABILITY_TITLE, runGateway, runQuery, type Running } from '../support/fixtures.js';
 
 interface Case {
   name: string;
@@ -99,7 +99,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     const ch = adminClickHouse();
     await revokeKey(ch, testStack().database, revoked.split('_')[1]!);
     await ch.close();
-    await eventually('keys loaded', async () => {
+    await eventually('keys loaded and the revocation seen', async () => {
       const a = await send(gateway.url, {
         name: '',
         service: 'gateway',
@@ -117,24 +117,24 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         headers: { authorization: `Bearer ${otherTenant}` },
         status: 200,
       });
-      return a.status === 200 && b.status === 200 ? true : undefined;
+      const r = await send(gateway.url, {
+        name: '',
+        service: 'gateway',
+        method: 'POST',
+        path: '/api/telemetry/events',
+        headers: { 'content-type': 'application/json', 'x-access-key': revoked },
+        body: '{"events":[{"source":"s","category":"c","payload":{}}]}',
+        status: 401,
+      });
+      return a.status === 200 && b.status === 200 && r.status === 401 ? true : undefined;
     });
   });
 
   after(async () => {
     await Promise.all([gateway?.stop(), query?.stop()]);
     const rows = results.map((r) => `| ${printable(r.name)} | ${r.expected} | ${r.got} |`).join('\n');
-    const section = `<!-- bad-input -->\n## Bad-input corpus\n\nWritten by \`test/e2e/bad-input.int.test.ts\` (part of \`npm test\`) on ${new Date().toISOString().slice(0, 10)}: ${results.length} hostile requests, each answered as expected${results.some((r) => r.expected !== r.got) ? ' EXCEPT the rows where the columns differ' : ''}; none got a 5xx.\n\n| request | expected | answered |\n|---|---|---|\n${rows}\n<!-- /bad-input -->`;
-    const file = 'RELIABILITY.md';
-    const text = existsSync(file)
-      ? readFileSync(file, 'utf8')
-      : '# Reliability\n\nFigures written by the test suites themselves.\n';
-    writeFileSync(
-      file,
-      /<!-- bad-input -->[\s\S]*<!-- \/bad-input -->/.test(text)
-        ? text.replace(/<!-- bad-input -->[\s\S]*<!-- \/bad-input -->/, section)
-        : `${text.trimEnd()}\n\n${section}\n`,
-    );
+    const section = `## Bad-input corpus\n\nWritten by \`test/e2e/bad-input.int.test.ts\` (part of \`npm test\`) on ${new Date().toISOString().slice(0, 10)}: ${results.length} hostile requests, each answered as expected${results.some((r) => r.expected !== r.got) ? ' EXCEPT the rows where the columns differ' : ''}; none got a 5xx.\n\n| request | expected | answered |\n|---|---|---|\n${rows}`;
+    writeSection('RELIABILITY.md', 'bad-input', section, RELIABILITY_TITLE);
   });
 
   const ev = (over: object = {}): object => ({ source: 'corpus', category: 'c', payload: {}, ...over });

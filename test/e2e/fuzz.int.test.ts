@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { eventually, newKey, runGateway, runQuery, type Running } from '../support/fixtures.js';
+import { writeSection } from '../../tools/devstack/sections.js';
+import { eventually, newKey, RELIABILITY_TITLE, runGateway, runQuery, type Running } from '../support/fixtures.js';
 
 const run = promisify(execFile);
 
@@ -30,17 +30,8 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
   after(async () => {
     await Promise.all([gateway?.stop(), query?.stop()]);
     if (figures.length === 0) return;
-    const section = `<!-- fuzz -->\n## Fuzzing (schemathesis)\n\nWritten by \`test/e2e/fuzz.int.test.ts\` (part of \`npm test\`, ${examples} examples per operation and phase; set FUZZ_EXAMPLES for more) on ${new Date().toISOString().slice(0, 10)}, against \`docs/openapi.json\` with every check but \`positive_data_acceptance\` (see the test for why).\n\n| service | cases generated | failures |\n|---|---|---|\n${figures.map((f) => `| ${f.target} | ${f.cases} | ${f.failures} |`).join('\n')}\n<!-- /fuzz -->`;
-    const file = 'RELIABILITY.md';
-    const text = existsSync(file)
-      ? readFileSync(file, 'utf8')
-      : '# Reliability\n\nFigures written by the test suites themselves.\n';
-    writeFileSync(
-      file,
-      /<!-- fuzz -->[\s\S]*<!-- \/fuzz -->/.test(text)
-        ? text.replace(/<!-- fuzz -->[\s\S]*<!-- \/fuzz -->/, section)
-        : `${text.trimEnd()}\n\n${section}\n`,
-    );
+    const section = `## Fuzzing (schemathesis)\n\nWritten by \`test/e2e/fuzz.int.test.ts\` (part of \`npm test\`, ${examples} examples per operation and phase; set FUZZ_EXAMPLES for more) on ${new Date().toISOString().slice(0, 10)}, against \`docs/openapi.json\` with every check but \`positive_data_acceptance\` (see the test for why).\n\n| service | cases generated | failures |\n|---|---|---|\n${figures.map((f) => `| ${f.target} | ${f.cases} | ${f.failures} |`).join('\n')}`;
+    writeSection('RELIABILITY.md', 'fuzz', section, RELIABILITY_TITLE);
   });
 
   async function fuzz(target: string, url: string, header: string, paths: string): Promise<void> {

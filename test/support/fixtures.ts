@@ -14,6 +14,8 @@ import {
   type NewKey,
 } from '@telemetry/runtime';
 
+export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
+
 /** What global-setup started for this run. */
 export function testStack() {
   const need = (name: string): string => {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { serviceCommand, type ServiceName } from '../../tools/devstack/service-command.js';
 import { freePort } from '../../tools/devstack/stack.js';
 import { eventually, serviceEnv } from './fixtures.js';
 
@@ -14,26 +15,14 @@ export interface ServiceProcess {
  * A service as a real OS process, started the way production starts it (its main.ts
  * composition root, signal handlers on), for tests that SIGKILL or SIGTERM it.
  */
-export async function spawnService(
-  name: 'ingest-gateway' | 'stream-consumer' | 'query-service',
-  extra: Record<string, string> = {},
-): Promise<ServiceProcess> {
+export async function spawnService(name: ServiceName, extra: Record<string, string> = {}): Promise<ServiceProcess> {
   const port = await freePort();
   let out = '';
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=source',
-      '--disable-warning=TimeoutNegativeWarning',
-      '--import',
-      'tsx',
-      `services/${name}/src/main.ts`,
-    ],
-    {
-      env: { ...process.env, ...serviceEnv({ LOG_LEVEL: 'warn', ...extra }), PORT: String(port) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const [command, args] = serviceCommand(name);
+  const child = spawn(command, args, {
+    env: { ...process.env, ...serviceEnv({ LOG_LEVEL: 'warn', ...extra }), PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { createClickHouse, createKafka, createLogger, issueKey } from '@telemetry/runtime';
 import { writeLocalEnv } from './local-env.js';
 import { provision } from './provision.js';
+import { serviceCommand, type ServiceName } from './service-command.js';
 import { freePort, startStack } from './stack.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -118,24 +119,14 @@ async function main(): Promise<void> {
       ],
     ];
     for (const [name, port, extra] of services) {
-      const child = spawn(
-        process.execPath,
-        [
-          '--conditions=source',
-          // NOTE: kafkajs 2.2.4 schedules a negative timeout when idle (harmless; it fires at once).
-          '--disable-warning=TimeoutNegativeWarning',
-          '--import',
-          'tsx',
-          join(root, 'services', name, 'src', 'main.ts'),
-        ],
-        {
-          env: { ...env, ...shared, ...extra, PORT: String(port) },
-          stdio: ['ignore', 'ignore', 'inherit'],
-          // Own process group: a terminal's Ctrl-C reaches only us, and we stop the
-          // services one signal each, in order (a second signal would mean "exit now").
-          detached: true,
-        },
-      );
+      const [command, args] = serviceCommand(name as ServiceName);
+      const child = spawn(command, args, {
+        env: { ...env, ...shared, ...extra, PORT: String(port) },
+        stdio: ['ignore', 'ignore', 'inherit'],
+        // Own process group: a terminal's Ctrl-C reaches only us, and we stop the
+        // services one signal each, in order (a second signal would mean "exit now").
+        detached: true,
+      });
       child.once('exit', (code) => {
         if (!stopping) {
           process.stderr.write(`${name} exited (${code}); stopping\n`);

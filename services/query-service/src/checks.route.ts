@@ -111,13 +111,26 @@ export function checksSql(database: string, q: ChecksQuery): string {
     }`;
 }
 
-interface CheckRow {
+/** A row of checksSql's result. */
+export interface CheckRow {
   id: string;
   monitor_id: string;
   status: string;
   response_time: number;
   status_code: number;
   ts: number | string;
+}
+
+/** The seed's check object (section 2.2) from a row: numbers as numbers, time as `YYYY-MM-DDThh:mm:ssZ`. */
+export function rowToCheck(r: CheckRow): Check {
+  return {
+    id: r.id,
+    monitor_id: r.monitor_id,
+    status: r.status as Check['status'],
+    response_time: Number(r.response_time),
+    status_code: Number(r.status_code),
+    created_at: toIsoSeconds(Number(r.ts)),
+  };
 }
 
 export interface ChecksRouteDeps {
@@ -146,14 +159,7 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
     }
     const limit = q.limit ?? rows.length;
     const page = rows.slice(0, limit);
-    const data: Check[] = page.map((r) => ({
-      id: r.id,
-      monitor_id: r.monitor_id,
-      status: r.status as Check['status'],
-      response_time: Number(r.response_time),
-      status_code: Number(r.status_code),
-      created_at: toIsoSeconds(Number(r.ts)),
-    }));
+    const data: Check[] = page.map(rowToCheck);
     const lastRow = page[page.length - 1];
     const next = rows.length > limit && lastRow ? encodeCursor(Number(lastRow.ts), lastRow.id) : null;
     if (next) {

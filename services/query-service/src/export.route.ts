@@ -2,8 +2,8 @@ import { once } from 'node:events';
 import type { RequestHandler } from 'express';
 import type { Row } from '@clickhouse/client';
 import { StoreUnavailableError, type ClickHouseClient, type Logger } from '@telemetry/runtime';
-import { checksSql } from './checks.route.js';
-import { bad, monitorIdOf, rangeParams, rejectUnknown, single, statusesParam, toIsoSeconds } from './params.js';
+import { checksSql, rowToCheck, type CheckRow } from './checks.route.js';
+import { bad, monitorIdOf, rangeParams, rejectUnknown, single, statusesParam } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'status', 'format']);
 const CSV_HEADER = 'id,monitor_id,status,response_time,status_code,created_at\n';
@@ -67,22 +67,7 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
       for await (const rows of rs.stream()) {
         let chunk = '';
         for (const row of rows as Row[]) {
-          const r = row.json<{
-            id: string;
-            monitor_id: string;
-            status: string;
-            response_time: number;
-            status_code: number;
-            ts: number | string;
-          }>();
-          const check = {
-            id: r.id,
-            monitor_id: r.monitor_id,
-            status: r.status,
-            response_time: Number(r.response_time),
-            status_code: Number(r.status_code),
-            created_at: toIsoSeconds(Number(r.ts)),
-          };
+          const check = rowToCheck(row.json<CheckRow>());
           chunk +=
             format === 'csv'
               ? `${csvField(check.id)},${csvField(check.monitor_id)},${check.status},${check.response_time},${check.status_code},${check.created_at}\n`

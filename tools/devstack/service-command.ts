@@ -1,0 +1,24 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export type ServiceName = 'ingest-gateway' | 'stream-consumer' | 'query-service';
+
+/**
+ * How the dev tools, tests and benchmarks start a service as its own process: its
+ * composition root (main.ts) under the pinned Node, from source.
+ */
+export function serviceCommand(name: ServiceName): [command: string, args: string[]] {
+  return [
+    process.execPath,
+    [
+      '--conditions=source',
+      // NOTE: kafkajs 2.2.4 schedules a negative timeout when idle (harmless; it fires at once).
+      '--disable-warning=TimeoutNegativeWarning',
+      '--import',
+      'tsx',
+      join(root, 'services', name, 'src', 'main.ts'),
+    ],
+  ];
+}
