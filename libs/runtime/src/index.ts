@@ -11,3 +11,4 @@ export * from './migrations.js';
 export * from './sql.js';
 export * from './provision.js';
 export * from './retention.js';
+export * from './clickhouse-reader.js';

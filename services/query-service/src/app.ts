@@ -11,6 +11,7 @@ import {
   notFound,
   requestContext,
   type ClickHouseClient,
+  type ClickHouseReader,
   type KeyStore,
   type Logger,
   type Scope,
@@ -27,6 +28,7 @@ export interface QueryDeps {
   registry: Registry;
   keys: Pick<KeyStore, 'verify'>;
   client: ClickHouseClient;
+  reader: ClickHouseReader;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -45,7 +47,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     '/api/monitors/:id/checks',
     bearer(deps.keys, 'checks:read'),
     checksRoute({
-      client: deps.client,
+      reader: deps.reader,
       database: deps.config.clickhouseDatabase,
       logger: deps.logger,
       defaultLimit: deps.config.defaultLimit,
@@ -57,7 +59,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     '/api/monitors/:id/checks/summary',
     bearer(deps.keys, 'checks:read'),
     summaryRoute({
-      client: deps.client,
+      reader: deps.reader,
       database: deps.config.clickhouseDatabase,
       logger: deps.logger,
       queryTimeoutMs: deps.config.queryTimeoutMs,

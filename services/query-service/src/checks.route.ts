@@ -16,7 +16,7 @@ import {
   sqlNumber,
   sqlString,
   sqlStringList,
-  type ClickHouseClient,
+  type ClickHouseReader,
   type Logger,
 } from '@telemetry/runtime';
 
@@ -134,7 +134,7 @@ export function rowToCheck(r: CheckRow): Check {
 }
 
 export interface ChecksRouteDeps {
-  client: ClickHouseClient;
+  reader: ClickHouseReader;
   database: string;
   logger: Logger;
   defaultLimit: number;
@@ -147,12 +147,8 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
     const q = parseChecksQuery(req, deps.defaultLimit, deps.maxLimit);
     let rows: CheckRow[];
     try {
-      const rs = await deps.client.query({
-        query: checksSql(deps.database, q),
-        format: 'JSONEachRow',
-        abort_signal: AbortSignal.timeout(deps.queryTimeoutMs),
-      });
-      rows = await rs.json<CheckRow>();
+      rows = (await deps.reader.query<CheckRow>(checksSql(deps.database, q), AbortSignal.timeout(deps.queryTimeoutMs)))
+        .data;
     } catch (err) {
       deps.logger.warn('checks query failed', { request_id: req.id, err: String(err) });
       throw new StoreUnavailableError();

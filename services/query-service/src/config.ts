@@ -7,6 +7,13 @@ export const querySpec = {
   host: v.str('HOST', '0.0.0.0', 'address to listen on'),
   port: v.int('PORT', 8082, 'HTTP port (0 picks a free one)', 0, 65535),
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),
+  maxQueriesInFlight: v.int(
+    'MAX_QUERIES_IN_FLIGHT',
+    64,
+    'ClickHouse connections of the list and summary routes',
+    1,
+    4096,
+  ),
   exportTimeoutMs: v.int('EXPORT_TIMEOUT_MS', 300_000, 'longest an export may stream', 1000, 3_600_000),
   defaultLimit: v.int('CHECKS_DEFAULT_LIMIT', 100, 'checks per page when `limit` is not given', 1, 1000),
   maxLimit: v.int('CHECKS_MAX_LIMIT', 1000, 'largest accepted `limit`', 1, 10_000),

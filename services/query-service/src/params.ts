@@ -69,5 +69,5 @@ export function statusesParam(req: Request): string[] {
 }
 
 export function toIsoSeconds(unix: number): string {
-  return new Date(unix * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return `${new Date(unix * 1000).toISOString().slice(0, 19)}Z`;
 }

@@ -1,5 +1,6 @@
 import {
   ClickHouseComponent,
+  ClickHouseReader,
   ClickHouseKeySource,
   createClickHouse,
   createRegistry,
@@ -31,6 +32,15 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     }),
     logger,
   );
+  // The hot read routes use the lean reader (see clickhouse-reader.ts for why).
+  const reader = new ClickHouseReader({
+    url: config.clickhouseUrl,
+    username: config.clickhouseUser,
+    password: config.clickhousePassword,
+    database: config.clickhouseDatabase,
+    settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
+    maxSockets: config.maxQueriesInFlight,
+  });
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
@@ -39,12 +49,13 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     registry,
     keys,
     client: ch.client,
+    reader,
     ready: runner.ready,
     details: runner.health,
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
-  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> ClickHouse.
-  runner.use(ch, keys, http);
+  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> reader sockets -> ClickHouse.
+  runner.use(ch, reader, keys, http);
   await runner.start();
   logger.info('query service listening', { port: http.boundPort });
   return { runner, http };

@@ -4,7 +4,7 @@ import {
   sqlIdentifier,
   sqlNumber,
   sqlString,
-  type ClickHouseClient,
+  type ClickHouseReader,
   type Logger,
 } from '@telemetry/runtime';
 import { CHECK_STATUSES } from '@telemetry/contract';
@@ -76,7 +76,7 @@ function stats(counts: Record<string, number>, q: number[] | undefined): Stats {
 }
 
 export interface SummaryRouteDeps {
-  client: ClickHouseClient;
+  reader: ClickHouseReader;
   database: string;
   logger: Logger;
   queryTimeoutMs: number;
@@ -87,15 +87,15 @@ export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
     const q = parseSummaryQuery(req);
     const sql = summarySql(deps.database, q);
     let countRows: { t: number; status: string; n: string }[];
-    let quantiles: { data: { t: number; q: number[] }[]; totals?: { q: number[] } };
+    let quantiles: { data: { t: number; q: number[] }[]; totals?: { t: number; q: number[] } };
     try {
       const signal = AbortSignal.timeout(deps.queryTimeoutMs);
       const [c, qs] = await Promise.all([
-        deps.client.query({ query: sql.counts, format: 'JSONEachRow', abort_signal: signal }),
-        deps.client.query({ query: sql.quantiles, format: 'JSON', abort_signal: signal }),
+        deps.reader.query<{ t: number; status: string; n: string }>(sql.counts, signal),
+        deps.reader.query<{ t: number; q: number[] }>(sql.quantiles, signal),
       ]);
-      countRows = await c.json<{ t: number; status: string; n: string }>();
-      quantiles = (await qs.json()) as unknown as typeof quantiles;
+      countRows = c.data;
+      quantiles = { data: qs.data, totals: qs.totals };
     } catch (err) {
       deps.logger.warn('summary query failed', { request_id: req.id, err: String(err) });
       throw new StoreUnavailableError();
