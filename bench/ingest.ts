@@ -21,6 +21,7 @@
  * request failed or the benchmark could not run.
  */
 import { execFileSync } from 'node:child_process';
+import { SOURCE_NODE_ARGS } from '../tools/devstack/service-command.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -53,7 +54,7 @@ import {
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ROUTE = '/api/telemetry/events';
 const OK_BODY = JSON.stringify(ok(null));
-const NODE_ARGS = ['--conditions=source', '--disable-warning=TimeoutNegativeWarning', '--import', 'tsx'];
+const NODE_ARGS = SOURCE_NODE_ARGS;
 
 function envNumber(name: string, fallback: number, min: number): number {
   const raw = process.env[name];

@@ -314,3 +314,51 @@ describe('ingest gateway while Kafka is down (real Kafka, stopped and restarted)
     expect((await fetch(`${gateway.url}/readyz`)).status).to.equal(200);
   });
 });
+
+describe('ingest gateway shutdown (a real process, SIGTERM)', () => {
+  it('stops keep-alive clients from holding it open: answers what is in flight, exits 0 within seconds', async function () {
+    this.timeout(90_000);
+    const { spawnService } = await import('../support/processes.js');
+    const { Agent, request } = await import('node:http');
+    const gw = await spawnService('ingest-gateway');
+    const key = await newKey({ kind: 'telemetry', name: 'shutdown' });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const port = Number(new URL(gw.url).port);
+    const send = (): Promise<{ status: number; connection: string | undefined }> =>
+      new Promise((resolve) => {
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/api/telemetry/events',
+            agent,
+            headers: { 'content-type': 'application/json', 'x-access-key': key },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+          },
+        );
+        req.on('error', () => resolve({ status: 0, connection: undefined }));
+        req.end(JSON.stringify({ events: [event('shutdown')] }));
+      });
+    await eventually('key loaded', async () => ((await send()).status === 200 ? true : undefined));
+    const started = Date.now();
+    const exited = new Promise<number | null>((r) => gw.child.once('exit', (code) => r(code)));
+    gw.child.kill('SIGTERM');
+    const after: { status: number; connection: string | undefined }[] = [];
+    for (let i = 0; i < 20 && gw.child.exitCode === null; i++) after.push(await send());
+    const code = await exited;
+    agent.destroy();
+    expect(code).to.equal(0);
+    expect(Date.now() - started, 'exits well before SHUTDOWN_TIMEOUT_MS').to.be.lessThan(10_000);
+    // Requests that reached it before the signal was handled are answered; the first
+    // answer after it closes the connection, and nothing more is taken on it.
+    const served = after.filter((a) => a.status === 200);
+    expect(served.length).to.be.at.most(3);
+    if (served.length > 0) expect(served.at(-1)!.connection).to.equal('close');
+    expect(after.slice(served.length).every((a) => a.status === 0)).to.equal(true);
+    expect(gw.output()).not.to.contain('shutdown deadline passed');
+  });
+});

@@ -10,15 +10,18 @@ export type ServiceName = 'ingest-gateway' | 'stream-consumer' | 'query-service'
  * composition root (main.ts) under the pinned Node, from source.
  */
 export function serviceCommand(name: ServiceName): [command: string, args: string[]] {
-  return [
-    process.execPath,
-    [
-      '--conditions=source',
-      // NOTE: kafkajs 2.2.4 schedules a negative timeout when idle (harmless; it fires at once).
-      '--disable-warning=TimeoutNegativeWarning',
-      '--import',
-      'tsx',
-      join(root, 'services', name, 'src', 'main.ts'),
-    ],
-  ];
+  return [process.execPath, [...SOURCE_NODE_ARGS, serviceMain(name)]];
+}
+
+/** Node arguments that run our TypeScript sources (tsx, the `source` export condition). */
+export const SOURCE_NODE_ARGS: readonly string[] = [
+  '--conditions=source',
+  // NOTE: kafkajs 2.2.4 schedules a negative timeout when idle (harmless; it fires at once).
+  '--disable-warning=TimeoutNegativeWarning',
+  '--import',
+  'tsx',
+];
+
+export function serviceMain(name: ServiceName): string {
+  return join(root, 'services', name, 'src', 'main.ts');
 }

@@ -177,6 +177,7 @@ export class HttpServerComponent implements Component {
   readonly name = 'http';
   private server: Server | undefined;
   private listening = false;
+  private stopping = false;
 
   constructor(
     private readonly app: Express,
@@ -184,6 +185,8 @@ export class HttpServerComponent implements Component {
     private readonly host: string,
     /** After stop() is called, /readyz fails this long before the socket closes. */
     private readonly drainDelayMs = 0,
+    /** In-flight requests get this long to be answered; then their connections are cut. */
+    private readonly drainTimeoutMs = 15_000,
   ) {}
 
   async start(): Promise<void> {
@@ -192,6 +195,10 @@ export class HttpServerComponent implements Component {
       server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
       server.headersTimeout = 66_000;
       server.requestTimeout = 30_000;
+      // Runs before Express: while stopping, no connection is kept alive.
+      server.prependListener('request', (_req, res) => {
+        if (this.stopping) res.setHeader('Connection', 'close');
+      });
       this.server = server;
     });
     this.listening = true;
@@ -212,10 +219,23 @@ export class HttpServerComponent implements Component {
     this.listening = false;
     // Let load balancers see /readyz fail before we stop accepting connections.
     if (this.drainDelayMs > 0) await new Promise((r) => setTimeout(r, this.drainDelayMs));
-    // close() stops accepting and resolves once in-flight requests are answered;
-    // idle keep-alive sockets are closed so that it does not wait for them.
+    // NOTE: close() stops accepting new connections, but a keep-alive connection that
+    // is busy now would go on serving new requests for keepAliveTimeout. So: every
+    // answer from now on says `Connection: close`, idle sockets are closed as soon as
+    // they go idle, and whatever is left at the drain deadline is cut.
+    this.stopping = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    await closed;
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    let cut: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      cut = setTimeout(() => {
+        server.closeAllConnections();
+        resolve();
+      }, this.drainTimeoutMs);
+    });
+    await Promise.race([closed, deadline]);
+    clearInterval(sweep);
+    clearTimeout(cut);
   }
 }

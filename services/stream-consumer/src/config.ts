@@ -16,6 +16,13 @@ export const consumerSpec = {
   ...topicSpec,
   ...clickhouseSpec,
   shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
+  sessionTimeoutMs: v.int(
+    'CONSUMER_SESSION_TIMEOUT_MS',
+    30_000,
+    'how long the group waits for a silent (killed) member before giving its partitions away',
+    6000,
+    300_000,
+  ),
   groupId: v.str('CONSUMER_GROUP_ID', 'telemetry-clickhouse-writer', 'Kafka consumer group'),
   batchMaxRows: v.int('BATCH_MAX_ROWS', 10_000, 'flush a table buffer at this many rows', 1, 1_000_000),
   batchMaxAgeMs: v.int('BATCH_MAX_AGE_MS', 1000, 'flush a table buffer this long after its first row', 1, 60_000),

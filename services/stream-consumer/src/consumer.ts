@@ -24,6 +24,7 @@ export interface ConsumerDeps {
   checksTable: string;
   maxMessageBytes: number;
   partitionsConcurrently: number;
+  sessionTimeoutMs: number;
 }
 
 /**
@@ -43,7 +44,7 @@ export class KafkaToClickHouse implements Component {
   constructor(private readonly deps: ConsumerDeps) {
     this.consumer = deps.kafka.consumer({
       groupId: deps.groupId,
-      sessionTimeout: 30_000,
+      sessionTimeout: deps.sessionTimeoutMs,
       heartbeatInterval: 3000,
       maxBytesPerPartition: 2 * 1024 * 1024,
       allowAutoTopicCreation: false,

@@ -97,6 +97,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     checksTable: `${db}.checks`,
     maxMessageBytes: config.maxMessageBytes,
     partitionsConcurrently: config.partitionsConcurrently,
+    sessionTimeoutMs: config.sessionTimeoutMs,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createExpressApp();

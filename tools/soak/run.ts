@@ -1,0 +1,297 @@
+/**
+ * npm run test:soak: a steady load through gateway -> Kafka -> consumer -> ClickHouse,
+ * with the query service read at the same time, for SOAK_SECONDS (default 600).
+ *
+ * Passes when: no request failed, every acknowledged event is in ClickHouse exactly once
+ * as read, every process's memory stayed bounded (its peak RSS in the last third of the
+ * run is at most 25% above its peak in the middle third), and consumer lag stayed
+ * bounded (below SOAK_EVENTS_PER_SECOND x 10 s, and back near 0 after the load).
+ * Writes the figures to RELIABILITY.md (section soak) and prints them as one JSON line.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import { createClickHouse, issueKey } from '@telemetry/runtime';
+import { provision } from '../devstack/provision.js';
+import { writeSection } from '../devstack/sections.js';
+import { serviceCommand, type ServiceName } from '../devstack/service-command.js';
+import { freePort, startStack } from '../devstack/stack.js';
+
+const env = process.env;
+const seconds = Number(env.SOAK_SECONDS ?? 600);
+const eventsPerSecond = Number(env.SOAK_EVENTS_PER_SECOND ?? 10_000);
+const batch = 50;
+const loops = 8;
+const log = (s: string): boolean => process.stderr.write(`[soak] ${s}\n`);
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : 0;
+}
+
+function post(
+  agent: Agent,
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, method: body ? 'POST' : 'GET', agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.setTimeout(10_000, () => req.destroy());
+    req.end(body);
+  });
+}
+
+async function waitReady(port: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`service on ${port} not ready`);
+}
+
+async function main(): Promise<number> {
+  const stack = await startStack();
+  const run = randomBytes(3).toString('hex');
+  const names = {
+    db: `soak_${run}`,
+    events: `soak.${run}.events`,
+    checks: `soak.${run}.checks`,
+    dlq: `soak.${run}.dlq`,
+  };
+  const children: [ServiceName, ChildProcess][] = [];
+  try {
+    await provision(stack, { database: names.db, topics: [names.events, names.checks, names.dlq], partitions: 6 });
+    const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.db });
+    const access = (await issueKey(admin, names.db, { kind: 'telemetry', name: 'soak' })).key;
+    const api = (await issueKey(admin, names.db, { kind: 'api', name: 'soak', scopes: ['checks:read'] })).key;
+    const ports: Record<ServiceName, number> = {
+      'ingest-gateway': await freePort(),
+      'stream-consumer': await freePort(),
+      'query-service': await freePort(),
+    };
+    for (const name of Object.keys(ports) as ServiceName[]) {
+      const [cmd, args] = serviceCommand(name);
+      const child = spawn(cmd, args, {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: {
+          ...env,
+          KAFKA_BROKERS: stack.kafkaBrokers,
+          CLICKHOUSE_URL: stack.clickhouseUrl,
+          CLICKHOUSE_DATABASE: names.db,
+          EVENTS_TOPIC: names.events,
+          CHECKS_TOPIC: names.checks,
+          DEAD_LETTER_TOPIC: names.dlq,
+          PORT: String(ports[name]),
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'warn',
+          MIGRATE_ON_START: 'false',
+          RATE_LIMIT_PER_SECOND: '0',
+          CONSUMER_GROUP_ID: `soak-${run}`,
+          ...(name === 'query-service'
+            ? { CLICKHOUSE_USER: stack.clickhouseReader.user, CLICKHOUSE_PASSWORD: stack.clickhouseReader.password }
+            : {}),
+        },
+      });
+      children.push([name, child]);
+    }
+    await Promise.all(Object.values(ports).map(waitReady));
+
+    // Some check history for the readers: 200 monitors x 50 checks.
+    const kafka = new Kafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'soak', logLevel: logLevel.NOTHING });
+    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+    await producer.connect();
+    const now = Date.now();
+    for (let m = 0; m < 200; m++) {
+      await producer.send({
+        topic: names.checks,
+        acks: -1,
+        messages: Array.from({ length: 50 }, (_, i) => ({
+          key: `m${m}`,
+          value: JSON.stringify({
+            id: `m${m}-c${i}`,
+            monitor_id: `m${m}`,
+            status: i % 10 === 0 ? 'down' : 'up',
+            response_time: 50 + i,
+            status_code: 200,
+            created_at: new Date(now - i * 60_000).toISOString(),
+          }),
+        })),
+      });
+    }
+    await producer.disconnect();
+
+    const agent = new Agent({ keepAlive: true, maxSockets: loops + 4 });
+    let acked = 0;
+    let failed = 0;
+    let reads = 0;
+    let readFailures = 0;
+    let seq = 0;
+    let running = true;
+    const source = `soak-${run}`;
+    const intervalMs = (1000 * batch * loops) / eventsPerSecond;
+    const writers = Array.from({ length: loops }, async () => {
+      let next = Date.now();
+      while (running) {
+        const events = Array.from({ length: batch }, () => ({
+          id: `e${seq++}`,
+          source,
+          category: 'soak',
+          payload: { n: seq },
+        }));
+        const status = await post(
+          agent,
+          ports['ingest-gateway'],
+          '/api/telemetry/events',
+          { 'content-type': 'application/json', 'x-access-key': access },
+          JSON.stringify({ events }),
+        );
+        if (status === 200) acked += batch;
+        else failed += batch;
+        next += intervalMs;
+        const wait = next - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        else next = Date.now();
+      }
+    });
+    const readers = Array.from({ length: 2 }, async () => {
+      while (running) {
+        const status = await post(
+          agent,
+          ports['query-service'],
+          `/api/monitors/m${Math.floor(Math.random() * 200)}/checks?limit=50`,
+          { authorization: `Bearer ${api}` },
+        );
+        reads++;
+        if (status !== 200) readFailures++;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    });
+
+    const kadmin = kafka.admin();
+    await kadmin.connect();
+    const lag = async (): Promise<number> => {
+      const [ends, committed] = await Promise.all([
+        kadmin.fetchTopicOffsets(names.events),
+        kadmin.fetchOffsets({ groupId: `soak-${run}`, topics: [names.events] }),
+      ]);
+      const done = new Map(committed[0]!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+      return ends.reduce((n, p) => n + Number(p.high) - (done.get(p.partition) ?? 0), 0);
+    };
+    const samples: { t: number; rss: Record<string, number>; lag: number }[] = [];
+    const started = Date.now();
+    while (Date.now() - started < seconds * 1000) {
+      await new Promise((r) => setTimeout(r, 5000));
+      const rss = Object.fromEntries(children.map(([n, c]) => [n, rssMiB(c.pid!)]));
+      samples.push({ t: (Date.now() - started) / 1000, rss, lag: await lag() });
+      log(
+        `${Math.round(samples.at(-1)!.t)} s: acked ${acked}, failed ${failed}, lag ${samples.at(-1)!.lag}, rss ${JSON.stringify(rss)}`,
+      );
+    }
+    running = false;
+    await Promise.all([...writers, ...readers]);
+
+    // Catch up, then the oracle.
+    const deadline = Date.now() + 180_000;
+    let found = 0;
+    while (Date.now() < deadline) {
+      const rs = await admin.query({
+        query: `SELECT uniqExact(client_event_id) AS n FROM events WHERE source = '${source}'`,
+        format: 'JSONEachRow',
+      });
+      found = Number((await rs.json<{ n: string }>())[0]!.n);
+      if (found >= acked) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const rs = await admin.query({
+      query: `SELECT count() AS n FROM events FINAL WHERE source = '${source}'`,
+      format: 'JSONEachRow',
+    });
+    const asRead = Number((await rs.json<{ n: string }>())[0]!.n);
+    const lagAfter = await lag();
+    await kadmin.disconnect();
+    await admin.close();
+
+    const third = samples.length / 3;
+    const peak = (from: number, to: number, name: string): number =>
+      Math.max(...samples.slice(Math.floor(from), Math.ceil(to)).map((s) => s.rss[name] ?? 0));
+    const memory = Object.fromEntries(
+      children.map(([n]) => [
+        n,
+        {
+          peakMiB: Math.round(peak(0, samples.length, n)),
+          middleMiB: Math.round(peak(third, 2 * third, n)),
+          lastMiB: Math.round(peak(2 * third, samples.length, n)),
+        },
+      ]),
+    );
+    const peakLag = Math.max(...samples.map((s) => s.lag));
+    const checks = {
+      noErrors: failed === 0 && readFailures === 0,
+      nothingLost: found === acked && asRead === acked,
+      memoryBounded: Object.values(memory).every((m) => m.lastMiB <= m.middleMiB * 1.25 + 16),
+      lagBounded: peakLag < eventsPerSecond * 10 && lagAfter <= batch * loops,
+    };
+    const figures = {
+      seconds,
+      eventsPerSecond,
+      acked,
+      failed,
+      found,
+      asRead,
+      reads,
+      readFailures,
+      peakLag,
+      lagAfter,
+      memory,
+      checks,
+      passed: Object.values(checks).every(Boolean),
+    };
+    writeSection(
+      'RELIABILITY.md',
+      'soak',
+      `## Soak\n\nWritten by \`npm run test:soak\` (SOAK_SECONDS=${seconds}, SOAK_EVENTS_PER_SECOND=${eventsPerSecond}) on ${new Date().toISOString().slice(0, 16)}Z, ${stack.mode} Kafka and ClickHouse.\n\n| figure | value |\n|---|---|\n| duration | ${seconds} s |\n| events acknowledged / failed | ${acked} / ${failed} |\n| found in ClickHouse (distinct / as read with FINAL) | ${found} / ${asRead} |\n| check-history reads / failed | ${reads} / ${readFailures} |\n| peak consumer lag (messages) | ${peakLag} (after the load: ${lagAfter}) |\n${Object.entries(
+        memory,
+      )
+        .map(
+          ([n, m]) =>
+            `| ${n} RSS peak / middle third / last third | ${m.peakMiB} / ${m.middleMiB} / ${m.lastMiB} MiB |`,
+        )
+        .join('\n')}\n| verdict | ${
+        figures.passed
+          ? 'passed'
+          : `FAILED: ${Object.entries(checks)
+              .filter(([, v]) => !v)
+              .map(([k]) => k)
+              .join(', ')}`
+      } |`,
+      '# Reliability\n\nFigures written by the test suites themselves.\n',
+    );
+    process.stdout.write(`${JSON.stringify(figures)}\n`);
+    return figures.passed ? 0 : 1;
+  } finally {
+    for (const [, c] of children) c.kill('SIGTERM');
+    await Promise.all(children.map(([, c]) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+    await stack.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`soak failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
