@@ -143,7 +143,8 @@ async function main(): Promise<number> {
       MIGRATE_ON_START: 'false',
       KEY_REFRESH_MS: '500',
     };
-    const consumerEnv = { ...common, CONSUMER_GROUP_ID: names.group };
+    // A killed consumer's partitions move after this; the default 30 s only makes the run longer.
+    const consumerEnv = { ...common, CONSUMER_GROUP_ID: names.group, CONSUMER_SESSION_TIMEOUT_MS: '10000' };
     const svc = (label: string, name: ServiceProcess['service'], port: number, env: Record<string, string>) =>
       new ServiceProcess(label, name, port, env, logDir, ROOT);
     services = {
