@@ -111,3 +111,24 @@ describe('stream consumer (unit)', () => {
     expect(refused).to.equal(true);
   });
 });
+
+describe('batch writer back-pressure (unit)', () => {
+  it('counts rows until they are inserted, and lets waiters through once there is room', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const sink: RowSink = { insert: () => gate };
+    const w = writer(sink, 2, 60_000);
+    const first = w.write('t', [{ a: 1 }, { a: 2 }]); // full batch: flushes, insert blocked
+    expect(w.pendingRows).to.equal(2);
+    let through = false;
+    const waiting = w.waitForRoom(2).then(() => (through = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(through).to.equal(false);
+    release();
+    await first;
+    await waiting;
+    expect(through).to.equal(true);
+    expect(w.pendingRows).to.equal(0);
+    await w.stop();
+  });
+});

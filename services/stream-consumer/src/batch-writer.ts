@@ -40,6 +40,9 @@ export class BatchWriter {
   private readonly buffers = new Map<string, Buffer>();
   private draining = false;
   private stopped = false;
+  /** Rows written and not yet inserted (buffered or in an insert). */
+  private pending = 0;
+  private roomWaiters: (() => void)[] = [];
   private readonly rowsWritten: Counter<'table'>;
   private readonly retries: Counter<'table'>;
   private readonly insertSeconds: Histogram<'table'>;
@@ -80,11 +83,33 @@ export class BatchWriter {
     if (this.stopped) return Promise.reject(new WriterStoppedError('writer stopped'));
     if (rows.length === 0) return Promise.resolve();
     const buf = this.bufferOf(table);
+    this.pending += rows.length;
     const done = new Promise<void>((resolve, reject) => buf.waiters.push({ resolve, reject }));
     for (const r of rows) buf.rows.push(r);
     if (this.draining || buf.rows.length >= this.opts.maxRows) this.flush(table);
     else buf.timer ??= setTimeout(() => this.flush(table), this.opts.maxAgeMs);
     return done;
+  }
+
+  get pendingRows(): number {
+    return this.pending;
+  }
+
+  /** Resolves once fewer than `limit` rows are waiting for an insert. */
+  waitForRoom(limit: number): Promise<void> {
+    if (this.pending < limit || this.stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (this.pending < limit || this.stopped) resolve();
+        else this.roomWaiters.push(check);
+      };
+      this.roomWaiters.push(check);
+    });
+  }
+
+  private released(n: number): void {
+    this.pending -= n;
+    for (const w of this.roomWaiters.splice(0)) w();
   }
 
   /** From now on every write flushes at once (used while shutting down). */
@@ -106,6 +131,7 @@ export class BatchWriter {
     for (const b of this.buffers.values()) {
       clearTimeout(b.timer);
       for (const w of b.waiters.splice(0)) w.reject(new WriterStoppedError('writer aborted'));
+      this.released(b.rows.length);
       b.rows = [];
     }
   }
@@ -136,6 +162,8 @@ export class BatchWriter {
         for (const w of waiters) w.resolve();
       } catch (err) {
         for (const w of waiters) w.reject(err as Error);
+      } finally {
+        this.released(rows.length);
       }
     });
   }

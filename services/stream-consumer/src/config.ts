@@ -25,7 +25,14 @@ export const consumerSpec = {
   ),
   groupId: v.str('CONSUMER_GROUP_ID', 'telemetry-clickhouse-writer', 'Kafka consumer group'),
   batchMaxRows: v.int('BATCH_MAX_ROWS', 10_000, 'flush a table buffer at this many rows', 1, 1_000_000),
-  batchMaxAgeMs: v.int('BATCH_MAX_AGE_MS', 1000, 'flush a table buffer this long after its first row', 1, 60_000),
+  batchMaxAgeMs: v.int('BATCH_MAX_AGE_MS', 500, 'flush a table buffer this long after its first row', 1, 60_000),
+  maxBufferedRows: v.int(
+    'MAX_BUFFERED_ROWS',
+    50_000,
+    'rows held for insert before fetching waits (bounds memory)',
+    1,
+    10_000_000,
+  ),
   maxMessageBytes: v.int('MAX_MESSAGE_BYTES', 256 * 1024, 'larger messages are dead-lettered', 1024, 16 * 1024 * 1024),
   partitionsConcurrently: v.int(
     'PARTITIONS_CONSUMED_CONCURRENTLY',

@@ -25,6 +25,8 @@ export interface ConsumerDeps {
   maxMessageBytes: number;
   partitionsConcurrently: number;
   sessionTimeoutMs: number;
+  /** Rows the writer may hold (buffered or being inserted) before eachBatch waits. */
+  maxBufferedRows: number;
 }
 
 /**
@@ -37,6 +39,9 @@ export class KafkaToClickHouse implements Component {
   readonly name = 'kafka-consumer';
   private readonly consumer: Consumer;
   private running = false;
+  private stopping = false;
+  /** The last pending commit of each partition (`topic:partition`). */
+  private readonly commits = new Map<string, Promise<void>>();
   private readonly deadLettered: Counter<'topic' | 'reason'>;
   private readonly lag: Gauge<'topic' | 'partition'>;
   private readonly messages: Counter<'topic'>;
@@ -93,16 +98,27 @@ export class KafkaToClickHouse implements Component {
   }
 
   async stop(): Promise<void> {
-    // Flush buffered rows now instead of waiting for their age, then let kafkajs
-    // finish the running batches (they commit after their insert) and leave the group.
+    // Stop fetching, flush what the writer holds, wait for those inserts and the
+    // commits that follow them (we are still a group member), then leave the group.
+    this.stopping = true;
+    this.consumer.pause([{ topic: this.deps.eventsTopic }, { topic: this.deps.checksTopic }]);
     this.deps.writer.drain();
+    await Promise.all(this.commits.values());
     await this.consumer.disconnect();
     this.running = false;
   }
 
+  /**
+   * Decodes a batch, dead-letters what can never be written, hands the rows to the
+   * writer and returns without waiting for the insert, so that kafkajs fetches and
+   * decodes the next batches while ClickHouse inserts these (fetching, decoding and
+   * inserting overlap). Each partition's offset is committed only once every row up
+   * to it is in ClickHouse: commits are chained per partition, in offset order. The
+   * writer holds at most `maxBufferedRows`; past that, eachBatch waits (heartbeating).
+   */
   private async eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
-    if (batch.messages.length === 0) return;
+    if (batch.messages.length === 0 || this.stopping) return;
     const { topic, partition } = batch;
     this.messages.inc({ topic }, batch.messages.length);
     this.lag.set({ topic, partition: String(partition) }, Number(batch.offsetLag()));
@@ -114,22 +130,37 @@ export class KafkaToClickHouse implements Component {
       if (d.ok) rows.push(d.row);
       else dead.push(this.deadLetter(topic, partition, m, d.reason));
     }
-    // Heartbeat while waiting on ClickHouse so a slow insert does not cost us the partitions.
     const beat = setInterval(() => payload.heartbeat().catch(() => undefined), 3000);
     try {
+      // Bounded memory: wait while the writer already holds enough rows.
+      await this.deps.writer.waitForRoom(this.deps.maxBufferedRows);
       if (dead.length > 0) {
+        // Acknowledged by Kafka before the offsets past them can be committed.
         await this.deps.deadLetters.send(this.deps.deadLetterTopic, dead);
         for (const m of dead) this.deadLettered.inc({ topic, reason: m.headers?.['x-dead-letter-kind'] as string });
         this.deps.logger.warn('messages dead-lettered', { topic, partition, count: dead.length });
       }
-      await this.deps.writer.write(isEvents ? this.deps.eventsTable : this.deps.checksTable, rows);
     } finally {
       clearInterval(beat);
     }
-    if (!payload.isRunning() || payload.isStale()) return; // partition revoked meanwhile: the new owner re-reads (dedup on read)
+    if (!payload.isRunning() || payload.isStale()) return; // revoked meanwhile: the new owner re-reads
+    const inserted = this.deps.writer.write(isEvents ? this.deps.eventsTable : this.deps.checksTable, rows);
     const last = batch.lastOffset();
     payload.resolveOffset(last);
-    await this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(last) + 1n).toString() }]);
+    const key = `${topic}:${partition}`;
+    const previous = this.commits.get(key) ?? Promise.resolve();
+    const next = Promise.all([previous, inserted])
+      .then(() => this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(last) + 1n).toString() }]))
+      .catch((err: unknown) => {
+        // Not committed: after a restart or rebalance these messages are read again
+        // (and their copies hidden on read). Nothing is lost.
+        if (!this.stopping)
+          this.deps.logger.warn('commit skipped', { topic, partition, offset: last, err: String(err) });
+      });
+    this.commits.set(key, next);
+    void next.finally(() => {
+      if (this.commits.get(key) === next) this.commits.delete(key);
+    });
   }
 
   private decode(isEvents: boolean, m: KafkaMessage): Decoded<object> {

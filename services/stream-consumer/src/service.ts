@@ -98,6 +98,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     maxMessageBytes: config.maxMessageBytes,
     partitionsConcurrently: config.partitionsConcurrently,
     sessionTimeoutMs: config.sessionTimeoutMs,
+    maxBufferedRows: config.maxBufferedRows,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createExpressApp();
