@@ -77,6 +77,12 @@ describe('pipeline (real Kafka and ClickHouse)', () => {
     const ns = rows.map((r) => (JSON.parse(r.payload as string) as { n: number }).n).sort((a, b) => a - b);
     expect(ns).to.deep.equal(Array.from({ length: 25 }, (_, i) => i));
     expect(rows[0]!.category).to.equal('page_view');
+    // inserted_at is the insert time (ClickHouse 18.16 would store 1970 if it were left to the DEFAULT)
+    const ins = await ch.query({
+      query: `SELECT min(toUnixTimestamp(inserted_at)) AS t FROM ${db()}.events WHERE source = '${source}'`,
+      format: 'JSONEachRow',
+    });
+    expect(Math.abs(Number((await ins.json<{ t: string }>())[0]!.t) - Date.now() / 1000)).to.be.lessThan(120);
     expect(rows[0]!.key_id).to.match(/^[0-9a-f]{16}$/);
     expect(accessKey).to.contain(String(rows[0]!.key_id));
   });

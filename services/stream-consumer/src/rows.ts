@@ -12,6 +12,7 @@ export interface EventRow {
   client_ts: number | null;
   sent_at: number | null;
   received_at: number;
+  inserted_at: number;
 }
 
 export interface CheckRow {
@@ -21,6 +22,15 @@ export interface CheckRow {
   status: string;
   response_time: number;
   status_code: number;
+  inserted_at: number;
+}
+
+/**
+ * NOTE: sent explicitly: ClickHouse 18.16's JSONEachRow does not apply a column's
+ * DEFAULT (now()) to a field the row leaves out; it would store 1970-01-01.
+ */
+function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
 }
 
 // ClickHouse DateTime covers 1970-01-01 .. 2105; outside that a value is not stored.
@@ -84,6 +94,7 @@ export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventR
       client_ts: clientTs,
       sent_at: sentAt,
       received_at: receivedAt,
+      inserted_at: nowSeconds(),
     },
   };
 }
@@ -112,6 +123,7 @@ export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckR
       status: c.status,
       response_time: c.response_time,
       status_code: c.status_code,
+      inserted_at: nowSeconds(),
     },
   };
 }
