@@ -40,8 +40,12 @@ export class KafkaToClickHouse implements Component {
   private readonly consumer: Consumer;
   private running = false;
   private stopping = false;
-  /** The last pending commit of each partition (`topic:partition`). */
-  private readonly commits = new Map<string, Promise<void>>();
+  /** Per partition (`topic:partition`): the insert-then-commit step of its last batch. */
+  private readonly chains = new Map<string, Promise<void>>();
+  /** Offsets whose rows are all inserted, not yet committed (newest per partition). */
+  private readonly committable = new Map<string, { topic: string; partition: number; offset: string }>();
+  private committing: Promise<void> | undefined;
+  private commitAgain = false;
   private readonly deadLettered: Counter<'topic' | 'reason'>;
   private readonly lag: Gauge<'topic' | 'partition'>;
   private readonly messages: Counter<'topic'>;
@@ -103,7 +107,7 @@ export class KafkaToClickHouse implements Component {
     this.stopping = true;
     this.consumer.pause([{ topic: this.deps.eventsTopic }, { topic: this.deps.checksTopic }]);
     this.deps.writer.drain();
-    await Promise.all(this.commits.values());
+    await this.settle();
     await this.consumer.disconnect();
     this.running = false;
   }
@@ -112,8 +116,9 @@ export class KafkaToClickHouse implements Component {
    * Decodes a batch, dead-letters what can never be written, hands the rows to the
    * writer and returns without waiting for the insert, so that kafkajs fetches and
    * decodes the next batches while ClickHouse inserts these (fetching, decoding and
-   * inserting overlap). Each partition's offset is committed only once every row up
-   * to it is in ClickHouse: commits are chained per partition, in offset order. The
+   * inserting overlap). A partition's offset becomes committable only once every row
+   * up to it is in ClickHouse (chained per partition, in offset order); commits of all
+   * partitions go out together, one request at a time (scheduleCommit). The
    * writer holds at most `maxBufferedRows`; past that, eachBatch waits (heartbeating).
    */
   private async eachBatch(payload: EachBatchPayload): Promise<void> {
@@ -148,19 +153,57 @@ export class KafkaToClickHouse implements Component {
     const last = batch.lastOffset();
     payload.resolveOffset(last);
     const key = `${topic}:${partition}`;
-    const previous = this.commits.get(key) ?? Promise.resolve();
-    const next = Promise.all([previous, inserted])
-      .then(() => this.consumer.commitOffsets([{ topic, partition, offset: (BigInt(last) + 1n).toString() }]))
+    const previous = this.chains.get(key) ?? Promise.resolve();
+    const next = Promise.all([previous, inserted]).then(
+      () => {
+        // Every row up to `last` is in ClickHouse: its successor may be committed.
+        this.committable.set(key, { topic, partition, offset: (BigInt(last) + 1n).toString() });
+        this.scheduleCommit();
+      },
+      () => {
+        // Not inserted (the writer stopped): never committed; read again after a restart.
+      },
+    );
+    this.chains.set(key, next);
+    void next.finally(() => {
+      if (this.chains.get(key) === next) this.chains.delete(key);
+    });
+  }
+
+  /**
+   * One commit request at a time, carrying the newest committable offset of every
+   * partition: commits keep up however small the batches are (one request per batch,
+   * chained, fell behind under a steady trickle).
+   */
+  private scheduleCommit(): void {
+    if (this.committing) {
+      this.commitAgain = true;
+      return;
+    }
+    const offsets = [...this.committable.values()];
+    this.committable.clear();
+    if (offsets.length === 0) return;
+    this.commitAgain = false;
+    this.committing = this.consumer
+      .commitOffsets(offsets)
       .catch((err: unknown) => {
         // Not committed: after a restart or rebalance these messages are read again
         // (and their copies hidden on read). Nothing is lost.
-        if (!this.stopping)
-          this.deps.logger.warn('commit skipped', { topic, partition, offset: last, err: String(err) });
+        if (!this.stopping) this.deps.logger.warn('commit skipped', { offsets, err: String(err) });
+      })
+      .finally(() => {
+        this.committing = undefined;
+        if (this.commitAgain || this.committable.size > 0) this.scheduleCommit();
       });
-    this.commits.set(key, next);
-    void next.finally(() => {
-      if (this.commits.get(key) === next) this.commits.delete(key);
-    });
+  }
+
+  /** Resolves when every insert handed to the writer so far is in and committed. */
+  private async settle(): Promise<void> {
+    await Promise.all(this.chains.values());
+    while (this.committing || this.committable.size > 0) {
+      if (!this.committing) this.scheduleCommit();
+      await this.committing;
+    }
   }
 
   private decode(isEvents: boolean, m: KafkaMessage): Decoded<object> {
