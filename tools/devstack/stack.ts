@@ -212,6 +212,9 @@ class ManagedProcess {
   ) {}
 
   start(): void {
+    // Idempotent: a second broker or server on the same ports and data would fight the
+    // first (a fault test's clean-up may "restart" a server that is already back).
+    if (this.running) return;
     const out = openLog(this.logFile);
     const child = spawn(this.cmd, this.args, {
       stdio: ['ignore', out, out],
