@@ -3,58 +3,12 @@
  * its RSS sampled, and CPU accounting from /proc.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, readdirSync, readFileSync } from 'node:fs';
+import { openSync } from 'node:fs';
 import { serviceCommand, type ServiceName } from '../tools/devstack/service-command.js';
 
-/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on Linux). */
-const CLK_TCK = 100;
-
-/** VmRSS of a process in KiB, or undefined once it is gone. */
-export function rssKiB(pid: number): number | undefined {
-  try {
-    const m = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** User + system CPU seconds a process has used, or undefined once it is gone. */
-export function cpuSeconds(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU seconds all cores of the machine have spent busy (not idle, not waiting on I/O). */
-export function machineBusySeconds(): number {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
-  const f = line.trim().split(/\s+/).slice(1).map(Number);
-  const at = (i: number): number => f[i] ?? 0;
-  // user nice system idle iowait irq softirq steal
-  return (at(0) + at(1) + at(2) + at(5) + at(6) + at(7)) / CLK_TCK;
-}
-
-/** Child processes of `ppid` whose command name (15 chars at most) is `comm`. */
-export function childPids(ppid: number, comm: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (parent === ppid && name === comm) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
+// The /proc readers are shared with bench:ingest (bench/proc.ts).
+export { childPids, cpuSeconds, machineBusySeconds, rssKiB } from './proc.js';
+import { cpuSeconds, machineBusySeconds, rssKiB } from './proc.js';
 
 /** CPU used by a set of processes and by the whole machine between two points in time. */
 export interface CpuWindow {

@@ -33,20 +33,26 @@ export function machineBusySeconds(): number {
   return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) / CLK_TCK;
 }
 
-/** The first child process of `ppid` whose command name is `comm` (e.g. the Kafka JVM). */
-export function childPid(ppid: number, comm: string): number | undefined {
+/** Child processes of `ppid` whose command name (15 chars at most) is `comm`. */
+export function childPids(ppid: number, comm: string): number[] {
+  const out: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (parent === ppid && name === comm) return Number(entry);
+      if (parent === ppid && name === comm) out.push(Number(entry));
     } catch {
       // gone meanwhile
     }
   }
-  return undefined;
+  return out;
+}
+
+/** The first child process of `ppid` whose command name is `comm` (e.g. the Kafka JVM). */
+export function childPid(ppid: number, comm: string): number | undefined {
+  return childPids(ppid, comm)[0];
 }
 
 export interface ServerSpec {
