@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@telemetry/runtime';
 import { sqlIdentifier, sqlNumber } from '@telemetry/runtime';
-import { checksSql, toIsoSeconds } from '@telemetry/query-service';
+import { checksSql, toIsoSeconds, type CheckRow } from '@telemetry/query-service';
 // Not exported by the package: the summary route's SQL, imported from its module.
 import { summarySql } from '../services/query-service/src/summary.route.js';
 import { countOf, type HttpClient, type Op, type Outcome, type Reply } from './query-load.js';
@@ -518,15 +518,6 @@ export function scenarios(
 
 // ---------------------------------------------------------------- equivalence
 
-interface DirectCheckRow {
-  id: string;
-  monitor_id: string;
-  status: string;
-  response_time: number;
-  status_code: number;
-  ts: number | string;
-}
-
 /**
  * Before measuring: for a few fixtures of each scenario, the service's answer holds
  * exactly what the same SQL returns from ClickHouse (same checks in the same order,
@@ -554,7 +545,7 @@ export async function verifyEquivalence(
     const rows = d.body
       .split('\n')
       .filter((l) => l !== '')
-      .map((l) => JSON.parse(l) as DirectCheckRow);
+      .map((l) => JSON.parse(l) as CheckRow);
     const want = rows.slice(0, fx.limit).map((r) => `${r.id}@${toIsoSeconds(Number(r.ts))}`);
     const got = s.data.map((c) => `${c.id}@${c.created_at}`);
     if (JSON.stringify(want) !== JSON.stringify(got) || rows.length > fx.limit !== (s.next_cursor !== null)) {
