@@ -11,8 +11,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Partitioners, type Message } from 'kafkajs';
 import { createValidators, LIMITS, ok, type IngestRequest } from '@telemetry/contract';
-import { parseBody, toMessages } from '@telemetry/ingest-gateway';
-import { ClickHouseKeySource, createClickHouse, createKafka, createLogger, KeyStore } from '@telemetry/runtime';
+import { toMessages } from '@telemetry/ingest-gateway';
+import { ClickHouseKeySource, createClickHouse, createKafka, createLogger, KeyStore, parseBody } from '@telemetry/runtime';
 
 function need(name: string): string {
   const v = process.env[name];

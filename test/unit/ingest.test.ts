@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createValidators, LIMITS } from '@telemetry/contract';
-import { eventIdFor, parseBody, withinDepth } from '@telemetry/ingest-gateway';
+import { eventIdFor } from '@telemetry/ingest-gateway';
+import { parseBody, withinDepth } from '@telemetry/runtime';
 import { AppError } from '@telemetry/runtime';
 
 describe('ingest parsing and validation (unit)', () => {

@@ -37,6 +37,7 @@ export const ERROR_CODES = {
   },
   // 404
   NOT_FOUND: { status: 404, description: 'No such route.' },
+  MONITOR_NOT_FOUND: { status: 404, description: 'No monitor with this id (never created, or deleted).' },
   METHOD_NOT_ALLOWED: { status: 405, description: 'The route exists but not with this method; see `Allow`.' },
   // 413: over a documented limit; `details.limit` names it
   PAYLOAD_TOO_LARGE: { status: 413, description: 'The body is larger than the byte limit.' },

@@ -27,3 +27,50 @@ export const ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]*$';
 /** Check statuses. `up` is the seed's; the rest are ours (docs/api.md). */
 export const CHECK_STATUSES = ['up', 'down', 'degraded'] as const;
 export type CheckStatus = (typeof CHECK_STATUSES)[number];
+
+/** Monitor registry limits (POST/PATCH /api/monitors), documented in docs/api.md. */
+export const MONITOR_LIMITS = {
+  maxNameLength: 200,
+  maxUrlLength: 2048,
+  /** Shortest check interval. We recommend 30 s or more for public sites. */
+  minIntervalSeconds: 1,
+  maxIntervalSeconds: 86_400,
+  minTimeoutMs: 100,
+  maxTimeoutMs: 60_000,
+  maxExpectedStatusCodes: 20,
+  maxKeywordLength: 1024,
+  maxHeaders: 20,
+  maxHeaderValueLength: 1024,
+  maxBodyBytes: 64 * 1024,
+  maxThreshold: 20,
+  maxWebhooks: 5,
+  minWebhookSecretLength: 16,
+  maxWebhookSecretLength: 256,
+  /** Monitors per page of GET /api/monitors. */
+  maxPageSize: 1000,
+} as const;
+
+/** Methods a monitor may use. */
+export const MONITOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+export type MonitorMethod = (typeof MONITOR_METHODS)[number];
+
+/** Alert types: a monitor going down (an incident opens) or coming back up (it closes). */
+export const ALERT_TYPES = ['monitor.down', 'monitor.up'] as const;
+export type AlertType = (typeof ALERT_TYPES)[number];
+
+/**
+ * Why a check failed (`error` of a check; empty when it passed). Connection errors and
+ * timeouts are `down` with status_code 0.
+ */
+export const CHECK_ERRORS = [
+  'timeout',
+  'dns',
+  'connection_refused',
+  'connection_reset',
+  'tls',
+  'network',
+  'unexpected_status',
+  'keyword_missing',
+  'body_too_large',
+] as const;
+export type CheckError = (typeof CHECK_ERRORS)[number];

@@ -1,4 +1,13 @@
-import { CHECK_STATUSES, ID_PATTERN, LIMITS, NAME_PATTERN } from './limits.js';
+import {
+  ALERT_TYPES,
+  CHECK_ERRORS,
+  CHECK_STATUSES,
+  ID_PATTERN,
+  LIMITS,
+  MONITOR_LIMITS,
+  MONITOR_METHODS,
+  NAME_PATTERN,
+} from './limits.js';
 
 /**
  * JSON Schemas, written once. They drive validation (ajv) in every service and are the
@@ -83,6 +92,8 @@ const checkProperties = {
   status: { type: 'string', enum: CHECK_STATUSES },
   response_time: { type: 'number', minimum: 0, maximum: 86_400_000 },
   status_code: { type: 'integer', minimum: 0, maximum: 999 },
+  /** Why the check failed; absent (message) or null (API) when it passed. */
+  error: { type: 'string', enum: CHECK_ERRORS },
 } as const;
 
 /** Value of a message on the check-results topic (JSON, UTF-8). Written by check runners. */
@@ -94,6 +105,8 @@ export const checkMessageSchema = {
   properties: { ...checkProperties, created_at: dateTime },
 } as const;
 
+const isoSeconds = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$' } as const;
+
 /** A check as returned by GET /api/monitors/{id}/checks (seed 2.2). */
 export const checkSchema = {
   $id: 'Check',
@@ -102,11 +115,172 @@ export const checkSchema = {
   required: ['id', 'monitor_id', 'status', 'response_time', 'status_code', 'created_at'],
   properties: {
     ...checkProperties,
-    created_at: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$' },
+    error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
+    created_at: isoSeconds,
   },
 } as const;
 
 export const monitorIdSchema = monitorId;
+
+const M = MONITOR_LIMITS;
+const httpUrl = { type: 'string', minLength: 8, maxLength: M.maxUrlLength, pattern: '^https?://[^\\s]+$', format: 'uri' } as const;
+const threshold = { type: 'integer', minimum: 1, maximum: M.maxThreshold } as const;
+const statusCodeRule = {
+  oneOf: [
+    { type: 'integer', minimum: 100, maximum: 599 },
+    { type: 'string', pattern: '^[1-5]xx$' },
+  ],
+} as const;
+
+/** The settings of a monitor: what POST takes, PATCH changes and GET returns (plus id and times). */
+const monitorSettings = {
+  name: { type: 'string', minLength: 1, maxLength: M.maxNameLength, pattern: '\\S' },
+  url: httpUrl,
+  method: { type: 'string', enum: MONITOR_METHODS },
+  interval_seconds: { type: 'integer', minimum: M.minIntervalSeconds, maximum: M.maxIntervalSeconds },
+  timeout_ms: { type: 'integer', minimum: M.minTimeoutMs, maximum: M.maxTimeoutMs },
+  expected_status_codes: {
+    type: 'array',
+    minItems: 1,
+    maxItems: M.maxExpectedStatusCodes,
+    items: statusCodeRule,
+  },
+  keyword: { type: ['string', 'null'], minLength: 1, maxLength: M.maxKeywordLength },
+  degraded_threshold_ms: { type: ['integer', 'null'], minimum: 1, maximum: M.maxTimeoutMs },
+  failure_threshold: threshold,
+  recovery_threshold: threshold,
+  follow_redirects: { type: 'boolean' },
+  headers: {
+    type: 'object',
+    maxProperties: M.maxHeaders,
+    propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$" },
+    additionalProperties: { type: 'string', maxLength: M.maxHeaderValueLength, pattern: '^[^\\r\\n\\u0000]*$' },
+  },
+  body: { type: ['string', 'null'], maxLength: M.maxBodyBytes },
+  paused: { type: 'boolean' },
+  webhooks: { type: 'array', maxItems: M.maxWebhooks, uniqueItems: true, items: httpUrl },
+} as const;
+
+const webhookSecret = {
+  type: 'string',
+  minLength: M.minWebhookSecretLength,
+  maxLength: M.maxWebhookSecretLength,
+  pattern: '^[\\x21-\\x7e]+$',
+} as const;
+
+/** Body of POST /api/monitors. */
+export const monitorCreateSchema = {
+  $id: 'MonitorCreate',
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'url'],
+  properties: { ...monitorSettings, webhook_secret: webhookSecret },
+} as const;
+
+/** Body of PATCH /api/monitors/{id}: any settings; null clears keyword, degraded_threshold_ms, body. */
+export const monitorPatchSchema = {
+  $id: 'MonitorPatch',
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: { ...monitorSettings, webhook_secret: webhookSecret },
+} as const;
+
+/** A monitor as returned by the API. The webhook secret is shown once, when it is created. */
+export const monitorSchema = {
+  $id: 'Monitor',
+  type: 'object',
+  additionalProperties: false,
+  required: [
+    'id',
+    'name',
+    'url',
+    'method',
+    'interval_seconds',
+    'timeout_ms',
+    'expected_status_codes',
+    'keyword',
+    'degraded_threshold_ms',
+    'failure_threshold',
+    'recovery_threshold',
+    'follow_redirects',
+    'headers',
+    'body',
+    'paused',
+    'webhooks',
+    'created_at',
+    'updated_at',
+  ],
+  properties: {
+    id: monitorId,
+    ...monitorSettings,
+    webhook_secret: webhookSecret,
+    created_at: isoSeconds,
+    updated_at: isoSeconds,
+  },
+} as const;
+
+/** Value of a message on the alerts topic, and the body of a webhook delivery. */
+export const alertMessageSchema = {
+  $id: 'AlertMessage',
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'type', 'monitor_id', 'incident_id', 'created_at', 'check', 'monitor'],
+  properties: {
+    /** Unique per alert; webhook receivers can de-duplicate on it. */
+    id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
+    type: { type: 'string', enum: ALERT_TYPES },
+    monitor_id: monitorId,
+    /** The id of the check that opened the incident; shared by its down and up alerts. */
+    incident_id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
+    created_at: dateTime,
+    check: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['id', 'status', 'response_time', 'status_code', 'created_at'],
+      properties: {
+        id: checkProperties.id,
+        status: checkProperties.status,
+        response_time: checkProperties.response_time,
+        status_code: checkProperties.status_code,
+        error: checkProperties.error,
+        created_at: dateTime,
+      },
+    },
+    monitor: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['name', 'url'],
+      properties: { name: monitorSettings.name, url: httpUrl },
+    },
+  },
+} as const;
+
+/** An incident as returned by GET /api/monitors/{id}/incidents. */
+export const incidentSchema = {
+  $id: 'Incident',
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'monitor_id', 'status', 'started_at', 'resolved_at', 'duration_seconds', 'cause'],
+  properties: {
+    id: { type: 'string' },
+    monitor_id: monitorId,
+    status: { type: 'string', enum: ['open', 'resolved'] },
+    started_at: isoSeconds,
+    resolved_at: { oneOf: [isoSeconds, { type: 'null' }] },
+    /** Until resolved_at, or until now while open. */
+    duration_seconds: { type: 'integer', minimum: 0 },
+    cause: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['status_code', 'error'],
+      properties: {
+        status_code: checkProperties.status_code,
+        error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
+      },
+    },
+  },
+} as const;
 
 export const ALL_SCHEMAS = [
   telemetryEventSchema,
@@ -114,4 +288,9 @@ export const ALL_SCHEMAS = [
   eventMessageSchema,
   checkMessageSchema,
   checkSchema,
+  monitorCreateSchema,
+  monitorPatchSchema,
+  monitorSchema,
+  alertMessageSchema,
+  incidentSchema,
 ] as const;

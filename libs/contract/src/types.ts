@@ -1,4 +1,4 @@
-import type { CheckStatus } from './limits.js';
+import type { AlertType, CheckError, CheckStatus, MonitorMethod } from './limits.js';
 
 export interface TelemetryEvent {
   source: string;
@@ -32,8 +32,76 @@ export interface CheckMessage {
   status: CheckStatus;
   response_time: number;
   status_code: number;
+  error?: CheckError;
   created_at: string;
 }
 
-/** Seed 2.2; `created_at` is `YYYY-MM-DDThh:mm:ssZ`. */
-export type Check = CheckMessage;
+/** Seed 2.2 plus `error`; `created_at` is `YYYY-MM-DDThh:mm:ssZ`. */
+export interface Check {
+  id: string;
+  monitor_id: string;
+  status: CheckStatus;
+  response_time: number;
+  status_code: number;
+  error?: CheckError | null;
+  created_at: string;
+}
+
+/** An expected status: a code (200) or a class ("2xx"). */
+export type StatusCodeRule = number | string;
+
+export interface MonitorSettings {
+  name: string;
+  url: string;
+  method: MonitorMethod;
+  interval_seconds: number;
+  timeout_ms: number;
+  expected_status_codes: StatusCodeRule[];
+  keyword: string | null;
+  degraded_threshold_ms: number | null;
+  failure_threshold: number;
+  recovery_threshold: number;
+  follow_redirects: boolean;
+  headers: Record<string, string>;
+  body: string | null;
+  paused: boolean;
+  webhooks: string[];
+}
+
+export type MonitorCreate = Partial<MonitorSettings> & Pick<MonitorSettings, 'name' | 'url'> & { webhook_secret?: string };
+export type MonitorPatch = Partial<MonitorSettings> & { webhook_secret?: string };
+
+export interface Monitor extends MonitorSettings {
+  id: string;
+  /** Only in the response that created (or changed) it. */
+  webhook_secret?: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AlertMessage {
+  id: string;
+  type: AlertType;
+  monitor_id: string;
+  incident_id: string;
+  created_at: string;
+  check: {
+    id: string;
+    status: CheckStatus;
+    response_time: number;
+    status_code: number;
+    error?: CheckError;
+    created_at: string;
+  };
+  monitor: { name: string; url: string };
+}
+
+export interface Incident {
+  id: string;
+  monitor_id: string;
+  status: 'open' | 'resolved';
+  started_at: string;
+  resolved_at: string | null;
+  duration_seconds: number;
+  cause: { status_code: number; error: CheckError | null };
+}

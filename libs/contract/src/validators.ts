@@ -1,7 +1,17 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ALL_SCHEMAS } from './schemas.js';
-import type { Check, CheckMessage, EventMessage, IngestRequest } from './types.js';
+import type {
+  AlertMessage,
+  Check,
+  CheckMessage,
+  EventMessage,
+  Incident,
+  IngestRequest,
+  Monitor,
+  MonitorCreate,
+  MonitorPatch,
+} from './types.js';
 
 // NOTE: ajv-formats is CommonJS with a default export; under NodeNext its default
 // import is the module object on some toolchains and the function on others.
@@ -15,12 +25,17 @@ export interface Validators {
   eventMessage: ValidateFunction<EventMessage>;
   checkMessage: ValidateFunction<CheckMessage>;
   check: ValidateFunction<Check>;
+  monitorCreate: ValidateFunction<MonitorCreate>;
+  monitorPatch: ValidateFunction<MonitorPatch>;
+  monitor: ValidateFunction<Monitor>;
+  alertMessage: ValidateFunction<AlertMessage>;
+  incident: ValidateFunction<Incident>;
 }
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
 export function createValidators(): Validators {
-  const ajv = new Ajv({ allErrors: true, strict: true, schemas: [...ALL_SCHEMAS] });
-  addFormats(ajv, ['date-time', 'uuid']);
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, schemas: [...ALL_SCHEMAS] });
+  addFormats(ajv, ['date-time', 'uuid', 'uri']);
   const get = <T>(id: string): ValidateFunction<T> => {
     const fn = ajv.getSchema<T>(id);
     if (!fn) throw new Error(`schema ${id} missing`);
@@ -31,6 +46,11 @@ export function createValidators(): Validators {
     eventMessage: get<EventMessage>('EventMessage'),
     checkMessage: get<CheckMessage>('CheckMessage'),
     check: get<Check>('Check'),
+    monitorCreate: get<MonitorCreate>('MonitorCreate'),
+    monitorPatch: get<MonitorPatch>('MonitorPatch'),
+    monitor: get<Monitor>('Monitor'),
+    alertMessage: get<AlertMessage>('AlertMessage'),
+    incident: get<Incident>('Incident'),
   };
 }
 

@@ -59,7 +59,6 @@ export function createClickHouse(opts: ClickHouseOptions): ClickHouseClient {
  * refreshed every `pingIntervalMs`, so /readyz never waits on ClickHouse.
  */
 export class ClickHouseComponent implements Component {
-  readonly name = 'clickhouse';
   private healthy = false;
   private timer: NodeJS.Timeout | undefined;
 
@@ -69,6 +68,7 @@ export class ClickHouseComponent implements Component {
     private readonly pingIntervalMs = 2000,
     /** The gateway only reloads keys from ClickHouse: it stays ready while ClickHouse is down. */
     readonly essential = true,
+    readonly name = 'clickhouse',
   ) {}
 
   async start(): Promise<void> {

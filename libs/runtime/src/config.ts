@@ -125,6 +125,13 @@ export const topicSpec = {
     'Kafka topic of messages that can never be written',
     TOPIC,
   ),
+  alertsTopic: v.str('ALERTS_TOPIC', 'monitor.alerts', 'Kafka topic of monitor state changes (down, up)', TOPIC),
+  monitorChangesTopic: v.str(
+    'MONITOR_CHANGES_TOPIC',
+    'monitor.changes',
+    'Kafka topic of registry change notices; its partitions divide the monitors among check runners',
+    TOPIC,
+  ),
 } satisfies ConfigSpec;
 
 export const clickhouseSpec = {

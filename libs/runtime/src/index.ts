@@ -12,3 +12,5 @@ export * from './sql.js';
 export * from './provision.js';
 export * from './retention.js';
 export * from './clickhouse-reader.js';
+export * from './body.js';
+export * from './monitors.js';

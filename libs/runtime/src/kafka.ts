@@ -11,6 +11,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import { KafkaUnavailableError } from './errors.js';
 import type { Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
+import { monitorPartition } from './monitors.js';
 
 export interface KafkaOptions {
   brokers: string[];
@@ -82,7 +83,7 @@ export interface ProducerOptions {
    * key, spreading messages evenly and costing far less CPU than kafkajs's murmur2 (for
    * events, whose order does not matter).
    */
-  partitioner?: 'murmur2' | 'round-robin';
+  partitioner?: 'murmur2' | 'round-robin' | 'monitor';
   registry: Registry;
   logger: Logger;
   /** A send that is not acknowledged within this many ms fails with KafkaUnavailableError. */
@@ -98,6 +99,16 @@ const roundRobinPartitioner: ICustomPartitioner = () => {
     return pool[next % pool.length]!.partitionId;
   };
 };
+
+/** By monitorPartition() of the key (a monitor id): what check runners expect. */
+const monitorPartitioner: ICustomPartitioner = () => ({ partitionMetadata, message }) =>
+  monitorPartition(String(message.key), partitionMetadata.length);
+
+const PARTITIONERS = {
+  'round-robin': roundRobinPartitioner,
+  murmur2: Partitioners.DefaultPartitioner,
+  monitor: monitorPartitioner,
+} as const;
 
 /**
  * A producer whose send() resolves only once every message is acknowledged by all
@@ -115,7 +126,7 @@ export class AckedProducer implements Component {
   constructor(private readonly opts: ProducerOptions) {
     this.producer = opts.kafka.producer({
       allowAutoTopicCreation: false,
-      createPartitioner: opts.partitioner === 'round-robin' ? roundRobinPartitioner : Partitioners.DefaultPartitioner,
+      createPartitioner: PARTITIONERS[opts.partitioner ?? 'murmur2'],
       // NOTE: kafkajs retries inside send(); our deadline (ackTimeoutMs) bounds the wait.
       retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
     });

@@ -12,8 +12,14 @@ import { sqlIdentifier, sqlNumber, sqlString } from './sql.js';
 export interface Migration {
   version: number;
   name: string;
-  statements(db: string): string[];
+  statements(db: string): Statement[];
 }
+
+/**
+ * SQL, or a column to add. ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, so
+ * migrate() adds a column only when system.columns does not list it yet.
+ */
+export type Statement = string | { addColumn: { table: string; column: string; type: string } };
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -97,6 +103,38 @@ export const MIGRATIONS: readonly Migration[] = [
       GROUP BY monitor_id, hour, status`,
     ],
   },
+  {
+    version: 3,
+    name: 'monitor registry, alerts, check errors',
+    statements: (db) => [
+      // One row per change; the newest version of an id is the monitor (deleted = 1: gone).
+      `CREATE TABLE IF NOT EXISTS ${db}.monitors (
+        id String,
+        version UInt64,
+        deleted UInt8,
+        spec String,
+        created_at DateTime('UTC'),
+        updated_at DateTime('UTC')
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY id`,
+      // One row per state change of a monitor, written by the consumer from the alerts topic.
+      `CREATE TABLE IF NOT EXISTS ${db}.alerts (
+        id String,
+        monitor_id String,
+        incident_id String,
+        type String,
+        created_at DateTime('UTC'),
+        check_id String,
+        status String,
+        status_code UInt16,
+        error String,
+        response_time Float64,
+        inserted_at DateTime('UTC')
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      ORDER BY (monitor_id, incident_id, type)`,
+      { addColumn: { table: 'checks', column: 'error', type: 'String' } },
+    ],
+  },
 ];
 
 export async function migrate(client: ClickHouseClient, database: string, logger: Logger): Promise<number[]> {
@@ -115,7 +153,10 @@ export async function migrate(client: ClickHouseClient, database: string, logger
   const applied: number[] = [];
   for (const m of MIGRATIONS) {
     if (done.has(m.version)) continue;
-    for (const statement of m.statements(db)) await client.command({ query: statement });
+    for (const statement of m.statements(db)) {
+      if (typeof statement === 'string') await client.command({ query: statement });
+      else await addColumn(client, database, statement.addColumn);
+    }
     await client.command({
       query: `INSERT INTO ${db}.schema_migrations (version, name, applied_at) VALUES (${sqlNumber(m.version)}, ${sqlString(m.name)}, now())`,
     });
@@ -123,4 +164,27 @@ export async function migrate(client: ClickHouseClient, database: string, logger
     logger.info('migration applied', { version: m.version, name: m.name });
   }
   return applied;
+}
+
+async function columnExists(client: ClickHouseClient, database: string, table: string, column: string): Promise<boolean> {
+  const rs = await client.query({
+    query: `SELECT count() AS n FROM system.columns WHERE database = ${sqlString(database)} AND table = ${sqlString(table)} AND name = ${sqlString(column)}`,
+    format: 'JSONEachRow',
+  });
+  return Number((await rs.json<{ n: number | string }>())[0]?.n ?? 0) > 0;
+}
+
+async function addColumn(
+  client: ClickHouseClient,
+  database: string,
+  c: { table: string; column: string; type: string },
+): Promise<void> {
+  if (await columnExists(client, database, c.table, c.column)) return;
+  const target = `${sqlIdentifier(database)}.${sqlIdentifier(c.table)}`;
+  try {
+    await client.command({ query: `ALTER TABLE ${target} ADD COLUMN ${sqlIdentifier(c.column)} ${c.type}` });
+  } catch (err) {
+    // Another service migrating at the same moment added it first.
+    if (!(await columnExists(client, database, c.table, c.column))) throw err;
+  }
 }

@@ -9,14 +9,16 @@ import {
   healthRoutes,
   methodNotAllowed,
   notFound,
+  parseBody,
+  readBody,
   requestContext,
   type KeyStore,
   type Logger,
   type VerifiedKey,
 } from '@telemetry/runtime';
-import { readBody } from './body.js';
+
 import type { GatewayConfig } from './config.js';
-import { parseBody, toMessages, validateRequest } from './ingest.js';
+import { toMessages, validateRequest } from './ingest.js';
 import type { Publisher } from './publisher.js';
 import { RateLimiter } from './rate-limit.js';
 

@@ -1,7 +1,6 @@
 export { createGatewayApp, EVENTS_ROUTE, PIXEL_ROUTE, type GatewayDeps } from './app.js';
 export { BatchingPublisher, type Publisher } from './publisher.js';
 export { RateLimiter } from './rate-limit.js';
-export { readBody } from './body.js';
 export { gatewaySpec, loadGatewayConfig, type GatewayConfig } from './config.js';
 export { startGateway, type Gateway } from './gateway.js';
-export { eventIdFor, parseBody, toMessages, validateRequest, withinDepth } from './ingest.js';
+export { eventIdFor, toMessages, validateRequest } from './ingest.js';

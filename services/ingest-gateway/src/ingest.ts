@@ -3,48 +3,6 @@ import type { Message } from 'kafkajs';
 import { describeErrors, LIMITS, type EventMessage, type IngestRequest, type Validators } from '@telemetry/contract';
 import { AppError } from '@telemetry/runtime';
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
-
-/** Parses a request body: strict UTF-8, JSON, bounded nesting depth. */
-export function parseBody(body: Buffer): unknown {
-  let text: string;
-  try {
-    text = utf8.decode(body);
-  } catch {
-    throw new AppError('INVALID_JSON', 'the body is not valid UTF-8');
-  }
-  if (!withinDepth(text, LIMITS.maxJsonDepth)) {
-    throw new AppError('VALIDATION_FAILED', `JSON nesting is deeper than ${LIMITS.maxJsonDepth}`, {
-      limit: 'maxJsonDepth',
-      max: LIMITS.maxJsonDepth,
-    });
-  }
-  try {
-    // NOTE: JSON.parse makes "__proto__" an own data property; it never touches a
-    // prototype, and we never merge parsed objects into others.
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new AppError('INVALID_JSON', `the body is not valid JSON: ${(err as Error).message}`);
-  }
-}
-
-/** Checks nesting depth on the raw text before parsing (cheap, and no deep recursion). */
-export function withinDepth(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92 /* \ */) i++;
-      else if (c === 34 /* " */) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 /* { */ || c === 91 /* [ */) {
-      if (++depth > max) return false;
-    } else if (c === 125 || c === 93) depth--;
-  }
-  return true;
-}
-
 export function validateRequest(v: Validators, body: unknown, maxEvents: number): IngestRequest {
   if (
     typeof body === 'object' &&

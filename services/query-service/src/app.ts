@@ -1,6 +1,6 @@
 import type { Express, RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
-import { buildOpenApi } from '@telemetry/contract';
+import { buildOpenApi, type Validators } from '@telemetry/contract';
 import {
   AppError,
   createExpressApp,
@@ -14,10 +14,12 @@ import {
   type ClickHouseReader,
   type KeyStore,
   type Logger,
+  type MonitorStore,
   type Scope,
   type VerifiedKey,
 } from '@telemetry/runtime';
 import { checksRoute } from './checks.route.js';
+import { monitorRoutes, requireMonitor, type ChangeNotifier, type MonitorDirectory } from './monitors.route.js';
 import { exportRoute } from './export.route.js';
 import { summaryRoute } from './summary.route.js';
 import type { QueryConfig } from './config.js';
@@ -29,6 +31,10 @@ export interface QueryDeps {
   keys: Pick<KeyStore, 'verify'>;
   client: ClickHouseClient;
   reader: ClickHouseReader;
+  validators: Validators;
+  monitors: MonitorStore;
+  directory: MonitorDirectory;
+  notifier: ChangeNotifier;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -43,9 +49,22 @@ export function createQueryApp(deps: QueryDeps): Express {
     openapi: buildOpenApi('query'),
   });
   // No CORS headers: this API is for servers and scripts holding an API key, not for browsers.
+  const known = requireMonitor(deps.directory, deps.logger);
+  monitorRoutes(app, {
+    store: deps.monitors,
+    directory: deps.directory,
+    notifier: deps.notifier,
+    validators: deps.validators,
+    reader: deps.reader,
+    database: deps.config.clickhouseDatabase,
+    logger: deps.logger,
+    queryTimeoutMs: deps.config.queryTimeoutMs,
+    auth: { read: bearer(deps.keys, 'monitors:read'), write: bearer(deps.keys, 'monitors:write') },
+  });
   app.get(
     '/api/monitors/:id/checks',
     bearer(deps.keys, 'checks:read'),
+    known,
     checksRoute({
       reader: deps.reader,
       database: deps.config.clickhouseDatabase,
@@ -58,6 +77,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   app.get(
     '/api/monitors/:id/checks/summary',
     bearer(deps.keys, 'checks:read'),
+    known,
     summaryRoute({
       reader: deps.reader,
       database: deps.config.clickhouseDatabase,
@@ -68,6 +88,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   app.get(
     '/api/monitors/:id/checks/export',
     bearer(deps.keys, 'checks:read'),
+    known,
     exportRoute({
       client: deps.client,
       database: deps.config.clickhouseDatabase,
@@ -79,9 +100,12 @@ export function createQueryApp(deps: QueryDeps): Express {
     '/api/monitors/:id/checks',
     '/api/monitors/:id/checks/summary',
     '/api/monitors/:id/checks/export',
+    '/api/monitors/:id/incidents',
   ]) {
     methodNotAllowed(app, path, ['GET', 'HEAD']);
   }
+  methodNotAllowed(app, '/api/monitors', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/monitors/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;

@@ -99,7 +99,7 @@ export function checksSql(database: string, q: ChecksQuery): string {
     const t = `toDateTime(${sqlNumber(q.cursor.t)})`;
     where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);
   }
-  return `SELECT id, monitor_id, status, response_time, status_code, toUnixTimestamp(created_at) AS ts
+  return `SELECT id, monitor_id, status, response_time, status_code, error, toUnixTimestamp(created_at) AS ts
     FROM ${sqlIdentifier(database)}.checks
     WHERE ${where.join(' AND ')}
     ORDER BY created_at ${dir}, id ${dir}
@@ -118,6 +118,7 @@ export interface CheckRow {
   status: string;
   response_time: number;
   status_code: number;
+  error: string;
   ts: number | string;
 }
 
@@ -129,6 +130,7 @@ export function rowToCheck(r: CheckRow): Check {
     status: r.status as Check['status'],
     response_time: Number(r.response_time),
     status_code: Number(r.status_code),
+    error: (r.error || null) as Check['error'],
     created_at: toIsoSeconds(Number(r.ts)),
   };
 }

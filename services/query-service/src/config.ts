@@ -1,9 +1,35 @@
-import { clickhouseSpec, loadConfig, logSpec, serviceSpec, v, type ConfigOf, type Env } from '@telemetry/runtime';
+import {
+  clickhouseSpec,
+  kafkaSpec,
+  loadConfig,
+  logSpec,
+  serviceSpec,
+  topicSpec,
+  v,
+  type ConfigOf,
+  type Env,
+} from '@telemetry/runtime';
 
 export const querySpec = {
   ...logSpec,
   ...clickhouseSpec,
   ...serviceSpec,
+  kafkaBrokers: kafkaSpec.kafkaBrokers,
+  kafkaClientId: kafkaSpec.kafkaClientId,
+  monitorChangesTopic: topicSpec.monitorChangesTopic,
+  registryUser: v.str(
+    'REGISTRY_CLICKHOUSE_USER',
+    'default',
+    'ClickHouse user that writes the monitor registry (CLICKHOUSE_USER only reads)',
+  ),
+  registryPassword: v.secret('REGISTRY_CLICKHOUSE_PASSWORD', '', 'its password'),
+  monitorCacheMs: v.int(
+    'MONITOR_CACHE_MS',
+    5000,
+    'how long a found monitor id is remembered (a delete on another replica shows after this)',
+    0,
+    600_000,
+  ),
   host: v.str('HOST', '0.0.0.0', 'address to listen on'),
   port: v.int('PORT', 8082, 'HTTP port (0 picks a free one)', 0, 65535),
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),

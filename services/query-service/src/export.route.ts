@@ -6,7 +6,7 @@ import { checksSql, rowToCheck, type CheckRow } from './checks.route.js';
 import { bad, monitorIdOf, rangeParams, rejectUnknown, single, statusesParam } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'status', 'format']);
-const CSV_HEADER = 'id,monitor_id,status,response_time,status_code,created_at\n';
+const CSV_HEADER = 'id,monitor_id,status,response_time,status_code,error,created_at\n';
 
 function csvField(s: string): string {
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
@@ -70,7 +70,7 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
           const check = rowToCheck(row.json<CheckRow>());
           chunk +=
             format === 'csv'
-              ? `${csvField(check.id)},${csvField(check.monitor_id)},${check.status},${check.response_time},${check.status_code},${check.created_at}\n`
+              ? `${csvField(check.id)},${csvField(check.monitor_id)},${check.status},${check.response_time},${check.status_code},${check.error ?? ''},${check.created_at}\n`
               : `${JSON.stringify(check)}\n`;
         }
         if (!res.write(chunk)) await once(res, 'drain');

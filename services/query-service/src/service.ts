@@ -1,5 +1,9 @@
+import { createValidators } from '@telemetry/contract';
 import {
+  AckedProducer,
   ClickHouseComponent,
+  createKafka,
+  MonitorStore,
   ClickHouseReader,
   ClickHouseKeySource,
   createClickHouse,
@@ -10,6 +14,7 @@ import {
   type Logger,
 } from '@telemetry/runtime';
 import { createQueryApp } from './app.js';
+import { MonitorDirectory } from './monitors.route.js';
 import type { QueryConfig } from './config.js';
 
 export interface QueryService {
@@ -41,6 +46,28 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
     maxSockets: config.maxQueriesInFlight,
   });
+  // The registry is written with its own user: CLICKHOUSE_USER may only read.
+  const registryCh = new ClickHouseComponent(
+    createClickHouse({
+      url: config.clickhouseUrl,
+      username: config.registryUser,
+      password: config.registryPassword,
+      database: config.clickhouseDatabase,
+      logger,
+      requestTimeoutMs: config.queryTimeoutMs + 1000,
+    }),
+    logger,
+    2000,
+    true,
+    'clickhouse-registry',
+  );
+  const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase);
+  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-query`, logger });
+  const changes = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 5000, partitioner: 'monitor' });
+  const notifier = {
+    notify: (c: { id: string; version: number; deleted: boolean }) =>
+      changes.send(config.monitorChangesTopic, [{ key: c.id, value: JSON.stringify(c) }]),
+  };
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
@@ -50,12 +77,17 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     keys,
     client: ch.client,
     reader,
+    validators: createValidators(),
+    monitors,
+    directory: new MonitorDirectory(monitors, config.monitorCacheMs),
+    notifier,
     ready: runner.ready,
     details: runner.health,
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
-  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> reader sockets -> ClickHouse.
-  runner.use(ch, reader, keys, http);
+  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> change
+  // notices -> reader sockets -> ClickHouse clients.
+  runner.use(ch, registryCh, reader, changes, keys, http);
   await runner.start();
   logger.info('query service listening', { port: http.boundPort });
   return { runner, http };

@@ -3,7 +3,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Validators } from '@telemetry/contract';
 import type { Component, Logger } from '@telemetry/runtime';
 import type { BatchWriter } from './batch-writer.js';
-import { decodeCheck, decodeEvent, type Decoded } from './rows.js';
+import { decodeAlert, decodeCheck, decodeEvent, type Decoded } from './rows.js';
 
 export interface DeadLetterPublisher {
   send(topic: string, messages: Message[]): Promise<void>;
@@ -19,9 +19,11 @@ export interface ConsumerDeps {
   groupId: string;
   eventsTopic: string;
   checksTopic: string;
+  alertsTopic: string;
   deadLetterTopic: string;
   eventsTable: string;
   checksTable: string;
+  alertsTable: string;
   maxMessageBytes: number;
   partitionsConcurrently: number;
   sessionTimeoutMs: number;
@@ -30,7 +32,7 @@ export interface ConsumerDeps {
 }
 
 /**
- * Reads the events and check-results topics as one consumer group and writes them to
+ * Reads the events, check-results and alerts topics as one consumer group and writes them to
  * ClickHouse through the batch writer. Offsets are committed only after the rows of
  * every message up to them are inserted (or the message was dead-lettered), so a
  * crash at any point re-delivers rather than loses; duplicates are removed on read.
@@ -49,8 +51,16 @@ export class KafkaToClickHouse implements Component {
   private readonly deadLettered: Counter<'topic' | 'reason'>;
   private readonly lag: Gauge<'topic' | 'partition'>;
   private readonly messages: Counter<'topic'>;
+  /** Each topic read, with its table and its decoder. */
+  private readonly routes: Map<string, { table: string; decode: (v: Buffer | null) => Decoded<object> }>;
 
   constructor(private readonly deps: ConsumerDeps) {
+    const v = deps.validators;
+    this.routes = new Map([
+      [deps.eventsTopic, { table: deps.eventsTable, decode: (b) => decodeEvent(v, b) }],
+      [deps.checksTopic, { table: deps.checksTable, decode: (b) => decodeCheck(v, b) }],
+      [deps.alertsTopic, { table: deps.alertsTable, decode: (b) => decodeAlert(v, b) }],
+    ]);
     this.consumer = deps.kafka.consumer({
       groupId: deps.groupId,
       sessionTimeout: deps.sessionTimeoutMs,
@@ -87,7 +97,7 @@ export class KafkaToClickHouse implements Component {
     await this.consumer.connect();
     // NOTE: fromBeginning matters for a new group only: it must read what was
     // acknowledged before it first joined. Existing groups resume from their commits.
-    await this.consumer.subscribe({ topics: [this.deps.eventsTopic, this.deps.checksTopic], fromBeginning: true });
+    await this.consumer.subscribe({ topics: [...this.routes.keys()], fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -105,7 +115,7 @@ export class KafkaToClickHouse implements Component {
     // Stop fetching, flush what the writer holds, wait for those inserts and the
     // commits that follow them (we are still a group member), then leave the group.
     this.stopping = true;
-    this.consumer.pause([{ topic: this.deps.eventsTopic }, { topic: this.deps.checksTopic }]);
+    this.consumer.pause([...this.routes.keys()].map((topic) => ({ topic })));
     this.deps.writer.drain();
     await this.settle();
     await this.consumer.disconnect();
@@ -127,11 +137,12 @@ export class KafkaToClickHouse implements Component {
     const { topic, partition } = batch;
     this.messages.inc({ topic }, batch.messages.length);
     this.lag.set({ topic, partition: String(partition) }, Number(batch.offsetLag()));
-    const isEvents = topic === this.deps.eventsTopic;
+    const route = this.routes.get(topic);
+    if (!route) return; // not subscribed to it
     const rows: object[] = [];
     const dead: Message[] = [];
     for (const m of batch.messages) {
-      const d = this.decode(isEvents, m);
+      const d = this.decode(route.decode, m);
       if (d.ok) rows.push(d.row);
       else dead.push(this.deadLetter(topic, partition, m, d.reason));
     }
@@ -149,7 +160,7 @@ export class KafkaToClickHouse implements Component {
       clearInterval(beat);
     }
     if (!payload.isRunning() || payload.isStale()) return; // revoked meanwhile: the new owner re-reads
-    const inserted = this.deps.writer.write(isEvents ? this.deps.eventsTable : this.deps.checksTable, rows);
+    const inserted = this.deps.writer.write(route.table, rows);
     const last = batch.lastOffset();
     payload.resolveOffset(last);
     const key = `${topic}:${partition}`;
@@ -206,11 +217,11 @@ export class KafkaToClickHouse implements Component {
     }
   }
 
-  private decode(isEvents: boolean, m: KafkaMessage): Decoded<object> {
+  private decode(decode: (v: Buffer | null) => Decoded<object>, m: KafkaMessage): Decoded<object> {
     if (m.value !== null && m.value.length > this.deps.maxMessageBytes) {
       return { ok: false, reason: `too large: ${m.value.length} bytes` };
     }
-    return isEvents ? decodeEvent(this.deps.validators, m.value) : decodeCheck(this.deps.validators, m.value);
+    return decode(m.value);
   }
 
   private deadLetter(topic: string, partition: number, m: KafkaMessage, reason: string): Message {

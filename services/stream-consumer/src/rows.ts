@@ -1,4 +1,4 @@
-import type { CheckMessage, EventMessage, Validators } from '@telemetry/contract';
+import type { AlertMessage, CheckMessage, EventMessage, Validators } from '@telemetry/contract';
 
 /** A row of `events` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */
 export interface EventRow {
@@ -22,6 +22,22 @@ export interface CheckRow {
   status: string;
   response_time: number;
   status_code: number;
+  error: string;
+  inserted_at: number;
+}
+
+/** A row of `alerts`: one state change of a monitor. */
+export interface AlertRow {
+  id: string;
+  monitor_id: string;
+  incident_id: string;
+  type: string;
+  created_at: number;
+  check_id: string;
+  status: string;
+  status_code: number;
+  error: string;
+  response_time: number;
   inserted_at: number;
 }
 
@@ -123,6 +139,40 @@ export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckR
       status: c.status,
       response_time: c.response_time,
       status_code: c.status_code,
+      error: c.error ?? '',
+      inserted_at: nowSeconds(),
+    },
+  };
+}
+
+export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertRow> {
+  let m: unknown;
+  try {
+    m = parseJson(value);
+  } catch (err) {
+    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
+  }
+  if (!v.alertMessage(m))
+    return {
+      ok: false,
+      reason: `invalid alert message: ${v.alertMessage.errors?.[0]?.instancePath} ${v.alertMessage.errors?.[0]?.message}`,
+    };
+  const a: AlertMessage = m;
+  const createdAt = toUnix(a.created_at);
+  if (createdAt === null) return { ok: false, reason: 'created_at out of range' };
+  return {
+    ok: true,
+    row: {
+      id: a.id,
+      monitor_id: a.monitor_id,
+      incident_id: a.incident_id,
+      type: a.type,
+      created_at: createdAt,
+      check_id: a.check.id,
+      status: a.check.status,
+      status_code: a.check.status_code,
+      error: a.check.error ?? '',
+      response_time: a.check.response_time,
       inserted_at: nowSeconds(),
     },
   };

@@ -66,7 +66,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     await migrate(ch.client, config.clickhouseDatabase, logger);
     await ensureTopics(
       kafka,
-      [config.eventsTopic, config.checksTopic, config.deadLetterTopic].map((topic) => ({
+      [config.eventsTopic, config.checksTopic, config.alertsTopic, config.deadLetterTopic].map((topic) => ({
         topic,
         numPartitions: config.topicPartitions,
       })),
@@ -92,9 +92,11 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     groupId: config.groupId,
     eventsTopic: config.eventsTopic,
     checksTopic: config.checksTopic,
+    alertsTopic: config.alertsTopic,
     deadLetterTopic: config.deadLetterTopic,
     eventsTable: `${db}.events`,
     checksTable: `${db}.checks`,
+    alertsTable: `${db}.alerts`,
     maxMessageBytes: config.maxMessageBytes,
     partitionsConcurrently: config.partitionsConcurrently,
     sessionTimeoutMs: config.sessionTimeoutMs,
