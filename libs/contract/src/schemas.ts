@@ -123,7 +123,13 @@ export const checkSchema = {
 export const monitorIdSchema = monitorId;
 
 const M = MONITOR_LIMITS;
-const httpUrl = { type: 'string', minLength: 8, maxLength: M.maxUrlLength, pattern: '^https?://[^\\s]+$', format: 'uri' } as const;
+const httpUrl = {
+  type: 'string',
+  minLength: 8,
+  maxLength: M.maxUrlLength,
+  pattern: '^https?://[^\\s]+$',
+  format: 'uri',
+} as const;
 const threshold = { type: 'integer', minimum: 1, maximum: M.maxThreshold } as const;
 const statusCodeRule = {
   oneOf: [

@@ -68,7 +68,8 @@ export interface MonitorSettings {
   webhooks: string[];
 }
 
-export type MonitorCreate = Partial<MonitorSettings> & Pick<MonitorSettings, 'name' | 'url'> & { webhook_secret?: string };
+export type MonitorCreate = Partial<MonitorSettings> &
+  Pick<MonitorSettings, 'name' | 'url'> & { webhook_secret?: string };
 export type MonitorPatch = Partial<MonitorSettings> & { webhook_secret?: string };
 
 export interface Monitor extends MonitorSettings {

@@ -92,4 +92,3 @@ export function withinDepth(text: string, max: number): boolean {
   }
   return true;
 }
-

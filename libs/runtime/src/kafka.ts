@@ -101,8 +101,10 @@ const roundRobinPartitioner: ICustomPartitioner = () => {
 };
 
 /** By monitorPartition() of the key (a monitor id): what check runners expect. */
-const monitorPartitioner: ICustomPartitioner = () => ({ partitionMetadata, message }) =>
-  monitorPartition(String(message.key), partitionMetadata.length);
+const monitorPartitioner: ICustomPartitioner =
+  () =>
+  ({ partitionMetadata, message }) =>
+    monitorPartition(String(message.key), partitionMetadata.length);
 
 const PARTITIONERS = {
   'round-robin': roundRobinPartitioner,

@@ -166,7 +166,12 @@ export async function migrate(client: ClickHouseClient, database: string, logger
   return applied;
 }
 
-async function columnExists(client: ClickHouseClient, database: string, table: string, column: string): Promise<boolean> {
+async function columnExists(
+  client: ClickHouseClient,
+  database: string,
+  table: string,
+  column: string,
+): Promise<boolean> {
   const rs = await client.query({
     query: `SELECT count() AS n FROM system.columns WHERE database = ${sqlString(database)} AND table = ${sqlString(table)} AND name = ${sqlString(column)}`,
     format: 'JSONEachRow',

@@ -28,7 +28,10 @@ export async function provisionFromEnv(env: Env, logger: Logger): Promise<number
   const kafka = createKafka({ brokers: c.kafkaBrokers, clientId: `${c.kafkaClientId}-provision`, logger });
   await ensureTopics(
     kafka,
-    [c.eventsTopic, c.checksTopic, c.alertsTopic, c.monitorChangesTopic, c.deadLetterTopic].map((topic) => ({ topic, numPartitions: c.topicPartitions })),
+    [c.eventsTopic, c.checksTopic, c.alertsTopic, c.monitorChangesTopic, c.deadLetterTopic].map((topic) => ({
+      topic,
+      numPartitions: c.topicPartitions,
+    })),
   );
   return applied;
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Message } from 'kafkajs';
-import { describeErrors, LIMITS, type EventMessage, type IngestRequest, type Validators } from '@telemetry/contract';
+import { describeErrors, type EventMessage, type IngestRequest, type Validators } from '@telemetry/contract';
 import { AppError } from '@telemetry/runtime';
 
 export function validateRequest(v: Validators, body: unknown, maxEvents: number): IngestRequest {

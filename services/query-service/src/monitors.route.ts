@@ -89,7 +89,8 @@ const MAX_JSON_DEPTH = 8;
 
 async function jsonBody(req: Request): Promise<unknown> {
   const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json') throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+  if (type !== 'application/json')
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
   const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity' && encoding !== 'gzip') {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding must be identity or gzip');
@@ -250,13 +251,16 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     if (!(await storeCall(req, 'monitor lookup', () => deps.directory.exists(id)))) {
       throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
     }
-    const rows = await storeCall(req, 'incidents query', async () =>
-      (
-        await deps.reader.query<IncidentRow>(
-          incidentsSql(deps.database, id, limit, status),
-          AbortSignal.timeout(deps.queryTimeoutMs),
-        )
-      ).data,
+    const rows = await storeCall(
+      req,
+      'incidents query',
+      async () =>
+        (
+          await deps.reader.query<IncidentRow>(
+            incidentsSql(deps.database, id, limit, status),
+            AbortSignal.timeout(deps.queryTimeoutMs),
+          )
+        ).data,
     );
     const now = Math.floor(Date.now() / 1000);
     res.json({ success: true, data: rows.map((r) => rowToIncident(r, id, now)) });

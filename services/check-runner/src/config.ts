@@ -1,0 +1,69 @@
+import { hostname } from 'node:os';
+import {
+  clickhouseSpec,
+  kafkaSpec,
+  loadConfig,
+  logSpec,
+  serviceSpec,
+  topicSpec,
+  v,
+  type ConfigOf,
+  type Env,
+} from '@telemetry/runtime';
+
+export const runnerSpec = {
+  ...logSpec,
+  ...kafkaSpec,
+  checksTopic: topicSpec.checksTopic,
+  alertsTopic: topicSpec.alertsTopic,
+  monitorChangesTopic: topicSpec.monitorChangesTopic,
+  ...clickhouseSpec,
+  shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
+  runnerId: v.str('RUNNER_ID', '', 'name of this runner in logs, metrics and the User-Agent (default host-pid)'),
+  groupId: v.str(
+    'RUNNER_GROUP_ID',
+    'telemetry-check-runners',
+    'Kafka consumer group whose members divide the monitors among them',
+  ),
+  sessionTimeoutMs: v.int(
+    'RUNNER_SESSION_TIMEOUT_MS',
+    10_000,
+    "how long a killed runner's monitors wait before another runner takes them over",
+    6000,
+    300_000,
+  ),
+  registryRefreshMs: v.int(
+    'REGISTRY_REFRESH_MS',
+    30_000,
+    'full reload of the registry (changes also arrive at once as notices)',
+    1000,
+    3_600_000,
+  ),
+  maxConcurrentChecks: v.int('MAX_CONCURRENT_CHECKS', 500, 'checks in flight at once; more are skipped', 1, 100_000),
+  maxBodyBytes: v.int(
+    'CHECK_MAX_BODY_BYTES',
+    1024 * 1024,
+    'bytes of a response searched for the keyword; the rest is not read',
+    1024,
+    64 * 1024 * 1024,
+  ),
+  webhookGroupId: v.str('WEBHOOK_GROUP_ID', 'telemetry-webhooks', 'Kafka consumer group that delivers webhooks'),
+  webhookTimeoutMs: v.int('WEBHOOK_TIMEOUT_MS', 5000, 'one webhook attempt fails after this long', 100, 60_000),
+  webhookMaxAttempts: v.int('WEBHOOK_MAX_ATTEMPTS', 6, 'attempts per webhook before it is given up', 1, 20),
+  webhookRetryBaseMs: v.int(
+    'WEBHOOK_RETRY_BASE_MS',
+    1000,
+    'wait before the second attempt; doubles each time (up to 60 s)',
+    10,
+    60_000,
+  ),
+  port: v.int('PORT', 8083, 'HTTP port for /healthz, /readyz, /metrics', 0, 65535),
+  host: v.str('HOST', '0.0.0.0', 'address to listen on'),
+} as const;
+
+export type RunnerConfig = ConfigOf<typeof runnerSpec>;
+
+export function loadRunnerConfig(env: Env): RunnerConfig {
+  const config = loadConfig(runnerSpec, env);
+  return { ...config, runnerId: config.runnerId || `${hostname()}-${process.pid}` };
+}

@@ -1,0 +1,129 @@
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { CheckError } from '@telemetry/contract';
+
+export interface HttpCall {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body?: string | null;
+  timeoutMs: number;
+  /** Redirects followed (0: a 3xx is the answer). */
+  maxRedirects: number;
+  /** Bytes of the response body kept; the rest is not read. */
+  maxBodyBytes: number;
+  signal?: AbortSignal;
+}
+
+export interface HttpAnswer {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  /** The first maxBodyBytes of the body. */
+  body: Buffer;
+  /** The body was longer than maxBodyBytes. */
+  truncated: boolean;
+}
+
+export class HttpCallError extends Error {
+  constructor(
+    readonly kind: CheckError,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What a failed call means for a check. */
+export function classify(err: unknown, timedOut: boolean): CheckError {
+  if (timedOut) return 'timeout';
+  const code = String((err as { code?: string }).code ?? '');
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return 'dns';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || /socket hang up/i.test(String(err))) return 'connection_reset';
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) {
+    return 'tls';
+  }
+  return 'network';
+}
+
+/**
+ * One HTTP(S) request on a fresh connection (no keep-alive: a check measures what a new
+ * visitor gets, DNS and handshakes included), bounded by `timeoutMs` over the whole
+ * exchange, following up to `maxRedirects` redirects. Fails with HttpCallError.
+ */
+export async function httpCall(call: HttpCall): Promise<HttpAnswer> {
+  const timeout = AbortSignal.timeout(call.timeoutMs);
+  const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+  let url = new URL(call.url);
+  let method = call.method;
+  let body = call.body ?? undefined;
+  for (let hop = 0; ; hop++) {
+    let answer: HttpAnswer;
+    try {
+      answer = await once(url, method, call.headers, body, call.maxBodyBytes, signal);
+    } catch (err) {
+      const kind = classify(err, timeout.aborted);
+      throw new HttpCallError(kind, kind === 'timeout' ? `no answer within ${call.timeoutMs} ms` : String(err));
+    }
+    const location = answer.headers.location;
+    if (answer.statusCode < 300 || answer.statusCode >= 400 || !location || hop >= call.maxRedirects) return answer;
+    const next = new URL(location, url);
+    if (next.protocol !== 'http:' && next.protocol !== 'https:') return answer;
+    url = next;
+    if (answer.statusCode === 303 || ((answer.statusCode === 301 || answer.statusCode === 302) && method === 'POST')) {
+      method = 'GET';
+      body = undefined;
+    }
+  }
+}
+
+function once(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  maxBodyBytes: number,
+  signal: AbortSignal,
+): Promise<HttpAnswer> {
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(
+      url,
+      {
+        method,
+        agent: false,
+        signal,
+        headers: {
+          ...headers,
+          Connection: 'close',
+          ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const finish = (truncated: boolean): void => {
+          resolve({
+            statusCode: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).subarray(0, maxBodyBytes),
+            truncated,
+          });
+        };
+        res.on('data', (c: Buffer) => {
+          if (size >= maxBodyBytes) return;
+          chunks.push(c);
+          size += c.length;
+          if (size >= maxBodyBytes) {
+            finish(true);
+            res.destroy();
+          }
+        });
+        res.on('end', () => finish(false));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}

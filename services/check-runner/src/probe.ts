@@ -1,0 +1,87 @@
+import { createHash } from 'node:crypto';
+import type { CheckError, CheckMessage, CheckStatus, MonitorSettings, StatusCodeRule } from '@telemetry/contract';
+import { httpCall, HttpCallError, type HttpAnswer } from './http-client.js';
+
+export interface ProbeResult {
+  status: CheckStatus;
+  status_code: number;
+  /** Milliseconds from the start of the request to the end of the (read part of the) body. */
+  response_time: number;
+  error?: CheckError;
+}
+
+/** Does `code` match one of the rules (200, "2xx")? */
+export function statusExpected(code: number, rules: readonly StatusCodeRule[]): boolean {
+  return rules.some((r) => (typeof r === 'number' ? r === code : Math.floor(code / 100) === Number(r[0])));
+}
+
+/** The verdict on an answer (pure; see docs/api.md "Check statuses"). */
+export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: number): ProbeResult {
+  const base = { status_code: answer.statusCode, response_time: responseTime };
+  if (!statusExpected(answer.statusCode, m.expected_status_codes)) {
+    return { ...base, status: 'down', error: 'unexpected_status' };
+  }
+  if (m.keyword !== null && !answer.body.toString('utf8').includes(m.keyword)) {
+    return { ...base, status: 'down', error: answer.truncated ? 'body_too_large' : 'keyword_missing' };
+  }
+  if (m.degraded_threshold_ms !== null && responseTime > m.degraded_threshold_ms) {
+    return { ...base, status: 'degraded' };
+  }
+  return { ...base, status: 'up' };
+}
+
+export interface ProbeContext {
+  userAgent: string;
+  checkId: string;
+  monitorId: string;
+  maxBodyBytes: number;
+  signal?: AbortSignal;
+}
+
+/** Runs one check of `m`: never throws; a failure is a `down` result with its `error`. */
+export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
+  const started = performance.now();
+  const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
+  try {
+    const answer = await httpCall({
+      url: m.url,
+      method: m.method,
+      headers: {
+        'User-Agent': ctx.userAgent,
+        'X-Monitor-Id': ctx.monitorId,
+        'X-Check-Id': ctx.checkId,
+        ...(m.body !== null ? { 'Content-Type': 'application/json' } : {}),
+        ...m.headers,
+      },
+      body: m.body,
+      timeoutMs: m.timeout_ms,
+      maxRedirects: m.follow_redirects ? 5 : 0,
+      maxBodyBytes: m.method === 'HEAD' ? 1 : ctx.maxBodyBytes,
+      signal: ctx.signal,
+    });
+    return judge(m, answer, elapsed());
+  } catch (err) {
+    const error = err instanceof HttpCallError ? err.kind : 'network';
+    return { status: 'down', status_code: 0, response_time: elapsed(), error };
+  }
+}
+
+/**
+ * The id of the check of `monitorId` in the slot starting at `slotStartMs`: the same on
+ * every runner, so a check run twice (a handover) is stored once.
+ */
+export function checkIdFor(monitorId: string, slotStartMs: number): string {
+  return `chk_${createHash('sha256').update(`${monitorId}\n${slotStartMs}`).digest('hex').slice(0, 24)}`;
+}
+
+export function checkMessage(monitorId: string, id: string, startedAt: Date, r: ProbeResult): CheckMessage {
+  return {
+    id,
+    monitor_id: monitorId,
+    status: r.status,
+    response_time: r.response_time,
+    status_code: r.status_code,
+    ...(r.error ? { error: r.error } : {}),
+    created_at: startedAt.toISOString(),
+  };
+}

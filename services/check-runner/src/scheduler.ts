@@ -1,0 +1,307 @@
+import { createHash } from 'node:crypto';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { AlertMessage, CheckMessage } from '@telemetry/contract';
+import type { Component, Logger, StoredMonitor } from '@telemetry/runtime';
+import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
+import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
+
+export interface SchedulerDeps {
+  monitors: { all(): Iterable<StoredMonitor> };
+  /** Does this runner own the monitor now (see GroupAssignment)? */
+  owns(monitorId: string): boolean;
+  /** Where each monitor's alerting state starts when this runner takes it on. */
+  loadStates(ids: string[]): Promise<Map<string, AlertState>>;
+  probe(m: StoredMonitor, ctx: ProbeContext): Promise<ProbeResult>;
+  publishCheck(check: CheckMessage): Promise<void>;
+  publishAlert(alert: AlertMessage): Promise<void>;
+  logger: Logger;
+  registry: Registry;
+  runnerId: string;
+  maxConcurrentChecks: number;
+  maxBodyBytes: number;
+}
+
+interface Entry {
+  monitor: StoredMonitor;
+  timer?: NodeJS.Timeout;
+  /** Undefined until loaded; no check runs before. */
+  state?: AlertState;
+  running?: Promise<void>;
+  abort?: AbortController;
+}
+
+/** Where a monitor's checks fall within its interval: spreads monitors over time. */
+export function phaseOf(monitorId: string, intervalMs: number): number {
+  return createHash('sha1').update(monitorId).digest().readUInt32BE(4) % intervalMs;
+}
+
+/**
+ * The start of the first slot after `now`. Slots are `interval` apart at the monitor's
+ * phase, the same on every runner: a runner taking a monitor over continues its grid,
+ * so the slot the previous owner ran is not run again.
+ */
+export function nextSlot(monitorId: string, intervalSeconds: number, now: number): number {
+  const interval = intervalSeconds * 1000;
+  const phase = phaseOf(monitorId, interval);
+  return (Math.floor((now - phase) / interval) + 1) * interval + phase;
+}
+
+export function alertIdFor(monitorId: string, t: Transition): string {
+  const h = createHash('sha256').update(`${monitorId}\n${t.incidentId}\n${t.type}`).digest('hex');
+  return `alr_${h.slice(0, 24)}`;
+}
+
+/**
+ * Runs the checks of the monitors this runner owns, each on its own slot grid, publishes
+ * every result to the check-results topic and every state change to the alerts topic
+ * (both acknowledged by Kafka before the next step).
+ */
+export class Scheduler implements Component {
+  readonly name = 'scheduler';
+  private readonly entries = new Map<string, Entry>();
+  private inFlight = 0;
+  private stopping = false;
+  private loading: Promise<void> | undefined;
+  private reloadAgain = false;
+  private readonly checks: Counter<'status'>;
+  private readonly skipped: Counter<'reason'>;
+  private readonly alerts: Counter<'type'>;
+  private readonly duration: Histogram<'status'>;
+  private readonly lateness: Histogram;
+  private readonly ownedGauge: Gauge;
+
+  constructor(private readonly deps: SchedulerDeps) {
+    const registers = [deps.registry];
+    this.checks = new Counter({
+      name: 'runner_checks_total',
+      help: 'Checks run and published, by status',
+      labelNames: ['status'],
+      registers,
+    });
+    this.skipped = new Counter({
+      name: 'runner_checks_skipped_total',
+      help: 'Check slots not run or not published (overlap, busy, unpublished, handed_over)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.alerts = new Counter({
+      name: 'runner_alerts_total',
+      help: 'State changes published to the alerts topic',
+      labelNames: ['type'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'runner_check_duration_seconds',
+      help: 'Response time measured by checks',
+      labelNames: ['status'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    this.lateness = new Histogram({
+      name: 'runner_check_start_delay_seconds',
+      help: 'How late a check started after its slot (timer and event-loop delay)',
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers,
+    });
+    this.ownedGauge = new Gauge({
+      name: 'runner_monitors_owned',
+      help: 'Monitors whose checks this runner runs',
+      registers,
+    });
+  }
+
+  start(): Promise<void> {
+    this.reconcile();
+    return Promise.resolve();
+  }
+
+  health(): boolean {
+    return !this.stopping;
+  }
+
+  /** Matches the schedule to the registry and the ownership; call after either changes. */
+  reconcile(): void {
+    if (this.stopping) return;
+    const desired = new Map<string, StoredMonitor>();
+    for (const m of this.deps.monitors.all()) {
+      if (!m.paused && this.deps.owns(m.id)) desired.set(m.id, m);
+    }
+    for (const [id, e] of this.entries) {
+      if (!desired.has(id)) this.drop(id, e);
+    }
+    let pending = false;
+    for (const [id, m] of desired) {
+      const e = this.entries.get(id);
+      if (!e) {
+        this.entries.set(id, { monitor: m });
+        pending = true;
+      } else if (e.monitor.version !== m.version) {
+        e.monitor = m;
+        if (e.state) this.arm(id, e);
+      }
+    }
+    this.ownedGauge.set(this.entries.size);
+    if (pending) this.loadPending();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const e of this.entries.values()) clearTimeout(e.timer);
+    const running = [...this.entries.values()].flatMap((e) => (e.running ? [e.running] : []));
+    // Checks in flight finish (and publish) if they can within 5 s; then they are cut.
+    const grace = new Promise((r) => setTimeout(r, 5000).unref());
+    await Promise.race([Promise.all(running), grace]);
+    for (const e of this.entries.values()) e.abort?.abort();
+    await Promise.all(running);
+    this.entries.clear();
+  }
+
+  /** Monitors scheduled here now (for tests and logs). */
+  scheduled(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  private drop(id: string, e: Entry): void {
+    clearTimeout(e.timer);
+    e.abort?.abort();
+    this.entries.delete(id);
+  }
+
+  /** Loads the alerting state of new entries (one load at a time), then arms them. */
+  private loadPending(): void {
+    if (this.loading) {
+      this.reloadAgain = true;
+      return;
+    }
+    const ids = [...this.entries].filter(([, e]) => !e.state).map(([id]) => id);
+    if (ids.length === 0) return;
+    this.loading = this.deps
+      .loadStates(ids)
+      .catch((err: unknown) => {
+        // Checking matters more than the state: start from unknown (a monitor that
+        // was already down may then alert once more).
+        this.deps.logger.warn('could not load alert states; starting from unknown', { err: String(err) });
+        return new Map<string, AlertState>();
+      })
+      .then((states) => {
+        for (const id of ids) {
+          const e = this.entries.get(id);
+          if (!e || e.state) continue;
+          e.state = states.get(id) ?? INITIAL_STATE;
+          this.arm(id, e);
+        }
+      })
+      .finally(() => {
+        this.loading = undefined;
+        if (this.reloadAgain) {
+          this.reloadAgain = false;
+          this.loadPending();
+        }
+      });
+  }
+
+  private arm(id: string, e: Entry, now = Date.now()): void {
+    clearTimeout(e.timer);
+    if (this.stopping) return;
+    const slot = nextSlot(id, e.monitor.interval_seconds, now);
+    e.timer = setTimeout(() => this.fire(id, slot), slot - now);
+  }
+
+  private fire(id: string, slot: number): void {
+    const e = this.entries.get(id);
+    if (!e || this.stopping) return;
+    this.lateness.observe(Math.max(0, Date.now() - slot) / 1000);
+    this.arm(id, e, Math.max(Date.now(), slot));
+    if (!this.deps.owns(id)) {
+      // Ownership lapsed (no heartbeat): the group is about to move it.
+      this.skipped.inc({ reason: 'handed_over' });
+      return;
+    }
+    if (e.running) {
+      this.skipped.inc({ reason: 'overlap' });
+      return;
+    }
+    if (this.inFlight >= this.deps.maxConcurrentChecks) {
+      this.skipped.inc({ reason: 'busy' });
+      this.deps.logger.warn('check skipped: too many in flight', { monitor_id: id });
+      return;
+    }
+    this.inFlight++;
+    const abort = new AbortController();
+    e.abort = abort;
+    e.running = this.run(e, slot, abort.signal)
+      .catch((err: unknown) => {
+        this.deps.logger.error('check failed unexpectedly', { monitor_id: id, err: String(err) });
+      })
+      .finally(() => {
+        this.inFlight--;
+        e.running = undefined;
+        e.abort = undefined;
+      });
+  }
+
+  private async run(e: Entry, slot: number, signal: AbortSignal): Promise<void> {
+    const m = e.monitor;
+    const id = checkIdFor(m.id, slot);
+    const startedAt = new Date();
+    const result = await this.deps.probe(m, {
+      userAgent: `telemetry-check-runner/0.1 (+runner=${this.deps.runnerId})`,
+      checkId: id,
+      monitorId: m.id,
+      maxBodyBytes: this.deps.maxBodyBytes,
+      signal,
+    });
+    if (signal.aborted || this.entries.get(m.id) !== e || !this.deps.owns(m.id)) {
+      // Handed over (or removed) while it ran: the new owner runs the next slot.
+      this.skipped.inc({ reason: 'handed_over' });
+      return;
+    }
+    const check = checkMessage(m.id, id, startedAt, result);
+    try {
+      await this.deps.publishCheck(check);
+    } catch (err) {
+      this.skipped.inc({ reason: 'unpublished' });
+      this.deps.logger.warn('check result not published', { monitor_id: m.id, check_id: id, err: String(err) });
+      return;
+    }
+    this.checks.inc({ status: result.status });
+    this.duration.observe({ status: result.status }, result.response_time / 1000);
+    const { next, transition } = decide(e.state ?? INITIAL_STATE, check, m);
+    if (transition) {
+      const alert: AlertMessage = {
+        id: alertIdFor(m.id, transition),
+        type: transition.type,
+        monitor_id: m.id,
+        incident_id: transition.incidentId,
+        created_at: new Date().toISOString(),
+        check: {
+          id: check.id,
+          status: check.status,
+          response_time: check.response_time,
+          status_code: check.status_code,
+          ...(check.error ? { error: check.error } : {}),
+          created_at: check.created_at,
+        },
+        monitor: { name: m.name, url: m.url },
+      };
+      try {
+        await this.deps.publishAlert(alert);
+      } catch (err) {
+        // Not published: keep the old state, so the next check makes the change again.
+        this.deps.logger.warn('alert not published; retrying with the next check', {
+          monitor_id: m.id,
+          type: alert.type,
+          err: String(err),
+        });
+        return;
+      }
+      this.alerts.inc({ type: alert.type });
+      this.deps.logger.info('monitor state changed', {
+        monitor_id: m.id,
+        type: alert.type,
+        incident_id: alert.incident_id,
+      });
+    }
+    e.state = next;
+  }
+}

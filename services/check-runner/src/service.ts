@@ -1,0 +1,117 @@
+import { createValidators } from '@telemetry/contract';
+import {
+  AckedProducer,
+  ClickHouseComponent,
+  createClickHouse,
+  createExpressApp,
+  createKafka,
+  createRegistry,
+  errorHandler,
+  healthRoutes,
+  HttpServerComponent,
+  MonitorStore,
+  notFound,
+  ServiceRunner,
+  type Logger,
+} from '@telemetry/runtime';
+import { GroupAssignment } from './assignment.js';
+import type { RunnerConfig } from './config.js';
+import { probe } from './probe.js';
+import { lastAlerts, RegistryCache } from './registry.js';
+import { Scheduler } from './scheduler.js';
+import { stateFromLastAlert } from './state.js';
+import { WebhookDispatcher } from './webhooks.js';
+
+export interface CheckRunner {
+  runner: ServiceRunner;
+  http: HttpServerComponent;
+  scheduler: Scheduler;
+  assignment: GroupAssignment;
+}
+
+export async function startCheckRunner(config: RunnerConfig, logger: Logger): Promise<CheckRunner> {
+  const registry = createRegistry('check-runner');
+  const ch = new ClickHouseComponent(
+    createClickHouse({
+      url: config.clickhouseUrl,
+      username: config.clickhouseUser,
+      password: config.clickhousePassword,
+      database: config.clickhouseDatabase,
+      logger,
+    }),
+    logger,
+    2000,
+    // Checks go on from the last copy of the registry while ClickHouse is away.
+    false,
+  );
+  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-runner`, logger });
+  const producer = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 10_000 });
+  const userAgent = `telemetry-check-runner/0.1 (+runner=${config.runnerId})`;
+
+  // The registry and the group call the scheduler (built below) when they change.
+  const reconcile = (): void => scheduler.reconcile();
+  const monitors = new RegistryCache(
+    new MonitorStore(ch.client, config.clickhouseDatabase),
+    logger,
+    config.registryRefreshMs,
+    reconcile,
+  );
+  const assignment = new GroupAssignment({
+    kafka,
+    logger,
+    registry,
+    topic: config.monitorChangesTopic,
+    groupId: config.groupId,
+    sessionTimeoutMs: config.sessionTimeoutMs,
+    onNotice: (change) => {
+      monitors.reload(change.id).catch((err: unknown) => {
+        logger.warn('monitor reload failed', { monitor_id: change.id, err: String(err) });
+      });
+    },
+    onChange: reconcile,
+  });
+  const scheduler: Scheduler = new Scheduler({
+    monitors,
+    owns: (id) => assignment.owns(id),
+    loadStates: async (ids) => {
+      const last = await lastAlerts(ch.client, config.clickhouseDatabase, ids);
+      return new Map(ids.map((id) => [id, stateFromLastAlert(last.get(id))]));
+    },
+    probe,
+    publishCheck: (c) => producer.send(config.checksTopic, [{ key: c.monitor_id, value: JSON.stringify(c) }]),
+    publishAlert: (a) => producer.send(config.alertsTopic, [{ key: a.monitor_id, value: JSON.stringify(a) }]),
+    logger,
+    registry,
+    runnerId: config.runnerId,
+    maxConcurrentChecks: config.maxConcurrentChecks,
+    maxBodyBytes: config.maxBodyBytes,
+  });
+  const webhooks = new WebhookDispatcher({
+    kafka,
+    logger,
+    registry,
+    validators: createValidators(),
+    topic: config.alertsTopic,
+    groupId: config.webhookGroupId,
+    monitors,
+    userAgent,
+    timeoutMs: config.webhookTimeoutMs,
+    maxAttempts: config.webhookMaxAttempts,
+    retryBaseMs: config.webhookRetryBaseMs,
+  });
+
+  const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
+  const app = createExpressApp();
+  healthRoutes(app, { ready: runner.ready, details: runner.health, registry });
+  app.use(notFound);
+  app.use(errorHandler(logger));
+  const http = new HttpServerComponent(app, config.port, config.host);
+  // Start in this order; stop in reverse: the scheduler stops checking (in-flight checks
+  // finish and publish), then the runner leaves the group (its monitors move to the
+  // others at once), then webhooks stop (uncommitted alerts are delivered by another),
+  // then the producer, the registry, ClickHouse, and HTTP last.
+  runner.use(http, ch, monitors, producer, webhooks, assignment, scheduler);
+  await runner.start();
+  logger.info('check runner running', { port: http.boundPort, runner_id: config.runnerId });
+  return { runner, http, scheduler, assignment };
+}
