@@ -24,10 +24,18 @@ export async function mochaGlobalSetup(): Promise<void> {
     TEST_EVENTS_TOPIC: `test.${run}.events`,
     TEST_CHECKS_TOPIC: `test.${run}.checks`,
     TEST_DEAD_LETTER_TOPIC: `test.${run}.dead-letter`,
+    TEST_ALERTS_TOPIC: `test.${run}.alerts`,
+    TEST_MONITOR_CHANGES_TOPIC: `test.${run}.monitor-changes`,
   };
   await provision(stack, {
     database: names.TEST_DATABASE,
-    topics: [names.TEST_EVENTS_TOPIC, names.TEST_CHECKS_TOPIC, names.TEST_DEAD_LETTER_TOPIC],
+    topics: [
+      names.TEST_EVENTS_TOPIC,
+      names.TEST_CHECKS_TOPIC,
+      names.TEST_DEAD_LETTER_TOPIC,
+      names.TEST_ALERTS_TOPIC,
+      names.TEST_MONITOR_CHANGES_TOPIC,
+    ],
     partitions: 4,
   });
   Object.assign(process.env, names, {

@@ -2,7 +2,15 @@ import { gzipSync } from 'node:zlib';
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { writeSection } from '../../tools/devstack/sections.js';
-import { eventually, newKey, RELIABILITY_TITLE, runGateway, runQuery, type Running } from '../support/fixtures.js';
+import {
+  eventually,
+  newKey,
+  registerMonitors,
+  RELIABILITY_TITLE,
+  runGateway,
+  runQuery,
+  type Running,
+} from '../support/fixtures.js';
 
 interface Case {
   name: string;
@@ -84,6 +92,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
 
   before(async () => {
     [gateway, query] = await Promise.all([runGateway(), runQuery()]);
+    await registerMonitors('m1', 'tenant-a-monitor', 'tenant-b-monitor');
     access = await newKey({ kind: 'telemetry', name: 'corpus' });
     revoked = await newKey({ kind: 'telemetry', name: 'corpus revoked' });
     api = await newKey({ kind: 'api', name: 'corpus api', scopes: ['checks:read'] });

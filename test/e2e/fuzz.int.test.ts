@@ -2,7 +2,15 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { writeSection } from '../../tools/devstack/sections.js';
-import { eventually, newKey, RELIABILITY_TITLE, runGateway, runQuery, type Running } from '../support/fixtures.js';
+import {
+  eventually,
+  newKey,
+  registerMonitors,
+  RELIABILITY_TITLE,
+  runGateway,
+  runQuery,
+  type Running,
+} from '../support/fixtures.js';
 
 const run = promisify(execFile);
 
@@ -87,7 +95,12 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
   });
 
   it('finds no 5xx and no answer that contradicts the document on the query service', async () => {
-    const key = await newKey({ kind: 'api', name: 'fuzz', scopes: ['checks:read'] });
+    const key = await newKey({
+      kind: 'api',
+      name: 'fuzz',
+      scopes: ['checks:read', 'monitors:read', 'monitors:write'],
+    });
+    await registerMonitors('m');
     await eventually('key loaded', async () =>
       (await fetch(`${query.url}/api/monitors/m/checks`, { headers: { authorization: `Bearer ${key}` } })).status ===
       200

@@ -11,6 +11,7 @@ import {
   testStack,
   uid,
   type Running,
+  registerMonitors,
 } from '../support/fixtures.js';
 
 /** End to end on real Kafka and ClickHouse: HTTP -> gateway -> Kafka -> consumer -> ClickHouse -> query service. */
@@ -193,6 +194,7 @@ describe('pipeline (real Kafka and ClickHouse)', () => {
 
   it('serves check results produced to the check-results topic, newest first, duplicates hidden', async () => {
     const monitor = uid('mon');
+    await registerMonitors(monitor);
     const checks = [0, 1, 2].map((i) => ({
       id: `${monitor}-c${i}`,
       monitor_id: monitor,
@@ -210,7 +212,7 @@ describe('pipeline (real Kafka and ClickHouse)', () => {
       return r.status === 200 && j.data.length === 3 ? j : undefined;
     });
     expect(body.data).to.deep.equal(
-      [...checks].reverse().map((c) => ({ ...c, created_at: c.created_at.replace('.250Z', 'Z') })),
+      [...checks].reverse().map((c) => ({ ...c, error: null, created_at: c.created_at.replace('.250Z', 'Z') })),
     );
     // Both copies of each check are stored; the read pattern shows each once.
     const rs = await ch.query({
@@ -221,6 +223,7 @@ describe('pipeline (real Kafka and ClickHouse)', () => {
   });
 
   it('guards the check history with API keys and scopes', async () => {
+    await registerMonitors('m-1');
     const url = `${query.url}/api/monitors/m-1/checks`;
     const noScope = await newKey({ kind: 'api', name: 'no scope', scopes: ['monitors:read'] });
     const otherMonitor = await newKey({

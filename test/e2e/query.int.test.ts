@@ -1,7 +1,16 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { expect } from 'chai';
 import type { ClickHouseClient } from '@telemetry/runtime';
-import { adminClickHouse, eventually, newKey, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import {
+  adminClickHouse,
+  eventually,
+  newKey,
+  registerMonitors,
+  runQuery,
+  testStack,
+  uid,
+  type Running,
+} from '../support/fixtures.js';
 
 interface Check {
   id: string;
@@ -48,6 +57,7 @@ describe('query service (real ClickHouse)', () => {
     query = await runQuery();
     ch = adminClickHouse();
     apiKey = await newKey({ kind: 'api', name: 'query tests', scopes: ['checks:read'] });
+    await registerMonitors('x', 'm1');
     await eventually('key loaded', async () =>
       (await get('/api/monitors/x/checks')).status === 200 ? true : undefined,
     );
@@ -57,8 +67,9 @@ describe('query service (real ClickHouse)', () => {
     await ch?.close();
   });
 
-  it('applies limit, order, from/to and status, and answers an unknown monitor with an empty list', async () => {
+  it('applies limit, order, from/to and status, and answers an unknown monitor with 404', async () => {
     const m = uid('params');
+    await registerMonitors(m);
     await insert(
       Array.from({ length: 10 }, (_, i) => row(m, i, i % 3 === 0 ? 'down' : i % 3 === 1 ? 'degraded' : 'up')),
     );
@@ -86,14 +97,15 @@ describe('query service (real ClickHouse)', () => {
     expect((await get(`/api/monitors/${m}/checks?status=down,degraded`)).body.data).to.have.length(7);
     const none = await get(`/api/monitors/${m}/checks?from=${from}&to=${from}`);
     expect([none.status, none.body.data]).to.deep.equal([200, []]);
-    const empty = await get(`/api/monitors/${uid('none')}/checks`);
-    expect([empty.status, empty.body.data, empty.body.next_cursor]).to.deep.equal([200, [], null]);
+    const unknown = await get(`/api/monitors/${uid('none')}/checks`);
+    expect([unknown.status, unknown.body.code]).to.deep.equal([404, 'MONITOR_NOT_FOUND']);
     expect(all.body.data[0]).to.deep.equal({
       id: 'c000009',
       monitor_id: m,
       status: 'down',
       response_time: 109,
       status_code: 503,
+      error: null,
       created_at: '2026-01-01T00:09:00Z',
     });
   });
@@ -162,6 +174,7 @@ describe('query service (real ClickHouse)', () => {
 
   it('pages through a range with cursors while new checks arrive: no gap, no repeat, duplicates hidden', async () => {
     const m = uid('paging');
+    await registerMonitors(m);
     const original = Array.from({ length: 230 }, (_, i) => row(m, i));
     await insert(original);
     await insert(original.filter((_, i) => i % 7 === 0)); // duplicate deliveries
@@ -188,6 +201,7 @@ describe('query service (real ClickHouse)', () => {
 
   it('summarises counts, uptime and response-time quantiles per interval and in total from the rollups', async () => {
     const m = uid('summary');
+    await registerMonitors(m);
     const h = Date.UTC(2026, 2, 1, 10) / 1000;
     const checks = [
       { t: h + 60, status: 'up', rt: 100 },
@@ -242,6 +256,7 @@ describe('query service (real ClickHouse)', () => {
 
   it('exports a range larger than a page as NDJSON and CSV, oldest first, each check once', async () => {
     const m = uid('export');
+    await registerMonitors(m);
     const rows = Array.from({ length: 2500 }, (_, i) => row(m, i, i % 10 === 0 ? 'down' : 'up'));
     await insert(rows);
     await insert(rows.slice(0, 100)); // duplicates

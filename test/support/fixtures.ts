@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Partitioners } from 'kafkajs';
 import { loadGatewayConfig, startGateway } from '@telemetry/ingest-gateway';
 import { loadQueryConfig, startQueryService } from '@telemetry/query-service';
+import { loadRunnerConfig, startCheckRunner } from '@telemetry/check-runner';
 import { loadConsumerConfig, startConsumer } from '@telemetry/stream-consumer';
 import {
   createClickHouse,
@@ -9,6 +10,9 @@ import {
   createLogger,
   issueKey,
   LineCollector,
+  MonitorStore,
+  DEFAULT_MONITOR,
+  newWebhookSecret,
   type ClickHouseClient,
   type Logger,
   type NewKey,
@@ -30,6 +34,8 @@ export function testStack() {
     eventsTopic: need('TEST_EVENTS_TOPIC'),
     checksTopic: need('TEST_CHECKS_TOPIC'),
     deadLetterTopic: need('TEST_DEAD_LETTER_TOPIC'),
+    alertsTopic: need('TEST_ALERTS_TOPIC'),
+    monitorChangesTopic: need('TEST_MONITOR_CHANGES_TOPIC'),
     readerUser: need('TEST_CLICKHOUSE_READER_USER'),
     readerPassword: process.env.TEST_CLICKHOUSE_READER_PASSWORD ?? '',
   };
@@ -94,6 +100,8 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     EVENTS_TOPIC: s.eventsTopic,
     CHECKS_TOPIC: s.checksTopic,
     DEAD_LETTER_TOPIC: s.deadLetterTopic,
+    ALERTS_TOPIC: s.alertsTopic,
+    MONITOR_CHANGES_TOPIC: s.monitorChangesTopic,
     HOST: '127.0.0.1',
     PORT: '0',
     KEY_REFRESH_MS: '200',
@@ -132,10 +140,50 @@ export async function runQuery(extra: Record<string, string> = {}): Promise<Runn
   const s = testStack();
   const { logger: l, logs } = logger('query-service');
   const q = await startQueryService(
-    loadQueryConfig(serviceEnv({ CLICKHOUSE_USER: s.readerUser, CLICKHOUSE_PASSWORD: s.readerPassword, ...extra })),
+    loadQueryConfig(
+      serviceEnv({
+        CLICKHOUSE_USER: s.readerUser,
+        CLICKHOUSE_PASSWORD: s.readerPassword,
+        REGISTRY_CLICKHOUSE_USER: 'default',
+        ...extra,
+      }),
+    ),
     l,
   );
   return { url: `http://127.0.0.1:${q.http.boundPort}`, logs, stop: () => q.runner.stop() };
+}
+
+export async function runRunner(extra: Record<string, string> = {}): Promise<Running> {
+  const { logger: l, logs } = logger('check-runner');
+  const r = await startCheckRunner(loadRunnerConfig(serviceEnv({ REGISTRY_REFRESH_MS: '2000', ...extra })), l);
+  return { url: `http://127.0.0.1:${r.http.boundPort}`, logs, stop: () => r.runner.stop() };
+}
+
+/**
+ * Registers monitors with these ids straight in the registry table (paused, so no runner
+ * checks them): for tests that write check history by hand.
+ */
+export async function registerMonitors(...ids: string[]): Promise<void> {
+  const s = testStack();
+  const ch = adminClickHouse();
+  try {
+    const store = new MonitorStore(ch, s.database);
+    const now = new Date().toISOString().slice(0, 19) + 'Z';
+    for (const id of ids) {
+      await store.save({
+        id,
+        ...DEFAULT_MONITOR,
+        name: id,
+        url: 'http://127.0.0.1:9/',
+        paused: true,
+        webhook_secret: newWebhookSecret(),
+        created_at: now,
+        updated_at: now,
+      });
+    }
+  } finally {
+    await ch.close();
+  }
 }
 
 export async function produce(topic: string, values: (string | object)[]): Promise<void> {

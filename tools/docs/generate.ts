@@ -4,6 +4,7 @@
  * `npm run docs` rewrites them; test/unit/docs.test.ts fails when they are stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { runnerSpec } from '@telemetry/check-runner';
 import { buildOpenApi, ERROR_CODES } from '@telemetry/contract';
 import { gatewaySpec } from '@telemetry/ingest-gateway';
 import { querySpec } from '@telemetry/query-service';
@@ -14,6 +15,7 @@ const specs: [string, ConfigSpec][] = [
   ['ingest-gateway', gatewaySpec],
   ['stream-consumer', consumerSpec],
   ['query-service', querySpec],
+  ['check-runner', runnerSpec],
   ['provision', provisionSpec],
 ];
 

@@ -1,6 +1,16 @@
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
-import { CHECK_STATUSES, LIMITS } from './limits.js';
-import { checkSchema, ingestRequestSchema, monitorIdSchema, telemetryEventSchema } from './schemas.js';
+import { CHECK_STATUSES, LIMITS, MONITOR_LIMITS } from './limits.js';
+import {
+  alertMessageSchema,
+  checkSchema,
+  incidentSchema,
+  ingestRequestSchema,
+  monitorCreateSchema,
+  monitorIdSchema,
+  monitorPatchSchema,
+  monitorSchema,
+  telemetryEventSchema,
+} from './schemas.js';
 
 /**
  * The OpenAPI 3.1 document, built from the same JSON Schemas that validate requests
@@ -172,7 +182,141 @@ const authErrors: ErrorCode[] = [
   'MONITOR_NOT_ALLOWED',
 ];
 
+const envelopeOf = (data: Json): Json => ({
+  type: 'object',
+  required: ['success', 'data'],
+  properties: { success: { const: true }, data },
+});
+
+const jsonBody = (ref: string): Json => ({
+  required: true,
+  content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } },
+});
+
+const bodyErrors: ErrorCode[] = ['INVALID_JSON', 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
+const storeErrors: ErrorCode[] = ['INTERNAL_ERROR', 'STORE_UNAVAILABLE'];
+
+const monitorPaths: Json = {
+  '/api/monitors': {
+    get: {
+      operationId: 'listMonitors',
+      summary: 'The monitors this key may see, in id order',
+      security: [{ apiKey: ['monitors:read'] }],
+      parameters: [
+        {
+          name: 'limit',
+          in: 'query',
+          required: false,
+          schema: { type: 'integer', minimum: 1, maximum: MONITOR_LIMITS.maxPageSize, default: 100 },
+        },
+        {
+          name: 'cursor',
+          in: 'query',
+          required: false,
+          description: 'next_cursor of the previous page.',
+          schema: { type: 'string' },
+        },
+      ],
+      responses: {
+        '200': {
+          description: 'A page of monitors.',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorPage' } } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', ...storeErrors]),
+      },
+    },
+    post: {
+      operationId: 'createMonitor',
+      summary: 'Create a monitor',
+      description:
+        'Only name and url are required; the rest take the defaults shown in the schema. The response (and only it) shows webhook_secret, generated unless given. Runners start checking within seconds.',
+      security: [{ apiKey: ['monitors:write'] }],
+      requestBody: jsonBody('MonitorCreate'),
+      responses: {
+        '201': {
+          description: 'Created; Location names it.',
+          headers: { Location: { schema: { type: 'string' } } },
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', ...bodyErrors, ...storeErrors]),
+      },
+    },
+  },
+  '/api/monitors/{id}': {
+    get: {
+      operationId: 'getMonitor',
+      summary: 'One monitor',
+      security: [{ apiKey: ['monitors:read'] }],
+      parameters: [monitorPath],
+      responses: {
+        '200': {
+          description: 'The monitor.',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', ...storeErrors]),
+      },
+    },
+    patch: {
+      operationId: 'updateMonitor',
+      summary: 'Change some settings of a monitor',
+      description: 'Fields not sent keep their value; null clears keyword, degraded_threshold_ms and body.',
+      security: [{ apiKey: ['monitors:write'] }],
+      parameters: [monitorPath],
+      requestBody: jsonBody('MonitorPatch'),
+      responses: {
+        '200': {
+          description: 'The monitor as changed.',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', ...bodyErrors, ...storeErrors]),
+      },
+    },
+    delete: {
+      operationId: 'deleteMonitor',
+      summary: 'Delete a monitor (its check history stays until retention drops it)',
+      security: [{ apiKey: ['monitors:write'] }],
+      parameters: [monitorPath],
+      responses: {
+        '200': {
+          description: 'Deleted.',
+          content: { 'application/json': { schema: envelopeOf({ type: 'null' }) } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', ...storeErrors]),
+      },
+    },
+  },
+  '/api/monitors/{id}/incidents': {
+    get: {
+      operationId: 'listIncidents',
+      summary: 'Incidents of a monitor (down until up again), newest first',
+      security: [{ apiKey: ['monitors:read'] }],
+      parameters: [
+        monitorPath,
+        {
+          name: 'limit',
+          in: 'query',
+          required: false,
+          schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+        },
+        { name: 'status', in: 'query', required: false, schema: { type: 'string', enum: ['open', 'resolved'] } },
+      ],
+      responses: {
+        '200': {
+          description: 'The incidents.',
+          content: {
+            'application/json': {
+              schema: envelopeOf({ type: 'array', items: { $ref: '#/components/schemas/Incident' } }),
+            },
+          },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', ...storeErrors]),
+      },
+    },
+  },
+};
+
 const queryPaths: Json = {
+  ...monitorPaths,
   '/api/monitors/{id}/checks': {
     get: {
       operationId: 'listChecks',
@@ -210,7 +354,7 @@ const queryPaths: Json = {
           headers: { Link: { description: 'rel="next" URL when there is a next page.', schema: { type: 'string' } } },
           content: { 'application/json': { schema: { $ref: '#/components/schemas/CheckPage' } } },
         },
-        ...errors([...authErrors, 'INVALID_PARAMETER', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
       },
     },
   },
@@ -235,7 +379,7 @@ const queryPaths: Json = {
           description: 'The summary.',
           content: { 'application/json': { schema: { $ref: '#/components/schemas/SummarySuccess' } } },
         },
-        ...errors([...authErrors, 'INVALID_PARAMETER', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
       },
     },
   },
@@ -264,7 +408,7 @@ const queryPaths: Json = {
             'text/csv': { schema: { type: 'string' } },
           },
         },
-        ...errors([...authErrors, 'INVALID_PARAMETER', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
       },
     },
   },
@@ -354,6 +498,25 @@ export function buildOpenApi(part: ApiPart = 'all', version = '0.1.0'): Json {
         TelemetryEvent: component(telemetryEventSchema),
         IngestRequest: component(ingestRequestSchema),
         Check: component(checkSchema),
+        MonitorCreate: component(monitorCreateSchema),
+        MonitorPatch: component(monitorPatchSchema),
+        Monitor: component(monitorSchema),
+        Incident: component(incidentSchema),
+        AlertMessage: {
+          ...component(alertMessageSchema),
+          description:
+            'A message on the alerts topic, and the JSON body of a webhook delivery (headers X-Telemetry-Event, X-Telemetry-Delivery, X-Telemetry-Signature).',
+        },
+        MonitorSuccess: envelopeOf({ $ref: '#/components/schemas/Monitor' }),
+        MonitorPage: {
+          type: 'object',
+          required: ['success', 'data', 'next_cursor'],
+          properties: {
+            success: { const: true },
+            data: { type: 'array', items: { $ref: '#/components/schemas/Monitor' } },
+            next_cursor: { type: ['string', 'null'] },
+          },
+        },
         CheckStatus: { type: 'string', enum: CHECK_STATUSES },
         ErrorCode: {
           type: 'string',

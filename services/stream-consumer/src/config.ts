@@ -13,7 +13,10 @@ import {
 export const consumerSpec = {
   ...logSpec,
   ...kafkaSpec,
-  ...topicSpec,
+  eventsTopic: topicSpec.eventsTopic,
+  checksTopic: topicSpec.checksTopic,
+  alertsTopic: topicSpec.alertsTopic,
+  deadLetterTopic: topicSpec.deadLetterTopic,
   ...clickhouseSpec,
   shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
   sessionTimeoutMs: v.int(
