@@ -12,7 +12,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { Partitioners, type Message } from 'kafkajs';
 import { createValidators, LIMITS, ok, type IngestRequest } from '@telemetry/contract';
 import { toMessages } from '@telemetry/ingest-gateway';
-import { ClickHouseKeySource, createClickHouse, createKafka, createLogger, KeyStore, parseBody } from '@telemetry/runtime';
+import {
+  ClickHouseKeySource,
+  createClickHouse,
+  createKafka,
+  createLogger,
+  KeyStore,
+  parseBody,
+} from '@telemetry/runtime';
 
 function need(name: string): string {
   const v = process.env[name];

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@telemetry/runtime';
-import { sqlIdentifier, sqlNumber } from '@telemetry/runtime';
+import { MonitorStore, placeholderMonitor, sqlIdentifier, sqlNumber } from '@telemetry/runtime';
 import { checksSql, toIsoSeconds, type CheckRow } from '@telemetry/query-service';
 // Not exported by the package: the summary route's SQL, imported from its module.
 import { summarySql } from '../services/query-service/src/summary.route.js';
@@ -97,6 +97,12 @@ export async function loadChecks(
     log(`  ${(offset + count).toLocaleString('en-US')} rows in ${s.toFixed(1)} s`);
   }
   const insertSeconds = (performance.now() - t0) / 1000;
+  // The service answers 404 for monitors the registry does not hold.
+  const store = new MonitorStore(admin, db);
+  for (let m = 0; m < spec.monitors; m += 1000) {
+    const ids = Array.from({ length: Math.min(1000, spec.monitors - m) }, (_, i) => spec.monitorId(m + i));
+    await store.saveMany(ids.map((id) => placeholderMonitor(id)));
+  }
   const rows = await scalar(admin, `SELECT count() FROM ${d}.checks`);
   if (rows !== spec.checks) throw new Error(`${db}.checks has ${rows} rows, expected ${spec.checks}`);
   const t1 = performance.now();

@@ -244,6 +244,7 @@ async function main(): Promise<number> {
   const port = await freePort();
   const serviceEnv: NodeJS.ProcessEnv = {
     ...process.env,
+    KAFKA_BROKERS: stack.kafkaBrokers,
     CLICKHOUSE_URL: stack.clickhouseUrl,
     CLICKHOUSE_DATABASE: database,
     CLICKHOUSE_USER: stack.clickhouseReader.user,

@@ -276,6 +276,7 @@ describe('query service (real ClickHouse)', () => {
       status: 'down',
       response_time: 100,
       status_code: 503,
+      error: null,
       created_at: '2026-01-01T00:00:00Z',
     });
     expect(lines.map((c) => c.id)).to.deep.equal(rows.map((r) => r.id));
@@ -284,9 +285,9 @@ describe('query service (real ClickHouse)', () => {
     });
     expect(csv.headers.get('content-type')).to.contain('text/csv');
     const csvLines = (await csv.text()).trim().split('\n');
-    expect(csvLines[0]).to.equal('id,monitor_id,status,response_time,status_code,created_at');
+    expect(csvLines[0]).to.equal('id,monitor_id,status,response_time,status_code,error,created_at');
     expect(csvLines).to.have.length(251);
-    expect(csvLines[1]).to.equal(`c000000,${m},down,100,503,2026-01-01T00:00:00Z`);
+    expect(csvLines[1]).to.equal(`c000000,${m},down,100,503,,2026-01-01T00:00:00Z`);
     const badFormat = await get(`/api/monitors/${m}/checks/export?format=xml`);
     expect([badFormat.status, badFormat.body.code]).to.deep.equal([400, 'INVALID_PARAMETER']);
   });

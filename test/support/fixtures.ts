@@ -11,8 +11,7 @@ import {
   issueKey,
   LineCollector,
   MonitorStore,
-  DEFAULT_MONITOR,
-  newWebhookSecret,
+  placeholderMonitor,
   type ClickHouseClient,
   type Logger,
   type NewKey,
@@ -168,19 +167,7 @@ export async function registerMonitors(...ids: string[]): Promise<void> {
   const ch = adminClickHouse();
   try {
     const store = new MonitorStore(ch, s.database);
-    const now = new Date().toISOString().slice(0, 19) + 'Z';
-    for (const id of ids) {
-      await store.save({
-        id,
-        ...DEFAULT_MONITOR,
-        name: id,
-        url: 'http://127.0.0.1:9/',
-        paused: true,
-        webhook_secret: newWebhookSecret(),
-        created_at: now,
-        updated_at: now,
-      });
-    }
+    await store.saveMany(ids.map((id) => placeholderMonitor(id)));
   } finally {
     await ch.close();
   }

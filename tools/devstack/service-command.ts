@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-export type ServiceName = 'ingest-gateway' | 'stream-consumer' | 'query-service';
+export type ServiceName = 'ingest-gateway' | 'stream-consumer' | 'query-service' | 'check-runner';
 
 /**
  * How the dev tools, tests and benchmarks start a service as its own process: its

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
-import { createClickHouse, issueKey } from '@telemetry/runtime';
+import { createClickHouse, issueKey, MonitorStore, placeholderMonitor } from '@telemetry/runtime';
 import { provision } from '../devstack/provision.js';
 import { writeSection } from '../devstack/sections.js';
 import { serviceCommand, type ServiceName } from '../devstack/service-command.js';
@@ -77,12 +77,15 @@ async function main(): Promise<number> {
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.db });
     const access = (await issueKey(admin, names.db, { kind: 'telemetry', name: 'soak' })).key;
     const api = (await issueKey(admin, names.db, { kind: 'api', name: 'soak', scopes: ['checks:read'] })).key;
-    const ports: Record<ServiceName, number> = {
+    // The readers ask for monitors m0..m199: they must be in the registry (paused: no runner here).
+    const store = new MonitorStore(admin, names.db);
+    await store.saveMany(Array.from({ length: 200 }, (_, m) => placeholderMonitor(`m${m}`)));
+    const ports: Record<Exclude<ServiceName, 'check-runner'>, number> = {
       'ingest-gateway': await freePort(),
       'stream-consumer': await freePort(),
       'query-service': await freePort(),
     };
-    for (const name of Object.keys(ports) as ServiceName[]) {
+    for (const name of Object.keys(ports) as (keyof typeof ports)[]) {
       const [cmd, args] = serviceCommand(name);
       const child = spawn(cmd, args, {
         stdio: ['ignore', 'ignore', 'inherit'],

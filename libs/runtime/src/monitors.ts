@@ -162,22 +162,25 @@ export class MonitorStore {
 
   /** Writes `m` as the newest version (or deletes it); returns that version. */
   async save(m: Omit<StoredMonitor, 'version'>, deleted = false): Promise<number> {
-    const version = this.nextVersion();
+    return (await this.saveMany([m], deleted))[0]!;
+  }
+
+  /** save() for many monitors in one insert. */
+  async saveMany(monitors: readonly Omit<StoredMonitor, 'version'>[], deleted = false): Promise<number[]> {
+    const versions = monitors.map(() => this.nextVersion());
     await this.client.insert({
       table: this.table,
       format: 'JSONEachRow',
-      values: [
-        {
-          id: m.id,
-          version,
-          deleted: deleted ? 1 : 0,
-          spec: JSON.stringify(m),
-          created_at: toUnixSeconds(m.created_at),
-          updated_at: toUnixSeconds(m.updated_at),
-        },
-      ],
+      values: monitors.map((m, i) => ({
+        id: m.id,
+        version: versions[i],
+        deleted: deleted ? 1 : 0,
+        spec: JSON.stringify(m),
+        created_at: toUnixSeconds(m.created_at),
+        updated_at: toUnixSeconds(m.updated_at),
+      })),
     });
-    return version;
+    return versions;
   }
 
   /** Microseconds since the epoch, strictly increasing within this process. */
@@ -193,4 +196,22 @@ export class MonitorStore {
  */
 export function monitorPartition(id: string, partitions: number): number {
   return createHash('sha1').update(id).digest().readUInt32BE(0) % partitions;
+}
+
+/**
+ * A paused monitor with this id, checking nothing: registers an id whose check history
+ * is written by other means (demo data, benchmarks, tests).
+ */
+export function placeholderMonitor(id: string, name = id): Omit<StoredMonitor, 'version'> {
+  const now = `${new Date().toISOString().slice(0, 19)}Z`;
+  return {
+    id,
+    ...DEFAULT_MONITOR,
+    name,
+    url: 'http://127.0.0.1:9/',
+    paused: true,
+    webhook_secret: newWebhookSecret(),
+    created_at: now,
+    updated_at: now,
+  };
 }
