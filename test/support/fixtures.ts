@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { Partitioners } from 'kafkajs';
 import { loadGatewayConfig, startGateway } from '@telemetry/ingest-gateway';
 import { loadQueryConfig, startQueryService } from '@telemetry/query-service';
-import { loadRunnerConfig, startCheckRunner } from '@telemetry/check-runner';
 import { loadConsumerConfig, startConsumer } from '@telemetry/stream-consumer';
 import {
   createClickHouse,
@@ -152,12 +151,6 @@ export async function runQuery(extra: Record<string, string> = {}): Promise<Runn
   return { url: `http://127.0.0.1:${q.http.boundPort}`, logs, stop: () => q.runner.stop() };
 }
 
-export async function runRunner(extra: Record<string, string> = {}): Promise<Running> {
-  const { logger: l, logs } = logger('check-runner');
-  const r = await startCheckRunner(loadRunnerConfig(serviceEnv({ REGISTRY_REFRESH_MS: '2000', ...extra })), l);
-  return { url: `http://127.0.0.1:${r.http.boundPort}`, logs, stop: () => r.runner.stop() };
-}
-
 /**
  * Registers monitors with these ids straight in the registry table (paused, so no runner
  * checks them): for tests that write check history by hand.
@@ -190,4 +183,24 @@ export async function produce(topic: string, values: (string | object)[]): Promi
   } finally {
     await p.disconnect();
   }
+}
+
+/** Collects every message of `topic` from its beginning, in a group of its own. */
+export async function collectTopic(topic: string): Promise<{ values: unknown[]; stop(): Promise<void> }> {
+  const kafka = createKafka({
+    brokers: testStack().kafkaBrokers.split(','),
+    clientId: 'test-collector',
+    logger: createLogger({ service: 'test', level: 'silent' }),
+  });
+  const consumer = kafka.consumer({ groupId: uid('collector'), maxWaitTimeInMs: 200 });
+  const values: unknown[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({
+    eachMessage: ({ message }) => {
+      values.push(JSON.parse(message.value?.toString('utf8') ?? 'null'));
+      return Promise.resolve();
+    },
+  });
+  return { values, stop: () => consumer.disconnect() };
 }
