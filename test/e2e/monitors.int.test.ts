@@ -201,7 +201,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     expect(down500.find((x) => x.status_code === 500)).to.include({ error: 'unexpected_status' });
     const downHook = await eventually(
       'a monitor.down webhook',
-      async () => hooks.requests('/hook').find((r) => r.headers['x-telemetry-event'] === 'monitor.down'),
+      () => hooks.requests('/hook').find((r) => r.headers['x-telemetry-event'] === 'monitor.down'),
       30_000,
     );
     const sig = String(downHook.headers['x-telemetry-signature']);
@@ -227,7 +227,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     target.set('/flaky', 'ok');
     const upHook = await eventually(
       'a monitor.up webhook',
-      async () => hooks.requests('/hook').find((r) => r.headers['x-telemetry-event'] === 'monitor.up'),
+      () => hooks.requests('/hook').find((r) => r.headers['x-telemetry-event'] === 'monitor.up'),
       30_000,
     );
     const upAlert = JSON.parse(upHook.body) as AlertMessage;
@@ -239,7 +239,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     expect(resolved.resolved_at).to.be.a('string');
     // Exactly one alert per transition on the topic, and one delivery of each.
     const published = (): AlertMessage[] => (alerts.values as AlertMessage[]).filter((a) => a.monitor_id === m.id);
-    await eventually('both alerts read back', async () => (published().length >= 2 ? true : undefined));
+    await eventually('both alerts read back', () => (published().length >= 2 ? true : undefined));
     expect(published().map((a) => a.type)).to.deep.equal(['monitor.down', 'monitor.up']);
     expect(hooks.requests('/hook').map((r) => r.headers['x-telemetry-event'])).to.deep.equal([
       'monitor.down',
@@ -263,7 +263,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
       return by;
     };
     // Every monitor checked; both runners have a share.
-    const owners = await eventually('every monitor checked by one runner', async () => {
+    const owners = await eventually('every monitor checked by one runner', () => {
       const by = served();
       return by.size === ms.length ? by : undefined;
     });
@@ -284,7 +284,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     const moved = (byRunner.get('runner-a') ?? []).filter((p) => p !== paths[0]);
     await eventually(
       'runner-b checking runner-a’s monitors',
-      async () => {
+      () => {
         const by = served(killedAt);
         return moved.every((p) => by.get(p)?.has('runner-b')) ? true : undefined;
       },

@@ -46,7 +46,7 @@ export function uid(prefix = 'x'): string {
 /** Polls `probe` until it returns a value other than undefined, or fails at the deadline. */
 export async function eventually<T>(
   what: string | (() => string),
-  probe: () => Promise<T | undefined>,
+  probe: () => Promise<T | undefined> | T | undefined,
   timeoutMs = 20_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
