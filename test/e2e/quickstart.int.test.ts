@@ -22,10 +22,10 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
     }
   });
 
-  it('starts the three services and prints commands that send an event and read check history', async function () {
-    this.timeout(180_000);
+  it('starts the four services and prints commands that send an event, create a monitor and read its checks', async function () {
+    this.timeout(240_000);
     const s = testStack();
-    const [gw, co, qu] = [await freePort(), await freePort(), await freePort()];
+    const [gw, co, qu, ru] = [await freePort(), await freePort(), await freePort(), await freePort()];
     child = spawn('npm', ['start'], {
       env: {
         ...process.env,
@@ -37,10 +37,13 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
         EVENTS_TOPIC: `${s.eventsTopic}.quickstart`,
         CHECKS_TOPIC: `${s.checksTopic}.quickstart`,
         DEAD_LETTER_TOPIC: `${s.deadLetterTopic}.quickstart`,
+        ALERTS_TOPIC: `${s.alertsTopic}.quickstart`,
+        MONITOR_CHANGES_TOPIC: `${s.monitorChangesTopic}.quickstart`,
         TOPIC_PARTITIONS: '2',
         GATEWAY_PORT: String(gw),
         CONSUMER_PORT: String(co),
         QUERY_PORT: String(qu),
+        RUNNER_PORT: String(ru),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, like a terminal's foreground job
@@ -53,21 +56,37 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
       90_000,
     );
     const commands = output.split('\n').filter((l) => l.startsWith('curl '));
-    expect(commands, output).to.have.length(3);
+    expect(commands, output).to.have.length(4);
 
     const send = JSON.parse((await sh('sh', ['-c', commands[0]!])).stdout) as unknown;
     expect(send).to.deep.equal({ success: true, data: null });
 
-    const history = JSON.parse((await sh('sh', ['-c', commands[1]!])).stdout) as {
-      success: boolean;
-      data: { monitor_id: string; status: string }[];
-    };
+    // The demo monitor's history already has a real check of the gateway.
+    type History = { success: boolean; data: { monitor_id: string; status: string; status_code: number }[] };
+    const history = JSON.parse((await sh('sh', ['-c', commands[2]!])).stdout) as History;
     expect(history.success).to.equal(true);
-    expect(history.data.length).to.be.at.least(3);
-    expect(history.data.every((c) => c.monitor_id === 'demo-monitor' && c.status === 'up')).to.equal(true);
+    expect(history.data.length).to.be.at.least(1);
+    expect(history.data.every((c) => c.status === 'up' && c.status_code === 200)).to.equal(true);
+
+    // A monitor of one's own: created by the printed command, checked within its interval.
+    const created = JSON.parse((await sh('sh', ['-c', commands[1]!])).stdout) as {
+      success: boolean;
+      data: { id: string; interval_seconds: number };
+    };
+    expect(created.success).to.equal(true);
+    const demoId = history.data[0]!.monitor_id;
+    const mine = await eventually(
+      'checks of the new monitor',
+      async () => {
+        const h = JSON.parse((await sh('sh', ['-c', commands[2]!.replace(demoId, created.data.id)])).stdout) as History;
+        return h.data.length >= 1 ? h : undefined;
+      },
+      30_000,
+    );
+    expect(mine.data[0]).to.include({ monitor_id: created.data.id, status: 'up', status_code: 200 });
 
     await eventually('the quick-start event in ClickHouse', async () => {
-      const { stdout } = await sh('sh', ['-c', commands[2]!]);
+      const { stdout } = await sh('sh', ['-c', commands[3]!]);
       return stdout.includes('quickstart') ? true : undefined;
     });
 

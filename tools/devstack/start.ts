@@ -2,16 +2,16 @@
  * npm start: the whole stack on this machine.
  *
  * Starts (or uses, see stack.ts) Kafka and ClickHouse, applies migrations, creates the
- * topics, issues a development access key and API key, starts the three services as
- * child processes, publishes a few demo check results, and prints commands to paste.
+ * topics, issues a development access key and API key, starts the four services as
+ * child processes, registers a demo monitor (the gateway's own health), waits for its
+ * first check, and prints commands to paste.
  * Ctrl-C stops everything in order (services first, then the servers).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { Partitioners } from 'kafkajs';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createClickHouse, createKafka, createLogger, issueKey } from '@telemetry/runtime';
+import { createClickHouse, issueKey } from '@telemetry/runtime';
 import { writeLocalEnv } from './local-env.js';
 import { provision } from './provision.js';
 import { serviceCommand, type ServiceName } from './service-command.js';
@@ -26,7 +26,10 @@ const topics = {
   events: env.EVENTS_TOPIC ?? 'telemetry.events',
   checks: env.CHECKS_TOPIC ?? 'monitor.check-results',
   deadLetter: env.DEAD_LETTER_TOPIC ?? 'telemetry.dead-letter',
+  alerts: env.ALERTS_TOPIC ?? 'monitor.alerts',
+  monitorChanges: env.MONITOR_CHANGES_TOPIC ?? 'monitor.changes',
 };
+const DEMO_MONITOR = 'demo: ingest gateway health';
 
 async function portOr(preferred: string | undefined, fallback: number): Promise<number> {
   if (preferred) return Number(preferred);
@@ -82,17 +85,21 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stopAll(0));
 
   try {
-    const logger = createLogger({ service: 'devstack', level: 'warn' });
     await provision(stack, { database, topics: Object.values(topics), partitions: Number(env.TOPIC_PARTITIONS ?? 6) });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database });
     const access = await issueKey(admin, database, { kind: 'telemetry', name: 'dev access key' });
-    const api = await issueKey(admin, database, { kind: 'api', name: 'dev api key', scopes: ['checks:read'] });
+    const api = await issueKey(admin, database, {
+      kind: 'api',
+      name: 'dev api key',
+      scopes: ['checks:read', 'monitors:read', 'monitors:write'],
+    });
     await admin.close();
 
     const ports = {
       gateway: await portOr(env.GATEWAY_PORT, 8080),
       consumer: await portOr(env.CONSUMER_PORT, 8081),
       query: await portOr(env.QUERY_PORT, 8082),
+      runner: await portOr(env.RUNNER_PORT, 8083),
     };
     const shared = {
       KAFKA_BROKERS: stack.kafkaBrokers,
@@ -101,6 +108,8 @@ async function main(): Promise<void> {
       EVENTS_TOPIC: topics.events,
       CHECKS_TOPIC: topics.checks,
       DEAD_LETTER_TOPIC: topics.deadLetter,
+      ALERTS_TOPIC: topics.alerts,
+      MONITOR_CHANGES_TOPIC: topics.monitorChanges,
       HOST: '127.0.0.1',
       MIGRATE_ON_START: 'false',
     };
@@ -115,6 +124,16 @@ async function main(): Promise<void> {
       [
         'query-service',
         ports.query,
+        {
+          CLICKHOUSE_USER: stack.clickhouseReader.user,
+          CLICKHOUSE_PASSWORD: stack.clickhouseReader.password,
+          REGISTRY_CLICKHOUSE_USER: 'default',
+          REGISTRY_CLICKHOUSE_PASSWORD: '',
+        },
+      ],
+      [
+        'check-runner',
+        ports.runner,
         { CLICKHOUSE_USER: stack.clickhouseReader.user, CLICKHOUSE_PASSWORD: stack.clickhouseReader.password },
       ],
     ];
@@ -137,61 +156,69 @@ async function main(): Promise<void> {
     }
     await Promise.all(services.map(([name, port], i) => waitReady(name, `http://127.0.0.1:${port}`, children[i]!)));
 
-    // A few demo checks so that the history call below shows something.
-    const kafka = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'devstack', logger });
-    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
-    await producer.connect();
-    const now = Date.now();
-    await producer.send({
-      topic: topics.checks,
-      acks: -1,
-      messages: [0, 1, 2].map((i) => ({
-        key: 'demo-monitor',
-        value: JSON.stringify({
-          id: `demo-${now}-${i}`,
-          monitor_id: 'demo-monitor',
-          status: 'up',
-          response_time: 120 + i * 7,
-          status_code: 200,
-          created_at: new Date(now - (2 - i) * 60_000).toISOString(),
-        }),
-      })),
-    });
-    await producer.disconnect();
-    // Wait until the demo checks are readable, so the printed command shows them.
-    const deadline = Date.now() + 30_000;
+    const g = `http://127.0.0.1:${ports.gateway}`;
+    const q = `http://127.0.0.1:${ports.query}`;
+    // A demo monitor (the gateway's own health, every 10 s), so the history call below
+    // shows real checks. Kept between runs: found by name and pointed at today's port.
+    const demo = await demoMonitor(q, api.key, `${g}/healthz`);
+    const deadline = Date.now() + 60_000;
     for (;;) {
-      const r = await fetch(`http://127.0.0.1:${ports.query}/api/monitors/demo-monitor/checks`, {
+      const r = await fetch(`${q}/api/monitors/${demo}/checks`, {
         headers: { authorization: `Bearer ${api.key}` },
       }).catch(() => undefined);
       const body = r?.ok ? ((await r.json()) as { data: unknown[] }) : undefined;
-      if ((body?.data.length ?? 0) >= 3 || Date.now() > deadline) break;
-      await new Promise((res) => setTimeout(res, 200));
+      if ((body?.data.length ?? 0) >= 1 || Date.now() > deadline) break;
+      await new Promise((res) => setTimeout(res, 500));
     }
 
-    const g = `http://127.0.0.1:${ports.gateway}`;
-    const q = `http://127.0.0.1:${ports.query}`;
     say(`
 The stack is up (${stack.mode}: Kafka ${stack.kafkaBrokers}, ClickHouse ${stack.clickhouseUrl}).
   ingest gateway   ${g}
   stream consumer  http://127.0.0.1:${ports.consumer}/metrics
   query service    ${q}
+  check runner     http://127.0.0.1:${ports.runner}/metrics
 
 Send an event (development access key, shown once):
 curl -sS -X POST '${g}/api/telemetry/events' -H 'Content-Type: application/json' -H 'X-Access-Key: ${access.key}' -d '{"events":[{"source":"quickstart","category":"page_view","payload":{"path":"/"}}]}'
 
-Read check history (development API key with checks:read):
-curl -sS '${q}/api/monitors/demo-monitor/checks' -H 'Authorization: Bearer ${api.key}'
+Create a monitor (development API key with checks:read, monitors:read, monitors:write; shown once):
+curl -sS -X POST '${q}/api/monitors' -H 'Authorization: Bearer ${api.key}' -H 'Content-Type: application/json' -d '{"name":"My gateway","url":"${g}/readyz","interval_seconds":10}'
+
+Read a monitor's check history (this is the demo monitor; use your monitor's "id" a minute later):
+curl -sS '${q}/api/monitors/${demo}/checks?limit=5' -H 'Authorization: Bearer ${api.key}'
 
 Query the events in ClickHouse:
 curl -sS '${stack.clickhouseUrl}/' --data-binary "SELECT source, category, payload, received_at FROM ${database}.events FINAL ORDER BY received_at DESC LIMIT 5 FORMAT PrettyCompact"
 
-More keys: npm run keys -- create --kind api --name me --scopes checks:read
+Its incidents: ${q}/api/monitors/${demo}/incidents (same key). More keys: npm run keys -- create --kind api --name me --scopes checks:read
 Press Ctrl-C to stop.`);
   } catch (err) {
     process.stderr.write(`npm start failed: ${err instanceof Error ? err.message : String(err)}\n`);
     await stopAll(1);
   }
+}
+
+/** The demo monitor's id: created once, then found by name and kept pointing at `url`. */
+async function demoMonitor(q: string, key: string, url: string): Promise<string> {
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const list = (await (await fetch(`${q}/api/monitors?limit=1000`, { headers })).json()) as {
+    data: { id: string; name: string; url: string }[];
+  };
+  const found = list.data.find((m) => m.name === DEMO_MONITOR);
+  if (found) {
+    if (found.url !== url) {
+      await fetch(`${q}/api/monitors/${found.id}`, { method: 'PATCH', headers, body: JSON.stringify({ url }) });
+    }
+    return found.id;
+  }
+  const r = await fetch(`${q}/api/monitors`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name: DEMO_MONITOR, url, interval_seconds: 10 }),
+  });
+  const created = (await r.json()) as { success: boolean; data: { id: string }; error?: string };
+  if (!created.success) throw new Error(`could not create the demo monitor: ${created.error}`);
+  return created.data.id;
 }
 
 void main();
