@@ -1,0 +1,256 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { expect } from 'chai';
+import {
+  alertIdFor,
+  checkIdFor,
+  classify,
+  decide,
+  httpCall,
+  INITIAL_STATE,
+  judge,
+  nextSlot,
+  phaseOf,
+  probe,
+  redactUrl,
+  retriable,
+  signature,
+  stateFromLastAlert,
+  statusExpected,
+  type AlertState,
+} from '@telemetry/check-runner';
+import type { CheckStatus, MonitorSettings } from '@telemetry/contract';
+import {
+  createSettings,
+  DEFAULT_MONITOR,
+  monitorPartition,
+  monitorProblems,
+  patchSettings,
+  publicMonitor,
+  placeholderMonitor,
+} from '@telemetry/runtime';
+
+const settings = (over: Partial<MonitorSettings> = {}): MonitorSettings => ({
+  ...DEFAULT_MONITOR,
+  name: 'm',
+  url: 'http://127.0.0.1:1/',
+  ...over,
+});
+
+/** Runs statuses through decide() and returns the transitions, in order. */
+function run(
+  statuses: CheckStatus[],
+  thresholds = { failure_threshold: 2, recovery_threshold: 1 },
+  from = INITIAL_STATE,
+) {
+  let s: AlertState = from;
+  const out: string[] = [];
+  statuses.forEach((status, i) => {
+    const r = decide(s, { id: `c${i}`, status }, thresholds);
+    if (r.transition) out.push(`${r.transition.type}@${i}:${r.transition.incidentId}`);
+    s = r.next;
+  });
+  return { out, state: s };
+}
+
+describe('check runner (unit)', () => {
+  describe('alert state machine', () => {
+    it('goes down after failure_threshold consecutive failures, once, and up after recovery_threshold passes', () => {
+      expect(run(['up', 'down', 'up', 'down', 'down', 'down', 'down', 'up']).out).to.deep.equal([
+        'monitor.down@4:c3',
+        'monitor.up@7:c3',
+      ]);
+      expect(
+        run(['down', 'down', 'up', 'down', 'up', 'up'], { failure_threshold: 2, recovery_threshold: 2 }).out,
+      ).to.deep.equal(['monitor.down@1:c0', 'monitor.up@5:c0']);
+    });
+
+    it('counts degraded as passing and says nothing when a new monitor first comes up', () => {
+      expect(run(['up', 'degraded', 'up']).out).to.deep.equal([]);
+      expect(run(['down', 'degraded', 'down']).out).to.deep.equal([]);
+      expect(run(['down'], { failure_threshold: 1, recovery_threshold: 1 }).out).to.deep.equal(['monitor.down@0:c0']);
+    });
+
+    it('resumes from the last alert after a takeover: no second down while still down', () => {
+      const down = stateFromLastAlert({ type: 'monitor.down', incident_id: 'inc' });
+      expect(run(['down', 'down', 'down'], undefined, down).out).to.deep.equal([]);
+      expect(run(['down', 'up'], undefined, down).out).to.deep.equal(['monitor.up@1:inc']);
+      expect(stateFromLastAlert({ type: 'monitor.up', incident_id: 'inc' }).state).to.equal('up');
+      expect(stateFromLastAlert(undefined)).to.deep.equal(INITIAL_STATE);
+    });
+  });
+
+  describe('schedule', () => {
+    it('puts every check on a per-monitor grid that every runner computes alike', () => {
+      const now = Date.UTC(2026, 10, 22, 10, 0, 0, 123);
+      for (const interval of [1, 10, 60, 3600]) {
+        const slot = nextSlot('mon_a', interval, now);
+        expect(slot).to.be.greaterThan(now);
+        expect(slot - now).to.be.at.most(interval * 1000);
+        expect((slot - phaseOf('mon_a', interval * 1000)) % (interval * 1000)).to.equal(0);
+        // The next slot from the slot itself is one interval later: no slot twice.
+        expect(nextSlot('mon_a', interval, slot)).to.equal(slot + interval * 1000);
+      }
+      const phases = new Set(Array.from({ length: 50 }, (_, i) => phaseOf(`mon_${i}`, 60_000)));
+      expect(phases.size, 'monitors are spread over the interval').to.be.greaterThan(40);
+    });
+
+    it('derives check, alert and partition ids deterministically', () => {
+      expect(checkIdFor('mon_a', 1000))
+        .to.equal(checkIdFor('mon_a', 1000))
+        .and.match(/^chk_[0-9a-f]{24}$/);
+      expect(checkIdFor('mon_a', 1000)).to.not.equal(checkIdFor('mon_a', 2000));
+      expect(checkIdFor('mon_a', 1000)).to.not.equal(checkIdFor('mon_b', 1000));
+      const t = { type: 'monitor.down' as const, incidentId: 'chk_1' };
+      expect(alertIdFor('m', t))
+        .to.equal(alertIdFor('m', t))
+        .and.not.equal(alertIdFor('m', { ...t, type: 'monitor.up' }));
+      for (const id of ['a', 'mon_1', 'x'.repeat(128)]) {
+        const p = monitorPartition(id, 12);
+        expect(p).to.be.within(0, 11);
+        expect(monitorPartition(id, 12)).to.equal(p);
+      }
+    });
+  });
+
+  describe('verdicts', () => {
+    const answer = (statusCode: number, body = 'ok', truncated = false) => ({
+      statusCode,
+      headers: {},
+      body: Buffer.from(body),
+      truncated,
+    });
+
+    it('matches expected status codes and classes', () => {
+      expect(statusExpected(200, ['2xx'])).to.equal(true);
+      expect(statusExpected(204, [200])).to.equal(false);
+      expect(statusExpected(301, [200, '3xx'])).to.equal(true);
+      expect(statusExpected(500, ['2xx', '3xx', 404])).to.equal(false);
+    });
+
+    it('judges status, keyword and slowness', () => {
+      expect(judge(settings(), answer(200), 10)).to.deep.equal({ status: 'up', status_code: 200, response_time: 10 });
+      expect(judge(settings(), answer(503), 10)).to.include({ status: 'down', error: 'unexpected_status' });
+      expect(judge(settings({ keyword: 'healthy' }), answer(200, 'all healthy'), 5).status).to.equal('up');
+      expect(judge(settings({ keyword: 'healthy' }), answer(200, 'sick'), 5)).to.include({ error: 'keyword_missing' });
+      expect(judge(settings({ keyword: 'healthy' }), answer(200, 'sick', true), 5)).to.include({
+        error: 'body_too_large',
+      });
+      expect(judge(settings({ degraded_threshold_ms: 100 }), answer(200), 150).status).to.equal('degraded');
+      expect(judge(settings({ degraded_threshold_ms: 100 }), answer(200), 50).status).to.equal('up');
+    });
+
+    it('names network failures', () => {
+      expect(classify(new Error('x'), true)).to.equal('timeout');
+      expect(classify(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), false)).to.equal('connection_refused');
+      expect(classify(Object.assign(new Error('x'), { code: 'ENOTFOUND' }), false)).to.equal('dns');
+      expect(classify(Object.assign(new Error('x'), { code: 'ECONNRESET' }), false)).to.equal('connection_reset');
+      expect(classify(Object.assign(new Error('x'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' }), false)).to.equal('tls');
+      expect(classify(new Error('x'), false)).to.equal('network');
+    });
+  });
+
+  describe('probes over real sockets', () => {
+    let server: Server;
+    let base: string;
+    before(async () => {
+      server = createServer((req, res) => {
+        if (req.url === '/redirect') return res.writeHead(302, { location: '/ok' }).end();
+        if (req.url === '/loop') return res.writeHead(302, { location: '/loop' }).end();
+        if (req.url === '/slow') return; // never answers
+        if (req.url === '/big') return res.end('x'.repeat(200_000) + 'needle');
+        if (req.url === '/echo') {
+          let body = '';
+          req.on('data', (c: Buffer) => (body += c.toString()));
+          req.on('end', () => res.end(JSON.stringify({ method: req.method, body, h: req.headers['x-custom'] })));
+          return;
+        }
+        res.end('service ok');
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    });
+    after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+
+    const ctx = { userAgent: 'test', checkId: 'chk_x', monitorId: 'mon_x', maxBodyBytes: 100_000 };
+
+    it('follows redirects only when asked, and stops at a loop', async () => {
+      expect((await probe(settings({ url: `${base}/redirect`, keyword: 'ok' }), ctx)).status).to.equal('up');
+      expect(await probe(settings({ url: `${base}/redirect`, follow_redirects: false }), ctx)).to.include({
+        status: 'down',
+        status_code: 302,
+        error: 'unexpected_status',
+      });
+      expect(await probe(settings({ url: `${base}/loop` }), ctx)).to.include({ status: 'down', status_code: 302 });
+    });
+
+    it('records timeouts and refused connections as down with status code 0', async () => {
+      const t = await probe(settings({ url: `${base}/slow`, timeout_ms: 200 }), ctx);
+      expect(t).to.include({ status: 'down', status_code: 0, error: 'timeout' });
+      expect(t.response_time).to.be.within(190, 2000);
+      expect(await probe(settings({ url: 'http://127.0.0.1:1/' }), ctx)).to.include({
+        status: 'down',
+        status_code: 0,
+        error: 'connection_refused',
+      });
+    });
+
+    it('sends the method, body and headers, and reads at most maxBodyBytes', async () => {
+      const r = await httpCall({
+        url: `${base}/echo`,
+        method: 'POST',
+        headers: { 'x-custom': 'v' },
+        body: '{"a":1}',
+        timeoutMs: 2000,
+        maxRedirects: 0,
+        maxBodyBytes: 1000,
+      });
+      expect(JSON.parse(r.body.toString())).to.deep.equal({ method: 'POST', body: '{"a":1}', h: 'v' });
+      const big = await probe(settings({ url: `${base}/big`, keyword: 'needle' }), ctx);
+      expect(big).to.include({ status: 'down', error: 'body_too_large' });
+    });
+  });
+
+  describe('webhooks', () => {
+    it('signs t.body with HMAC-SHA256 of the secret', () => {
+      const sig = signature('whsec_test', '{"a":1}', 1_700_000_000);
+      const mac = createHmac('sha256', 'whsec_test').update('1700000000.{"a":1}').digest('hex');
+      expect(sig).to.equal(`t=1700000000,v1=${mac}`);
+    });
+
+    it('retries timeouts, throttling and server errors only', () => {
+      expect([408, 429, 500, 503].every(retriable)).to.equal(true);
+      expect([400, 401, 404, 410].some(retriable)).to.equal(false);
+    });
+
+    it('never logs a webhook URL’s query string or credentials', () => {
+      expect(redactUrl('https://user:pw@hooks.example.com/p/x?token=secret')).to.equal('https://hooks.example.com/p/x');
+    });
+  });
+
+  describe('registry rules', () => {
+    it('fills defaults, applies patches, and states the cross-field rules', () => {
+      const s = createSettings({ name: 'n', url: 'https://example.com/' });
+      expect(s).to.include({ method: 'GET', interval_seconds: 60, failure_threshold: 2, paused: false });
+      expect(patchSettings(s, { keyword: 'x', webhook_secret: 'ignored-here-1234' })).to.include({ keyword: 'x' });
+      expect(monitorProblems(s)).to.deep.equal([]);
+      expect(monitorProblems({ ...s, interval_seconds: 1, timeout_ms: 2000 }).map((p) => p.path)).to.deep.equal([
+        '/timeout_ms',
+      ]);
+      expect(monitorProblems({ ...s, degraded_threshold_ms: 20_000 }).map((p) => p.path)).to.deep.equal([
+        '/degraded_threshold_ms',
+      ]);
+      expect(monitorProblems({ ...s, body: '{}' }).map((p) => p.path)).to.deep.equal(['/body']);
+    });
+
+    it('shows the webhook secret only when asked', () => {
+      const m = { ...placeholderMonitor('mon_x'), version: 1 };
+      expect(publicMonitor(m)).to.not.have.property('webhook_secret');
+      expect(publicMonitor(m, true)).to.have.property('webhook_secret', m.webhook_secret);
+      expect(publicMonitor(m)).to.not.have.property('version');
+    });
+  });
+});
