@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # One image per service: docker build --build-arg SERVICE=ingest-gateway -t telemetry/ingest-gateway .
-# SERVICE is one of ingest-gateway, stream-consumer, query-service, provision.
+# SERVICE is one of ingest-gateway, stream-consumer, query-service, check-runner, provision.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
@@ -11,11 +11,12 @@ COPY libs/runtime/package.json libs/runtime/
 COPY services/ingest-gateway/package.json services/ingest-gateway/
 COPY services/stream-consumer/package.json services/stream-consumer/
 COPY services/query-service/package.json services/query-service/
+COPY services/check-runner/package.json services/check-runner/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json ./
 COPY libs libs
 COPY services services
-RUN npx tsc -b services/ingest-gateway services/stream-consumer services/query-service
+RUN npx tsc -b services/ingest-gateway services/stream-consumer services/query-service services/check-runner
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
@@ -25,6 +26,7 @@ COPY --from=build /app/libs/runtime/package.json libs/runtime/
 COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
 COPY --from=build /app/services/stream-consumer/package.json services/stream-consumer/
 COPY --from=build /app/services/query-service/package.json services/query-service/
+COPY --from=build /app/services/check-runner/package.json services/check-runner/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM ${NODE_IMAGE}
@@ -43,6 +45,8 @@ COPY --from=build /app/services/stream-consumer/package.json services/stream-con
 COPY --from=build /app/services/stream-consumer/dist services/stream-consumer/dist
 COPY --from=build /app/services/query-service/package.json services/query-service/
 COPY --from=build /app/services/query-service/dist services/query-service/dist
+COPY --from=build /app/services/check-runner/package.json services/check-runner/
+COPY --from=build /app/services/check-runner/dist services/check-runner/dist
 USER node
 # exec: node is PID 1 and receives SIGTERM itself (our handlers drain and exit).
 # NOTE: kafkajs 2.2.4 schedules a harmless negative timeout; its warning is silenced.
