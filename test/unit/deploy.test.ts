@@ -62,6 +62,7 @@ describe('deploy material (real validators)', function () {
     await run('docker-compose', ['-f', 'docker-compose.yml', 'config', '-q']);
     const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config', '--services']);
     expect(stdout.split('\n').filter(Boolean).sort()).to.deep.equal([
+      'check-runner',
       'clickhouse',
       'ingest-gateway',
       'kafka',
@@ -69,6 +70,39 @@ describe('deploy material (real validators)', function () {
       'query-service',
       'stream-consumer',
     ]);
+  });
+
+  it('docker-compose runs the check runner and gives the query service Kafka and a registry user', async () => {
+    const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config']);
+    const { parse } = await import('yaml');
+    const { services } = parse(stdout) as {
+      services: Record<
+        string,
+        {
+          build?: { args?: Record<string, string> };
+          environment?: Record<string, string>;
+          depends_on?: Record<string, { condition: string }>;
+          healthcheck?: { test: string[] };
+        }
+      >;
+    };
+    const runner = services['check-runner']!;
+    expect(runner.build?.args?.SERVICE).to.equal('check-runner');
+    expect(runner.environment?.PORT).to.equal('8083');
+    expect(runner.environment?.KAFKA_BROKERS).to.be.a('string');
+    expect(runner.depends_on?.provision?.condition).to.equal('service_completed_successfully');
+    expect(runner.healthcheck?.test.join(' ')).to.contain('http://127.0.0.1:8083/readyz');
+    const query = services['query-service']!.environment!;
+    expect(query).to.include.all.keys('KAFKA_BROKERS', 'REGISTRY_CLICKHOUSE_USER', 'REGISTRY_CLICKHOUSE_PASSWORD');
+    // The ClickHouse image removes `default` when CLICKHOUSE_USER is set: the registry
+    // must write as the user it creates.
+    expect(query.REGISTRY_CLICKHOUSE_USER).to.equal(services.clickhouse!.environment!.CLICKHOUSE_USER);
+    const dockerfile = readFileSync('Dockerfile', 'utf8');
+    for (const service of ['ingest-gateway', 'stream-consumer', 'query-service', 'check-runner']) {
+      expect(dockerfile, service).to.contain(
+        `COPY --from=build /app/services/${service}/dist services/${service}/dist`,
+      );
+    }
   });
 
   it('the example overlay builds with kustomize and validates against the Kubernetes 1.33 schemas', async () => {
@@ -85,10 +119,13 @@ describe('deploy material (real validators)', function () {
       'deployment/ingest-gateway',
       'deployment/stream-consumer',
       'deployment/query-service',
+      'deployment/check-runner',
       'horizontalpodautoscaler/ingest-gateway',
       'poddisruptionbudget/stream-consumer',
+      'poddisruptionbudget/check-runner',
       'job/telemetry-provision',
       'secret/telemetry-clickhouse-',
+      'secret/telemetry-clickhouse-registry-',
     ]) {
       expect(
         passed.some((l) => l.includes(kind)),
@@ -133,6 +170,66 @@ describe('deploy material (real validators)', function () {
     ]);
     const partitions = Number(docs.find((d) => d.kind === 'ConfigMap')!.data!.TOPIC_PARTITIONS);
     expect(so.spec!.maxReplicaCount).to.be.at.most(partitions);
+  });
+
+  it('runs two check runners without an autoscaler, and gives the query service its registry user', async () => {
+    const { stdout: built } = await run(join(bin, 'kustomize'), ['build', 'deploy/k8s/overlays/example'], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const { parseAllDocuments } = await import('yaml');
+    interface Container {
+      env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
+      ports?: { name: string; containerPort: number }[];
+      readinessProbe?: { httpGet: { path: string; port: string } };
+      livenessProbe?: { httpGet: { path: string; port: string } };
+    }
+    interface Doc {
+      kind: string;
+      metadata: { name: string };
+      data?: Record<string, string>;
+      spec?: {
+        replicas?: number;
+        scaleTargetRef?: { name: string };
+        template?: { spec: { terminationGracePeriodSeconds?: number; containers: Container[] } };
+      };
+    }
+    const docs = parseAllDocuments(built).map((d) => d.toJSON() as Doc);
+    const config = docs.find((d) => d.kind === 'ConfigMap')!.data!;
+    expect(config).to.include({ ALERTS_TOPIC: 'monitor.alerts', MONITOR_CHANGES_TOPIC: 'monitor.changes' });
+    expect(config.KAFKA_BROKERS).to.be.a('string');
+    const deployment = (name: string): Doc => docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name)!;
+
+    const runner = deployment('check-runner');
+    // Runners beyond the partition count of monitor.changes own no monitors.
+    expect(runner.spec!.replicas).to.equal(2);
+    expect(runner.spec!.replicas).to.be.at.most(Number(config.TOPIC_PARTITIONS));
+    expect(docs.filter((d) => d.spec?.scaleTargetRef?.name === 'check-runner')).to.deep.equal([]);
+    expect(docs.some((d) => d.kind === 'PodDisruptionBudget' && d.metadata.name === 'check-runner')).to.equal(true);
+    const [c] = runner.spec!.template!.spec.containers;
+    expect(c!.ports).to.deep.equal([{ name: 'http', containerPort: 8083 }]);
+    expect(c!.readinessProbe!.httpGet).to.deep.equal({ path: '/readyz', port: 'http' });
+    expect(c!.livenessProbe!.httpGet).to.deep.equal({ path: '/healthz', port: 'http' });
+    expect(c!.env!.find((e) => e.name === 'SERVICE')!.value).to.equal('check-runner');
+
+    const secrets = new Map(docs.filter((d) => d.kind === 'Secret').map((d) => [d.metadata.name, d.data ?? {}]));
+    for (const d of docs.filter((x) => x.kind === 'Deployment')) {
+      const spec = d.spec!.template!.spec;
+      for (const e of spec.containers.flatMap((x) => x.env ?? [])) {
+        const ref = e.valueFrom?.secretKeyRef;
+        // Every secret a pod reads is generated by the overlay (under its hashed name).
+        if (ref) expect(secrets.get(ref.name), `${d.metadata.name} ${e.name}`).to.have.property(ref.key);
+        // The graceful shutdown ends before Kubernetes kills the pod.
+        if (e.name === 'SHUTDOWN_TIMEOUT_MS') {
+          expect(Number(e.value), d.metadata.name).to.be.below((spec.terminationGracePeriodSeconds ?? 30) * 1000);
+        }
+      }
+    }
+    const queryEnv = deployment('query-service').spec!.template!.spec.containers[0]!.env!;
+    const ref = (name: string): string | undefined =>
+      queryEnv.find((e) => e.name === name)?.valueFrom?.secretKeyRef?.name;
+    expect(ref('REGISTRY_CLICKHOUSE_USER')).to.match(/^telemetry-clickhouse-registry-/);
+    expect(ref('REGISTRY_CLICKHOUSE_PASSWORD')).to.match(/^telemetry-clickhouse-registry-/);
+    expect(ref('CLICKHOUSE_USER')).to.match(/^telemetry-clickhouse-reader-/);
   });
 
   it('the alert rules pass promtool and the dashboard and rules use only metrics we export', async () => {
