@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Kafka } from 'kafkajs';
 import { Counter, type Registry } from 'prom-client';
 import type { AlertMessage, Validators } from '@telemetry/contract';
@@ -46,6 +47,8 @@ export class WebhookDispatcher implements Component {
   private readonly consumer: Consumer;
   private running = false;
   private stopping = false;
+  /** Cuts retry waits short when the runner stops. */
+  private readonly stopped = new AbortController();
   private readonly deliveries: Counter<'outcome'>;
 
   constructor(private readonly deps: DispatcherDeps) {
@@ -101,6 +104,7 @@ export class WebhookDispatcher implements Component {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.stopped.abort();
     await this.consumer.disconnect();
     this.running = false;
   }
@@ -165,7 +169,14 @@ export class WebhookDispatcher implements Component {
         return;
       }
       this.deliveries.inc({ outcome: 'retried' });
-      await new Promise((r) => setTimeout(r, Math.min(60_000, this.deps.retryBaseMs * 2 ** (attempt - 1))));
+      try {
+        await sleep(Math.min(60_000, this.deps.retryBaseMs * 2 ** (attempt - 1)), undefined, {
+          signal: this.stopped.signal,
+        });
+      } catch {
+        // Stopping: not committed, so whoever reads the alerts next delivers it again.
+        throw new Error('stopping during a webhook delivery');
+      }
     }
   }
 }
