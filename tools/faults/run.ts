@@ -119,11 +119,13 @@ async function main(): Promise<number> {
       events: `faults.${run}.events`,
       checks: `faults.${run}.checks`,
       deadLetter: `faults.${run}.dead-letter`,
+      alerts: `faults.${run}.alerts`,
+      monitorChanges: `faults.${run}.monitor-changes`,
       group: `faults-${run}`,
     };
     await provision(stack, {
       database: names.database,
-      topics: [names.events, names.checks, names.deadLetter],
+      topics: [names.events, names.checks, names.deadLetter, names.alerts, names.monitorChanges],
       partitions: 4,
     });
     ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.database });
@@ -138,6 +140,8 @@ async function main(): Promise<number> {
       EVENTS_TOPIC: names.events,
       CHECKS_TOPIC: names.checks,
       DEAD_LETTER_TOPIC: names.deadLetter,
+      ALERTS_TOPIC: names.alerts,
+      MONITOR_CHANGES_TOPIC: names.monitorChanges,
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       MIGRATE_ON_START: 'false',

@@ -70,10 +70,16 @@ async function main(): Promise<number> {
     events: `soak.${run}.events`,
     checks: `soak.${run}.checks`,
     dlq: `soak.${run}.dlq`,
+    alerts: `soak.${run}.alerts`,
+    monitorChanges: `soak.${run}.monitor-changes`,
   };
   const children: [ServiceName, ChildProcess][] = [];
   try {
-    await provision(stack, { database: names.db, topics: [names.events, names.checks, names.dlq], partitions: 6 });
+    await provision(stack, {
+      database: names.db,
+      topics: [names.events, names.checks, names.dlq, names.alerts, names.monitorChanges],
+      partitions: 6,
+    });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.db });
     const access = (await issueKey(admin, names.db, { kind: 'telemetry', name: 'soak' })).key;
     const api = (await issueKey(admin, names.db, { kind: 'api', name: 'soak', scopes: ['checks:read'] })).key;
@@ -96,6 +102,8 @@ async function main(): Promise<number> {
           CLICKHOUSE_DATABASE: names.db,
           EVENTS_TOPIC: names.events,
           CHECKS_TOPIC: names.checks,
+          ALERTS_TOPIC: names.alerts,
+          MONITOR_CHANGES_TOPIC: names.monitorChanges,
           DEAD_LETTER_TOPIC: names.dlq,
           PORT: String(ports[name]),
           HOST: '127.0.0.1',
