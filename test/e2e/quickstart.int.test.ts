@@ -1,4 +1,6 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { freePort } from '../../tools/devstack/stack.js';
@@ -44,6 +46,8 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
         CONSUMER_PORT: String(co),
         QUERY_PORT: String(qu),
         RUNNER_PORT: String(ru),
+        // Not the developer's .stack/env: this stack goes away with the test run.
+        DEVSTACK_ENV_FILE: join(tmpdir(), `quickstart-${process.pid}.env`),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, like a terminal's foreground job

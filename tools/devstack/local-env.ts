@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 /** `npm start` writes the running stack's addresses here, so the CLIs find them. */
-export const LOCAL_ENV_FILE = '.stack/env';
+export const LOCAL_ENV_FILE = process.env.DEVSTACK_ENV_FILE ?? '.stack/env';
 
 export function writeLocalEnv(vars: Record<string, string>): void {
   writeFileSync(
