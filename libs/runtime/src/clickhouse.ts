@@ -94,3 +94,38 @@ export class ClickHouseComponent implements Component {
     await this.client.close();
   }
 }
+
+/** The ClickHouse variables of a service's config (clickhouseSpec). */
+export interface ClickHouseConfig {
+  clickhouseUrl: string;
+  clickhouseUser: string;
+  clickhousePassword: string;
+  clickhouseDatabase: string;
+}
+
+export interface ClickHouseComponentOptions extends Pick<ClickHouseOptions, 'requestTimeoutMs' | 'settings'> {
+  /** Another user than CLICKHOUSE_USER (e.g. the query service's registry writer). */
+  username?: string;
+  password?: string;
+  /** Whether /readyz fails while ClickHouse is away (default true). */
+  essential?: boolean;
+  name?: string;
+}
+
+/** A service's ClickHouse client, from its config, as a lifecycle component. */
+export function clickhouseComponent(
+  config: ClickHouseConfig,
+  logger: Logger,
+  opts: ClickHouseComponentOptions = {},
+): ClickHouseComponent {
+  const client = createClickHouse({
+    url: config.clickhouseUrl,
+    username: opts.username ?? config.clickhouseUser,
+    password: opts.password ?? config.clickhousePassword,
+    database: config.clickhouseDatabase,
+    logger,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    settings: opts.settings,
+  });
+  return new ClickHouseComponent(client, logger, 2000, opts.essential ?? true, opts.name ?? 'clickhouse');
+}

@@ -1,8 +1,7 @@
 import { createValidators } from '@telemetry/contract';
 import {
   AckedProducer,
-  ClickHouseComponent,
-  createClickHouse,
+  clickhouseComponent,
   createExpressApp,
   createKafka,
   createRegistry,
@@ -31,19 +30,8 @@ export interface CheckRunner {
 
 export async function startCheckRunner(config: RunnerConfig, logger: Logger): Promise<CheckRunner> {
   const registry = createRegistry('check-runner');
-  const ch = new ClickHouseComponent(
-    createClickHouse({
-      url: config.clickhouseUrl,
-      username: config.clickhouseUser,
-      password: config.clickhousePassword,
-      database: config.clickhouseDatabase,
-      logger,
-    }),
-    logger,
-    2000,
-    // Checks go on from the last copy of the registry while ClickHouse is away.
-    false,
-  );
+  // Checks go on from the last copy of the registry while ClickHouse is away.
+  const ch = clickhouseComponent(config, logger, { essential: false });
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-runner`, logger });
   const producer = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 10_000 });
   const userAgent = `telemetry-check-runner/0.1 (+runner=${config.runnerId})`;

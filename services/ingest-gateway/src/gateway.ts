@@ -1,9 +1,8 @@
 import { createValidators } from '@telemetry/contract';
 import {
   AckedProducer,
-  ClickHouseComponent,
+  clickhouseComponent,
   ClickHouseKeySource,
-  createClickHouse,
   createKafka,
   createRegistry,
   ensureTopics,
@@ -25,18 +24,7 @@ export interface Gateway {
 /** Builds and starts the gateway. main.ts adds signal handling; tests call this directly. */
 export async function startGateway(config: GatewayConfig, logger: Logger): Promise<Gateway> {
   const registry = createRegistry('ingest-gateway');
-  const ch = new ClickHouseComponent(
-    createClickHouse({
-      url: config.clickhouseUrl,
-      username: config.clickhouseUser,
-      password: config.clickhousePassword,
-      database: config.clickhouseDatabase,
-      logger,
-    }),
-    logger,
-    2000,
-    false,
-  );
+  const ch = clickhouseComponent(config, logger, { essential: false });
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger });
   if (config.migrateOnStart) {
     await migrate(ch.client, config.clickhouseDatabase, logger);

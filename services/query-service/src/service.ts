@@ -1,12 +1,11 @@
 import { createValidators } from '@telemetry/contract';
 import {
   AckedProducer,
-  ClickHouseComponent,
+  clickhouseComponent,
   createKafka,
   MonitorStore,
   ClickHouseReader,
   ClickHouseKeySource,
-  createClickHouse,
   createRegistry,
   HttpServerComponent,
   KeyStore,
@@ -24,19 +23,11 @@ export interface QueryService {
 
 export async function startQueryService(config: QueryConfig, logger: Logger): Promise<QueryService> {
   const registry = createRegistry('query-service');
-  const ch = new ClickHouseComponent(
-    createClickHouse({
-      url: config.clickhouseUrl,
-      username: config.clickhouseUser,
-      password: config.clickhousePassword,
-      database: config.clickhouseDatabase,
-      logger,
-      requestTimeoutMs: config.queryTimeoutMs + 1000,
-      // Bounds every query on the server side too (ClickHouse 18.16 knows these).
-      settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
-    }),
-    logger,
-  );
+  const ch = clickhouseComponent(config, logger, {
+    requestTimeoutMs: config.queryTimeoutMs + 1000,
+    // Bounds every query on the server side too (ClickHouse 18.16 knows these).
+    settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
+  });
   // The hot read routes use the lean reader (see clickhouse-reader.ts for why).
   const reader = new ClickHouseReader({
     url: config.clickhouseUrl,
@@ -47,20 +38,12 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     maxSockets: config.maxQueriesInFlight,
   });
   // The registry is written with its own user: CLICKHOUSE_USER may only read.
-  const registryCh = new ClickHouseComponent(
-    createClickHouse({
-      url: config.clickhouseUrl,
-      username: config.registryUser,
-      password: config.registryPassword,
-      database: config.clickhouseDatabase,
-      logger,
-      requestTimeoutMs: config.queryTimeoutMs + 1000,
-    }),
-    logger,
-    2000,
-    true,
-    'clickhouse-registry',
-  );
+  const registryCh = clickhouseComponent(config, logger, {
+    username: config.registryUser,
+    password: config.registryPassword,
+    requestTimeoutMs: config.queryTimeoutMs + 1000,
+    name: 'clickhouse-registry',
+  });
   const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-query`, logger });
   const changes = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 5000, partitioner: 'monitor' });

@@ -75,24 +75,40 @@ export function eventTime(receivedAt: number, clientTs: number | null, sentAt: n
 
 export type Decoded<T> = { ok: true; row: T } | { ok: false; reason: string };
 
-function parseJson(value: Buffer | null): unknown {
-  if (value === null) throw new Error('empty message');
-  return JSON.parse(value.toString('utf8')) as unknown;
+/** A compiled schema (ajv's ValidateFunction has this shape). */
+interface Validate<T> {
+  (data: unknown): data is T;
+  errors?: { instancePath: string; message?: string }[] | null;
 }
 
-export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventRow> {
+/** JSON, then the schema: the message, or why it can never be written. */
+function parseMessage<T>(
+  validate: Validate<T>,
+  kind: string,
+  value: Buffer | null,
+): { ok: true; m: T } | { ok: false; reason: string } {
   let m: unknown;
   try {
     m = parseJson(value);
   } catch (err) {
     return { ok: false, reason: `not JSON: ${(err as Error).message}` };
   }
-  if (!v.eventMessage(m))
-    return {
-      ok: false,
-      reason: `invalid event message: ${v.eventMessage.errors?.[0]?.instancePath} ${v.eventMessage.errors?.[0]?.message}`,
-    };
-  const e: EventMessage = m;
+  if (!validate(m)) {
+    const e = validate.errors?.[0];
+    return { ok: false, reason: `invalid ${kind} message: ${e?.instancePath} ${e?.message}` };
+  }
+  return { ok: true, m };
+}
+
+function parseJson(value: Buffer | null): unknown {
+  if (value === null) throw new Error('empty message');
+  return JSON.parse(value.toString('utf8')) as unknown;
+}
+
+export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventRow> {
+  const parsed = parseMessage(v.eventMessage, 'event', value);
+  if (!parsed.ok) return parsed;
+  const e: EventMessage = parsed.m;
   const receivedAt = toUnix(e.received_at);
   if (receivedAt === null) return { ok: false, reason: 'received_at out of range' };
   const clientTs = toUnix(e.client_ts);
@@ -116,18 +132,9 @@ export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventR
 }
 
 export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckRow> {
-  let m: unknown;
-  try {
-    m = parseJson(value);
-  } catch (err) {
-    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
-  }
-  if (!v.checkMessage(m))
-    return {
-      ok: false,
-      reason: `invalid check message: ${v.checkMessage.errors?.[0]?.instancePath} ${v.checkMessage.errors?.[0]?.message}`,
-    };
-  const c: CheckMessage = m;
+  const parsed = parseMessage(v.checkMessage, 'check', value);
+  if (!parsed.ok) return parsed;
+  const c: CheckMessage = parsed.m;
   const createdAt = toUnix(c.created_at);
   if (createdAt === null) return { ok: false, reason: 'created_at out of range' };
   return {
@@ -146,18 +153,9 @@ export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckR
 }
 
 export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertRow> {
-  let m: unknown;
-  try {
-    m = parseJson(value);
-  } catch (err) {
-    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
-  }
-  if (!v.alertMessage(m))
-    return {
-      ok: false,
-      reason: `invalid alert message: ${v.alertMessage.errors?.[0]?.instancePath} ${v.alertMessage.errors?.[0]?.message}`,
-    };
-  const a: AlertMessage = m;
+  const parsed = parseMessage(v.alertMessage, 'alert', value);
+  if (!parsed.ok) return parsed;
+  const a: AlertMessage = parsed.m;
   const createdAt = toUnix(a.created_at);
   if (createdAt === null) return { ok: false, reason: 'created_at out of range' };
   return {

@@ -1,8 +1,7 @@
 import { createValidators } from '@telemetry/contract';
 import {
   AckedProducer,
-  ClickHouseComponent,
-  createClickHouse,
+  clickhouseComponent,
   createExpressApp,
   createKafka,
   createRegistry,
@@ -51,16 +50,7 @@ export interface StreamConsumer {
 
 export async function startConsumer(config: ConsumerConfig, logger: Logger): Promise<StreamConsumer> {
   const registry = createRegistry('stream-consumer');
-  const ch = new ClickHouseComponent(
-    createClickHouse({
-      url: config.clickhouseUrl,
-      username: config.clickhouseUser,
-      password: config.clickhousePassword,
-      database: config.clickhouseDatabase,
-      logger,
-    }),
-    logger,
-  );
+  const ch = clickhouseComponent(config, logger);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-consumer`, logger });
   if (config.migrateOnStart) {
     await migrate(ch.client, config.clickhouseDatabase, logger);
