@@ -172,14 +172,18 @@ export class ServiceProcess {
   }
 }
 
-/** Sum of a Prometheus metric's samples whose name (and labels, if given) match. */
-export function metricSum(text: string, name: string, labelFilter?: string): number {
+/**
+ * Sum of a Prometheus metric's samples whose name (and labels, if given: each filter such
+ * as `topic="x"` must appear) match.
+ */
+export function metricSum(text: string, name: string, labelFilter?: string | readonly string[]): number {
+  const filters = labelFilter === undefined ? [] : typeof labelFilter === 'string' ? [labelFilter] : labelFilter;
   let sum = 0;
   for (const line of text.split('\n')) {
     if (!line.startsWith(name)) continue;
     const rest = line.slice(name.length);
     if (rest[0] !== ' ' && rest[0] !== '{') continue;
-    if (labelFilter !== undefined && !rest.includes(labelFilter)) continue;
+    if (!filters.every((f) => rest.includes(f))) continue;
     const v = Number(line.slice(line.lastIndexOf(' ') + 1));
     if (Number.isFinite(v)) sum += v;
   }

@@ -3,7 +3,7 @@
  * consumer, and what the Kafka engine path does differently. Only the text between the
  * markers is replaced.
  */
-import { writeSection } from '../tools/devstack/sections.js';
+import { markdown } from './common.js';
 import type { CpuWindow } from './consume-proc.js';
 import type { FreshnessResult } from './consume-freshness.js';
 
@@ -248,7 +248,7 @@ export function renderSection(r: ConsumeReport): string {
   const o = r.ours;
   const f = r.freshness;
   const met = r.targets.filter((t) => t.met === 'yes').length;
-  return [
+  return markdown([
     '## Stream consumer: drain rate, memory, freshness',
     '',
     `Command: \`${r.command}\``,
@@ -369,12 +369,5 @@ export function renderSection(r: ConsumeReport): string {
     `  negotiates protocol versions Kafka ${m.kafka} still supports, so both paths read from the same broker.`,
     '  Production runs current ClickHouse, whose Kafka engine has more settings (JSONAsString, batch sizes).',
     '- The consumer runs TypeScript through the tsx loader; production runs the compiled `dist/`.',
-  ]
-    .filter((l, i, all) => !(l === '' && all[i - 1] === ''))
-    .join('\n');
-}
-
-/** Replaces only this benchmark's section of `file` (appended with its markers when missing). */
-export function writeReport(file: string, r: ConsumeReport): void {
-  writeSection(file, SECTION, renderSection(r), '# Benchmarks\n');
+  ]);
 }

@@ -53,6 +53,7 @@ import {
   seedGroup,
   viewsSetupStatements,
 } from './consume-engine.js';
+import { benchCommand, Cleanups, envNumber, finish, serviceEnv } from './common.js';
 import { measureFreshness } from './consume-freshness.js';
 import { produceBacklog } from './consume-load.js';
 import { childPids, CpuMeter, metricSum, ServiceProcess, type CpuWindow } from './consume-proc.js';
@@ -60,7 +61,8 @@ import {
   figuresTable,
   fmt,
   targetsTable,
-  writeReport,
+  renderSection,
+  SECTION,
   type ConsumeReport,
   type DrainFigures,
   type FreshnessRun,
@@ -71,14 +73,6 @@ import {
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PARTITIONS = 6;
 const COUNT_POLL_MS = 250;
-
-function envNumber(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, not ${raw}`);
-  return n;
-}
 
 function envPairs(name: string, fallback: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -100,7 +94,6 @@ const ENGINE_CONSUMERS = Math.round(envNumber('BENCH_ENGINE_CONSUMERS', 1, 1));
 /** The measured configuration. Why 100 ms: see "What limits ours" in BENCHMARKS.md. */
 const CONSUMER_ENV = envPairs('BENCH_CONSUMER_ENV', 'BATCH_MAX_AGE_MS=100');
 const BASELINE = process.env.BENCH_BASELINE !== '0' && Object.keys(CONSUMER_ENV).length > 0;
-const WRITE = process.env.BENCH_WRITE !== '0';
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const STALL_MS = 120_000;
 const NOISE_PERCENT = 25;
@@ -110,14 +103,6 @@ const log = (line: string): void => {
 };
 const mb = (kib: number): number => Math.round(kib / 1024);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function command(): string {
-  const vars = Object.entries(process.env)
-    .filter(([k]) => k.startsWith('BENCH_'))
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k}=${v}`);
-  return [...vars, 'npm run bench:consume'].join(' ');
-}
 
 function librdkafkaVersion(): string {
   try {
@@ -265,7 +250,7 @@ interface Context {
   topics: { events: string; checks: string; deadLetter: string };
   logDir: string;
   pids: Record<string, number | undefined>;
-  cleanups: (() => Promise<void>)[];
+  cleanups: Cleanups;
 }
 
 function startConsumer(ctx: Context, s: Setup, phase: string, port: number, nodeArgs: string[]): ServiceProcess {
@@ -273,21 +258,14 @@ function startConsumer(ctx: Context, s: Setup, phase: string, port: number, node
     name: `stream-consumer (${s.label})`,
     service: 'stream-consumer',
     cwd: ROOT,
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      KAFKA_BROKERS: ctx.stack.kafkaBrokers,
-      CLICKHOUSE_URL: ctx.stack.clickhouseUrl,
-      CLICKHOUSE_DATABASE: s.database,
+    env: serviceEnv(ctx.stack, s.database, port, {
       EVENTS_TOPIC: ctx.topics.events,
       CHECKS_TOPIC: ctx.topics.checks,
       DEAD_LETTER_TOPIC: ctx.topics.deadLetter,
-      HOST: '127.0.0.1',
-      PORT: String(port),
       MIGRATE_ON_START: 'false',
       CONSUMER_GROUP_ID: s.group,
       ...s.env,
-    },
+    }),
     port,
     logFile: join(ctx.logDir, `consumer-${s.label}-${phase}.log`),
     nodeArgs,
@@ -484,7 +462,7 @@ async function freshnessRun(
   return attempt === first ? first : { ...attempt, overloadedAttempt: first };
 }
 
-async function main(cleanups: (() => Promise<void>)[]): Promise<ConsumeReport> {
+async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   const run = randomBytes(4).toString('hex');
   const database = `bench_${run}`;
   const topics = {
@@ -614,17 +592,7 @@ async function main(cleanups: (() => Promise<void>)[]): Promise<ConsumeReport> {
     name: 'ingest-gateway',
     service: 'ingest-gateway',
     cwd: ROOT,
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      KAFKA_BROKERS: stack.kafkaBrokers,
-      CLICKHOUSE_URL: stack.clickhouseUrl,
-      CLICKHOUSE_DATABASE: database,
-      EVENTS_TOPIC: topics.events,
-      HOST: '127.0.0.1',
-      PORT: String(gatewayPort),
-      MIGRATE_ON_START: 'false',
-    },
+    env: serviceEnv(stack, database, gatewayPort, { EVENTS_TOPIC: topics.events, MIGRATE_ON_START: 'false' }),
     port: gatewayPort,
     logFile: join(logDir, 'gateway.log'),
   });
@@ -688,7 +656,7 @@ async function main(cleanups: (() => Promise<void>)[]): Promise<ConsumeReport> {
   const phases = [ours.cpu, engine.cpu, freshness.cpu, oursDefaults?.cpu, freshnessDefaults?.cpu];
   const noisy = phases.some((c) => c !== undefined && c.otherPercent > NOISE_PERCENT);
   return {
-    command: command(),
+    command: benchCommand('bench:consume'),
     date: new Date().toISOString(),
     machine,
     consumer,
@@ -720,37 +688,11 @@ async function main(cleanups: (() => Promise<void>)[]): Promise<ConsumeReport> {
   };
 }
 
-const cleanups: (() => Promise<void>)[] = [];
-let cleaning: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const c of cleanups.reverse()) {
-      await c().catch((err: unknown) => log(`cleanup: ${String(err)}`));
-    }
-  })();
-  return cleaning;
-}
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, () => {
-    log(`${sig}: stopping...`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-let exitCode = 0;
-try {
-  const report = await main(cleanups);
-  await cleanup();
-  if (WRITE) {
-    writeReport(join(ROOT, 'BENCHMARKS.md'), report);
-    log('wrote the bench:consume section of BENCHMARKS.md');
-  }
-  process.stdout.write(`${figuresTable(report)}\n\n${targetsTable(report)}\n\n`);
-  process.stdout.write(`${JSON.stringify({ ok: true, ...report })}\n`);
-} catch (err) {
-  log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  exitCode = 1;
-  await cleanup();
-  process.stdout.write(`${JSON.stringify({ ok: false, error: String(err) })}\n`);
-}
-process.exit(exitCode);
+const cleanups = new Cleanups(log);
+await finish(() => main(cleanups), {
+  log,
+  cleanups,
+  section: { name: SECTION, render: renderSection },
+  tables: (report) => `${figuresTable(report)}\n\n${targetsTable(report)}`,
+  ok: () => true,
+});

@@ -33,6 +33,7 @@ import { createClickHouse, createKafka, createLogger, issueKey } from '@telemetr
 import { provision } from '../tools/devstack/provision.js';
 import { freePort, KAFKA_VERSION, startStack, type Stack } from '../tools/devstack/stack.js';
 import { requestBody } from './bodies.js';
+import { envNumber } from './common.js';
 import { ChildServer, childPid, cpuSeconds, machineBusySeconds } from './proc.js';
 import {
   DISTURBED_CPU,
@@ -55,14 +56,6 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ROUTE = '/api/telemetry/events';
 const OK_BODY = JSON.stringify(ok(null));
 const NODE_ARGS = SOURCE_NODE_ARGS;
-
-function envNumber(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, not ${raw}`);
-  return n;
-}
 
 const SECONDS = envNumber('BENCH_SECONDS', 10, 1);
 const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 2, 1));

@@ -32,6 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { checksSql, loadQueryConfig } from '@telemetry/query-service';
 import { createClickHouse, createLogger, issueKey, sqlIdentifier, type ClickHouseClient } from '@telemetry/runtime';
 import { provision } from '../tools/devstack/provision.js';
+import { benchCommand, envNumber } from './common.js';
 import { freePort, KAFKA_VERSION, startStack, type Stack } from '../tools/devstack/stack.js';
 import {
   checksOps,
@@ -83,28 +84,18 @@ const NODE_ARGS = SOURCE_NODE_ARGS;
 /** service.ts passes this to ClickHouse with every query; the direct requests send it too. */
 const SERVICE_MAX_RESULT_ROWS = 100_000;
 
-function envNumber(name: string, fallback: number, min: number, integer = true): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const v = Number(raw);
-  if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
-    throw new Error(`${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, not ${raw}`);
-  }
-  return v;
-}
-
 const cfg = {
-  checks: envNumber('BENCH_CHECKS', 10_000_000, 1),
-  monitors: envNumber('BENCH_MONITORS', 5000, 1),
+  checks: envNumber('BENCH_CHECKS', 10_000_000, 1, true),
+  monitors: envNumber('BENCH_MONITORS', 5000, 1, true),
   seconds: envNumber('BENCH_SECONDS', 10, 0.5, false),
-  rounds: envNumber('BENCH_ROUNDS', 2, 1),
-  connections: envNumber('BENCH_CONNECTIONS', 16, 1),
-  rate: envNumber('BENCH_RATE', 500, 1),
-  rateConnections: envNumber('BENCH_RATE_CONNECTIONS', 10, 1),
+  rounds: envNumber('BENCH_ROUNDS', 2, 1, true),
+  connections: envNumber('BENCH_CONNECTIONS', 16, 1, true),
+  rate: envNumber('BENCH_RATE', 500, 1, true),
+  rateConnections: envNumber('BENCH_RATE_CONNECTIONS', 10, 1, true),
   warmup: envNumber('BENCH_WARMUP_SECONDS', 2, 0, false),
-  fixtures: envNumber('BENCH_FIXTURES', 200, 1),
-  deepPage: envNumber('BENCH_DEEP_PAGE', 10, 1),
-  rangeHours: envNumber('BENCH_RANGE_HOURS', 4, 1),
+  fixtures: envNumber('BENCH_FIXTURES', 200, 1, true),
+  deepPage: envNumber('BENCH_DEEP_PAGE', 10, 1, true),
+  rangeHours: envNumber('BENCH_RANGE_HOURS', 4, 1, true),
   serialSeconds: envNumber('BENCH_SERIAL_SECONDS', 3, 0.5, false),
   profile: process.env.BENCH_PROFILE === '1',
 };
@@ -133,11 +124,7 @@ const log = (line: string): void => {
 };
 
 function commandLine(): string {
-  const vars = Object.keys(process.env)
-    .filter((k) => k.startsWith('BENCH_'))
-    .sort()
-    .map((k) => `${k}=${process.env[k]}`);
-  return [...vars, 'npm run bench:query'].join(' ');
+  return benchCommand('bench:query');
 }
 
 // ---------------------------------------------------------------- lifecycle

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { markdown } from './common.js';
 
 export type Target = 'gateway' | 'baseline';
 
@@ -186,7 +187,7 @@ export function renderSection(r: Report): string {
       (k) => `${k.target}: ${fmt(k.messages)} messages in \`${k.topic}\` for ${fmt(k.ackedEvents)} events answered 200`,
     )
     .join('; ');
-  return [
+  return markdown([
     START,
     '## Ingest gateway: throughput, latency, memory',
     '',
@@ -239,9 +240,7 @@ export function renderSection(r: Report): string {
     '- Half-rate latency: autocannon `overallRate` at half the single-event max measured above, with',
     '  coordinated-omission correction (a late request counts the delay it caused to the ones after it).',
     END,
-  ]
-    .filter((l, i, all) => !(l === '' && all[i - 1] === ''))
-    .join('\n');
+  ]);
 }
 
 /** Replaces only the marked section of the file (created, or appended, when missing). */
