@@ -66,7 +66,10 @@ export class GroupAssignment implements Component {
     c.on(c.events.REBALANCING, () => this.set(new Set()));
     c.on(c.events.STOP, () => this.set(new Set()));
     c.on(c.events.CRASH, (e) => {
-      deps.logger.error('runner group consumer crashed', { err: String(e.payload.error), restart: e.payload.restart });
+      deps.logger.log(e.payload.restart ? 'warn' : 'error', 'runner group consumer crashed', {
+        err: String(e.payload.error),
+        restart: e.payload.restart,
+      });
       this.set(new Set());
       if (!e.payload.restart) this.joined = false;
     });

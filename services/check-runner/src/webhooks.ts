@@ -65,7 +65,11 @@ export class WebhookDispatcher implements Component {
       registers: [deps.registry],
     });
     this.consumer.on(this.consumer.events.CRASH, (e) => {
-      deps.logger.error('webhook consumer crashed', { err: String(e.payload.error), restart: e.payload.restart });
+      // kafkajs restarts it after retriable errors (a broker still loading its groups).
+      deps.logger.log(e.payload.restart ? 'warn' : 'error', 'webhook consumer crashed', {
+        err: String(e.payload.error),
+        restart: e.payload.restart,
+      });
       if (!e.payload.restart) this.running = false;
     });
   }
