@@ -14,3 +14,4 @@ export * from './retention.js';
 export * from './clickhouse-reader.js';
 export * from './body.js';
 export * from './monitors.js';
+export * from './batching-publisher.js';

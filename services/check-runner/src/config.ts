@@ -39,6 +39,13 @@ export const runnerSpec = {
     1000,
     3_600_000,
   ),
+  publishLingerMs: v.int(
+    'RUNNER_PUBLISH_LINGER_MS',
+    5,
+    'how long a check result waits for others to share its produce request',
+    0,
+    1000,
+  ),
   maxConcurrentChecks: v.int('MAX_CONCURRENT_CHECKS', 500, 'checks in flight at once; more are skipped', 1, 100_000),
   maxBodyBytes: v.int(
     'CHECK_MAX_BODY_BYTES',

@@ -52,8 +52,25 @@ export function classify(err: unknown, timedOut: boolean): CheckError {
  * exchange, following up to `maxRedirects` redirects. Fails with HttpCallError.
  */
 export async function httpCall(call: HttpCall): Promise<HttpAnswer> {
-  const timeout = AbortSignal.timeout(call.timeoutMs);
-  const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+  // One controller and one timer per call (AbortSignal.any costs more, and keeps
+  // listeners on the caller's signal).
+  const abort = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    abort.abort();
+  }, call.timeoutMs);
+  const onAbort = (): void => abort.abort();
+  call.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await follow(call, abort.signal, () => timedOut);
+  } finally {
+    clearTimeout(timer);
+    call.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+async function follow(call: HttpCall, signal: AbortSignal, timedOut: () => boolean): Promise<HttpAnswer> {
   let url = new URL(call.url);
   let method = call.method;
   let body = call.body ?? undefined;
@@ -62,7 +79,7 @@ export async function httpCall(call: HttpCall): Promise<HttpAnswer> {
     try {
       answer = await once(url, method, call.headers, body, call.maxBodyBytes, signal);
     } catch (err) {
-      const kind = classify(err, timeout.aborted);
+      const kind = classify(err, timedOut());
       throw new HttpCallError(kind, kind === 'timeout' ? `no answer within ${call.timeoutMs} ms` : String(err));
     }
     const location = answer.headers.location;

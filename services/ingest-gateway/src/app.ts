@@ -13,13 +13,14 @@ import {
   readBody,
   requestContext,
   type KeyStore,
+  type Publisher,
   type Logger,
   type VerifiedKey,
 } from '@telemetry/runtime';
 
 import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';
-import type { Publisher } from './publisher.js';
+
 import { RateLimiter } from './rate-limit.js';
 
 export interface GatewayDeps {

@@ -1,6 +1,7 @@
 import { createValidators } from '@telemetry/contract';
 import {
   AckedProducer,
+  BatchingPublisher,
   clickhouseComponent,
   ClickHouseKeySource,
   createKafka,
@@ -13,7 +14,6 @@ import {
   type Logger,
 } from '@telemetry/runtime';
 import { createGatewayApp } from './app.js';
-import { BatchingPublisher } from './publisher.js';
 import type { GatewayConfig } from './config.js';
 
 export interface Gateway {
@@ -49,6 +49,10 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       maxBatchMessages: config.produceMaxBatchMessages,
       maxInFlightMessages: config.maxInFlightMessages,
       registry,
+      inFlightMetric: {
+        name: 'ingest_inflight_messages',
+        help: 'Messages accepted for publishing and not yet acknowledged by Kafka',
+      },
     }),
     validators: createValidators(),
     ready: runner.ready,

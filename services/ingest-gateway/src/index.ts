@@ -1,5 +1,5 @@
 export { createGatewayApp, EVENTS_ROUTE, PIXEL_ROUTE, type GatewayDeps } from './app.js';
-export { BatchingPublisher, type Publisher } from './publisher.js';
+
 export { RateLimiter } from './rate-limit.js';
 export { gatewaySpec, loadGatewayConfig, type GatewayConfig } from './config.js';
 export { startGateway, type Gateway } from './gateway.js';

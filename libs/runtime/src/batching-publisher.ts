@@ -1,8 +1,8 @@
 import type { Message } from 'kafkajs';
 import { Gauge, type Registry } from 'prom-client';
-import { OverloadedError } from '@telemetry/runtime';
+import { OverloadedError } from './errors.js';
 
-/** Where accepted events go; resolves only once Kafka acknowledged them. */
+/** Where messages go; resolves only once Kafka acknowledged them. */
 export interface Publisher {
   send(topic: string, messages: Message[]): Promise<void>;
 }
@@ -18,16 +18,18 @@ export interface BatchingOptions {
   lingerMs: number;
   /** A batch is sent at once when it reaches this many messages. */
   maxBatchMessages: number;
-  /** Above this many messages waiting for an ack, new requests get 503 OVERLOADED. */
+  /** Above this many messages waiting for an ack, send() fails with OverloadedError. */
   maxInFlightMessages: number;
   registry: Registry;
+  /** The gauge of messages waiting for an ack (each service names its own). */
+  inFlightMetric: { name: string; help: string };
 }
 
 /**
- * Gathers the messages of concurrent requests for up to `lingerMs` and sends them as one
- * produce request. Each caller's promise settles with its batch: resolved when Kafka
- * acknowledged the batch, rejected (-> 503) when it did not. Memory is bounded by
- * `maxInFlightMessages`.
+ * Gathers the messages of concurrent senders (the gateway's requests, the runner's
+ * checks) for up to `lingerMs` and sends them as one produce request. Each caller's
+ * promise settles with its batch: resolved when Kafka acknowledged the batch, rejected
+ * when it did not. Memory is bounded by `maxInFlightMessages`.
  */
 export class BatchingPublisher implements Publisher {
   private readonly queues = new Map<string, { pending: Pending[]; count: number; timer: NodeJS.Timeout | undefined }>();
@@ -38,11 +40,7 @@ export class BatchingPublisher implements Publisher {
     private readonly target: Publisher,
     private readonly opts: BatchingOptions,
   ) {
-    this.gauge = new Gauge({
-      name: 'ingest_inflight_messages',
-      help: 'Messages accepted for publishing and not yet acknowledged by Kafka',
-      registers: [opts.registry],
-    });
+    this.gauge = new Gauge({ ...opts.inFlightMetric, registers: [opts.registry] });
   }
 
   get inFlightMessages(): number {
