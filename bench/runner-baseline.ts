@@ -3,8 +3,8 @@
  * none of its scheduling, ownership, registry, state machine, metrics or HTTP framework.
  * For every monitor, every `interval_seconds`: one GET on a fresh connection (node:http,
  * `agent: false`, `Connection: close`, aborted after `timeout_ms`, body read), then one
- * kafkajs `send` with `acks: -1` of the JSON check message (one send per check, as the
- * runner does: no batching), keyed by monitor id, murmur2 partitioner.
+ * kafkajs `send` with `acks: -1` of the JSON check message (one send per check, no
+ * batching; the runner batches), keyed by monitor id, murmur2 partitioner.
  *
  * The first check of a monitor is at the same phase of the interval as the runner's
  * (so both put the same bursts on the target); after that a plain setInterval.
