@@ -19,7 +19,7 @@ import {
   statusExpected,
   type AlertState,
 } from '@telemetry/check-runner';
-import type { CheckStatus, MonitorSettings } from '@telemetry/contract';
+import { createValidators, type CheckStatus, type MonitorSettings } from '@telemetry/contract';
 import {
   createSettings,
   DEFAULT_MONITOR,
@@ -244,6 +244,14 @@ describe('check runner (unit)', () => {
         '/degraded_threshold_ms',
       ]);
       expect(monitorProblems({ ...s, body: '{}' }).map((p) => p.path)).to.deep.equal(['/body']);
+    });
+
+    it('accepts only header values HTTP can carry', () => {
+      const v = createValidators();
+      const ok = (value: string): boolean =>
+        v.monitorCreate({ name: 'n', url: 'https://example.com/', headers: { 'X-Token': value } });
+      expect(['Bearer abc', 'café', 'a\tb', ''].every(ok)).to.equal(true);
+      expect(['日本', 'x\r\ny', 'x\ny', 'x\u0000'].some(ok)).to.equal(false);
     });
 
     it('shows the webhook secret only when asked', () => {

@@ -160,7 +160,12 @@ const monitorSettings = {
     type: 'object',
     maxProperties: M.maxHeaders,
     propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$" },
-    additionalProperties: { type: 'string', maxLength: M.maxHeaderValueLength, pattern: '^[^\\r\\n\\u0000]*$' },
+    // What HTTP allows in a field value (tab, visible ASCII, obs-text): no CR, LF or NUL.
+    additionalProperties: {
+      type: 'string',
+      maxLength: M.maxHeaderValueLength,
+      pattern: '^[\\t\\x20-\\x7e\\x80-\\xff]*$',
+    },
   },
   body: { type: ['string', 'null'], maxLength: M.maxBodyBytes },
   paused: { type: 'boolean' },
