@@ -190,6 +190,14 @@ export class MonitorStore {
   }
 }
 
+/** The ids of the current monitors, or of those among `ids` (for a reader; no FORMAT). */
+export function currentMonitorIdsSql(database: string, ids?: readonly string[]): string {
+  return `SELECT id FROM ${sqlIdentifier(database)}.monitors
+    ${ids ? `WHERE id IN ${sqlStringList(ids)}` : ''}
+    GROUP BY id
+    HAVING argMax(deleted, version) = 0`;
+}
+
 /**
  * The partition of the monitor-changes topic that carries `id`'s changes, and so the
  * check runner that owns it. The query service produces with it and runners read it.

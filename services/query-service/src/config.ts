@@ -26,8 +26,8 @@ export const querySpec = {
   monitorCacheMs: v.int(
     'MONITOR_CACHE_MS',
     5000,
-    'how long a found monitor id is remembered (a delete on another replica shows after this)',
-    0,
+    'how often the set of monitor ids (for 404s) is reloaded; a delete on another replica shows after this',
+    500,
     600_000,
   ),
   host: v.str('HOST', '0.0.0.0', 'address to listen on'),

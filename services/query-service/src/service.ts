@@ -3,6 +3,7 @@ import {
   AckedProducer,
   clickhouseComponent,
   createKafka,
+  currentMonitorIdsSql,
   MonitorStore,
   ClickHouseReader,
   ClickHouseKeySource,
@@ -51,6 +52,17 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     notify: (c: { id: string; version: number; deleted: boolean }) =>
       changes.send(config.monitorChangesTopic, [{ key: c.id, value: JSON.stringify(c) }]),
   };
+  const directory = new MonitorDirectory(
+    async (ids) =>
+      (
+        await reader.query<{ id: string }>(
+          currentMonitorIdsSql(config.clickhouseDatabase, ids),
+          AbortSignal.timeout(config.queryTimeoutMs),
+        )
+      ).data.map((r) => r.id),
+    config.monitorCacheMs,
+    logger,
+  );
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
@@ -62,7 +74,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     reader,
     validators: createValidators(),
     monitors,
-    directory: new MonitorDirectory(monitors, config.monitorCacheMs),
+    directory,
     notifier,
     ready: runner.ready,
     details: runner.health,
@@ -70,7 +82,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> change
   // notices -> reader sockets -> ClickHouse clients.
-  runner.use(ch, registryCh, reader, changes, keys, http);
+  runner.use(ch, registryCh, reader, directory, changes, keys, http);
   await runner.start();
   logger.info('query service listening', { port: http.boundPort });
   return { runner, http };
