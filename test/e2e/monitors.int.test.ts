@@ -247,6 +247,30 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     ]);
   });
 
+  it('hands a down monitor over on SIGTERM without alerting again for the open incident', async () => {
+    target.set('/handover', 'error');
+    const m = await create({ name: 'Handover', url: target.url('/handover'), interval_seconds: 1, timeout_ms: 500 });
+    const mine = (): AlertMessage[] => (alerts.values as AlertMessage[]).filter((a) => a.monitor_id === m.id);
+    await eventually('the down alert', () => (mine().length === 1 ? true : undefined), 30_000);
+    const owner = target.requests('/handover').at(-1)!.runner;
+    const i = runners.findIndex((_, k) => ['runner-a', 'runner-b'][k] === owner);
+    const stoppedAt = Date.now();
+    await runners[i]!.kill('SIGTERM');
+    // The other runner takes it over at once (the stopped one left the group) and checks
+    // it a few times, still failing: the incident is already open, so no new alert.
+    await eventually(
+      'three checks by the other runner',
+      () =>
+        target.requests('/handover').filter((r) => r.at > stoppedAt && r.runner !== owner).length >= 3
+          ? true
+          : undefined,
+      30_000,
+    );
+    expect(mine().map((a) => a.type)).to.deep.equal(['monitor.down']);
+    runners[i] = await runner(owner);
+    expect((await api('DELETE', `/api/monitors/${m.id}`)).status).to.equal(200);
+  });
+
   it('splits monitors between two runners, never runs a check twice, and moves a killed runner’s monitors', async () => {
     const ms = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>

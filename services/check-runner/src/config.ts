@@ -46,6 +46,13 @@ export const runnerSpec = {
     0,
     1000,
   ),
+  stateSettleMs: v.int(
+    'RUNNER_STATE_SETTLE_MS',
+    2000,
+    "wait before reading a newly owned monitor's last alert (lets the previous owner's last alert reach ClickHouse)",
+    0,
+    60_000,
+  ),
   maxConcurrentChecks: v.int('MAX_CONCURRENT_CHECKS', 500, 'checks in flight at once; more are skipped', 1, 100_000),
   maxBodyBytes: v.int(
     'CHECK_MAX_BODY_BYTES',

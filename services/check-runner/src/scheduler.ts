@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
 import type { Component, Logger, StoredMonitor } from '@telemetry/runtime';
@@ -19,6 +20,12 @@ export interface SchedulerDeps {
   runnerId: string;
   maxConcurrentChecks: number;
   maxBodyBytes: number;
+  /**
+   * Wait before reading the state of monitors just taken on: an alert the previous owner
+   * published moments before handing over must reach ClickHouse first (the consumer
+   * writes within BATCH_MAX_AGE_MS), or it would be made again.
+   */
+  stateSettleMs: number;
 }
 
 interface Entry {
@@ -173,31 +180,35 @@ export class Scheduler implements Component {
       this.reloadAgain = true;
       return;
     }
+    if (![...this.entries.values()].some((e) => !e.state)) return;
+    this.loading = this.loadStates().finally(() => {
+      this.loading = undefined;
+      if (this.reloadAgain) {
+        this.reloadAgain = false;
+        this.loadPending();
+      }
+    });
+  }
+
+  private async loadStates(): Promise<void> {
+    await sleep(this.deps.stateSettleMs);
     const ids = [...this.entries].filter(([, e]) => !e.state).map(([id]) => id);
-    if (ids.length === 0) return;
-    this.loading = this.deps
-      .loadStates(ids)
-      .catch((err: unknown) => {
-        // Checking matters more than the state: start from unknown (a monitor that
-        // was already down may then alert once more).
-        this.deps.logger.warn('could not load alert states; starting from unknown', { err: String(err) });
-        return new Map<string, AlertState>();
-      })
-      .then((states) => {
-        for (const id of ids) {
-          const e = this.entries.get(id);
-          if (!e || e.state) continue;
-          e.state = states.get(id) ?? INITIAL_STATE;
-          this.arm(id, e);
-        }
-      })
-      .finally(() => {
-        this.loading = undefined;
-        if (this.reloadAgain) {
-          this.reloadAgain = false;
-          this.loadPending();
-        }
-      });
+    if (ids.length === 0 || this.stopping) return;
+    let states: Map<string, AlertState>;
+    try {
+      states = await this.deps.loadStates(ids);
+    } catch (err) {
+      // Checking matters more than the state: start from unknown (a monitor that
+      // was already down may then alert once more).
+      this.deps.logger.warn('could not load alert states; starting from unknown', { err: String(err) });
+      states = new Map();
+    }
+    for (const id of ids) {
+      const e = this.entries.get(id);
+      if (!e || e.state) continue;
+      e.state = states.get(id) ?? INITIAL_STATE;
+      this.arm(id, e);
+    }
   }
 
   private arm(id: string, e: Entry, now = Date.now()): void {

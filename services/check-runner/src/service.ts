@@ -86,6 +86,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     runnerId: config.runnerId,
     maxConcurrentChecks: config.maxConcurrentChecks,
     maxBodyBytes: config.maxBodyBytes,
+    stateSettleMs: config.stateSettleMs,
   });
   const webhooks = new WebhookDispatcher({
     kafka,
