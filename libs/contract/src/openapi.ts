@@ -81,6 +81,16 @@ const statusParam: Json = {
   examples: { one: { value: 'down' }, several: { value: 'down,degraded' } },
 };
 
+const cursorParam: Json = {
+  name: 'cursor',
+  in: 'query',
+  required: false,
+  description: 'next_cursor of the previous page.',
+  schema: { type: 'string' },
+};
+
+const linkHeader = { Link: { description: 'rel="next" URL when there is a next page.', schema: { type: 'string' } } };
+
 const monitorPath: Json = {
   name: 'id',
   in: 'path',
@@ -209,17 +219,12 @@ const monitorPaths: Json = {
           required: false,
           schema: { type: 'integer', minimum: 1, maximum: MONITOR_LIMITS.maxPageSize, default: 100 },
         },
-        {
-          name: 'cursor',
-          in: 'query',
-          required: false,
-          description: 'next_cursor of the previous page.',
-          schema: { type: 'string' },
-        },
+        cursorParam,
       ],
       responses: {
         '200': {
           description: 'A page of monitors.',
+          headers: linkHeader,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorPage' } } },
         },
         ...errors([...authErrors, 'INVALID_PARAMETER', ...storeErrors]),
@@ -340,18 +345,12 @@ const queryPaths: Json = {
         timeParam('from', 'Checks at or after this ISO 8601 date-time (with zone).'),
         timeParam('to', 'Checks strictly before this ISO 8601 date-time (with zone).'),
         statusParam,
-        {
-          name: 'cursor',
-          in: 'query',
-          required: false,
-          description: 'next_cursor of the previous page.',
-          schema: { type: 'string' },
-        },
+        cursorParam,
       ],
       responses: {
         '200': {
           description: 'A page of checks.',
-          headers: { Link: { description: 'rel="next" URL when there is a next page.', schema: { type: 'string' } } },
+          headers: linkHeader,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/CheckPage' } } },
         },
         ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),

@@ -5,7 +5,7 @@ import express, { type ErrorRequestHandler, type Express, type RequestHandler } 
 import { fail } from '@telemetry/contract';
 import type { Registry } from 'prom-client';
 import { AppError } from './errors.js';
-import type { Component } from './lifecycle.js';
+import type { Component, ServiceRunner } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import type { HttpMetrics } from './metrics.js';
 
@@ -238,4 +238,19 @@ export class HttpServerComponent implements Component {
     clearInterval(sweep);
     clearTimeout(cut);
   }
+}
+
+/** The HTTP side of a service without an API: /healthz, /readyz and /metrics only. */
+export function healthServer(opts: {
+  runner: Pick<ServiceRunner, 'ready' | 'health'>;
+  registry: Registry;
+  logger: Logger;
+  port: number;
+  host: string;
+}): HttpServerComponent {
+  const app = createExpressApp();
+  healthRoutes(app, { ready: opts.runner.ready, details: opts.runner.health, registry: opts.registry });
+  app.use(notFound);
+  app.use(errorHandler(opts.logger));
+  return new HttpServerComponent(app, opts.port, opts.host);
 }

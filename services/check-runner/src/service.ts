@@ -3,14 +3,11 @@ import {
   AckedProducer,
   BatchingPublisher,
   clickhouseComponent,
-  createExpressApp,
   createKafka,
   createRegistry,
-  errorHandler,
-  healthRoutes,
+  healthServer,
   HttpServerComponent,
   MonitorStore,
-  notFound,
   ServiceRunner,
   type Logger,
 } from '@telemetry/runtime';
@@ -103,11 +100,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   });
 
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
-  const app = createExpressApp();
-  healthRoutes(app, { ready: runner.ready, details: runner.health, registry });
-  app.use(notFound);
-  app.use(errorHandler(logger));
-  const http = new HttpServerComponent(app, config.port, config.host);
+  const http = healthServer({ runner, registry, logger, port: config.port, host: config.host });
   // Start in this order; stop in reverse: the scheduler stops checking (in-flight checks
   // finish and publish), then the runner leaves the group (its monitors move to the
   // others at once), then webhooks stop (uncommitted alerts are delivered by another),

@@ -2,16 +2,13 @@ import { createValidators } from '@telemetry/contract';
 import {
   AckedProducer,
   clickhouseComponent,
-  createExpressApp,
   createKafka,
   createRegistry,
   ensureTopics,
-  errorHandler,
-  healthRoutes,
+  healthServer,
   HttpServerComponent,
   migrate,
   RetentionJob,
-  notFound,
   ServiceRunner,
   sqlIdentifier,
   type ClickHouseClient,
@@ -93,11 +90,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     maxBufferedRows: config.maxBufferedRows,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
-  const app = createExpressApp();
-  healthRoutes(app, { ready: runner.ready, details: runner.health, registry });
-  app.use(notFound);
-  app.use(errorHandler(logger));
-  const http = new HttpServerComponent(app, config.port, config.host);
+  const http = healthServer({ runner, registry, logger, port: config.port, host: config.host });
   // Shutdown runs in reverse: consumer (stop fetching, flush, commit, leave group) ->
   // writer (flush leftovers) -> dead-letter producer -> ClickHouse client -> HTTP last,
   // so /metrics and /healthz answer until the end.
