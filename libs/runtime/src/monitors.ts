@@ -80,13 +80,23 @@ function settingsOf(m: MonitorSettings): MonitorSettings {
 /** Settings of a new monitor: the request's, defaults for the rest. */
 export function createSettings(body: MonitorCreate): MonitorSettings {
   const { webhook_secret: _secret, ...given } = body;
-  return settingsOf({ ...DEFAULT_MONITOR, ...given });
+  return fitTimeout(settingsOf({ ...DEFAULT_MONITOR, ...given }), given.timeout_ms);
 }
 
 /** Settings after a PATCH: the request's fields replace the stored ones. */
 export function patchSettings(current: MonitorSettings, patch: MonitorPatch): MonitorSettings {
   const { webhook_secret: _secret, ...given } = patch;
+  // A stored timeout may have been chosen: a shorter interval does not change it (400).
   return settingsOf({ ...current, ...given });
+}
+
+/**
+ * On create, a timeout the request did not set shrinks to fit a shorter interval (a 5 s
+ * monitor gets a 5 s timeout, not the default 10 s); one it did set is checked as given.
+ */
+function fitTimeout(s: MonitorSettings, given: number | undefined): MonitorSettings {
+  if (given !== undefined || s.timeout_ms <= s.interval_seconds * 1000) return s;
+  return { ...s, timeout_ms: s.interval_seconds * 1000 };
 }
 
 /** What the API returns: never the secret, unless `withSecret` (the response that set it). */
