@@ -1,0 +1,29 @@
+import { expect } from 'chai';
+import { rowToCheck } from '@telemetry/query-service';
+
+describe('query service rows (unit)', () => {
+  it('turns a ClickHouse row into the seed’s check, without float noise', () => {
+    expect(
+      rowToCheck({
+        id: 'chk_1',
+        monitor_id: 'mon_1',
+        status: 'down',
+        response_time: 1.3599999999999999,
+        status_code: 0,
+        error: 'connection_refused',
+        ts: '1795326543',
+      }),
+    ).to.deep.equal({
+      id: 'chk_1',
+      monitor_id: 'mon_1',
+      status: 'down',
+      response_time: 1.36,
+      status_code: 0,
+      error: 'connection_refused',
+      created_at: '2026-11-22T05:49:03Z',
+    });
+    expect(
+      rowToCheck({ id: 'c', monitor_id: 'm', status: 'up', response_time: 5012.5, status_code: 200, error: '', ts: 0 }),
+    ).to.include({ response_time: 5012.5, error: null, created_at: '1970-01-01T00:00:00Z' });
+  });
+});
