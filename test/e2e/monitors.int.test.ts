@@ -96,6 +96,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     expect(m).to.include({ method: 'GET', interval_seconds: 60, timeout_ms: 10_000, paused: true });
     expect(m.expected_status_codes).to.deep.equal(['2xx']);
     expect(m.webhook_secret).to.match(/^whsec_[0-9a-f]{32}$/);
+    expect(m).to.include({ status: 'paused', last_check_at: null });
 
     const got = await api<Monitor>('GET', `/api/monitors/${m.id}`, undefined, { key: readOnly });
     expect(got.status).to.equal(200);
@@ -191,6 +192,10 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     });
     expect(ups[0]).to.include({ monitor_id: m.id, status: 'up', status_code: 200, error: null });
     expect(ups[0]!.response_time).to.be.a('number').and.to.be.at.least(0);
+    const status = async (): Promise<Monitor> => (await api<Monitor>('GET', `/api/monitors/${m.id}`)).body.data;
+    expect(m.status).to.equal('pending');
+    expect(await status()).to.include({ status: 'up' });
+    expect((await status()).last_check_at).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
 
     // The service answers 500: down checks, then one alert and one webhook.
     target.set('/flaky', 'error');
@@ -222,6 +227,9 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     expect(open.body.data).to.have.length(1);
     expect(open.body.data[0]).to.include({ id: downAlert.incident_id, status: 'open', resolved_at: null });
     expect(open.body.data[0]!.cause).to.deep.equal({ status_code: 500, error: 'unexpected_status' });
+    expect((await status()).status).to.equal('down');
+    const listed = await api<Monitor[]>('GET', '/api/monitors?limit=1000');
+    expect(listed.body.data.find((x) => x.id === m.id)?.status).to.equal('down');
 
     // It recovers: the up transition, with the same incident.
     target.set('/flaky', 'ok');
@@ -237,6 +245,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
       return r.body.data.length === 1 ? r.body.data[0] : undefined;
     });
     expect(resolved.resolved_at).to.be.a('string');
+    await eventually('status up again', async () => ((await status()).status === 'up' ? true : undefined));
     // Exactly one alert per transition on the topic, and one delivery of each.
     const published = (): AlertMessage[] => (alerts.values as AlertMessage[]).filter((a) => a.monitor_id === m.id);
     await eventually('both alerts read back', () => (published().length >= 2 ? true : undefined));

@@ -25,6 +25,7 @@ import {
   DEFAULT_MONITOR,
   monitorPartition,
   monitorProblems,
+  monitorStatus,
   patchSettings,
   publicMonitor,
   placeholderMonitor,
@@ -262,10 +263,18 @@ describe('check runner (unit)', () => {
       expect(['日本', 'x\r\ny', 'x\ny', 'x\u0000'].some(ok)).to.equal(false);
     });
 
+    it('derives a monitor’s status from pause, open incident and checks', () => {
+      expect(monitorStatus({ paused: true }, { lastAlert: 'monitor.down', lastCheckAt: 'x' })).to.equal('paused');
+      expect(monitorStatus({ paused: false }, { lastAlert: 'monitor.down', lastCheckAt: 'x' })).to.equal('down');
+      expect(monitorStatus({ paused: false }, { lastAlert: 'monitor.up', lastCheckAt: 'x' })).to.equal('up');
+      expect(monitorStatus({ paused: false }, { lastCheckAt: 'x' })).to.equal('up');
+      expect(monitorStatus({ paused: false }, {})).to.equal('pending');
+    });
+
     it('shows the webhook secret only when asked', () => {
       const m = { ...placeholderMonitor('mon_x'), version: 1 };
       expect(publicMonitor(m)).to.not.have.property('webhook_secret');
-      expect(publicMonitor(m, true)).to.have.property('webhook_secret', m.webhook_secret);
+      expect(publicMonitor(m, {}, true)).to.have.property('webhook_secret', m.webhook_secret);
       expect(publicMonitor(m)).to.not.have.property('version');
     });
   });

@@ -54,6 +54,10 @@ export const MONITOR_LIMITS = {
 export const MONITOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export type MonitorMethod = (typeof MONITOR_METHODS)[number];
 
+/** A monitor's status in the API: derived from its checks and its open incident. */
+export const MONITOR_STATUSES = ['pending', 'up', 'down', 'paused'] as const;
+export type MonitorStatus = (typeof MONITOR_STATUSES)[number];
+
 /** Alert types: a monitor going down (an incident opens) or coming back up (it closes). */
 export const ALERT_TYPES = ['monitor.down', 'monitor.up'] as const;
 export type AlertType = (typeof ALERT_TYPES)[number];

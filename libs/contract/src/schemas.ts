@@ -6,6 +6,7 @@ import {
   LIMITS,
   MONITOR_LIMITS,
   MONITOR_METHODS,
+  MONITOR_STATUSES,
   NAME_PATTERN,
 } from './limits.js';
 
@@ -219,6 +220,8 @@ export const monitorSchema = {
     'body',
     'paused',
     'webhooks',
+    'status',
+    'last_check_at',
     'created_at',
     'updated_at',
   ],
@@ -226,6 +229,9 @@ export const monitorSchema = {
     id: monitorId,
     ...monitorSettings,
     webhook_secret: webhookSecret,
+    /** pending: no check yet; up: no open incident; down: an open incident; paused. */
+    status: { type: 'string', enum: MONITOR_STATUSES },
+    last_check_at: { oneOf: [isoSeconds, { type: 'null' }] },
     created_at: isoSeconds,
     updated_at: isoSeconds,
   },

@@ -1,4 +1,4 @@
-import type { AlertType, CheckError, CheckStatus, MonitorMethod } from './limits.js';
+import type { AlertType, CheckError, CheckStatus, MonitorMethod, MonitorStatus } from './limits.js';
 
 export interface TelemetryEvent {
   source: string;
@@ -76,6 +76,8 @@ export interface Monitor extends MonitorSettings {
   id: string;
   /** Only in the response that created (or changed) it. */
   webhook_secret?: string;
+  status: MonitorStatus;
+  last_check_at: string | null;
   created_at: string;
   updated_at: string;
 }

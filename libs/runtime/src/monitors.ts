@@ -1,6 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { Monitor, MonitorCreate, MonitorPatch, MonitorSettings, Problem } from '@telemetry/contract';
+import type {
+  Monitor,
+  MonitorCreate,
+  MonitorPatch,
+  MonitorSettings,
+  MonitorStatus,
+  Problem,
+} from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from './sql.js';
 
 /**
@@ -11,7 +18,7 @@ import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from './sql.js';
  */
 
 /** A monitor as stored: with its webhook signing secret and its row version. */
-export interface StoredMonitor extends Monitor {
+export interface StoredMonitor extends Omit<Monitor, 'status' | 'last_check_at'> {
   webhook_secret: string;
   version: number;
 }
@@ -99,15 +106,53 @@ function fitTimeout(s: MonitorSettings, given: number | undefined): MonitorSetti
   return { ...s, timeout_ms: s.interval_seconds * 1000 };
 }
 
+/** What a monitor's checks and alerts say of it (see monitorStatus). */
+export interface MonitorActivity {
+  /** Type of its last alert, if any. */
+  lastAlert?: string;
+  /** Its newest check, ISO seconds, if any. */
+  lastCheckAt?: string;
+}
+
+/** paused; down while an incident is open; up once checked; pending before the first check. */
+export function monitorStatus(m: Pick<MonitorSettings, 'paused'>, a: MonitorActivity): MonitorStatus {
+  if (m.paused) return 'paused';
+  if (a.lastAlert === 'monitor.down') return 'down';
+  return a.lastCheckAt ? 'up' : 'pending';
+}
+
 /** What the API returns: never the secret, unless `withSecret` (the response that set it). */
-export function publicMonitor(m: StoredMonitor, withSecret = false): Monitor {
+export function publicMonitor(m: StoredMonitor, activity: MonitorActivity = {}, withSecret = false): Monitor {
   return {
     id: m.id,
     ...settingsOf(m),
     ...(withSecret ? { webhook_secret: m.webhook_secret } : {}),
+    status: monitorStatus(m, activity),
+    last_check_at: activity.lastCheckAt ?? null,
     created_at: m.created_at,
     updated_at: m.updated_at,
   };
+}
+
+/**
+ * The last alert of each monitor in `ids` (columns monitor_id, t: type, i: incident id).
+ * By time, and at equal seconds an up after the down it closes.
+ */
+export function lastAlertsSql(database: string, ids: readonly string[]): string {
+  return `SELECT monitor_id,
+      argMax(type, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS t,
+      argMax(incident_id, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS i
+    FROM ${sqlIdentifier(database)}.alerts
+    WHERE monitor_id IN ${sqlStringList(ids)}
+    GROUP BY monitor_id`;
+}
+
+/** The newest check of each monitor in `ids` (columns monitor_id, t: unix seconds). */
+export function lastChecksSql(database: string, ids: readonly string[]): string {
+  return `SELECT monitor_id, toUnixTimestamp(max(created_at)) AS t
+    FROM ${sqlIdentifier(database)}.checks
+    WHERE monitor_id IN ${sqlStringList(ids)}
+    GROUP BY monitor_id`;
 }
 
 /** Notice on the monitor-changes topic that a monitor changed; its key is the id. */

@@ -1,6 +1,5 @@
 import {
-  sqlIdentifier,
-  sqlStringList,
+  lastAlertsSql,
   type ClickHouseClient,
   type Component,
   type Logger,
@@ -93,16 +92,7 @@ export async function lastAlerts(
   ids: readonly string[],
 ): Promise<Map<string, { type: string; incident_id: string }>> {
   if (ids.length === 0) return new Map();
-  // Order by time, and at equal seconds an up after the down it closes.
-  const rs = await client.query({
-    query: `SELECT monitor_id,
-        argMax(type, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS t,
-        argMax(incident_id, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS i
-      FROM ${sqlIdentifier(database)}.alerts
-      WHERE monitor_id IN ${sqlStringList(ids)}
-      GROUP BY monitor_id`,
-    format: 'JSONEachRow',
-  });
+  const rs = await client.query({ query: lastAlertsSql(database, ids), format: 'JSONEachRow' });
   const rows = await rs.json<{ monitor_id: string; t: string; i: string }>();
   return new Map(rows.map((r) => [r.monitor_id, { type: r.t, incident_id: r.i }]));
 }

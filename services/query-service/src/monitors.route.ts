@@ -11,6 +11,8 @@ import {
 import {
   AppError,
   createSettings,
+  lastAlertsSql,
+  lastChecksSql,
   monitorProblems,
   newMonitorId,
   newWebhookSecret,
@@ -25,6 +27,7 @@ import {
   type ClickHouseReader,
   type Component,
   type Logger,
+  type MonitorActivity,
   type MonitorChange,
   type MonitorStore,
   type StoredMonitor,
@@ -191,6 +194,24 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     }
   };
 
+  /** What the checks and alerts of these monitors say: their status in the API. */
+  const activity = async (req: Request, ids: string[]): Promise<Map<string, MonitorActivity>> => {
+    const out = new Map<string, MonitorActivity>(ids.map((id) => [id, {}]));
+    if (ids.length === 0) return out;
+    const signal = AbortSignal.timeout(deps.queryTimeoutMs);
+    const [alerts, checks] = await storeCall(req, 'monitor status', () =>
+      Promise.all([
+        deps.reader.query<{ monitor_id: string; t: string }>(lastAlertsSql(deps.database, ids), signal),
+        deps.reader.query<{ monitor_id: string; t: number | string }>(lastChecksSql(deps.database, ids), signal),
+      ]),
+    );
+    for (const r of alerts.data) out.get(r.monitor_id)!.lastAlert = r.t;
+    for (const r of checks.data) out.get(r.monitor_id)!.lastCheckAt = toIsoSeconds(Number(r.t));
+    return out;
+  };
+  const shown = async (req: Request, m: StoredMonitor, withSecret = false) =>
+    publicMonitor(m, (await activity(req, [m.id])).get(m.id), withSecret);
+
   const load = async (req: Request): Promise<StoredMonitor> => {
     const id = monitorIdOf(req);
     const m = await storeCall(req, 'monitor lookup', () => deps.store.get(id));
@@ -221,7 +242,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     deps.directory.remember(m.id);
     await announce(req, { id: m.id, version, deleted: false });
     res.status(201).setHeader('Location', `/api/monitors/${m.id}`);
-    res.json(ok(publicMonitor({ ...m, version }, true)));
+    res.json(ok(publicMonitor({ ...m, version }, {}, true)));
   });
 
   app.get('/api/monitors', deps.auth.read, async (req, res) => {
@@ -237,12 +258,16 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     const last = page[page.length - 1];
     const next = rows.length > limit && last ? encodeCursor(last.id) : null;
     if (next) res.setHeader('Link', `</api/monitors?limit=${limit}&cursor=${next}>; rel="next"`);
-    res.json({ success: true, data: page.map((m) => publicMonitor(m)), next_cursor: next });
+    const seen = await activity(
+      req,
+      page.map((m) => m.id),
+    );
+    res.json({ success: true, data: page.map((m) => publicMonitor(m, seen.get(m.id))), next_cursor: next });
   });
 
   app.get('/api/monitors/:id', deps.auth.read, async (req, res) => {
     rejectUnknown(req, new Set());
-    res.json(ok(publicMonitor(await load(req))));
+    res.json(ok(await shown(req, await load(req))));
   });
 
   app.patch('/api/monitors/:id', deps.auth.write, async (req, res) => {
@@ -263,7 +288,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     };
     const version = await storeCall(req, 'monitor update', () => deps.store.save(m));
     await announce(req, { id: m.id, version, deleted: false });
-    res.json(ok(publicMonitor({ ...m, version }, patch.webhook_secret !== undefined)));
+    res.json(ok(await shown(req, { ...m, version }, patch.webhook_secret !== undefined)));
   });
 
   app.delete('/api/monitors/:id', deps.auth.write, async (req, res) => {
