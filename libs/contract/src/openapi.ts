@@ -81,6 +81,14 @@ const statusParam: Json = {
   examples: { one: { value: 'down' }, several: { value: 'down,degraded' } },
 };
 
+/** `limit`: 1 to `max`, default 100. */
+const limitParam = (max: number): Json => ({
+  name: 'limit',
+  in: 'query',
+  required: false,
+  schema: { type: 'integer', minimum: 1, maximum: max, default: 100 },
+});
+
 const cursorParam: Json = {
   name: 'cursor',
   in: 'query',
@@ -212,15 +220,7 @@ const monitorPaths: Json = {
       operationId: 'listMonitors',
       summary: 'The monitors this key may see, in id order',
       security: [{ apiKey: ['monitors:read'] }],
-      parameters: [
-        {
-          name: 'limit',
-          in: 'query',
-          required: false,
-          schema: { type: 'integer', minimum: 1, maximum: MONITOR_LIMITS.maxPageSize, default: 100 },
-        },
-        cursorParam,
-      ],
+      parameters: [limitParam(MONITOR_LIMITS.maxPageSize), cursorParam],
       responses: {
         '200': {
           description: 'A page of monitors.',
@@ -297,12 +297,7 @@ const monitorPaths: Json = {
       security: [{ apiKey: ['monitors:read'] }],
       parameters: [
         monitorPath,
-        {
-          name: 'limit',
-          in: 'query',
-          required: false,
-          schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
-        },
+        limitParam(1000),
         { name: 'status', in: 'query', required: false, schema: { type: 'string', enum: ['open', 'resolved'] } },
       ],
       responses: {
@@ -330,12 +325,7 @@ const queryPaths: Json = {
       security: [{ apiKey: ['checks:read'] }],
       parameters: [
         monitorPath,
-        {
-          name: 'limit',
-          in: 'query',
-          required: false,
-          schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
-        },
+        limitParam(1000),
         {
           name: 'order',
           in: 'query',
