@@ -7,7 +7,8 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 COPY libs/contract/package.json libs/contract/
-COPY libs/runtime/package.json libs/runtime/
+COPY libs/platform/package.json libs/platform/
+COPY libs/store/package.json libs/store/
 COPY services/ingest-gateway/package.json services/ingest-gateway/
 COPY services/stream-consumer/package.json services/stream-consumer/
 COPY services/query-service/package.json services/query-service/
@@ -22,7 +23,8 @@ FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json /app/.npmrc ./
 COPY --from=build /app/libs/contract/package.json libs/contract/
-COPY --from=build /app/libs/runtime/package.json libs/runtime/
+COPY --from=build /app/libs/platform/package.json libs/platform/
+COPY --from=build /app/libs/store/package.json libs/store/
 COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
 COPY --from=build /app/services/stream-consumer/package.json services/stream-consumer/
 COPY --from=build /app/services/query-service/package.json services/query-service/
@@ -37,8 +39,10 @@ COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/package.json ./
 COPY --from=build /app/libs/contract/package.json libs/contract/
 COPY --from=build /app/libs/contract/dist libs/contract/dist
-COPY --from=build /app/libs/runtime/package.json libs/runtime/
-COPY --from=build /app/libs/runtime/dist libs/runtime/dist
+COPY --from=build /app/libs/platform/package.json libs/platform/
+COPY --from=build /app/libs/store/package.json libs/store/
+COPY --from=build /app/libs/platform/dist libs/platform/dist
+COPY --from=build /app/libs/store/dist libs/store/dist
 COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
 COPY --from=build /app/services/ingest-gateway/dist services/ingest-gateway/dist
 COPY --from=build /app/services/stream-consumer/package.json services/stream-consumer/
@@ -50,4 +54,4 @@ COPY --from=build /app/services/check-runner/dist services/check-runner/dist
 USER node
 # exec: node is PID 1 and receives SIGTERM itself (our handlers drain and exit).
 # NOTE: kafkajs 2.2.4 schedules a harmless negative timeout; its warning is silenced.
-CMD ["sh", "-c", "if [ \"$SERVICE\" = provision ]; then exec node --disable-warning=TimeoutNegativeWarning libs/runtime/dist/bin/provision.js; else exec node --disable-warning=TimeoutNegativeWarning services/$SERVICE/dist/main.js; fi"]
+CMD ["sh", "-c", "if [ \"$SERVICE\" = provision ]; then exec node --disable-warning=TimeoutNegativeWarning libs/store/dist/bin/provision.js; else exec node --disable-warning=TimeoutNegativeWarning services/$SERVICE/dist/main.js; fi"]

@@ -12,14 +12,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { Partitioners, type Message } from 'kafkajs';
 import { createValidators, LIMITS, ok, type IngestRequest } from '@telemetry/contract';
 import { toMessages } from '@telemetry/ingest-gateway';
-import {
-  ClickHouseKeySource,
-  createClickHouse,
-  createKafka,
-  createLogger,
-  KeyStore,
-  parseBody,
-} from '@telemetry/runtime';
+import { createClickHouse, createKafka, createLogger, parseBody } from '@telemetry/platform';
+import { ClickHouseKeySource, KeyStore } from '@telemetry/store';
 
 function need(name: string): string {
   const v = process.env[name];

@@ -10,7 +10,8 @@
  * way the consumer's rows.ts does. BENCHMARKS.md lists what that does differently.
  */
 import type { Kafka } from 'kafkajs';
-import { MIGRATIONS, sqlIdentifier, sqlNumber, sqlString } from '@telemetry/runtime';
+import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
+import { MIGRATIONS } from '@telemetry/store';
 
 export const ENGINE_TABLE = 'events_kafka_engine';
 export const ENGINE_ROLLUP = 'events_per_minute_kafka_engine';

@@ -8,8 +8,8 @@
  * sent: "first seen" is the send time of the first poll that returned the row, which
  * overstates the true freshness by less than one poll interval.
  */
-import type { ClickHouseClient } from '@telemetry/runtime';
-import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/runtime';
+import type { ClickHouseClient } from '@telemetry/platform';
+import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
 import { benchRequest, clientId } from './consume-load.js';
 
 export interface FreshnessOptions {

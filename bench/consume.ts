@@ -35,12 +35,11 @@ import {
   createClickHouse,
   createKafka,
   createLogger,
-  issueKey,
-  migrate,
   sqlIdentifier,
   type ClickHouseClient,
   type Logger,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
+import { issueKey, migrate } from '@telemetry/store';
 import { consumerSpec } from '@telemetry/stream-consumer';
 import { provision } from '../tools/devstack/provision.js';
 import { freePort, KAFKA_VERSION, startStack, type Stack } from '../tools/devstack/stack.js';

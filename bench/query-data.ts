@@ -5,8 +5,9 @@
  * themselves, to the query service and, with the same SQL, straight to ClickHouse.
  */
 import { randomUUID } from 'node:crypto';
-import type { ClickHouseClient } from '@telemetry/runtime';
-import { MonitorStore, placeholderMonitor, sqlIdentifier, sqlNumber } from '@telemetry/runtime';
+import type { ClickHouseClient } from '@telemetry/platform';
+import { sqlIdentifier, sqlNumber } from '@telemetry/platform';
+import { MonitorStore, placeholderMonitor } from '@telemetry/store';
 import { checksSql, toIsoSeconds, type CheckRow } from '@telemetry/query-service';
 // Not exported by the package: the summary route's SQL, imported from its module.
 import { summarySql } from '../services/query-service/src/summary.route.js';

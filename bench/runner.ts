@@ -28,18 +28,8 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Kafka } from 'kafkajs';
-import {
-  createClickHouse,
-  createKafka,
-  createLogger,
-  DEFAULT_MONITOR,
-  MonitorStore,
-  newMonitorId,
-  newWebhookSecret,
-  sqlIdentifier,
-  type ClickHouseClient,
-  type StoredMonitor,
-} from '@telemetry/runtime';
+import { createClickHouse, createKafka, createLogger, sqlIdentifier, type ClickHouseClient } from '@telemetry/platform';
+import { DEFAULT_MONITOR, MonitorStore, newMonitorId, newWebhookSecret, type StoredMonitor } from '@telemetry/store';
 import { runnerSpec } from '@telemetry/check-runner';
 import { provision } from '../tools/devstack/provision.js';
 import { SOURCE_NODE_ARGS } from '../tools/devstack/service-command.js';

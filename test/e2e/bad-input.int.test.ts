@@ -127,7 +127,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       scopes: ['monitors:write'],
       monitorIds: ['tenant-a-monitor'],
     });
-    const { revokeKey } = await import('@telemetry/runtime');
+    const { revokeKey } = await import('@telemetry/store');
     const { adminClickHouse, testStack } = await import('../support/fixtures.js');
     const ch = adminClickHouse();
     await revokeKey(ch, testStack().database, revoked.split('_')[1]!);

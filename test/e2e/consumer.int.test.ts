@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { Kafka, logLevel, Partitioners, type IHeaders } from 'kafkajs';
-import type { ClickHouseClient } from '@telemetry/runtime';
+import type { ClickHouseClient } from '@telemetry/platform';
 import {
   adminClickHouse,
   eventually,
@@ -272,7 +272,7 @@ describe('stream consumer while ClickHouse is down (real ClickHouse, stopped for
     expect(ackedDuringOutage).to.be.greaterThan(0);
 
     const db = faults.env.CLICKHOUSE_DATABASE ?? testStack().database;
-    const ch = (await import('@telemetry/runtime')).createClickHouse({
+    const ch = (await import('@telemetry/platform')).createClickHouse({
       url: faults.stack.clickhouseUrl,
       username: 'default',
       password: '',

@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import type { ClickHouseClient } from '@telemetry/runtime';
+import type { ClickHouseClient } from '@telemetry/platform';
 import {
   adminClickHouse,
   eventually,

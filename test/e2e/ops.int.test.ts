@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
-import { ensureTopics } from '@telemetry/runtime';
+import { ensureTopics } from '@telemetry/platform';
 import { eventually, testStack, uid } from '../support/fixtures.js';
 
 const run = promisify(execFile);

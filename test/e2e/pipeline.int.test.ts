@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { revokeKey, type ClickHouseClient } from '@telemetry/runtime';
+import { type ClickHouseClient } from '@telemetry/platform';
+import { revokeKey } from '@telemetry/store';
 import {
   adminClickHouse,
   eventually,

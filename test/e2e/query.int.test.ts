@@ -1,6 +1,6 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { expect } from 'chai';
-import type { ClickHouseClient } from '@telemetry/runtime';
+import type { ClickHouseClient } from '@telemetry/platform';
 import {
   adminClickHouse,
   eventually,
@@ -293,7 +293,7 @@ describe('query service (real ClickHouse)', () => {
   });
 
   it('uses a ClickHouse user that cannot write', async () => {
-    const { createClickHouse } = await import('@telemetry/runtime');
+    const { createClickHouse } = await import('@telemetry/platform');
     const s = testStack();
     const reader = createClickHouse({
       url: s.clickhouseUrl,

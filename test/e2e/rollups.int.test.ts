@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { applyRetention, createLogger, type ClickHouseClient } from '@telemetry/runtime';
+import { createLogger, type ClickHouseClient } from '@telemetry/platform';
+import { applyRetention } from '@telemetry/store';
 import { adminClickHouse, testStack, uid } from '../support/fixtures.js';
 
 /** Rollups (materialized views) and retention, on the real server. */

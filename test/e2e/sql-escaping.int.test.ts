@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { sqlString, type ClickHouseClient } from '@telemetry/runtime';
+import { sqlString, type ClickHouseClient } from '@telemetry/platform';
 import { adminClickHouse } from '../support/fixtures.js';
 
 /** The escaping function against the real server: each string must come back unchanged. */

@@ -7,14 +7,11 @@ import {
   createClickHouse,
   createKafka,
   createLogger,
-  issueKey,
   LineCollector,
-  MonitorStore,
-  placeholderMonitor,
   type ClickHouseClient,
   type Logger,
-  type NewKey,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
+import { issueKey, MonitorStore, placeholderMonitor, type NewKey } from '@telemetry/store';
 
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ConfigError } from '@telemetry/runtime';
+import { ConfigError } from '@telemetry/platform';
 import { loadGatewayConfig } from '@telemetry/ingest-gateway';
 
 describe('config (unit)', () => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { createValidators } from '@telemetry/contract';
-import { createLogger } from '@telemetry/runtime';
+import { createLogger } from '@telemetry/platform';
 import { BatchWriter, decodeCheck, decodeEvent, eventTime, type RowSink } from '@telemetry/stream-consumer';
 
 const logger = createLogger({ service: 'test', level: 'silent' });

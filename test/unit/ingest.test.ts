@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { createValidators, LIMITS } from '@telemetry/contract';
 import { eventIdFor } from '@telemetry/ingest-gateway';
-import { parseBody, withinDepth } from '@telemetry/runtime';
-import { AppError } from '@telemetry/runtime';
+import { parseBody, withinDepth } from '@telemetry/platform';
+import { AppError } from '@telemetry/platform';
 
 describe('ingest parsing and validation (unit)', () => {
   const v = createValidators();

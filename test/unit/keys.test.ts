@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { createLogger, hashSecret, KeyStore, parseKey, type KeyRecord, type KeySource } from '@telemetry/runtime';
+import { createLogger } from '@telemetry/platform';
+import { hashSecret, KeyStore, parseKey, type KeyRecord, type KeySource } from '@telemetry/store';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 

@@ -29,7 +29,7 @@ import {
   patchSettings,
   publicMonitor,
   placeholderMonitor,
-} from '@telemetry/runtime';
+} from '@telemetry/store';
 
 const settings = (over: Partial<MonitorSettings> = {}): MonitorSettings => ({
   ...DEFAULT_MONITOR,

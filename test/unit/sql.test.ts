@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from '@telemetry/runtime';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from '@telemetry/platform';
 
 describe('sql escaping (unit)', () => {
   it('quotes plain strings', () => {

@@ -9,7 +9,8 @@
  * KEY_REFRESH_MS, without a restart.
  */
 import { parseArgs } from 'node:util';
-import { ClickHouseKeySource, createClickHouse, issueKey, revokeKey, SCOPES, type KeyKind } from '@telemetry/runtime';
+import { createClickHouse } from '@telemetry/platform';
+import { ClickHouseKeySource, issueKey, revokeKey, SCOPES, type KeyKind } from '@telemetry/store';
 import { envWithLocalStack } from './local-env.js';
 
 const out = (s: string): boolean => process.stdout.write(`${s}\n`);

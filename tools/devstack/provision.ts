@@ -1,4 +1,5 @@
-import { createClickHouse, createKafka, createLogger, ensureTopics, migrate, type Logger } from '@telemetry/runtime';
+import { createClickHouse, createKafka, createLogger, ensureTopics, type Logger } from '@telemetry/platform';
+import { migrate } from '@telemetry/store';
 import type { Stack } from './stack.js';
 
 export interface ProvisionOptions {

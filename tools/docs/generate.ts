@@ -8,7 +8,8 @@ import { runnerSpec } from '@telemetry/check-runner';
 import { buildOpenApi, ERROR_CODES } from '@telemetry/contract';
 import { gatewaySpec } from '@telemetry/ingest-gateway';
 import { querySpec } from '@telemetry/query-service';
-import { provisionSpec, type ConfigSpec } from '@telemetry/runtime';
+import { type ConfigSpec } from '@telemetry/platform';
+import { provisionSpec } from '@telemetry/store';
 import { consumerSpec } from '@telemetry/stream-consumer';
 
 const specs: [string, ConfigSpec][] = [

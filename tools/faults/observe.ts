@@ -4,7 +4,7 @@
  * against the topic's end, and every service's /readyz and /metrics.
  */
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { sqlIdentifier, sqlString, sqlStringList, type ClickHouseClient } from '@telemetry/runtime';
+import { sqlIdentifier, sqlString, sqlStringList, type ClickHouseClient } from '@telemetry/platform';
 import { readyStatus, type ServiceProcess } from './procs.js';
 
 export interface GroupProgress {

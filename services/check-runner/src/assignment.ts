@@ -1,6 +1,7 @@
 import type { Consumer, Kafka } from 'kafkajs';
 import { Gauge, type Registry } from 'prom-client';
-import { monitorPartition, type Component, type Logger, type MonitorChange } from '@telemetry/runtime';
+import { type Component, type Logger } from '@telemetry/platform';
+import { monitorPartition, type MonitorChange } from '@telemetry/store';
 
 export interface AssignmentDeps {
   kafka: Kafka;

@@ -9,7 +9,7 @@ import {
   v,
   type ConfigOf,
   type Env,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
 
 export const runnerSpec = {
   ...logSpec,

@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, installSignalHandlers } from '@telemetry/runtime';
+import { ConfigError, createLogger, installSignalHandlers } from '@telemetry/platform';
 import { loadRunnerConfig } from './config.js';
 import { startCheckRunner } from './service.js';
 

@@ -1,11 +1,5 @@
-import {
-  lastAlertsSql,
-  type ClickHouseClient,
-  type Component,
-  type Logger,
-  type MonitorStore,
-  type StoredMonitor,
-} from '@telemetry/runtime';
+import { type ClickHouseClient, type Component, type Logger } from '@telemetry/platform';
+import { lastAlertsSql, type MonitorStore, type StoredMonitor } from '@telemetry/store';
 
 /**
  * The runner's copy of the monitor registry: all monitors (the webhook dispatcher needs

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
-import type { Component, Logger, StoredMonitor } from '@telemetry/runtime';
+import type { Component, Logger } from '@telemetry/platform';
+import type { StoredMonitor } from '@telemetry/store';
 import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
 import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
 

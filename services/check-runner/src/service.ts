@@ -7,10 +7,10 @@ import {
   createRegistry,
   healthServer,
   HttpServerComponent,
-  MonitorStore,
   ServiceRunner,
   type Logger,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
+import { MonitorStore } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
 import type { RunnerConfig } from './config.js';
 import { probe } from './probe.js';

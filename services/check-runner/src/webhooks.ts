@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Kafka } from 'kafkajs';
 import { Counter, type Registry } from 'prom-client';
 import type { AlertMessage, Validators } from '@telemetry/contract';
-import type { Component, Logger, StoredMonitor } from '@telemetry/runtime';
+import type { Component, Logger } from '@telemetry/platform';
+import type { StoredMonitor } from '@telemetry/store';
 import { httpCall } from './http-client.js';
 
 /**

@@ -12,11 +12,10 @@ import {
   parseBody,
   readBody,
   requestContext,
-  type KeyStore,
   type Publisher,
   type Logger,
-  type VerifiedKey,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
+import { type KeyStore, type VerifiedKey } from '@telemetry/store';
 
 import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';

@@ -8,7 +8,7 @@ import {
   v,
   type ConfigOf,
   type Env,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
 import { LIMITS } from '@telemetry/contract';
 
 export const gatewaySpec = {

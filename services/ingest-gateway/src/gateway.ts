@@ -3,16 +3,14 @@ import {
   AckedProducer,
   BatchingPublisher,
   clickhouseComponent,
-  ClickHouseKeySource,
   createKafka,
   createRegistry,
   ensureTopics,
   HttpServerComponent,
-  KeyStore,
-  migrate,
   ServiceRunner,
   type Logger,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
+import { ClickHouseKeySource, KeyStore, migrate } from '@telemetry/store';
 import { createGatewayApp } from './app.js';
 import type { GatewayConfig } from './config.js';
 

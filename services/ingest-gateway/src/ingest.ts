@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Message } from 'kafkajs';
 import { describeErrors, type EventMessage, type IngestRequest, type Validators } from '@telemetry/contract';
-import { AppError } from '@telemetry/runtime';
+import { AppError } from '@telemetry/platform';
 
 export function validateRequest(v: Validators, body: unknown, maxEvents: number): IngestRequest {
   if (

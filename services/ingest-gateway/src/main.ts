@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, installSignalHandlers } from '@telemetry/runtime';
+import { ConfigError, createLogger, installSignalHandlers } from '@telemetry/platform';
 import { loadGatewayConfig } from './config.js';
 import { startGateway } from './gateway.js';
 

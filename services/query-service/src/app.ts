@@ -12,12 +12,9 @@ import {
   requestContext,
   type ClickHouseClient,
   type ClickHouseReader,
-  type KeyStore,
   type Logger,
-  type MonitorStore,
-  type Scope,
-  type VerifiedKey,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
+import { type KeyStore, type MonitorStore, type Scope, type VerifiedKey } from '@telemetry/store';
 import { checksRoute } from './checks.route.js';
 import { monitorRoutes, requireMonitor, type ChangeNotifier, type MonitorDirectory } from './monitors.route.js';
 import { exportRoute } from './export.route.js';

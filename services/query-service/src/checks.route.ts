@@ -18,7 +18,7 @@ import {
   sqlStringList,
   type ClickHouseReader,
   type Logger,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
 
 export interface ChecksQuery {
   monitorId: string;

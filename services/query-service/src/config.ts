@@ -8,7 +8,7 @@ import {
   v,
   type ConfigOf,
   type Env,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
 
 export const querySpec = {
   ...logSpec,

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { RequestHandler } from 'express';
 import type { Row } from '@clickhouse/client';
-import { StoreUnavailableError, type ClickHouseClient, type Logger } from '@telemetry/runtime';
+import { StoreUnavailableError, type ClickHouseClient, type Logger } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckRow } from './checks.route.js';
 import { bad, monitorIdOf, rangeParams, rejectUnknown, single, statusesParam } from './params.js';
 

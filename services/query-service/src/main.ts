@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, installSignalHandlers } from '@telemetry/runtime';
+import { ConfigError, createLogger, installSignalHandlers } from '@telemetry/platform';
 import { loadQueryConfig } from './config.js';
 import { startQueryService } from './service.js';
 

@@ -10,15 +10,7 @@ import {
 } from '@telemetry/contract';
 import {
   AppError,
-  createSettings,
-  lastAlertsSql,
-  lastChecksSql,
-  monitorProblems,
-  newMonitorId,
-  newWebhookSecret,
   parseBody,
-  patchSettings,
-  publicMonitor,
   readBody,
   sqlIdentifier,
   sqlNumber,
@@ -27,12 +19,22 @@ import {
   type ClickHouseReader,
   type Component,
   type Logger,
+} from '@telemetry/platform';
+import {
+  createSettings,
+  lastAlertsSql,
+  lastChecksSql,
+  monitorProblems,
+  newMonitorId,
+  newWebhookSecret,
+  patchSettings,
+  publicMonitor,
   type MonitorActivity,
   type MonitorChange,
   type MonitorStore,
   type StoredMonitor,
   type VerifiedKey,
-} from '@telemetry/runtime';
+} from '@telemetry/store';
 import { bad, MONITOR_ID, monitorIdOf, rejectUnknown, single, toIsoSeconds } from './params.js';
 
 /** Where registry changes are announced to the check runners. */

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { CHECK_STATUSES, ID_PATTERN, LIMITS, TIME_PARAM_PATTERN } from '@telemetry/contract';
-import { AppError } from '@telemetry/runtime';
+import { AppError } from '@telemetry/platform';
 
 /** Parameter parsing shared by the check routes: every rule answers 400 INVALID_PARAMETER. */
 

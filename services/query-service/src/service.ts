@@ -3,16 +3,13 @@ import {
   AckedProducer,
   clickhouseComponent,
   createKafka,
-  currentMonitorIdsSql,
-  MonitorStore,
   ClickHouseReader,
-  ClickHouseKeySource,
   createRegistry,
   HttpServerComponent,
-  KeyStore,
   ServiceRunner,
   type Logger,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
+import { currentMonitorIdsSql, MonitorStore, ClickHouseKeySource, KeyStore, monitorPartition } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { MonitorDirectory } from './monitors.route.js';
 import type { QueryConfig } from './config.js';
@@ -47,7 +44,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   });
   const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-query`, logger });
-  const changes = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 5000, partitioner: 'monitor' });
+  const changes = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 5000, partitioner: monitorPartition });
   const notifier = {
     notify: (c: { id: string; version: number; deleted: boolean }) =>
       changes.send(config.monitorChangesTopic, [{ key: c.id, value: JSON.stringify(c) }]),

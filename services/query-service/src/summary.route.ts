@@ -6,7 +6,7 @@ import {
   sqlString,
   type ClickHouseReader,
   type Logger,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
 import { CHECK_STATUSES } from '@telemetry/contract';
 import { bad, monitorIdOf, rangeParams, rejectUnknown, single, toIsoSeconds } from './params.js';
 

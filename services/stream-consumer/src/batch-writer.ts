@@ -1,5 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { Logger } from '@telemetry/runtime';
+import type { Logger } from '@telemetry/platform';
 
 /** Where rows go. ClickHouse in production (ClickHouseSink); a fake in unit tests. */
 export interface RowSink {

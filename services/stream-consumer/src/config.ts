@@ -8,7 +8,7 @@ import {
   serviceSpec,
   type ConfigOf,
   type Env,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
 
 export const consumerSpec = {
   ...logSpec,

@@ -1,7 +1,7 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Message } from 'kafkajs';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Validators } from '@telemetry/contract';
-import type { Component, Logger } from '@telemetry/runtime';
+import type { Component, Logger } from '@telemetry/platform';
 import type { BatchWriter } from './batch-writer.js';
 import { decodeAlert, decodeCheck, decodeEvent, type Decoded } from './rows.js';
 

@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, installSignalHandlers } from '@telemetry/runtime';
+import { ConfigError, createLogger, installSignalHandlers } from '@telemetry/platform';
 import { loadConsumerConfig } from './config.js';
 import { startConsumer } from './service.js';
 

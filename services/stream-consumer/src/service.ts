@@ -7,14 +7,13 @@ import {
   ensureTopics,
   healthServer,
   HttpServerComponent,
-  migrate,
-  RetentionJob,
   ServiceRunner,
   sqlIdentifier,
   type ClickHouseClient,
   type Component,
   type Logger,
-} from '@telemetry/runtime';
+} from '@telemetry/platform';
+import { migrate, RetentionJob } from '@telemetry/store';
 import { BatchWriter, type RowSink } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';

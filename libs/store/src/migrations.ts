@@ -1,6 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { Logger } from './logger.js';
-import { sqlIdentifier, sqlNumber, sqlString } from './sql.js';
+import { runMigrations, type Logger, type Migration } from '@telemetry/platform';
 
 /**
  * Versioned ClickHouse migrations. Each runs on ClickHouse 18.16 and on current
@@ -9,18 +8,6 @@ import { sqlIdentifier, sqlNumber, sqlString } from './sql.js';
  * two services migrating at once is harmless. Never edit a released migration: add one.
  * The tables are a public interface for analysts: see docs/clickhouse.md.
  */
-export interface Migration {
-  version: number;
-  name: string;
-  statements(db: string): Statement[];
-}
-
-/**
- * SQL, or a column to add. ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, so
- * migrate() adds a column only when system.columns does not list it yet.
- */
-export type Statement = string | { addColumn: { table: string; column: string; type: string } };
-
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -137,59 +124,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export async function migrate(client: ClickHouseClient, database: string, logger: Logger): Promise<number[]> {
-  const db = sqlIdentifier(database);
-  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${db}` });
-  await client.command({
-    query: `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (
-      version UInt32, name String, applied_at DateTime('UTC')
-    ) ENGINE = ReplacingMergeTree() ORDER BY version`,
-  });
-  const rs = await client.query({
-    query: `SELECT DISTINCT version FROM ${db}.schema_migrations`,
-    format: 'JSONEachRow',
-  });
-  const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)));
-  const applied: number[] = [];
-  for (const m of MIGRATIONS) {
-    if (done.has(m.version)) continue;
-    for (const statement of m.statements(db)) {
-      if (typeof statement === 'string') await client.command({ query: statement });
-      else await addColumn(client, database, statement.addColumn);
-    }
-    await client.command({
-      query: `INSERT INTO ${db}.schema_migrations (version, name, applied_at) VALUES (${sqlNumber(m.version)}, ${sqlString(m.name)}, now())`,
-    });
-    applied.push(m.version);
-    logger.info('migration applied', { version: m.version, name: m.name });
-  }
-  return applied;
-}
-
-async function columnExists(
-  client: ClickHouseClient,
-  database: string,
-  table: string,
-  column: string,
-): Promise<boolean> {
-  const rs = await client.query({
-    query: `SELECT count() AS n FROM system.columns WHERE database = ${sqlString(database)} AND table = ${sqlString(table)} AND name = ${sqlString(column)}`,
-    format: 'JSONEachRow',
-  });
-  return Number((await rs.json<{ n: number | string }>())[0]?.n ?? 0) > 0;
-}
-
-async function addColumn(
-  client: ClickHouseClient,
-  database: string,
-  c: { table: string; column: string; type: string },
-): Promise<void> {
-  if (await columnExists(client, database, c.table, c.column)) return;
-  const target = `${sqlIdentifier(database)}.${sqlIdentifier(c.table)}`;
-  try {
-    await client.command({ query: `ALTER TABLE ${target} ADD COLUMN ${sqlIdentifier(c.column)} ${c.type}` });
-  } catch (err) {
-    // Another service migrating at the same moment added it first.
-    if (!(await columnExists(client, database, c.table, c.column))) throw err;
-  }
+/** Applies every migration of MIGRATIONS not yet applied to `database`. */
+export function migrate(client: ClickHouseClient, database: string, logger: Logger): Promise<number[]> {
+  return runMigrations(client, database, MIGRATIONS, logger);
 }

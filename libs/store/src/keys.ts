@@ -1,8 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { Component } from './lifecycle.js';
-import type { Logger } from './logger.js';
-import { sqlIdentifier } from './sql.js';
+import { type Component, type Logger, sqlIdentifier } from '@telemetry/platform';
 
 /**
  * Keys look like `tk_<16 hex key id>_<64 hex secret>` (telemetry access keys) and

@@ -1,5 +1,4 @@
-import { ConfigError } from '../config.js';
-import { createLogger } from '../logger.js';
+import { ConfigError, createLogger } from '@telemetry/platform';
 import { provisionFromEnv } from '../provision.js';
 
 // Entry point of the one-shot provisioning step in containers (migrations + topics).

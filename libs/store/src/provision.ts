@@ -1,8 +1,16 @@
-import { clickhouseSpec, kafkaSpec, loadConfig, logSpec, topicSpec, type Env } from './config.js';
-import { createClickHouse } from './clickhouse.js';
-import { createKafka, ensureTopics } from './kafka.js';
-import type { Logger } from './logger.js';
 import { migrate } from './migrations.js';
+import {
+  type Env,
+  type Logger,
+  clickhouseSpec,
+  createClickHouse,
+  createKafka,
+  ensureTopics,
+  kafkaSpec,
+  loadConfig,
+  logSpec,
+  topicSpec,
+} from '@telemetry/platform';
 
 export const provisionSpec = { ...logSpec, ...kafkaSpec, ...topicSpec, ...clickhouseSpec } as const;
 

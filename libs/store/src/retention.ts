@@ -1,7 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { Component } from './lifecycle.js';
-import type { Logger } from './logger.js';
-import { sqlIdentifier, sqlNumber, sqlString } from './sql.js';
+import { type Component, type Logger, sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
 
 export interface RetentionRule {
   table: string;

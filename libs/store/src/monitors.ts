@@ -8,7 +8,7 @@ import type {
   MonitorStatus,
   Problem,
 } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from './sql.js';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from '@telemetry/platform';
 
 /**
  * The monitor registry, stored in ClickHouse's `monitors` table (docs/clickhouse.md):

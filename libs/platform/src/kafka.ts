@@ -11,7 +11,6 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import { KafkaUnavailableError } from './errors.js';
 import type { Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
-import { monitorPartition } from './monitors.js';
 
 export interface KafkaOptions {
   brokers: string[];
@@ -81,9 +80,9 @@ export interface ProducerOptions {
   /**
    * `murmur2`: by key, as the Java client (ordering per key). `round-robin`: ignores the
    * key, spreading messages evenly and costing far less CPU than kafkajs's murmur2 (for
-   * events, whose order does not matter).
+   * events, whose order does not matter). A function: the domain's own mapping of keys.
    */
-  partitioner?: 'murmur2' | 'round-robin' | 'monitor';
+  partitioner?: 'murmur2' | 'round-robin' | KeyPartitioner;
   registry: Registry;
   logger: Logger;
   /** A send that is not acknowledged within this many ms fails with KafkaUnavailableError. */
@@ -100,17 +99,16 @@ const roundRobinPartitioner: ICustomPartitioner = () => {
   };
 };
 
-/** By monitorPartition() of the key (a monitor id): what check runners expect. */
-const monitorPartitioner: ICustomPartitioner =
-  () =>
-  ({ partitionMetadata, message }) =>
-    monitorPartition(String(message.key), partitionMetadata.length);
+/** Picks a partition from a message's key and the topic's partition count. */
+export type KeyPartitioner = (key: string, partitions: number) => number;
 
-const PARTITIONERS = {
-  'round-robin': roundRobinPartitioner,
-  murmur2: Partitioners.DefaultPartitioner,
-  monitor: monitorPartitioner,
-} as const;
+function partitionerOf(p: ProducerOptions['partitioner']): ICustomPartitioner {
+  if (p === 'round-robin') return roundRobinPartitioner;
+  if (p === undefined || p === 'murmur2') return Partitioners.DefaultPartitioner;
+  return () =>
+    ({ partitionMetadata, message }) =>
+      p(String(message.key), partitionMetadata.length);
+}
 
 /**
  * A producer whose send() resolves only once every message is acknowledged by all
@@ -128,7 +126,7 @@ export class AckedProducer implements Component {
   constructor(private readonly opts: ProducerOptions) {
     this.producer = opts.kafka.producer({
       allowAutoTopicCreation: false,
-      createPartitioner: PARTITIONERS[opts.partitioner ?? 'murmur2'],
+      createPartitioner: partitionerOf(opts.partitioner),
       // NOTE: kafkajs retries inside send(); our deadline (ackTimeoutMs) bounds the wait.
       retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
     });

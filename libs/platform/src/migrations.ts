@@ -1,0 +1,83 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { Logger } from './logger.js';
+import { sqlIdentifier, sqlNumber, sqlString } from './sql.js';
+
+/**
+ * The migration runner: applies versioned migrations in order and records each in
+ * `schema_migrations`. The migrations themselves (the domain's tables) live in
+ * libs/store. Every statement must be idempotent (IF NOT EXISTS), so two services
+ * migrating at once is harmless.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  statements(db: string): Statement[];
+}
+
+/**
+ * SQL, or a column to add. ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, so
+ * migrate() adds a column only when system.columns does not list it yet.
+ */
+export type Statement = string | { addColumn: { table: string; column: string; type: string } };
+
+export async function runMigrations(
+  client: ClickHouseClient,
+  database: string,
+  migrations: readonly Migration[],
+  logger: Logger,
+): Promise<number[]> {
+  const db = sqlIdentifier(database);
+  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${db}` });
+  await client.command({
+    query: `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (
+      version UInt32, name String, applied_at DateTime('UTC')
+    ) ENGINE = ReplacingMergeTree() ORDER BY version`,
+  });
+  const rs = await client.query({
+    query: `SELECT DISTINCT version FROM ${db}.schema_migrations`,
+    format: 'JSONEachRow',
+  });
+  const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)));
+  const applied: number[] = [];
+  for (const m of migrations) {
+    if (done.has(m.version)) continue;
+    for (const statement of m.statements(db)) {
+      if (typeof statement === 'string') await client.command({ query: statement });
+      else await addColumn(client, database, statement.addColumn);
+    }
+    await client.command({
+      query: `INSERT INTO ${db}.schema_migrations (version, name, applied_at) VALUES (${sqlNumber(m.version)}, ${sqlString(m.name)}, now())`,
+    });
+    applied.push(m.version);
+    logger.info('migration applied', { version: m.version, name: m.name });
+  }
+  return applied;
+}
+
+async function columnExists(
+  client: ClickHouseClient,
+  database: string,
+  table: string,
+  column: string,
+): Promise<boolean> {
+  const rs = await client.query({
+    query: `SELECT count() AS n FROM system.columns WHERE database = ${sqlString(database)} AND table = ${sqlString(table)} AND name = ${sqlString(column)}`,
+    format: 'JSONEachRow',
+  });
+  return Number((await rs.json<{ n: number | string }>())[0]?.n ?? 0) > 0;
+}
+
+async function addColumn(
+  client: ClickHouseClient,
+  database: string,
+  c: { table: string; column: string; type: string },
+): Promise<void> {
+  if (await columnExists(client, database, c.table, c.column)) return;
+  const target = `${sqlIdentifier(database)}.${sqlIdentifier(c.table)}`;
+  try {
+    await client.command({ query: `ALTER TABLE ${target} ADD COLUMN ${sqlIdentifier(c.column)} ${c.type}` });
+  } catch (err) {
+    // Another service migrating at the same moment added it first.
+    if (!(await columnExists(client, database, c.table, c.column))) throw err;
+  }
+}
