@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { createValidators } from '@telemetry/contract';
 import { createLogger } from '@telemetry/platform';
-import { BatchWriter, decodeCheck, decodeEvent, eventTime, type RowSink } from '@telemetry/stream-consumer';
+import { decodeCheck, decodeEvent, eventTime } from '@telemetry/store';
+import { BatchWriter, type RowSink } from '@telemetry/stream-consumer';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 

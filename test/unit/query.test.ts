@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { rowToCheck } from '@telemetry/query-service';
+import { rowToCheck } from '@telemetry/store';
 
 describe('query service rows (unit)', () => {
   it('turns a ClickHouse row into the seed’s check, without float noise', () => {

@@ -5,3 +5,4 @@ export * from './schemas.js';
 export * from './types.js';
 export * from './validators.js';
 export * from './openapi.js';
+export * from './time.js';

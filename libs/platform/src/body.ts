@@ -92,3 +92,25 @@ export function withinDepth(text: string, max: number): boolean {
   }
   return true;
 }
+
+/** 415 unless Content-Type is one of `types` and Content-Encoding is identity or gzip. */
+export function checkMediaType(req: Request, types: ReadonlySet<string>): void {
+  const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (!types.has(type)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${[...types].join(' or ')}`);
+  }
+  const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'identity' && encoding !== 'gzip') {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding must be identity or gzip');
+  }
+}
+
+const JSON_ONLY = new Set(['application/json']);
+
+/** A JSON request body (application/json, maybe gzip) within `limits`; empty is 400. */
+export async function readJsonBody(req: Request, limits: BodyLimits, maxDepth: number): Promise<unknown> {
+  checkMediaType(req, JSON_ONLY);
+  const raw = await readBody(req, limits);
+  if (raw.length === 0) throw new AppError('INVALID_JSON', 'an empty body is not a valid request');
+  return parseBody(raw, maxDepth);
+}

@@ -11,3 +11,4 @@ export * from './sql.js';
 export * from './clickhouse-reader.js';
 export * from './body.js';
 export * from './batching-publisher.js';
+export * from './paging.js';

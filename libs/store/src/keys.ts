@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { type Component, type Logger, sqlIdentifier } from '@telemetry/platform';
+import { type Component, type Logger, type Statement, sqlIdentifier } from '@telemetry/platform';
 
 /**
  * Keys look like `tk_<16 hex key id>_<64 hex secret>` (telemetry access keys) and
@@ -10,6 +10,26 @@ import { type Component, type Logger, sqlIdentifier } from '@telemetry/platform'
  * compared with timingSafeEqual, also when the key id is unknown.
  */
 export type KeyKind = 'telemetry' | 'api';
+
+/** Statements per migration version (see migrations.ts). */
+export const keysMigrations: Record<number, (db: string) => Statement[]> = {
+  1: (db) => [
+    `CREATE TABLE IF NOT EXISTS ${db}.access_keys (
+        key_id String,
+        kind String,
+        name String,
+        secret_hash String,
+        scopes Array(String),
+        monitor_ids Array(String),
+        allowed_origins Array(String),
+        allowed_sources Array(String),
+        revoked UInt8,
+        created_at DateTime('UTC'),
+        version UInt64
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY key_id`,
+  ],
+};
 
 /** API key scopes (docs/api.md). */
 export const SCOPES = ['checks:read', 'monitors:read', 'monitors:write'] as const;

@@ -8,7 +8,8 @@ import type {
   MonitorStatus,
   Problem,
 } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from '@telemetry/platform';
+import { toIsoSeconds } from '@telemetry/contract';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type Statement } from '@telemetry/platform';
 
 /**
  * The monitor registry, stored in ClickHouse's `monitors` table (docs/clickhouse.md):
@@ -16,6 +17,22 @@ import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from '@telemetry/p
  * and the newest row of an id is the monitor. Shared by the query service (which
  * writes) and the check runner (which reads).
  */
+
+/** Statements per migration version (see migrations.ts). */
+export const monitorsMigrations: Record<number, (db: string) => Statement[]> = {
+  // One row per change; the newest version of an id is the monitor (deleted = 1: gone).
+  3: (db) => [
+    `CREATE TABLE IF NOT EXISTS ${db}.monitors (
+        id String,
+        version UInt64,
+        deleted UInt8,
+        spec String,
+        created_at DateTime('UTC'),
+        updated_at DateTime('UTC')
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY id`,
+  ],
+};
 
 /** A monitor as stored: with its webhook signing secret and its row version. */
 export interface StoredMonitor extends Omit<Monitor, 'status' | 'last_check_at'> {
@@ -134,27 +151,6 @@ export function publicMonitor(m: StoredMonitor, activity: MonitorActivity = {}, 
   };
 }
 
-/**
- * The last alert of each monitor in `ids` (columns monitor_id, t: type, i: incident id).
- * By time, and at equal seconds an up after the down it closes.
- */
-export function lastAlertsSql(database: string, ids: readonly string[]): string {
-  return `SELECT monitor_id,
-      argMax(type, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS t,
-      argMax(incident_id, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS i
-    FROM ${sqlIdentifier(database)}.alerts
-    WHERE monitor_id IN ${sqlStringList(ids)}
-    GROUP BY monitor_id`;
-}
-
-/** The newest check of each monitor in `ids` (columns monitor_id, t: unix seconds). */
-export function lastChecksSql(database: string, ids: readonly string[]): string {
-  return `SELECT monitor_id, toUnixTimestamp(max(created_at)) AS t
-    FROM ${sqlIdentifier(database)}.checks
-    WHERE monitor_id IN ${sqlStringList(ids)}
-    GROUP BY monitor_id`;
-}
-
 /** Notice on the monitor-changes topic that a monitor changed; its key is the id. */
 export interface MonitorChange {
   id: string;
@@ -266,7 +262,7 @@ export function monitorPartition(id: string, partitions: number): number {
  * is written by other means (demo data, benchmarks, tests).
  */
 export function placeholderMonitor(id: string, name = id): Omit<StoredMonitor, 'version'> {
-  const now = `${new Date().toISOString().slice(0, 19)}Z`;
+  const now = toIsoSeconds(Math.floor(Date.now() / 1000));
   return {
     id,
     ...DEFAULT_MONITOR,

@@ -9,6 +9,7 @@ import {
   healthRoutes,
   methodNotAllowed,
   notFound,
+  checkMediaType,
   parseBody,
   readBody,
   requestContext,
@@ -211,13 +212,6 @@ function authenticate(keys: Pick<KeyStore, 'verify'>, limiter: RateLimiter): Req
 }
 
 const checkContentType: RequestHandler = (req, _res, next) => {
-  const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (!ALLOWED_TYPES.has(type)) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json or text/plain');
-  }
-  const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
-  if (encoding !== 'identity' && encoding !== 'gzip') {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding must be identity or gzip');
-  }
+  checkMediaType(req, ALLOWED_TYPES);
   next();
 };

@@ -16,7 +16,9 @@ import {
 } from '@telemetry/platform';
 import { type KeyStore, type MonitorStore, type Scope, type VerifiedKey } from '@telemetry/store';
 import { checksRoute } from './checks.route.js';
-import { monitorRoutes, requireMonitor, type ChangeNotifier, type MonitorDirectory } from './monitors.route.js';
+import { incidentsRoute } from './incidents.route.js';
+import { requireMonitor, type MonitorDirectory } from './monitor-directory.js';
+import { monitorRoutes, type ChangeNotifier } from './monitors.route.js';
 import { exportRoute } from './export.route.js';
 import { summaryRoute } from './summary.route.js';
 import type { QueryConfig } from './config.js';
@@ -58,6 +60,17 @@ export function createQueryApp(deps: QueryDeps): Express {
     queryTimeoutMs: deps.config.queryTimeoutMs,
     auth: { read: bearer(deps.keys, 'monitors:read'), write: bearer(deps.keys, 'monitors:write') },
   });
+  app.get(
+    '/api/monitors/:id/incidents',
+    bearer(deps.keys, 'monitors:read'),
+    ...incidentsRoute({
+      known,
+      reader: deps.reader,
+      database: deps.config.clickhouseDatabase,
+      logger: deps.logger,
+      queryTimeoutMs: deps.config.queryTimeoutMs,
+    }),
+  );
   app.get(
     '/api/monitors/:id/checks',
     bearer(deps.keys, 'checks:read'),

@@ -1,9 +1,16 @@
 import { once } from 'node:events';
 import type { RequestHandler } from 'express';
 import type { Row } from '@clickhouse/client';
-import { StoreUnavailableError, type ClickHouseClient, type Logger } from '@telemetry/platform';
-import { checksSql, rowToCheck, type CheckRow } from './checks.route.js';
-import { bad, monitorIdOf, rangeParams, rejectUnknown, single, statusesParam } from './params.js';
+import {
+  bad,
+  rejectUnknown,
+  single,
+  StoreUnavailableError,
+  type ClickHouseClient,
+  type Logger,
+} from '@telemetry/platform';
+import { checksSql, rowToCheck, type CheckHistoryRow } from '@telemetry/store';
+import { monitorIdOf, rangeParams, statusesParam } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'status', 'format']);
 const CSV_HEADER = 'id,monitor_id,status,response_time,status_code,error,created_at\n';
@@ -67,7 +74,7 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
       for await (const rows of rs.stream()) {
         let chunk = '';
         for (const row of rows as Row[]) {
-          const check = rowToCheck(row.json<CheckRow>());
+          const check = rowToCheck(row.json<CheckHistoryRow>());
           chunk +=
             format === 'csv'
               ? `${csvField(check.id)},${csvField(check.monitor_id)},${check.status},${check.response_time},${check.status_code},${check.error ?? ''},${check.created_at}\n`

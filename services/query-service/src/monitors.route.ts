@@ -3,21 +3,21 @@ import {
   describeErrors,
   MONITOR_LIMITS,
   ok,
-  type Incident,
+  toIsoSeconds,
   type MonitorCreate,
   type MonitorPatch,
   type Validators,
 } from '@telemetry/contract';
 import {
   AppError,
-  parseBody,
-  readBody,
-  sqlIdentifier,
-  sqlNumber,
-  sqlString,
+  cursorParam,
+  encodeCursor,
+  limitParam,
+  nextLink,
+  readJsonBody,
+  rejectUnknown,
   StoreUnavailableError,
   type ClickHouseReader,
-  type Component,
   type Logger,
 } from '@telemetry/platform';
 import {
@@ -35,7 +35,8 @@ import {
   type StoredMonitor,
   type VerifiedKey,
 } from '@telemetry/store';
-import { bad, MONITOR_ID, monitorIdOf, rejectUnknown, single, toIsoSeconds } from './params.js';
+import type { MonitorDirectory } from './monitor-directory.js';
+import { MONITOR_ID, monitorIdOf } from './params.js';
 
 /** Where registry changes are announced to the check runners. */
 export interface ChangeNotifier {
@@ -55,91 +56,11 @@ export interface MonitorRoutesDeps {
   auth: { read: RequestHandler; write: RequestHandler };
 }
 
-/** Current monitor ids: all of them, or those among `ids`. */
-export type IdLookup = (ids?: readonly string[]) => Promise<string[]>;
-
-/**
- * Which monitor ids exist, for the 404 of every /api/monitors/{id}/... route. It holds
- * the set of all current ids, reloaded every `refreshMs` (one query, however many
- * requests), so the check routes pay a Set lookup. An id not in the set is looked up
- * on its own, so a monitor just created on another replica is found at once; a monitor
- * deleted on another replica still answers for up to `refreshMs`.
- */
-export class MonitorDirectory implements Component {
-  readonly name = 'monitor-directory';
-  // Without the set every lookup goes to ClickHouse: slower, still correct.
-  readonly essential = false;
-  private ids = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
-  private loadedAt = 0;
-  private stopped = false;
-
-  constructor(
-    private readonly lookup: IdLookup,
-    private readonly refreshMs: number,
-    private readonly logger: Logger,
-  ) {}
-
-  async start(): Promise<void> {
-    await this.refresh();
-    this.schedule();
-  }
-
-  health(): boolean {
-    return Date.now() - this.loadedAt < this.refreshMs * 3 + 10_000;
-  }
-
-  stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    return Promise.resolve();
-  }
-
-  async exists(id: string): Promise<boolean> {
-    if (this.ids.has(id)) return true;
-    const found = (await this.lookup([id])).length > 0;
-    if (found) this.ids.add(id);
-    return found;
-  }
-
-  remember(id: string): void {
-    this.ids.add(id);
-  }
-
-  forget(id: string): void {
-    this.ids.delete(id);
-  }
-
-  private async refresh(): Promise<void> {
-    try {
-      this.ids = new Set(await this.lookup());
-      this.loadedAt = Date.now();
-    } catch (err) {
-      this.logger.warn('monitor ids not reloaded', { err: String(err) });
-    }
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => void this.refresh().finally(() => this.schedule()), this.refreshMs);
-    this.timer.unref();
-  }
-}
-
 const BODY_LIMITS = { maxBytes: 256 * 1024, maxRatio: 100 };
 const MAX_JSON_DEPTH = 8;
 
-async function jsonBody(req: Request): Promise<unknown> {
-  const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json')
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
-  const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
-  if (encoding !== 'identity' && encoding !== 'gzip') {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding must be identity or gzip');
-  }
-  const raw = await readBody(req, BODY_LIMITS);
-  if (raw.length === 0) throw new AppError('INVALID_JSON', 'an empty body is not a valid request');
-  return parseBody(raw, MAX_JSON_DEPTH);
+function jsonBody(req: Request): Promise<unknown> {
+  return readJsonBody(req, BODY_LIMITS, MAX_JSON_DEPTH);
 }
 
 function invalid(problems: { path: string; message: string }[]): AppError {
@@ -152,30 +73,15 @@ function keyOf(res: Response): VerifiedKey {
   return res.locals.key as VerifiedKey;
 }
 
-function encodeCursor(id: string): string {
-  return Buffer.from(id).toString('base64url');
-}
-
-function decodeCursor(raw: string): string {
-  const id = raw.length <= 400 ? Buffer.from(raw, 'base64url').toString('utf8') : '';
-  if (!MONITOR_ID.test(id)) throw bad('cursor', 'is not a cursor this service issued');
-  return id;
-}
-
-function limitParam(req: Request, max: number, fallback: number): number {
-  const raw = single(req, 'limit');
-  if (raw === undefined) return fallback;
-  if (!/^\d{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
-    throw bad('limit', `must be an integer from 1 to ${max}`);
-  }
-  return Number(raw);
+function isMonitorCursor(v: unknown): v is string {
+  return typeof v === 'string' && MONITOR_ID.test(v);
 }
 
 function nowIso(): string {
   return toIsoSeconds(Math.floor(Date.now() / 1000));
 }
 
-/** Registry and incident routes under /api/monitors. */
+/** The registry's routes: /api/monitors and /api/monitors/{id}. */
 export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
   const storeCall = async <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> => {
     try {
@@ -250,8 +156,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
   app.get('/api/monitors', deps.auth.read, async (req, res) => {
     rejectUnknown(req, new Set(['limit', 'cursor']));
     const limit = limitParam(req, MONITOR_LIMITS.maxPageSize, 100);
-    const cursor = single(req, 'cursor');
-    const afterId = cursor === undefined ? undefined : decodeCursor(cursor);
+    const afterId = cursorParam(req, isMonitorCursor);
     const allowed = keyOf(res).monitorIds;
     const rows = await storeCall(req, 'monitor list', () =>
       deps.store.list({ afterId, limit: limit + 1, ids: allowed.size > 0 ? [...allowed] : undefined }),
@@ -259,7 +164,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const next = rows.length > limit && last ? encodeCursor(last.id) : null;
-    if (next) res.setHeader('Link', `</api/monitors?limit=${limit}&cursor=${next}>; rel="next"`);
+    if (next) res.setHeader('Link', nextLink(req, next));
     const seen = await activity(
       req,
       page.map((m) => m.id),
@@ -303,91 +208,4 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     await announce(req, { id: current.id, version, deleted: true });
     res.json(ok(null));
   });
-
-  app.get('/api/monitors/:id/incidents', deps.auth.read, async (req, res) => {
-    const id = monitorIdOf(req);
-    rejectUnknown(req, new Set(['limit', 'status']));
-    const limit = limitParam(req, 1000, 100);
-    const status = single(req, 'status');
-    if (status !== undefined && status !== 'open' && status !== 'resolved') {
-      throw bad('status', 'must be open or resolved');
-    }
-    if (!(await storeCall(req, 'monitor lookup', () => deps.directory.exists(id)))) {
-      throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
-    }
-    const rows = await storeCall(
-      req,
-      'incidents query',
-      async () =>
-        (
-          await deps.reader.query<IncidentRow>(
-            incidentsSql(deps.database, id, limit, status),
-            AbortSignal.timeout(deps.queryTimeoutMs),
-          )
-        ).data,
-    );
-    const now = Math.floor(Date.now() / 1000);
-    res.json({ success: true, data: rows.map((r) => rowToIncident(r, id, now)) });
-  });
-}
-
-/** Answers 404 MONITOR_NOT_FOUND for a monitor id the registry does not hold. */
-export function requireMonitor(directory: MonitorDirectory, logger: Logger): RequestHandler {
-  return async (req, _res, next) => {
-    const id = monitorIdOf(req);
-    let found: boolean;
-    try {
-      found = await directory.exists(id);
-    } catch (err) {
-      logger.warn('monitor lookup failed', { request_id: req.id, err: String(err) });
-      throw new StoreUnavailableError();
-    }
-    if (!found) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
-    next();
-  };
-}
-
-interface IncidentRow {
-  incident_id: string;
-  started: number | string;
-  resolved: number | string;
-  ups: number | string;
-  code: number | string;
-  err: string;
-}
-
-/**
- * Incidents from the alerts table: each is the down alert that opened it and, once it
- * closed, the up alert with the same incident_id. Newest first.
- */
-export function incidentsSql(database: string, monitorId: string, limit: number, status?: string): string {
-  const having = ["countIf(type = 'monitor.down') > 0"];
-  if (status === 'open') having.push("countIf(type = 'monitor.up') = 0");
-  if (status === 'resolved') having.push("countIf(type = 'monitor.up') > 0");
-  return `SELECT incident_id,
-      toUnixTimestamp(minIf(created_at, type = 'monitor.down')) AS started,
-      toUnixTimestamp(maxIf(created_at, type = 'monitor.up')) AS resolved,
-      countIf(type = 'monitor.up') AS ups,
-      anyIf(status_code, type = 'monitor.down') AS code,
-      anyIf(error, type = 'monitor.down') AS err
-    FROM ${sqlIdentifier(database)}.alerts
-    WHERE monitor_id = ${sqlString(monitorId)}
-    GROUP BY incident_id
-    HAVING ${having.join(' AND ')}
-    ORDER BY started DESC, incident_id DESC
-    LIMIT ${sqlNumber(limit)}`;
-}
-
-function rowToIncident(r: IncidentRow, monitorId: string, now: number): Incident {
-  const started = Number(r.started);
-  const resolved = Number(r.ups) > 0 ? Number(r.resolved) : null;
-  return {
-    id: r.incident_id,
-    monitor_id: monitorId,
-    status: resolved === null ? 'open' : 'resolved',
-    started_at: toIsoSeconds(started),
-    resolved_at: resolved === null ? null : toIsoSeconds(resolved),
-    duration_seconds: Math.max(0, (resolved ?? now) - started),
-    cause: { status_code: Number(r.code), error: (r.err || null) as Incident['cause']['error'] },
-  };
 }

@@ -1,30 +1,11 @@
 import type { Request } from 'express';
 import { CHECK_STATUSES, ID_PATTERN, LIMITS, TIME_PARAM_PATTERN } from '@telemetry/contract';
-import { AppError } from '@telemetry/platform';
+import { bad, single } from '@telemetry/platform';
 
-/** Parameter parsing shared by the check routes: every rule answers 400 INVALID_PARAMETER. */
+/** Parameters of the monitor routes: every rule answers 400 INVALID_PARAMETER. */
 
 export const MONITOR_ID = new RegExp(ID_PATTERN);
 const TIME_PATTERN = new RegExp(TIME_PARAM_PATTERN);
-
-export function bad(param: string, message: string): AppError {
-  return new AppError('INVALID_PARAMETER', `${param}: ${message}`, { parameter: param });
-}
-
-/** A parameter given at most once. */
-export function single(req: Request, name: string): string | undefined {
-  const v = (req.query as Record<string, unknown>)[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw bad(name, 'give it once');
-  return v;
-}
-
-/** Unknown parameters are refused: a typo must not silently return unfiltered data. */
-export function rejectUnknown(req: Request, known: ReadonlySet<string>): void {
-  for (const k of Object.keys(req.query)) {
-    if (!known.has(k)) throw bad(k.slice(0, 64), `unknown query parameter; known: ${[...known].join(', ')}`);
-  }
-}
 
 export function monitorIdOf(req: Request): string {
   const monitorId = String(req.params.id);
@@ -66,8 +47,4 @@ export function statusesParam(req: Request): string[] {
     }
   }
   return [...new Set(statuses)];
-}
-
-export function toIsoSeconds(unix: number): string {
-  return `${new Date(unix * 1000).toISOString().slice(0, 19)}Z`;
 }

@@ -11,7 +11,7 @@ import {
 } from '@telemetry/platform';
 import { currentMonitorIdsSql, MonitorStore, ClickHouseKeySource, KeyStore, monitorPartition } from '@telemetry/store';
 import { createQueryApp } from './app.js';
-import { MonitorDirectory } from './monitors.route.js';
+import { MonitorDirectory } from './monitor-directory.js';
 import type { QueryConfig } from './config.js';
 
 export interface QueryService {

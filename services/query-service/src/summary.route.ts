@@ -1,27 +1,18 @@
 import type { RequestHandler } from 'express';
 import {
+  bad,
+  rejectUnknown,
+  single,
   StoreUnavailableError,
-  sqlIdentifier,
-  sqlNumber,
-  sqlString,
   type ClickHouseReader,
   type Logger,
 } from '@telemetry/platform';
-import { CHECK_STATUSES } from '@telemetry/contract';
-import { bad, monitorIdOf, rangeParams, rejectUnknown, single, toIsoSeconds } from './params.js';
+import { CHECK_STATUSES, toIsoSeconds } from '@telemetry/contract';
+import { summarySql, type SummaryCountRow, type SummaryQuantileRow, type SummaryQuery } from '@telemetry/store';
+import { monitorIdOf, rangeParams } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'interval']);
 const INTERVALS = { hour: { seconds: 3600, maxBuckets: 24 * 31 }, day: { seconds: 86_400, maxBuckets: 366 } } as const;
-type Interval = keyof typeof INTERVALS;
-
-export interface SummaryQuery {
-  monitorId: string;
-  interval: Interval;
-  /** Inclusive, on an interval boundary. */
-  from: number;
-  /** Exclusive, on an interval boundary. */
-  to: number;
-}
 
 export function parseSummaryQuery(req: Parameters<RequestHandler>[0], nowMs = Date.now()): SummaryQuery {
   const monitorId = monitorIdOf(req);
@@ -36,19 +27,6 @@ export function parseSummaryQuery(req: Parameters<RequestHandler>[0], nowMs = Da
   if (from > to) throw bad('to', 'must not be before from');
   if ((to - from) / seconds > maxBuckets) throw bad('from', `at most ${maxBuckets} ${intervalRaw}s per summary`);
   return { monitorId, interval: intervalRaw, from, to };
-}
-
-/** Counts per interval and status, and response-time quantiles per interval and in total (WITH TOTALS). */
-export function summarySql(database: string, q: SummaryQuery): { counts: string; quantiles: string } {
-  const bucket = q.interval === 'hour' ? 'hour' : 'toStartOfDay(hour)';
-  const where = `monitor_id = ${sqlString(q.monitorId)} AND hour >= toDateTime(${sqlNumber(q.from)}) AND hour < toDateTime(${sqlNumber(q.to)})`;
-  const table = `${sqlIdentifier(database)}.checks_hourly`;
-  return {
-    counts: `SELECT toUInt32(${bucket}) AS t, status, uniqExactMerge(checks) AS n
-      FROM ${table} WHERE ${where} GROUP BY t, status ORDER BY t`,
-    quantiles: `SELECT toUInt32(${bucket}) AS t, quantilesTDigestMerge(0.5, 0.95, 0.99)(response_time) AS q
-      FROM ${table} WHERE ${where} GROUP BY t WITH TOTALS ORDER BY t`,
-  };
 }
 
 interface Stats {
@@ -86,13 +64,13 @@ export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
   return async (req, res) => {
     const q = parseSummaryQuery(req);
     const sql = summarySql(deps.database, q);
-    let countRows: { t: number; status: string; n: string }[];
-    let quantiles: { data: { t: number; q: number[] }[]; totals?: { t: number; q: number[] } };
+    let countRows: SummaryCountRow[];
+    let quantiles: { data: SummaryQuantileRow[]; totals?: SummaryQuantileRow };
     try {
       const signal = AbortSignal.timeout(deps.queryTimeoutMs);
       const [c, qs] = await Promise.all([
-        deps.reader.query<{ t: number; status: string; n: string }>(sql.counts, signal),
-        deps.reader.query<{ t: number; q: number[] }>(sql.quantiles, signal),
+        deps.reader.query<SummaryCountRow>(sql.counts, signal),
+        deps.reader.query<SummaryQuantileRow>(sql.quantiles, signal),
       ]);
       countRows = c.data;
       quantiles = { data: qs.data, totals: qs.totals };

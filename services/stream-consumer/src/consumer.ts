@@ -3,7 +3,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Validators } from '@telemetry/contract';
 import type { Component, Logger } from '@telemetry/platform';
 import type { BatchWriter } from './batch-writer.js';
-import { decodeAlert, decodeCheck, decodeEvent, type Decoded } from './rows.js';
+import { decodeAlert, decodeCheck, decodeEvent, type Decoded } from '@telemetry/store';
 
 export interface DeadLetterPublisher {
   send(topic: string, messages: Message[]): Promise<void>;

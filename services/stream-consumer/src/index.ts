@@ -1,4 +1,3 @@
 export { BatchWriter, WriterStoppedError, type RowSink } from './batch-writer.js';
 export { consumerSpec, loadConsumerConfig, type ConsumerConfig } from './config.js';
-export { decodeCheck, decodeEvent, eventTime } from './rows.js';
 export { startConsumer, type StreamConsumer } from './service.js';

@@ -1,0 +1,66 @@
+import type { Request } from 'express';
+import { AppError } from './errors.js';
+
+/**
+ * Query parameters and paging, shared by every list route: each rule answers 400
+ * INVALID_PARAMETER naming the parameter.
+ */
+
+export function bad(param: string, message: string): AppError {
+  return new AppError('INVALID_PARAMETER', `${param}: ${message}`, { parameter: param });
+}
+
+/** A parameter given at most once. */
+export function single(req: Request, name: string): string | undefined {
+  const v = (req.query as Record<string, unknown>)[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw bad(name, 'give it once');
+  return v;
+}
+
+/** Unknown parameters are refused: a typo must not silently return unfiltered data. */
+export function rejectUnknown(req: Request, known: ReadonlySet<string>): void {
+  for (const k of Object.keys(req.query)) {
+    if (!known.has(k)) throw bad(k.slice(0, 64), `unknown query parameter; known: ${[...known].join(', ')}`);
+  }
+}
+
+/** `limit`: an integer from 1 to `max`, `fallback` when absent. */
+export function limitParam(req: Request, max: number, fallback: number): number {
+  const raw = single(req, 'limit');
+  if (raw === undefined) return fallback;
+  if (!/^\d{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
+    throw bad('limit', `must be an integer from 1 to ${max}`);
+  }
+  return Number(raw);
+}
+
+/** An opaque cursor: a JSON value, base64url. */
+export function encodeCursor(position: unknown): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+/**
+ * The `cursor` parameter decoded, or undefined when absent; a cursor that is not
+ * JSON or that `accept` refuses (not one this service issued) is 400.
+ */
+export function cursorParam<T>(req: Request, accept: (v: unknown) => v is T): T | undefined {
+  const raw = single(req, 'cursor');
+  if (raw === undefined) return undefined;
+  try {
+    if (raw.length <= 400) {
+      const v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
+      if (accept(v)) return v;
+    }
+  } catch {
+    // fall through
+  }
+  throw bad('cursor', 'is not a cursor this service issued');
+}
+
+/** `Link: <…>; rel="next"` for the same route and parameters with `cursor` set. */
+export function nextLink(req: Request, cursor: string): string {
+  const params = new URLSearchParams(req.query as Record<string, string>);
+  params.set('cursor', cursor);
+  return `<${req.baseUrl}${req.path}?${params.toString()}>; rel="next"`;
+}

@@ -1,0 +1,136 @@
+import { toIsoSeconds, type AlertMessage, type Incident, type Validators } from '@telemetry/contract';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type Statement } from '@telemetry/platform';
+import { nowSeconds, parseMessage, toUnix, type Decoded } from './rows.js';
+
+/**
+ * The `alerts` table (docs/clickhouse.md): one row per state change of a monitor,
+ * written by the stream consumer from the alerts topic. Incidents and a monitor's
+ * current state are read from it.
+ */
+
+export const ALERTS_TABLE = 'alerts';
+
+/** Statements per migration version (see migrations.ts). */
+export const alertsMigrations: Record<number, (db: string) => Statement[]> = {
+  3: (db) => [
+    `CREATE TABLE IF NOT EXISTS ${db}.alerts (
+        id String,
+        monitor_id String,
+        incident_id String,
+        type String,
+        created_at DateTime('UTC'),
+        check_id String,
+        status String,
+        status_code UInt16,
+        error String,
+        response_time Float64,
+        inserted_at DateTime('UTC')
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      ORDER BY (monitor_id, incident_id, type)`,
+  ],
+};
+
+/** A row of `alerts` as inserted: one state change of a monitor. */
+export interface AlertRow {
+  id: string;
+  monitor_id: string;
+  incident_id: string;
+  type: string;
+  created_at: number;
+  check_id: string;
+  status: string;
+  status_code: number;
+  error: string;
+  response_time: number;
+  inserted_at: number;
+}
+
+export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertRow> {
+  const parsed = parseMessage(v.alertMessage, 'alert', value);
+  if (!parsed.ok) return parsed;
+  const a: AlertMessage = parsed.m;
+  const createdAt = toUnix(a.created_at);
+  if (createdAt === null) return { ok: false, reason: 'created_at out of range' };
+  return {
+    ok: true,
+    row: {
+      id: a.id,
+      monitor_id: a.monitor_id,
+      incident_id: a.incident_id,
+      type: a.type,
+      created_at: createdAt,
+      check_id: a.check.id,
+      status: a.check.status,
+      status_code: a.check.status_code,
+      error: a.check.error ?? '',
+      response_time: a.check.response_time,
+      inserted_at: nowSeconds(),
+    },
+  };
+}
+
+/**
+ * The last alert of each monitor in `ids` (columns monitor_id, t: type, i: incident id).
+ * By time, and at equal seconds an up after the down it closes.
+ */
+export function lastAlertsSql(database: string, ids: readonly string[]): string {
+  return `SELECT monitor_id,
+      argMax(type, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS t,
+      argMax(incident_id, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS i
+    FROM ${sqlIdentifier(database)}.alerts
+    WHERE monitor_id IN ${sqlStringList(ids)}
+    GROUP BY monitor_id`;
+}
+
+/** A row of lastAlertsSql's result. */
+export interface LastAlertRow {
+  monitor_id: string;
+  t: string;
+  i: string;
+}
+
+/**
+ * Incidents from the alerts table: each is the down alert that opened it and, once it
+ * closed, the up alert with the same incident_id. Newest first.
+ */
+export function incidentsSql(database: string, monitorId: string, limit: number, status?: string): string {
+  const having = ["countIf(type = 'monitor.down') > 0"];
+  if (status === 'open') having.push("countIf(type = 'monitor.up') = 0");
+  if (status === 'resolved') having.push("countIf(type = 'monitor.up') > 0");
+  return `SELECT incident_id,
+      toUnixTimestamp(minIf(created_at, type = 'monitor.down')) AS started,
+      toUnixTimestamp(maxIf(created_at, type = 'monitor.up')) AS resolved,
+      countIf(type = 'monitor.up') AS ups,
+      anyIf(status_code, type = 'monitor.down') AS code,
+      anyIf(error, type = 'monitor.down') AS err
+    FROM ${sqlIdentifier(database)}.alerts
+    WHERE monitor_id = ${sqlString(monitorId)}
+    GROUP BY incident_id
+    HAVING ${having.join(' AND ')}
+    ORDER BY started DESC, incident_id DESC
+    LIMIT ${sqlNumber(limit)}`;
+}
+
+/** A row of incidentsSql's result. */
+export interface IncidentRow {
+  incident_id: string;
+  started: number | string;
+  resolved: number | string;
+  ups: number | string;
+  code: number | string;
+  err: string;
+}
+
+export function rowToIncident(r: IncidentRow, monitorId: string, now: number): Incident {
+  const started = Number(r.started);
+  const resolved = Number(r.ups) > 0 ? Number(r.resolved) : null;
+  return {
+    id: r.incident_id,
+    monitor_id: monitorId,
+    status: resolved === null ? 'open' : 'resolved',
+    started_at: toIsoSeconds(started),
+    resolved_at: resolved === null ? null : toIsoSeconds(resolved),
+    duration_seconds: Math.max(0, (resolved ?? now) - started),
+    cause: { status_code: Number(r.code), error: (r.err || null) as Incident['cause']['error'] },
+  };
+}

@@ -1,0 +1,184 @@
+import { toIsoSeconds, type Check, type CheckMessage, type Validators } from '@telemetry/contract';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type Statement } from '@telemetry/platform';
+import { nowSeconds, parseMessage, toUnix, type Decoded } from './rows.js';
+
+/**
+ * The `checks` table and its `checks_hourly` rollup (docs/clickhouse.md): migrations,
+ * the row the stream consumer inserts, and every statement that reads them (history
+ * pages and export, summaries, a monitor's newest check). A new column of `checks`
+ * touches this module and a migration entry below, nothing else.
+ */
+
+export const CHECKS_TABLE = 'checks';
+
+/** Statements per migration version (see migrations.ts). */
+export const checksMigrations: Record<number, (db: string) => Statement[]> = {
+  1: (db) => [
+    `CREATE TABLE IF NOT EXISTS ${db}.checks (
+        monitor_id String,
+        created_at DateTime('UTC'),
+        id String,
+        status String,
+        response_time Float64,
+        status_code UInt16,
+        inserted_at DateTime('UTC') DEFAULT now()
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      PARTITION BY toYYYYMM(created_at)
+      ORDER BY (monitor_id, created_at, id)`,
+  ],
+  // Rollups count distinct ids (uniqExact); quantile digests take every stored row, so a
+  // rare duplicate weighs twice.
+  2: (db) => [
+    `CREATE TABLE IF NOT EXISTS ${db}.checks_hourly (
+        monitor_id String,
+        hour DateTime('UTC'),
+        status String,
+        checks AggregateFunction(uniqExact, String),
+        response_time AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99), Float64)
+      ) ENGINE = AggregatingMergeTree()
+      PARTITION BY toYYYYMM(hour)
+      ORDER BY (monitor_id, hour, status)`,
+    `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.checks_hourly_mv TO ${db}.checks_hourly AS
+      SELECT monitor_id, toStartOfHour(created_at) AS hour, status,
+        uniqExactState(id) AS checks,
+        quantilesTDigestState(0.5, 0.95, 0.99)(response_time) AS response_time
+      FROM ${db}.checks
+      GROUP BY monitor_id, hour, status`,
+  ],
+  3: () => [{ addColumn: { table: 'checks', column: 'error', type: 'String' } }],
+};
+
+/** A row of `checks` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */
+export interface CheckRow {
+  monitor_id: string;
+  created_at: number;
+  id: string;
+  status: string;
+  response_time: number;
+  status_code: number;
+  error: string;
+  inserted_at: number;
+}
+
+export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckRow> {
+  const parsed = parseMessage(v.checkMessage, 'check', value);
+  if (!parsed.ok) return parsed;
+  const c: CheckMessage = parsed.m;
+  const createdAt = toUnix(c.created_at);
+  if (createdAt === null) return { ok: false, reason: 'created_at out of range' };
+  return {
+    ok: true,
+    row: {
+      monitor_id: c.monitor_id,
+      created_at: createdAt,
+      id: c.id,
+      status: c.status,
+      response_time: c.response_time,
+      status_code: c.status_code,
+      error: c.error ?? '',
+      inserted_at: nowSeconds(),
+    },
+  };
+}
+
+/** A page (or, without a limit, the export) of one monitor's history. */
+export interface ChecksQuery {
+  monitorId: string;
+  /** Page size; null for no limit (the export). */
+  limit: number | null;
+  order: 'asc' | 'desc';
+  from: number | undefined;
+  to: number | undefined;
+  statuses: string[];
+  cursor: { t: number; id: string } | undefined;
+}
+
+/**
+ * The documented read pattern for checks: the sort key is (monitor_id, created_at, id),
+ * so a monitor's rows are contiguous, and `LIMIT 1 BY id` hides duplicate rows that
+ * ReplacingMergeTree has not merged yet. A page asks for one row more than its limit:
+ * that row says whether there is a next page.
+ */
+export function checksSql(database: string, q: ChecksQuery): string {
+  const dir = q.order === 'desc' ? 'DESC' : 'ASC';
+  const cmp = q.order === 'desc' ? '<' : '>';
+  const where = [`monitor_id = ${sqlString(q.monitorId)}`];
+  if (q.from !== undefined) where.push(`created_at >= toDateTime(${sqlNumber(q.from)})`);
+  if (q.to !== undefined) where.push(`created_at < toDateTime(${sqlNumber(q.to)})`);
+  if (q.statuses.length > 0) where.push(`status IN ${sqlStringList(q.statuses)}`);
+  if (q.cursor) {
+    const t = `toDateTime(${sqlNumber(q.cursor.t)})`;
+    where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);
+  }
+  return `SELECT id, monitor_id, status, response_time, status_code, error, toUnixTimestamp(created_at) AS ts
+    FROM ${sqlIdentifier(database)}.checks
+    WHERE ${where.join(' AND ')}
+    ORDER BY created_at ${dir}, id ${dir}
+    LIMIT 1 BY id${q.limit === null ? '' : `\n    LIMIT ${sqlNumber(q.limit + 1)}`}`;
+}
+
+/** A row of checksSql's result. */
+export interface CheckHistoryRow {
+  id: string;
+  monitor_id: string;
+  status: string;
+  response_time: number;
+  status_code: number;
+  error: string;
+  ts: number | string;
+}
+
+/** The seed's check object (section 2.2) from a row: numbers as numbers, time as `YYYY-MM-DDThh:mm:ssZ`. */
+export function rowToCheck(r: CheckHistoryRow): Check {
+  return {
+    id: r.id,
+    monitor_id: r.monitor_id,
+    status: r.status as Check['status'],
+    // Float64 printed by ClickHouse 18.16 shows binary noise (1.3599999999999999): µs is plenty.
+    response_time: Math.round(Number(r.response_time) * 1000) / 1000,
+    status_code: Number(r.status_code),
+    error: (r.error || null) as Check['error'],
+    created_at: toIsoSeconds(Number(r.ts)),
+  };
+}
+
+export interface SummaryQuery {
+  monitorId: string;
+  interval: 'hour' | 'day';
+  /** Inclusive, on an interval boundary. */
+  from: number;
+  /** Exclusive, on an interval boundary. */
+  to: number;
+}
+
+/** Counts per interval and status, and response-time quantiles per interval and in total (WITH TOTALS). */
+export function summarySql(database: string, q: SummaryQuery): { counts: string; quantiles: string } {
+  const bucket = q.interval === 'hour' ? 'hour' : 'toStartOfDay(hour)';
+  const where = `monitor_id = ${sqlString(q.monitorId)} AND hour >= toDateTime(${sqlNumber(q.from)}) AND hour < toDateTime(${sqlNumber(q.to)})`;
+  const table = `${sqlIdentifier(database)}.checks_hourly`;
+  return {
+    counts: `SELECT toUInt32(${bucket}) AS t, status, uniqExactMerge(checks) AS n
+      FROM ${table} WHERE ${where} GROUP BY t, status ORDER BY t`,
+    quantiles: `SELECT toUInt32(${bucket}) AS t, quantilesTDigestMerge(0.5, 0.95, 0.99)(response_time) AS q
+      FROM ${table} WHERE ${where} GROUP BY t WITH TOTALS ORDER BY t`,
+  };
+}
+
+/** Rows of summarySql's two statements. */
+export interface SummaryCountRow {
+  t: number;
+  status: string;
+  n: string;
+}
+export interface SummaryQuantileRow {
+  t: number;
+  q: number[];
+}
+
+/** The newest check of each monitor in `ids` (columns monitor_id, t: unix seconds). */
+export function lastChecksSql(database: string, ids: readonly string[]): string {
+  return `SELECT monitor_id, toUnixTimestamp(max(created_at)) AS t
+    FROM ${sqlIdentifier(database)}.checks
+    WHERE monitor_id IN ${sqlStringList(ids)}
+    GROUP BY monitor_id`;
+}

@@ -1,0 +1,100 @@
+import type { EventMessage, Validators } from '@telemetry/contract';
+import type { Statement } from '@telemetry/platform';
+import { MAX_TS, MIN_TS, nowSeconds, parseMessage, toUnix, type Decoded } from './rows.js';
+
+/**
+ * The `events` table and its `events_per_minute` rollup (docs/clickhouse.md): their
+ * migrations, the row the stream consumer inserts, and how a Kafka event message
+ * becomes that row.
+ */
+
+export const EVENTS_TABLE = 'events';
+
+/** Statements per migration version (see migrations.ts). */
+export const eventsMigrations: Record<number, (db: string) => Statement[]> = {
+  1: (db) => [
+    `CREATE TABLE IF NOT EXISTS ${db}.events (
+        event_id UUID,
+        key_id String,
+        source String,
+        category String,
+        payload String,
+        client_event_id String,
+        event_time DateTime('UTC'),
+        client_ts Nullable(DateTime('UTC')),
+        sent_at Nullable(DateTime('UTC')),
+        received_at DateTime('UTC'),
+        inserted_at DateTime('UTC') DEFAULT now()
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      PARTITION BY toYYYYMMDD(received_at)
+      ORDER BY (source, category, received_at, event_id)`,
+  ],
+  // Rollups count distinct ids (uniqExact), so a row Kafka delivered twice counts once.
+  2: (db) => [
+    `CREATE TABLE IF NOT EXISTS ${db}.events_per_minute (
+        minute DateTime('UTC'),
+        source String,
+        category String,
+        events AggregateFunction(uniqExact, UUID)
+      ) ENGINE = AggregatingMergeTree()
+      PARTITION BY toYYYYMMDD(minute)
+      ORDER BY (source, category, minute)`,
+    `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_per_minute_mv TO ${db}.events_per_minute AS
+      SELECT toStartOfMinute(received_at) AS minute, source, category, uniqExactState(event_id) AS events
+      FROM ${db}.events
+      GROUP BY minute, source, category`,
+  ],
+};
+
+/** A row of `events` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */
+export interface EventRow {
+  event_id: string;
+  key_id: string;
+  source: string;
+  category: string;
+  payload: string;
+  client_event_id: string;
+  event_time: number;
+  client_ts: number | null;
+  sent_at: number | null;
+  received_at: number;
+  inserted_at: number;
+}
+
+/**
+ * When the event happened, on the server's clock. With a client timestamp and the
+ * client's `sent_at`, the client clock's offset (received_at - sent_at) is added to
+ * the client timestamp (the same correction Snowplow and PostHog make). With a client
+ * timestamp alone it is taken as is; without one, the receive time is used.
+ */
+export function eventTime(receivedAt: number, clientTs: number | null, sentAt: number | null): number {
+  if (clientTs === null) return receivedAt;
+  const t = sentAt === null ? clientTs : clientTs + (receivedAt - sentAt);
+  return t >= MIN_TS && t <= MAX_TS ? t : receivedAt;
+}
+
+export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventRow> {
+  const parsed = parseMessage(v.eventMessage, 'event', value);
+  if (!parsed.ok) return parsed;
+  const e: EventMessage = parsed.m;
+  const receivedAt = toUnix(e.received_at);
+  if (receivedAt === null) return { ok: false, reason: 'received_at out of range' };
+  const clientTs = toUnix(e.client_ts);
+  const sentAt = toUnix(e.sent_at);
+  return {
+    ok: true,
+    row: {
+      event_id: e.event_id,
+      key_id: e.key_id,
+      source: e.source,
+      category: e.category,
+      payload: JSON.stringify(e.payload),
+      client_event_id: e.client_event_id ?? '',
+      event_time: eventTime(receivedAt, clientTs, sentAt),
+      client_ts: clientTs,
+      sent_at: sentAt,
+      received_at: receivedAt,
+      inserted_at: nowSeconds(),
+    },
+  };
+}

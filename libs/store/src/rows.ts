@@ -1,0 +1,52 @@
+/**
+ * What every table module shares to turn a Kafka message into a row: JSON, then the
+ * schema, then unix seconds in ClickHouse's DateTime range.
+ */
+
+export type Decoded<T> = { ok: true; row: T } | { ok: false; reason: string };
+
+/** A compiled schema (ajv's ValidateFunction has this shape). */
+export interface Validate<T> {
+  (data: unknown): data is T;
+  errors?: { instancePath: string; message?: string }[] | null;
+}
+
+/**
+ * NOTE: sent explicitly: ClickHouse 18.16's JSONEachRow does not apply a column's
+ * DEFAULT (now()) to a field the row leaves out; it would store 1970-01-01.
+ */
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+// ClickHouse DateTime covers 1970-01-01 .. 2105; outside that a value is not stored.
+export const MIN_TS = 0;
+export const MAX_TS = 4_294_967_295;
+
+export function toUnix(iso: string | undefined): number | null {
+  if (iso === undefined) return null;
+  const ms = Date.parse(iso);
+  if (!Number.isFinite(ms)) return null;
+  const s = Math.floor(ms / 1000);
+  return s >= MIN_TS && s <= MAX_TS ? s : null;
+}
+
+/** JSON, then the schema: the message, or why it can never be written. */
+export function parseMessage<T>(
+  validate: Validate<T>,
+  kind: string,
+  value: Buffer | null,
+): { ok: true; m: T } | { ok: false; reason: string } {
+  let m: unknown;
+  try {
+    if (value === null) throw new Error('empty message');
+    m = JSON.parse(value.toString('utf8')) as unknown;
+  } catch (err) {
+    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
+  }
+  if (!validate(m)) {
+    const e = validate.errors?.[0];
+    return { ok: false, reason: `invalid ${kind} message: ${e?.instancePath} ${e?.message}` };
+  }
+  return { ok: true, m };
+}

@@ -1,0 +1,50 @@
+import type { RequestHandler } from 'express';
+import {
+  bad,
+  limitParam,
+  rejectUnknown,
+  single,
+  StoreUnavailableError,
+  type ClickHouseReader,
+  type Logger,
+} from '@telemetry/platform';
+import { incidentsSql, rowToIncident, type IncidentRow } from '@telemetry/store';
+import { monitorIdOf } from './params.js';
+
+export interface IncidentsRouteDeps {
+  /** 404 for an unknown monitor, checked after the parameters. */
+  known: RequestHandler;
+  reader: ClickHouseReader;
+  database: string;
+  logger: Logger;
+  queryTimeoutMs: number;
+}
+
+/** GET /api/monitors/{id}/incidents: newest first, `limit`, `status`. */
+export function incidentsRoute(deps: IncidentsRouteDeps): RequestHandler[] {
+  const params: RequestHandler = (req, res, next) => {
+    const id = monitorIdOf(req);
+    rejectUnknown(req, new Set(['limit', 'status']));
+    const limit = limitParam(req, 1000, 100);
+    const status = single(req, 'status');
+    if (status !== undefined && status !== 'open' && status !== 'resolved') {
+      throw bad('status', 'must be open or resolved');
+    }
+    res.locals.incidents = { id, limit, status };
+    next();
+  };
+  const read: RequestHandler = async (req, res) => {
+    const { id, limit, status } = res.locals.incidents as { id: string; limit: number; status?: string };
+    let rows: IncidentRow[];
+    try {
+      const sql = incidentsSql(deps.database, id, limit, status);
+      rows = (await deps.reader.query<IncidentRow>(sql, AbortSignal.timeout(deps.queryTimeoutMs))).data;
+    } catch (err) {
+      deps.logger.warn('incidents query failed', { request_id: req.id, err: String(err) });
+      throw new StoreUnavailableError();
+    }
+    const now = Math.floor(Date.now() / 1000);
+    res.json({ success: true, data: rows.map((r) => rowToIncident(r, id, now)) });
+  };
+  return [params, deps.known, read];
+}
