@@ -12,3 +12,5 @@ export * from './clickhouse-reader.js';
 export * from './body.js';
 export * from './batching-publisher.js';
 export * from './paging.js';
+export * from './kafka-group-consumer.js';
+export * from './snapshot.js';

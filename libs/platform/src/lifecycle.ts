@@ -1,5 +1,31 @@
 import type { Logger } from './logger.js';
 
+/**
+ * Time and timers for components that wait: the system clock in production, a fake in
+ * unit tests (so a test of an interval does not wait for it).
+ */
+export interface Clock {
+  now(): number;
+  /** `unref`: the timer does not keep the process alive. */
+  setTimeout(fn: () => void, ms: number, opts?: { unref?: boolean }): object;
+  clearTimeout(timer: object | undefined): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms, opts) => {
+    const t = setTimeout(fn, ms);
+    if (opts?.unref) t.unref();
+    return t;
+  },
+  clearTimeout: (t) => clearTimeout(t as NodeJS.Timeout | undefined),
+};
+
+/** Resolves after `ms` on `clock`. */
+export function sleepOn(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+}
+
 /** The contract every long-lived part follows. */
 export interface Component {
   readonly name: string;
