@@ -145,3 +145,18 @@ export const serviceSpec = {
   keyRefreshMs: v.int('KEY_REFRESH_MS', 2000, 'how often keys are reloaded (the delay of a revocation)', 100, 600_000),
   shutdownTimeoutMs: v.int('SHUTDOWN_TIMEOUT_MS', 25_000, 'hard deadline for a graceful shutdown', 1000, 600_000),
 } satisfies ConfigSpec;
+
+/** Every service's HTTP listener: the API, or /healthz, /readyz and /metrics alone. */
+export function httpSpec(defaultPort: number, portHelp = 'HTTP port (0 picks a free one)') {
+  return {
+    host: v.str('HOST', '0.0.0.0', 'address to listen on'),
+    port: v.int('PORT', defaultPort, portHelp, 0, 65535),
+    shutdownDelayMs: v.int(
+      'SHUTDOWN_DELAY_MS',
+      0,
+      'after SIGTERM, fail /readyz this long before closing (k8s: 5000)',
+      0,
+      60_000,
+    ),
+  } satisfies ConfigSpec;
+}

@@ -247,10 +247,11 @@ export function healthServer(opts: {
   logger: Logger;
   port: number;
   host: string;
+  shutdownDelayMs?: number;
 }): HttpServerComponent {
   const app = createExpressApp();
   healthRoutes(app, { ready: opts.runner.ready, details: opts.runner.health, registry: opts.registry });
   app.use(notFound);
   app.use(errorHandler(opts.logger));
-  return new HttpServerComponent(app, opts.port, opts.host);
+  return new HttpServerComponent(app, opts.port, opts.host, opts.shutdownDelayMs);
 }

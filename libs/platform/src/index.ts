@@ -14,3 +14,4 @@ export * from './batching-publisher.js';
 export * from './paging.js';
 export * from './kafka-group-consumer.js';
 export * from './snapshot.js';
+export * from './run-main.js';

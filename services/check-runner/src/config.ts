@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import {
   clickhouseSpec,
+  httpSpec,
   kafkaSpec,
   loadConfig,
   logSpec,
@@ -71,8 +72,7 @@ export const runnerSpec = {
     10,
     60_000,
   ),
-  port: v.int('PORT', 8083, 'HTTP port for /healthz, /readyz, /metrics', 0, 65535),
-  host: v.str('HOST', '0.0.0.0', 'address to listen on'),
+  ...httpSpec(8083, 'HTTP port for /healthz, /readyz, /metrics'),
 } as const;
 
 export type RunnerConfig = ConfigOf<typeof runnerSpec>;

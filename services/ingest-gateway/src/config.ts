@@ -1,5 +1,6 @@
 import {
   clickhouseSpec,
+  httpSpec,
   kafkaSpec,
   loadConfig,
   logSpec,
@@ -17,8 +18,7 @@ export const gatewaySpec = {
   eventsTopic: topicSpec.eventsTopic,
   ...clickhouseSpec,
   ...serviceSpec,
-  host: v.str('HOST', '0.0.0.0', 'address to listen on'),
-  port: v.int('PORT', 8080, 'HTTP port (0 picks a free one)', 0, 65535),
+  ...httpSpec(8080),
   ackTimeoutMs: v.int(
     'KAFKA_ACK_TIMEOUT_MS',
     5000,
@@ -72,13 +72,6 @@ export const gatewaySpec = {
   ),
   corsMaxAgeS: v.int('CORS_MAX_AGE_S', 600, 'how long browsers may cache a CORS preflight', 0, 86_400),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
-  shutdownDelayMs: v.int(
-    'SHUTDOWN_DELAY_MS',
-    0,
-    'after SIGTERM, fail /readyz this long before closing (k8s: 5000)',
-    0,
-    60_000,
-  ),
 } as const;
 
 export type GatewayConfig = ConfigOf<typeof gatewaySpec>;

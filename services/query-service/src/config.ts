@@ -1,5 +1,6 @@
 import {
   clickhouseSpec,
+  httpSpec,
   kafkaSpec,
   loadConfig,
   logSpec,
@@ -30,8 +31,7 @@ export const querySpec = {
     500,
     600_000,
   ),
-  host: v.str('HOST', '0.0.0.0', 'address to listen on'),
-  port: v.int('PORT', 8082, 'HTTP port (0 picks a free one)', 0, 65535),
+  ...httpSpec(8082),
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),
   maxQueriesInFlight: v.int(
     'MAX_QUERIES_IN_FLIGHT',
@@ -43,13 +43,6 @@ export const querySpec = {
   exportTimeoutMs: v.int('EXPORT_TIMEOUT_MS', 300_000, 'longest an export may stream', 1000, 3_600_000),
   defaultLimit: v.int('CHECKS_DEFAULT_LIMIT', 100, 'checks per page when `limit` is not given', 1, 1000),
   maxLimit: v.int('CHECKS_MAX_LIMIT', 1000, 'largest accepted `limit`', 1, 10_000),
-  shutdownDelayMs: v.int(
-    'SHUTDOWN_DELAY_MS',
-    0,
-    'after SIGTERM, fail /readyz this long before closing (k8s: 5000)',
-    0,
-    60_000,
-  ),
 } as const;
 
 export type QueryConfig = ConfigOf<typeof querySpec>;

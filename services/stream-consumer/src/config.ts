@@ -1,5 +1,6 @@
 import {
   clickhouseSpec,
+  httpSpec,
   kafkaSpec,
   loadConfig,
   logSpec,
@@ -45,7 +46,7 @@ export const consumerSpec = {
     256,
   ),
   insertRetryMaxMs: v.int('INSERT_RETRY_MAX_MS', 10_000, 'longest backoff between insert retries', 100, 600_000),
-  port: v.int('PORT', 8081, 'HTTP port for /healthz, /readyz, /metrics', 0, 65535),
+  ...httpSpec(8081, 'HTTP port for /healthz, /readyz, /metrics'),
   retentionEventsDays: v.int(
     'RETENTION_EVENTS_DAYS',
     0,
@@ -68,7 +69,6 @@ export const consumerSpec = {
     36_500,
   ),
   retentionIntervalMs: v.int('RETENTION_INTERVAL_MS', 3_600_000, 'how often retention runs', 10_000, 86_400_000),
-  host: v.str('HOST', '0.0.0.0', 'address to listen on'),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
 } as const;
 
