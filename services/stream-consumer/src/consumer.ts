@@ -1,7 +1,7 @@
-import type { Consumer, EachBatchPayload, Kafka, KafkaMessage, Message } from 'kafkajs';
+import type { KafkaMessage, Message } from 'kafkajs';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Validators } from '@telemetry/contract';
-import type { Component, Logger } from '@telemetry/platform';
+import type { Component, GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import type { BatchWriter } from './batch-writer.js';
 import { decodeAlert, decodeCheck, decodeEvent, type Decoded } from '@telemetry/store';
 
@@ -9,9 +9,13 @@ export interface DeadLetterPublisher {
   send(topic: string, messages: Message[]): Promise<void>;
 }
 
+/** What the consumer needs of the batch writer (a fake in unit tests). */
+export type RowWriter = Pick<BatchWriter, 'write' | 'waitForRoom' | 'drain'>;
+
 export interface ConsumerDeps {
-  kafka: Kafka;
-  writer: BatchWriter;
+  /** Builds the group member (kafkaGroupConsumers(kafka, logger) in production). */
+  consumers: GroupConsumerFactory;
+  writer: RowWriter;
   deadLetters: DeadLetterPublisher;
   validators: Validators;
   logger: Logger;
@@ -39,8 +43,7 @@ export interface ConsumerDeps {
  */
 export class KafkaToClickHouse implements Component {
   readonly name = 'kafka-consumer';
-  private readonly consumer: Consumer;
-  private running = false;
+  private readonly consumer: GroupConsumer;
   private stopping = false;
   /** Per partition (`topic:partition`): the insert-then-commit step of its last batch. */
   private readonly chains = new Map<string, Promise<void>>();
@@ -61,13 +64,6 @@ export class KafkaToClickHouse implements Component {
       [deps.checksTopic, { table: deps.checksTable, decode: (b) => decodeCheck(v, b) }],
       [deps.alertsTopic, { table: deps.alertsTable, decode: (b) => decodeAlert(v, b) }],
     ]);
-    this.consumer = deps.kafka.consumer({
-      groupId: deps.groupId,
-      sessionTimeout: deps.sessionTimeoutMs,
-      heartbeatInterval: 3000,
-      maxBytesPerPartition: 2 * 1024 * 1024,
-      allowAutoTopicCreation: false,
-    });
     const registers = [deps.registry];
     this.deadLettered = new Counter({
       name: 'consumer_dead_lettered_total',
@@ -87,39 +83,46 @@ export class KafkaToClickHouse implements Component {
       labelNames: ['topic'],
       registers,
     });
-    this.consumer.on(this.consumer.events.CRASH, (e) => {
-      deps.logger.error('consumer crashed', { err: String(e.payload.error), restart: e.payload.restart });
-      if (!e.payload.restart) this.running = false;
+    this.consumer = deps.consumers({
+      name: 'kafka-consumer-group',
+      groupId: deps.groupId,
+      // NOTE: fromBeginning matters for a new group only: it must read what was
+      // acknowledged before it first joined. Existing groups resume from their commits.
+      topics: [...this.routes.keys()],
+      fromBeginning: true,
+      consumer: {
+        sessionTimeout: deps.sessionTimeoutMs,
+        heartbeatInterval: 3000,
+        maxBytesPerPartition: 2 * 1024 * 1024,
+        allowAutoTopicCreation: false,
+      },
+      manualCommit: true,
+      partitionsConsumedConcurrently: deps.partitionsConcurrently,
+      eachBatch: (batch) => this.eachBatch(batch),
+      // eachBatch heartbeats every 3 s even while it waits for the writer: a session
+      // without one means the loop is stuck.
+      stallAfterMs: deps.sessionTimeoutMs,
+      crashMessage: 'consumer crashed',
     });
   }
 
-  async start(): Promise<void> {
-    await this.consumer.connect();
-    // NOTE: fromBeginning matters for a new group only: it must read what was
-    // acknowledged before it first joined. Existing groups resume from their commits.
-    await this.consumer.subscribe({ topics: [...this.routes.keys()], fromBeginning: true });
-    await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: this.deps.partitionsConcurrently,
-      eachBatch: (payload) => this.eachBatch(payload),
-    });
-    this.running = true;
+  start(): Promise<void> {
+    return this.consumer.start();
   }
 
+  /** Running, and its loop not stalled while it holds partitions. */
   health(): boolean {
-    return this.running;
+    return this.consumer.health();
   }
 
   async stop(): Promise<void> {
     // Stop fetching, flush what the writer holds, wait for those inserts and the
     // commits that follow them (we are still a group member), then leave the group.
     this.stopping = true;
-    this.consumer.pause([...this.routes.keys()].map((topic) => ({ topic })));
+    this.consumer.pause();
     this.deps.writer.drain();
     await this.settle();
-    await this.consumer.disconnect();
-    this.running = false;
+    await this.consumer.stop();
   }
 
   /**
@@ -131,7 +134,7 @@ export class KafkaToClickHouse implements Component {
    * partitions go out together, one request at a time (scheduleCommit). The
    * writer holds at most `maxBufferedRows`; past that, eachBatch waits (heartbeating).
    */
-  private async eachBatch(payload: EachBatchPayload): Promise<void> {
+  private async eachBatch(payload: GroupBatch): Promise<void> {
     const { batch } = payload;
     if (batch.messages.length === 0 || this.stopping) return;
     const { topic, partition } = batch;

@@ -7,6 +7,7 @@ import {
   ensureTopics,
   healthServer,
   HttpServerComponent,
+  kafkaGroupConsumers,
   ServiceRunner,
   sqlIdentifier,
   type ClickHouseClient,
@@ -69,7 +70,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   });
   const deadLetters = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 10_000 });
   const consumer = new KafkaToClickHouse({
-    kafka,
+    consumers: kafkaGroupConsumers(kafka, logger),
     writer,
     deadLetters,
     validators: createValidators(),

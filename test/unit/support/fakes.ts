@@ -1,0 +1,189 @@
+import type { KafkaMessage } from 'kafkajs';
+import {
+  createLogger,
+  type Clock,
+  type CommittableOffset,
+  type GroupBatch,
+  type GroupConsumer,
+  type GroupConsumerFactory,
+  type GroupConsumerSpec,
+  type Logger,
+} from '@telemetry/platform';
+
+export const silentLogger: Logger = createLogger({ service: 'test', level: 'silent' });
+
+/** Lets every promise continuation queued so far (and those they queue) run. */
+export function settle(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Polls `condition` until it holds, failing after `timeoutMs`. */
+export async function until(condition: () => boolean, what: string, timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+interface FakeTimer {
+  at: number;
+  seq: number;
+  fn: () => void;
+}
+
+/** A clock whose time moves only when the test says so; due timers fire in time order. */
+export class FakeClock implements Clock {
+  private readonly timers = new Map<object, FakeTimer>();
+  private seq = 0;
+
+  constructor(private time = 1_000_000) {}
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimeout(fn: () => void, ms: number): object {
+    const handle = {};
+    this.timers.set(handle, { at: this.time + Math.max(0, ms), seq: this.seq++, fn });
+    return handle;
+  }
+
+  clearTimeout(timer: object | undefined): void {
+    if (timer) this.timers.delete(timer);
+  }
+
+  /** Timers not yet fired or cleared. */
+  get pending(): number {
+    return this.timers.size;
+  }
+
+  /** Moves time forward by `ms`, firing each due timer at its time and letting its promises settle. */
+  async advance(ms: number): Promise<void> {
+    const end = this.time + ms;
+    for (;;) {
+      await settle();
+      let next: [object, FakeTimer] | undefined;
+      for (const entry of this.timers) {
+        if (entry[1].at > end) continue;
+        if (!next || entry[1].at < next[1].at || (entry[1].at === next[1].at && entry[1].seq < next[1].seq)) {
+          next = entry;
+        }
+      }
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.time = next[1].at;
+      next[1].fn();
+    }
+    this.time = end;
+    await settle();
+  }
+}
+
+/** A group consumer that records what its user asks of it; the test drives the callbacks. */
+export class FakeGroupConsumer implements GroupConsumer {
+  readonly name: string;
+  readonly calls: string[] = [];
+  readonly commits: CommittableOffset[][] = [];
+  /** Set to make the next commits fail. */
+  commitError: Error | undefined;
+  healthy = true;
+  joined = false;
+
+  constructor(readonly spec: GroupConsumerSpec) {
+    this.name = spec.name;
+  }
+
+  start(): Promise<void> {
+    this.calls.push('start');
+    return Promise.resolve();
+  }
+
+  stop(): Promise<void> {
+    this.calls.push('stop');
+    this.joined = false;
+    return Promise.resolve();
+  }
+
+  health(): boolean {
+    return this.healthy;
+  }
+
+  pause(): void {
+    this.calls.push('pause');
+  }
+
+  commitOffsets(offsets: CommittableOffset[]): Promise<void> {
+    this.calls.push('commit');
+    if (this.commitError) return Promise.reject(this.commitError);
+    this.commits.push(offsets.map((o) => ({ ...o })));
+    return Promise.resolve();
+  }
+
+  /** kafkajs's GROUP_JOIN. */
+  assign(assignment: Record<string, number[]>): void {
+    this.joined = true;
+    this.spec.onAssigned?.(assignment);
+  }
+
+  /** Hands one message to an eachMessage user. */
+  message(topic: string, partition: number, value: string | null, offset = '0'): Promise<void> {
+    if (!('eachMessage' in this.spec)) throw new Error('not an eachMessage consumer');
+    return this.spec.eachMessage({
+      topic,
+      partition,
+      message: kafkaMessage(value, offset),
+      heartbeat: () => Promise.resolve(),
+    });
+  }
+}
+
+/** A factory that keeps every consumer it built. */
+export function fakeGroupConsumers(): { factory: GroupConsumerFactory; built: FakeGroupConsumer[] } {
+  const built: FakeGroupConsumer[] = [];
+  return {
+    built,
+    factory: (spec) => {
+      const c = new FakeGroupConsumer(spec);
+      built.push(c);
+      return c;
+    },
+  };
+}
+
+export function kafkaMessage(value: string | null, offset: string): KafkaMessage {
+  return {
+    key: null,
+    value: value === null ? null : Buffer.from(value),
+    offset,
+    timestamp: '0',
+    attributes: 0,
+    headers: {},
+  };
+}
+
+/** A batch as kafkajs hands it over, with what the user resolved. */
+export interface FakeBatch extends GroupBatch {
+  resolved: string[];
+  stale: boolean;
+}
+
+export function fakeBatch(topic: string, partition: number, firstOffset: number, values: (string | null)[]): FakeBatch {
+  const messages = values.map((v, i) => kafkaMessage(v, String(firstOffset + i)));
+  const b: FakeBatch = {
+    batch: {
+      topic,
+      partition,
+      messages,
+      lastOffset: () => messages[messages.length - 1]?.offset ?? String(firstOffset - 1),
+      offsetLag: () => '0',
+    },
+    resolved: [],
+    stale: false,
+    resolveOffset: (o) => void b.resolved.push(o),
+    heartbeat: () => Promise.resolve(),
+    isRunning: () => true,
+    isStale: () => b.stale,
+  };
+  return b;
+}
