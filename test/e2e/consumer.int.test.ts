@@ -126,6 +126,66 @@ describe('stream consumer (real Kafka and ClickHouse)', () => {
     }
   });
 
+  it('dead-letters a row ClickHouse rejects (found by bisection), writes the rest of its batch, and keeps flowing', async () => {
+    const consumer = await runConsumer();
+    try {
+      const source = uid('rejected');
+      const tag = uid('rj');
+      // `urn:uuid:…` passes the message schema (JSON Schema's uuid format) but ClickHouse
+      // 18.16 refuses it for the UUID column (Code 376): the whole insert fails.
+      const bad = eventValue(source, `urn:uuid:${randomUUID()}`);
+      const values = [eventValue(source), eventValue(source), bad, eventValue(source), eventValue(source)];
+      const p = kafkaFor(s().kafkaBrokers).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+      await p.connect();
+      await p.send({
+        topic: s().eventsTopic,
+        acks: -1,
+        messages: values.map((value) => ({ key: tag, value, partition: 1 })),
+      });
+      await eventually('the 4 good events of the batch', async () =>
+        (await counts(ch, s().database, source)).asRead === 4 ? true : undefined,
+      );
+      // The partition keeps flowing: a later event arrives too.
+      await p.send({
+        topic: s().eventsTopic,
+        acks: -1,
+        messages: [{ key: tag, value: eventValue(source), partition: 1 }],
+      });
+      await p.disconnect();
+      await eventually('the event after it', async () =>
+        (await counts(ch, s().database, source)).asRead === 5 ? true : undefined,
+      );
+
+      const dead: { value: string; headers: IHeaders }[] = [];
+      const c = kafkaFor(s().kafkaBrokers).consumer({ groupId: uid('dlq-reader') });
+      await c.connect();
+      await c.subscribe({ topic: s().deadLetterTopic, fromBeginning: true });
+      await c.run({
+        eachMessage: async ({ message }) => {
+          if (message.key?.toString() === tag)
+            dead.push({ value: message.value!.toString(), headers: message.headers ?? {} });
+          await Promise.resolve();
+        },
+      });
+      try {
+        await eventually('1 dead letter', () => Promise.resolve(dead.length >= 1 ? true : undefined));
+      } finally {
+        await c.disconnect();
+      }
+      expect(dead).to.have.length(1);
+      expect(dead[0]!.value).to.equal(bad);
+      const h = (k: string): string => String(dead[0]!.headers[k]);
+      expect(h('x-dead-letter-kind')).to.equal('rejected');
+      expect(h('x-dead-letter-reason')).to.match(/rejected by ClickHouse .*uuid/i);
+      expect(h('x-source-topic')).to.equal(s().eventsTopic);
+      expect(h('x-source-partition')).to.equal('1');
+      const m = await (await fetch(`${consumer.url}/metrics`)).text();
+      expect(m).to.match(/consumer_rows_rejected_total\{[^}]*\} 1/);
+    } finally {
+      await consumer.stop();
+    }
+  });
+
   it('leaves every event exactly once as read after a SIGKILL in the middle of a batch and a restart', async function () {
     this.timeout(180_000);
     const group = uid('killed');

@@ -21,7 +21,8 @@ class FakeSink implements RowSink {
 }
 
 function writer(sink: RowSink, maxRows: number, maxAgeMs: number): BatchWriter {
-  return new BatchWriter({ sink, logger, registry: new Registry(), maxRows, maxAgeMs, retryMaxMs: 20 });
+  const onRejected = (): Promise<void> => Promise.reject(new Error('no row is rejected in these tests'));
+  return new BatchWriter({ sink, logger, registry: new Registry(), maxRows, maxAgeMs, retryMaxMs: 20, onRejected });
 }
 
 describe('stream consumer (unit)', () => {

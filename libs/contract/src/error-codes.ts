@@ -43,6 +43,11 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { status: 413, description: 'The body is larger than the byte limit.' },
   BATCH_TOO_LARGE: { status: 413, description: 'The batch has more events than allowed.' },
   EVENT_TOO_LARGE: { status: 413, description: 'One event is larger than the per-event byte limit.' },
+  KAFKA_MESSAGE_TOO_LARGE: {
+    status: 413,
+    description:
+      "Kafka refused a message as larger than the broker's limit (max.message.bytes); nothing was accepted; retrying the same events fails the same way.",
+  },
   // 415
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
@@ -55,6 +60,11 @@ export const ERROR_CODES = {
   KAFKA_UNAVAILABLE: {
     status: 503,
     description: 'Kafka did not acknowledge in time; nothing was accepted, retry.',
+  },
+  KAFKA_REJECTED: {
+    status: 500,
+    description:
+      'Kafka refused the events for a reason retrying does not fix (authorization, an invalid record); nothing was accepted; an operator must act.',
   },
   OVERLOADED: { status: 503, description: 'Too much work in flight; nothing was accepted, retry.' },
   STORE_UNAVAILABLE: { status: 503, description: 'ClickHouse did not answer in time.' },

@@ -1,6 +1,6 @@
 import type { Message } from 'kafkajs';
 import { Gauge, type Registry } from 'prom-client';
-import { OverloadedError } from './errors.js';
+import { AppError, OverloadedError } from './errors.js';
 
 /** Where messages go; resolves only once Kafka acknowledged them. */
 export interface Publisher {
@@ -24,6 +24,8 @@ export interface BatchingOptions {
   /** The gauge of messages waiting for an ack (each service names its own). */
   inFlightMetric: { name: string; help: string };
 }
+
+const REFUSALS = new Set<string>(['KAFKA_MESSAGE_TOO_LARGE', 'KAFKA_REJECTED']);
 
 /**
  * Gathers the messages of concurrent senders (the gateway's requests, the runner's
@@ -79,7 +81,21 @@ export class BatchingPublisher implements Publisher {
     const messages = batch.length === 1 ? batch[0]!.messages : batch.flatMap((p) => p.messages);
     this.target.send(topic, messages).then(
       () => batch.forEach((p) => p.resolve()),
-      (err: unknown) => batch.forEach((p) => p.reject(err)),
+      (err: unknown) => {
+        // A refusal of the messages themselves (too large, invalid) would fail every
+        // caller of the batch: each caller's messages are sent again on their own, so
+        // only the one whose messages are refused gets the error.
+        if (batch.length > 1 && err instanceof AppError && REFUSALS.has(err.code)) {
+          for (const p of batch) {
+            this.target.send(topic, p.messages).then(
+              () => p.resolve(),
+              (e: unknown) => p.reject(e),
+            );
+          }
+        } else {
+          batch.forEach((p) => p.reject(err));
+        }
+      },
     );
   }
 }

@@ -129,3 +129,42 @@ export function clickhouseComponent(
   });
   return new ClickHouseComponent(client, logger, 2000, opts.essential ?? true, opts.name ?? 'clickhouse');
 }
+
+/**
+ * ClickHouse error codes that say the rows themselves cannot be stored (a value that
+ * does not parse as its column's type, or is out of its range): retrying the same rows
+ * fails the same way. Every other error (connection refused or reset, timeouts, too
+ * many parts, memory, a server restarting) is transient and worth retrying.
+ * NOTE: 117 INCORRECT_DATA is left out on purpose: ClickHouse also answers it for a
+ * field the table lacks, which is a migration not yet applied, not bad data.
+ */
+const DATA_ERROR_CODES = new Set([
+  6, // CANNOT_PARSE_TEXT
+  25, // CANNOT_PARSE_ESCAPE_SEQUENCE
+  26, // CANNOT_PARSE_QUOTED_STRING
+  27, // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+  38, // CANNOT_PARSE_DATE
+  41, // CANNOT_PARSE_DATETIME
+  53, // TYPE_MISMATCH
+  69, // ARGUMENT_OUT_OF_BOUND
+  70, // CANNOT_CONVERT_TYPE
+  72, // CANNOT_PARSE_NUMBER
+  131, // TOO_LARGE_STRING_SIZE
+  321, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+  349, // CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN
+  376, // CANNOT_PARSE_UUID
+]);
+
+/** The server's error code: `code` of the client's ClickHouseError, or `Code: N` in the text (18.16). */
+export function clickhouseErrorCode(err: unknown): number | undefined {
+  const own = (err as { code?: unknown } | null)?.code;
+  if (typeof own === 'string' && /^\d+$/.test(own)) return Number(own);
+  const m = /\bCode: (\d+)/.exec(err instanceof Error ? err.message : String(err));
+  return m ? Number(m[1]) : undefined;
+}
+
+/** `rejected`: the insert's rows cannot be stored as they are; `transient`: retry them. */
+export function classifyInsertError(err: unknown): 'rejected' | 'transient' {
+  const code = clickhouseErrorCode(err);
+  return code !== undefined && DATA_ERROR_CODES.has(code) ? 'rejected' : 'transient';
+}

@@ -38,3 +38,17 @@ export class OverloadedError extends AppError {
     super('OVERLOADED', message, undefined, { 'Retry-After': '1' });
   }
 }
+
+/** Kafka refused a message as too large for the broker (not retriable as it is). */
+export class KafkaMessageTooLargeError extends AppError {
+  constructor(message = "Kafka refused a message as larger than the broker's limit; nothing was accepted") {
+    super('KAFKA_MESSAGE_TOO_LARGE', message, { limit: 'kafkaMaxMessageBytes' });
+  }
+}
+
+/** Kafka refused the messages for a reason retrying does not fix. */
+export class KafkaRejectedError extends AppError {
+  constructor(message = 'Kafka refused the events; nothing was accepted; retrying does not help') {
+    super('KAFKA_REJECTED', message);
+  }
+}

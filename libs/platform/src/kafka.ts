@@ -8,7 +8,7 @@ import {
   type Producer,
 } from 'kafkajs';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { KafkaUnavailableError } from './errors.js';
+import { KafkaMessageTooLargeError, KafkaRejectedError, KafkaUnavailableError, type AppError } from './errors.js';
 import type { Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
 
@@ -189,10 +189,31 @@ export class AckedProducer implements Component {
     } catch (err) {
       this.sent.inc({ topic, result: 'failed' }, messages.length);
       this.opts.logger.warn('produce failed', { topic, messages: messages.length, err: String(err) });
-      if (err instanceof KafkaUnavailableError) throw err;
-      throw new KafkaUnavailableError();
+      throw produceError(err);
     } finally {
       clearTimeout(timer);
     }
   }
+}
+
+const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+
+/**
+ * What a failed send means for the caller. kafkajs wraps the broker's error (a
+ * KafkaJSProtocolError with a `type` and `retriable`) in retry errors, so the chain
+ * of causes is searched. "Too large" has its own code (413); any other error kafkajs
+ * marks non-retriable is KAFKA_REJECTED (500); the rest, our own deadline included,
+ * is KAFKA_UNAVAILABLE (503: retry).
+ */
+export function produceError(err: unknown): AppError {
+  if (err instanceof KafkaUnavailableError) return err;
+  for (let e: unknown = err, depth = 0; e && depth < 6; depth++) {
+    const { type, retriable, cause } = e as { type?: unknown; retriable?: unknown; cause?: unknown };
+    if (typeof type === 'string') {
+      if (TOO_LARGE.has(type)) return new KafkaMessageTooLargeError();
+      if (retriable === false) return new KafkaRejectedError(`Kafka refused the events (${type}); nothing was accepted`);
+    }
+    e = cause;
+  }
+  return new KafkaUnavailableError();
 }

@@ -1,10 +1,17 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { Logger } from '@telemetry/platform';
+import { classifyInsertError, type Logger } from '@telemetry/platform';
 
 /** Where rows go. ClickHouse in production (ClickHouseSink); a fake in unit tests. */
 export interface RowSink {
   insert(table: string, rows: readonly object[]): Promise<void>;
 }
+
+/**
+ * Where rows that ClickHouse rejects for their data go (the dead-letter topic); the
+ * write resolves only after this resolved, so their offsets are committed only once
+ * they are safe there.
+ */
+export type RejectedRowsHandler = (table: string, rows: readonly object[], reason: string) => Promise<void>;
 
 export interface BatchWriterOptions {
   sink: RowSink;
@@ -13,7 +20,13 @@ export interface BatchWriterOptions {
   maxRows: number;
   maxAgeMs: number;
   retryMaxMs: number;
+  onRejected: RejectedRowsHandler;
+  /** Whether an insert error is about the rows (never retried) or passing; ClickHouse's codes by default. */
+  classify?: (err: unknown) => 'rejected' | 'transient';
 }
+
+/** ClickHouse refused these rows for their data: retrying them cannot help. */
+class RowsRejectedError extends Error {}
 
 interface Waiter {
   resolve(): void;
@@ -32,9 +45,13 @@ export class WriterStoppedError extends Error {}
 
 /**
  * Gathers rows per table and inserts them in batches that flush on size or age.
- * write() resolves only once its rows are in ClickHouse, so the caller can commit
- * offsets after it. Transient insert errors are retried with capped exponential
- * backoff until the writer is stopped; a batch larger than maxRows is split.
+ * write() resolves only once its rows are in ClickHouse (or, if ClickHouse rejects
+ * them for their data, handed to onRejected), so the caller can commit offsets after
+ * it. Transient insert errors are retried with capped exponential backoff and jitter
+ * until the writer is stopped. A batch rejected for its data is halved until the bad
+ * rows stand alone: the good rows are written, each bad row goes to onRejected with
+ * ClickHouse's reason, and the partition keeps flowing. A batch larger than maxRows
+ * is split.
  */
 export class BatchWriter {
   private readonly buffers = new Map<string, Buffer>();
@@ -45,6 +62,7 @@ export class BatchWriter {
   private roomWaiters: (() => void)[] = [];
   private readonly rowsWritten: Counter<'table'>;
   private readonly retries: Counter<'table'>;
+  private readonly rejected: Counter<'table'>;
   private readonly insertSeconds: Histogram<'table'>;
   private readonly batchRows: Histogram<'table'>;
 
@@ -58,7 +76,13 @@ export class BatchWriter {
     });
     this.retries = new Counter({
       name: 'consumer_insert_retries_total',
-      help: 'Failed inserts that were retried',
+      help: 'Failed inserts (and failed dead-letter sends of rejected rows) that were retried',
+      labelNames: ['table'],
+      registers,
+    });
+    this.rejected = new Counter({
+      name: 'consumer_rows_rejected_total',
+      help: 'Rows ClickHouse refused for their data, sent to the dead-letter topic',
       labelNames: ['table'],
       registers,
     });
@@ -157,7 +181,7 @@ export class BatchWriter {
     buf.chain = buf.chain.then(async () => {
       try {
         for (let i = 0; i < rows.length; i += this.opts.maxRows) {
-          await this.insertWithRetry(table, rows.slice(i, i + this.opts.maxRows));
+          await this.insertOrBisect(table, rows.slice(i, i + this.opts.maxRows));
         }
         for (const w of waiters) w.resolve();
       } catch (err) {
@@ -168,7 +192,24 @@ export class BatchWriter {
     });
   }
 
+  /** Inserts `rows`; when ClickHouse rejects them for their data, each half on its own. */
+  private async insertOrBisect(table: string, rows: object[]): Promise<void> {
+    try {
+      await this.insertWithRetry(table, rows);
+    } catch (err) {
+      if (!(err instanceof RowsRejectedError)) throw err;
+      if (rows.length === 1) {
+        await this.deadLetter(table, rows, err.message);
+        return;
+      }
+      const half = Math.ceil(rows.length / 2);
+      await this.insertOrBisect(table, rows.slice(0, half));
+      await this.insertOrBisect(table, rows.slice(half));
+    }
+  }
+
   private async insertWithRetry(table: string, rows: object[]): Promise<void> {
+    const classify = this.opts.classify ?? classifyInsertError;
     for (let attempt = 0; ; attempt++) {
       if (this.stopped) throw new WriterStoppedError('writer stopped during retries');
       const end = this.insertSeconds.startTimer({ table });
@@ -179,17 +220,32 @@ export class BatchWriter {
         this.batchRows.observe({ table }, rows.length);
         return;
       } catch (err) {
-        this.retries.inc({ table });
-        const delay = Math.min(this.opts.retryMaxMs, 100 * 2 ** Math.min(attempt, 16)) * (0.5 + Math.random() / 2);
-        this.opts.logger.warn('insert failed, retrying', {
-          table,
-          rows: rows.length,
-          attempt,
-          delay_ms: Math.round(delay),
-          err: String(err),
-        });
-        await new Promise((r) => setTimeout(r, delay));
+        if (classify(err) === 'rejected') throw new RowsRejectedError(String(err).slice(0, 500));
+        await this.backoff('insert failed, retrying', table, rows.length, attempt, err);
       }
     }
+  }
+
+  /** Hands rejected rows to onRejected, retrying (as inserts are) until it succeeds or the writer stops. */
+  private async deadLetter(table: string, rows: object[], reason: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.stopped) throw new WriterStoppedError('writer stopped while dead-lettering');
+      try {
+        await this.opts.onRejected(table, rows, reason);
+        this.rejected.inc({ table }, rows.length);
+        this.opts.logger.warn('rows rejected by ClickHouse, dead-lettered', { table, rows: rows.length, reason });
+        return;
+      } catch (err) {
+        await this.backoff('dead-lettering rejected rows failed, retrying', table, rows.length, attempt, err);
+      }
+    }
+  }
+
+  /** Capped exponential backoff with jitter (half to all of the step). */
+  private async backoff(what: string, table: string, rows: number, attempt: number, err: unknown): Promise<void> {
+    this.retries.inc({ table });
+    const delay = Math.min(this.opts.retryMaxMs, 100 * 2 ** Math.min(attempt, 16)) * (0.5 + Math.random() / 2);
+    this.opts.logger.warn(what, { table, rows, attempt, delay_ms: Math.round(delay), err: String(err) });
+    await new Promise((r) => setTimeout(r, delay));
   }
 }

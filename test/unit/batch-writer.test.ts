@@ -1,0 +1,111 @@
+import { expect } from 'chai';
+import { Registry } from 'prom-client';
+import { classifyInsertError, createLogger } from '@telemetry/platform';
+import { BatchWriter, type RowSink } from '@telemetry/stream-consumer';
+
+const logger = createLogger({ service: 'test', level: 'silent' });
+
+/** Rows with `bad: true` make the whole insert fail as ClickHouse 18.16 answers a parse error. */
+class PickySink implements RowSink {
+  inserts: number[][] = [];
+  attempts = 0;
+  transientLeft = 0;
+  insert(_table: string, rows: readonly object[]): Promise<void> {
+    this.attempts++;
+    if (this.transientLeft > 0) {
+      this.transientLeft--;
+      return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:8123'));
+    }
+    const bad = (rows as { n: number; bad?: boolean }[]).find((r) => r.bad);
+    if (bad) {
+      return Promise.reject(
+        new Error(`Code: 376, e.displayText() = DB::Exception: Cannot parse uuid row-${bad.n}: (at row 1)`),
+      );
+    }
+    this.inserts.push((rows as { n: number }[]).map((r) => r.n));
+    return Promise.resolve();
+  }
+}
+
+function writerFor(sink: RowSink, rejected: { rows: readonly object[]; reason: string }[], failLeft = 0): BatchWriter {
+  let fails = failLeft;
+  return new BatchWriter({
+    sink,
+    logger,
+    registry: new Registry(),
+    maxRows: 100,
+    maxAgeMs: 5,
+    retryMaxMs: 5,
+    onRejected: (_table, rows, reason) => {
+      if (fails-- > 0) return Promise.reject(new Error('Kafka did not acknowledge'));
+      rejected.push({ rows, reason });
+      return Promise.resolve();
+    },
+  });
+}
+
+describe('batch writer: permanent vs transient insert errors (unit)', () => {
+  it('classifies ClickHouse data errors as rejected and everything else as transient', () => {
+    expect(classifyInsertError(new Error('Code: 27, e.displayText() = DB::Exception: Cannot parse input'))).to.equal(
+      'rejected',
+    );
+    expect(classifyInsertError(Object.assign(new Error('x'), { code: '376' }))).to.equal('rejected');
+    expect(classifyInsertError(new Error('Code: 252, e.displayText() = DB::Exception: Too many parts'))).to.equal(
+      'transient',
+    );
+    // An unknown field is a migration not yet applied, not bad data: keep retrying.
+    expect(classifyInsertError(new Error('Code: 117, e.displayText() = DB::Exception: Unknown field'))).to.equal(
+      'transient',
+    );
+    expect(classifyInsertError(new Error('connect ECONNREFUSED 127.0.0.1:8123'))).to.equal('transient');
+  });
+
+  it('bisects a rejected batch: every good row is written once, each bad row is dead-lettered with the reason', async () => {
+    const sink = new PickySink();
+    const rejected: { rows: readonly object[]; reason: string }[] = [];
+    const w = writerFor(sink, rejected);
+    const rows = Array.from({ length: 40 }, (_, n) => ({ n, bad: n === 3 || n === 29 }));
+    await w.write('events', rows);
+    const written = sink.inserts.flat().sort((a, b) => a - b);
+    expect(written).to.deep.equal(rows.filter((r) => !r.bad).map((r) => r.n));
+    expect(rejected.map((r) => (r.rows as { n: number }[]).map((x) => x.n))).to.deep.equal([[3], [29]]);
+    expect(rejected[0]!.reason).to.contain('Cannot parse uuid row-3');
+    // Bisection, not one insert per row: far fewer attempts than rows.
+    expect(sink.attempts).to.be.lessThan(25);
+  });
+
+  it('retries transient errors without splitting the batch', async () => {
+    const sink = new PickySink();
+    sink.transientLeft = 3;
+    const w = writerFor(sink, []);
+    await w.write('checks', [{ n: 1 }, { n: 2 }]);
+    expect(sink.inserts).to.deep.equal([[1, 2]]);
+    expect(sink.attempts).to.equal(4);
+  });
+
+  it('retries the dead-letter hand-off until it succeeds: the write resolves only after it', async () => {
+    const sink = new PickySink();
+    const rejected: { rows: readonly object[]; reason: string }[] = [];
+    const w = writerFor(sink, rejected, 2);
+    await w.write('events', [{ n: 1 }, { n: 2, bad: true }]);
+    expect(sink.inserts.flat()).to.deep.equal([1]);
+    expect(rejected).to.have.length(1);
+  });
+
+  it('a write whose rows were neither inserted nor dead-lettered does not resolve: stop() rejects it', async () => {
+    const sink = new PickySink();
+    const w = writerFor(sink, [], Number.POSITIVE_INFINITY);
+    const pending = w.write('events', [{ n: 7, bad: true }]);
+    let settled: 'resolved' | 'rejected' | undefined;
+    pending.then(
+      () => (settled = 'resolved'),
+      () => (settled = 'rejected'),
+    );
+    const deadline = Date.now() + 2000;
+    while (sink.attempts === 0 && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    expect(settled).to.equal(undefined);
+    w.abort();
+    await pending.catch(() => undefined);
+    expect(settled).to.equal('rejected');
+  });
+});
