@@ -1,10 +1,19 @@
-import type { Consumer, Kafka } from 'kafkajs';
 import { Gauge, type Registry } from 'prom-client';
-import { type Component, type Logger } from '@telemetry/platform';
+import {
+  systemClock,
+  type Clock,
+  type Component,
+  type GroupConsumer,
+  type GroupConsumerFactory,
+  type Logger,
+} from '@telemetry/platform';
 import { monitorPartition, type MonitorChange } from '@telemetry/store';
 
 export interface AssignmentDeps {
-  kafka: Kafka;
+  /** Builds the group member (kafkaGroupConsumers(kafka, logger) in production). */
+  consumers: GroupConsumerFactory;
+  /** The topic's partition count now (countPartitions(kafka, topic) in production). */
+  countPartitions(topic: string): Promise<number>;
   logger: Logger;
   registry: Registry;
   topic: string;
@@ -14,6 +23,7 @@ export interface AssignmentDeps {
   onNotice: (change: MonitorChange) => void;
   /** The set of owned partitions changed (joined, lost, rebalanced). */
   onChange: () => void;
+  clock?: Clock;
 }
 
 /**
@@ -29,59 +39,33 @@ export interface AssignmentDeps {
  */
 export class GroupAssignment implements Component {
   readonly name = 'runner-group';
-  private readonly consumer: Consumer;
+  private readonly consumer: GroupConsumer;
+  private readonly clock: Clock;
   private owned = new Set<number>();
   private partitions = 0;
   private lastContact = 0;
-  private joined = false;
   private readonly ownedGauge: Gauge;
 
   constructor(private readonly deps: AssignmentDeps) {
-    this.consumer = deps.kafka.consumer({
-      groupId: deps.groupId,
-      sessionTimeout: deps.sessionTimeoutMs,
-      heartbeatInterval: Math.max(500, Math.floor(deps.sessionTimeoutMs / 10)),
-      // Short fetch waits keep the heartbeat loop turning on a quiet topic.
-      maxWaitTimeInMs: 250,
-      allowAutoTopicCreation: false,
-    });
+    this.clock = deps.clock ?? systemClock;
     this.ownedGauge = new Gauge({
       name: 'runner_owned_partitions',
       help: 'Partitions of the monitor-changes topic (shares of the monitors) this runner owns',
       registers: [deps.registry],
     });
-    const c = this.consumer;
-    c.on(c.events.GROUP_JOIN, (e) => {
-      const mine = e.payload.memberAssignment[deps.topic] ?? [];
-      this.lastContact = Date.now();
-      this.joined = true;
-      this.set(new Set(mine));
-      // Partitions added to the topic since start-up move monitors: recount.
-      void this.refreshPartitionCount().catch((err: unknown) =>
-        deps.logger.warn('could not recount monitor partitions', { err: String(err) }),
-      );
-    });
-    c.on(c.events.HEARTBEAT, () => {
-      this.lastContact = Date.now();
-    });
-    c.on(c.events.REBALANCING, () => this.set(new Set()));
-    c.on(c.events.STOP, () => this.set(new Set()));
-    c.on(c.events.CRASH, (e) => {
-      deps.logger.log(e.payload.restart ? 'warn' : 'error', 'runner group consumer crashed', {
-        err: String(e.payload.error),
-        restart: e.payload.restart,
-      });
-      this.set(new Set());
-      if (!e.payload.restart) this.joined = false;
-    });
-  }
-
-  async start(): Promise<void> {
-    await this.refreshPartitionCount();
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [this.deps.topic], fromBeginning: false });
-    await this.consumer.run({
-      eachMessage: async ({ message }) => {
+    this.consumer = deps.consumers({
+      name: 'runner-group-consumer',
+      groupId: deps.groupId,
+      topics: [deps.topic],
+      fromBeginning: false,
+      consumer: {
+        sessionTimeout: deps.sessionTimeoutMs,
+        heartbeatInterval: Math.max(500, Math.floor(deps.sessionTimeoutMs / 10)),
+        // Short fetch waits keep the heartbeat loop turning on a quiet topic.
+        maxWaitTimeInMs: 250,
+        allowAutoTopicCreation: false,
+      },
+      eachMessage: ({ message }) => {
         try {
           const change = JSON.parse(message.value?.toString('utf8') ?? 'null') as MonitorChange | null;
           if (change && typeof change.id === 'string') this.deps.onNotice(change);
@@ -90,13 +74,36 @@ export class GroupAssignment implements Component {
         }
         return Promise.resolve();
       },
+      // Ownership lapses after half a session without a heartbeat; the loop is stalled
+      // (and /readyz fails) after a whole one.
+      stallAfterMs: deps.sessionTimeoutMs,
+      crashMessage: 'runner group consumer crashed',
+      onAssigned: (assignment) => {
+        this.lastContact = this.clock.now();
+        this.set(new Set(assignment[deps.topic] ?? []));
+        // Partitions added to the topic since start-up move monitors: recount.
+        void this.refreshPartitionCount().catch((err: unknown) =>
+          deps.logger.warn('could not recount monitor partitions', { err: String(err) }),
+        );
+      },
+      onHeartbeat: () => {
+        this.lastContact = this.clock.now();
+      },
+      // A rebalance (before rejoining, so before anyone else can be given the
+      // partition), a stop or a crash.
+      onRevoked: () => this.set(new Set()),
     });
+  }
+
+  async start(): Promise<void> {
+    await this.refreshPartitionCount();
+    await this.consumer.start();
   }
 
   /** Does this runner run `monitorId`'s checks now? */
   owns(monitorId: string): boolean {
     if (this.partitions === 0 || this.owned.size === 0) return false;
-    if (Date.now() - this.lastContact > this.deps.sessionTimeoutMs / 2) return false;
+    if (this.clock.now() - this.lastContact > this.deps.sessionTimeoutMs / 2) return false;
     return this.owned.has(monitorPartition(monitorId, this.partitions));
   }
 
@@ -104,15 +111,15 @@ export class GroupAssignment implements Component {
     return [...this.owned].sort((a, b) => a - b);
   }
 
+  /** Joined the group, and its loop not stalled while it holds partitions. */
   health(): boolean {
-    return this.joined;
+    return this.consumer.joined && this.consumer.health();
   }
 
   async stop(): Promise<void> {
     this.set(new Set());
     // Leaving the group hands our partitions to the others at once.
-    await this.consumer.disconnect();
-    this.joined = false;
+    await this.consumer.stop();
   }
 
   private set(owned: Set<number>): void {
@@ -126,17 +133,10 @@ export class GroupAssignment implements Component {
   }
 
   private async refreshPartitionCount(): Promise<void> {
-    const admin = this.deps.kafka.admin();
-    await admin.connect();
-    try {
-      const meta = await admin.fetchTopicMetadata({ topics: [this.deps.topic] });
-      const count = meta.topics[0]?.partitions.length ?? 0;
-      if (count !== this.partitions) {
-        this.partitions = count;
-        this.deps.onChange();
-      }
-    } finally {
-      await admin.disconnect();
+    const count = await this.deps.countPartitions(this.deps.topic);
+    if (count !== this.partitions) {
+      this.partitions = count;
+      this.deps.onChange();
     }
   }
 }

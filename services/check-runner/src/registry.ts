@@ -1,4 +1,4 @@
-import { type ClickHouseClient, type Component, type Logger } from '@telemetry/platform';
+import { Snapshot, type ClickHouseClient, type Clock, type Component, type Logger } from '@telemetry/platform';
 import { lastAlertsSql, type MonitorStore, type StoredMonitor } from '@telemetry/store';
 
 /**
@@ -8,22 +8,44 @@ import { lastAlertsSql, type MonitorStore, type StoredMonitor } from '@telemetry
  */
 export class RegistryCache implements Component {
   readonly name = 'registry';
-  private monitors = new Map<string, StoredMonitor>();
-  private timer: NodeJS.Timeout | undefined;
-  private loadedAt = 0;
-  private stopped = false;
+  // Checks go on from the last copy while ClickHouse is away.
+  readonly essential = false;
+  private readonly snapshot: Snapshot<Map<string, StoredMonitor>>;
+  /** Before the first load: empty (a patch made here is replaced by that load). */
+  private readonly empty = new Map<string, StoredMonitor>();
 
   constructor(
     private readonly store: Pick<MonitorStore, 'list'>,
-    private readonly logger: Logger,
-    private readonly refreshMs: number,
+    logger: Logger,
+    refreshMs: number,
     /** Called after every reload that changed something. */
     private readonly onChange: () => void,
-  ) {}
+    clock?: Clock,
+  ) {
+    this.snapshot = new Snapshot({
+      name: this.name,
+      load: async () => new Map((await store.list()).map((m) => [m.id, m])),
+      intervalMs: refreshMs,
+      logger,
+      failureMessage: 'registry reload failed',
+      // Stale for three refreshes: ClickHouse is gone; checks go on from the last copy.
+      staleAfterMs: refreshMs * 3 + 10_000,
+      onLoad: (next, previous = new Map()) => {
+        const changed =
+          next.size !== previous.size || [...next.values()].some((m) => previous.get(m.id)?.version !== m.version);
+        if (changed) onChange();
+      },
+      clock,
+    });
+  }
 
-  async start(): Promise<void> {
-    await this.reloadAll();
-    this.schedule();
+  /** Fails when the first load fails: the runner does not start without a registry. */
+  start(): Promise<void> {
+    return this.snapshot.start();
+  }
+
+  private get monitors(): Map<string, StoredMonitor> {
+    return this.snapshot.value() ?? this.empty;
   }
 
   get(id: string): StoredMonitor | undefined {
@@ -37,45 +59,26 @@ export class RegistryCache implements Component {
   /** Reloads one monitor (a change notice): newer versions replace, deletions remove. */
   async reload(id: string): Promise<void> {
     const [m] = await this.store.list({ ids: [id] });
-    const had = this.monitors.get(id);
+    const monitors = this.monitors;
+    const had = monitors.get(id);
     if (m) {
       if (had && had.version >= m.version) return;
-      this.monitors.set(id, m);
-    } else if (had) this.monitors.delete(id);
+      monitors.set(id, m);
+    } else if (had) monitors.delete(id);
     else return;
     this.onChange();
   }
 
-  async reloadAll(): Promise<void> {
-    const list = await this.store.list();
-    const next = new Map(list.map((m) => [m.id, m]));
-    const changed =
-      next.size !== this.monitors.size || list.some((m) => this.monitors.get(m.id)?.version !== m.version);
-    this.monitors = next;
-    this.loadedAt = Date.now();
-    if (changed) this.onChange();
+  reloadAll(): Promise<void> {
+    return this.snapshot.refresh();
   }
 
   health(): boolean {
-    // Stale for three refreshes: ClickHouse is gone; checks go on from the last copy.
-    return Date.now() - this.loadedAt < this.refreshMs * 3 + 10_000;
+    return this.snapshot.health();
   }
-
-  readonly essential = false;
 
   stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    return Promise.resolve();
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.reloadAll()
-        .catch((err: unknown) => this.logger.warn('registry reload failed', { err: String(err) }))
-        .finally(() => this.schedule());
-    }, this.refreshMs);
+    return this.snapshot.stop();
   }
 }
 

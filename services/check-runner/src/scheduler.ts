@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
-import type { Component, Logger } from '@telemetry/platform';
+import { sleepOn, systemClock, type Clock, type Component, type Logger } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
 import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
 import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
@@ -27,11 +26,13 @@ export interface SchedulerDeps {
    * writes within BATCH_MAX_AGE_MS), or it would be made again.
    */
   stateSettleMs: number;
+  /** Time and timers (the system clock; a fake in unit tests). */
+  clock?: Clock;
 }
 
 interface Entry {
   monitor: StoredMonitor;
-  timer?: NodeJS.Timeout;
+  timer?: object;
   /** Undefined until loaded; no check runs before. */
   state?: AlertState;
   running?: Promise<void>;
@@ -77,8 +78,10 @@ export class Scheduler implements Component {
   private readonly duration: Histogram<'status'>;
   private readonly lateness: Histogram;
   private readonly ownedGauge: Gauge;
+  private readonly clock: Clock;
 
   constructor(private readonly deps: SchedulerDeps) {
+    this.clock = deps.clock ?? systemClock;
     const registers = [deps.registry];
     this.checks = new Counter({
       name: 'runner_checks_total',
@@ -154,10 +157,10 @@ export class Scheduler implements Component {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const e of this.entries.values()) clearTimeout(e.timer);
+    for (const e of this.entries.values()) this.clock.clearTimeout(e.timer);
     const running = [...this.entries.values()].flatMap((e) => (e.running ? [e.running] : []));
     // Checks in flight finish (and publish) if they can within 5 s; then they are cut.
-    const grace = new Promise((r) => setTimeout(r, 5000).unref());
+    const grace = new Promise((r) => this.clock.setTimeout(() => r(undefined), 5000, { unref: true }));
     await Promise.race([Promise.all(running), grace]);
     for (const e of this.entries.values()) e.abort?.abort();
     await Promise.all(running);
@@ -170,7 +173,7 @@ export class Scheduler implements Component {
   }
 
   private drop(id: string, e: Entry): void {
-    clearTimeout(e.timer);
+    this.clock.clearTimeout(e.timer);
     e.abort?.abort();
     this.entries.delete(id);
   }
@@ -192,7 +195,7 @@ export class Scheduler implements Component {
   }
 
   private async loadStates(): Promise<void> {
-    await sleep(this.deps.stateSettleMs);
+    await sleepOn(this.clock, this.deps.stateSettleMs);
     const ids = [...this.entries].filter(([, e]) => !e.state).map(([id]) => id);
     if (ids.length === 0 || this.stopping) return;
     let states: Map<string, AlertState>;
@@ -212,18 +215,19 @@ export class Scheduler implements Component {
     }
   }
 
-  private arm(id: string, e: Entry, now = Date.now()): void {
-    clearTimeout(e.timer);
+  private arm(id: string, e: Entry, now = this.clock.now()): void {
+    this.clock.clearTimeout(e.timer);
     if (this.stopping) return;
     const slot = nextSlot(id, e.monitor.interval_seconds, now);
-    e.timer = setTimeout(() => this.fire(id, slot), slot - now);
+    e.timer = this.clock.setTimeout(() => this.fire(id, slot), slot - now);
   }
 
   private fire(id: string, slot: number): void {
     const e = this.entries.get(id);
     if (!e || this.stopping) return;
-    this.lateness.observe(Math.max(0, Date.now() - slot) / 1000);
-    this.arm(id, e, Math.max(Date.now(), slot));
+    const now = this.clock.now();
+    this.lateness.observe(Math.max(0, now - slot) / 1000);
+    this.arm(id, e, Math.max(now, slot));
     if (!this.deps.owns(id)) {
       // Ownership lapsed (no heartbeat): the group is about to move it.
       this.skipped.inc({ reason: 'handed_over' });
@@ -255,7 +259,7 @@ export class Scheduler implements Component {
   private async run(e: Entry, slot: number, signal: AbortSignal): Promise<void> {
     const m = e.monitor;
     const id = checkIdFor(m.id, slot);
-    const startedAt = new Date();
+    const startedAt = new Date(this.clock.now());
     const result = await this.deps.probe(m, {
       userAgent: `telemetry-check-runner/0.1 (+runner=${this.deps.runnerId})`,
       checkId: id,
@@ -285,7 +289,7 @@ export class Scheduler implements Component {
         type: transition.type,
         monitor_id: m.id,
         incident_id: transition.incidentId,
-        created_at: new Date().toISOString(),
+        created_at: new Date(this.clock.now()).toISOString(),
         check: {
           id: check.id,
           status: check.status,

@@ -3,10 +3,12 @@ import {
   AckedProducer,
   BatchingPublisher,
   clickhouseComponent,
+  countPartitions,
   createKafka,
   createRegistry,
   healthServer,
   HttpServerComponent,
+  kafkaGroupConsumers,
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
@@ -55,7 +57,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     reconcile,
   );
   const assignment = new GroupAssignment({
-    kafka,
+    consumers: kafkaGroupConsumers(kafka, logger),
+    countPartitions: (topic) => countPartitions(kafka, topic),
     logger,
     registry,
     topic: config.monitorChangesTopic,
@@ -86,7 +89,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     stateSettleMs: config.stateSettleMs,
   });
   const webhooks = new WebhookDispatcher({
-    kafka,
+    consumers: kafkaGroupConsumers(kafka, logger),
     logger,
     registry,
     validators: createValidators(),

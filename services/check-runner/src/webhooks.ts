@@ -1,9 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Consumer, Kafka } from 'kafkajs';
 import { Counter, type Registry } from 'prom-client';
 import type { AlertMessage, Validators } from '@telemetry/contract';
-import type { Component, Logger } from '@telemetry/platform';
+import type { Component, GroupConsumer, GroupConsumerFactory, GroupMessage, Logger } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
 import { httpCall } from './http-client.js';
 
@@ -23,7 +22,8 @@ export function retriable(statusCode: number): boolean {
 }
 
 export interface DispatcherDeps {
-  kafka: Kafka;
+  /** Builds the group member (kafkaGroupConsumers(kafka, logger) in production). */
+  consumers: GroupConsumerFactory;
   logger: Logger;
   registry: Registry;
   validators: Validators;
@@ -45,73 +45,69 @@ export interface DispatcherDeps {
  */
 export class WebhookDispatcher implements Component {
   readonly name = 'webhooks';
-  private readonly consumer: Consumer;
-  private running = false;
+  private readonly consumer: GroupConsumer;
   private stopping = false;
   /** Cuts retry waits short when the runner stops. */
   private readonly stopped = new AbortController();
   private readonly deliveries: Counter<'outcome'>;
 
   constructor(private readonly deps: DispatcherDeps) {
-    this.consumer = deps.kafka.consumer({
-      groupId: deps.groupId,
-      sessionTimeout: 30_000,
-      heartbeatInterval: 3000,
-      allowAutoTopicCreation: false,
-    });
     this.deliveries = new Counter({
       name: 'runner_webhook_deliveries_total',
       help: 'Webhook delivery attempts by outcome (delivered, retried, failed: given up)',
       labelNames: ['outcome'],
       registers: [deps.registry],
     });
-    this.consumer.on(this.consumer.events.CRASH, (e) => {
-      // kafkajs restarts it after retriable errors (a broker still loading its groups).
-      deps.logger.log(e.payload.restart ? 'warn' : 'error', 'webhook consumer crashed', {
-        err: String(e.payload.error),
-        restart: e.payload.restart,
-      });
-      if (!e.payload.restart) this.running = false;
-    });
-  }
-
-  async start(): Promise<void> {
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [this.deps.topic], fromBeginning: false });
-    await this.consumer.run({
+    this.consumer = deps.consumers({
+      name: 'webhooks-group-consumer',
+      groupId: deps.groupId,
+      topics: [deps.topic],
+      fromBeginning: false,
+      consumer: { sessionTimeout: 30_000, heartbeatInterval: 3000, allowAutoTopicCreation: false },
       partitionsConsumedConcurrently: 4,
-      eachMessage: async (payload) => {
-        const { message } = payload;
-        let alert: unknown;
-        try {
-          alert = JSON.parse(message.value?.toString('utf8') ?? 'null');
-        } catch {
-          alert = undefined;
-        }
-        if (!this.deps.validators.alertMessage(alert)) {
-          this.deps.logger.warn('alert message skipped: invalid', { offset: message.offset });
-          return;
-        }
-        const beat = setInterval(() => void payload.heartbeat().catch(() => undefined), 3000);
-        try {
-          await this.dispatch(alert);
-        } finally {
-          clearInterval(beat);
-        }
-      },
+      // kafkajs commits an alert once this resolves: after every webhook of it was
+      // delivered or given up. It throws when stopping, so the alert stays uncommitted.
+      eachMessage: (payload) => this.eachMessage(payload),
+      // A delivery heartbeats every 3 s while it waits: a session without one is a stall.
+      stallAfterMs: 30_000,
+      // kafkajs restarts it after retriable errors (a broker still loading its groups).
+      crashMessage: 'webhook consumer crashed',
     });
-    this.running = true;
   }
 
+  start(): Promise<void> {
+    return this.consumer.start();
+  }
+
+  /** Running, and its loop not stalled while it holds partitions. */
   health(): boolean {
-    return this.running;
+    return this.consumer.health();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.stopped.abort();
-    await this.consumer.disconnect();
-    this.running = false;
+    await this.consumer.stop();
+  }
+
+  private async eachMessage(payload: GroupMessage): Promise<void> {
+    const { message } = payload;
+    let alert: unknown;
+    try {
+      alert = JSON.parse(message.value?.toString('utf8') ?? 'null');
+    } catch {
+      alert = undefined;
+    }
+    if (!this.deps.validators.alertMessage(alert)) {
+      this.deps.logger.warn('alert message skipped: invalid', { offset: message.offset });
+      return;
+    }
+    const beat = setInterval(() => void payload.heartbeat().catch(() => undefined), 3000);
+    try {
+      await this.dispatch(alert);
+    } finally {
+      clearInterval(beat);
+    }
   }
 
   async dispatch(alert: AlertMessage): Promise<void> {

@@ -1,0 +1,274 @@
+import { expect } from 'chai';
+import { Registry } from 'prom-client';
+import type { AlertMessage, CheckMessage } from '@telemetry/contract';
+import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
+import { alertIdFor, nextSlot, Scheduler } from '../../services/check-runner/src/scheduler.js';
+import { checkIdFor, type ProbeContext, type ProbeResult } from '../../services/check-runner/src/probe.js';
+import type { AlertState } from '../../services/check-runner/src/state.js';
+import { FakeClock, settle, silentLogger } from './support/fakes.js';
+
+const SETTLE_MS = 1000;
+
+function monitor(id: string, over: Partial<StoredMonitor> = {}): StoredMonitor {
+  return {
+    ...DEFAULT_MONITOR,
+    id,
+    name: id,
+    url: `http://${id}.test/`,
+    interval_seconds: 10,
+    failure_threshold: 2,
+    recovery_threshold: 1,
+    webhook_secret: 'secret',
+    created_at: '2026-11-22T00:00:00Z',
+    updated_at: '2026-11-22T00:00:00Z',
+    version: 1,
+    ...over,
+  };
+}
+
+const UP: ProbeResult = { status: 'up', status_code: 200, response_time: 12 };
+const DOWN: ProbeResult = { status: 'down', status_code: 0, response_time: 3, error: 'connection_refused' };
+
+class Harness {
+  readonly clock = new FakeClock();
+  monitors: StoredMonitor[] = [];
+  readonly owned = new Set<string>();
+  readonly stateLoads: string[][] = [];
+  states = new Map<string, AlertState>();
+  readonly probes: { id: string; ctx: ProbeContext }[] = [];
+  /** Results the next probes return, in order (then UP). */
+  readonly results: ProbeResult[] = [];
+  /** When set, probes wait for it (or for their abort). */
+  gate: Promise<void> | undefined;
+  readonly checks: CheckMessage[] = [];
+  readonly alerts: AlertMessage[] = [];
+  failChecks = 0;
+  failAlerts = 0;
+  readonly scheduler: Scheduler;
+
+  constructor() {
+    this.scheduler = new Scheduler({
+      monitors: { all: () => this.monitors },
+      owns: (id) => this.owned.has(id),
+      loadStates: (ids) => {
+        this.stateLoads.push(ids);
+        return Promise.resolve(this.states);
+      },
+      probe: async (m, ctx) => {
+        this.probes.push({ id: m.id, ctx });
+        if (this.gate) {
+          const aborted = new Promise<void>((resolve) => ctx.signal?.addEventListener('abort', () => resolve()));
+          await Promise.race([this.gate, aborted]);
+        }
+        return this.results.shift() ?? UP;
+      },
+      publishCheck: (c) => {
+        if (this.failChecks > 0) {
+          this.failChecks--;
+          return Promise.reject(new Error('Kafka is away'));
+        }
+        this.checks.push(c);
+        return Promise.resolve();
+      },
+      publishAlert: (a) => {
+        if (this.failAlerts > 0) {
+          this.failAlerts--;
+          return Promise.reject(new Error('Kafka is away'));
+        }
+        this.alerts.push(a);
+        return Promise.resolve();
+      },
+      logger: silentLogger,
+      registry: new Registry(),
+      runnerId: 'r1',
+      maxConcurrentChecks: 10,
+      maxBodyBytes: 1024,
+      stateSettleMs: SETTLE_MS,
+      clock: this.clock,
+    });
+  }
+
+  /** Starts with `m` owned and waits until its state is loaded; returns its first slot. */
+  async startWith(...ms: StoredMonitor[]): Promise<number> {
+    this.monitors = ms;
+    for (const m of ms) this.owned.add(m.id);
+    await this.scheduler.start();
+    await this.clock.advance(SETTLE_MS);
+    return nextSlot(ms[0]!.id, ms[0]!.interval_seconds, this.clock.now());
+  }
+
+  /** Advances to `t` exactly. */
+  async at(t: number): Promise<void> {
+    await this.clock.advance(t - this.clock.now());
+  }
+}
+
+describe('check scheduler with a fake clock (unit)', () => {
+  it('loads the state of a newly owned monitor after the settle time, then checks it on its slot grid', async () => {
+    const h = new Harness();
+    h.monitors = [monitor('mon_a')];
+    h.owned.add('mon_a');
+    await h.scheduler.start();
+    await h.clock.advance(SETTLE_MS - 1);
+    expect(h.stateLoads, 'not before the settle time').to.deep.equal([]);
+    await h.clock.advance(1);
+    expect(h.stateLoads).to.deep.equal([['mon_a']]);
+    const slot = nextSlot('mon_a', 10, h.clock.now());
+    await h.at(slot - 1);
+    expect(h.probes).to.have.length(0);
+    await h.at(slot);
+    expect(h.probes.map((p) => p.ctx.checkId)).to.deep.equal([checkIdFor('mon_a', slot)]);
+    expect(h.checks.map((c) => c.id)).to.deep.equal([checkIdFor('mon_a', slot)]);
+    await h.at(slot + 10_000);
+    expect(h.checks.map((c) => c.id)).to.deep.equal([checkIdFor('mon_a', slot), checkIdFor('mon_a', slot + 10_000)]);
+    await h.scheduler.stop();
+  });
+
+  it('schedules only the monitors it owns and that are not paused', async () => {
+    const h = new Harness();
+    h.monitors = [monitor('mon_a'), monitor('mon_b'), monitor('mon_c', { paused: true })];
+    h.owned.add('mon_a').add('mon_c');
+    await h.scheduler.start();
+    expect(h.scheduler.scheduled()).to.deep.equal(['mon_a']);
+    h.owned.add('mon_b');
+    h.scheduler.reconcile();
+    expect(h.scheduler.scheduled().sort()).to.deep.equal(['mon_a', 'mon_b']);
+    h.owned.delete('mon_a');
+    h.scheduler.reconcile();
+    expect(h.scheduler.scheduled()).to.deep.equal(['mon_b']);
+    await h.scheduler.stop();
+  });
+
+  it('goes down after failure_threshold failing checks with one alert, and up again with one', async () => {
+    const h = new Harness();
+    const slot = await h.startWith(monitor('mon_a'));
+    h.results.push(DOWN, DOWN, DOWN, UP);
+    for (let i = 0; i < 4; i++) await h.at(slot + i * 10_000);
+    expect(h.checks.map((c) => c.status)).to.deep.equal(['down', 'down', 'down', 'up']);
+    expect(h.alerts.map((a) => a.type)).to.deep.equal(['monitor.down', 'monitor.up']);
+    const incident = checkIdFor('mon_a', slot);
+    expect(h.alerts.map((a) => a.incident_id)).to.deep.equal([incident, incident]);
+    expect(h.alerts[0]!.id).to.equal(alertIdFor('mon_a', { type: 'monitor.down', incidentId: incident }));
+    await h.scheduler.stop();
+  });
+
+  it('continues from the loaded state: no second down alert for a monitor already down', async () => {
+    const h = new Harness();
+    h.states = new Map([['mon_a', { state: 'down', failures: 0, passes: 0, incidentId: 'chk_old' }]]);
+    const slot = await h.startWith(monitor('mon_a', { failure_threshold: 1 }));
+    h.results.push(DOWN, UP);
+    await h.at(slot);
+    expect(h.alerts).to.deep.equal([]);
+    await h.at(slot + 10_000);
+    expect(h.alerts.map((a) => [a.type, a.incident_id])).to.deep.equal([['monitor.up', 'chk_old']]);
+    await h.scheduler.stop();
+  });
+
+  it('skips a slot whose monitor it no longer owns (ownership lapsed before the group moved it)', async () => {
+    const h = new Harness();
+    const slot = await h.startWith(monitor('mon_a'));
+    h.owned.delete('mon_a');
+    await h.at(slot);
+    expect(h.probes).to.deep.equal([]);
+    h.owned.add('mon_a');
+    await h.at(slot + 10_000);
+    expect(h.probes.map((p) => p.ctx.checkId)).to.deep.equal([checkIdFor('mon_a', slot + 10_000)]);
+    await h.scheduler.stop();
+  });
+
+  it('does not publish a result whose monitor was handed over while it ran', async () => {
+    const h = new Harness();
+    const slot = await h.startWith(monitor('mon_a'));
+    let open: () => void = () => undefined;
+    h.gate = new Promise((r) => (open = r));
+    await h.at(slot);
+    expect(h.probes).to.have.length(1);
+    h.owned.delete('mon_a');
+    h.gate = undefined;
+    open();
+    await settle();
+    expect(h.checks).to.deep.equal([]);
+    await h.scheduler.stop();
+  });
+
+  it('advances the alert state only for published results, and retries an unpublished alert with the next check', async () => {
+    const h = new Harness();
+    const slot = await h.startWith(monitor('mon_a'));
+    h.results.push(DOWN, DOWN, DOWN, DOWN);
+    h.failChecks = 1;
+    await h.at(slot);
+    await h.at(slot + 10_000);
+    expect(h.checks).to.have.length(1);
+    expect(h.alerts, 'one published failure is not two').to.deep.equal([]);
+    h.failAlerts = 1;
+    await h.at(slot + 20_000);
+    expect(h.alerts, 'its publish failed').to.deep.equal([]);
+    await h.at(slot + 30_000);
+    expect(h.alerts.map((a) => a.type)).to.deep.equal(['monitor.down']);
+    await h.scheduler.stop();
+  });
+
+  it('skips a slot while the previous check of the monitor still runs', async () => {
+    const h = new Harness();
+    const slot = await h.startWith(monitor('mon_a'));
+    let open: () => void = () => undefined;
+    h.gate = new Promise((r) => (open = r));
+    await h.at(slot + 20_000);
+    expect(h.probes, 'one check in flight, two slots skipped').to.have.length(1);
+    open();
+    await settle();
+    expect(h.checks).to.have.length(1);
+    h.gate = undefined;
+    await h.at(slot + 30_000);
+    expect(h.probes).to.have.length(2);
+    await h.scheduler.stop();
+  });
+
+  it('on stop runs nothing more, lets a check in flight finish within 5 s, then cuts it', async () => {
+    const h = new Harness();
+    const slot = await h.startWith(monitor('mon_a'));
+    h.gate = new Promise(() => undefined); // never answers by itself
+    await h.at(slot);
+    let stopped = false;
+    const stopping = h.scheduler.stop().then(() => (stopped = true));
+    await h.clock.advance(4999);
+    expect(stopped, 'within the grace time').to.equal(false);
+    await h.clock.advance(1);
+    await stopping;
+    expect(h.probes[0]!.ctx.signal?.aborted).to.equal(true);
+    expect(h.scheduler.health()).to.equal(false);
+    await h.clock.advance(60_000);
+    expect(h.probes).to.have.length(1);
+    expect(h.clock.pending).to.equal(0);
+  });
+
+  it('starts from unknown when the states cannot be loaded', async () => {
+    const h = new Harness();
+    const s = new Scheduler({
+      monitors: { all: () => [monitor('mon_a', { failure_threshold: 1 })] },
+      owns: () => true,
+      loadStates: () => Promise.reject(new Error('ClickHouse is away')),
+      probe: () => Promise.resolve(UP),
+      publishCheck: (c) => {
+        h.checks.push(c);
+        return Promise.resolve();
+      },
+      publishAlert: (a) => {
+        h.alerts.push(a);
+        return Promise.resolve();
+      },
+      logger: silentLogger,
+      registry: new Registry(),
+      runnerId: 'r1',
+      maxConcurrentChecks: 10,
+      maxBodyBytes: 1024,
+      stateSettleMs: SETTLE_MS,
+      clock: h.clock,
+    });
+    await s.start();
+    await h.clock.advance(SETTLE_MS + 10_000);
+    expect(h.checks).to.have.length(1);
+    expect(h.alerts, 'a first up from unknown says nothing').to.deep.equal([]);
+    await s.stop();
+  });
+});
