@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { type Component, type Logger, type Statement, sqlIdentifier } from '@telemetry/platform';
+import { type Component, type Logger, Snapshot, type Statement, sqlIdentifier } from '@telemetry/platform';
 
 /**
  * Keys look like `tk_<16 hex key id>_<64 hex secret>` (telemetry access keys) and
@@ -153,6 +153,34 @@ export interface VerifiedKey {
   allowedSources: ReadonlySet<string>;
 }
 
+interface KeyEntry {
+  hash: Buffer;
+  verified: VerifiedKey;
+  revoked: boolean;
+}
+
+function indexKeys(records: KeyRecord[]): Map<string, KeyEntry> {
+  const next = new Map<string, KeyEntry>();
+  for (const r of records) {
+    next.set(r.key_id, {
+      hash: Buffer.from(r.secret_hash, 'hex'),
+      revoked: r.revoked !== 0,
+      verified: {
+        keyId: r.key_id,
+        name: r.name,
+        kind: r.kind,
+        scopes: new Set(r.scopes),
+        monitorIds: new Set(r.monitor_ids),
+        allowedOrigins: new Set(r.allowed_origins),
+        allowedSources: new Set(r.allowed_sources),
+      },
+    });
+  }
+  return next;
+}
+
+const NO_KEYS: ReadonlyMap<string, KeyEntry> = new Map();
+
 /**
  * An in-memory copy of the key records, reloaded every `refreshMs`, so that checking
  * a key costs no I/O and a revocation takes effect without a restart. While the source
@@ -160,60 +188,41 @@ export interface VerifiedKey {
  */
 export class KeyStore implements Component {
   readonly name = 'key-store';
-  private keys = new Map<string, { hash: Buffer; verified: VerifiedKey; revoked: boolean }>();
-  private loaded = false;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly keys: Snapshot<Map<string, KeyEntry>>;
 
-  constructor(
-    private readonly source: KeySource,
-    private readonly logger: Logger,
-    private readonly refreshMs: number,
-  ) {}
-
-  async start(): Promise<void> {
-    await this.refresh();
-    this.timer = setInterval(() => {
-      this.refresh().catch((err: unknown) => this.logger.warn('key refresh failed', { err: String(err) }));
-    }, this.refreshMs);
-    this.timer.unref();
+  constructor(source: KeySource, logger: Logger, refreshMs: number) {
+    this.keys = new Snapshot({
+      name: this.name,
+      load: async () => indexKeys(await source.loadAll()),
+      intervalMs: refreshMs,
+      logger,
+      failureMessage: 'key refresh failed',
+    });
   }
 
-  async refresh(): Promise<void> {
-    const records = await this.source.loadAll();
-    const next = new Map<string, { hash: Buffer; verified: VerifiedKey; revoked: boolean }>();
-    for (const r of records) {
-      next.set(r.key_id, {
-        hash: Buffer.from(r.secret_hash, 'hex'),
-        revoked: r.revoked !== 0,
-        verified: {
-          keyId: r.key_id,
-          name: r.name,
-          kind: r.kind,
-          scopes: new Set(r.scopes),
-          monitorIds: new Set(r.monitor_ids),
-          allowedOrigins: new Set(r.allowed_origins),
-          allowedSources: new Set(r.allowed_sources),
-        },
-      });
-    }
-    this.keys = next;
-    this.loaded = true;
+  /** Fails when the first load fails: a service must not start without its keys. */
+  start(): Promise<void> {
+    return this.keys.start();
+  }
+
+  /** Reloads now; rejects (keeping the last copy) when the source fails. */
+  refresh(): Promise<void> {
+    return this.keys.refresh();
   }
 
   health(): boolean {
-    return this.loaded;
+    return this.keys.health();
   }
 
   stop(): Promise<void> {
-    clearInterval(this.timer);
-    return Promise.resolve();
+    return this.keys.stop();
   }
 
   /** The key's identity, or undefined when it is malformed, unknown, revoked or of another kind. */
   verify(raw: string, kind: KeyKind): VerifiedKey | undefined {
     const parsed = parseKey(raw);
     if (!parsed) return undefined;
-    const entry = this.keys.get(parsed.keyId);
+    const entry = (this.keys.value() ?? NO_KEYS).get(parsed.keyId);
     const given = Buffer.from(hashSecret(parsed.secret), 'hex');
     // Compare against a dummy when the id is unknown so both paths cost the same.
     const equal = timingSafeEqual(given, entry && entry.hash.length === given.length ? entry.hash : DUMMY_HASH);
