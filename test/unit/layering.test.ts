@@ -1,0 +1,53 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+
+/** Every `from '…'` / `import('…')` specifier of the .ts files under `dir`, with its file. */
+function importsUnder(dir: string): { file: string; spec: string }[] {
+  const out: { file: string; spec: string }[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...importsUnder(path));
+    else if (name.endsWith('.ts')) {
+      for (const m of readFileSync(path, 'utf8').matchAll(/(?:from|import\()\s*'([^']+)'/g)) {
+        out.push({ file: path, spec: m[1]! });
+      }
+    }
+  }
+  return out;
+}
+
+const SERVICES = readdirSync('services');
+
+describe('layering: services → store → platform → contract (unit)', () => {
+  it('libs/contract imports none of our packages', () => {
+    expect(importsUnder('libs/contract/src').filter((i) => i.spec.startsWith('@telemetry/'))).to.deep.equal([]);
+  });
+
+  it('libs/platform imports no domain: neither libs/store nor any service', () => {
+    const bad = importsUnder('libs/platform/src').filter(
+      (i) => i.spec.startsWith('@telemetry/') && i.spec !== '@telemetry/contract',
+    );
+    expect(bad).to.deep.equal([]);
+  });
+
+  it('libs/store imports no service', () => {
+    const bad = importsUnder('libs/store/src').filter(
+      (i) => i.spec.startsWith('@telemetry/') && !['@telemetry/contract', '@telemetry/platform'].includes(i.spec),
+    );
+    expect(bad).to.deep.equal([]);
+  });
+
+  it('no service imports another service', () => {
+    const bad = SERVICES.flatMap((svc) =>
+      importsUnder(`services/${svc}/src`).filter(
+        (i) => SERVICES.some((other) => i.spec === `@telemetry/${other}`) || i.spec.includes('services/'),
+      ),
+    );
+    expect(bad).to.deep.equal([]);
+  });
+
+  it('libs/runtime is gone', () => {
+    expect(readdirSync('libs').sort()).to.deep.equal(['contract', 'platform', 'store']);
+  });
+});
