@@ -1,6 +1,7 @@
 import type { KafkaMessage } from 'kafkajs';
 import {
   createLogger,
+  LineCollector,
   type Clock,
   type CommittableOffset,
   type GroupBatch,
@@ -186,4 +187,13 @@ export function fakeBatch(topic: string, partition: number, firstOffset: number,
     isStale: () => b.stale,
   };
   return b;
+}
+
+/** A logger whose JSON lines the test reads back. */
+export class LineLogger {
+  private readonly lines = new LineCollector();
+  readonly logger: Logger = createLogger({ service: 'test', level: 'debug', stream: this.lines });
+  entries(): Record<string, unknown>[] {
+    return this.lines.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
 }

@@ -1,0 +1,118 @@
+import { expect } from 'chai';
+import type { Message } from 'kafkajs';
+import { Registry } from 'prom-client';
+import { BatchingPublisher, OverloadedError, type Publisher } from '@telemetry/platform';
+import { settle, until } from './support/fakes.js';
+
+/** A publisher whose sends the test acknowledges (or fails) one by one. */
+class ControlledTarget implements Publisher {
+  readonly sends: { topic: string; messages: Message[]; ack(): void; fail(err: Error): void }[] = [];
+  send(topic: string, messages: Message[]): Promise<void> {
+    return new Promise((ack, fail) => this.sends.push({ topic, messages, ack, fail }));
+  }
+}
+
+function publisher(target: Publisher, lingerMs: number, maxBatchMessages = 100, maxInFlightMessages = 1000) {
+  return new BatchingPublisher(target, {
+    lingerMs,
+    maxBatchMessages,
+    maxInFlightMessages,
+    registry: new Registry(),
+    inFlightMetric: { name: 'test_inflight_messages', help: 'test' },
+  });
+}
+
+const msg = (v: string): Message => ({ value: v });
+
+/** Records when a promise settles, and how. */
+function watch(p: Promise<void>): { state: 'pending' | 'resolved' | 'rejected'; err?: unknown } {
+  const w: { state: 'pending' | 'resolved' | 'rejected'; err?: unknown } = { state: 'pending' };
+  p.then(
+    () => (w.state = 'resolved'),
+    (err: unknown) => {
+      w.state = 'rejected';
+      w.err = err;
+    },
+  );
+  return w;
+}
+
+describe('batching publisher (unit)', () => {
+  it('gathers the sends of one linger window into one request per topic', async () => {
+    const target = new ControlledTarget();
+    const p = publisher(target, 20);
+    const a = watch(p.send('checks', [msg('a')]));
+    const b = watch(p.send('checks', [msg('b'), msg('c')]));
+    const c = watch(p.send('alerts', [msg('x')]));
+    expect(target.sends, 'nothing sent before the window ends').to.deep.equal([]);
+    await until(() => target.sends.length === 2, 'both topics sent');
+    const checks = target.sends.find((s) => s.topic === 'checks')!;
+    expect(checks.messages.map((m) => m.value)).to.deep.equal(['a', 'b', 'c']);
+    expect(target.sends.find((s) => s.topic === 'alerts')!.messages.map((m) => m.value)).to.deep.equal(['x']);
+    await settle();
+    expect([a.state, b.state, c.state], 'nobody answered before the ack').to.deep.equal([
+      'pending',
+      'pending',
+      'pending',
+    ]);
+    checks.ack();
+    await settle();
+    expect([a.state, b.state, c.state], 'each caller settles with its own batch').to.deep.equal([
+      'resolved',
+      'resolved',
+      'pending',
+    ]);
+  });
+
+  it('sends at once when a batch is full, without waiting for the window', () => {
+    const target = new ControlledTarget();
+    const p = publisher(target, 60_000, 3);
+    void p.send('t', [msg('1'), msg('2')]).catch(() => undefined);
+    expect(target.sends).to.have.length(0);
+    void p.send('t', [msg('3')]).catch(() => undefined);
+    expect(target.sends).to.have.length(1);
+    expect(target.sends[0]!.messages).to.have.length(3);
+    target.sends[0]!.ack();
+  });
+
+  it('sends every call on its own with lingerMs 0', () => {
+    const target = new ControlledTarget();
+    const p = publisher(target, 0);
+    void p.send('t', [msg('1')]);
+    void p.send('t', [msg('2')]);
+    expect(target.sends.map((s) => s.messages.length)).to.deep.equal([1, 1]);
+    for (const s of target.sends) s.ack();
+  });
+
+  it('fails every caller of a failed batch with its error, and only them', async () => {
+    const target = new ControlledTarget();
+    const p = publisher(target, 0, 2);
+    const a = watch(p.send('t', [msg('1'), msg('2')]));
+    const b = watch(p.send('t', [msg('3'), msg('4')]));
+    const boom = new Error('not acknowledged');
+    target.sends[0]!.fail(boom);
+    target.sends[1]!.ack();
+    await settle();
+    expect(a).to.deep.equal({ state: 'rejected', err: boom });
+    expect(b.state).to.equal('resolved');
+  });
+
+  it('refuses sends beyond maxInFlightMessages until acknowledgements free room', async () => {
+    const target = new ControlledTarget();
+    const p = publisher(target, 0, 100, 3);
+    const a = watch(p.send('t', [msg('1'), msg('2')]));
+    expect(p.inFlightMessages).to.equal(2);
+    let refused: unknown;
+    await p.send('t', [msg('3'), msg('4')]).catch((err: unknown) => (refused = err));
+    expect(refused).to.be.instanceOf(OverloadedError);
+    expect(target.sends, 'the refused messages are not sent').to.have.length(1);
+    target.sends[0]!.ack();
+    await settle();
+    expect(a.state).to.equal('resolved');
+    expect(p.inFlightMessages).to.equal(0);
+    const c = watch(p.send('t', [msg('3'), msg('4'), msg('5')]));
+    target.sends[1]!.ack();
+    await settle();
+    expect(c.state).to.equal('resolved');
+  });
+});
