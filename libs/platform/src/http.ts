@@ -7,7 +7,7 @@ import type { Registry } from 'prom-client';
 import { AppError } from './errors.js';
 import type { Component, ServiceRunner } from './lifecycle.js';
 import type { Logger } from './logger.js';
-import type { HttpMetrics } from './metrics.js';
+import { createHttpMetrics, type HttpMetrics } from './metrics.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -254,4 +254,23 @@ export function healthServer(opts: {
   app.use(notFound);
   app.use(errorHandler(opts.logger));
   return new HttpServerComponent(app, opts.port, opts.host, opts.shutdownDelayMs);
+}
+
+/**
+ * An API's app, begun: request ids, JSON access logs and HTTP metrics on every
+ * request, then /healthz, /readyz, /metrics (and /openapi.json). Add the routes, then
+ * call endApp().
+ */
+export function beginApp(opts: HealthOptions & { logger: Logger }): Express {
+  const app = createExpressApp();
+  app.use(requestContext(opts.logger, createHttpMetrics(opts.registry)));
+  healthRoutes(app, opts);
+  return app;
+}
+
+/** After the routes: 404 NOT_FOUND for the rest, and the one error middleware. */
+export function endApp(app: Express, logger: Logger): Express {
+  app.use(notFound);
+  app.use(errorHandler(logger));
+  return app;
 }

@@ -20,6 +20,9 @@ export interface Migration {
  */
 export type Statement = string | { addColumn: { table: string; column: string; type: string } };
 
+/** One table family's statements, by the migration version that applies them. */
+export type MigrationsByVersion = Record<number, (db: string) => Statement[]>;
+
 export async function runMigrations(
   client: ClickHouseClient,
   database: string,

@@ -1,6 +1,6 @@
 import { toIsoSeconds, type AlertMessage, type Incident, type Validators } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type Statement } from '@telemetry/platform';
-import { nowSeconds, parseMessage, toUnix, type Decoded } from './rows.js';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
+import { decodeTimed, type Decoded } from './rows.js';
 
 /**
  * The `alerts` table (docs/clickhouse.md): one row per state change of a monitor,
@@ -8,22 +8,12 @@ import { nowSeconds, parseMessage, toUnix, type Decoded } from './rows.js';
  * current state are read from it.
  */
 
-export const ALERTS_TABLE = 'alerts';
-
 /** Statements per migration version (see migrations.ts). */
-export const alertsMigrations: Record<number, (db: string) => Statement[]> = {
+export const alertsMigrations: MigrationsByVersion = {
   3: (db) => [
     `CREATE TABLE IF NOT EXISTS ${db}.alerts (
-        id String,
-        monitor_id String,
-        incident_id String,
-        type String,
-        created_at DateTime('UTC'),
-        check_id String,
-        status String,
-        status_code UInt16,
-        error String,
-        response_time Float64,
+        id String, monitor_id String, incident_id String, type String, created_at DateTime('UTC'),
+        check_id String, status String, status_code UInt16, error String, response_time Float64,
         inserted_at DateTime('UTC')
       ) ENGINE = ReplacingMergeTree(inserted_at)
       ORDER BY (monitor_id, incident_id, type)`,
@@ -46,27 +36,19 @@ export interface AlertRow {
 }
 
 export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertRow> {
-  const parsed = parseMessage(v.alertMessage, 'alert', value);
-  if (!parsed.ok) return parsed;
-  const a: AlertMessage = parsed.m;
-  const createdAt = toUnix(a.created_at);
-  if (createdAt === null) return { ok: false, reason: 'created_at out of range' };
-  return {
-    ok: true,
-    row: {
-      id: a.id,
-      monitor_id: a.monitor_id,
-      incident_id: a.incident_id,
-      type: a.type,
-      created_at: createdAt,
-      check_id: a.check.id,
-      status: a.check.status,
-      status_code: a.check.status_code,
-      error: a.check.error ?? '',
-      response_time: a.check.response_time,
-      inserted_at: nowSeconds(),
-    },
-  };
+  return decodeTimed(v.alertMessage, 'alert', value, 'created_at', (a: AlertMessage, createdAt, now) => ({
+    id: a.id,
+    monitor_id: a.monitor_id,
+    incident_id: a.incident_id,
+    type: a.type,
+    created_at: createdAt,
+    check_id: a.check.id,
+    status: a.check.status,
+    status_code: a.check.status_code,
+    error: a.check.error ?? '',
+    response_time: a.check.response_time,
+    inserted_at: now,
+  }));
 }
 
 /**

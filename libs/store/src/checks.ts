@@ -1,6 +1,6 @@
 import { toIsoSeconds, type Check, type CheckMessage, type Validators } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type Statement } from '@telemetry/platform';
-import { nowSeconds, parseMessage, toUnix, type Decoded } from './rows.js';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
+import { decodeTimed, type Decoded } from './rows.js';
 
 /**
  * The `checks` table and its `checks_hourly` rollup (docs/clickhouse.md): migrations,
@@ -9,19 +9,12 @@ import { nowSeconds, parseMessage, toUnix, type Decoded } from './rows.js';
  * touches this module and a migration entry below, nothing else.
  */
 
-export const CHECKS_TABLE = 'checks';
-
 /** Statements per migration version (see migrations.ts). */
-export const checksMigrations: Record<number, (db: string) => Statement[]> = {
+export const checksMigrations: MigrationsByVersion = {
   1: (db) => [
     `CREATE TABLE IF NOT EXISTS ${db}.checks (
-        monitor_id String,
-        created_at DateTime('UTC'),
-        id String,
-        status String,
-        response_time Float64,
-        status_code UInt16,
-        inserted_at DateTime('UTC') DEFAULT now()
+        monitor_id String, created_at DateTime('UTC'), id String, status String, response_time Float64,
+        status_code UInt16, inserted_at DateTime('UTC') DEFAULT now()
       ) ENGINE = ReplacingMergeTree(inserted_at)
       PARTITION BY toYYYYMM(created_at)
       ORDER BY (monitor_id, created_at, id)`,
@@ -30,9 +23,7 @@ export const checksMigrations: Record<number, (db: string) => Statement[]> = {
   // rare duplicate weighs twice.
   2: (db) => [
     `CREATE TABLE IF NOT EXISTS ${db}.checks_hourly (
-        monitor_id String,
-        hour DateTime('UTC'),
-        status String,
+        monitor_id String, hour DateTime('UTC'), status String,
         checks AggregateFunction(uniqExact, String),
         response_time AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99), Float64)
       ) ENGINE = AggregatingMergeTree()
@@ -61,24 +52,16 @@ export interface CheckRow {
 }
 
 export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckRow> {
-  const parsed = parseMessage(v.checkMessage, 'check', value);
-  if (!parsed.ok) return parsed;
-  const c: CheckMessage = parsed.m;
-  const createdAt = toUnix(c.created_at);
-  if (createdAt === null) return { ok: false, reason: 'created_at out of range' };
-  return {
-    ok: true,
-    row: {
-      monitor_id: c.monitor_id,
-      created_at: createdAt,
-      id: c.id,
-      status: c.status,
-      response_time: c.response_time,
-      status_code: c.status_code,
-      error: c.error ?? '',
-      inserted_at: nowSeconds(),
-    },
-  };
+  return decodeTimed(v.checkMessage, 'check', value, 'created_at', (c: CheckMessage, createdAt, now) => ({
+    monitor_id: c.monitor_id,
+    created_at: createdAt,
+    id: c.id,
+    status: c.status,
+    response_time: c.response_time,
+    status_code: c.status_code,
+    error: c.error ?? '',
+    inserted_at: now,
+  }));
 }
 
 /** A page (or, without a limit, the export) of one monitor's history. */

@@ -1,6 +1,6 @@
 import type { EventMessage, Validators } from '@telemetry/contract';
-import type { Statement } from '@telemetry/platform';
-import { MAX_TS, MIN_TS, nowSeconds, parseMessage, toUnix, type Decoded } from './rows.js';
+import type { MigrationsByVersion } from '@telemetry/platform';
+import { decodeTimed, MAX_TS, MIN_TS, toUnix, type Decoded } from './rows.js';
 
 /**
  * The `events` table and its `events_per_minute` rollup (docs/clickhouse.md): their
@@ -8,22 +8,13 @@ import { MAX_TS, MIN_TS, nowSeconds, parseMessage, toUnix, type Decoded } from '
  * becomes that row.
  */
 
-export const EVENTS_TABLE = 'events';
-
 /** Statements per migration version (see migrations.ts). */
-export const eventsMigrations: Record<number, (db: string) => Statement[]> = {
+export const eventsMigrations: MigrationsByVersion = {
   1: (db) => [
     `CREATE TABLE IF NOT EXISTS ${db}.events (
-        event_id UUID,
-        key_id String,
-        source String,
-        category String,
-        payload String,
-        client_event_id String,
-        event_time DateTime('UTC'),
-        client_ts Nullable(DateTime('UTC')),
-        sent_at Nullable(DateTime('UTC')),
-        received_at DateTime('UTC'),
+        event_id UUID, key_id String, source String, category String, payload String,
+        client_event_id String, event_time DateTime('UTC'), client_ts Nullable(DateTime('UTC')),
+        sent_at Nullable(DateTime('UTC')), received_at DateTime('UTC'),
         inserted_at DateTime('UTC') DEFAULT now()
       ) ENGINE = ReplacingMergeTree(inserted_at)
       PARTITION BY toYYYYMMDD(received_at)
@@ -32,9 +23,7 @@ export const eventsMigrations: Record<number, (db: string) => Statement[]> = {
   // Rollups count distinct ids (uniqExact), so a row Kafka delivered twice counts once.
   2: (db) => [
     `CREATE TABLE IF NOT EXISTS ${db}.events_per_minute (
-        minute DateTime('UTC'),
-        source String,
-        category String,
+        minute DateTime('UTC'), source String, category String,
         events AggregateFunction(uniqExact, UUID)
       ) ENGINE = AggregatingMergeTree()
       PARTITION BY toYYYYMMDD(minute)
@@ -74,16 +63,10 @@ export function eventTime(receivedAt: number, clientTs: number | null, sentAt: n
 }
 
 export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventRow> {
-  const parsed = parseMessage(v.eventMessage, 'event', value);
-  if (!parsed.ok) return parsed;
-  const e: EventMessage = parsed.m;
-  const receivedAt = toUnix(e.received_at);
-  if (receivedAt === null) return { ok: false, reason: 'received_at out of range' };
-  const clientTs = toUnix(e.client_ts);
-  const sentAt = toUnix(e.sent_at);
-  return {
-    ok: true,
-    row: {
+  return decodeTimed(v.eventMessage, 'event', value, 'received_at', (e: EventMessage, receivedAt, now) => {
+    const clientTs = toUnix(e.client_ts);
+    const sentAt = toUnix(e.sent_at);
+    return {
       event_id: e.event_id,
       key_id: e.key_id,
       source: e.source,
@@ -94,7 +77,7 @@ export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventR
       client_ts: clientTs,
       sent_at: sentAt,
       received_at: receivedAt,
-      inserted_at: nowSeconds(),
-    },
-  };
+      inserted_at: now,
+    };
+  });
 }

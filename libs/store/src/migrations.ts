@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { runMigrations, type Logger, type Migration, type Statement } from '@telemetry/platform';
+import { runMigrations, type Logger, type Migration, type MigrationsByVersion } from '@telemetry/platform';
 import { alertsMigrations } from './alerts.js';
 import { checksMigrations } from './checks.js';
 import { eventsMigrations } from './events.js';
@@ -21,7 +21,7 @@ const VERSIONS: Record<number, string> = {
   3: 'monitor registry, alerts, check errors',
 };
 
-const MODULES: readonly Record<number, (db: string) => Statement[]>[] = [
+const MODULES: readonly MigrationsByVersion[] = [
   eventsMigrations,
   checksMigrations,
   keysMigrations,

@@ -9,7 +9,7 @@ import type {
   Problem,
 } from '@telemetry/contract';
 import { toIsoSeconds } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type Statement } from '@telemetry/platform';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 
 /**
  * The monitor registry, stored in ClickHouse's `monitors` table (docs/clickhouse.md):
@@ -19,15 +19,11 @@ import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type Statement } fr
  */
 
 /** Statements per migration version (see migrations.ts). */
-export const monitorsMigrations: Record<number, (db: string) => Statement[]> = {
+export const monitorsMigrations: MigrationsByVersion = {
   // One row per change; the newest version of an id is the monitor (deleted = 1: gone).
   3: (db) => [
     `CREATE TABLE IF NOT EXISTS ${db}.monitors (
-        id String,
-        version UInt64,
-        deleted UInt8,
-        spec String,
-        created_at DateTime('UTC'),
+        id String, version UInt64, deleted UInt8, spec String, created_at DateTime('UTC'),
         updated_at DateTime('UTC')
       ) ENGINE = ReplacingMergeTree(version)
       ORDER BY id`,

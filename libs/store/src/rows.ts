@@ -50,3 +50,21 @@ export function parseMessage<T>(
   }
   return { ok: true, m };
 }
+
+/**
+ * A message as its row: JSON, the schema, then `timeField` as unix seconds in range
+ * (else the reason), then `toRow` with that time and the insert time.
+ */
+export function decodeTimed<M, R>(
+  validate: Validate<M>,
+  kind: string,
+  value: Buffer | null,
+  timeField: keyof M & string,
+  toRow: (m: M, time: number, now: number) => R,
+): Decoded<R> {
+  const parsed = parseMessage(validate, kind, value);
+  if (!parsed.ok) return parsed;
+  const time = toUnix(parsed.m[timeField] as string | undefined);
+  if (time === null) return { ok: false, reason: `${timeField} out of range` };
+  return { ok: true, row: toRow(parsed.m, time, nowSeconds()) };
+}

@@ -1,16 +1,7 @@
 import { hostname } from 'node:os';
-import {
-  clickhouseSpec,
-  httpSpec,
-  kafkaSpec,
-  loadConfig,
-  logSpec,
-  serviceSpec,
-  topicSpec,
-  v,
-  type ConfigOf,
-  type Env,
-} from '@telemetry/platform';
+import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, serviceSpec, topicSpec } from '@telemetry/platform';
+import { loadConfig, v } from '@telemetry/platform';
+import type { ConfigOf, Env } from '@telemetry/platform';
 
 export const runnerSpec = {
   ...logSpec,

@@ -3,18 +3,14 @@ import { Counter, type Registry } from 'prom-client';
 import { buildOpenApi, LIMITS, ok, type IngestRequest, type Validators } from '@telemetry/contract';
 import {
   AppError,
-  createExpressApp,
-  createHttpMetrics,
-  errorHandler,
-  healthRoutes,
   methodNotAllowed,
-  notFound,
   checkMediaType,
   parseBody,
   readBody,
-  requestContext,
   type Publisher,
   type Logger,
+  beginApp,
+  endApp,
 } from '@telemetry/platform';
 import { type KeyStore, type VerifiedKey } from '@telemetry/store';
 
@@ -43,16 +39,19 @@ const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA
 
 export function createGatewayApp(deps: GatewayDeps): Express {
   const { config, logger, registry } = deps;
-  const app = createExpressApp();
+  const app = beginApp({
+    logger,
+    registry,
+    ready: deps.ready,
+    details: deps.details,
+    openapi: buildOpenApi('gateway'),
+  });
   const accepted = new Counter({
     name: 'ingest_events_accepted_total',
     help: 'Events acknowledged by Kafka and answered 200',
     registers: [registry],
   });
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
-
-  app.use(requestContext(logger, createHttpMetrics(registry)));
-  healthRoutes(app, { ready: deps.ready, details: deps.details, registry, openapi: buildOpenApi('gateway') });
 
   /** Everything after authentication that both routes share: checks, publish, count. */
   async function accept(key: VerifiedKey, body: IngestRequest): Promise<void> {
@@ -103,9 +102,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
 
   methodNotAllowed(app, EVENTS_ROUTE, ['POST', 'OPTIONS']);
   methodNotAllowed(app, PIXEL_ROUTE, ['GET', 'HEAD']);
-  app.use(notFound);
-  app.use(errorHandler(logger));
-  return app;
+  return endApp(app, logger);
 }
 
 function sendGif(res: Response, status: number): void {

@@ -3,16 +3,12 @@ import type { Registry } from 'prom-client';
 import { buildOpenApi, type Validators } from '@telemetry/contract';
 import {
   AppError,
-  createExpressApp,
-  createHttpMetrics,
-  errorHandler,
-  healthRoutes,
   methodNotAllowed,
-  notFound,
-  requestContext,
   type ClickHouseClient,
   type ClickHouseReader,
   type Logger,
+  beginApp,
+  endApp,
 } from '@telemetry/platform';
 import { type KeyStore, type MonitorStore, type Scope, type VerifiedKey } from '@telemetry/store';
 import { checksRoute } from './checks.route.js';
@@ -39,9 +35,8 @@ export interface QueryDeps {
 }
 
 export function createQueryApp(deps: QueryDeps): Express {
-  const app = createExpressApp();
-  app.use(requestContext(deps.logger, createHttpMetrics(deps.registry)));
-  healthRoutes(app, {
+  const app = beginApp({
+    logger: deps.logger,
     ready: deps.ready,
     details: deps.details,
     registry: deps.registry,
@@ -116,9 +111,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   }
   methodNotAllowed(app, '/api/monitors', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/monitors/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
-  app.use(notFound);
-  app.use(errorHandler(deps.logger));
-  return app;
+  return endApp(app, deps.logger);
 }
 
 /** `Authorization: Bearer <API key>` with `scope`; a key limited to monitors sees only those. */

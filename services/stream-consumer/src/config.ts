@@ -1,15 +1,6 @@
-import {
-  clickhouseSpec,
-  httpSpec,
-  kafkaSpec,
-  loadConfig,
-  logSpec,
-  topicSpec,
-  v,
-  serviceSpec,
-  type ConfigOf,
-  type Env,
-} from '@telemetry/platform';
+import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, topicSpec, serviceSpec } from '@telemetry/platform';
+import { loadConfig, v } from '@telemetry/platform';
+import type { ConfigOf, Env } from '@telemetry/platform';
 
 export const consumerSpec = {
   ...logSpec,
