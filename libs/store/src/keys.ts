@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { type Component, type Logger, Snapshot, type Statement, sqlIdentifier } from '@telemetry/platform';
+import { type Component, type Logger, Snapshot, type MigrationsByVersion, sqlIdentifier } from '@telemetry/platform';
 
 /**
  * Keys look like `tk_<16 hex key id>_<64 hex secret>` (telemetry access keys) and
@@ -12,20 +12,12 @@ import { type Component, type Logger, Snapshot, type Statement, sqlIdentifier } 
 export type KeyKind = 'telemetry' | 'api';
 
 /** Statements per migration version (see migrations.ts). */
-export const keysMigrations: Record<number, (db: string) => Statement[]> = {
+export const keysMigrations: MigrationsByVersion = {
   1: (db) => [
     `CREATE TABLE IF NOT EXISTS ${db}.access_keys (
-        key_id String,
-        kind String,
-        name String,
-        secret_hash String,
-        scopes Array(String),
-        monitor_ids Array(String),
-        allowed_origins Array(String),
-        allowed_sources Array(String),
-        revoked UInt8,
-        created_at DateTime('UTC'),
-        version UInt64
+        key_id String, kind String, name String, secret_hash String, scopes Array(String),
+        monitor_ids Array(String), allowed_origins Array(String), allowed_sources Array(String),
+        revoked UInt8, created_at DateTime('UTC'), version UInt64
       ) ENGINE = ReplacingMergeTree(version)
       ORDER BY key_id`,
   ],
