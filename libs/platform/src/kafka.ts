@@ -211,7 +211,8 @@ export function produceError(err: unknown): AppError {
     const { type, retriable, cause } = e as { type?: unknown; retriable?: unknown; cause?: unknown };
     if (typeof type === 'string') {
       if (TOO_LARGE.has(type)) return new KafkaMessageTooLargeError();
-      if (retriable === false) return new KafkaRejectedError(`Kafka refused the events (${type}); nothing was accepted`);
+      if (retriable === false)
+        return new KafkaRejectedError(`Kafka refused the events (${type}); nothing was accepted`);
     }
     e = cause;
   }

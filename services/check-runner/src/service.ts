@@ -103,7 +103,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   });
 
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
-  const http = healthServer({ runner, registry, logger, port: config.port, host: config.host });
+  const http = healthServer({ runner, registry, logger, ...config });
   // Start in this order; stop in reverse: the scheduler stops checking (in-flight checks
   // finish and publish), then the runner leaves the group (its monitors move to the
   // others at once), then webhooks stop (uncommitted alerts are delivered by another),

@@ -47,6 +47,8 @@ export class KafkaToClickHouse implements Component {
   private stopping = false;
   /** Per partition (`topic:partition`): the insert-then-commit step of its last batch. */
   private readonly chains = new Map<string, Promise<void>>();
+  /** The message each row in the writer came from (rows ClickHouse rejects are dead-lettered as it). */
+  private readonly origins = new WeakMap<object, { topic: string; partition: number; message: KafkaMessage }>();
   /** Offsets whose rows are all inserted, not yet committed (newest per partition). */
   private readonly committable = new Map<string, { topic: string; partition: number; offset: string }>();
   private committing: Promise<void> | undefined;
@@ -146,8 +148,10 @@ export class KafkaToClickHouse implements Component {
     const dead: Message[] = [];
     for (const m of batch.messages) {
       const d = this.decode(route.decode, m);
-      if (d.ok) rows.push(d.row);
-      else dead.push(this.deadLetter(topic, partition, m, d.reason));
+      if (d.ok) {
+        rows.push(d.row);
+        this.origins.set(d.row, { topic, partition, message: m });
+      } else dead.push(this.deadLetter(topic, partition, m, d.reason));
     }
     const beat = setInterval(() => payload.heartbeat().catch(() => undefined), 3000);
     try {
@@ -227,8 +231,40 @@ export class KafkaToClickHouse implements Component {
     return decode(m.value);
   }
 
-  private deadLetter(topic: string, partition: number, m: KafkaMessage, reason: string): Message {
-    const kind = reason.startsWith('not JSON') ? 'not_json' : reason.startsWith('too large') ? 'too_large' : 'invalid';
+  /**
+   * The batch writer's RejectedRowsHandler: rows ClickHouse refused for their data go to
+   * the dead-letter topic as the messages they came from (kind `rejected`), with
+   * ClickHouse's reason, so `npm run dlq:replay` can send them back once fixed.
+   */
+  readonly deadLetterRows = async (table: string, rows: readonly object[], reason: string): Promise<void> => {
+    const dead = rows.map((row) => {
+      const o = this.origins.get(row);
+      const why = `rejected by ClickHouse (${table}): ${reason}`;
+      return o
+        ? this.deadLetter(o.topic, o.partition, o.message, why)
+        : {
+            value: JSON.stringify(row),
+            headers: { 'x-dead-letter-reason': why.slice(0, 500), 'x-dead-letter-kind': 'rejected' },
+          };
+    });
+    await this.deps.deadLetters.send(this.deps.deadLetterTopic, dead);
+    for (const m of dead)
+      this.deadLettered.inc({ topic: String(m.headers['x-source-topic'] ?? table), reason: 'rejected' });
+  };
+
+  private deadLetter(
+    topic: string,
+    partition: number,
+    m: KafkaMessage,
+    reason: string,
+  ): Message & { headers: Record<string, string> } {
+    const kind = reason.startsWith('not JSON')
+      ? 'not_json'
+      : reason.startsWith('too large')
+        ? 'too_large'
+        : reason.startsWith('rejected')
+          ? 'rejected'
+          : 'invalid';
     return {
       key: m.key,
       value: m.value,

@@ -60,13 +60,15 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     );
   }
   const db = sqlIdentifier(config.clickhouseDatabase);
-  const writer = new BatchWriter({
+  const writer: BatchWriter = new BatchWriter({
     sink: new ClickHouseSink(ch.client),
     logger,
     registry,
     maxRows: config.batchMaxRows,
     maxAgeMs: config.batchMaxAgeMs,
     retryMaxMs: config.insertRetryMaxMs,
+    // Bound late: the consumer knows which message each row came from.
+    onRejected: (table, rows, reason): Promise<void> => consumer.deadLetterRows(table, rows, reason),
   });
   const deadLetters = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 10_000 });
   const consumer = new KafkaToClickHouse({
@@ -90,7 +92,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     maxBufferedRows: config.maxBufferedRows,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
-  const http = healthServer({ runner, registry, logger, port: config.port, host: config.host });
+  const http = healthServer({ runner, registry, logger, ...config });
   // Shutdown runs in reverse: consumer (stop fetching, flush, commit, leave group) ->
   // writer (flush leftovers) -> dead-letter producer -> ClickHouse client -> HTTP last,
   // so /metrics and /healthz answer until the end.
