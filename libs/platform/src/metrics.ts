@@ -32,3 +32,24 @@ export function createHttpMetrics(registry: Registry): HttpMetrics {
     }),
   };
 }
+
+/** A counter registered in `registry` only (no global registry). */
+export function counter<L extends string = string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[] = [],
+): Counter<L> {
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+/** A histogram registered in `registry` only. */
+export function histogram<L extends string = string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  buckets: number[],
+): Histogram<L> {
+  return new Histogram({ name, help, labelNames, buckets, registers: [registry] });
+}

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, type Counter, type Histogram, type Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
-import { sleepOn, systemClock, type Clock, type Component, type Logger } from '@telemetry/platform';
+import { counter, histogram, sleepOn, systemClock, type Clock, type Component, type Logger } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
 import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
 import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
@@ -60,6 +60,9 @@ export function alertIdFor(monitorId: string, t: Transition): string {
   return `alr_${h.slice(0, 24)}`;
 }
 
+const CHECK_SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const LATE_SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5];
+
 /**
  * Runs the checks of the monitors this runner owns, each on its own slot grid, publishes
  * every result to the check-results topic and every state change to the alerts topic
@@ -82,42 +85,17 @@ export class Scheduler implements Component {
 
   constructor(private readonly deps: SchedulerDeps) {
     this.clock = deps.clock ?? systemClock;
-    const registers = [deps.registry];
-    this.checks = new Counter({
-      name: 'runner_checks_total',
-      help: 'Checks run and published, by status',
-      labelNames: ['status'],
-      registers,
-    });
-    this.skipped = new Counter({
-      name: 'runner_checks_skipped_total',
-      help: 'Check slots not run or not published (overlap, busy, unpublished, handed_over)',
-      labelNames: ['reason'],
-      registers,
-    });
-    this.alerts = new Counter({
-      name: 'runner_alerts_total',
-      help: 'State changes published to the alerts topic',
-      labelNames: ['type'],
-      registers,
-    });
-    this.duration = new Histogram({
-      name: 'runner_check_duration_seconds',
-      help: 'Response time measured by checks',
-      labelNames: ['status'],
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers,
-    });
-    this.lateness = new Histogram({
-      name: 'runner_check_start_delay_seconds',
-      help: 'How late a check started after its slot (timer and event-loop delay)',
-      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
-      registers,
-    });
+    const r = deps.registry;
+    this.checks = counter(r, 'runner_checks_total', 'Checks run and published, by status', ['status']);
+    // reason: overlap, busy, unpublished, handed_over
+    this.skipped = counter(r, 'runner_checks_skipped_total', 'Check slots not run or not published', ['reason']);
+    this.alerts = counter(r, 'runner_alerts_total', 'State changes published to the alerts topic', ['type']);
+    this.duration = histogram(r, 'runner_check_duration_seconds', 'Response time of checks', ['status'], CHECK_SECONDS);
+    this.lateness = histogram(r, 'runner_check_start_delay_seconds', 'Check start after its slot', [], LATE_SECONDS);
     this.ownedGauge = new Gauge({
       name: 'runner_monitors_owned',
       help: 'Monitors whose checks this runner runs',
-      registers,
+      registers: [r],
     });
   }
 

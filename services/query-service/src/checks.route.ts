@@ -9,11 +9,9 @@ import {
   single,
   bad,
   StoreUnavailableError,
-  type ClickHouseReader,
-  type Logger,
 } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckHistoryRow, type ChecksQuery } from '@telemetry/store';
-import { MONITOR_ID, monitorIdOf, rangeParams, statusesParam } from './params.js';
+import { MONITOR_ID, monitorIdOf, rangeParams, statusesParam, type ReadDeps } from './params.js';
 
 const KNOWN_PARAMS = new Set(['limit', 'order', 'from', 'to', 'status', 'cursor']);
 
@@ -48,13 +46,9 @@ export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: n
   };
 }
 
-export interface ChecksRouteDeps {
-  reader: ClickHouseReader;
-  database: string;
-  logger: Logger;
+export interface ChecksRouteDeps extends ReadDeps {
   defaultLimit: number;
   maxLimit: number;
-  queryTimeoutMs: number;
 }
 
 export function checksRoute(deps: ChecksRouteDeps): RequestHandler {

@@ -1,23 +1,11 @@
 import type { RequestHandler } from 'express';
-import {
-  bad,
-  limitParam,
-  rejectUnknown,
-  single,
-  StoreUnavailableError,
-  type ClickHouseReader,
-  type Logger,
-} from '@telemetry/platform';
+import { bad, limitParam, rejectUnknown, single, StoreUnavailableError } from '@telemetry/platform';
 import { incidentsSql, rowToIncident, type IncidentRow } from '@telemetry/store';
-import { monitorIdOf } from './params.js';
+import { monitorIdOf, type ReadDeps } from './params.js';
 
-export interface IncidentsRouteDeps {
+export interface IncidentsRouteDeps extends ReadDeps {
   /** 404 for an unknown monitor, checked after the parameters. */
   known: RequestHandler;
-  reader: ClickHouseReader;
-  database: string;
-  logger: Logger;
-  queryTimeoutMs: number;
 }
 
 /** GET /api/monitors/{id}/incidents: newest first, `limit`, `status`. */

@@ -1,5 +1,12 @@
 import type { RequestHandler } from 'express';
-import { AppError, StoreUnavailableError, type Component, type Logger } from '@telemetry/platform';
+import {
+  AppError,
+  Snapshot,
+  StoreUnavailableError,
+  type Clock,
+  type Component,
+  type Logger,
+} from '@telemetry/platform';
 import { monitorIdOf } from './params.js';
 
 /** Current monitor ids: all of them, or those among `ids`. */
@@ -16,30 +23,43 @@ export class MonitorDirectory implements Component {
   readonly name = 'monitor-directory';
   // Without the set every lookup goes to ClickHouse: slower, still correct.
   readonly essential = false;
-  private ids = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
-  private loadedAt = 0;
-  private stopped = false;
+  private readonly snapshot: Snapshot<Set<string>>;
+  /** Before the first load: ids found one by one (that load replaces them). */
+  private readonly empty = new Set<string>();
 
   constructor(
     private readonly lookup: IdLookup,
-    private readonly refreshMs: number,
-    private readonly logger: Logger,
-  ) {}
+    refreshMs: number,
+    logger: Logger,
+    clock?: Clock,
+  ) {
+    this.snapshot = new Snapshot({
+      name: this.name,
+      load: async () => new Set(await lookup()),
+      intervalMs: refreshMs,
+      logger,
+      failureMessage: 'monitor ids not reloaded',
+      // Starts without the set when ClickHouse is away: lookups go one by one meanwhile.
+      requireFirstLoad: false,
+      staleAfterMs: refreshMs * 3 + 10_000,
+      clock,
+    });
+  }
 
-  async start(): Promise<void> {
-    await this.refresh();
-    this.schedule();
+  start(): Promise<void> {
+    return this.snapshot.start();
   }
 
   health(): boolean {
-    return Date.now() - this.loadedAt < this.refreshMs * 3 + 10_000;
+    return this.snapshot.health();
   }
 
   stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    return Promise.resolve();
+    return this.snapshot.stop();
+  }
+
+  private get ids(): Set<string> {
+    return this.snapshot.value() ?? this.empty;
   }
 
   async exists(id: string): Promise<boolean> {
@@ -55,21 +75,6 @@ export class MonitorDirectory implements Component {
 
   forget(id: string): void {
     this.ids.delete(id);
-  }
-
-  private async refresh(): Promise<void> {
-    try {
-      this.ids = new Set(await this.lookup());
-      this.loadedAt = Date.now();
-    } catch (err) {
-      this.logger.warn('monitor ids not reloaded', { err: String(err) });
-    }
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => void this.refresh().finally(() => this.schedule()), this.refreshMs);
-    this.timer.unref();
   }
 }
 

@@ -1,8 +1,16 @@
 import type { Request } from 'express';
 import { CHECK_STATUSES, ID_PATTERN, LIMITS, TIME_PARAM_PATTERN } from '@telemetry/contract';
-import { bad, single } from '@telemetry/platform';
+import { bad, single, type ClickHouseReader, type Logger } from '@telemetry/platform';
 
 /** Parameters of the monitor routes: every rule answers 400 INVALID_PARAMETER. */
+
+/** What every read route needs: the lean reader, the database, the logger, the query deadline. */
+export interface ReadDeps {
+  reader: ClickHouseReader;
+  database: string;
+  logger: Logger;
+  queryTimeoutMs: number;
+}
 
 export const MONITOR_ID = new RegExp(ID_PATTERN);
 const TIME_PATTERN = new RegExp(TIME_PARAM_PATTERN);

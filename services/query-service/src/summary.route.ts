@@ -1,15 +1,8 @@
 import type { RequestHandler } from 'express';
-import {
-  bad,
-  rejectUnknown,
-  single,
-  StoreUnavailableError,
-  type ClickHouseReader,
-  type Logger,
-} from '@telemetry/platform';
+import { bad, rejectUnknown, single, StoreUnavailableError } from '@telemetry/platform';
 import { CHECK_STATUSES, toIsoSeconds } from '@telemetry/contract';
 import { summarySql, type SummaryCountRow, type SummaryQuantileRow, type SummaryQuery } from '@telemetry/store';
-import { monitorIdOf, rangeParams } from './params.js';
+import { monitorIdOf, rangeParams, type ReadDeps } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'interval']);
 const INTERVALS = { hour: { seconds: 3600, maxBuckets: 24 * 31 }, day: { seconds: 86_400, maxBuckets: 366 } } as const;
@@ -53,14 +46,7 @@ function stats(counts: Record<string, number>, q: number[] | undefined): Stats {
   return s;
 }
 
-export interface SummaryRouteDeps {
-  reader: ClickHouseReader;
-  database: string;
-  logger: Logger;
-  queryTimeoutMs: number;
-}
-
-export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
+export function summaryRoute(deps: ReadDeps): RequestHandler {
   return async (req, res) => {
     const q = parseSummaryQuery(req);
     const sql = summarySql(deps.database, q);

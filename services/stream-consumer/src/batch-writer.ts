@@ -1,5 +1,5 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
-import { classifyInsertError, type Logger } from '@telemetry/platform';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import { classifyInsertError, counter, histogram, type Logger } from '@telemetry/platform';
 
 /** Where rows go. ClickHouse in production (ClickHouseSink); a fake in unit tests. */
 export interface RowSink {
@@ -24,6 +24,9 @@ export interface BatchWriterOptions {
   /** Whether an insert error is about the rows (never retried) or passing; ClickHouse's codes by default. */
   classify?: (err: unknown) => 'rejected' | 'transient';
 }
+
+const INSERT_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const BATCH_ROWS = [1, 10, 100, 500, 1000, 2500, 5000, 10_000, 25_000, 50_000, 100_000];
 
 /** ClickHouse refused these rows for their data: retrying them cannot help. */
 class RowsRejectedError extends Error {}
@@ -67,39 +70,13 @@ export class BatchWriter {
   private readonly batchRows: Histogram<'table'>;
 
   constructor(private readonly opts: BatchWriterOptions) {
-    const registers = [opts.registry];
-    this.rowsWritten = new Counter({
-      name: 'consumer_rows_written_total',
-      help: 'Rows inserted into ClickHouse',
-      labelNames: ['table'],
-      registers,
-    });
-    this.retries = new Counter({
-      name: 'consumer_insert_retries_total',
-      help: 'Failed inserts (and failed dead-letter sends of rejected rows) that were retried',
-      labelNames: ['table'],
-      registers,
-    });
-    this.rejected = new Counter({
-      name: 'consumer_rows_rejected_total',
-      help: 'Rows ClickHouse refused for their data, sent to the dead-letter topic',
-      labelNames: ['table'],
-      registers,
-    });
-    this.insertSeconds = new Histogram({
-      name: 'consumer_insert_duration_seconds',
-      help: 'Duration of one successful ClickHouse insert',
-      labelNames: ['table'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
-    });
-    this.batchRows = new Histogram({
-      name: 'consumer_insert_batch_rows',
-      help: 'Rows per ClickHouse insert',
-      labelNames: ['table'],
-      buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10_000, 25_000, 50_000, 100_000],
-      registers,
-    });
+    const r = opts.registry;
+    const by = ['table'] as const;
+    this.rowsWritten = counter(r, 'consumer_rows_written_total', 'Rows inserted into ClickHouse', by);
+    this.retries = counter(r, 'consumer_insert_retries_total', 'Inserts (or dead-letter sends) retried', by);
+    this.rejected = counter(r, 'consumer_rows_rejected_total', 'Rows ClickHouse refused, dead-lettered', by);
+    this.insertSeconds = histogram(r, 'consumer_insert_duration_seconds', 'One successful insert', by, INSERT_SECONDS);
+    this.batchRows = histogram(r, 'consumer_insert_batch_rows', 'Rows per ClickHouse insert', by, BATCH_ROWS);
   }
 
   /** Resolves when `rows` are inserted; rejects only if the writer is stopped first. */
