@@ -1,0 +1,71 @@
+import { expect } from 'chai';
+import { MonitorDirectory } from '../../services/query-service/src/monitor-directory.js';
+import { FakeClock, settle, silentLogger } from './support/fakes.js';
+
+/** The registry as the directory sees it: the current ids, and whether it answers. */
+class Registry {
+  ids = ['mon_a', 'mon_b'];
+  down = false;
+  readonly lookups: (readonly string[] | undefined)[] = [];
+  lookup = (ids?: readonly string[]): Promise<string[]> => {
+    this.lookups.push(ids);
+    if (this.down) return Promise.reject(new Error('ClickHouse is away'));
+    return Promise.resolve(ids ? this.ids.filter((id) => ids.includes(id)) : [...this.ids]);
+  };
+}
+
+describe('monitor directory (unit)', () => {
+  it('answers from the set of all ids, and looks up an id it does not hold on its own', async () => {
+    const registry = new Registry();
+    const clock = new FakeClock();
+    const d = new MonitorDirectory(registry.lookup, 5000, silentLogger, clock);
+    await d.start();
+    expect(registry.lookups).to.deep.equal([undefined]);
+    expect(await d.exists('mon_a')).to.equal(true);
+    expect(registry.lookups, 'a Set lookup').to.have.length(1);
+    registry.ids.push('mon_new'); // created on another replica
+    expect(await d.exists('mon_new')).to.equal(true);
+    expect(await d.exists('mon_new')).to.equal(true);
+    expect(await d.exists('mon_none')).to.equal(false);
+    expect(registry.lookups.slice(1)).to.deep.equal([['mon_new'], ['mon_none']]);
+    await d.stop();
+  });
+
+  it('forgets deleted ids at once here, and at the next reload for other replicas', async () => {
+    const registry = new Registry();
+    const clock = new FakeClock();
+    const d = new MonitorDirectory(registry.lookup, 5000, silentLogger, clock);
+    await d.start();
+    d.forget('mon_a');
+    registry.ids = ['mon_b'];
+    expect(await d.exists('mon_a')).to.equal(false);
+    d.remember('mon_c');
+    expect(await d.exists('mon_c')).to.equal(true);
+    await clock.advance(5000);
+    expect(
+      registry.lookups.filter((l) => l === undefined),
+      'reloaded',
+    ).to.have.length(2);
+    expect(await d.exists('mon_c'), 'not in the registry after the reload').to.equal(false);
+    await d.stop();
+  });
+
+  it('starts while ClickHouse is away, then loads the set when it is back; healthy only with a recent set', async () => {
+    const registry = new Registry();
+    registry.down = true;
+    const clock = new FakeClock();
+    const d = new MonitorDirectory(registry.lookup, 5000, silentLogger, clock);
+    await d.start();
+    expect(d.health()).to.equal(false);
+    expect(d.essential).to.equal(false);
+    registry.down = false;
+    await clock.advance(5000);
+    await settle();
+    expect(d.health()).to.equal(true);
+    registry.down = true;
+    await clock.advance(25_000);
+    expect(d.health(), 'stale after three refreshes and 10 s').to.equal(false);
+    await d.stop();
+    expect(clock.pending).to.equal(0);
+  });
+});
