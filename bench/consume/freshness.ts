@@ -8,9 +8,11 @@
  * sent: "first seen" is the send time of the first poll that returned the row, which
  * overstates the true freshness by less than one poll interval.
  */
-import type { ClickHouseClient } from '@telemetry/platform';
-import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
-import { benchRequest, clientId } from './consume-load.js';
+import { sqlIdentifier, sqlNumber, sqlString, type ClickHouseClient } from '@telemetry/platform';
+import { openLoop } from '../../harness/load.js';
+import { sleep } from '../../harness/processes.js';
+import { quantiles, type Quantiles } from '../../harness/report.js';
+import { benchRequest, clientId } from './backlog.js';
 
 export interface FreshnessOptions {
   gatewayUrl: string;
@@ -28,15 +30,6 @@ export interface FreshnessOptions {
   maxInFlight: number;
   /** How long to wait for the last events to appear after the load stopped. */
   settleMs: number;
-  log: (line: string) => void;
-}
-
-export interface Quantiles {
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  min: number;
 }
 
 export interface FreshnessResult {
@@ -76,15 +69,6 @@ export interface FreshnessResult {
 /** The answer time the freshness figures can bear: a 200 later than this says little about the event. */
 export const MAX_ACK_P99_MS = 1000;
 
-export function quantiles(values: ArrayLike<number>): Quantiles {
-  const a = Float64Array.from(values).sort();
-  if (a.length === 0) return { p50: NaN, p90: NaN, p99: NaN, max: NaN, min: NaN };
-  const at = (q: number): number => a[Math.min(a.length - 1, Math.max(0, Math.ceil(q * a.length) - 1))]!;
-  return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: a[a.length - 1]!, min: a[0]! };
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessResult> {
   const requestsPerSecond = o.ratePerSecond / o.eventsPerRequest;
   const totalRequests = Math.max(1, Math.round(requestsPerSecond * o.seconds));
@@ -100,7 +84,6 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessRe
   const failures: Record<string, number> = {};
   let failedRequests = 0;
   let skippedRequests = 0;
-  let inFlight = 0;
   let sent = 0; // events scheduled so far
   let loadDone = false;
 
@@ -115,12 +98,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessRe
 
   const launch = async (k: number): Promise<void> => {
     const first = k * o.eventsPerRequest;
-    if (inFlight >= o.maxInFlight) {
-      skippedRequests++;
-      fail(first, 'skipped: too many requests in flight');
-      return;
-    }
-    inFlight++;
+    sent = first + o.eventsPerRequest;
     const body = JSON.stringify(benchRequest(first, o.eventsPerRequest, o.idPrefix, o.source));
     sentWall.fill(Date.now(), first, first + o.eventsPerRequest);
     const t = performance.now();
@@ -138,27 +116,22 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessRe
     } catch (err) {
       failedRequests++;
       fail(first, String(err).slice(0, 120));
-    } finally {
-      inFlight--;
     }
   };
 
   // Open loop: request k is sent at start + k * interval whatever the answers before it.
   const sender = async (): Promise<number> => {
-    const pending: Promise<void>[] = [];
-    const start = performance.now();
-    let k = 0;
-    while (k < totalRequests) {
-      const due = Math.min(totalRequests, Math.floor((performance.now() - start) / intervalMs) + 1);
-      while (k < due) {
-        pending.push(launch(k));
-        k++;
-        sent = k * o.eventsPerRequest;
-      }
-      await sleep(Math.max(1, Math.min(5, intervalMs / 2)));
-    }
-    await Promise.all(pending);
-    const seconds = (performance.now() - start) / 1000;
+    const seconds = await openLoop({
+      total: totalRequests,
+      intervalMs,
+      maxInFlight: o.maxInFlight,
+      send: launch,
+      drop: (k) => {
+        sent = (k + 1) * o.eventsPerRequest;
+        skippedRequests++;
+        fail(k * o.eventsPerRequest, 'skipped: too many requests in flight');
+      },
+    });
     loadDone = true;
     return seconds;
   };

@@ -3,12 +3,10 @@
  * consumer, and what the Kafka engine path does differently. Only the text between the
  * markers is replaced.
  */
-import { markdown } from './common.js';
-import type { CpuWindow } from './consume-proc.js';
-import type { FreshnessResult } from './consume-freshness.js';
-
-/** The section's name: BENCHMARKS.md holds it between `<!-- bench:consume -->` and `<!-- /bench:consume -->`. */
-export const SECTION = 'bench:consume';
+import { fmt, markdown } from '../../harness/report.js';
+import type { Machine as BaseMachine } from '../../harness/run.js';
+import type { CpuWindow } from '../../harness/sampler.js';
+import type { FreshnessResult } from './freshness.js';
 
 export interface DrainFigures {
   path: 'ours' | 'engine';
@@ -56,13 +54,7 @@ export interface FreshnessRun extends FreshnessResult {
   overloadedAttempt?: FreshnessRun;
 }
 
-export interface Machine {
-  nproc: number;
-  cpuModel: string;
-  memoryGiB: number;
-  node: string;
-  kafka: string;
-  clickhouse: string;
+export interface Machine extends BaseMachine {
   librdkafka: string;
 }
 
@@ -116,11 +108,6 @@ export interface ConsumeReport {
   targets: TargetCheck[];
   noisy: boolean;
 }
-
-export const fmt = (n: number, digits = 0): string =>
-  Number.isFinite(n)
-    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
-    : '-';
 
 const pct = (n: number | undefined): string => `${fmt(n ?? NaN)}%`;
 
@@ -260,7 +247,7 @@ export function renderSection(r: ConsumeReport): string {
       `produced with kafkajs (acks -1) in ${fmt(r.backlog.seconds, 1)} s in the gateway's format (\`toMessages\`), ` +
       `key = event_id; ${fmt(r.backlog.meanMessageBytes)} bytes per message on average, payload object ` +
       `${fmt(r.backlog.payloadBytes)} bytes; every event has a client id, a timestamp and sent_at`,
-    `- Ours: \`services/stream-consumer/src/main.ts\` in its own process (tsx loader), a new consumer group and a ` +
+    `- Ours: \`services/stream-consumer/dist/main.js\` (compiled, plain node) in its own process, a new consumer group and a ` +
       `database of its own (same migrations) per configuration, LOG_LEVEL=warn, MIGRATE_ON_START=false; measured ` +
       `with **${envText(o.env)}**${r.oursDefaults ? ' and with the service defaults for comparison' : ''}; ` +
       `consumer at ${r.consumer.version}; its defaults: ${envText(r.consumer.defaults)}`,
@@ -270,7 +257,7 @@ export function renderSection(r: ConsumeReport): string {
     '',
     'Rows are counted with `SELECT count()` every 250 ms; seconds run from the start (consumer process spawned, ' +
       'Kafka table created) until every row is visible, so they include start-up (ours: ' +
-      `${fmt(o.readySeconds, 1)} s until /readyz, mostly loading TypeScript through tsx; the engine: joining the ` +
+      `${fmt(o.readySeconds, 1)} s until /readyz; the engine: joining the ` +
       'group). "steady" runs from the first visible rows to the last. CPU is per process in % of one core; ' +
       '"other" is what processes outside the benchmark used meanwhile.',
     '',
@@ -291,9 +278,9 @@ export function renderSection(r: ConsumeReport): string {
         : '') +
       `. ${fmt(o.deadLettered)} messages dead-lettered.`,
     '',
-    `Freshness: events sent through the gateway (\`services/ingest-gateway/src/main.ts\`, its own process) at ` +
+    `Freshness: events sent through the gateway (\`services/ingest-gateway/dist/main.js\`, its own process) at ` +
       `${rateText(r, f)} for ${fmt(r.config.freshnessSeconds)} s ` +
-      `in ${f.eventsPerRequest}-event requests, open loop, after a 3 s warm-up, with the consumer running (its group ` +
+      `in ${f.eventsPerRequest}-event requests, open loop, after a warm-up, with the consumer running (its group ` +
       'at the end of the topic: no backlog); one client id per event under a source of its own. freshness = first ' +
       "poll that returned the event - the moment its request's 200 arrived. ClickHouse was polled every " +
       `${fmt(f.pollIntervalMs)} ms (query p50 ${fmt(f.pollQueryMs.p50)} ms): the rows a poll returns were visible ` +
@@ -368,6 +355,7 @@ export function renderSection(r: ConsumeReport): string {
     `- ClickHouse ${m.clickhouse} is Debian's package; it links the system librdkafka (${m.librdkafka}), which`,
     `  negotiates protocol versions Kafka ${m.kafka} still supports, so both paths read from the same broker.`,
     '  Production runs current ClickHouse, whose Kafka engine has more settings (JSONAsString, batch sizes).',
-    '- The consumer runs TypeScript through the tsx loader; production runs the compiled `dist/`.',
+    '- The consumer and the gateway run compiled (`npm run build` = `tsc -b`, which the command runs first)',
+    '  under plain node, as production does.',
   ]);
 }

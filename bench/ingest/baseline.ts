@@ -6,7 +6,7 @@
  * partitioner): one kafkajs send per request, awaited before answering 200.
  *
  * Configured like the gateway: KAFKA_BROKERS, CLICKHOUSE_URL, CLICKHOUSE_DATABASE,
- * EVENTS_TOPIC, HOST, PORT. Started by bench/ingest.ts; SIGTERM stops it.
+ * EVENTS_TOPIC, HOST, PORT. Started (compiled) by bench/ingest/main.ts; SIGTERM stops it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Partitioners, type Message } from 'kafkajs';

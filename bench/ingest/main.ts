@@ -1,83 +1,62 @@
 /**
  * `npm run bench:ingest`: throughput, latency and memory of the ingest gateway against
  * real Kafka and ClickHouse, compared with a bare node:http baseline doing the same work
- * per request (bench/baseline-server.ts).
+ * per request (bench/ingest/baseline.ts). Both run compiled (`tsc -b`) under plain node.
  *
- *   1. starts the stack (tools/devstack), a fresh database, two 6-partition topics, a key;
+ *   1. builds, starts the stack, a fresh database, two 6-partition topics, the access keys;
  *   2. starts the gateway and the baseline, each in its own process (RSS measured alone);
  *   3. drives both with autocannon, alternating gateway and baseline each round:
  *      a. single-event requests, b. 100-event batches, c. latency at half the
  *      single-event max rate of the gateway;
- *   4. writes the section between the bench:ingest markers of BENCHMARKS.md, prints the
- *      table, and prints every figure as one JSON object on the last line of stdout;
- *   5. stops everything, also on error or Ctrl-C.
+ *   4. writes the bench:ingest section of BENCHMARKS.md, prints the tables and every
+ *      figure as one JSON object on the last line of stdout; stops everything.
  *
  * Environment: BENCH_SECONDS (10) per run, BENCH_ROUNDS (2) per server and scenario,
  * BENCH_CONNECTIONS (100), BENCH_WARMUP_SECONDS (3), BENCH_KEYS (one access key per
  * connection: the gateway rate-limits each key), BENCH_PROFILE=1 (both servers write a V8
- * CPU profile into the log directory when they stop; profiling slows them down, so the
- * figures of such a run are not comparable). Only 127.0.0.1 is ever loaded.
- * Exit code 0 when every request was answered 200 (targets met or not), 1 when some
- * request failed or the benchmark could not run.
+ * CPU profile into the log directory when they stop; such figures are not comparable),
+ * BENCH_WRITE=0, --smoke (see harness/run.ts). Only 127.0.0.1 is loaded.
+ * Exit code 0 when every request was answered 200, 1 when some failed or the run could not.
  */
-import { execFileSync } from 'node:child_process';
-import { SOURCE_NODE_ARGS } from '../tools/devstack/service-command.js';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
-import { ok } from '@telemetry/contract';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ok, type IngestRequest } from '@telemetry/contract';
 import { createClickHouse, createKafka, createLogger } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
-import { provision } from '../tools/devstack/provision.js';
-import { freePort, KAFKA_VERSION, startStack, type Stack } from '../tools/devstack/stack.js';
-import { requestBody } from './bodies.js';
-import { envNumber } from './common.js';
-import { ChildServer, childPid, cpuSeconds, machineBusySeconds } from './proc.js';
+import { provision } from '../../tools/devstack/provision.js';
+import { autocannon } from '../../harness/load.js';
+import { build, Child, freePort, scriptCommand, serviceCommand } from '../../harness/processes.js';
+import { BENCHMARKS_MD, median } from '../../harness/report.js';
+import { benchCommand, benchStack, Cleanups, envNumber, finish, logger, serviceEnv } from '../../harness/run.js';
+import { cpuMeter, mb } from '../../harness/sampler.js';
+import { sampleEvent } from './bodies.js';
 import {
   DISTURBED_CPU,
   failureCount,
   figuresTable,
   renderSection,
   targetsTable,
-  writeSection,
   type Failures,
   type Figures,
-  type Machine,
   type Report,
   type RunFigures,
   type ScenarioSummary,
   type Target,
-  type TargetCheck,
 } from './report.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ROUTE = '/api/telemetry/events';
 const OK_BODY = JSON.stringify(ok(null));
-const NODE_ARGS = SOURCE_NODE_ARGS;
-
-const SECONDS = envNumber('BENCH_SECONDS', 10, 1);
-const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 2, 1));
-const CONNECTIONS = Math.round(envNumber('BENCH_CONNECTIONS', 100, 1));
-const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 3, 0);
-const KEYS = Math.round(envNumber('BENCH_KEYS', CONNECTIONS, 1));
+const SECONDS = envNumber('BENCH_SECONDS', 10, 1, false, 1);
+const ROUNDS = envNumber('BENCH_ROUNDS', 2, 1, true, 1);
+const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 100, 1, true, 4);
+const WARMUP_SECONDS = envNumber('BENCH_WARMUP_SECONDS', 3, 0, false, 0);
+const KEYS = envNumber('BENCH_KEYS', CONNECTIONS, 1, true);
 const PROFILE = process.env.BENCH_PROFILE === '1';
-const PIPELINING = 1;
-
 const TARGETS = { singleRps: 8000, batchEps: 150_000, ratio: 0.8, p99Ms: 25, rssMB: 200 };
 
-const log = (line: string): void => {
-  process.stderr.write(`[bench] ${line}\n`);
-};
-const mb = (kib: number): number => Math.round((kib / 1024) * 10) / 10;
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length === 0 ? Number.NaN : s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const log = logger('bench:ingest');
 const noFailures = (): Failures => ({ non2xx: 0, errors: 0, timeouts: 0, badBodies: 0 });
 const addFailures = (a: Failures, b: Failures): Failures => ({
   non2xx: a.non2xx + b.non2xx,
@@ -85,214 +64,114 @@ const addFailures = (a: Failures, b: Failures): Failures => ({
   timeouts: a.timeouts + b.timeouts,
   badBodies: a.badBodies + b.badBodies,
 });
+const requestBody = (n: number): string =>
+  JSON.stringify({ events: Array.from({ length: n }, (_, i) => sampleEvent(i)) } satisfies IngestRequest);
 
-// ------------------------------------------------------------------ clean-up
-
-const servers: ChildServer[] = [];
-const cleanups: (() => Promise<void>)[] = [];
-let cleaning: Promise<void> | undefined;
-let current: autocannon.Instance | undefined;
-
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    current?.stop();
-    for (const fn of cleanups.reverse()) {
-      try {
-        await fn();
-      } catch (err) {
-        log(`clean-up step failed: ${String(err)}`);
-      }
-    }
-  })();
-  return cleaning;
+interface Ctx {
+  servers: Record<Target, Child>;
+  keys: string[];
+  pids: { kafka?: number; clickhouse?: number };
+  /** Events answered 200 per server, warm-ups included (checked against Kafka at the end). */
+  acked: Record<Target, number>;
+  warmupFailures: Failures;
 }
 
-process.once('exit', () => {
-  for (const s of servers) s.kill();
-});
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping`);
-    void cleanup().finally(() => process.exit(130));
+/** One autocannon run against one server, with the CPU of every process meanwhile. */
+async function load(ctx: Ctx, target: Target, body: string, eventsPerRequest: number, seconds: number, rate?: number) {
+  const server = ctx.servers[target];
+  const from = performance.now();
+  const cpu = cpuMeter({
+    server: server.pid,
+    idle: ctx.servers[target === 'gateway' ? 'baseline' : 'gateway'].pid,
+    ...ctx.pids,
   });
-}
-
-// ------------------------------------------------------------------ load
-
-const accessKeys: string[] = [];
-/** The Kafka JVM and ClickHouse, when the stack runs them as our children (local mode). */
-let kafkaPid: number | undefined;
-let clickhousePid: number | undefined;
-
-/** CPU seconds used so far by every process of the benchmark. */
-function ourCpuSeconds(): number {
-  const self = process.cpuUsage();
-  let sum = (self.user + self.system) / 1e6;
-  for (const s of servers) sum += s.cpuSeconds() || 0;
-  for (const pid of [kafkaPid, clickhousePid]) if (pid !== undefined) sum += cpuSeconds(pid) ?? 0;
-  return sum;
-}
-
-/** Events answered 200 per server, warm-ups included (checked against Kafka at the end). */
-const acked: Record<Target, number> = { gateway: 0, baseline: 0 };
-let warmupFailures = noFailures();
-
-interface LoadOptions {
-  body: string;
-  eventsPerRequest: number;
-  seconds: number;
-  rate?: number;
-}
-
-interface LoadResult {
-  figures: Omit<RunFigures, 'target' | 'round' | 'peakRssMB'>;
-  ackedEvents: number;
-}
-
-async function load(server: ChildServer, o: LoadOptions): Promise<LoadResult> {
-  server.resetWindow();
-  const cpuBefore = server.cpuSeconds();
-  const kafkaBefore = kafkaPid === undefined ? Number.NaN : (cpuSeconds(kafkaPid) ?? Number.NaN);
-  const selfBefore = process.cpuUsage();
-  const machineBefore = machineBusySeconds();
-  const oursBefore = ourCpuSeconds();
   let nextKey = 0;
-  const instance = autocannon({
+  const r = await autocannon({
     url: `${server.url}${ROUTE}`,
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
     setupClient: (client) => {
-      const key = accessKeys[nextKey++ % accessKeys.length]!;
+      const key = ctx.keys[nextKey++ % ctx.keys.length]!;
       client.setHeaders({ 'content-type': 'application/json', 'x-access-key': key });
     },
-    body: o.body,
+    body,
     connections: CONNECTIONS,
-    pipelining: PIPELINING,
-    duration: o.seconds,
+    pipelining: 1,
+    duration: seconds,
     timeout: 10,
     expectBody: OK_BODY,
-    ...(o.rate === undefined ? {} : { overallRate: o.rate }),
+    ...(rate === undefined ? {} : { overallRate: rate }),
   });
-  current = instance;
-  const r = await instance;
-  current = undefined;
-  const cpu = server.cpuSeconds() - cpuBefore;
-  const kafkaCpu = kafkaPid === undefined ? Number.NaN : (cpuSeconds(kafkaPid) ?? Number.NaN) - kafkaBefore;
-  const self = process.cpuUsage(selfBefore);
-  const other = machineBusySeconds() - machineBefore - (ourCpuSeconds() - oursBefore);
-  const seconds = r.duration;
+  const w = cpu();
   // autocannon checks the body of every answer: a non-2xx one never matches.
   const badBodies = Math.max(0, r.mismatches - r.non2xx);
   const good = r['2xx'] - badBodies;
-  const statusCodes: Record<string, number> = {};
-  for (const [code, { count }] of Object.entries(r.statusCodeStats)) statusCodes[code] = count;
+  ctx.acked[target] += good * eventsPerRequest;
   return {
-    ackedEvents: good * o.eventsPerRequest,
-    figures: {
-      seconds,
-      ok: good,
-      rps: good / seconds,
-      eps: (good * o.eventsPerRequest) / seconds,
-      p50: r.latency.p50,
-      p90: r.latency.p90,
-      p99: r.latency.p99,
-      cpuPercent: (cpu / seconds) * 100,
-      kafkaCpuPercent: (kafkaCpu / seconds) * 100,
-      loadgenCpuPercent: ((self.user + self.system) / 1e6 / seconds) * 100,
-      otherCpuPercent: Math.max(0, (other / seconds) * 100),
-      failed: { non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, badBodies },
-      statusCodes,
-    },
+    seconds: r.duration,
+    ok: good,
+    rps: good / r.duration,
+    eps: (good * eventsPerRequest) / r.duration,
+    p50: r.latency.p50,
+    p90: r.latency.p90,
+    p99: r.latency.p99,
+    cpuPercent: w.processes.server ?? NaN,
+    kafkaCpuPercent: w.processes.kafka ?? NaN,
+    loadgenCpuPercent: w.processes.bench ?? NaN,
+    otherCpuPercent: w.otherPercent,
+    peakRssMB: mb(server.rss.peak(from)),
+    failed: { non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, badBodies },
+    statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, s]) => [code, s.count])),
   };
 }
 
 /** V8 heap figures from the gateway's /metrics (prom-client default metrics), in MB. */
-async function gatewayHeap(url: string): Promise<RunFigures['heap']> {
-  try {
-    const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
-    const metric = (name: string): number => {
-      const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
-      return m ? mb(Number(m[1]) / 1024) : Number.NaN;
-    };
-    return {
-      usedMB: metric('nodejs_heap_size_used_bytes'),
-      totalMB: metric('nodejs_heap_size_total_bytes'),
-      externalMB: metric('nodejs_external_memory_bytes'),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
-// ------------------------------------------------------------------ main
-
-async function warmUp(target: Target, server: ChildServer, body: string, eventsPerRequest: number): Promise<void> {
-  if (WARMUP_SECONDS <= 0) return;
-  const { figures, ackedEvents } = await load(server, { body, eventsPerRequest, seconds: WARMUP_SECONDS });
-  acked[target] += ackedEvents;
-  warmupFailures = addFailures(warmupFailures, figures.failed);
-  log(`  warm-up ${target}: ${Math.round(figures.rps)} req/s, ${failureCount(figures.failed)} failed`);
-  await sleep(500);
+async function gatewayHeap(server: Child): Promise<RunFigures['heap']> {
+  const text = await server.metrics();
+  const metric = (name: string): number => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+    return m ? mb(Number(m[1]) / 1024) : Number.NaN;
+  };
+  return text === ''
+    ? undefined
+    : {
+        usedMB: metric('nodejs_heap_size_used_bytes'),
+        totalMB: metric('nodejs_heap_size_total_bytes'),
+        externalMB: metric('nodejs_external_memory_bytes'),
+      };
 }
 
 async function scenario(
+  ctx: Ctx,
   s: Pick<ScenarioSummary, 'id' | 'title' | 'eventsPerRequest'> & { rate?: number; warmUp: boolean },
-  targets: Record<Target, ChildServer>,
 ): Promise<ScenarioSummary> {
   const body = requestBody(s.eventsPerRequest);
-  log(
-    `${s.title}: body ${body.length} bytes${s.rate === undefined ? '' : `, ${s.rate} req/s offered`}, ` +
-      `${ROUNDS} rounds of ${SECONDS} s per server`,
-  );
-  if (s.warmUp) {
-    for (const t of ['gateway', 'baseline'] as const) await warmUp(t, targets[t], body, s.eventsPerRequest);
+  log(`${s.title}: body ${body.length} bytes${s.rate === undefined ? '' : `, ${s.rate} req/s offered`}`);
+  for (const t of ['gateway', 'baseline'] as const) {
+    if (!s.warmUp || WARMUP_SECONDS <= 0) break;
+    const w = await load(ctx, t, body, s.eventsPerRequest, WARMUP_SECONDS);
+    ctx.warmupFailures = addFailures(ctx.warmupFailures, w.failed);
+    log(`  warm-up ${t}: ${Math.round(w.rps)} req/s, ${failureCount(w.failed)} failed`);
   }
   const runs: RunFigures[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     for (const target of ['gateway', 'baseline'] as const) {
-      const server = targets[target];
-      const { figures, ackedEvents } = await load(server, {
-        body,
-        eventsPerRequest: s.eventsPerRequest,
-        seconds: SECONDS,
-        ...(s.rate === undefined ? {} : { rate: s.rate }),
-      });
-      acked[target] += ackedEvents;
-      const heap = target === 'gateway' ? await gatewayHeap(server.url) : undefined;
-      const run: RunFigures = {
-        target,
-        round,
-        peakRssMB: mb(server.windowPeakKiB),
-        ...(heap ? { heap } : {}),
-        ...figures,
-      };
+      const figures = await load(ctx, target, body, s.eventsPerRequest, SECONDS, s.rate);
+      const heap = target === 'gateway' ? await gatewayHeap(ctx.servers.gateway) : undefined;
+      const run: RunFigures = { target, round, ...(heap ? { heap } : {}), ...figures };
       runs.push(run);
       log(
-        `  round ${round} ${target.padEnd(8)} ${Math.round(run.rps)} req/s, ${Math.round(run.eps)} events/s, ` +
-          `p50/p90/p99 ${run.p50}/${run.p90}/${run.p99} ms, cpu ${Math.round(run.cpuPercent)}% ` +
-          `(kafka ${Math.round(run.kafkaCpuPercent)}%, load gen ${Math.round(run.loadgenCpuPercent)}%, ` +
-          `other ${Math.round(run.otherCpuPercent)}%), ` +
-          `rss ${run.peakRssMB} MB${heap ? ` (heap ${heap.usedMB}/${heap.totalMB} MB, external ${heap.externalMB} MB)` : ''}, ` +
+        `  round ${round} ${target.padEnd(8)} ${Math.round(run.rps)} req/s, p50/p90/p99 ${run.p50}/${run.p90}/${run.p99} ms, ` +
+          `cpu ${Math.round(run.cpuPercent)}% (kafka ${Math.round(run.kafkaCpuPercent)}%, load gen ` +
+          `${Math.round(run.loadgenCpuPercent)}%, other ${Math.round(run.otherCpuPercent)}%), rss ${run.peakRssMB} MB, ` +
           `failed ${failureCount(run.failed)} ${JSON.stringify(run.statusCodes)}`,
       );
-      if (!server.running) throw new Error(`${target} exited during the load; see ${server.spec.logFile}`);
-      await sleep(1000);
+      if (!ctx.servers[target].running)
+        throw new Error(`${target} exited during the load; see ${ctx.servers[target].logFile}`);
     }
   }
   const figures = (target: Target): Figures => {
     const rs = runs.filter((r) => r.target === target);
-    const med = (
-      k:
-        | 'rps'
-        | 'eps'
-        | 'p50'
-        | 'p90'
-        | 'p99'
-        | 'cpuPercent'
-        | 'kafkaCpuPercent'
-        | 'loadgenCpuPercent'
-        | 'otherCpuPercent',
-    ): number => median(rs.map((r) => r[k]));
+    const med = (k: keyof Figures & keyof RunFigures): number => median(rs.map((r) => r[k] as number));
     return {
       rps: med('rps'),
       eps: med('eps'),
@@ -308,44 +187,84 @@ async function scenario(
       failed: rs.map((r) => r.failed).reduce(addFailures, noFailures()),
     };
   };
-  const gateway = figures('gateway');
-  const baseline = figures('baseline');
-  return {
-    id: s.id,
-    title: s.title,
-    eventsPerRequest: s.eventsPerRequest,
-    connections: CONNECTIONS,
-    ...(s.rate === undefined ? {} : { rate: s.rate }),
-    gateway,
-    baseline,
-    ratio: gateway.rps / baseline.rps,
-    runs,
-  };
+  const [gateway, baseline] = [figures('gateway'), figures('baseline')];
+  return { ...s, connections: CONNECTIONS, gateway, baseline, ratio: gateway.rps / baseline.rps, runs };
 }
 
-function machine(stack: Stack, clickhouseVersion: string): Machine {
-  let nproc = cpus().length;
-  try {
-    nproc = Number(execFileSync('nproc', { encoding: 'utf8' }).trim());
-  } catch {
-    // keep os.cpus()
+async function main(cleanups: Cleanups): Promise<Report> {
+  await build(log);
+  const logDir = mkdtempSync(join(tmpdir(), 'bench-ingest-'));
+  log(`child logs in ${logDir}`);
+  const { stack, pids, machine } = await benchStack(cleanups, log);
+  const run = randomBytes(4).toString('hex');
+  const database = `bench_${run}`;
+  const topics: Record<Target, string> = { gateway: `bench_${run}_gateway`, baseline: `bench_${run}_baseline` };
+  const quiet = createLogger({ service: 'bench', level: 'warn' });
+  await provision(stack, { database, topics: Object.values(topics), partitions: 6, logger: quiet });
+  const ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database });
+  const keys: string[] = [];
+  for (let i = 0; i < KEYS; i++)
+    keys.push((await issueKey(ch, database, { kind: 'telemetry', name: `bench ${i}` })).key);
+  await ch.close();
+
+  const start = async (target: Target): Promise<Child> => {
+    const port = await freePort();
+    const server = new Child({
+      name: target,
+      command:
+        target === 'gateway' ? serviceCommand('ingest-gateway', true) : scriptCommand('bench/ingest/baseline.ts', true),
+      nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${target}.cpuprofile`] : [],
+      url: `http://127.0.0.1:${port}`,
+      logFile: join(logDir, `${target}.log`),
+      env: serviceEnv(stack, database, port, { EVENTS_TOPIC: topics[target] }),
+    });
+    cleanups.push(() => server.close(15_000));
+    await server.start().ready(60_000);
+    log(`${target} ready on ${server.url} (pid ${server.pid})`);
+    return server;
+  };
+  const servers = { gateway: await start('gateway'), baseline: await start('baseline') };
+  const ctx: Ctx = { servers, keys, pids, acked: { gateway: 0, baseline: 0 }, warmupFailures: noFailures() };
+
+  const single = await scenario(ctx, { id: 'single', title: 'single event', eventsPerRequest: 1, warmUp: true });
+  const batch = await scenario(ctx, { id: 'batch100', title: '100-event batch', eventsPerRequest: 100, warmUp: true });
+  const rate = Math.max(1, Math.floor(single.gateway.rps / 2));
+  const half = await scenario(ctx, {
+    id: 'half_rate',
+    title: 'single event, half max rate',
+    eventsPerRequest: 1,
+    rate,
+    warmUp: false,
+  });
+  const scenarios = [single, batch, half];
+
+  // Every 200 must stand for messages in Kafka (requests cut off at the end of a run may
+  // add more messages than answers, never fewer).
+  const admin = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'bench', logger: quiet }).admin();
+  await admin.connect();
+  const kafka: Report['kafka'] = [];
+  for (const target of ['gateway', 'baseline'] as const) {
+    const offsets = await admin.fetchTopicOffsets(topics[target]);
+    const messages = offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+    kafka.push({
+      target,
+      topic: topics[target],
+      messages,
+      ackedEvents: ctx.acked[target],
+      ok: messages >= ctx.acked[target],
+    });
   }
-  return {
-    nproc,
-    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
-    memoryGiB: totalmem() / 2 ** 30,
-    node: process.version,
-    kafka: stack.mode === 'external' ? `(external ${stack.kafkaBrokers})` : KAFKA_VERSION,
-    clickhouse: clickhouseVersion,
-  };
-}
+  await admin.disconnect();
 
-function checkTargets(scenarios: ScenarioSummary[], gatewayPeakRssMB: number): TargetCheck[] {
-  const [single, batch, half] = scenarios as [ScenarioSummary, ScenarioSummary, ScenarioSummary];
-  // A run with failed requests meets no target; a disturbed one is only flagged.
-  const check = (name: string, goal: string, value: string, pass: boolean, ...figs: Figures[]): TargetCheck => {
-    const failed = figs.map((f) => failureCount(f.failed)).reduce((a, b) => a + b, 0);
-    const disturbed = figs.map((f) => f.disturbedRuns).reduce((a, b) => a + b, 0);
+  const gatewayPeakRssMB = mb(servers.gateway.rss.peak());
+  const clean =
+    scenarios.every((s) => s.runs.every((r) => failureCount(r.failed) === 0)) &&
+    failureCount(ctx.warmupFailures) === 0 &&
+    kafka.every((k) => k.ok);
+  const check = (name: string, goal: string, value: string, pass: boolean, ...figs: Figures[]) => {
+    // A run with failed requests meets no target; a disturbed one is only flagged.
+    const failed = figs.reduce((a, f) => a + failureCount(f.failed), 0);
+    const disturbed = figs.reduce((a, f) => a + f.disturbedRuns, 0);
     const notes = [
       failed > 0 ? `${failed} requests failed in these runs` : '',
       disturbed > 0 ? `${disturbed} of these runs disturbed by other processes` : '',
@@ -353,206 +272,78 @@ function checkTargets(scenarios: ScenarioSummary[], gatewayPeakRssMB: number): T
     return { name, goal, value, met: pass && failed === 0, ...(notes.length ? { note: notes.join('; ') } : {}) };
   };
   const r = (n: number): string => Math.round(n).toLocaleString('en-US');
-  return [
-    check(
-      'single-event throughput (gateway)',
-      `>= ${r(TARGETS.singleRps)} req/s`,
-      `${r(single.gateway.rps)} req/s`,
-      single.gateway.rps >= TARGETS.singleRps,
-      single.gateway,
-    ),
-    check(
-      '100-event batch throughput (gateway)',
-      `>= ${r(TARGETS.batchEps)} events/s`,
-      `${r(batch.gateway.eps)} events/s`,
-      batch.gateway.eps >= TARGETS.batchEps,
-      batch.gateway,
-    ),
-    check(
-      'gateway / baseline, single events',
-      `>= ${TARGETS.ratio}x`,
-      `${single.ratio.toFixed(2)}x`,
-      single.ratio >= TARGETS.ratio,
-      single.gateway,
-      single.baseline,
-    ),
-    check(
-      'gateway / baseline, 100-event batches',
-      `>= ${TARGETS.ratio}x`,
-      `${batch.ratio.toFixed(2)}x`,
-      batch.ratio >= TARGETS.ratio,
-      batch.gateway,
-      batch.baseline,
-    ),
-    check(
-      `p99 at half the max rate (${r(half.rate ?? 0)} req/s)`,
-      `<= ${TARGETS.p99Ms} ms`,
-      `${half.gateway.p99} ms`,
-      half.gateway.p99 <= TARGETS.p99Ms,
-      half.gateway,
-    ),
-    check(
-      'gateway peak RSS under load',
-      `<= ${TARGETS.rssMB} MB`,
-      `${gatewayPeakRssMB} MB`,
-      gatewayPeakRssMB <= TARGETS.rssMB,
-    ),
-  ];
-}
-
-async function main(): Promise<number> {
-  const started = Date.now();
-  const logDir = mkdtempSync(join(tmpdir(), 'bench-ingest-'));
-  log(`child logs in ${logDir}`);
-  // Runs last (clean-ups run in reverse): the logs stay when something failed or profiles were asked for.
-  let keepLogs = true;
-  cleanups.push(() => {
-    if (keepLogs) log(`child logs kept in ${logDir}`);
-    else rmSync(logDir, { recursive: true, force: true });
-    return Promise.resolve();
-  });
-
-  const stack = await startStack({ log });
-  cleanups.push(() => stack.stop());
-  kafkaPid = stack.mode === 'local' ? childPid(process.pid, 'java') : undefined;
-  // /proc truncates command names to 15 characters.
-  clickhousePid = stack.mode === 'local' ? childPid(process.pid, 'clickhouse-serv') : undefined;
-  log(`stack ${stack.mode}: kafka ${stack.kafkaBrokers} (pid ${kafkaPid}), clickhouse ${stack.clickhouseUrl}`);
-
-  const run = randomBytes(4).toString('hex');
-  const database = `bench_${run}`;
-  const topics: Record<Target, string> = { gateway: `bench_${run}_gateway`, baseline: `bench_${run}_baseline` };
-  const logger = createLogger({ service: 'bench', level: 'warn' });
-  await provision(stack, { database, topics: [topics.gateway, topics.baseline], partitions: 6, logger });
-
-  const ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database });
-  let clickhouseVersion = 'unknown';
-  try {
-    for (let i = 0; i < KEYS; i++) {
-      accessKeys.push((await issueKey(ch, database, { kind: 'telemetry', name: `bench ${i}` })).key);
-    }
-    const rs = await ch.query({ query: 'SELECT version() AS v', format: 'JSONEachRow' });
-    clickhouseVersion = (await rs.json<{ v: string }>())[0]?.v ?? clickhouseVersion;
-  } finally {
-    await ch.close();
-  }
-
-  const start = async (target: Target, script: string): Promise<ChildServer> => {
-    const port = await freePort();
-    const server = new ChildServer({
-      name: target,
-      args: [
-        ...NODE_ARGS,
-        ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${target}.cpuprofile`] : []),
-        script,
-      ],
-      cwd: ROOT,
-      port,
-      logFile: join(logDir, `${target}.log`),
-      env: {
-        ...process.env,
-        KAFKA_BROKERS: stack.kafkaBrokers,
-        CLICKHOUSE_URL: stack.clickhouseUrl,
-        CLICKHOUSE_DATABASE: database,
-        EVENTS_TOPIC: topics[target],
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        MIGRATE_ON_START: 'false',
-      },
-    });
-    servers.push(server);
-    cleanups.push(() => server.stop());
-    await server.ready();
-    log(`${target} ready on ${server.url} (pid ${server.pid}, rss ${mb(server.peakKiB)} MB)`);
-    return server;
-  };
-  const targets: Record<Target, ChildServer> = {
-    gateway: await start('gateway', 'services/ingest-gateway/src/main.ts'),
-    baseline: await start('baseline', 'bench/baseline-server.ts'),
-  };
-
-  const single = await scenario({ id: 'single', title: 'single event', eventsPerRequest: 1, warmUp: true }, targets);
-  const batch = await scenario(
-    { id: 'batch100', title: '100-event batch', eventsPerRequest: 100, warmUp: true },
-    targets,
-  );
-  const rate = Math.max(1, Math.floor(single.gateway.rps / 2));
-  const half = await scenario(
-    { id: 'half_rate', title: 'single event, half max rate', eventsPerRequest: 1, rate, warmUp: false },
-    targets,
-  );
-  const scenarios = [single, batch, half];
-
-  // Every 200 must stand for messages in Kafka (in-flight requests cut off at the end of a
-  // run may add more messages than answers, never fewer).
-  const kafka = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'bench', logger });
-  const admin = kafka.admin();
-  await admin.connect();
-  const kafkaCheck: Report['kafka'] = [];
-  try {
-    for (const target of ['gateway', 'baseline'] as const) {
-      const offsets = await admin.fetchTopicOffsets(topics[target]);
-      const messages = offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
-      kafkaCheck.push({
-        target,
-        topic: topics[target],
-        messages,
-        ackedEvents: acked[target],
-        ok: messages >= acked[target],
-      });
-    }
-  } finally {
-    await admin.disconnect();
-  }
-
-  const gatewayPeakRssMB = mb(targets.gateway.peakKiB);
-  const baselinePeakRssMB = mb(targets.baseline.peakKiB);
-  const clean =
-    scenarios.every((s) => s.runs.every((r) => failureCount(r.failed) === 0)) &&
-    failureCount(warmupFailures) === 0 &&
-    kafkaCheck.every((k) => k.ok);
-
-  const report: Report = {
-    command:
-      `BENCH_SECONDS=${SECONDS} BENCH_ROUNDS=${ROUNDS} BENCH_CONNECTIONS=${CONNECTIONS} ` +
-      `BENCH_WARMUP_SECONDS=${WARMUP_SECONDS} BENCH_KEYS=${KEYS}${PROFILE ? ' BENCH_PROFILE=1' : ''} npm run bench:ingest`,
+  return {
+    command: benchCommand('bench:ingest'),
     date: new Date().toISOString(),
-    machine: machine(stack, clickhouseVersion),
+    machine,
     config: {
       seconds: SECONDS,
       rounds: ROUNDS,
       warmupSeconds: WARMUP_SECONDS,
       connections: CONNECTIONS,
-      pipelining: PIPELINING,
+      pipelining: 1,
       accessKeys: KEYS,
     },
     scenarios,
     gatewayPeakRssMB,
-    baselinePeakRssMB,
-    kafka: kafkaCheck,
-    targets: checkTargets(scenarios, gatewayPeakRssMB),
+    baselinePeakRssMB: mb(servers.baseline.rss.peak()),
+    kafka,
+    targets: [
+      check(
+        'single-event throughput (gateway)',
+        `>= ${r(TARGETS.singleRps)} req/s`,
+        `${r(single.gateway.rps)} req/s`,
+        single.gateway.rps >= TARGETS.singleRps,
+        single.gateway,
+      ),
+      check(
+        '100-event batch throughput (gateway)',
+        `>= ${r(TARGETS.batchEps)} events/s`,
+        `${r(batch.gateway.eps)} events/s`,
+        batch.gateway.eps >= TARGETS.batchEps,
+        batch.gateway,
+      ),
+      check(
+        'gateway / baseline, single events',
+        `>= ${TARGETS.ratio}x`,
+        `${single.ratio.toFixed(2)}x`,
+        single.ratio >= TARGETS.ratio,
+        single.gateway,
+        single.baseline,
+      ),
+      check(
+        'gateway / baseline, 100-event batches',
+        `>= ${TARGETS.ratio}x`,
+        `${batch.ratio.toFixed(2)}x`,
+        batch.ratio >= TARGETS.ratio,
+        batch.gateway,
+        batch.baseline,
+      ),
+      check(
+        `p99 at half the max rate (${r(rate)} req/s)`,
+        `<= ${TARGETS.p99Ms} ms`,
+        `${half.gateway.p99} ms`,
+        half.gateway.p99 <= TARGETS.p99Ms,
+        half.gateway,
+      ),
+      check(
+        'gateway peak RSS under load',
+        `<= ${TARGETS.rssMB} MB`,
+        `${gatewayPeakRssMB} MB`,
+        gatewayPeakRssMB <= TARGETS.rssMB,
+      ),
+    ],
     clean,
-    warmupFailures,
+    warmupFailures: ctx.warmupFailures,
   };
-
-  const file = join(ROOT, 'BENCHMARKS.md');
-  writeSection(file, renderSection(report));
-  log(`wrote ${file} (${Math.round((Date.now() - started) / 1000)} s in all)`);
-
-  process.stdout.write(`${figuresTable(report)}\n\n${targetsTable(report)}\n\n`);
-  if (!clean) process.stdout.write('SOME REQUESTS FAILED: see "failed requests" above.\n\n');
-  process.stdout.write(`${JSON.stringify(report)}\n`);
-  keepLogs = !clean || PROFILE;
-  return clean ? 0 : 1;
 }
 
-let code = 1;
-try {
-  code = await main();
-} catch (err) {
-  log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-} finally {
-  await cleanup();
-}
-process.exit(code);
+const cleanups = new Cleanups(log);
+await finish(() => main(cleanups), {
+  log,
+  cleanups,
+  section: { file: BENCHMARKS_MD, name: 'bench:ingest', title: '# Benchmarks\n', render: renderSection },
+  tables: (report) =>
+    `${figuresTable(report)}\n\n${targetsTable(report)}${report.clean ? '' : '\n\nSOME REQUESTS FAILED: see "failed requests" above.'}`,
+  ok: (report) => report.clean,
+});

@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { markdown } from './common.js';
+import { fmt, markdown } from '../../harness/report.js';
+import type { Machine } from '../../harness/run.js';
 
 export type Target = 'gateway' | 'baseline';
 
@@ -73,15 +73,6 @@ export interface TargetCheck {
   note?: string;
 }
 
-export interface Machine {
-  nproc: number;
-  cpuModel: string;
-  memoryGiB: number;
-  node: string;
-  kafka: string;
-  clickhouse: string;
-}
-
 export interface Report {
   command: string;
   date: string;
@@ -106,17 +97,9 @@ export interface Report {
 /** "Other CPU" (% of one core) above which a run counts as disturbed by the rest of the machine. */
 export const DISTURBED_CPU = 15;
 
-export const START = '<!-- bench:ingest -->';
-export const END = '<!-- /bench:ingest -->';
-
 export function failureCount(f: Failures): number {
   return f.non2xx + f.errors + f.badBodies;
 }
-
-const fmt = (n: number, digits = 0): string =>
-  Number.isFinite(n)
-    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
-    : '-';
 
 function failText(f: Failures): string {
   if (failureCount(f) === 0) return '0';
@@ -188,7 +171,6 @@ export function renderSection(r: Report): string {
     )
     .join('; ');
   return markdown([
-    START,
     '## Ingest gateway: throughput, latency, memory',
     '',
     `Command: \`${r.command}\``,
@@ -200,8 +182,8 @@ export function renderSection(r: Report): string {
       `per server and scenario, gateway and baseline alternating, after a ${c.warmupSeconds} s warm-up of each; ` +
       `${c.accessKeys} access keys, one per connection`,
     '',
-    'The **gateway** is `services/ingest-gateway/src/main.ts` in its own process (LOG_LEVEL=warn). The **baseline**',
-    '(`bench/baseline-server.ts`, another process) does the same work per request on bare `node:http`: key check',
+    'The **gateway** is `services/ingest-gateway/dist/main.js` in its own process (LOG_LEVEL=warn). The **baseline**',
+    '(`bench/ingest/baseline.ts`, another process) does the same work per request on bare `node:http`: key check',
     '(KeyStore), body read, `parseBody`, ajv validation, one Kafka message per event, one kafkajs `send` with',
     '`acks: -1` awaited before answering 200. Figures are medians over the rounds; requests/s counts 200 answers',
     '(every one checked to be `{"success":true,"data":null}`); latency is what the load generator saw, in whole ms;',
@@ -232,27 +214,12 @@ export function renderSection(r: Report): string {
     `- The machine has ${m.nproc} cores, shared by the load generator (one Node process), the server under test,`,
     '  the idle other server, Kafka (JVM) and ClickHouse: the figures are lower bounds for a server with cores of',
     '  its own, and the gateway/baseline ratio is the figure that carries over best.',
-    '- Both servers run TypeScript through the tsx loader (`--import tsx`), as the command line asks; RSS includes',
-    '  the loader. Production runs the compiled `dist/` with plain node.',
+    '- Both servers run compiled (`npm run build` = `tsc -b`, which the command runs first) under plain node, as',
+    '  production does: the gateway from `services/ingest-gateway/dist/`, the baseline from `.tsout/bench/ingest/`.',
     '- Kafka is one local broker, replication factor 1, so `acks=all` waits for one replica only.',
     "- Each connection sends with its own access key: the gateway limits each key's request rate",
     '  (`RATE_LIMIT_PER_SECOND`), so a single key would measure the limiter, not the capacity.',
     '- Half-rate latency: autocannon `overallRate` at half the single-event max measured above, with',
     '  coordinated-omission correction (a late request counts the delay it caused to the ones after it).',
-    END,
   ]);
-}
-
-/** Replaces only the marked section of the file (created, or appended, when missing). */
-export function writeSection(file: string, section: string): void {
-  const text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
-  const start = text.indexOf(START);
-  const end = text.indexOf(END, start === -1 ? 0 : start);
-  let next: string;
-  if (start !== -1 && end !== -1) {
-    next = text.slice(0, start) + section + text.slice(end + END.length);
-  } else {
-    next = `${text.replace(/\n*$/, '\n\n')}${section}\n`;
-  }
-  writeFileSync(file, next);
 }

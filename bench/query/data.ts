@@ -7,14 +7,17 @@
 import { randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@telemetry/platform';
 import { sqlIdentifier, sqlNumber } from '@telemetry/platform';
-import { MonitorStore, placeholderMonitor } from '@telemetry/store';
-import { checksSql, toIsoSeconds, type CheckRow } from '@telemetry/query-service';
-// Not exported by the package: the summary route's SQL, imported from its module.
-import { summarySql } from '../services/query-service/src/summary.route.js';
-import { countOf, type HttpClient, type Op, type Outcome, type Reply } from './query-load.js';
-
-type ChecksQuery = Parameters<typeof checksSql>[1];
-type SummaryQuery = Parameters<typeof summarySql>[1];
+import { toIsoSeconds } from '@telemetry/contract';
+import {
+  checksSql,
+  MonitorStore,
+  placeholderMonitor,
+  summarySql,
+  type CheckHistoryRow,
+  type ChecksQuery,
+  type SummaryQuery,
+} from '@telemetry/store';
+import { countOf, type HttpClient, type Op, type Outcome, type Reply } from '../../harness/load.js';
 
 const HOUR = 3600;
 const DAY = 86_400;
@@ -552,7 +555,7 @@ export async function verifyEquivalence(
     const rows = d.body
       .split('\n')
       .filter((l) => l !== '')
-      .map((l) => JSON.parse(l) as CheckRow);
+      .map((l) => JSON.parse(l) as CheckHistoryRow);
     const want = rows.slice(0, fx.limit).map((r) => `${r.id}@${toIsoSeconds(Number(r.ts))}`);
     const got = s.data.map((c) => `${c.id}@${c.created_at}`);
     if (JSON.stringify(want) !== JSON.stringify(got) || rows.length > fx.limit !== (s.next_cursor !== null)) {

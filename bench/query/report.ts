@@ -2,11 +2,9 @@
  * Figures of `npm run bench:query`: aggregation over rounds, targets, and the section
  * between the bench:query markers of BENCHMARKS.md (other sections are left as they are).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { latencyFigures, type LatencyFigures, type LoadResult } from './query-load.js';
-
-export const START = '<!-- bench:query -->';
-export const END = '<!-- /bench:query -->';
+import { latencyFigures, type LoadResult } from '../../harness/load.js';
+import { fmt, type Quantiles as LatencyFigures } from '../../harness/report.js';
+import type { Machine } from '../../harness/run.js';
 
 export type Side = 'service' | 'direct';
 
@@ -172,15 +170,6 @@ export interface Target {
   met: boolean;
 }
 
-export interface Machine {
-  cpus: number;
-  cpuModel: string;
-  memoryGiB: number;
-  node: string;
-  clickhouse: string;
-  kafka: string;
-}
-
 export interface ReportInput {
   command: string;
   date: string;
@@ -284,13 +273,12 @@ export function renderSection(r: ReportInput): string {
   const met = r.targets.filter((t) => t.met).length;
   const m = r.machine;
   const lines = [
-    START,
     '## Query service: check history and summaries against ClickHouse',
     '',
     `Command: \`${r.command}\``,
     '',
     `- Date: ${r.date}`,
-    `- Machine: ${m.cpus} CPUs (${m.cpuModel}), ${m.memoryGiB} GiB memory, Node ${m.node}, ClickHouse ${m.clickhouse}, Kafka ${m.kafka} (started by the harness, idle here)`,
+    `- Machine: ${m.nproc} CPUs (${m.cpuModel}), ${fmt(m.memoryGiB, 1)} GiB memory, Node ${m.node}, ClickHouse ${m.clickhouse}, Kafka ${m.kafka} (started by the harness, idle here)`,
     ...Object.entries(r.data).map(([k, v]) => `- ${k}: ${typeof v === 'number' ? n0(v) : v}`),
     '',
     ...r.method,
@@ -322,19 +310,6 @@ export function renderSection(r: ReportInput): string {
     '### Notes',
     '',
     ...r.notes.map((n) => `- ${n}`),
-    END,
   ];
   return lines.join('\n');
-}
-
-/** Replaces the bench:query section of `file` (appends it when the markers are missing). */
-export function writeSection(file: string, section: string): void {
-  const current = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
-  const a = current.indexOf(START);
-  const b = current.indexOf(END);
-  const next =
-    a !== -1 && b > a
-      ? current.slice(0, a) + section + current.slice(b + END.length)
-      : `${current.replace(/\n*$/, '\n')}\n${section}\n`;
-  writeFileSync(file, next);
 }

@@ -1,13 +1,13 @@
 /**
  * `npm run bench:runner`: how many checks per second one check-runner process runs on
  * time, with how much interval jitter, CPU and memory, next to a minimal baseline doing
- * the same essential work (bench/runner-baseline.ts).
+ * the same essential work (bench/runner/baseline.ts).
  *
- *   1. starts the stack (tools/devstack) and the target (bench/runner-target.ts, its own
+ *   1. starts the stack (tools/devstack) and the target (bench/runner/target.ts, its own
  *      process: answers 200 `ok` at once and records every arrival);
  *   2. per level (BENCH_RUNNER_MONITORS): a fresh database and topics, N monitors saved
  *      with MonitorStore.saveMany (interval 1 s, timeout 500 ms, URL /m/<id> of the target);
- *   3. starts one check runner as production does (serviceCommand('check-runner')), waits
+ *   3. starts one check runner compiled, as production runs it (dist/main.js under plain node), waits
  *      until it owns every partition of the monitor-changes topic and the target has seen
  *      every monitor, warms up, measures a window, stops it;
  *   4. the same with the baseline, same monitors, same window;
@@ -24,35 +24,47 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import { createClickHouse, createKafka, createLogger, sqlIdentifier, type ClickHouseClient } from '@telemetry/platform';
 import { DEFAULT_MONITOR, MonitorStore, newMonitorId, newWebhookSecret, type StoredMonitor } from '@telemetry/store';
 import { runnerSpec } from '@telemetry/check-runner';
-import { provision } from '../tools/devstack/provision.js';
-import { SOURCE_NODE_ARGS } from '../tools/devstack/service-command.js';
-import { freePort, KAFKA_VERSION, startStack, type Stack } from '../tools/devstack/stack.js';
-import { benchCommand, Cleanups, envNumber, finish, serviceEnv } from './common.js';
-import { quantiles } from './consume-freshness.js';
-import { CpuMeter, metricSum, ServiceProcess } from './consume-proc.js';
-import { fmt } from './consume-report.js';
-import { ChildServer, childPid, cpuSeconds } from './proc.js';
-import type { Machine } from './report.js';
+import { provision } from '../../tools/devstack/provision.js';
+import type { Stack } from '../../tools/devstack/stack.js';
+import {
+  build,
+  Child,
+  freePort,
+  metricSum,
+  scriptCommand,
+  serviceCommand,
+  sleep,
+  until,
+} from '../../harness/processes.js';
+import { BENCHMARKS_MD, fmt, quantiles } from '../../harness/report.js';
+import {
+  benchCommand,
+  benchStack,
+  Cleanups,
+  envNumber,
+  finish,
+  logger,
+  pipelineTopics,
+  serviceEnv,
+  SMOKE,
+} from '../../harness/run.js';
+import { cpuMeter, mb } from '../../harness/sampler.js';
 import {
   levelNotes,
   levelTable,
   renderSection,
-  SECTION,
   type KafkaCheck,
   type Level,
   type RunnerReport,
   type Side,
   type SideFigures,
-} from './runner-report.js';
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+} from './report.js';
 
 function envLevels(name: string, fallback: number[]): number[] {
   const raw = process.env[name];
@@ -64,9 +76,9 @@ function envLevels(name: string, fallback: number[]): number[] {
   });
 }
 
-const LEVELS = envLevels('BENCH_RUNNER_MONITORS', [500, 2000]);
-const SECONDS = envNumber('BENCH_RUNNER_SECONDS', 30, 1, true);
-const WARMUP_SECONDS = envNumber('BENCH_RUNNER_WARMUP_SECONDS', 5, 0, true);
+const LEVELS = envLevels('BENCH_RUNNER_MONITORS', SMOKE ? [20] : [500, 2000]);
+const SECONDS = envNumber('BENCH_RUNNER_SECONDS', 30, 1, true, 3);
+const WARMUP_SECONDS = envNumber('BENCH_RUNNER_WARMUP_SECONDS', 5, 0, true, 0);
 const INTERVAL_SECONDS = envNumber('BENCH_RUNNER_INTERVAL_SECONDS', 1, 1, true);
 const TIMEOUT_MS = envNumber('BENCH_RUNNER_TIMEOUT_MS', 500, 100, true);
 const PARTITIONS = envNumber('BENCH_RUNNER_PARTITIONS', 6, 1, true);
@@ -76,21 +88,7 @@ const SKIP_REASONS = ['overlap', 'busy', 'unpublished', 'handed_over'] as const;
 const START_DELAY = 'runner_check_start_delay_seconds';
 if (TIMEOUT_MS > INTERVAL_SECONDS * 1000) throw new Error('BENCH_RUNNER_TIMEOUT_MS must not exceed the interval');
 
-const log = (line: string): void => {
-  process.stderr.write(`[bench:runner] ${line}\n`);
-};
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const mb = (kib: number): number => Math.round(kib / 1024);
-
-/** Polls `probe` every 200 ms until it returns true; fails after `timeoutMs` with `what()`. */
-async function until(what: () => string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await probe()) return;
-    await sleep(200);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms: ${what()}`);
-}
+const log = logger('bench:runner');
 
 // ------------------------------------------------------------------ the target
 
@@ -106,7 +104,7 @@ interface TargetWindow extends TargetStats {
 }
 
 class Target {
-  constructor(readonly server: ChildServer) {}
+  constructor(readonly server: Child) {}
 
   private async call<T>(path: string, method = 'GET'): Promise<T> {
     const r = await fetch(`${this.server.url}${path}`, { method, signal: AbortSignal.timeout(30_000) });
@@ -131,12 +129,10 @@ class Target {
     await this.reset();
     let last: TargetStats | undefined;
     await until(
-      () => `the target saw ${last?.monitors ?? 0} of ${monitors} monitors`,
-      async () => {
-        last = await this.stats();
-        return last.monitors >= monitors;
-      },
+      () => `the target to see every monitor (${last?.monitors ?? 0} of ${monitors})`,
+      async () => ((last = await this.stats()).monitors >= monitors ? true : undefined),
       timeoutMs,
+      200,
     );
   }
 }
@@ -190,24 +186,14 @@ interface Counters {
   metrics?: string;
 }
 
-/** A side's process (ServiceProcess and ChildServer both are). */
-interface SideProcess {
-  readonly pid: number;
-  readonly running: boolean;
-  readonly spec: { logFile: string };
-  stop(): Promise<void>;
-}
-
 /** The side under test, spawned: how the measurement reads and stops it. */
 interface Subject {
   side: Side;
-  proc: SideProcess;
+  proc: Child;
   topic: string;
   /** Resolves once it is ready to check (runner: owns every partition). */
   ready: () => Promise<void>;
   counters: () => Promise<Counters>;
-  /** Starts a window of RSS samples; the returned function gives its peak and the life's, in KiB. */
-  rssWindow: () => () => { window: number; life: number };
 }
 
 interface Context {
@@ -216,6 +202,7 @@ interface Context {
   target: Target;
   logDir: string;
   pids: { kafka?: number; clickhouse?: number };
+  cleanups: Cleanups;
 }
 
 async function measure(ctx: Context, s: Subject, monitors: number, spawnedAt: number): Promise<SideFigures> {
@@ -228,23 +215,15 @@ async function measure(ctx: Context, s: Subject, monitors: number, spawnedAt: nu
   const before = await s.counters();
   const messagesBefore = await topicMessages(ctx.kafka, s.topic);
   await target.reset();
-  const rss = s.rssWindow();
-  const cpu = new CpuMeter({
-    [s.side]: s.proc.pid,
-    target: target.server.pid,
-    kafka: ctx.pids.kafka,
-    clickhouse: ctx.pids.clickhouse,
-    bench: process.pid,
-  });
-  const cpu0 = cpuSeconds(s.proc.pid) ?? NaN;
-  await sleep(SECONDS * 1000);
-  const cpuWindow = cpu.stop();
-  const used = (cpuSeconds(s.proc.pid) ?? NaN) - cpu0;
-  const peak = rss();
+  const from = performance.now();
+  const cpu = cpuMeter({ [s.side]: s.proc.pid, target: target.server.pid, ...ctx.pids });
+  await sleep(SECONDS * 1000); // the measured window
+  const cpuWindow = cpu();
+  const used = ((cpuWindow.processes[s.side] ?? NaN) * cpuWindow.seconds) / 100;
   const w = await target.window();
   const after = await s.counters();
   const messagesAfter = await topicMessages(ctx.kafka, s.topic);
-  if (!s.proc.running) throw new Error(`${s.side} exited during the window; see ${s.proc.spec.logFile}`);
+  if (!s.proc.running) throw new Error(`${s.side} exited during the window; see ${s.proc.logFile}`);
 
   const whole = w.perSecond.slice(0, Math.floor(w.seconds));
   const required = monitors / INTERVAL_SECONDS;
@@ -266,8 +245,8 @@ async function measure(ctx: Context, s: Subject, monitors: number, spawnedAt: nu
     cpuPercent: (used / cpuWindow.seconds) * 100,
     cpuMsPerCheck: (used * 1000) / w.requests,
     cpu: cpuWindow,
-    peakRssMB: mb(peak.window),
-    lifePeakRssMB: mb(peak.life),
+    peakRssMB: Math.round(mb(s.proc.rss.peak(from))),
+    lifePeakRssMB: Math.round(mb(s.proc.rss.peak())),
     warmupSeconds,
   };
   if (before.metrics !== undefined && after.metrics !== undefined) {
@@ -297,14 +276,8 @@ async function measure(ctx: Context, s: Subject, monitors: number, spawnedAt: nu
 interface LevelSetup {
   database: string;
   group: string;
-  topics: {
-    checks: string;
-    alerts: string;
-    monitorChanges: string;
-    events: string;
-    deadLetter: string;
-    baselineChecks: string;
-  };
+  topics: ReturnType<typeof pipelineTopics>;
+  baselineChecks: string;
   monitorsFile: string;
 }
 
@@ -314,12 +287,12 @@ async function runSide(
   monitors: number,
   spawn: (port: number) => Subject,
 ): Promise<[SideFigures, KafkaCheck]> {
-  const port = await freePort();
-  const spawnedAt = performance.now();
-  const s = spawn(port);
+  const s = spawn(await freePort());
+  ctx.cleanups.push(() => s.proc.close());
   try {
+    await s.proc.start().ready(60_000);
     await s.ready();
-    const figures = await measure(ctx, s, monitors, spawnedAt);
+    const figures = await measure(ctx, s, monitors, s.proc.spawnedAt);
     const { acked } = await s.counters();
     await s.proc.stop();
     const messages = await topicMessages(ctx.kafka, s.topic);
@@ -330,38 +303,33 @@ async function runSide(
 }
 
 function spawnRunner(ctx: Context, l: LevelSetup, monitors: number, port: number): Subject {
-  const runner = new ServiceProcess({
+  const runner = new Child({
     name: 'check-runner',
-    service: 'check-runner',
-    cwd: ROOT,
+    command: serviceCommand('check-runner', true),
     env: serviceEnv(ctx.stack, l.database, port, {
+      ...l.topics.env,
       CLICKHOUSE_USER: ctx.stack.clickhouseReader.user,
       CLICKHOUSE_PASSWORD: ctx.stack.clickhouseReader.password,
-      CHECKS_TOPIC: l.topics.checks,
-      ALERTS_TOPIC: l.topics.alerts,
-      MONITOR_CHANGES_TOPIC: l.topics.monitorChanges,
       RUNNER_GROUP_ID: l.group,
       WEBHOOK_GROUP_ID: `${l.group}-webhooks`,
       RUNNER_ID: `bench-${monitors}`,
     }),
-    port,
+    url: `http://127.0.0.1:${port}`,
     logFile: join(ctx.logDir, `runner-${monitors}.log`),
   });
-  const checks = `topic="${l.topics.checks}"`;
+  const checks = `topic="${l.topics.topics.checks}"`;
   return {
     side: 'runner',
     proc: runner,
-    topic: l.topics.checks,
+    topic: l.topics.topics.checks,
     ready: async () => {
-      await runner.ready();
       let owned = 0;
       await until(
-        () => `the runner owns ${owned} of ${PARTITIONS} partitions; see ${runner.spec.logFile}`,
-        async () => {
-          owned = metricSum(await runner.metrics(), 'runner_owned_partitions');
-          return owned === PARTITIONS;
-        },
+        () => `the runner to own all ${PARTITIONS} partitions (${owned}); see ${runner.logFile}`,
+        async () =>
+          (owned = metricSum(await runner.metrics(), 'runner_owned_partitions')) === PARTITIONS ? true : undefined,
         60_000,
+        200,
       );
     },
     counters: async () => {
@@ -374,10 +342,6 @@ function spawnRunner(ctx: Context, l: LevelSetup, monitors: number, port: number
         acked: metricSum(m, 'kafka_produced_messages_total', [checks, 'result="acked"']),
         metrics: m,
       };
-    },
-    rssWindow: () => {
-      const from = performance.now() - runner.spawnedAt;
-      return () => ({ window: runner.peakKiB(from), life: runner.peakKiB() });
     },
   };
 }
@@ -392,35 +356,22 @@ interface BaselineStats {
 }
 
 function spawnBaseline(ctx: Context, l: LevelSetup, monitors: number, port: number): Subject {
-  const baseline = new ChildServer({
+  const baseline = new Child({
     name: 'baseline',
-    args: [...SOURCE_NODE_ARGS, 'bench/runner-baseline.ts'],
-    cwd: ROOT,
-    port,
+    command: scriptCommand('bench/runner/baseline.ts', true),
+    url: `http://127.0.0.1:${port}`,
     logFile: join(ctx.logDir, `baseline-${monitors}.log`),
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: ctx.stack.kafkaBrokers,
-      CHECKS_TOPIC: l.topics.baselineChecks,
-      MONITORS_FILE: l.monitorsFile,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-    },
+    env: serviceEnv(ctx.stack, l.database, port, { CHECKS_TOPIC: l.baselineChecks, MONITORS_FILE: l.monitorsFile }),
   });
-  process.once('exit', () => baseline.kill());
   return {
     side: 'baseline',
     proc: baseline,
-    topic: l.topics.baselineChecks,
-    ready: () => baseline.ready(),
+    topic: l.baselineChecks,
+    ready: () => Promise.resolve(),
     counters: async () => {
       const r = await fetch(`${baseline.url}/stats`, { signal: AbortSignal.timeout(5000) });
       const s = (await r.json()) as BaselineStats;
       return { published: s.produced, notUp: s.down, kafkaFailed: s.failed, acked: s.produced };
-    },
-    rssWindow: () => {
-      baseline.resetWindow();
-      return () => ({ window: baseline.windowPeakKiB, life: baseline.peakKiB });
     },
   };
 }
@@ -431,21 +382,15 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
   const setup: LevelSetup = {
     database: prefix,
     group: `${prefix}-runners`,
-    topics: {
-      checks: `${prefix}.checks`,
-      alerts: `${prefix}.alerts`,
-      monitorChanges: `${prefix}.monitor-changes`,
-      events: `${prefix}.events`,
-      deadLetter: `${prefix}.dead-letter`,
-      baselineChecks: `${prefix}.checks-baseline`,
-    },
+    topics: pipelineTopics(prefix),
+    baselineChecks: `${prefix}.checks-baseline`,
     monitorsFile: join(ctx.logDir, `monitors-${monitors}.json`),
   };
   log(`${fmt(monitors)} monitors: database ${setup.database}, topics ${prefix}.*`);
   const logger = createLogger({ service: 'bench-runner', level: 'warn', stream: process.stderr });
   await provision(ctx.stack, {
     database: setup.database,
-    topics: Object.values(setup.topics),
+    topics: [...setup.topics.list, setup.baselineChecks],
     partitions: PARTITIONS,
     logger,
   });
@@ -474,7 +419,6 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
 
   log(`  runner (one process)...`);
   const [runner, runnerKafka] = await runSide(ctx, monitors, (port) => spawnRunner(ctx, setup, monitors, port));
-  await sleep(1000);
   log(`  baseline...`);
   const [baseline, baselineKafka] = await runSide(ctx, monitors, (port) => spawnBaseline(ctx, setup, monitors, port));
   if (ctx.stack.mode === 'external') {
@@ -496,46 +440,26 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
 // ------------------------------------------------------------------ main
 
 async function main(cleanups: Cleanups): Promise<RunnerReport> {
+  await build(log);
   const logDir = mkdtempSync(join(tmpdir(), 'bench-runner-'));
   log(`levels ${LEVELS.join(', ')} monitors, ${SECONDS} s windows; logs in ${logDir}`);
-  const stack = await startStack({ log: (l) => log(`stack: ${l}`) });
-  cleanups.push(() => stack.stop());
-  const logger = createLogger({ service: 'bench-runner', level: 'warn', stream: process.stderr });
-  const kafka = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'bench-runner', logger });
+  const { stack, pids, machine } = await benchStack(cleanups, log);
+  const quiet = createLogger({ service: 'bench-runner', level: 'warn', stream: process.stderr });
+  const kafka = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'bench-runner', logger: quiet });
   const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: 'default' });
   cleanups.push(() => admin.close());
-
   const targetPort = await freePort();
-  const server = new ChildServer({
+  const server = new Child({
     name: 'target',
-    args: [...SOURCE_NODE_ARGS, 'bench/runner-target.ts'],
-    cwd: ROOT,
-    port: targetPort,
+    command: scriptCommand('bench/runner/target.ts', true),
+    url: `http://127.0.0.1:${targetPort}`,
     logFile: join(logDir, 'target.log'),
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(targetPort) },
   });
-  cleanups.push(() => server.stop());
-  process.once('exit', () => server.kill());
-  await server.ready();
-  const ctx: Context = {
-    stack,
-    kafka,
-    target: new Target(server),
-    logDir,
-    // /proc truncates command names to 15 characters.
-    pids: { kafka: childPid(process.pid, 'java'), clickhouse: childPid(process.pid, 'clickhouse-serv') },
-  };
-  log(`stack ${stack.mode}; target ${server.url} (pid ${server.pid}); kafka pid ${ctx.pids.kafka}`);
-
-  const rs = await admin.query({ query: 'SELECT version() AS v', format: 'JSONEachRow' });
-  const machine: Machine = {
-    nproc: cpus().length,
-    cpuModel: (cpus()[0]?.model ?? 'unknown').trim(),
-    memoryGiB: totalmem() / 1024 ** 3,
-    node: process.version,
-    kafka: stack.mode === 'local' ? KAFKA_VERSION : `${stack.mode} (${stack.kafkaBrokers})`,
-    clickhouse: (await rs.json<{ v: string }>())[0]?.v ?? 'unknown',
-  };
+  cleanups.push(() => server.close());
+  await server.start().ready();
+  const ctx: Context = { stack, kafka, target: new Target(server), logDir, pids, cleanups };
+  log(`target ${server.url} (pid ${server.pid})`);
 
   const levels: Level[] = [];
   for (const n of LEVELS) levels.push(await level(ctx, admin, n));
@@ -563,7 +487,7 @@ const cleanups = new Cleanups(log);
 await finish(() => main(cleanups), {
   log,
   cleanups,
-  section: { name: SECTION, render: renderSection },
+  section: { file: BENCHMARKS_MD, name: 'bench:runner', title: '# Benchmarks\n', render: renderSection },
   tables: (report) =>
     report.levels.map((l) => `${fmt(l.monitors)} monitors\n\n${levelTable(l)}\n\n${levelNotes(l)}`).join('\n\n'),
   ok: (report) => report.clean,

@@ -2,13 +2,12 @@
  * Figures of `npm run bench:runner` and its section of BENCHMARKS.md (between
  * `<!-- bench:runner -->` and `<!-- /bench:runner -->`; other sections are left alone).
  */
-import { markdown } from './common.js';
-import { fmt } from './consume-report.js';
-import type { Quantiles } from './consume-freshness.js';
-import type { CpuWindow } from './consume-proc.js';
-import { DISTURBED_CPU, type Machine } from './report.js';
+import { fmt, markdown, type Quantiles } from '../../harness/report.js';
+import type { Machine } from '../../harness/run.js';
+import type { CpuWindow } from '../../harness/sampler.js';
 
-export const SECTION = 'bench:runner';
+/** "Other CPU" (% of one core) above which a window counts as disturbed by the rest of the machine. */
+const DISTURBED_CPU = 15;
 
 export type Side = 'runner' | 'baseline';
 
@@ -224,14 +223,14 @@ export function renderSection(r: RunnerReport): string {
       `(one KRaft broker), ClickHouse ${m.clickhouse}`,
     `- Monitors: ${c.levels.map((n) => fmt(n)).join(' and ')}, registered with \`MonitorStore.saveMany\` in a fresh ` +
       `database per level; interval ${c.intervalSeconds} s, timeout ${fmt(c.timeoutMs)} ms, each pointing at ` +
-      '`/m/<id>` of the target (bench/runner-target.ts, its own process: 200 `ok` at once, every arrival recorded)',
+      '`/m/<id>` of the target (bench/runner/target.ts, its own process: 200 `ok` at once, every arrival recorded)',
     `- Per level and side: warm-up until the runner owns all ${c.partitions} partitions of the monitor-changes ` +
       `topic (\`runner_owned_partitions\`) and the target has seen every monitor, then ${c.warmupSeconds} s more, ` +
       `then a ${c.seconds} s window; the runner first, then the baseline, one after the other`,
     '',
-    'The **check runner** is one `services/check-runner/src/main.ts` process started as in production',
-    "(`serviceCommand('check-runner')`, LOG_LEVEL=warn, its own consumer groups, the read-only ClickHouse user,",
-    `MAX_CONCURRENT_CHECKS=${fmt(c.maxConcurrentChecks)}). The **baseline** (\`bench/runner-baseline.ts\`, its own process) does the`,
+    'The **check runner** is one process started as in production',
+    '(`services/check-runner/dist/main.js`, compiled, plain node; LOG_LEVEL=warn, its own consumer groups, the read-only ClickHouse user,',
+    `MAX_CONCURRENT_CHECKS=${fmt(c.maxConcurrentChecks)}). The **baseline** (\`bench/runner/baseline.ts\`, its own process) does the`,
     "essential work without our scheduling: for each monitor, from the runner's phase on, a `setInterval` of the",
     'interval, one GET on a fresh connection (node:http, `agent: false`) and then one kafkajs `send` with',
     '`acks: -1` of the JSON check message (one send per check; its own topic of the same partitions). The runner',
@@ -252,7 +251,8 @@ export function renderSection(r: RunnerReport): string {
     `- One ${m.nproc}-core machine runs the side under test, the target, Kafka, ClickHouse and this command; the`,
     '  target accepts every check on a new TCP connection, so its CPU grows with the rate too.',
     '- One window per side and level, runner first: run the command again to see the spread.',
-    '- Both processes run TypeScript through the tsx loader; production runs the compiled `dist/`.',
+    '- Both sides (and the target) run compiled (`npm run build` = `tsc -b`, which the command runs first) under',
+    '  plain node, as production does: the runner from `services/check-runner/dist/`, the others from `.tsout/bench/runner/`.',
     '- Kafka is one local broker, replication factor 1: `acks=-1` waits for one replica only.',
   ]);
 }

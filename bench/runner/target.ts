@@ -9,7 +9,7 @@
  *   GET  /stats   {"requests","monitors","seconds"}: since the last reset
  *   GET  /window  the same, plus requests per whole second and each monitor's arrivals
  *
- * Configured with PORT and HOST (127.0.0.1). Started by bench/runner.ts; SIGTERM stops it.
+ * Configured with PORT and HOST (127.0.0.1). Started (compiled) by bench/runner/main.ts; SIGTERM stops it.
  */
 import { createServer, type ServerResponse } from 'node:http';
 

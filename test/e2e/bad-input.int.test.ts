@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { request } from 'node:http';
 import { expect } from 'chai';
-import { writeSection } from '../../tools/devstack/sections.js';
+import { writeSection } from '../../harness/report.js';
 import {
   eventually,
   newKey,

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { writeSection } from '../../tools/devstack/sections.js';
+import { writeSection } from '../../harness/report.js';
 import {
   eventually,
   newKey,

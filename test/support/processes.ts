@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { serviceCommand, type ServiceName } from '../../tools/devstack/service-command.js';
+import { serviceCommand, type ServiceName } from '../../harness/processes.js';
 import { freePort } from '../../tools/devstack/stack.js';
 import { eventually, serviceEnv } from './fixtures.js';
 

@@ -15,7 +15,7 @@ import { createClickHouse } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
 import { writeLocalEnv } from './local-env.js';
 import { provision } from './provision.js';
-import { serviceCommand, type ServiceName } from './service-command.js';
+import { serviceCommand, type ServiceName } from '../../harness/processes.js';
 import { freePort, startStack } from './stack.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -3,10 +3,11 @@
  * holds it, and starts the recovery; run.ts does the rest (load, oracle, figures) the
  * same way for all of them.
  */
-import type { Stack } from '../devstack/stack.js';
+import { connect } from 'node:net';
+import type { Stack } from '../../tools/devstack/stack.js';
+import { sleep, until, type Child } from '../../harness/processes.js';
 import { SlowRequests, type LoadGenerator, type Outcome } from './load.js';
 import { metricSum, readiness, type Observer } from './observe.js';
-import { sleep, type ServiceProcess } from './procs.js';
 
 export interface Timings {
   /** Load before the fault, and after the recovery. */
@@ -25,13 +26,13 @@ export interface Ctx {
   /** Whether this run believes Kafka / ClickHouse are running (to heal after a failure). */
   up: { kafka: boolean; clickhouse: boolean };
   obs: Observer;
-  gateway: ServiceProcess;
-  consumer: ServiceProcess;
-  query: ServiceProcess;
+  gateway: Child;
+  consumer: Child;
+  query: Child;
   /** The second consumer of consumer-scale (its port is fixed for the run). */
-  consumer2: ServiceProcess;
+  consumer2: Child;
   /** Services that run in addition to the three (consumer-2 while it is in the group). */
-  extra: ServiceProcess[];
+  extra: Child[];
   load: LoadGenerator;
   key: string;
   source: string;
@@ -57,31 +58,6 @@ export interface Scenario {
   inject(ctx: Ctx): Promise<void>;
   /** Begins the recovery (synchronously up to its first await) and resolves when it is done. */
   recover(ctx: Ctx): Promise<void>;
-}
-
-/** Polls `probe` until it returns a value, or throws at the deadline. */
-export async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs: number,
-  everyMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`,
-      );
-    }
-    await sleep(everyMs);
-  }
 }
 
 const secondsSince = (t: number): number => Math.round((Date.now() - t) / 100) / 10;
@@ -165,7 +141,7 @@ export const scenarios: Scenario[] = [
     async recover(ctx) {
       const t = Date.now();
       ctx.background.push(watchGroup(ctx, t));
-      await ctx.consumer.start();
+      await ctx.consumer.start().ready();
     },
   },
   {
@@ -240,7 +216,7 @@ export const scenarios: Scenario[] = [
       }
     },
     async recover(ctx) {
-      await ctx.gateway.start();
+      await ctx.gateway.start().ready();
     },
   },
   {
@@ -248,7 +224,7 @@ export const scenarios: Scenario[] = [
     fault: 'a second consumer added to the group, then removed with SIGTERM (1 -> 2 -> 1)',
     async inject(ctx) {
       const t = Date.now();
-      await ctx.consumer2.start();
+      await ctx.consumer2.start().ready();
       ctx.extra.push(ctx.consumer2);
       await until(
         'two members in a stable group',
@@ -319,7 +295,6 @@ function summarize(outcomes: Outcome[]): string {
 
 /** What a new connection to `port` gets right now: `accepted` or the error code. */
 async function probeConnection(port: number): Promise<string> {
-  const { connect } = await import('node:net');
   return new Promise((resolve) => {
     const s = connect({ host: '127.0.0.1', port });
     s.once('connect', () => {

@@ -1,5 +1,4 @@
 /** The figures of a fault run, as a Markdown section of RELIABILITY.md and as JSON. */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 export interface ScenarioFigures {
   name: string;
@@ -51,9 +50,6 @@ export interface RunFigures {
   scenarios: ScenarioFigures[];
 }
 
-const OPEN = '<!-- faults -->';
-const CLOSE = '<!-- /faults -->';
-
 function fmt(n: number | null): string {
   return n === null ? '-' : String(n);
 }
@@ -84,7 +80,6 @@ export function renderSection(run: RunFigures): string {
       }${s.notes.length > 0 ? `. ${s.notes.join('. ')}` : ''}${s.findings.length > 0 ? `. **Finding:** ${s.findings.join('; ')}` : ''}${s.problems.length > 0 ? `. **Problems:** ${s.problems.join('; ')}` : ''}.`,
   );
   return [
-    OPEN,
     `Run on ${run.date} with \`${run.command}\`${run.short ? ' (short version)' : ''}, ${run.durationSeconds} s in all, on ${run.machine}. ` +
       `Result: **${run.ok ? 'pass' : 'FAIL'}**.`,
     '',
@@ -103,22 +98,5 @@ export function renderSection(run: RunFigures): string {
     'Answers other than 200, and observations:',
     '',
     ...failures,
-    CLOSE,
   ].join('\n');
-}
-
-/** Replaces the section between the markers, creating the file or the markers when missing. */
-export function writeSection(file: string, section: string): void {
-  const header =
-    '# Reliability\n\nWhat the pipeline does under faults, measured by `npm run test:faults` ' +
-    '(`tools/faults/run.ts`) on real Kafka, real ClickHouse and the real service processes. ' +
-    'The section below is rewritten by each run.\n';
-  const current = existsSync(file) ? readFileSync(file, 'utf8') : header;
-  const start = current.indexOf(OPEN);
-  const end = current.indexOf(CLOSE);
-  const next =
-    start >= 0 && end > start
-      ? current.slice(0, start) + section + current.slice(end + CLOSE.length)
-      : `${current.trimEnd()}\n\n${section}\n`;
-  writeFileSync(file, next);
 }

@@ -8,39 +8,36 @@
  * bounded (below SOAK_EVENTS_PER_SECOND x 10 s, and back near 0 after the load).
  * Writes the figures to RELIABILITY.md (section soak) and prints them as one JSON line.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { createClickHouse } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor } from '@telemetry/store';
-import { provision } from '../devstack/provision.js';
-import { writeSection } from '../devstack/sections.js';
-import { serviceCommand, type ServiceName } from '../devstack/service-command.js';
-import { freePort, startStack } from '../devstack/stack.js';
+import { provision } from '../../tools/devstack/provision.js';
+import { startStack } from '../../tools/devstack/stack.js';
+import { steadyLoops } from '../../harness/load.js';
+import { Child, freePort, serviceCommand, sleep, until, type ServiceName } from '../../harness/processes.js';
+import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
+import { envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 
-const env = process.env;
-const seconds = Number(env.SOAK_SECONDS ?? 600);
-const eventsPerSecond = Number(env.SOAK_EVENTS_PER_SECOND ?? 10_000);
+const seconds = envNumber('SOAK_SECONDS', 600, 1, false, 6);
+const eventsPerSecond = envNumber('SOAK_EVENTS_PER_SECOND', 10_000, 1, false, 400);
+/** How often memory and lag are sampled (thirds of the run are compared). */
+const sampleMs = SMOKE ? 1000 : 5000;
 const batch = 50;
 const loops = 8;
 const log = (s: string): boolean => process.stderr.write(`[soak] ${s}\n`);
 
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : 0;
-}
-
 function post(
   agent: Agent,
-  port: number,
+  url: string,
   path: string,
   headers: Record<string, string>,
   body?: string,
 ): Promise<number> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, method: body ? 'POST' : 'GET', agent, headers }, (res) => {
+    const { hostname: host, port } = new URL(url);
+    const req = request({ host, port, path, method: body ? 'POST' : 'GET', agent, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -50,76 +47,39 @@ function post(
   });
 }
 
-async function waitReady(port: number): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`service on ${port} not ready`);
-}
-
 async function main(): Promise<number> {
   const stack = await startStack();
   const run = randomBytes(3).toString('hex');
-  const names = {
-    db: `soak_${run}`,
-    events: `soak.${run}.events`,
-    checks: `soak.${run}.checks`,
-    dlq: `soak.${run}.dlq`,
-    alerts: `soak.${run}.alerts`,
-    monitorChanges: `soak.${run}.monitor-changes`,
-  };
-  const children: [ServiceName, ChildProcess][] = [];
+  const topics = pipelineTopics(`soak.${run}`);
+  const names = { db: `soak_${run}`, ...topics.topics };
+  const children: [ServiceName, Child][] = [];
   try {
-    await provision(stack, {
-      database: names.db,
-      topics: [names.events, names.checks, names.dlq, names.alerts, names.monitorChanges],
-      partitions: 6,
-    });
+    await provision(stack, { database: names.db, topics: topics.list, partitions: 6 });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.db });
     const access = (await issueKey(admin, names.db, { kind: 'telemetry', name: 'soak' })).key;
     const api = (await issueKey(admin, names.db, { kind: 'api', name: 'soak', scopes: ['checks:read'] })).key;
     // The readers ask for monitors m0..m199: they must be in the registry (paused: no runner here).
     const store = new MonitorStore(admin, names.db);
     await store.saveMany(Array.from({ length: 200 }, (_, m) => placeholderMonitor(`m${m}`)));
-    const ports: Record<Exclude<ServiceName, 'check-runner'>, number> = {
-      'ingest-gateway': await freePort(),
-      'stream-consumer': await freePort(),
-      'query-service': await freePort(),
-    };
-    for (const name of Object.keys(ports) as (keyof typeof ports)[]) {
-      const [cmd, args] = serviceCommand(name);
-      const child = spawn(cmd, args, {
-        stdio: ['ignore', 'ignore', 'inherit'],
-        env: {
-          ...env,
-          KAFKA_BROKERS: stack.kafkaBrokers,
-          CLICKHOUSE_URL: stack.clickhouseUrl,
-          CLICKHOUSE_DATABASE: names.db,
-          EVENTS_TOPIC: names.events,
-          CHECKS_TOPIC: names.checks,
-          ALERTS_TOPIC: names.alerts,
-          MONITOR_CHANGES_TOPIC: names.monitorChanges,
-          DEAD_LETTER_TOPIC: names.dlq,
-          PORT: String(ports[name]),
-          HOST: '127.0.0.1',
-          LOG_LEVEL: 'warn',
-          MIGRATE_ON_START: 'false',
-          RATE_LIMIT_PER_SECOND: '0',
-          CONSUMER_GROUP_ID: `soak-${run}`,
-          ...(name === 'query-service'
-            ? { CLICKHOUSE_USER: stack.clickhouseReader.user, CLICKHOUSE_PASSWORD: stack.clickhouseReader.password }
-            : {}),
-        },
+    for (const name of ['ingest-gateway', 'stream-consumer', 'query-service'] as const) {
+      const port = await freePort();
+      const reader = {
+        CLICKHOUSE_USER: stack.clickhouseReader.user,
+        CLICKHOUSE_PASSWORD: stack.clickhouseReader.password,
+      };
+      const env = serviceEnv(stack, names.db, port, {
+        ...topics.env,
+        RATE_LIMIT_PER_SECOND: '0',
+        CONSUMER_GROUP_ID: `soak-${run}`,
+        ...(name === 'query-service' ? reader : {}),
       });
-      children.push([name, child]);
+      children.push([
+        name,
+        new Child({ name, command: serviceCommand(name), env, url: `http://127.0.0.1:${port}` }).start(),
+      ]);
     }
-    await Promise.all(Object.values(ports).map(waitReady));
+    await Promise.all(children.map(([, c]) => c.ready(60_000)));
+    const url = Object.fromEntries(children.map(([n, c]) => [n, c.url])) as Record<ServiceName, string>;
 
     // Some check history for the readers: 200 monitors x 50 checks.
     const kafka = new Kafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'soak', logLevel: logLevel.NOTHING });
@@ -153,10 +113,12 @@ async function main(): Promise<number> {
     let seq = 0;
     let running = true;
     const source = `soak-${run}`;
-    const intervalMs = (1000 * batch * loops) / eventsPerSecond;
-    const writers = Array.from({ length: loops }, async () => {
-      let next = Date.now();
-      while (running) {
+    const headers = { 'content-type': 'application/json', 'x-access-key': access };
+    const writers = steadyLoops(
+      loops,
+      (1000 * batch * loops) / eventsPerSecond,
+      () => running,
+      async () => {
         const events = Array.from({ length: batch }, () => ({
           id: `e${seq++}`,
           source,
@@ -165,32 +127,26 @@ async function main(): Promise<number> {
         }));
         const status = await post(
           agent,
-          ports['ingest-gateway'],
+          url['ingest-gateway'],
           '/api/telemetry/events',
-          { 'content-type': 'application/json', 'x-access-key': access },
+          headers,
           JSON.stringify({ events }),
         );
         if (status === 200) acked += batch;
         else failed += batch;
-        next += intervalMs;
-        const wait = next - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        else next = Date.now();
-      }
-    });
-    const readers = Array.from({ length: 2 }, async () => {
-      while (running) {
-        const status = await post(
-          agent,
-          ports['query-service'],
-          `/api/monitors/m${Math.floor(Math.random() * 200)}/checks?limit=50`,
-          { authorization: `Bearer ${api}` },
-        );
+      },
+    );
+    const readers = steadyLoops(
+      2,
+      20,
+      () => running,
+      async () => {
+        const path = `/api/monitors/m${Math.floor(Math.random() * 200)}/checks?limit=50`;
+        const status = await post(agent, url['query-service'], path, { authorization: `Bearer ${api}` });
         reads++;
         if (status !== 200) readFailures++;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    });
+      },
+    );
 
     const kadmin = kafka.admin();
     await kadmin.connect();
@@ -205,28 +161,30 @@ async function main(): Promise<number> {
     const samples: { t: number; rss: Record<string, number>; lag: number }[] = [];
     const started = Date.now();
     while (Date.now() - started < seconds * 1000) {
-      await new Promise((r) => setTimeout(r, 5000));
-      const rss = Object.fromEntries(children.map(([n, c]) => [n, rssMiB(c.pid!)]));
+      await sleep(sampleMs);
+      const rss = Object.fromEntries(children.map(([n, c]) => [n, (c.rss.sample() ?? 0) / 1024]));
       samples.push({ t: (Date.now() - started) / 1000, rss, lag: await lag() });
       log(
         `${Math.round(samples.at(-1)!.t)} s: acked ${acked}, failed ${failed}, lag ${samples.at(-1)!.lag}, rss ${JSON.stringify(rss)}`,
       );
     }
     running = false;
-    await Promise.all([...writers, ...readers]);
+    await Promise.all([writers, readers]);
 
     // Catch up, then the oracle.
-    const deadline = Date.now() + 180_000;
     let found = 0;
-    while (Date.now() < deadline) {
-      const rs = await admin.query({
-        query: `SELECT uniqExact(client_event_id) AS n FROM events WHERE source = '${source}'`,
-        format: 'JSONEachRow',
-      });
-      found = Number((await rs.json<{ n: string }>())[0]!.n);
-      if (found >= acked) break;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
+    const count = async (): Promise<number> => {
+      const query = `SELECT uniqExact(client_event_id) AS n FROM events WHERE source = '${source}'`;
+      return (found = Number(
+        (await (await admin.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n,
+      ));
+    };
+    await until(
+      'every acknowledged event in ClickHouse',
+      async () => ((await count()) >= acked ? true : undefined),
+      180_000,
+      1000,
+    ).catch(() => log(`only ${found} of ${acked} events found after 180 s`));
     const rs = await admin.query({
       query: `SELECT count() AS n FROM events FINAL WHERE source = '${source}'`,
       format: 'JSONEachRow',
@@ -257,6 +215,7 @@ async function main(): Promise<number> {
       lagBounded: peakLag < eventsPerSecond * 10 && lagAfter <= batch * loops,
     };
     const figures = {
+      smoke: SMOKE,
       seconds,
       eventsPerSecond,
       acked,
@@ -271,31 +230,31 @@ async function main(): Promise<number> {
       checks,
       passed: Object.values(checks).every(Boolean),
     };
-    writeSection(
-      'RELIABILITY.md',
-      'soak',
-      `## Soak\n\nWritten by \`npm run test:soak\` (SOAK_SECONDS=${seconds}, SOAK_EVENTS_PER_SECOND=${eventsPerSecond}) on ${new Date().toISOString().slice(0, 16)}Z, ${stack.mode} Kafka and ClickHouse.\n\n| figure | value |\n|---|---|\n| duration | ${seconds} s |\n| events acknowledged / failed | ${acked} / ${failed} |\n| found in ClickHouse (distinct / as read with FINAL) | ${found} / ${asRead} |\n| check-history reads / failed | ${reads} / ${readFailures} |\n| peak consumer lag (messages) | ${peakLag} (after the load: ${lagAfter}) |\n${Object.entries(
-        memory,
-      )
-        .map(
-          ([n, m]) =>
-            `| ${n} RSS peak / middle third / last third | ${m.peakMiB} / ${m.middleMiB} / ${m.lastMiB} MiB |`,
+    if (!SMOKE)
+      writeSection(
+        RELIABILITY_MD,
+        'soak',
+        `## Soak\n\nWritten by \`npm run test:soak\` (SOAK_SECONDS=${seconds}, SOAK_EVENTS_PER_SECOND=${eventsPerSecond}) on ${new Date().toISOString().slice(0, 16)}Z, ${stack.mode} Kafka and ClickHouse.\n\n| figure | value |\n|---|---|\n| duration | ${seconds} s |\n| events acknowledged / failed | ${acked} / ${failed} |\n| found in ClickHouse (distinct / as read with FINAL) | ${found} / ${asRead} |\n| check-history reads / failed | ${reads} / ${readFailures} |\n| peak consumer lag (messages) | ${peakLag} (after the load: ${lagAfter}) |\n${Object.entries(
+          memory,
         )
-        .join('\n')}\n| verdict | ${
-        figures.passed
-          ? 'passed'
-          : `FAILED: ${Object.entries(checks)
-              .filter(([, v]) => !v)
-              .map(([k]) => k)
-              .join(', ')}`
-      } |`,
-      '# Reliability\n\nFigures written by the test suites themselves.\n',
-    );
+          .map(
+            ([n, m]) =>
+              `| ${n} RSS peak / middle third / last third | ${m.peakMiB} / ${m.middleMiB} / ${m.lastMiB} MiB |`,
+          )
+          .join('\n')}\n| verdict | ${
+          figures.passed
+            ? 'passed'
+            : `FAILED: ${Object.entries(checks)
+                .filter(([, v]) => !v)
+                .map(([k]) => k)
+                .join(', ')}`
+        } |`,
+        '# Reliability\n\nFigures written by the test suites themselves.\n',
+      );
     process.stdout.write(`${JSON.stringify(figures)}\n`);
     return figures.passed ? 0 : 1;
   } finally {
-    for (const [, c] of children) c.kill('SIGTERM');
-    await Promise.all(children.map(([, c]) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+    await Promise.all(children.map(([, c]) => c.stop()));
     await stack.stop();
   }
 }

@@ -5,7 +5,7 @@
  */
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { sqlIdentifier, sqlString, sqlStringList, type ClickHouseClient } from '@telemetry/platform';
-import { readyStatus, type ServiceProcess } from './procs.js';
+import { metricsText, metricSum as sumOf, readyStatus, type Child } from '../../harness/processes.js';
 
 export interface GroupProgress {
   /** Messages on the events topic (sum of the partitions' end offsets). */
@@ -130,9 +130,9 @@ export class Observer {
 }
 
 /** /readyz of every service: label -> status (200, 503, or an error name). */
-export async function readiness(services: ServiceProcess[]): Promise<Record<string, number | string>> {
+export async function readiness(services: Child[]): Promise<Record<string, number | string>> {
   const statuses = await Promise.all(services.map((s) => readyStatus(s.url)));
-  return Object.fromEntries(services.map((s, i) => [s.label, statuses[i]!]));
+  return Object.fromEntries(services.map((s, i) => [s.name, statuses[i]!]));
 }
 
 export function allReady(r: Record<string, number | string>): boolean {
@@ -141,11 +141,5 @@ export function allReady(r: Record<string, number | string>): boolean {
 
 /** The sum of a metric's samples in a service's /metrics (0 when absent). */
 export async function metricSum(url: string, name: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
-      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
+  return sumOf(await metricsText(url), name);
 }

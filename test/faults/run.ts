@@ -14,28 +14,28 @@
  *      line of stdout, and exits non-zero when a scenario lost or duplicated an event or
  *      a service did not recover. Everything it started is stopped, even on failure.
  *
- * `--short` or FAULTS_SHORT=1: shorter holds and load (for CI). FAULTS_WRITE=0: leave
- * RELIABILITY.md alone. FAULTS_ONLY=name,name: run only these scenarios. Progress goes
+ * `--short` or FAULTS_SHORT=1: shorter holds and load. `--smoke` (what `npm test` runs):
+ * the short run, and RELIABILITY.md left alone. FAULTS_WRITE=0: leave RELIABILITY.md alone. FAULTS_ONLY=name,name: run only these scenarios. Progress goes
  * to stderr; service logs (and, on failure, the servers' data and logs) stay in the log
  * directory printed at the start. Only 127.0.0.1 is used.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
-import { provision } from '../devstack/provision.js';
-import { freePort, KAFKA_VERSION, startStack, type Stack } from '../devstack/stack.js';
+import { provision } from '../../tools/devstack/provision.js';
+import { KAFKA_VERSION, startStack, type Stack } from '../../tools/devstack/stack.js';
+import { Child, freePort, serviceCommand, sleep, until, type ServiceName } from '../../harness/processes.js';
+import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
+import { pipelineTopics, SMOKE } from '../../harness/run.js';
 import { LoadGenerator, type Outcome } from './load.js';
 import { allReady, Observer, readiness, type ReadCounts } from './observe.js';
-import { ServiceProcess, sleep } from './procs.js';
-import { renderSection, writeSection, type RunFigures, type ScenarioFigures } from './report.js';
-import { scenarios, until, type Ctx, type Scenario, type Timings } from './scenarios.js';
+import { renderSection, type RunFigures, type ScenarioFigures } from './report.js';
+import { scenarios, type Ctx, type Scenario, type Timings } from './scenarios.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SHORT = process.env.FAULTS_SHORT === '1' || process.argv.includes('--short');
+const SHORT = process.env.FAULTS_SHORT === '1' || process.argv.includes('--short') || SMOKE;
 /** Findings (documented behaviour not met, nothing lost) fail the run too. */
 const STRICT = process.env.FAULTS_STRICT === '1';
 /** Keep the servers' data and logs even when the run passes. */
@@ -76,10 +76,10 @@ const log = (line: string): void => {
 };
 
 interface Services {
-  gateway: ServiceProcess;
-  consumer: ServiceProcess;
-  query: ServiceProcess;
-  consumer2: ServiceProcess;
+  gateway: Child;
+  consumer: Child;
+  query: Child;
+  consumer2: Child;
 }
 
 async function main(): Promise<number> {
@@ -88,7 +88,7 @@ async function main(): Promise<number> {
   const logDir = mkdtempSync(join(tmpdir(), `faults-${run}-`));
   const command = process.env.npm_lifecycle_event
     ? `npm run ${process.env.npm_lifecycle_event}`
-    : `tsx tools/faults/run.ts${SHORT ? ' --short' : ''}`;
+    : `tsx test/faults/run.ts${SHORT ? ' --short' : ''}`;
   log(`${SHORT ? 'short' : 'full'} run ${run}; logs in ${logDir}`);
 
   let stack: Stack | undefined;
@@ -115,20 +115,9 @@ async function main(): Promise<number> {
     stack = await startStack({ forceLocal: true, dataDir: join(logDir, 'stack'), keepData: true, log });
     const control = stack.control;
     if (!control) throw new Error('the stack has no controls (local processes are needed)');
-    const names = {
-      database: `faults_${run}`,
-      events: `faults.${run}.events`,
-      checks: `faults.${run}.checks`,
-      deadLetter: `faults.${run}.dead-letter`,
-      alerts: `faults.${run}.alerts`,
-      monitorChanges: `faults.${run}.monitor-changes`,
-      group: `faults-${run}`,
-    };
-    await provision(stack, {
-      database: names.database,
-      topics: [names.events, names.checks, names.deadLetter, names.alerts, names.monitorChanges],
-      partitions: 4,
-    });
+    const topics = pipelineTopics(`faults.${run}`);
+    const names = { database: `faults_${run}`, events: topics.topics.events, group: `faults-${run}` };
+    await provision(stack, { database: names.database, topics: topics.list, partitions: 4 });
     ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.database });
     const key = (await issueKey(ch, names.database, { kind: 'telemetry', name: 'fault suite' })).key;
     const chVersion = await clickhouseVersion(ch);
@@ -138,11 +127,7 @@ async function main(): Promise<number> {
       KAFKA_BROKERS: stack.kafkaBrokers,
       CLICKHOUSE_URL: stack.clickhouseUrl,
       CLICKHOUSE_DATABASE: names.database,
-      EVENTS_TOPIC: names.events,
-      CHECKS_TOPIC: names.checks,
-      DEAD_LETTER_TOPIC: names.deadLetter,
-      ALERTS_TOPIC: names.alerts,
-      MONITOR_CHANGES_TOPIC: names.monitorChanges,
+      ...topics.env,
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       MIGRATE_ON_START: 'false',
@@ -150,8 +135,14 @@ async function main(): Promise<number> {
     };
     // A killed consumer's partitions move after this; the default 30 s only makes the run longer.
     const consumerEnv = { ...common, CONSUMER_GROUP_ID: names.group, CONSUMER_SESSION_TIMEOUT_MS: '10000' };
-    const svc = (label: string, name: ServiceProcess['service'], port: number, env: Record<string, string>) =>
-      new ServiceProcess(label, name, port, env, logDir, ROOT);
+    const svc = (label: string, name: ServiceName, port: number, env: Record<string, string>) =>
+      new Child({
+        name: label,
+        command: serviceCommand(name),
+        env: { ...process.env, ...env, PORT: String(port) },
+        url: `http://127.0.0.1:${port}`,
+        logFile: join(logDir, `${label}.log`),
+      });
     services = {
       gateway: svc('gateway', 'ingest-gateway', await freePort(), { ...common, KAFKA_ACK_TIMEOUT_MS: '2000' }),
       consumer: svc('consumer', 'stream-consumer', await freePort(), consumerEnv),
@@ -163,7 +154,7 @@ async function main(): Promise<number> {
       consumer2: svc('consumer-2', 'stream-consumer', await freePort(), consumerEnv),
     };
     const { gateway, consumer, query } = services;
-    await Promise.all([gateway.start(DEADLINE.ready), consumer.start(DEADLINE.ready), query.start(DEADLINE.ready)]);
+    await Promise.all([gateway, consumer, query].map((s) => s.start().ready(DEADLINE.ready)));
     log(`services ready: gateway ${gateway.url}, consumer ${consumer.url}, query ${query.url}`);
 
     const obs = new Observer(ch, names.database, stack.kafkaBrokers, names.events, names.group);
@@ -194,7 +185,7 @@ async function main(): Promise<number> {
       scenarios: results,
     };
     const section = renderSection(figures);
-    if (process.env.FAULTS_WRITE !== '0') writeSection(join(ROOT, 'RELIABILITY.md'), section);
+    if (process.env.FAULTS_WRITE !== '0' && !SMOKE) writeSection(RELIABILITY_MD, 'faults', section, RELIABILITY_TITLE);
     process.stdout.write(`${section}\n`);
     // Stop everything before the last line, so that the duration covers it too.
     await cleanup();
@@ -252,7 +243,7 @@ async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigu
     problems: [],
     log,
   };
-  const running = (): ServiceProcess[] => [gateway, consumer, query, ...ctx.extra];
+  const running = (): Child[] => [gateway, consumer, query, ...ctx.extra];
   const fig: ScenarioFigures = {
     name: scenario.name,
     fault: scenario.fault,
@@ -473,7 +464,7 @@ interface Recovery {
  * From the start of the recovery: when every service answers /readyz 200, and when the
  * first batch acknowledged after that start is readable in ClickHouse (end to end again).
  */
-async function watchRecovery(ctx: Ctx, running: () => ServiceProcess[], liftAt: number): Promise<Recovery> {
+async function watchRecovery(ctx: Ctx, running: () => Child[], liftAt: number): Promise<Recovery> {
   const rec: Recovery = { liftAt };
   const deadline = liftAt + DEADLINE.recovery;
   while (Date.now() < deadline && (rec.readyAt === undefined || rec.visibleAt === undefined)) {
@@ -506,7 +497,7 @@ async function heal(control: NonNullable<Stack['control']>, up: Ctx['up'], servi
     }
     if (services.consumer2.running) await services.consumer2.stop('SIGTERM', 40_000);
     for (const s of [services.gateway, services.consumer, services.query]) {
-      if (!s.running) await s.start(DEADLINE.ready);
+      if (!s.running) await s.start().ready(DEADLINE.ready);
     }
   } catch (err) {
     log(`healing after a failure failed: ${String(err)}`);
@@ -533,6 +524,11 @@ function machine(chVersion: string): string {
       .join(' ')} at the end (other jobs share the machine)`
   );
 }
+
+const RELIABILITY_TITLE =
+  '# Reliability\n\nWhat the pipeline does under faults, measured by `npm run test:faults` ' +
+  '(`test/faults/run.ts`) on real Kafka, real ClickHouse and the real service processes. ' +
+  'The section below is rewritten by each run.\n';
 
 // Exit explicitly: client libraries may keep handles open after everything is stopped.
 process.exit(await main());
