@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { type Component, type Logger, Snapshot, type MigrationsByVersion, sqlIdentifier } from '@telemetry/platform';
+import { type Logger, Snapshot, type MigrationsByVersion, sqlIdentifier } from '@telemetry/platform';
 
 /**
  * Keys look like `tk_<16 hex key id>_<64 hex secret>` (telemetry access keys) and
@@ -178,13 +178,11 @@ const NO_KEYS: ReadonlyMap<string, KeyEntry> = new Map();
  * a key costs no I/O and a revocation takes effect without a restart. While the source
  * is unreachable the last copy stays in force.
  */
-export class KeyStore implements Component {
-  readonly name = 'key-store';
-  private readonly keys: Snapshot<Map<string, KeyEntry>>;
-
+export class KeyStore extends Snapshot<Map<string, KeyEntry>> {
+  // start() fails when the first load fails: a service must not start without its keys.
   constructor(source: KeySource, logger: Logger, refreshMs: number) {
-    this.keys = new Snapshot({
-      name: this.name,
+    super({
+      name: 'key-store',
       load: async () => indexKeys(await source.loadAll()),
       intervalMs: refreshMs,
       logger,
@@ -192,29 +190,11 @@ export class KeyStore implements Component {
     });
   }
 
-  /** Fails when the first load fails: a service must not start without its keys. */
-  start(): Promise<void> {
-    return this.keys.start();
-  }
-
-  /** Reloads now; rejects (keeping the last copy) when the source fails. */
-  refresh(): Promise<void> {
-    return this.keys.refresh();
-  }
-
-  health(): boolean {
-    return this.keys.health();
-  }
-
-  stop(): Promise<void> {
-    return this.keys.stop();
-  }
-
   /** The key's identity, or undefined when it is malformed, unknown, revoked or of another kind. */
   verify(raw: string, kind: KeyKind): VerifiedKey | undefined {
     const parsed = parseKey(raw);
     if (!parsed) return undefined;
-    const entry = (this.keys.value() ?? NO_KEYS).get(parsed.keyId);
+    const entry = (this.value() ?? NO_KEYS).get(parsed.keyId);
     const given = Buffer.from(hashSecret(parsed.secret), 'hex');
     // Compare against a dummy when the id is unknown so both paths cost the same.
     const equal = timingSafeEqual(given, entry && entry.hash.length === given.length ? entry.hash : DUMMY_HASH);

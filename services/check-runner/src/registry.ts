@@ -1,4 +1,4 @@
-import { Snapshot, type ClickHouseClient, type Clock, type Component, type Logger } from '@telemetry/platform';
+import { Snapshot, type ClickHouseClient, type Clock, type Logger } from '@telemetry/platform';
 import { lastAlertsSql, type MonitorStore, type StoredMonitor } from '@telemetry/store';
 
 /**
@@ -6,11 +6,7 @@ import { lastAlertsSql, type MonitorStore, type StoredMonitor } from '@telemetry
  * any monitor's webhooks; the scheduler picks the ones this runner owns). Reloaded in
  * full every `refreshMs`, and one monitor at a time when a change notice names it.
  */
-export class RegistryCache implements Component {
-  readonly name = 'registry';
-  // Checks go on from the last copy while ClickHouse is away.
-  readonly essential = false;
-  private readonly snapshot: Snapshot<Map<string, StoredMonitor>>;
+export class RegistryCache extends Snapshot<Map<string, StoredMonitor>> {
   /** Before the first load: empty (a patch made here is replaced by that load). */
   private readonly empty = new Map<string, StoredMonitor>();
 
@@ -22,8 +18,10 @@ export class RegistryCache implements Component {
     private readonly onChange: () => void,
     clock?: Clock,
   ) {
-    this.snapshot = new Snapshot({
-      name: this.name,
+    super({
+      name: 'registry',
+      // Checks go on from the last copy while ClickHouse is away.
+      essential: false,
       load: async () => new Map((await store.list()).map((m) => [m.id, m])),
       intervalMs: refreshMs,
       logger,
@@ -39,13 +37,8 @@ export class RegistryCache implements Component {
     });
   }
 
-  /** Fails when the first load fails: the runner does not start without a registry. */
-  start(): Promise<void> {
-    return this.snapshot.start();
-  }
-
   private get monitors(): Map<string, StoredMonitor> {
-    return this.snapshot.value() ?? this.empty;
+    return this.value() ?? this.empty;
   }
 
   get(id: string): StoredMonitor | undefined {
@@ -70,15 +63,7 @@ export class RegistryCache implements Component {
   }
 
   reloadAll(): Promise<void> {
-    return this.snapshot.refresh();
-  }
-
-  health(): boolean {
-    return this.snapshot.health();
-  }
-
-  stop(): Promise<void> {
-    return this.snapshot.stop();
+    return this.refresh();
   }
 }
 

@@ -1,12 +1,5 @@
 import type { RequestHandler } from 'express';
-import {
-  AppError,
-  Snapshot,
-  StoreUnavailableError,
-  type Clock,
-  type Component,
-  type Logger,
-} from '@telemetry/platform';
+import { AppError, Snapshot, StoreUnavailableError, type Clock, type Logger } from '@telemetry/platform';
 import { monitorIdOf } from './params.js';
 
 /** Current monitor ids: all of them, or those among `ids`. */
@@ -19,11 +12,7 @@ export type IdLookup = (ids?: readonly string[]) => Promise<string[]>;
  * on its own, so a monitor just created on another replica is found at once; a monitor
  * deleted on another replica still answers for up to `refreshMs`.
  */
-export class MonitorDirectory implements Component {
-  readonly name = 'monitor-directory';
-  // Without the set every lookup goes to ClickHouse: slower, still correct.
-  readonly essential = false;
-  private readonly snapshot: Snapshot<Set<string>>;
+export class MonitorDirectory extends Snapshot<Set<string>> {
   /** Before the first load: ids found one by one (that load replaces them). */
   private readonly empty = new Set<string>();
 
@@ -33,8 +22,10 @@ export class MonitorDirectory implements Component {
     logger: Logger,
     clock?: Clock,
   ) {
-    this.snapshot = new Snapshot({
-      name: this.name,
+    super({
+      name: 'monitor-directory',
+      // Without the set every lookup goes to ClickHouse: slower, still correct.
+      essential: false,
       load: async () => new Set(await lookup()),
       intervalMs: refreshMs,
       logger,
@@ -46,20 +37,8 @@ export class MonitorDirectory implements Component {
     });
   }
 
-  start(): Promise<void> {
-    return this.snapshot.start();
-  }
-
-  health(): boolean {
-    return this.snapshot.health();
-  }
-
-  stop(): Promise<void> {
-    return this.snapshot.stop();
-  }
-
   private get ids(): Set<string> {
-    return this.snapshot.value() ?? this.empty;
+    return this.value() ?? this.empty;
   }
 
   async exists(id: string): Promise<boolean> {
