@@ -219,3 +219,23 @@ export async function countPartitions(kafka: Kafka, topic: string): Promise<numb
     await admin.disconnect();
   }
 }
+
+/**
+ * A component whose work loop is a group consumer (it builds it in its constructor):
+ * starting it starts the consumer, and it is healthy while the consumer runs and its
+ * loop is not stalled. Each subclass says how it stops.
+ */
+export abstract class OnGroupConsumer implements Component {
+  abstract readonly name: string;
+  protected abstract readonly consumer: GroupConsumer;
+
+  start(): Promise<void> {
+    return this.consumer.start();
+  }
+
+  health(): boolean {
+    return this.consumer.health();
+  }
+
+  abstract stop(): Promise<void>;
+}

@@ -2,7 +2,8 @@ import { createHmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, type Registry } from 'prom-client';
 import type { AlertMessage, Validators } from '@telemetry/contract';
-import type { Component, GroupConsumer, GroupConsumerFactory, GroupMessage, Logger } from '@telemetry/platform';
+import { counter, OnGroupConsumer } from '@telemetry/platform';
+import type { GroupConsumer, GroupConsumerFactory, GroupMessage, Logger } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
 import { httpCall } from './http-client.js';
 
@@ -43,21 +44,20 @@ export interface DispatcherDeps {
  * mid-delivery leaves the alert to be delivered again: at least once, de-duplicate on
  * `X-Telemetry-Delivery` (the alert id).
  */
-export class WebhookDispatcher implements Component {
+export class WebhookDispatcher extends OnGroupConsumer {
   readonly name = 'webhooks';
-  private readonly consumer: GroupConsumer;
+  protected readonly consumer: GroupConsumer;
   private stopping = false;
   /** Cuts retry waits short when the runner stops. */
   private readonly stopped = new AbortController();
   private readonly deliveries: Counter<'outcome'>;
 
   constructor(private readonly deps: DispatcherDeps) {
-    this.deliveries = new Counter({
-      name: 'runner_webhook_deliveries_total',
-      help: 'Webhook delivery attempts by outcome (delivered, retried, failed: given up)',
-      labelNames: ['outcome'],
-      registers: [deps.registry],
-    });
+    super();
+    // outcome: delivered, retried, failed (given up)
+    this.deliveries = counter(deps.registry, 'runner_webhook_deliveries_total', 'Webhook delivery attempts', [
+      'outcome',
+    ]);
     this.consumer = deps.consumers({
       name: 'webhooks-group-consumer',
       groupId: deps.groupId,
@@ -73,15 +73,6 @@ export class WebhookDispatcher implements Component {
       // kafkajs restarts it after retriable errors (a broker still loading its groups).
       crashMessage: 'webhook consumer crashed',
     });
-  }
-
-  start(): Promise<void> {
-    return this.consumer.start();
-  }
-
-  /** Running, and its loop not stalled while it holds partitions. */
-  health(): boolean {
-    return this.consumer.health();
   }
 
   async stop(): Promise<void> {

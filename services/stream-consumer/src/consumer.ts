@@ -1,7 +1,8 @@
 import type { KafkaMessage, Message } from 'kafkajs';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Validators } from '@telemetry/contract';
-import type { Component, GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
+import { OnGroupConsumer } from '@telemetry/platform';
+import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import type { BatchWriter } from './batch-writer.js';
 import { decodeAlert, decodeCheck, decodeEvent, type Decoded } from '@telemetry/store';
 
@@ -41,9 +42,9 @@ export interface ConsumerDeps {
  * every message up to them are inserted (or the message was dead-lettered), so a
  * crash at any point re-delivers rather than loses; duplicates are removed on read.
  */
-export class KafkaToClickHouse implements Component {
+export class KafkaToClickHouse extends OnGroupConsumer {
   readonly name = 'kafka-consumer';
-  private readonly consumer: GroupConsumer;
+  protected readonly consumer: GroupConsumer;
   private stopping = false;
   /** Per partition (`topic:partition`): the insert-then-commit step of its last batch. */
   private readonly chains = new Map<string, Promise<void>>();
@@ -60,6 +61,7 @@ export class KafkaToClickHouse implements Component {
   private readonly routes: Map<string, { table: string; decode: (v: Buffer | null) => Decoded<object> }>;
 
   constructor(private readonly deps: ConsumerDeps) {
+    super();
     const v = deps.validators;
     this.routes = new Map([
       [deps.eventsTopic, { table: deps.eventsTable, decode: (b) => decodeEvent(v, b) }],
@@ -106,15 +108,6 @@ export class KafkaToClickHouse implements Component {
       stallAfterMs: deps.sessionTimeoutMs,
       crashMessage: 'consumer crashed',
     });
-  }
-
-  start(): Promise<void> {
-    return this.consumer.start();
-  }
-
-  /** Running, and its loop not stalled while it holds partitions. */
-  health(): boolean {
-    return this.consumer.health();
   }
 
   async stop(): Promise<void> {
