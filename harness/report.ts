@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './processes.js';
+import type { Machine } from './run.js';
 
 export const BENCHMARKS_MD = join(ROOT, 'BENCHMARKS.md');
 export const RELIABILITY_MD = join(ROOT, 'RELIABILITY.md');
@@ -16,6 +17,32 @@ export function writeSection(file: string, name: string, body: string, title = '
   const text = existsSync(file) ? readFileSync(file, 'utf8') : title;
   const re = new RegExp(`<!-- ${name} -->[\\s\\S]*<!-- /${name} -->`);
   writeFileSync(file, re.test(text) ? text.replace(re, () => section) : `${text.trimEnd()}\n\n${section}\n`);
+}
+
+/**
+ * The first lines of a benchmark's section: its title, the command that reproduces it, the
+ * date and the machine (`machineNote` after the machine's ClickHouse version).
+ */
+export function sectionHead(
+  title: string,
+  r: { command: string; date: string; machine: Machine },
+  machineNote = '',
+): string[] {
+  const m = r.machine;
+  return [
+    `## ${title}`,
+    '',
+    `Command: \`${r.command}\``,
+    '',
+    `- Date: ${r.date}`,
+    `- Machine: ${m.nproc} CPUs (${m.cpuModel}), ${fmt(m.memoryGiB, 1)} GiB memory, Node ${m.node}, ` +
+      `Kafka ${m.kafka} (one KRaft broker), ClickHouse ${m.clickhouse}${machineNote}`,
+  ];
+}
+
+/** A section's targets: how many were met, then their table. */
+export function targetsPart(targets: readonly { met: unknown }[], met: number, tableText: string): string[] {
+  return [`### Targets: ${met} of ${targets.length} met`, '', tableText, ''];
 }
 
 /** Markdown from lines, with runs of blank lines (left by empty optional parts) made one. */

@@ -9,7 +9,8 @@ import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { createClickHouse } from '@telemetry/platform';
 import { KAFKA_VERSION, startStack, type Stack, type StackOptions } from '../tools/devstack/stack.js';
-import { writeSection } from './report.js';
+import { build } from './processes.js';
+import { BENCHMARKS_MD, writeSection } from './report.js';
 import { stackPids } from './sampler.js';
 
 /**
@@ -199,4 +200,52 @@ export async function finish<R extends object>(main: () => Promise<R>, o: Finish
     process.stdout.write(`${JSON.stringify({ ok: false, smoke: SMOKE, error: String(err) })}\n`);
   }
   process.exit(exitCode);
+}
+
+/** What a benchmark prints and writes from its report (see FinishOptions). */
+export interface BenchOutput<R> {
+  /** Its section of BENCHMARKS.md. */
+  render: (report: R) => string;
+  tables: (report: R) => string;
+  ok: (report: R) => boolean;
+}
+
+/**
+ * One benchmark, `npm run <script>`: its logger, the head of its report (the command that
+ * reproduces it, the date, the machine) and its run: build, `main`, then finish() with its
+ * section (named `script`) of BENCHMARKS.md.
+ */
+export class Benchmark {
+  readonly log: (line: string) => void;
+
+  constructor(readonly script: string) {
+    this.log = logger(script);
+  }
+
+  head<M extends Machine>(machine: M, date = new Date().toISOString()): { command: string; date: string; machine: M } {
+    return { command: benchCommand(this.script), date, machine };
+  }
+
+  /** The stack, logged under this benchmark's tag (benchStack). */
+  stack(cleanups: Cleanups, o: StackOptions = {}): Promise<BenchStack> {
+    return benchStack(cleanups, this.log, o);
+  }
+
+  run<R extends object>(main: (cleanups: Cleanups) => Promise<R>, out: BenchOutput<R>): Promise<never> {
+    const { log, script } = this;
+    const cleanups = new Cleanups(log);
+    return finish(
+      async () => {
+        await build(log);
+        return main(cleanups);
+      },
+      {
+        log,
+        cleanups,
+        section: { file: BENCHMARKS_MD, name: script, title: '# Benchmarks\n', render: out.render },
+        tables: out.tables,
+        ok: out.ok,
+      },
+    );
+  }
 }

@@ -37,19 +37,9 @@ import { issueKey, migrate } from '@telemetry/store';
 import { consumerSpec } from '@telemetry/stream-consumer';
 import { provision } from '../../tools/devstack/provision.js';
 import type { Stack } from '../../tools/devstack/stack.js';
-import { build, Child, freePort, metricSum, ROOT, serviceCommand, sleep, until } from '../../harness/processes.js';
-import { BENCHMARKS_MD, fmt } from '../../harness/report.js';
-import {
-  benchCommand,
-  benchStack,
-  Cleanups,
-  envNumber,
-  finish,
-  logger,
-  pipelineTopics,
-  serviceEnv,
-  SMOKE,
-} from '../../harness/run.js';
+import { Child, freePort, metricSum, ROOT, serviceCommand, sleep, until } from '../../harness/processes.js';
+import { fmt } from '../../harness/report.js';
+import { Benchmark, type Cleanups, envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 import { cpuMeter, mb, type CpuWindow } from '../../harness/sampler.js';
 import { produceBacklog } from './backlog.js';
 import {
@@ -98,7 +88,8 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 const STALL_MS = 120_000;
 const NOISE_PERCENT = 25;
 
-const log = logger('bench:consume');
+const bench = new Benchmark('bench:consume');
+const log = bench.log;
 
 /** The commit the consumer's sources are at, and whether they differ from it (read-only git). */
 function consumerVersion(): string {
@@ -388,7 +379,6 @@ async function freshnessRun(
 }
 
 async function main(cleanups: Cleanups): Promise<ConsumeReport> {
-  await build(log);
   const run = randomBytes(4).toString('hex');
   const database = `bench_${run}`;
   const logDir = mkdtempSync(join(tmpdir(), 'bench-consume-'));
@@ -405,7 +395,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
     `events ${fmt(EVENTS)}, freshness ${FRESH_SECONDS} s; consumer at ${consumer.version}; service logs in ${logDir}`,
   );
 
-  const { stack, pids, machine } = await benchStack(cleanups, log);
+  const { stack, pids, machine } = await bench.stack(cleanups);
   // Every topic the consumer subscribes to (events, checks, alerts) must exist, or it exits at start.
   const topics = pipelineTopics(`bench_${run}`);
   await provision(stack, { database, topics: topics.list, partitions: PARTITIONS, logger: quiet });
@@ -558,9 +548,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   });
   const phases = [ours.cpu, engine.cpu, freshness.cpu, oursDefaults?.cpu, freshnessDefaults?.cpu];
   return {
-    command: benchCommand('bench:consume'),
-    date: new Date().toISOString(),
-    machine: { ...machine, librdkafka },
+    ...bench.head({ ...machine, librdkafka }),
     consumer,
     config: {
       events: EVENTS,
@@ -590,11 +578,8 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   };
 }
 
-const cleanups = new Cleanups(log);
-await finish(() => main(cleanups), {
-  log,
-  cleanups,
-  section: { file: BENCHMARKS_MD, name: 'bench:consume', title: '# Benchmarks\n', render: renderSection },
+await bench.run(main, {
+  render: renderSection,
   tables: (report) => `${figuresTable(report)}\n\n${targetsTable(report)}`,
   ok: (report) => report.check.identical && report.freshness.missingEvents === 0,
 });

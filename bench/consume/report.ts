@@ -3,7 +3,7 @@
  * consumer, and what the Kafka engine path does differently. Only the text between the
  * markers is replaced.
  */
-import { fmt, markdown } from '../../harness/report.js';
+import { fmt, markdown, sectionHead, targetsPart } from '../../harness/report.js';
 import type { Machine as BaseMachine } from '../../harness/run.js';
 import type { CpuWindow } from '../../harness/sampler.js';
 import type { FreshnessResult } from './freshness.js';
@@ -236,13 +236,7 @@ export function renderSection(r: ConsumeReport): string {
   const f = r.freshness;
   const met = r.targets.filter((t) => t.met === 'yes').length;
   return markdown([
-    '## Stream consumer: drain rate, memory, freshness',
-    '',
-    `Command: \`${r.command}\``,
-    '',
-    `- Date: ${r.date}`,
-    `- Machine: ${m.nproc} CPUs (${m.cpuModel}), ${fmt(m.memoryGiB, 1)} GiB memory, Node ${m.node}, ` +
-      `Kafka ${m.kafka} (one KRaft broker), ClickHouse ${m.clickhouse} (librdkafka ${m.librdkafka})`,
+    ...sectionHead('Stream consumer: drain rate, memory, freshness', r, ` (librdkafka ${r.machine.librdkafka})`),
     `- Backlog: ${fmt(r.backlog.messages)} event messages in one topic of ${r.config.partitions} partitions, ` +
       `produced with kafkajs (acks -1) in ${fmt(r.backlog.seconds, 1)} s in the gateway's format (\`toMessages\`), ` +
       `key = event_id; ${fmt(r.backlog.meanMessageBytes)} bytes per message on average, payload object ` +
@@ -294,10 +288,7 @@ export function renderSection(r: ConsumeReport): string {
         '"other"): those figures are disturbed; run again on a quiet machine.**'
       : '',
     '',
-    `### Targets: ${met} of ${r.targets.length} met`,
-    '',
-    targetsTable(r),
-    '',
+    ...targetsPart(r.targets, met, targetsTable(r)),
     ...limitsText(r),
     '### What the Kafka engine path does differently',
     '',

@@ -27,9 +27,9 @@ import { createClickHouse, createKafka, createLogger } from '@telemetry/platform
 import { issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { autocannon } from '../../harness/load.js';
-import { build, Child, freePort, scriptCommand, serviceCommand } from '../../harness/processes.js';
-import { BENCHMARKS_MD, median } from '../../harness/report.js';
-import { benchCommand, benchStack, Cleanups, envNumber, finish, logger, serviceEnv } from '../../harness/run.js';
+import { Child, freePort, scriptCommand, serviceCommand } from '../../harness/processes.js';
+import { median } from '../../harness/report.js';
+import { Benchmark, type Cleanups, envNumber, serviceEnv } from '../../harness/run.js';
 import { cpuMeter, mb } from '../../harness/sampler.js';
 import { sampleEvent } from './bodies.js';
 import {
@@ -56,7 +56,8 @@ const KEYS = envNumber('BENCH_KEYS', CONNECTIONS, 1, true);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const TARGETS = { singleRps: 8000, batchEps: 150_000, ratio: 0.8, p99Ms: 25, rssMB: 200 };
 
-const log = logger('bench:ingest');
+const bench = new Benchmark('bench:ingest');
+const log = bench.log;
 const noFailures = (): Failures => ({ non2xx: 0, errors: 0, timeouts: 0, badBodies: 0 });
 const addFailures = (a: Failures, b: Failures): Failures => ({
   non2xx: a.non2xx + b.non2xx,
@@ -192,10 +193,9 @@ async function scenario(
 }
 
 async function main(cleanups: Cleanups): Promise<Report> {
-  await build(log);
   const logDir = mkdtempSync(join(tmpdir(), 'bench-ingest-'));
   log(`child logs in ${logDir}`);
-  const { stack, pids, machine } = await benchStack(cleanups, log);
+  const { stack, pids, machine } = await bench.stack(cleanups);
   const run = randomBytes(4).toString('hex');
   const database = `bench_${run}`;
   const topics: Record<Target, string> = { gateway: `bench_${run}_gateway`, baseline: `bench_${run}_baseline` };
@@ -272,10 +272,19 @@ async function main(cleanups: Cleanups): Promise<Report> {
     return { name, goal, value, met: pass && failed === 0, ...(notes.length ? { note: notes.join('; ') } : {}) };
   };
   const r = (n: number): string => Math.round(n).toLocaleString('en-US');
+  const throughputCheck = (what: string, f: Figures, key: 'rps' | 'eps', unit: string, target: number) =>
+    check(`${what} throughput (gateway)`, `>= ${r(target)} ${unit}`, `${r(f[key])} ${unit}`, f[key] >= target, f);
+  const ratioCheck = (what: string, s: ScenarioSummary) =>
+    check(
+      `gateway / baseline, ${what}`,
+      `>= ${TARGETS.ratio}x`,
+      `${s.ratio.toFixed(2)}x`,
+      s.ratio >= TARGETS.ratio,
+      s.gateway,
+      s.baseline,
+    );
   return {
-    command: benchCommand('bench:ingest'),
-    date: new Date().toISOString(),
-    machine,
+    ...bench.head(machine),
     config: {
       seconds: SECONDS,
       rounds: ROUNDS,
@@ -289,36 +298,10 @@ async function main(cleanups: Cleanups): Promise<Report> {
     baselinePeakRssMB: mb(servers.baseline.rss.peak()),
     kafka,
     targets: [
-      check(
-        'single-event throughput (gateway)',
-        `>= ${r(TARGETS.singleRps)} req/s`,
-        `${r(single.gateway.rps)} req/s`,
-        single.gateway.rps >= TARGETS.singleRps,
-        single.gateway,
-      ),
-      check(
-        '100-event batch throughput (gateway)',
-        `>= ${r(TARGETS.batchEps)} events/s`,
-        `${r(batch.gateway.eps)} events/s`,
-        batch.gateway.eps >= TARGETS.batchEps,
-        batch.gateway,
-      ),
-      check(
-        'gateway / baseline, single events',
-        `>= ${TARGETS.ratio}x`,
-        `${single.ratio.toFixed(2)}x`,
-        single.ratio >= TARGETS.ratio,
-        single.gateway,
-        single.baseline,
-      ),
-      check(
-        'gateway / baseline, 100-event batches',
-        `>= ${TARGETS.ratio}x`,
-        `${batch.ratio.toFixed(2)}x`,
-        batch.ratio >= TARGETS.ratio,
-        batch.gateway,
-        batch.baseline,
-      ),
+      throughputCheck('single-event', single.gateway, 'rps', 'req/s', TARGETS.singleRps),
+      throughputCheck('100-event batch', batch.gateway, 'eps', 'events/s', TARGETS.batchEps),
+      ratioCheck('single events', single),
+      ratioCheck('100-event batches', batch),
       check(
         `p99 at half the max rate (${r(rate)} req/s)`,
         `<= ${TARGETS.p99Ms} ms`,
@@ -338,11 +321,8 @@ async function main(cleanups: Cleanups): Promise<Report> {
   };
 }
 
-const cleanups = new Cleanups(log);
-await finish(() => main(cleanups), {
-  log,
-  cleanups,
-  section: { file: BENCHMARKS_MD, name: 'bench:ingest', title: '# Benchmarks\n', render: renderSection },
+await bench.run(main, {
+  render: renderSection,
   tables: (report) =>
     `${figuresTable(report)}\n\n${targetsTable(report)}${report.clean ? '' : '\n\nSOME REQUESTS FAILED: see "failed requests" above.'}`,
   ok: (report) => report.clean,

@@ -1,14 +1,10 @@
-import { fmt, markdown } from '../../harness/report.js';
+import { fmt, markdown, sectionHead, targetsPart } from '../../harness/report.js';
 import type { Machine } from '../../harness/run.js';
 
 export type Target = 'gateway' | 'baseline';
 
-/** One load run against one server. Latencies in ms; cpu is the server's, in % of one core. */
-export interface RunFigures {
-  target: Target;
-  round: number;
-  seconds: number;
-  ok: number;
+/** What is measured of a load run. Latencies in ms; cpu is the server's, in % of one core. */
+export interface Measured {
   rps: number;
   eps: number;
   p50: number;
@@ -20,6 +16,14 @@ export interface RunFigures {
   /** CPU used by processes that are not part of the benchmark (noise). */
   otherCpuPercent: number;
   peakRssMB: number;
+}
+
+/** One load run against one server. */
+export interface RunFigures extends Measured {
+  target: Target;
+  round: number;
+  seconds: number;
+  ok: number;
   /** The gateway's own V8 figures (its /metrics) right after the run, in MB. */
   heap?: { usedMB: number; totalMB: number; externalMB: number };
   failed: Failures;
@@ -35,19 +39,9 @@ export interface Failures {
 }
 
 /** Medians over rounds. */
-export interface Figures {
-  rps: number;
-  eps: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  cpuPercent: number;
-  kafkaCpuPercent: number;
-  loadgenCpuPercent: number;
-  otherCpuPercent: number;
+export interface Figures extends Measured {
   /** Runs during which processes outside the benchmark used more than DISTURBED_CPU. */
   disturbedRuns: number;
-  peakRssMB: number;
   failed: Failures;
 }
 
@@ -171,13 +165,7 @@ export function renderSection(r: Report): string {
     )
     .join('; ');
   return markdown([
-    '## Ingest gateway: throughput, latency, memory',
-    '',
-    `Command: \`${r.command}\``,
-    '',
-    `- Date: ${r.date}`,
-    `- Machine: ${m.nproc} CPUs (${m.cpuModel}), ${fmt(m.memoryGiB, 1)} GiB memory, Node ${m.node}, ` +
-      `Kafka ${m.kafka} (one KRaft broker), ClickHouse ${m.clickhouse}`,
+    ...sectionHead('Ingest gateway: throughput, latency, memory', r),
     `- Load: autocannon, ${c.connections} connections, pipelining ${c.pipelining}, ${c.rounds} rounds of ${c.seconds} s ` +
       `per server and scenario, gateway and baseline alternating, after a ${c.warmupSeconds} s warm-up of each; ` +
       `${c.accessKeys} access keys, one per connection`,
@@ -205,10 +193,7 @@ export function renderSection(r: Report): string {
         `${DISTURBED_CPU}% counts as disturbed, see "other CPU"): those figures are low; run again on a quiet machine.**`
       : '',
     '',
-    `### Targets: ${met} of ${r.targets.length} met`,
-    '',
-    targetsTable(r),
-    '',
+    ...targetsPart(r.targets, met, targetsTable(r)),
     '### Caveats',
     '',
     `- The machine has ${m.nproc} cores, shared by the load generator (one Node process), the server under test,`,

@@ -40,9 +40,9 @@ import {
   Recorder,
   type LoadResult,
 } from '../../harness/load.js';
-import { build, Child, freePort, ROOT, serviceCommand, sleep } from '../../harness/processes.js';
-import { BENCHMARKS_MD, ms } from '../../harness/report.js';
-import { benchCommand, benchStack, Cleanups, envNumber, finish, logger, serviceEnv } from '../../harness/run.js';
+import { Child, freePort, ROOT, serviceCommand, sleep } from '../../harness/processes.js';
+import { ms } from '../../harness/report.js';
+import { Benchmark, type Cleanups, envNumber, serviceEnv } from '../../harness/run.js';
 import { cpuMeter } from '../../harness/sampler.js';
 import {
   checksOps,
@@ -106,7 +106,8 @@ const PACED_MAX_IN_FLIGHT = 256;
 const TARGET_P99_MS = 20;
 const TARGET_THROUGHPUT_RATIO = 0.8;
 const TARGET_P99_RATIO = 2;
-const log = logger('bench:query');
+const bench = new Benchmark('bench:query');
+const log = bench.log;
 const f2 = (x: number | undefined): string => (x === undefined ? 'n/a' : x.toFixed(2));
 
 /** Samples how many queries ClickHouse runs, every 100 ms, until the returned function is called. */
@@ -177,12 +178,11 @@ async function autocannonRate(o: {
 }
 
 async function main(cleanups: Cleanups) {
-  await build(log);
   const date = new Date().toISOString();
   log(
     `${cfg.checks.toLocaleString('en-US')} checks over ${cfg.monitors.toLocaleString('en-US')} monitors; ${cfg.rounds} rounds of ${cfg.seconds} s`,
   );
-  const { stack, pids, machine } = await benchStack(cleanups, log);
+  const { stack, pids, machine } = await bench.stack(cleanups);
   const database = `bench_${randomBytes(4).toString('hex')}`;
   await provision(stack, {
     database,
@@ -463,9 +463,7 @@ async function main(cleanups: Cleanups) {
     );
   }
   const report: ReportInput = {
-    command: benchCommand('bench:query'),
-    date,
-    machine,
+    ...bench.head(machine, date),
     data,
     method,
     scenarios: summaries,
@@ -495,11 +493,8 @@ async function main(cleanups: Cleanups) {
   };
 }
 
-const cleanups = new Cleanups(log);
-await finish(() => main(cleanups), {
-  log,
-  cleanups,
-  section: { file: BENCHMARKS_MD, name: 'bench:query', title: '# Benchmarks\n', render: renderSection },
+await bench.run(main, {
+  render: renderSection,
   tables: (r) =>
     [scenarioTable(r.scenarios), serialTable(r.scenarios), rateTable(r.rate), targetsTable(r.targets)].join('\n\n'),
   ok: (r) => failureCount(r.failures) === 0 && r.warmupFailures === 0,

@@ -209,64 +209,56 @@ const perRequest = (x: { cpuMsPerRequest: Record<string, number> }): string =>
 const f2 = (x: number | undefined): string => (x === undefined ? 'n/a' : x.toFixed(2));
 const queriesText = (q: { mean: number; max: number }): string => `${q.mean} / ${q.max}`;
 
+/** A Markdown table from its header line, its alignment line and one line per row. */
+const mdTable = (header: string, align: string, rows: readonly string[]): string => [header, align, ...rows].join('\n');
+
 export function scenarioTable(s: ScenarioSummary[]): string {
-  const rows = [
+  return mdTable(
     '| scenario | path | req/s | rounds (req/s) | p50 ms | p90 ms | p99 ms | ClickHouse queries running (mean / max) | service CPU | ClickHouse CPU | bench CPU | other CPU | CPU ms per request: service / ClickHouse | failed |',
     '| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
-  ];
-  for (const sc of s) {
-    for (const side of ['service', 'direct'] as const) {
-      const x = sc[side];
-      rows.push(
-        `| ${sc.title} | ${pathName(side)} | ${n0(x.rps)} | ${x.roundsRps.map(n0).join(', ')} | ${ms(x.latency.p50)} | ${ms(x.latency.p90)} | ${ms(x.latency.p99)} | ${queriesText(x.queries)} | ${pct(x.cpu, 'service')} | ${pct(x.cpu, 'clickhouse')} | ${pct(x.cpu, 'bench')} | ${pct(x.cpu, 'other')} | ${perRequest(x)} | ${failText(x.failures)} |`,
-      );
-    }
-    rows.push(
+    s.flatMap((sc) => [
+      ...(['service', 'direct'] as const).map((side) => {
+        const x = sc[side];
+        return `| ${sc.title} | ${pathName(side)} | ${n0(x.rps)} | ${x.roundsRps.map(n0).join(', ')} | ${ms(x.latency.p50)} | ${ms(x.latency.p90)} | ${ms(x.latency.p99)} | ${queriesText(x.queries)} | ${pct(x.cpu, 'service')} | ${pct(x.cpu, 'clickhouse')} | ${pct(x.cpu, 'bench')} | ${pct(x.cpu, 'other')} | ${perRequest(x)} | ${failText(x.failures)} |`;
+      }),
       `| ${sc.title} | **service / direct** | **${sc.throughputRatio.toFixed(2)}x** | | | | **${sc.p99Ratio.toFixed(2)}x** | | | | | | all processes: ${f2(sc.cpuPerRequest.service)} / ${f2(sc.cpuPerRequest.direct)} ms, so ${sc.cpuBoundRatio.toFixed(2)}x when CPU-bound | |`,
-    );
-  }
-  return rows.join('\n');
+    ]),
+  );
 }
 
 /** One request at a time: the cost of each path per request, without queueing. */
 export function serialTable(s: ScenarioSummary[]): string {
-  const rows = [
+  return mdTable(
     '| scenario | service p50 ms | direct p50 ms | service - direct p50 ms | service p99 ms | direct p99 ms | service req/s | direct req/s | CPU ms per request, service path: service (kernel) / ClickHouse | CPU ms per request, direct path: ClickHouse | failed |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
-  ];
-  for (const sc of s) {
-    const a = sc.serial.service;
-    const b = sc.serial.direct;
-    rows.push(
-      `| ${sc.title} | ${ms(a.latency.p50)} | ${ms(b.latency.p50)} | ${ms(a.latency.p50 - b.latency.p50)} | ${ms(a.latency.p99)} | ${ms(b.latency.p99)} | ${n0(a.rps)} | ${n0(b.rps)} | ${f2(a.cpuMsPerRequest.service)} (${f2(a.cpuMsPerRequest.service_sys)}) / ${f2(a.cpuMsPerRequest.clickhouse)} | ${f2(b.cpuMsPerRequest.clickhouse)} | ${failText(addFailures(a.failures, b.failures))} |`,
-    );
-  }
-  return rows.join('\n');
+    s.map((sc) => {
+      const a = sc.serial.service;
+      const b = sc.serial.direct;
+      return `| ${sc.title} | ${ms(a.latency.p50)} | ${ms(b.latency.p50)} | ${ms(a.latency.p50 - b.latency.p50)} | ${ms(a.latency.p99)} | ${ms(b.latency.p99)} | ${n0(a.rps)} | ${n0(b.rps)} | ${f2(a.cpuMsPerRequest.service)} (${f2(a.cpuMsPerRequest.service_sys)}) / ${f2(a.cpuMsPerRequest.clickhouse)} | ${f2(b.cpuMsPerRequest.clickhouse)} | ${failText(addFailures(a.failures, b.failures))} |`;
+    }),
+  );
 }
 
 export function rateTable(r: RateSummary[]): string {
-  const rows = [
+  return mdTable(
     "| load | path | offered req/s | answered req/s | p50 ms | p90 ms | p99 ms | max ms | autocannon's own p50 / p99 | ClickHouse queries running (mean / max) | service CPU | ClickHouse CPU | other CPU | CPU ms per request: service / ClickHouse | failed |",
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |',
-  ];
-  for (const x of r) {
-    const load =
-      x.method === 'paced'
-        ? 'paced open loop (latency from scheduled send)'
-        : `autocannon overallRate, ${x.connections} connections (raw latency)`;
-    rows.push(
-      `| ${load} | ${pathName(x.side)} | ${n0(x.rate)} | ${n0(x.achievedRps)} | ${ms(x.latency.p50)} | ${ms(x.latency.p90)} | ${ms(x.latency.p99)} | ${ms(x.latency.max)} | ${x.reported ? `${x.reported.p50} / ${x.reported.p99}` : ''} | ${queriesText(x.queries)} | ${pct(x.cpu, 'service')} | ${pct(x.cpu, 'clickhouse')} | ${pct(x.cpu, 'other')} | ${perRequest(x)} | ${failText(x.failures)} |`,
-    );
-  }
-  return rows.join('\n');
+    r.map((x) => {
+      const load =
+        x.method === 'paced'
+          ? 'paced open loop (latency from scheduled send)'
+          : `autocannon overallRate, ${x.connections} connections (raw latency)`;
+      return `| ${load} | ${pathName(x.side)} | ${n0(x.rate)} | ${n0(x.achievedRps)} | ${ms(x.latency.p50)} | ${ms(x.latency.p90)} | ${ms(x.latency.p99)} | ${ms(x.latency.max)} | ${x.reported ? `${x.reported.p50} / ${x.reported.p99}` : ''} | ${queriesText(x.queries)} | ${pct(x.cpu, 'service')} | ${pct(x.cpu, 'clickhouse')} | ${pct(x.cpu, 'other')} | ${perRequest(x)} | ${failText(x.failures)} |`;
+    }),
+  );
 }
 
 export function targetsTable(t: Target[]): string {
-  return [
+  return mdTable(
     '| target | goal | measured | met |',
     '| --- | --- | --- | --- |',
-    ...t.map((x) => `| ${x.name} | ${x.goal} | ${x.measured} | ${x.met ? 'yes' : '**no**'} |`),
-  ].join('\n');
+    t.map((x) => `| ${x.name} | ${x.goal} | ${x.measured} | ${x.met ? 'yes' : '**no**'} |`),
+  );
 }
 
 export function renderSection(r: ReportInput): string {

@@ -32,28 +32,9 @@ import { DEFAULT_MONITOR, MonitorStore, newMonitorId, newWebhookSecret, type Sto
 import { runnerSpec } from '@telemetry/check-runner';
 import { provision } from '../../tools/devstack/provision.js';
 import type { Stack } from '../../tools/devstack/stack.js';
-import {
-  build,
-  Child,
-  freePort,
-  metricSum,
-  scriptCommand,
-  serviceCommand,
-  sleep,
-  until,
-} from '../../harness/processes.js';
-import { BENCHMARKS_MD, fmt, quantiles } from '../../harness/report.js';
-import {
-  benchCommand,
-  benchStack,
-  Cleanups,
-  envNumber,
-  finish,
-  logger,
-  pipelineTopics,
-  serviceEnv,
-  SMOKE,
-} from '../../harness/run.js';
+import { Child, freePort, metricSum, scriptCommand, serviceCommand, sleep, until } from '../../harness/processes.js';
+import { fmt, quantiles } from '../../harness/report.js';
+import { Benchmark, type Cleanups, envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 import { cpuMeter, mb } from '../../harness/sampler.js';
 import {
   levelNotes,
@@ -88,7 +69,8 @@ const SKIP_REASONS = ['overlap', 'busy', 'unpublished', 'handed_over'] as const;
 const START_DELAY = 'runner_check_start_delay_seconds';
 if (TIMEOUT_MS > INTERVAL_SECONDS * 1000) throw new Error('BENCH_RUNNER_TIMEOUT_MS must not exceed the interval');
 
-const log = logger('bench:runner');
+const bench = new Benchmark('bench:runner');
+const log = bench.log;
 
 // ------------------------------------------------------------------ the target
 
@@ -440,10 +422,9 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
 // ------------------------------------------------------------------ main
 
 async function main(cleanups: Cleanups): Promise<RunnerReport> {
-  await build(log);
   const logDir = mkdtempSync(join(tmpdir(), 'bench-runner-'));
   log(`levels ${LEVELS.join(', ')} monitors, ${SECONDS} s windows; logs in ${logDir}`);
-  const { stack, pids, machine } = await benchStack(cleanups, log);
+  const { stack, pids, machine } = await bench.stack(cleanups);
   const quiet = createLogger({ service: 'bench-runner', level: 'warn', stream: process.stderr });
   const kafka = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'bench-runner', logger: quiet });
   const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: 'default' });
@@ -465,9 +446,7 @@ async function main(cleanups: Cleanups): Promise<RunnerReport> {
   for (const n of LEVELS) levels.push(await level(ctx, admin, n));
   const windows = levels.flatMap((l) => [l.runner.cpu.otherPercent, l.baseline.cpu.otherPercent]);
   return {
-    command: benchCommand('bench:runner'),
-    date: new Date().toISOString(),
-    machine,
+    ...bench.head(machine),
     config: {
       levels: LEVELS,
       seconds: SECONDS,
@@ -483,11 +462,8 @@ async function main(cleanups: Cleanups): Promise<RunnerReport> {
   };
 }
 
-const cleanups = new Cleanups(log);
-await finish(() => main(cleanups), {
-  log,
-  cleanups,
-  section: { file: BENCHMARKS_MD, name: 'bench:runner', title: '# Benchmarks\n', render: renderSection },
+await bench.run(main, {
+  render: renderSection,
   tables: (report) =>
     report.levels.map((l) => `${fmt(l.monitors)} monitors\n\n${levelTable(l)}\n\n${levelNotes(l)}`).join('\n\n'),
   ok: (report) => report.clean,

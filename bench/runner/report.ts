@@ -2,7 +2,7 @@
  * Figures of `npm run bench:runner` and its section of BENCHMARKS.md (between
  * `<!-- bench:runner -->` and `<!-- /bench:runner -->`; other sections are left alone).
  */
-import { fmt, markdown, type Quantiles } from '../../harness/report.js';
+import { fmt, markdown, sectionHead, type Quantiles } from '../../harness/report.js';
 import type { Machine } from '../../harness/run.js';
 import type { CpuWindow } from '../../harness/sampler.js';
 
@@ -214,13 +214,7 @@ export function renderSection(r: RunnerReport): string {
   const m = r.machine;
   const c = r.config;
   return markdown([
-    '## Check runner: checks per second, interval jitter, CPU and memory',
-    '',
-    `Command: \`${r.command}\``,
-    '',
-    `- Date: ${r.date}`,
-    `- Machine: ${m.nproc} CPUs (${m.cpuModel}), ${fmt(m.memoryGiB, 1)} GiB memory, Node ${m.node}, Kafka ${m.kafka} ` +
-      `(one KRaft broker), ClickHouse ${m.clickhouse}`,
+    ...sectionHead('Check runner: checks per second, interval jitter, CPU and memory', r),
     `- Monitors: ${c.levels.map((n) => fmt(n)).join(' and ')}, registered with \`MonitorStore.saveMany\` in a fresh ` +
       `database per level; interval ${c.intervalSeconds} s, timeout ${fmt(c.timeoutMs)} ms, each pointing at ` +
       '`/m/<id>` of the target (bench/runner/target.ts, its own process: 200 `ok` at once, every arrival recorded)',
