@@ -14,7 +14,10 @@ function definedMetrics(): Set<string> {
       const p = join(dir, e.name);
       if (e.isDirectory() && e.name !== 'node_modules' && e.name !== 'dist') walk(p);
       else if (e.name.endsWith('.ts')) {
-        for (const [, n] of readFileSync(p, 'utf8').matchAll(/name: '([a-z_]+)',\s*\n?\s*help:/g)) names.add(n!);
+        const text = readFileSync(p, 'utf8');
+        for (const [, n] of text.matchAll(/name: '([a-z_]+)',\s*\n?\s*help:/g)) names.add(n!);
+        // The platform's counter()/histogram() helpers: (registry, 'name', 'help', …).
+        for (const [, n] of text.matchAll(/\b(?:counter|histogram)\(\s*[\w.]+,\s*'([a-z_]+)',/g)) names.add(n!);
       }
     }
   };
