@@ -1,5 +1,5 @@
 /**
- * npm run dlq:replay -- [--dry-run] [--kind not_json|invalid|too_large] [--max N]
+ * npm run dlq:replay -- [--dry-run] [--kind not_json|invalid|too_large|rejected] [--max N]
  *
  * Reads the dead-letter topic as the consumer group `telemetry-dead-letter-replay` and
  * publishes each message's original key and value back to the topic it came from
