@@ -43,6 +43,28 @@ async function produceEvents(brokers: string, topic: string, values: string[], p
   }
 }
 
+/** The dead letters keyed `tag`, read from the start of the topic until `n` are there. */
+async function deadLetters(tag: string, n: number): Promise<{ value: string; headers: IHeaders }[]> {
+  const s = testStack();
+  const dead: { value: string; headers: IHeaders }[] = [];
+  const c = kafkaFor(s.kafkaBrokers).consumer({ groupId: uid('dlq-reader') });
+  await c.connect();
+  await c.subscribe({ topic: s.deadLetterTopic, fromBeginning: true });
+  await c.run({
+    eachMessage: async ({ message }) => {
+      if (message.key?.toString() === tag)
+        dead.push({ value: message.value!.toString(), headers: message.headers ?? {} });
+      await Promise.resolve();
+    },
+  });
+  try {
+    await eventually(`${n} dead letters`, () => Promise.resolve(dead.length >= n ? true : undefined));
+  } finally {
+    await c.disconnect();
+  }
+  return dead;
+}
+
 /** Rows of `source` as stored, and as read through the documented pattern (FINAL). */
 async function counts(
   ch: ClickHouseClient,
@@ -95,22 +117,7 @@ describe('stream consumer (real Kafka and ClickHouse)', () => {
         (await counts(ch, s().database, source)).asRead === 3 ? true : undefined,
       );
 
-      const dead: { value: string; headers: IHeaders }[] = [];
-      const c = kafkaFor(s().kafkaBrokers).consumer({ groupId: uid('dlq-reader') });
-      await c.connect();
-      await c.subscribe({ topic: s().deadLetterTopic, fromBeginning: true });
-      await c.run({
-        eachMessage: async ({ message }) => {
-          if (message.key?.toString() === tag)
-            dead.push({ value: message.value!.toString(), headers: message.headers ?? {} });
-          await Promise.resolve();
-        },
-      });
-      try {
-        await eventually('2 dead letters', () => Promise.resolve(dead.length >= 2 ? true : undefined));
-      } finally {
-        await c.disconnect();
-      }
+      const dead = await deadLetters(tag, 2);
       expect(dead.map((d) => d.value)).to.deep.equal([values[1], values[3]]);
       const h = (d: { headers: IHeaders }, k: string): string => String(d.headers[k]);
       expect(h(dead[0]!, 'x-dead-letter-kind')).to.equal('not_json');
@@ -156,22 +163,7 @@ describe('stream consumer (real Kafka and ClickHouse)', () => {
         (await counts(ch, s().database, source)).asRead === 5 ? true : undefined,
       );
 
-      const dead: { value: string; headers: IHeaders }[] = [];
-      const c = kafkaFor(s().kafkaBrokers).consumer({ groupId: uid('dlq-reader') });
-      await c.connect();
-      await c.subscribe({ topic: s().deadLetterTopic, fromBeginning: true });
-      await c.run({
-        eachMessage: async ({ message }) => {
-          if (message.key?.toString() === tag)
-            dead.push({ value: message.value!.toString(), headers: message.headers ?? {} });
-          await Promise.resolve();
-        },
-      });
-      try {
-        await eventually('1 dead letter', () => Promise.resolve(dead.length >= 1 ? true : undefined));
-      } finally {
-        await c.disconnect();
-      }
+      const dead = await deadLetters(tag, 1);
       expect(dead).to.have.length(1);
       expect(dead[0]!.value).to.equal(bad);
       const h = (k: string): string => String(dead[0]!.headers[k]);

@@ -16,6 +16,17 @@ function protocolError(type: string, retriable: boolean): Error {
   return Object.assign(new Error(`wrapped: ${type}`), { retriable: false, cause: inner });
 }
 
+function batching(target: Publisher, lingerMs: number): BatchingPublisher {
+  const inFlightMetric = { name: 'test_in_flight', help: 'test' };
+  return new BatchingPublisher(target, {
+    lingerMs,
+    maxBatchMessages: 100,
+    maxInFlightMessages: 100,
+    registry: new Registry(),
+    inFlightMetric,
+  });
+}
+
 describe('producer errors (unit)', () => {
   it('maps "too large" to 413 KAFKA_MESSAGE_TOO_LARGE, other non-retriable refusals to KAFKA_REJECTED, the rest to 503', () => {
     for (const type of ['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']) {
@@ -42,13 +53,7 @@ describe('producer errors (unit)', () => {
           : Promise.resolve();
       },
     };
-    const p = new BatchingPublisher(target, {
-      lingerMs: 20,
-      maxBatchMessages: 100,
-      maxInFlightMessages: 100,
-      registry: new Registry(),
-      inFlightMetric: { name: 'test_in_flight', help: 'test' },
-    });
+    const p = batching(target, 20);
     const results = await Promise.allSettled([
       p.send('t', [{ value: 'a' }]),
       p.send('t', [{ value: 'huge' }]),
@@ -63,13 +68,7 @@ describe('producer errors (unit)', () => {
 
   it('a batch that failed for Kafka itself fails every caller (they retry on 503)', async () => {
     const target: Publisher = { send: () => Promise.reject(new KafkaUnavailableError()) };
-    const p = new BatchingPublisher(target, {
-      lingerMs: 10,
-      maxBatchMessages: 100,
-      maxInFlightMessages: 100,
-      registry: new Registry(),
-      inFlightMetric: { name: 'test_in_flight', help: 'test' },
-    });
+    const p = batching(target, 10);
     const results = await Promise.allSettled([p.send('t', [{ value: 'a' }]), p.send('t', [{ value: 'b' }])]);
     expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected']);
   });
