@@ -12,6 +12,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor, type NewKey } from '@telemetry/store';
+import { until } from '../../harness/processes.js';
 
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
 
@@ -40,27 +41,13 @@ export function uid(prefix = 'x'): string {
   return `${prefix}-${randomBytes(5).toString('hex')}`;
 }
 
-/** Polls `probe` until it returns a value other than undefined, or fails at the deadline. */
-export async function eventually<T>(
+/** Polls `probe` until it returns a value other than undefined, or fails at the deadline (the harness's poller). */
+export function eventually<T>(
   what: string | (() => string),
   probe: () => Promise<T | undefined> | T | undefined,
   timeoutMs = 20_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out waiting for ${typeof what === 'string' ? what : what()}${last instanceof Error ? `: ${last.message}` : ''}`,
-      );
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return until(what, probe, timeoutMs, 100);
 }
 
 export function adminClickHouse(): ClickHouseClient {
