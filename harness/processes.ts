@@ -9,11 +9,23 @@ import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { newSealingKeyText, parseSealingKeys, SecretBox } from '@telemetry/platform';
 import { RssTrack } from './sampler.js';
 
 export { freePort } from '../tools/devstack/stack.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The key ring (SECRETS_KEYS) of the services a benchmark, the soak, the fault suite or
+ * the tests start: made anew per process, since their data lives no longer than the run.
+ */
+export const RUN_SECRETS_KEYS = newSealingKeyText('run');
+
+/** A SecretBox with RUN_SECRETS_KEYS: writes monitors those services can read. */
+export function runSecretBox(): SecretBox {
+  return new SecretBox(parseSealingKeys(RUN_SECRETS_KEYS));
+}
 export type ServiceName = 'ingest-gateway' | 'stream-consumer' | 'query-service' | 'check-runner';
 export type Command = [command: string, args: string[]];
 

@@ -30,15 +30,14 @@ export function copyTablesStatements(database: string): string[] {
   const statements = MIGRATIONS.flatMap((m) => m.statements(db)).filter((s) => typeof s === 'string');
   const events = new RegExp(`^\\s*CREATE TABLE IF NOT EXISTS ${escapeRe(db)}\\.events \\(`);
   const rollup = new RegExp(`^\\s*CREATE TABLE IF NOT EXISTS ${escapeRe(db)}\\.events_per_minute \\(`);
-  const copied = statements.flatMap((s) =>
-    events.test(s)
-      ? [s.replace(`${db}.events (`, `${db}.${ENGINE_TABLE} (`)]
-      : rollup.test(s)
-        ? [s.replace(`${db}.events_per_minute (`, `${db}.${ENGINE_ROLLUP} (`)]
-        : [],
-  );
-  if (copied.length !== 2) throw new Error(`expected the events and rollup tables to copy, got ${copied.length}`);
-  return copied;
+  // The newest shape of each (a later migration may rebuild a table).
+  const last = (re: RegExp): string | undefined => statements.filter((s) => re.test(s)).pop();
+  const [e, r] = [last(events), last(rollup)];
+  if (e === undefined || r === undefined) throw new Error('expected the events and rollup tables to copy');
+  return [
+    e.replace(`${db}.events (`, `${db}.${ENGINE_TABLE} (`),
+    r.replace(`${db}.events_per_minute (`, `${db}.${ENGINE_ROLLUP} (`),
+  ];
 }
 
 export interface EngineOptions {
@@ -77,6 +76,7 @@ export function viewStatement(database: string): string {
     `if(visitParamHas(raw, '${name}'), parseDateTimeBestEffortOrNull(${field(name)}), NULL)`;
   return `CREATE MATERIALIZED VIEW ${db}.${ENGINE_VIEW} TO ${db}.${ENGINE_TABLE} AS
     SELECT
+      ${field('tenant_id')} AS tenant_id,
       toUUID(${field('event_id')}) AS event_id,
       ${field('key_id')} AS key_id,
       ${field('source')} AS source,
@@ -101,12 +101,13 @@ export function viewStatement(database: string): string {
 export function rollupViewStatement(database: string): string {
   const db = sqlIdentifier(database);
   return `CREATE MATERIALIZED VIEW ${db}.${ENGINE_ROLLUP_VIEW} TO ${db}.${ENGINE_ROLLUP} AS
-    SELECT toStartOfMinute(parseDateTimeBestEffort(${field('received_at')})) AS minute,
+    SELECT ${field('tenant_id')} AS tenant_id,
+      toStartOfMinute(parseDateTimeBestEffort(${field('received_at')})) AS minute,
       ${field('source')} AS source,
       ${field('category')} AS category,
       uniqExactState(toUUID(${field('event_id')})) AS events
     FROM ${db}.${ENGINE_QUEUE}
-    GROUP BY minute, source, category`;
+    GROUP BY tenant_id, minute, source, category`;
 }
 
 /**

@@ -26,6 +26,7 @@
  * alone), BENCH_PROFILE=1 (the consumers write V8 CPU profiles into the log directory),
  * --smoke (harness/run.ts). Only 127.0.0.1 is used.
  */
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -485,7 +486,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
 
   // Freshness through the real gateway.
   const rate = FRESH_RATE > 0 ? FRESH_RATE : Math.round(ours.rowsPerSecond / 2);
-  const key = (await issueKey(ch, database, { kind: 'telemetry', name: 'bench-consume' })).key;
+  const key = (await issueKey(ch, database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'bench-consume' })).key;
   const gatewayPort = await freePort();
   const gateway = new Child({
     name: 'ingest-gateway',

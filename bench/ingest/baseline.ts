@@ -96,7 +96,7 @@ async function ingest(req: IncomingMessage, res: ServerResponse): Promise<void> 
   }
   let messages: Message[];
   try {
-    messages = toMessages(request, key.keyId, new Date().toISOString(), LIMITS.maxEventBytes);
+    messages = toMessages(request, key, new Date().toISOString(), LIMITS.maxEventBytes);
   } catch {
     return failure(res, 413, 'EVENT_TOO_LARGE');
   }

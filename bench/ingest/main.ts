@@ -18,6 +18,7 @@
  * BENCH_WRITE=0, --smoke (see harness/run.ts). Only 127.0.0.1 is loaded.
  * Exit code 0 when every request was answered 200, 1 when some failed or the run could not.
  */
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -204,7 +205,7 @@ async function main(cleanups: Cleanups): Promise<Report> {
   const ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database });
   const keys: string[] = [];
   for (let i = 0; i < KEYS; i++)
-    keys.push((await issueKey(ch, database, { kind: 'telemetry', name: `bench ${i}` })).key);
+    keys.push((await issueKey(ch, database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: `bench ${i}` })).key);
   await ch.close();
 
   const start = async (target: Target): Promise<Child> => {

@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@telemetry/platform';
-import { sqlIdentifier, sqlNumber } from '@telemetry/platform';
-import { toIsoSeconds } from '@telemetry/contract';
+import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
+import { DEFAULT_TENANT, toIsoSeconds } from '@telemetry/contract';
 import {
   checksSql,
   MonitorStore,
@@ -17,6 +17,7 @@ import {
   type ChecksQuery,
   type SummaryQuery,
 } from '@telemetry/store';
+import { runSecretBox } from '../../harness/processes.js';
 import { countOf, type HttpClient, type Op, type Outcome, type Reply } from '../../harness/load.js';
 
 const HOUR = 3600;
@@ -61,8 +62,9 @@ export class DataSpec {
   insertSql(db: string, offset: number, count: number): string {
     const d = sqlIdentifier(db);
     const M = sqlNumber(this.monitors);
-    return `INSERT INTO ${d}.checks (monitor_id, created_at, id, status, response_time, status_code)
+    return `INSERT INTO ${d}.checks (tenant_id, monitor_id, created_at, id, status, response_time, status_code)
       SELECT
+        ${sqlString(DEFAULT_TENANT)} AS tenant_id,
         concat('mon-', toString(n % ${M})) AS monitor_id,
         toDateTime(${sqlNumber(this.start)} + intDiv(n, ${M}) * 60 + (n % ${M}) % 60) AS created_at,
         concat('chk-', toString(n)) AS id,
@@ -102,7 +104,7 @@ export async function loadChecks(
   }
   const insertSeconds = (performance.now() - t0) / 1000;
   // The service answers 404 for monitors the registry does not hold.
-  const store = new MonitorStore(admin, db);
+  const store = new MonitorStore(admin, db, runSecretBox());
   for (let m = 0; m < spec.monitors; m += 1000) {
     const ids = Array.from({ length: Math.min(1000, spec.monitors - m) }, (_, i) => spec.monitorId(m + i));
     await store.saveMany(ids.map((id) => placeholderMonitor(id)));
@@ -280,7 +282,7 @@ function checksPath(monitorId: string, params: Record<string, string> = {}): str
 }
 
 function firstPageQuery(monitorId: string, limit: number): ChecksQuery {
-  return { monitorId, limit, order: 'desc', from: undefined, to: undefined, statuses: [], cursor: undefined };
+  return { tenantId: DEFAULT_TENANT, monitorId, limit, order: 'desc', from: undefined, to: undefined, statuses: [], cursor: undefined };
 }
 
 /** Runs `fn` over `items`, `concurrency` at a time. */
@@ -379,7 +381,7 @@ export async function makeFixtures(opts: {
 
   const summary = async (m: number, interval: 'hour' | 'day', from: number, to: number): Promise<SummaryFixture> => {
     const monitorId = spec.monitorId(m);
-    const query: SummaryQuery = { monitorId, interval, from, to };
+    const query: SummaryQuery = { tenantId: DEFAULT_TENANT, monitorId, interval, from, to };
     const sql = summarySql(opts.direct.database, query);
     const counts = await direct(opts.direct, sql.counts, 'JSONEachRow');
     const quantiles = await direct(opts.direct, sql.quantiles, 'JSON');

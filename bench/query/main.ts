@@ -23,6 +23,7 @@
  * V8 CPU profile when it stops), BENCH_WRITE=0, --smoke. Only 127.0.0.1 is loaded.
  * Exit code 0 when every request was answered 200 with the expected rows, else 1.
  */
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -209,7 +210,7 @@ async function main(cleanups: Cleanups) {
     `loaded in ${load.insertSeconds} s (${load.rowsPerSecond.toLocaleString('en-US')} rows/s); OPTIMIZE FINAL ${load.optimizeSeconds} s`,
   );
 
-  const { key } = await issueKey(admin, database, { kind: 'api', name: 'bench:query', scopes: ['checks:read'] });
+  const { key } = await issueKey(admin, database, { tenantId: DEFAULT_TENANT, kind: 'api', name: 'bench:query', scopes: ['checks:read'] });
   const port = await freePort();
   const env = serviceEnv(stack, database, port, {
     CLICKHOUSE_USER: stack.clickhouseReader.user,

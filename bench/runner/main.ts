@@ -22,6 +22,7 @@
  * Only 127.0.0.1 is used. Exit code 0 when both sides ran every level and Kafka holds
  * every check they counted as acknowledged, 1 otherwise.
  */
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,7 +33,7 @@ import { DEFAULT_MONITOR, MonitorStore, newMonitorId, newWebhookSecret, type Sto
 import { runnerSpec } from '@telemetry/check-runner';
 import { provision } from '../../tools/devstack/provision.js';
 import type { Stack } from '../../tools/devstack/stack.js';
-import { Child, freePort, metricSum, scriptCommand, serviceCommand, sleep, until } from '../../harness/processes.js';
+import { Child, freePort, metricSum, runSecretBox, scriptCommand, serviceCommand, sleep, until } from '../../harness/processes.js';
 import { fmt, quantiles } from '../../harness/report.js';
 import { Benchmark, type Cleanups, envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 import { cpuMeter, mb } from '../../harness/sampler.js';
@@ -381,6 +382,7 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
     const id = newMonitorId();
     return {
       ...DEFAULT_MONITOR,
+      tenant_id: DEFAULT_TENANT,
       id,
       name: `bench ${i}`,
       url: `${ctx.target.server.url}/m/${id}`,
@@ -391,7 +393,7 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
       updated_at: now,
     };
   });
-  await new MonitorStore(admin, setup.database).saveMany(list);
+  await new MonitorStore(admin, setup.database, runSecretBox()).saveMany(list);
   writeFileSync(
     setup.monitorsFile,
     JSON.stringify(

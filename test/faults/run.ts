@@ -19,6 +19,7 @@
  * to stderr; service logs (and, on failure, the servers' data and logs) stay in the log
  * directory printed at the start. Only 127.0.0.1 is used.
  */
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
@@ -119,7 +120,7 @@ async function main(): Promise<number> {
     const names = { database: `faults_${run}`, events: topics.topics.events, group: `faults-${run}` };
     await provision(stack, { database: names.database, topics: topics.list, partitions: 4 });
     ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.database });
-    const key = (await issueKey(ch, names.database, { kind: 'telemetry', name: 'fault suite' })).key;
+    const key = (await issueKey(ch, names.database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'fault suite' })).key;
     const chVersion = await clickhouseVersion(ch);
     log(`stack up: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${chVersion})`);
 

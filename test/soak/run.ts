@@ -8,6 +8,7 @@
  * bounded (below SOAK_EVENTS_PER_SECOND x 10 s, and back near 0 after the load).
  * Writes the figures to RELIABILITY.md (section soak) and prints them as one JSON line.
  */
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
@@ -16,7 +17,7 @@ import { issueKey, MonitorStore, placeholderMonitor } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { startStack } from '../../tools/devstack/stack.js';
 import { steadyLoops } from '../../harness/load.js';
-import { Child, freePort, serviceCommand, sleep, until, type ServiceName } from '../../harness/processes.js';
+import { Child, freePort, runSecretBox, serviceCommand, sleep, until, type ServiceName } from '../../harness/processes.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 
@@ -56,10 +57,10 @@ async function main(): Promise<number> {
   try {
     await provision(stack, { database: names.db, topics: topics.list, partitions: 6 });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.db });
-    const access = (await issueKey(admin, names.db, { kind: 'telemetry', name: 'soak' })).key;
-    const api = (await issueKey(admin, names.db, { kind: 'api', name: 'soak', scopes: ['checks:read'] })).key;
+    const access = (await issueKey(admin, names.db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'soak' })).key;
+    const api = (await issueKey(admin, names.db, { tenantId: DEFAULT_TENANT, kind: 'api', name: 'soak', scopes: ['checks:read'] })).key;
     // The readers ask for monitors m0..m199: they must be in the registry (paused: no runner here).
-    const store = new MonitorStore(admin, names.db);
+    const store = new MonitorStore(admin, names.db, runSecretBox());
     await store.saveMany(Array.from({ length: 200 }, (_, m) => placeholderMonitor(`m${m}`)));
     for (const name of ['ingest-gateway', 'stream-consumer', 'query-service'] as const) {
       const port = await freePort();

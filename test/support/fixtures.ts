@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { Partitioners } from 'kafkajs';
 import { loadGatewayConfig, startGateway } from '@telemetry/ingest-gateway';
 import { loadQueryConfig, startQueryService } from '@telemetry/query-service';
@@ -12,7 +13,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor, type NewKey } from '@telemetry/store';
-import { until } from '../../harness/processes.js';
+import { runSecretBox, RUN_SECRETS_KEYS, until } from '../../harness/processes.js';
 
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
 
@@ -55,8 +56,11 @@ export function adminClickHouse(): ClickHouseClient {
   return createClickHouse({ url: s.clickhouseUrl, username: 'default', password: '', database: s.database });
 }
 
+/** A key's spec; its tenant is the default tenant unless given. */
+export type KeySpec = Omit<NewKey, 'tenantId'> & { tenantId?: string };
+
 /** Issues a key in this run's database, or in the one `env` (service env overrides) names. */
-export async function newKey(spec: NewKey, env: Record<string, string> = {}): Promise<string> {
+export async function newKey(spec: KeySpec, env: Record<string, string> = {}): Promise<string> {
   const s = testStack();
   const database = env.CLICKHOUSE_DATABASE ?? s.database;
   const ch = createClickHouse({
@@ -66,7 +70,7 @@ export async function newKey(spec: NewKey, env: Record<string, string> = {}): Pr
     database,
   });
   try {
-    return (await issueKey(ch, database, spec)).key;
+    return (await issueKey(ch, database, { tenantId: DEFAULT_TENANT, ...spec })).key;
   } finally {
     await ch.close();
   }
@@ -88,6 +92,7 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     PORT: '0',
     KEY_REFRESH_MS: '200',
     MIGRATE_ON_START: 'false',
+    SECRETS_KEYS: RUN_SECRETS_KEYS,
     ...extra,
   };
 }
@@ -143,7 +148,7 @@ export async function registerMonitors(...ids: string[]): Promise<void> {
   const s = testStack();
   const ch = adminClickHouse();
   try {
-    const store = new MonitorStore(ch, s.database);
+    const store = new MonitorStore(ch, s.database, runSecretBox());
     await store.saveMany(ids.map((id) => placeholderMonitor(id)));
   } finally {
     await ch.close();

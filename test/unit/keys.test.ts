@@ -1,12 +1,13 @@
 import { expect } from 'chai';
 import { createLogger } from '@telemetry/platform';
-import { hashSecret, KeyStore, parseKey, type KeyRecord, type KeySource } from '@telemetry/store';
+import { hashSecret, KeyStore, parseDuration, parseKey, type KeyRecord, type KeySource } from '@telemetry/store';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 
 function record(over: Partial<KeyRecord> & { secret: string }): KeyRecord {
   const { secret, ...rest } = over;
   return {
+    tenant_id: 'ten_a',
     key_id: '0123456789abcdef',
     kind: 'telemetry',
     name: 'k',
@@ -17,6 +18,7 @@ function record(over: Partial<KeyRecord> & { secret: string }): KeyRecord {
     allowed_sources: [],
     revoked: 0,
     created_at: '2026-01-01 00:00:00',
+    expires_at: null,
     version: 1,
     ...rest,
   };
@@ -69,6 +71,31 @@ describe('keys (unit)', () => {
     await store.refresh();
     expect(store.verify(key, 'telemetry')).to.equal(undefined);
     await store.stop();
+  });
+
+  it('refuses an expired key with KEY_EXPIRED, and only to a holder of the whole valid key', async () => {
+    const store = new KeyStore(new FakeSource([record({ secret, expires_at: '2026-11-22 10:00:00' })]), logger, 60_000);
+    await store.start();
+    const before = Date.parse('2026-11-22T09:59:59Z');
+    const after = Date.parse('2026-11-22T10:00:00Z');
+    expect(store.authenticate(key, 'telemetry', before).tenantId).to.equal('ten_a');
+    expect(store.verify(key, 'telemetry', after)).to.equal(undefined);
+    expect(() => store.authenticate(key, 'telemetry', after))
+      .to.throw()
+      .with.property('code', 'KEY_EXPIRED');
+    expect(() => store.authenticate(`tk_0123456789abcdef_${'b'.repeat(64)}`, 'telemetry', after))
+      .to.throw()
+      .with.property('code', 'INVALID_CREDENTIALS');
+    await store.stop();
+  });
+
+  it('parses key lifetimes for --expires-in', () => {
+    expect(parseDuration('90d')).to.equal(90 * 86_400);
+    expect(parseDuration('12h')).to.equal(12 * 3600);
+    expect(parseDuration('30m')).to.equal(1800);
+    expect(parseDuration('3600s')).to.equal(3600);
+    for (const bad of ['', '0d', '-1d', '1w', '1.5d', 'd', '90', '1234567d'])
+      expect(parseDuration(bad), bad).to.equal(undefined);
   });
 
   it('stores only the hash', () => {

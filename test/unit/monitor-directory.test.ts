@@ -3,14 +3,22 @@ import { MonitorDirectory } from '../../services/query-service/src/monitor-direc
 import { FakeClock, settle, silentLogger } from './support/fakes.js';
 
 /** The registry as the directory sees it: the current ids, and whether it answers. */
+const T = 'ten_a';
+
 class Registry {
   ids = ['mon_a', 'mon_b'];
+  /** Monitors of another tenant. */
+  others = ['mon_x'];
   down = false;
   readonly lookups: (readonly string[] | undefined)[] = [];
-  lookup = (ids?: readonly string[]): Promise<string[]> => {
+  lookup = (ids?: readonly string[]): Promise<{ id: string; tenantId: string }[]> => {
     this.lookups.push(ids);
     if (this.down) return Promise.reject(new Error('ClickHouse is away'));
-    return Promise.resolve(ids ? this.ids.filter((id) => ids.includes(id)) : [...this.ids]);
+    const all = [
+      ...this.ids.map((id) => ({ id, tenantId: T })),
+      ...this.others.map((id) => ({ id, tenantId: 'ten_b' })),
+    ];
+    return Promise.resolve(ids ? all.filter((m) => ids.includes(m.id)) : all);
   };
 }
 
@@ -21,13 +29,28 @@ describe('monitor directory (unit)', () => {
     const d = new MonitorDirectory(registry.lookup, 5000, silentLogger, clock);
     await d.start();
     expect(registry.lookups).to.deep.equal([undefined]);
-    expect(await d.exists('mon_a')).to.equal(true);
+    expect(await d.exists('mon_a', T)).to.equal(true);
     expect(registry.lookups, 'a Set lookup').to.have.length(1);
     registry.ids.push('mon_new'); // created on another replica
-    expect(await d.exists('mon_new')).to.equal(true);
-    expect(await d.exists('mon_new')).to.equal(true);
-    expect(await d.exists('mon_none')).to.equal(false);
+    expect(await d.exists('mon_new', T)).to.equal(true);
+    expect(await d.exists('mon_new', T)).to.equal(true);
+    expect(await d.exists('mon_none', T)).to.equal(false);
     expect(registry.lookups.slice(1)).to.deep.equal([['mon_new'], ['mon_none']]);
+    await d.stop();
+  });
+
+  it("answers false for another tenant's monitor, held in the set or looked up on its own", async () => {
+    const registry = new Registry();
+    const d = new MonitorDirectory(registry.lookup, 5000, silentLogger, new FakeClock());
+    await d.start();
+    expect(await d.exists('mon_x', T), 'in the set, of ten_b').to.equal(false);
+    expect(await d.exists('mon_x', 'ten_b')).to.equal(true);
+    expect(await d.exists('mon_a', 'ten_b'), 'of ten_a').to.equal(false);
+    registry.others.push('mon_y'); // created on another replica, for ten_b
+    expect(await d.exists('mon_y', T), 'looked up').to.equal(false);
+    expect(registry.lookups.slice(1)).to.deep.equal([['mon_y']]);
+    expect(await d.exists('mon_y', 'ten_b'), 'now held').to.equal(true);
+    expect(registry.lookups, 'no second lookup').to.have.length(2);
     await d.stop();
   });
 
@@ -38,15 +61,15 @@ describe('monitor directory (unit)', () => {
     await d.start();
     d.forget('mon_a');
     registry.ids = ['mon_b'];
-    expect(await d.exists('mon_a')).to.equal(false);
-    d.remember('mon_c');
-    expect(await d.exists('mon_c')).to.equal(true);
+    expect(await d.exists('mon_a', T)).to.equal(false);
+    d.remember('mon_c', T);
+    expect(await d.exists('mon_c', T)).to.equal(true);
     await clock.advance(5000);
     expect(
       registry.lookups.filter((l) => l === undefined),
       'reloaded',
     ).to.have.length(2);
-    expect(await d.exists('mon_c'), 'not in the registry after the reload').to.equal(false);
+    expect(await d.exists('mon_c', T), 'not in the registry after the reload').to.equal(false);
     await d.stop();
   });
 

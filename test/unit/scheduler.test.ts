@@ -12,6 +12,7 @@ const SETTLE_MS = 1000;
 function monitor(id: string, over: Partial<StoredMonitor> = {}): StoredMonitor {
   return {
     ...DEFAULT_MONITOR,
+    tenant_id: 'ten_a',
     id,
     name: id,
     url: `http://${id}.test/`,

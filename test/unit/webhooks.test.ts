@@ -50,6 +50,7 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
     const { factory, built } = fakeGroupConsumers();
     const m: StoredMonitor = {
       ...DEFAULT_MONITOR,
+      tenant_id: 'ten_a',
       id: 'mon_a',
       name: 'a',
       url: 'http://a.test/',

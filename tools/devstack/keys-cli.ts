@@ -1,22 +1,28 @@
 /**
- * npm run keys -- create --kind telemetry --name "my shop" [--origins https://a,https://b] [--sources web,app]
- * npm run keys -- create --kind api --name "dashboards" [--scopes checks:read] [--monitors m1,m2]
+ * npm run keys -- create --tenant ten_… --kind telemetry --name "my shop" [--origins https://a,https://b] [--sources web,app] [--expires-in 90d]
+ * npm run keys -- create --tenant ten_… --kind api --name "dashboards" [--scopes checks:read] [--monitors m1,m2] [--expires-in 90d]
  * npm run keys -- revoke <key_id>
- * npm run keys -- list
+ * npm run keys -- list [--tenant ten_…]
  *
  * Talks to ClickHouse at CLICKHOUSE_URL (or the stack `npm start` runs). Prints a new
  * key's secret once; only its SHA-256 is stored. Services pick up changes within
  * KEY_REFRESH_MS, without a restart.
  */
 import { parseArgs } from 'node:util';
-import { createClickHouse } from '@telemetry/platform';
-import { ClickHouseKeySource, issueKey, revokeKey, SCOPES, type KeyKind } from '@telemetry/store';
-import { envWithLocalStack } from './local-env.js';
+import {
+  ClickHouseKeySource,
+  findTenant,
+  issueKey,
+  parseDuration,
+  revokeKey,
+  SCOPES,
+  type KeyKind,
+} from '@telemetry/store';
+import { adminFromEnv, runCli } from './cli.js';
 
 const out = (s: string): boolean => process.stdout.write(`${s}\n`);
 
 async function main(): Promise<number> {
-  const env = envWithLocalStack();
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: {
@@ -26,20 +32,14 @@ async function main(): Promise<number> {
       monitors: { type: 'string' },
       origins: { type: 'string' },
       sources: { type: 'string' },
+      tenant: { type: 'string' },
+      'expires-in': { type: 'string' },
     },
   });
   const [cmd, arg] = positionals;
-  if (!env.CLICKHOUSE_URL) {
-    process.stderr.write('CLICKHOUSE_URL is not set and no stack from `npm start` was found\n');
-    return 2;
-  }
-  const database = env.CLICKHOUSE_DATABASE ?? 'telemetry';
-  const client = createClickHouse({
-    url: env.CLICKHOUSE_URL,
-    username: env.CLICKHOUSE_USER ?? 'default',
-    password: env.CLICKHOUSE_PASSWORD ?? '',
-    database,
-  });
+  const admin = adminFromEnv();
+  if (!admin) return 2;
+  const { client, database } = admin;
   const list = (s: string | undefined): string[] | undefined =>
     s === undefined
       ? undefined
@@ -51,7 +51,17 @@ async function main(): Promise<number> {
     if (cmd === 'create') {
       const kind = values.kind as KeyKind | undefined;
       if (kind !== 'telemetry' && kind !== 'api') throw new Error('--kind telemetry|api is required');
+      if (values.tenant === undefined) throw new Error('--tenant ten_… is required (npm run tenants -- list)');
+      const tenant = await findTenant(client, database, values.tenant);
+      if (!tenant) throw new Error(`no tenant ${values.tenant} (npm run tenants -- list)`);
+      const expiresIn = values['expires-in'];
+      const expiresInSeconds = expiresIn === undefined ? undefined : parseDuration(expiresIn);
+      if (expiresIn !== undefined && expiresInSeconds === undefined) {
+        throw new Error('--expires-in is a number and a unit: 90d, 12h, 30m or 3600s');
+      }
       const { key, record } = await issueKey(client, database, {
+        tenantId: tenant.tenant_id,
+        expiresInSeconds,
         kind,
         name: values.name ?? kind,
         scopes: list(values.scopes),
@@ -60,6 +70,8 @@ async function main(): Promise<number> {
         allowedSources: list(values.sources),
       });
       out(`key_id: ${record.key_id}`);
+      out(`tenant: ${record.tenant_id}`);
+      if (record.expires_at) out(`expires_at: ${record.expires_at.replace(' ', 'T')}Z`);
       out(`key:    ${key}`);
       out('(the key is shown once; only its hash is stored)');
       return 0;
@@ -73,17 +85,17 @@ async function main(): Promise<number> {
       return 1;
     }
     if (cmd === 'list') {
+      const now = Date.now();
       for (const r of await new ClickHouseKeySource(client, database).loadAll()) {
-        out(
-          [r.key_id, r.kind, r.revoked ? 'revoked' : 'active', JSON.stringify(r.name), r.scopes.join(',') || '-'].join(
-            '\t',
-          ),
-        );
+        if (values.tenant !== undefined && r.tenant_id !== values.tenant) continue;
+        const expired = r.expires_at !== null && Date.parse(`${r.expires_at.replace(' ', 'T')}Z`) <= now;
+        const state = r.revoked ? 'revoked' : expired ? 'expired' : 'active';
+        out([r.key_id, r.tenant_id, r.kind, state, JSON.stringify(r.name), r.scopes.join(',') || '-'].join('\t'));
       }
       return 0;
     }
     process.stderr.write(
-      `usage: keys create --kind telemetry|api --name NAME [--scopes ${SCOPES.join(',')}] [--monitors ..] [--origins ..] [--sources ..]\n       keys revoke KEY_ID\n       keys list\n`,
+      `usage: keys create --tenant TENANT_ID --kind telemetry|api --name NAME [--scopes ${SCOPES.join(',')}] [--monitors ..] [--origins ..] [--sources ..] [--expires-in 90d]\n       keys revoke KEY_ID\n       keys list [--tenant TENANT_ID]\n`,
     );
     return 2;
   } finally {
@@ -91,10 +103,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`keys: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runCli('keys', main);

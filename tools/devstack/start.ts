@@ -8,11 +8,11 @@
  * Ctrl-C stops everything in order (services first, then the servers).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createClickHouse } from '@telemetry/platform';
-import { issueKey } from '@telemetry/store';
+import { createClickHouse, newSealingKeyText, type ClickHouseClient } from '@telemetry/platform';
+import { createTenant, issueKey, listTenants } from '@telemetry/store';
 import { writeLocalEnv } from './local-env.js';
 import { provision } from './provision.js';
 import { serviceCommand, type ServiceName } from '../../harness/processes.js';
@@ -88,8 +88,10 @@ async function main(): Promise<void> {
   try {
     await provision(stack, { database, topics: Object.values(topics), partitions: Number(env.TOPIC_PARTITIONS ?? 6) });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database });
-    const access = await issueKey(admin, database, { kind: 'telemetry', name: 'dev access key' });
+    const tenantId = await devTenant(admin);
+    const access = await issueKey(admin, database, { tenantId, kind: 'telemetry', name: 'dev access key' });
     const api = await issueKey(admin, database, {
+      tenantId,
       kind: 'api',
       name: 'dev api key',
       scopes: ['checks:read', 'monitors:read', 'monitors:write'],
@@ -114,6 +116,8 @@ async function main(): Promise<void> {
       HOST: '127.0.0.1',
       MIGRATE_ON_START: 'false',
     };
+    // The query service and the runner seal monitor secrets with this key ring.
+    const secrets = { SECRETS_KEYS: devSecretsKeys() };
     writeLocalEnv({
       ...shared,
       GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
@@ -141,7 +145,7 @@ async function main(): Promise<void> {
     for (const [name, port, extra] of services) {
       const [command, args] = serviceCommand(name as ServiceName);
       const child = spawn(command, args, {
-        env: { ...env, ...shared, ...extra, PORT: String(port) },
+        env: { ...env, ...shared, ...secrets, ...extra, PORT: String(port) },
         stdio: ['ignore', 'ignore', 'inherit'],
         // Own process group: a terminal's Ctrl-C reaches only us, and we stop the
         // services one signal each, in order (a second signal would mean "exit now").
@@ -174,6 +178,7 @@ async function main(): Promise<void> {
 
     say(`
 The stack is up (${stack.mode}: Kafka ${stack.kafkaBrokers}, ClickHouse ${stack.clickhouseUrl}).
+  tenant           ${tenantId} (development; the keys below belong to it)
   ingest gateway   ${g}
   stream consumer  http://127.0.0.1:${ports.consumer}/metrics
   query service    ${q}
@@ -191,12 +196,31 @@ curl -sS '${q}/api/monitors/${demo}/checks?limit=5' -H 'Authorization: Bearer ${
 Query the events in ClickHouse:
 curl -sS '${stack.clickhouseUrl}/' --data-binary "SELECT source, category, payload, received_at FROM ${database}.events FINAL ORDER BY received_at DESC LIMIT 5 FORMAT PrettyCompact"
 
-Its incidents: ${q}/api/monitors/${demo}/incidents (same key). More keys: npm run keys -- create --kind api --name me --scopes checks:read
+Its incidents: ${q}/api/monitors/${demo}/incidents (same key). More keys: npm run keys -- create --tenant ${tenantId} --kind api --name me --scopes checks:read
 Press Ctrl-C to stop.`);
   } catch (err) {
     process.stderr.write(`npm start failed: ${err instanceof Error ? err.message : String(err)}\n`);
     await stopAll(1);
   }
+}
+
+const DEV_TENANT = 'development';
+
+/** The development tenant's id: created once, then found by name. */
+async function devTenant(admin: ClickHouseClient): Promise<string> {
+  const found = (await listTenants(admin, database)).find((t) => t.name === DEV_TENANT);
+  return (found ?? (await createTenant(admin, database, DEV_TENANT))).tenant_id;
+}
+
+/**
+ * The development key ring: made once and kept in .stack/secrets-keys (mode 600) with
+ * the data, since the monitors sealed with it outlive a restart. SECRETS_KEYS wins.
+ */
+function devSecretsKeys(): string {
+  if (env.SECRETS_KEYS) return env.SECRETS_KEYS;
+  const file = join(root, '.stack', 'secrets-keys');
+  if (!existsSync(file)) writeFileSync(file, `${newSealingKeyText('dev1')}\n`, { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
 }
 
 /** The demo monitor's id: created once, then found by name and kept pointing at `url`. */

@@ -24,6 +24,10 @@ export const ERROR_CODES = {
     status: 401,
     description: 'The key is malformed, unknown, of the wrong kind, or revoked.',
   },
+  KEY_EXPIRED: {
+    status: 401,
+    description: 'The key was valid but its expiry time has passed; ask for a new key.',
+  },
   // 403: we know you, and no
   INSUFFICIENT_SCOPE: { status: 403, description: 'The API key lacks the scope this route needs.' },
   MONITOR_NOT_ALLOWED: { status: 403, description: 'The API key is limited to other monitors.' },
@@ -39,6 +43,12 @@ export const ERROR_CODES = {
   NOT_FOUND: { status: 404, description: 'No such route.' },
   MONITOR_NOT_FOUND: { status: 404, description: 'No monitor with this id (never created, or deleted).' },
   METHOD_NOT_ALLOWED: { status: 405, description: 'The route exists but not with this method; see `Allow`.' },
+  // 412
+  PRECONDITION_FAILED: {
+    status: 412,
+    description:
+      "`If-Match` names another version than the monitor's current one (someone changed it since you read it); nothing was changed. Read it again (`ETag`) and retry.",
+  },
   // 413: over a documented limit; `details.limit` names it
   PAYLOAD_TOO_LARGE: { status: 413, description: 'The body is larger than the byte limit.' },
   BATCH_TOO_LARGE: { status: 413, description: 'The batch has more events than allowed.' },

@@ -24,6 +24,14 @@ export const NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:/-]*$';
 /** Client event ids and monitor ids: letters, digits and . _ : - */
 export const ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]*$';
 
+/**
+ * Tenant ids: `ten_` and 1-32 lower-case letters and digits (new ones: 16 hex digits).
+ * Every key, monitor, check, alert and event belongs to one tenant (docs/api.md).
+ */
+export const TENANT_ID_PATTERN = '^ten_[0-9a-z]{1,32}$';
+/** The tenant of rows written before tenants existed (migration 4) and of older messages. */
+export const DEFAULT_TENANT = 'ten_default';
+
 /** Check statuses. `up` is the seed's; the rest are ours (docs/api.md). */
 export const CHECK_STATUSES = ['up', 'down', 'degraded'] as const;
 export type CheckStatus = (typeof CHECK_STATUSES)[number];

@@ -3,6 +3,7 @@ import {
   CHECK_ERRORS,
   CHECK_STATUSES,
   ID_PATTERN,
+  TENANT_ID_PATTERN,
   LIMITS,
   MONITOR_LIMITS,
   MONITOR_METHODS,
@@ -60,6 +61,9 @@ export const ingestRequestSchema = {
   },
 } as const;
 
+/** A tenant id (docs/api.md). */
+const tenantId = { type: 'string', pattern: TENANT_ID_PATTERN, maxLength: 36 } as const;
+
 /** Value of a message on the events topic (JSON, UTF-8). Written by the gateway. */
 export const eventMessageSchema = {
   $id: 'EventMessage',
@@ -70,6 +74,8 @@ export const eventMessageSchema = {
     v: { const: 1 },
     event_id: { type: 'string', format: 'uuid' },
     key_id: { type: 'string', minLength: 1, maxLength: 64 },
+    /** The key's tenant; absent in messages written before tenants (read as the default tenant). */
+    tenant_id: tenantId,
     source: name,
     category: name,
     payload: { type: 'object' },
@@ -103,7 +109,8 @@ export const checkMessageSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['id', 'monitor_id', 'status', 'response_time', 'status_code', 'created_at'],
-  properties: { ...checkProperties, created_at: dateTime },
+  /** tenant_id: the monitor's; absent in messages written before tenants (the default tenant). */
+  properties: { ...checkProperties, tenant_id: tenantId, created_at: dateTime },
 } as const;
 
 const isoSeconds = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$' } as const;
@@ -248,6 +255,8 @@ export const alertMessageSchema = {
     id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
     type: { type: 'string', enum: ALERT_TYPES },
     monitor_id: monitorId,
+    /** The monitor's tenant; absent in messages written before tenants (the default tenant). */
+    tenant_id: tenantId,
     /** The id of the check that opened the incident; shared by its down and up alerts. */
     incident_id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
     created_at: dateTime,

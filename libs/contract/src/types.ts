@@ -17,6 +17,7 @@ export interface EventMessage {
   v: 1;
   event_id: string;
   key_id: string;
+  tenant_id?: string;
   source: string;
   category: string;
   payload: Record<string, unknown>;
@@ -29,6 +30,7 @@ export interface EventMessage {
 export interface CheckMessage {
   id: string;
   monitor_id: string;
+  tenant_id?: string;
   status: CheckStatus;
   response_time: number;
   status_code: number;
@@ -86,6 +88,7 @@ export interface AlertMessage {
   id: string;
   type: AlertType;
   monitor_id: string;
+  tenant_id?: string;
   incident_id: string;
   created_at: string;
   check: {

@@ -15,3 +15,4 @@ export * from './paging.js';
 export * from './kafka-group-consumer.js';
 export * from './snapshot.js';
 export * from './run-main.js';
+export * from './secret-box.js';

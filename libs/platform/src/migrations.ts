@@ -18,7 +18,37 @@ export interface Migration {
  * SQL, or a column to add. ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, so
  * migrate() adds a column only when system.columns does not list it yet.
  */
-export type Statement = string | { addColumn: { table: string; column: string; type: string } };
+export type Statement =
+  | string
+  | { addColumn: { table: string; column: string; type: string } }
+  | { setAside: SetAside }
+  | { copyBack: CopyBack };
+
+/**
+ * The first half of rebuilding a table whose sort key changes (ClickHouse can only
+ * append new columns to a sort key): while `table` lacks the column `marker`, it is
+ * renamed to `<table>__old`, so the next statement can create the new shape under the
+ * old name. Writers see the table missing for that moment, and retry.
+ */
+export interface SetAside {
+  table: string;
+  marker: string;
+}
+
+/**
+ * The second half: while `<table>__old` exists, `sql(from)` copies its rows into the
+ * new table (`from` is the old table, quoted), then the old table is dropped. A run
+ * that stopped between the two steps resumes here.
+ */
+export interface CopyBack {
+  table: string;
+  sql: (from: string) => string;
+}
+
+/** The name a table is set aside under while it is rebuilt. */
+export function asideName(table: string): string {
+  return `${table}__old`;
+}
 
 /** One table family's statements, by the migration version that applies them. */
 export type MigrationsByVersion = Record<number, (db: string) => Statement[]>;
@@ -46,7 +76,9 @@ export async function runMigrations(
     if (done.has(m.version)) continue;
     for (const statement of m.statements(db)) {
       if (typeof statement === 'string') await client.command({ query: statement });
-      else await addColumn(client, database, statement.addColumn);
+      else if ('addColumn' in statement) await addColumn(client, database, statement.addColumn);
+      else if ('setAside' in statement) await setAside(client, database, statement.setAside, logger);
+      else await copyBack(client, database, statement.copyBack, logger);
     }
     await client.command({
       query: `INSERT INTO ${db}.schema_migrations (version, name, applied_at) VALUES (${sqlNumber(m.version)}, ${sqlString(m.name)}, now())`,
@@ -55,6 +87,36 @@ export async function runMigrations(
     logger.info('migration applied', { version: m.version, name: m.name });
   }
   return applied;
+}
+
+async function tableExists(client: ClickHouseClient, database: string, table: string): Promise<boolean> {
+  const rs = await client.query({
+    query: `SELECT count() AS n FROM system.tables WHERE database = ${sqlString(database)} AND name = ${sqlString(table)}`,
+    format: 'JSONEachRow',
+  });
+  return Number((await rs.json<{ n: number | string }>())[0]?.n ?? 0) > 0;
+}
+
+async function setAside(client: ClickHouseClient, database: string, s: SetAside, logger: Logger): Promise<void> {
+  if (!(await tableExists(client, database, s.table))) return;
+  if (await columnExists(client, database, s.table, s.marker)) return;
+  const db = sqlIdentifier(database);
+  if (await tableExists(client, database, asideName(s.table))) {
+    throw new Error(`${database}.${s.table} has the old shape but ${asideName(s.table)} exists too; see docs/operations.md`);
+  }
+  await client.command({
+    query: `RENAME TABLE ${db}.${sqlIdentifier(s.table)} TO ${db}.${sqlIdentifier(asideName(s.table))}`,
+  });
+  logger.info('migration set a table aside to rebuild it', { table: s.table, aside: asideName(s.table) });
+}
+
+async function copyBack(client: ClickHouseClient, database: string, c: CopyBack, logger: Logger): Promise<void> {
+  const aside = asideName(c.table);
+  if (!(await tableExists(client, database, aside))) return;
+  const from = `${sqlIdentifier(database)}.${sqlIdentifier(aside)}`;
+  await client.command({ query: c.sql(from) });
+  await client.command({ query: `DROP TABLE ${from}` });
+  logger.info('migration copied a rebuilt table back', { table: c.table });
 }
 
 async function columnExists(

@@ -1,4 +1,4 @@
-import { toIsoSeconds, type AlertMessage, type Incident, type Validators } from '@telemetry/contract';
+import { DEFAULT_TENANT, toIsoSeconds, type AlertMessage, type Incident, type Validators } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { decodeTimed, type Decoded } from './rows.js';
 
@@ -18,10 +18,30 @@ export const alertsMigrations: MigrationsByVersion = {
       ) ENGINE = ReplacingMergeTree(inserted_at)
       ORDER BY (monitor_id, incident_id, type)`,
   ],
+  // Tenants lead the sort key.
+  4: (db) => [
+    { setAside: { table: 'alerts', marker: 'tenant_id' } },
+    `CREATE TABLE IF NOT EXISTS ${db}.alerts (
+        tenant_id String, id String, monitor_id String, incident_id String, type String,
+        created_at DateTime('UTC'), check_id String, status String, status_code UInt16, error String,
+        response_time Float64, inserted_at DateTime('UTC')
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      ORDER BY (tenant_id, monitor_id, incident_id, type)`,
+    {
+      copyBack: {
+        table: 'alerts',
+        sql: (from) => `INSERT INTO ${db}.alerts (tenant_id, id, monitor_id, incident_id, type, created_at, check_id,
+            status, status_code, error, response_time, inserted_at)
+          SELECT '${DEFAULT_TENANT}', id, monitor_id, incident_id, type, created_at, check_id, status, status_code,
+            error, response_time, inserted_at FROM ${from}`,
+      },
+    },
+  ],
 };
 
 /** A row of `alerts` as inserted: one state change of a monitor. */
 export interface AlertRow {
+  tenant_id: string;
   id: string;
   monitor_id: string;
   incident_id: string;
@@ -37,6 +57,7 @@ export interface AlertRow {
 
 export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertRow> {
   return decodeTimed(v.alertMessage, 'alert', value, 'created_at', (a: AlertMessage, createdAt, now) => ({
+    tenant_id: a.tenant_id ?? DEFAULT_TENANT,
     id: a.id,
     monitor_id: a.monitor_id,
     incident_id: a.incident_id,
@@ -52,15 +73,16 @@ export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertR
 }
 
 /**
- * The last alert of each monitor in `ids` (columns monitor_id, t: type, i: incident id).
- * By time, and at equal seconds an up after the down it closes.
+ * The last alert of each monitor in `ids` (columns monitor_id, t: type, i: incident id),
+ * of `tenantId`'s monitors only when given. By time, and at equal seconds an up after
+ * the down it closes.
  */
-export function lastAlertsSql(database: string, ids: readonly string[]): string {
+export function lastAlertsSql(database: string, ids: readonly string[], tenantId?: string): string {
   return `SELECT monitor_id,
       argMax(type, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS t,
       argMax(incident_id, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS i
     FROM ${sqlIdentifier(database)}.alerts
-    WHERE monitor_id IN ${sqlStringList(ids)}
+    WHERE ${tenantId === undefined ? '' : `tenant_id = ${sqlString(tenantId)} AND `}monitor_id IN ${sqlStringList(ids)}
     GROUP BY monitor_id`;
 }
 
@@ -75,7 +97,13 @@ export interface LastAlertRow {
  * Incidents from the alerts table: each is the down alert that opened it and, once it
  * closed, the up alert with the same incident_id. Newest first.
  */
-export function incidentsSql(database: string, monitorId: string, limit: number, status?: string): string {
+export function incidentsSql(
+  database: string,
+  tenantId: string,
+  monitorId: string,
+  limit: number,
+  status?: string,
+): string {
   const having = ["countIf(type = 'monitor.down') > 0"];
   if (status === 'open') having.push("countIf(type = 'monitor.up') = 0");
   if (status === 'resolved') having.push("countIf(type = 'monitor.up') > 0");
@@ -86,7 +114,7 @@ export function incidentsSql(database: string, monitorId: string, limit: number,
       anyIf(status_code, type = 'monitor.down') AS code,
       anyIf(error, type = 'monitor.down') AS err
     FROM ${sqlIdentifier(database)}.alerts
-    WHERE monitor_id = ${sqlString(monitorId)}
+    WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id = ${sqlString(monitorId)}
     GROUP BY incident_id
     HAVING ${having.join(' AND ')}
     ORDER BY started DESC, incident_id DESC

@@ -1,4 +1,4 @@
-import { toIsoSeconds, type Check, type CheckMessage, type Validators } from '@telemetry/contract';
+import { DEFAULT_TENANT, toIsoSeconds, type Check, type CheckMessage, type Validators } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { decodeTimed, type Decoded } from './rows.js';
 
@@ -37,10 +37,56 @@ export const checksMigrations: MigrationsByVersion = {
       GROUP BY monitor_id, hour, status`,
   ],
   3: () => [{ addColumn: { table: 'checks', column: 'error', type: 'String' } }],
+  // Tenants lead both sort keys. As for events: the view is re-made, the copy of `checks`
+  // feeds the new rollup through it, and the old rollup is copied only for the hours
+  // older than any check still kept.
+  4: (db) => [
+    `DROP TABLE IF EXISTS ${db}.checks_hourly_mv`,
+    { setAside: { table: 'checks_hourly', marker: 'tenant_id' } },
+    `CREATE TABLE IF NOT EXISTS ${db}.checks_hourly (
+        tenant_id String, monitor_id String, hour DateTime('UTC'), status String,
+        checks AggregateFunction(uniqExact, String),
+        response_time AggregateFunction(quantilesTDigest(0.5, 0.95, 0.99), Float64)
+      ) ENGINE = AggregatingMergeTree()
+      PARTITION BY toYYYYMM(hour)
+      ORDER BY (tenant_id, monitor_id, hour, status)`,
+    { setAside: { table: 'checks', marker: 'tenant_id' } },
+    `CREATE TABLE IF NOT EXISTS ${db}.checks (
+        tenant_id String, monitor_id String, created_at DateTime('UTC'), id String, status String,
+        response_time Float64, status_code UInt16, error String, inserted_at DateTime('UTC') DEFAULT now()
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      PARTITION BY toYYYYMM(created_at)
+      ORDER BY (tenant_id, monitor_id, created_at, id)`,
+    `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.checks_hourly_mv TO ${db}.checks_hourly AS
+      SELECT tenant_id, monitor_id, toStartOfHour(created_at) AS hour, status,
+        uniqExactState(id) AS checks,
+        quantilesTDigestState(0.5, 0.95, 0.99)(response_time) AS response_time
+      FROM ${db}.checks
+      GROUP BY tenant_id, monitor_id, hour, status`,
+    {
+      copyBack: {
+        table: 'checks_hourly',
+        sql: (from) => `INSERT INTO ${db}.checks_hourly (tenant_id, monitor_id, hour, status, checks, response_time)
+          SELECT '${DEFAULT_TENANT}', monitor_id, hour, status, checks, response_time FROM ${from}
+          WHERE hour < (SELECT if(count() = 0, toDateTime(4294967295), toStartOfHour(min(created_at)))
+                        FROM ${db}.checks__old)`,
+      },
+    },
+    {
+      copyBack: {
+        table: 'checks',
+        sql: (from) => `INSERT INTO ${db}.checks (tenant_id, monitor_id, created_at, id, status, response_time,
+            status_code, error, inserted_at)
+          SELECT '${DEFAULT_TENANT}', monitor_id, created_at, id, status, response_time, status_code, error,
+            inserted_at FROM ${from}`,
+      },
+    },
+  ],
 };
 
 /** A row of `checks` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */
 export interface CheckRow {
+  tenant_id: string;
   monitor_id: string;
   created_at: number;
   id: string;
@@ -53,6 +99,7 @@ export interface CheckRow {
 
 export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckRow> {
   return decodeTimed(v.checkMessage, 'check', value, 'created_at', (c: CheckMessage, createdAt, now) => ({
+    tenant_id: c.tenant_id ?? DEFAULT_TENANT,
     monitor_id: c.monitor_id,
     created_at: createdAt,
     id: c.id,
@@ -66,6 +113,7 @@ export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckR
 
 /** A page (or, without a limit, the export) of one monitor's history. */
 export interface ChecksQuery {
+  tenantId: string;
   monitorId: string;
   /** Page size; null for no limit (the export). */
   limit: number | null;
@@ -85,7 +133,7 @@ export interface ChecksQuery {
 export function checksSql(database: string, q: ChecksQuery): string {
   const dir = q.order === 'desc' ? 'DESC' : 'ASC';
   const cmp = q.order === 'desc' ? '<' : '>';
-  const where = [`monitor_id = ${sqlString(q.monitorId)}`];
+  const where = [`tenant_id = ${sqlString(q.tenantId)}`, `monitor_id = ${sqlString(q.monitorId)}`];
   if (q.from !== undefined) where.push(`created_at >= toDateTime(${sqlNumber(q.from)})`);
   if (q.to !== undefined) where.push(`created_at < toDateTime(${sqlNumber(q.to)})`);
   if (q.statuses.length > 0) where.push(`status IN ${sqlStringList(q.statuses)}`);
@@ -126,6 +174,7 @@ export function rowToCheck(r: CheckHistoryRow): Check {
 }
 
 export interface SummaryQuery {
+  tenantId: string;
   monitorId: string;
   interval: 'hour' | 'day';
   /** Inclusive, on an interval boundary. */
@@ -137,7 +186,7 @@ export interface SummaryQuery {
 /** Counts per interval and status, and response-time quantiles per interval and in total (WITH TOTALS). */
 export function summarySql(database: string, q: SummaryQuery): { counts: string; quantiles: string } {
   const bucket = q.interval === 'hour' ? 'hour' : 'toStartOfDay(hour)';
-  const where = `monitor_id = ${sqlString(q.monitorId)} AND hour >= toDateTime(${sqlNumber(q.from)}) AND hour < toDateTime(${sqlNumber(q.to)})`;
+  const where = `tenant_id = ${sqlString(q.tenantId)} AND monitor_id = ${sqlString(q.monitorId)} AND hour >= toDateTime(${sqlNumber(q.from)}) AND hour < toDateTime(${sqlNumber(q.to)})`;
   const table = `${sqlIdentifier(database)}.checks_hourly`;
   return {
     counts: `SELECT toUInt32(${bucket}) AS t, status, uniqExactMerge(checks) AS n
@@ -158,10 +207,10 @@ export interface SummaryQuantileRow {
   q: number[];
 }
 
-/** The newest check of each monitor in `ids` (columns monitor_id, t: unix seconds). */
-export function lastChecksSql(database: string, ids: readonly string[]): string {
+/** The newest check of each of `tenantId`'s monitors in `ids` (columns monitor_id, t: unix seconds). */
+export function lastChecksSql(database: string, tenantId: string, ids: readonly string[]): string {
   return `SELECT monitor_id, toUnixTimestamp(max(created_at)) AS t
     FROM ${sqlIdentifier(database)}.checks
-    WHERE monitor_id IN ${sqlStringList(ids)}
+    WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id IN ${sqlStringList(ids)}
     GROUP BY monitor_id`;
 }

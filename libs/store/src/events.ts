@@ -1,4 +1,4 @@
-import type { EventMessage, Validators } from '@telemetry/contract';
+import { DEFAULT_TENANT, type EventMessage, type Validators } from '@telemetry/contract';
 import type { MigrationsByVersion } from '@telemetry/platform';
 import { decodeTimed, MAX_TS, MIN_TS, toUnix, type Decoded } from './rows.js';
 
@@ -33,10 +33,55 @@ export const eventsMigrations: MigrationsByVersion = {
       FROM ${db}.events
       GROUP BY minute, source, category`,
   ],
+  // Tenants lead both sort keys. The rollup's view is re-made over the new tables; the
+  // copy of `events` feeds the new rollup through it, and the old rollup is copied only
+  // for the minutes older than any event still kept (retention may have dropped those).
+  4: (db) => [
+    `DROP TABLE IF EXISTS ${db}.events_per_minute_mv`,
+    { setAside: { table: 'events_per_minute', marker: 'tenant_id' } },
+    `CREATE TABLE IF NOT EXISTS ${db}.events_per_minute (
+        tenant_id String, minute DateTime('UTC'), source String, category String,
+        events AggregateFunction(uniqExact, UUID)
+      ) ENGINE = AggregatingMergeTree()
+      PARTITION BY toYYYYMMDD(minute)
+      ORDER BY (tenant_id, source, category, minute)`,
+    { setAside: { table: 'events', marker: 'tenant_id' } },
+    `CREATE TABLE IF NOT EXISTS ${db}.events (
+        tenant_id String, event_id UUID, key_id String, source String, category String, payload String,
+        client_event_id String, event_time DateTime('UTC'), client_ts Nullable(DateTime('UTC')),
+        sent_at Nullable(DateTime('UTC')), received_at DateTime('UTC'),
+        inserted_at DateTime('UTC') DEFAULT now()
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      PARTITION BY toYYYYMMDD(received_at)
+      ORDER BY (tenant_id, source, category, received_at, event_id)`,
+    `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_per_minute_mv TO ${db}.events_per_minute AS
+      SELECT tenant_id, toStartOfMinute(received_at) AS minute, source, category, uniqExactState(event_id) AS events
+      FROM ${db}.events
+      GROUP BY tenant_id, minute, source, category`,
+    {
+      copyBack: {
+        table: 'events_per_minute',
+        sql: (from) => `INSERT INTO ${db}.events_per_minute (tenant_id, minute, source, category, events)
+          SELECT '${DEFAULT_TENANT}', minute, source, category, events FROM ${from}
+          WHERE minute < (SELECT if(count() = 0, toDateTime(4294967295), toStartOfMinute(min(received_at)))
+                          FROM ${db}.events__old)`,
+      },
+    },
+    {
+      copyBack: {
+        table: 'events',
+        sql: (from) => `INSERT INTO ${db}.events (tenant_id, event_id, key_id, source, category, payload,
+            client_event_id, event_time, client_ts, sent_at, received_at, inserted_at)
+          SELECT '${DEFAULT_TENANT}', event_id, key_id, source, category, payload, client_event_id, event_time,
+            client_ts, sent_at, received_at, inserted_at FROM ${from}`,
+      },
+    },
+  ],
 };
 
 /** A row of `events` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */
 export interface EventRow {
+  tenant_id: string;
   event_id: string;
   key_id: string;
   source: string;
@@ -67,6 +112,7 @@ export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventR
     const clientTs = toUnix(e.client_ts);
     const sentAt = toUnix(e.sent_at);
     return {
+      tenant_id: e.tenant_id ?? DEFAULT_TENANT,
       event_id: e.event_id,
       key_id: e.key_id,
       source: e.source,

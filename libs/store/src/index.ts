@@ -7,3 +7,4 @@ export * from './monitors.js';
 export * from './provision.js';
 export * from './retention.js';
 export type { Decoded } from './rows.js';
+export * from './tenants.js';

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { type Logger, Snapshot, type MigrationsByVersion, sqlIdentifier } from '@telemetry/platform';
+import { DEFAULT_TENANT } from '@telemetry/contract';
+import { AppError, type Logger, Snapshot, type MigrationsByVersion, sqlIdentifier } from '@telemetry/platform';
 
 /**
  * Keys look like `tk_<16 hex key id>_<64 hex secret>` (telemetry access keys) and
@@ -21,6 +22,26 @@ export const keysMigrations: MigrationsByVersion = {
       ) ENGINE = ReplacingMergeTree(version)
       ORDER BY key_id`,
   ],
+  // Tenants: every key belongs to one (existing keys: the default tenant); keys can expire.
+  4: (db) => [
+    { setAside: { table: 'access_keys', marker: 'tenant_id' } },
+    `CREATE TABLE IF NOT EXISTS ${db}.access_keys (
+        tenant_id String, key_id String, kind String, name String, secret_hash String, scopes Array(String),
+        monitor_ids Array(String), allowed_origins Array(String), allowed_sources Array(String),
+        revoked UInt8, created_at DateTime('UTC'), expires_at Nullable(DateTime('UTC')), version UInt64
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY (tenant_id, key_id)`,
+    {
+      copyBack: {
+        table: 'access_keys',
+        sql: (from) => `INSERT INTO ${db}.access_keys (tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids,
+            allowed_origins, allowed_sources, revoked, created_at, expires_at, version)
+          SELECT '${DEFAULT_TENANT}', key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins,
+            allowed_sources, revoked, created_at, NULL, version
+          FROM ${from}`,
+      },
+    },
+  ],
 };
 
 /** API key scopes (docs/api.md). */
@@ -31,6 +52,7 @@ const PREFIX: Record<KeyKind, string> = { telemetry: 'tk', api: 'ak' };
 const KEY_FORMAT = /^(tk|ak)_([0-9a-f]{16})_([0-9a-f]{64})$/;
 
 export interface KeyRecord {
+  tenant_id: string;
   key_id: string;
   kind: KeyKind;
   name: string;
@@ -41,6 +63,8 @@ export interface KeyRecord {
   allowed_sources: string[];
   revoked: number;
   created_at: string;
+  /** When the key stops working ('YYYY-MM-DD hh:mm:ss', UTC), or null: never. */
+  expires_at: string | null;
   version: number;
 }
 
@@ -76,8 +100,8 @@ export class ClickHouseKeySource implements KeySource {
 
   async loadAll(): Promise<KeyRecord[]> {
     const rs = await this.client.query({
-      query: `SELECT key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins, allowed_sources,
-                revoked, toString(created_at) AS created_at, version
+      query: `SELECT tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins, allowed_sources,
+                revoked, toString(created_at) AS created_at, toString(expires_at) AS expires_at, version
               FROM ${sqlIdentifier(this.database)}.access_keys FINAL`,
       format: 'JSONEachRow',
     });
@@ -86,12 +110,26 @@ export class ClickHouseKeySource implements KeySource {
 }
 
 export interface NewKey {
+  tenantId: string;
   kind: KeyKind;
   name: string;
   scopes?: string[];
   monitorIds?: string[];
   allowedOrigins?: string[];
   allowedSources?: string[];
+  /** Seconds from now until the key stops working; undefined: never. */
+  expiresInSeconds?: number;
+}
+
+/** '90d', '12h', '30m', '3600s': seconds; undefined when it is not such a duration. */
+export function parseDuration(s: string): number | undefined {
+  const m = /^([1-9][0-9]{0,5})([smhd])$/.exec(s.trim());
+  if (!m) return undefined;
+  return Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as 's' | 'm' | 'h' | 'd'];
+}
+
+function dateTimeText(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 }
 
 /** Issues a key: stores its hash and returns the plaintext, which is never stored. */
@@ -105,7 +143,9 @@ export async function issueKey(
   }
   const keyId = randomBytes(8).toString('hex');
   const secret = randomBytes(32).toString('hex');
+  const now = Date.now();
   const record: KeyRecord = {
+    tenant_id: spec.tenantId,
     key_id: keyId,
     kind: spec.kind,
     name: spec.name,
@@ -115,8 +155,9 @@ export async function issueKey(
     allowed_origins: spec.allowedOrigins ?? [],
     allowed_sources: spec.allowedSources ?? [],
     revoked: 0,
-    created_at: new Date().toISOString().slice(0, 19).replace('T', ' '),
-    version: Date.now(),
+    created_at: dateTimeText(now),
+    expires_at: spec.expiresInSeconds === undefined ? null : dateTimeText(now + spec.expiresInSeconds * 1000),
+    version: now,
   };
   await client.insert({ table: `${sqlIdentifier(database)}.access_keys`, values: [record], format: 'JSONEachRow' });
   return { key: `${PREFIX[spec.kind]}_${keyId}_${secret}`, record };
@@ -137,6 +178,8 @@ export async function revokeKey(client: ClickHouseClient, database: string, keyI
 
 export interface VerifiedKey {
   keyId: string;
+  /** Every read and write of this key is confined to this tenant. */
+  tenantId: string;
   name: string;
   kind: KeyKind;
   scopes: ReadonlySet<string>;
@@ -149,6 +192,15 @@ interface KeyEntry {
   hash: Buffer;
   verified: VerifiedKey;
   revoked: boolean;
+  /** Epoch ms after which the key is refused (KEY_EXPIRED); Infinity: never. */
+  expiresAtMs: number;
+}
+
+function expiryMs(text: string | null): number {
+  // toString of a NULL Nullable(DateTime) is NULL (JSON null); 0 would be 1970: treated alike.
+  if (text === null || text === '' || text.startsWith('0000') || text.startsWith('1970-01-01')) return Infinity;
+  const ms = Date.parse(`${text.replace(' ', 'T')}Z`);
+  return Number.isFinite(ms) ? ms : Infinity;
 }
 
 function indexKeys(records: KeyRecord[]): Map<string, KeyEntry> {
@@ -157,8 +209,10 @@ function indexKeys(records: KeyRecord[]): Map<string, KeyEntry> {
     next.set(r.key_id, {
       hash: Buffer.from(r.secret_hash, 'hex'),
       revoked: r.revoked !== 0,
+      expiresAtMs: expiryMs(r.expires_at),
       verified: {
         keyId: r.key_id,
+        tenantId: r.tenant_id || DEFAULT_TENANT,
         name: r.name,
         kind: r.kind,
         scopes: new Set(r.scopes),
@@ -190,15 +244,35 @@ export class KeyStore extends Snapshot<Map<string, KeyEntry>> {
     });
   }
 
-  /** The key's identity, or undefined when it is malformed, unknown, revoked or of another kind. */
-  verify(raw: string, kind: KeyKind): VerifiedKey | undefined {
+  /** The key's identity, or undefined when it is malformed, unknown, revoked, expired or of another kind. */
+  verify(raw: string, kind: KeyKind, nowMs = Date.now()): VerifiedKey | undefined {
+    const found = this.check(raw, kind, nowMs);
+    return typeof found === 'string' ? undefined : found;
+  }
+
+  /**
+   * The key's identity; else AppError INVALID_CREDENTIALS (malformed, unknown, revoked,
+   * of another kind) or KEY_EXPIRED (a valid key past its expiry).
+   */
+  authenticate(raw: string, kind: KeyKind, nowMs = Date.now()): VerifiedKey {
+    const found = this.check(raw, kind, nowMs);
+    if (found === 'expired') throw new AppError('KEY_EXPIRED', 'the key has expired; ask for a new one');
+    if (found === 'invalid') {
+      throw new AppError('INVALID_CREDENTIALS', kind === 'api' ? 'the API key is not valid' : 'the access key is not valid');
+    }
+    return found;
+  }
+
+  private check(raw: string, kind: KeyKind, nowMs: number): VerifiedKey | 'invalid' | 'expired' {
     const parsed = parseKey(raw);
-    if (!parsed) return undefined;
+    if (!parsed) return 'invalid';
     const entry = (this.value() ?? NO_KEYS).get(parsed.keyId);
     const given = Buffer.from(hashSecret(parsed.secret), 'hex');
     // Compare against a dummy when the id is unknown so both paths cost the same.
     const equal = timingSafeEqual(given, entry && entry.hash.length === given.length ? entry.hash : DUMMY_HASH);
-    if (!entry || !equal || entry.revoked || parsed.kind !== kind || entry.verified.kind !== kind) return undefined;
+    if (!entry || !equal || entry.revoked || parsed.kind !== kind || entry.verified.kind !== kind) return 'invalid';
+    // Only a holder of the whole valid key learns that it expired.
+    if (nowMs >= entry.expiresAtMs) return 'expired';
     return entry.verified;
   }
 }

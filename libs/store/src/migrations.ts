@@ -5,13 +5,16 @@ import { checksMigrations } from './checks.js';
 import { eventsMigrations } from './events.js';
 import { keysMigrations } from './keys.js';
 import { monitorsMigrations } from './monitors.js';
+import { tenantsMigrations } from './tenants.js';
 
 /**
  * Versioned ClickHouse migrations. Each table module (events, checks, alerts, monitors,
  * keys) holds its own statements per version; a version applies them in this order.
  * Each statement runs on ClickHouse 18.16 and on current ClickHouse (no TTL, CODEC,
- * DateTime64, LowCardinality) and is idempotent (IF NOT EXISTS), so two services
- * migrating at once is harmless. Never edit a released version: add one (a new name
+ * DateTime64, LowCardinality) and is idempotent (IF NOT EXISTS; a rebuilt table is set
+ * aside and copied back, see the platform's SetAside), so a migration that stopped
+ * half-way resumes. Version 4 rebuilds tables: run it with writers stopped or let them
+ * retry (docs/operations.md), and not from two processes at once. Never edit a released version: add one (a new name
  * below, and entries under that number in the modules it touches). The tables are a
  * public interface for analysts: see docs/clickhouse.md.
  */
@@ -19,9 +22,11 @@ const VERSIONS: Record<number, string> = {
   1: 'events, checks and access keys',
   2: 'rollups: events per minute, checks per hour',
   3: 'monitor registry, alerts, check errors',
+  4: 'tenants: tenant_id leads every table; sealed monitor secrets; key expiry',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
+  tenantsMigrations,
   eventsMigrations,
   checksMigrations,
   keysMigrations,

@@ -8,8 +8,15 @@ import type {
   MonitorStatus,
   Problem,
 } from '@telemetry/contract';
-import { toIsoSeconds } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
+import { DEFAULT_TENANT, toIsoSeconds } from '@telemetry/contract';
+import {
+  sqlIdentifier,
+  sqlNumber,
+  sqlString,
+  sqlStringList,
+  type MigrationsByVersion,
+  SecretBox,
+} from '@telemetry/platform';
 
 /**
  * The monitor registry, stored in ClickHouse's `monitors` table (docs/clickhouse.md):
@@ -28,12 +35,71 @@ export const monitorsMigrations: MigrationsByVersion = {
       ) ENGINE = ReplacingMergeTree(version)
       ORDER BY id`,
   ],
+  // Tenants: the tenant leads the sort key. Secrets move out of `spec` into `sealed`
+  // (AES-256-GCM, see MonitorStore); rows copied here keep theirs in `spec` until the
+  // query service re-seals them at start (sealLegacy).
+  4: (db) => [
+    { setAside: { table: 'monitors', marker: 'tenant_id' } },
+    `CREATE TABLE IF NOT EXISTS ${db}.monitors (
+        tenant_id String, id String, version UInt64, deleted UInt8, spec String, sealed String,
+        created_at DateTime('UTC'), updated_at DateTime('UTC')
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY (tenant_id, id)`,
+    {
+      copyBack: {
+        table: 'monitors',
+        sql: (from) => `INSERT INTO ${db}.monitors (tenant_id, id, version, deleted, spec, sealed, created_at, updated_at)
+          SELECT '${DEFAULT_TENANT}', id, version, deleted, spec, '', created_at, updated_at FROM ${from}`,
+      },
+    },
+  ],
 };
 
-/** A monitor as stored: with its webhook signing secret and its row version. */
+/** A monitor as stored: its tenant, its webhook signing secret and its row version. */
 export interface StoredMonitor extends Omit<Monitor, 'status' | 'last_check_at'> {
+  tenant_id: string;
   webhook_secret: string;
   version: number;
+}
+
+/** What an answer shows instead of a header value (docs/api.md, "Secrets"). */
+export const MASKED_HEADER = '••••';
+/** What an answer shows instead of the password in a monitor's URL. */
+export const MASKED_PASSWORD = '****';
+
+/** `url` with its password (if any) replaced by MASKED_PASSWORD. */
+export function maskUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  if (u.password === '') return url;
+  return `${u.protocol}//${u.username}:${MASKED_PASSWORD}@${u.host}${u.pathname}${u.search}${u.hash}`;
+}
+
+export function maskHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(headers).map((k) => [k, MASKED_HEADER]));
+}
+
+/**
+ * A PATCH that sends back what an answer showed keeps the stored secret: a header whose
+ * value is MASKED_HEADER keeps its stored value, and the masked URL keeps the stored URL.
+ */
+export function unmaskPatch(current: StoredMonitor, patch: MonitorPatch): MonitorPatch {
+  const out: MonitorPatch = { ...patch };
+  if (patch.url !== undefined && patch.url !== current.url && patch.url === maskUrl(current.url)) out.url = current.url;
+  if (patch.headers !== undefined) {
+    const stored = new Map(Object.entries(current.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    out.headers = Object.fromEntries(
+      Object.entries(patch.headers).map(([k, v]) => [
+        k,
+        v === MASKED_HEADER && stored.has(k.toLowerCase()) ? stored.get(k.toLowerCase())! : v,
+      ]),
+    );
+  }
+  return out;
 }
 
 export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
@@ -134,11 +200,16 @@ export function monitorStatus(m: Pick<MonitorSettings, 'paused'>, a: MonitorActi
   return a.lastCheckAt ? 'up' : 'pending';
 }
 
-/** What the API returns: never the secret, unless `withSecret` (the response that set it). */
+/**
+ * What the API returns: header values and a URL's password masked, never the webhook
+ * secret unless `withSecret` (the response that set it).
+ */
 export function publicMonitor(m: StoredMonitor, activity: MonitorActivity = {}, withSecret = false): Monitor {
   return {
     id: m.id,
     ...settingsOf(m),
+    url: maskUrl(m.url),
+    headers: maskHeaders(m.headers),
     ...(withSecret ? { webhook_secret: m.webhook_secret } : {}),
     status: monitorStatus(m, activity),
     last_check_at: activity.lastCheckAt ?? null,
@@ -157,13 +228,37 @@ export interface MonitorChange {
 interface Row {
   id: string;
   s: string;
+  x: string;
   v: string | number;
+  d: number | string;
+}
+
+/** What `sealed` holds: the secrets that `spec` shows masked. */
+interface Sealed {
+  url: string;
+  headers: Record<string, string>;
+  webhook_secret: string;
 }
 
 function toUnixSeconds(iso: string): number {
   return Math.floor(Date.parse(iso) / 1000);
 }
 
+export interface ListOptions {
+  /** Only this tenant's monitors (every API read); all tenants when absent (the runners). */
+  tenantId?: string;
+  afterId?: string;
+  ids?: readonly string[];
+  limit?: number;
+  /** Deleted monitors too (their last row): for re-sealing. */
+  includeDeleted?: boolean;
+}
+
+/**
+ * The registry's rows. Secrets (header values, the URL, the webhook secret) are sealed
+ * with `box` into the `sealed` column, bound to the monitor's tenant and id; `spec`
+ * holds the rest, with the secrets masked, so analysts reading the table see none.
+ */
 export class MonitorStore {
   private readonly table: string;
   private lastVersion = 0;
@@ -171,6 +266,7 @@ export class MonitorStore {
   constructor(
     private readonly client: ClickHouseClient,
     database: string,
+    private readonly box: SecretBox,
   ) {
     this.table = `${sqlIdentifier(database)}.monitors`;
   }
@@ -179,8 +275,15 @@ export class MonitorStore {
    * Current monitors in id order: all, those after `afterId`, or those in `ids`.
    * The newest row of each id wins; deleted ones are left out.
    */
-  async list(opts: { afterId?: string; ids?: readonly string[]; limit?: number } = {}): Promise<StoredMonitor[]> {
+  async list(opts: ListOptions = {}): Promise<StoredMonitor[]> {
+    return (await this.rows(opts)).map((r) => r.monitor);
+  }
+
+  private async rows(
+    opts: ListOptions,
+  ): Promise<{ monitor: StoredMonitor; deleted: boolean; sealedWith: string | undefined }[]> {
     const where: string[] = [];
+    if (opts.tenantId !== undefined) where.push(`tenant_id = ${sqlString(opts.tenantId)}`);
     if (opts.ids !== undefined) {
       if (opts.ids.length === 0) return [];
       where.push(`id IN ${sqlStringList(opts.ids)}`);
@@ -189,57 +292,108 @@ export class MonitorStore {
     // NOTE: aliases differ from the columns: ClickHouse would substitute an alias named
     // like a column into the aggregate's own argument.
     const rs = await this.client.query({
-      query: `SELECT id, argMax(spec, version) AS s, max(version) AS v
+      query: `SELECT id, argMax(spec, version) AS s, argMax(sealed, version) AS x, max(version) AS v,
+          argMax(deleted, version) AS d
         FROM ${this.table}
         ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
         GROUP BY id
-        HAVING argMax(deleted, version) = 0
+        ${opts.includeDeleted ? '' : 'HAVING argMax(deleted, version) = 0'}
         ORDER BY id
         ${opts.limit !== undefined ? `LIMIT ${sqlNumber(opts.limit)}` : ''}`,
       format: 'JSONEachRow',
       clickhouse_settings: { output_format_json_quote_64bit_integers: 1 },
     });
     const rows = await rs.json<Row>();
-    return rows.map((r) => ({ ...(JSON.parse(r.s) as Omit<StoredMonitor, 'version'>), version: Number(r.v) }));
+    return rows.map((r) => ({
+      monitor: this.decode(r),
+      deleted: Number(r.d) !== 0,
+      sealedWith: SecretBox.keyIdOf(r.x),
+    }));
   }
 
-  async get(id: string): Promise<StoredMonitor | undefined> {
-    return (await this.list({ ids: [id] }))[0];
+  private decode(r: Row): StoredMonitor {
+    const spec = JSON.parse(r.s) as Omit<StoredMonitor, 'version'>;
+    const m: StoredMonitor = { ...spec, tenant_id: spec.tenant_id ?? DEFAULT_TENANT, version: Number(r.v) };
+    // A row from before sealing (migration 4) holds its secrets in `spec`.
+    if (r.x === '') return m;
+    const secrets = JSON.parse(this.box.open(r.x, sealContext(m))) as Sealed;
+    return { ...m, url: secrets.url, headers: secrets.headers, webhook_secret: secrets.webhook_secret };
+  }
+
+  async get(id: string, tenantId?: string): Promise<StoredMonitor | undefined> {
+    return (await this.list({ ids: [id], tenantId }))[0];
   }
 
   /** Writes `m` as the newest version (or deletes it); returns that version. */
-  async save(m: Omit<StoredMonitor, 'version'>, deleted = false): Promise<number> {
-    return (await this.saveMany([m], deleted))[0]!;
+  async save(m: Omit<StoredMonitor, 'version'>, deleted = false, after = 0): Promise<number> {
+    return (await this.saveMany([m], deleted, after))[0]!;
   }
 
-  /** save() for many monitors in one insert. */
-  async saveMany(monitors: readonly Omit<StoredMonitor, 'version'>[], deleted = false): Promise<number[]> {
-    const versions = monitors.map(() => this.nextVersion());
+  /**
+   * save() for many monitors in one insert. Each version is above `after` (the version
+   * the change was based on) and above this process's last, so versions grow even when
+   * replicas' clocks differ.
+   */
+  async saveMany(monitors: readonly Omit<StoredMonitor, 'version'>[], deleted = false, after = 0): Promise<number[]> {
+    const versions = monitors.map(() => this.nextVersion(after));
     await this.client.insert({
       table: this.table,
       format: 'JSONEachRow',
-      values: monitors.map((m, i) => ({
-        id: m.id,
-        version: versions[i],
-        deleted: deleted ? 1 : 0,
-        spec: JSON.stringify(m),
-        created_at: toUnixSeconds(m.created_at),
-        updated_at: toUnixSeconds(m.updated_at),
-      })),
+      values: monitors.map((m, i) => {
+        const secrets: Sealed = { url: m.url, headers: m.headers, webhook_secret: m.webhook_secret };
+        const shown = { ...m, url: maskUrl(m.url), headers: maskHeaders(m.headers), webhook_secret: '' };
+        return {
+          tenant_id: m.tenant_id,
+          id: m.id,
+          version: versions[i],
+          deleted: deleted ? 1 : 0,
+          spec: JSON.stringify(shown),
+          sealed: this.box.seal(JSON.stringify(secrets), sealContext(m)),
+          created_at: toUnixSeconds(m.created_at),
+          updated_at: toUnixSeconds(m.updated_at),
+        };
+      }),
     });
     return versions;
   }
 
-  /** Microseconds since the epoch, strictly increasing within this process. */
-  private nextVersion(): number {
-    this.lastVersion = Math.max(this.lastVersion + 1, Date.now() * 1000);
+  /**
+   * Re-seals every monitor whose newest row holds plain secrets (copied by migration 4)
+   * or was sealed with a key other than the ring's first (a key rotation), then merges
+   * the table so that the older rows are gone. Returns how many were re-sealed.
+   */
+  async reseal(): Promise<number> {
+    const all = await this.rows({ includeDeleted: true });
+    const stale = all.filter((r) => r.sealedWith !== this.box.keyId);
+    for (const deleted of [false, true]) {
+      const group = stale.filter((r) => r.deleted === deleted);
+      if (group.length > 0) {
+        await this.saveMany(
+          group.map((r) => r.monitor),
+          deleted,
+          Math.max(...group.map((r) => r.monitor.version)),
+        );
+      }
+    }
+    if (stale.length > 0) await this.client.command({ query: `OPTIMIZE TABLE ${this.table} FINAL` });
+    return stale.length;
+  }
+
+  /** Microseconds since the epoch, above `after` and strictly increasing within this process. */
+  private nextVersion(after: number): number {
+    this.lastVersion = Math.max(this.lastVersion + 1, Date.now() * 1000, after + 1);
     return this.lastVersion;
   }
 }
 
-/** The ids of the current monitors, or of those among `ids` (for a reader; no FORMAT). */
+/** What a monitor's sealed secrets are bound to: they open only on that monitor's row. */
+function sealContext(m: Pick<StoredMonitor, 'tenant_id' | 'id'>): string {
+  return `monitors/${m.tenant_id}/${m.id}`;
+}
+
+/** The ids and tenants (`t`) of the current monitors, or of those among `ids` (for a reader; no FORMAT). */
 export function currentMonitorIdsSql(database: string, ids?: readonly string[]): string {
-  return `SELECT id FROM ${sqlIdentifier(database)}.monitors
+  return `SELECT id, argMax(tenant_id, version) AS t FROM ${sqlIdentifier(database)}.monitors
     ${ids ? `WHERE id IN ${sqlStringList(ids)}` : ''}
     GROUP BY id
     HAVING argMax(deleted, version) = 0`;
@@ -257,9 +411,14 @@ export function monitorPartition(id: string, partitions: number): number {
  * A paused monitor with this id, checking nothing: registers an id whose check history
  * is written by other means (demo data, benchmarks, tests).
  */
-export function placeholderMonitor(id: string, name = id): Omit<StoredMonitor, 'version'> {
+export function placeholderMonitor(
+  id: string,
+  name = id,
+  tenantId: string = DEFAULT_TENANT,
+): Omit<StoredMonitor, 'version'> {
   const now = toIsoSeconds(Math.floor(Date.now() / 1000));
   return {
+    tenant_id: tenantId,
     id,
     ...DEFAULT_MONITOR,
     name,

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, serviceSpec, topicSpec } from '@telemetry/platform';
+import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, secretsSpec, serviceSpec, topicSpec } from '@telemetry/platform';
 import { loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
@@ -10,6 +10,7 @@ export const runnerSpec = {
   alertsTopic: topicSpec.alertsTopic,
   monitorChangesTopic: topicSpec.monitorChangesTopic,
   ...clickhouseSpec,
+  ...secretsSpec,
   shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
   runnerId: v.str('RUNNER_ID', '', 'name of this runner in logs, metrics and the User-Agent (default host-pid)'),
   groupId: v.str(

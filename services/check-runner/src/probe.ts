@@ -74,10 +74,16 @@ export function checkIdFor(monitorId: string, slotStartMs: number): string {
   return `chk_${createHash('sha256').update(`${monitorId}\n${slotStartMs}`).digest('hex').slice(0, 24)}`;
 }
 
-export function checkMessage(monitorId: string, id: string, startedAt: Date, r: ProbeResult): CheckMessage {
+export function checkMessage(
+  monitor: { id: string; tenant_id: string },
+  id: string,
+  startedAt: Date,
+  r: ProbeResult,
+): CheckMessage {
   return {
     id,
-    monitor_id: monitorId,
+    monitor_id: monitor.id,
+    tenant_id: monitor.tenant_id,
     status: r.status,
     response_time: r.response_time,
     status_code: r.status_code,

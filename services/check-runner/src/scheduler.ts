@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Gauge, type Counter, type Histogram, type Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
 import { counter, histogram, sleepOn, systemClock, type Clock, type Component, type Logger } from '@telemetry/platform';
-import type { StoredMonitor } from '@telemetry/store';
+import { maskUrl, type StoredMonitor } from '@telemetry/store';
 import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
 import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
 
@@ -250,7 +250,7 @@ export class Scheduler implements Component {
       this.skipped.inc({ reason: 'handed_over' });
       return;
     }
-    const check = checkMessage(m.id, id, startedAt, result);
+    const check = checkMessage(m, id, startedAt, result);
     try {
       await this.deps.publishCheck(check);
     } catch (err) {
@@ -266,6 +266,7 @@ export class Scheduler implements Component {
         id: alertIdFor(m.id, transition),
         type: transition.type,
         monitor_id: m.id,
+        tenant_id: m.tenant_id,
         incident_id: transition.incidentId,
         created_at: new Date(this.clock.now()).toISOString(),
         check: {
@@ -276,7 +277,8 @@ export class Scheduler implements Component {
           ...(check.error ? { error: check.error } : {}),
           created_at: check.created_at,
         },
-        monitor: { name: m.name, url: m.url },
+        // The URL's password stays out of Kafka and webhook bodies.
+        monitor: { name: m.name, url: maskUrl(m.url) },
       };
       try {
         await this.deps.publishAlert(alert);

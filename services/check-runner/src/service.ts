@@ -9,6 +9,7 @@ import {
   healthServer,
   HttpServerComponent,
   kafkaGroupConsumers,
+  SecretBox,
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
@@ -51,7 +52,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   // The registry and the group call the scheduler (built below) when they change.
   const reconcile = (): void => scheduler.reconcile();
   const monitors = new RegistryCache(
-    new MonitorStore(ch.client, config.clickhouseDatabase),
+    new MonitorStore(ch.client, config.clickhouseDatabase, new SecretBox(config.secretsKeys)),
     logger,
     config.registryRefreshMs,
     reconcile,

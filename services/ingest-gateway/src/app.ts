@@ -23,7 +23,7 @@ export interface GatewayDeps {
   config: GatewayConfig;
   logger: Logger;
   registry: Registry;
-  keys: Pick<KeyStore, 'verify'>;
+  keys: Pick<KeyStore, 'authenticate'>;
   publisher: Publisher;
   validators: Validators;
   ready: () => boolean;
@@ -63,7 +63,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
         });
       }
     }
-    const messages = toMessages(body, key.keyId, new Date().toISOString(), LIMITS.maxEventBytes);
+    const messages = toMessages(body, key, new Date().toISOString(), LIMITS.maxEventBytes);
     await deps.publisher.send(config.eventsTopic, messages);
     accepted.inc(messages.length);
   }
@@ -176,13 +176,12 @@ export function accessKeyOf(req: Request): string | undefined {
   return header ?? q;
 }
 
-function authenticate(keys: Pick<KeyStore, 'verify'>, limiter: RateLimiter): RequestHandler {
+function authenticate(keys: Pick<KeyStore, 'authenticate'>, limiter: RateLimiter): RequestHandler {
   return (req, res, next) => {
     const raw = accessKeyOf(req);
     if (!raw)
       throw new AppError('MISSING_CREDENTIALS', 'send the access key in X-Access-Key or the key query parameter');
-    const key = keys.verify(raw, 'telemetry');
-    if (!key) throw new AppError('INVALID_CREDENTIALS', 'the access key is not valid');
+    const key = keys.authenticate(raw, 'telemetry');
     const origin = req.get('origin');
     if (key.allowedOrigins.size > 0 && (!origin || !key.allowedOrigins.has(origin))) {
       throw new AppError('ORIGIN_NOT_ALLOWED', 'this access key may not be used from this origin');

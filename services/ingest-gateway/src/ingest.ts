@@ -47,13 +47,22 @@ export function eventIdFor(keyId: string, clientId: string | undefined): string 
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** One Kafka message per event, keyed by event id (spreads load evenly over partitions). */
-export function toMessages(req: IngestRequest, keyId: string, receivedAt: string, maxEventBytes: number): Message[] {
+/**
+ * One Kafka message per event, keyed by event id (spreads load evenly over partitions).
+ * The event's tenant is its key's, whatever its `source` says.
+ */
+export function toMessages(
+  req: IngestRequest,
+  key: { keyId: string; tenantId: string },
+  receivedAt: string,
+  maxEventBytes: number,
+): Message[] {
   return req.events.map((e, index) => {
     const msg: EventMessage = {
       v: 1,
-      event_id: eventIdFor(keyId, e.id),
-      key_id: keyId,
+      event_id: eventIdFor(key.keyId, e.id),
+      key_id: key.keyId,
+      tenant_id: key.tenantId,
       source: e.source,
       category: e.category,
       payload: e.payload,

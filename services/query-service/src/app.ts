@@ -23,7 +23,7 @@ export interface QueryDeps {
   config: QueryConfig;
   logger: Logger;
   registry: Registry;
-  keys: Pick<KeyStore, 'verify'>;
+  keys: Pick<KeyStore, 'authenticate'>;
   client: ClickHouseClient;
   reader: ClickHouseReader;
   validators: Validators;
@@ -54,6 +54,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     logger: deps.logger,
     queryTimeoutMs: deps.config.queryTimeoutMs,
     auth: { read: bearer(deps.keys, 'monitors:read'), write: bearer(deps.keys, 'monitors:write') },
+    known,
   });
   app.get(
     '/api/monitors/:id/incidents',
@@ -111,22 +112,22 @@ export function createQueryApp(deps: QueryDeps): Express {
   }
   methodNotAllowed(app, '/api/monitors', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/monitors/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/monitors/:id/webhook-secret', ['POST']);
   return endApp(app, deps.logger);
 }
 
-/** `Authorization: Bearer <API key>` with `scope`; a key limited to monitors sees only those. */
-function bearer(keys: Pick<KeyStore, 'verify'>, scope: Scope): RequestHandler {
+/**
+ * `Authorization: Bearer <API key>` with `scope`. The key's tenant confines everything
+ * after it; which monitors of the tenant it may touch is checked by requireMonitor.
+ */
+function bearer(keys: Pick<KeyStore, 'authenticate'>, scope: Scope): RequestHandler {
   return (req, res, next) => {
     const header = req.get('authorization');
     if (!header) throw new AppError('MISSING_CREDENTIALS', 'send Authorization: Bearer <API key>');
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    const key: VerifiedKey | undefined = m ? keys.verify(m[1]!, 'api') : undefined;
-    if (!key) throw new AppError('INVALID_CREDENTIALS', 'the API key is not valid');
+    if (!m) throw new AppError('INVALID_CREDENTIALS', 'the API key is not valid');
+    const key: VerifiedKey = keys.authenticate(m[1]!, 'api');
     if (!key.scopes.has(scope)) throw new AppError('INSUFFICIENT_SCOPE', `this API key lacks the ${scope} scope`);
-    const monitorId = req.params.id as string | undefined;
-    if (monitorId !== undefined && key.monitorIds.size > 0 && !key.monitorIds.has(monitorId)) {
-      throw new AppError('MONITOR_NOT_ALLOWED', 'this API key may not read that monitor');
-    }
     res.locals.key = key;
     next();
   };

@@ -11,7 +11,7 @@ import {
   StoreUnavailableError,
 } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckHistoryRow, type ChecksQuery } from '@telemetry/store';
-import { MONITOR_ID, monitorIdOf, rangeParams, statusesParam, type ReadDeps } from './params.js';
+import { MONITOR_ID, monitorIdOf, rangeParams, statusesParam, tenantOf, type ReadDeps } from './params.js';
 
 const KNOWN_PARAMS = new Set(['limit', 'order', 'from', 'to', 'status', 'cursor']);
 
@@ -27,7 +27,11 @@ function isCheckCursor(v: unknown): v is [number, string] {
   );
 }
 
-export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: number): ChecksQuery {
+export function parseChecksQuery(
+  req: Request,
+  defaultLimit: number,
+  maxLimit: number,
+): Omit<ChecksQuery, 'tenantId'> {
   const monitorId = monitorIdOf(req);
   rejectUnknown(req, KNOWN_PARAMS);
   const limit = limitParam(req, maxLimit, defaultLimit);
@@ -53,7 +57,7 @@ export interface ChecksRouteDeps extends ReadDeps {
 
 export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
   return async (req, res) => {
-    const q = parseChecksQuery(req, deps.defaultLimit, deps.maxLimit);
+    const q = { ...parseChecksQuery(req, deps.defaultLimit, deps.maxLimit), tenantId: tenantOf(res) };
     let rows: CheckHistoryRow[];
     try {
       const sql = checksSql(deps.database, q);

@@ -1,4 +1,4 @@
-import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, serviceSpec, topicSpec } from '@telemetry/platform';
+import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, secretsSpec, serviceSpec, topicSpec } from '@telemetry/platform';
 import { loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
@@ -6,6 +6,7 @@ export const querySpec = {
   ...logSpec,
   ...clickhouseSpec,
   ...serviceSpec,
+  ...secretsSpec,
   kafkaBrokers: kafkaSpec.kafkaBrokers,
   kafkaClientId: kafkaSpec.kafkaClientId,
   monitorChangesTopic: topicSpec.monitorChangesTopic,

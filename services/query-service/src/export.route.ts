@@ -10,7 +10,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckHistoryRow } from '@telemetry/store';
-import { monitorIdOf, rangeParams, statusesParam } from './params.js';
+import { monitorIdOf, rangeParams, statusesParam, tenantOf } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'status', 'format']);
 const CSV_HEADER = 'id,monitor_id,status,response_time,status_code,error,created_at\n';
@@ -39,6 +39,7 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
     const { from, to } = rangeParams(req);
     // The list's query without a page limit: same filters, same duplicate removal.
     const query = checksSql(deps.database, {
+      tenantId: tenantOf(res),
       monitorId,
       limit: null,
       order: 'asc',

@@ -1,20 +1,22 @@
 import type { RequestHandler } from 'express';
 import { AppError, Snapshot, StoreUnavailableError, type Clock, type Logger } from '@telemetry/platform';
+import type { VerifiedKey } from '@telemetry/store';
 import { monitorIdOf } from './params.js';
 
-/** Current monitor ids: all of them, or those among `ids`. */
-export type IdLookup = (ids?: readonly string[]) => Promise<string[]>;
+/** Current monitors (id and tenant): all of them, or those among `ids`. */
+export type IdLookup = (ids?: readonly string[]) => Promise<{ id: string; tenantId: string }[]>;
 
 /**
- * Which monitor ids exist, for the 404 of every /api/monitors/{id}/... route. It holds
- * the set of all current ids, reloaded every `refreshMs` (one query, however many
- * requests), so the check routes pay a Set lookup. An id not in the set is looked up
- * on its own, so a monitor just created on another replica is found at once; a monitor
- * deleted on another replica still answers for up to `refreshMs`.
+ * Which monitor ids exist, and in which tenant, for the 404 of every
+ * /api/monitors/{id}/... route: a monitor of another tenant does not exist for a key.
+ * It holds a map of all current ids to their tenants, reloaded every `refreshMs` (one
+ * query, however many requests), so the check routes pay a Map lookup. An id not in
+ * the map is looked up on its own, so a monitor just created on another replica is
+ * found at once; a monitor deleted on another replica still answers for up to `refreshMs`.
  */
-export class MonitorDirectory extends Snapshot<Set<string>> {
+export class MonitorDirectory extends Snapshot<Map<string, string>> {
   /** Before the first load: ids found one by one (that load replaces them). */
-  private readonly empty = new Set<string>();
+  private readonly empty = new Map<string, string>();
 
   constructor(
     private readonly lookup: IdLookup,
@@ -26,7 +28,7 @@ export class MonitorDirectory extends Snapshot<Set<string>> {
       name: 'monitor-directory',
       // Without the set every lookup goes to ClickHouse: slower, still correct.
       essential: false,
-      load: async () => new Set(await lookup()),
+      load: async () => new Map((await lookup()).map((m) => [m.id, m.tenantId])),
       intervalMs: refreshMs,
       logger,
       failureMessage: 'monitor ids not reloaded',
@@ -37,19 +39,21 @@ export class MonitorDirectory extends Snapshot<Set<string>> {
     });
   }
 
-  private get ids(): Set<string> {
+  private get ids(): Map<string, string> {
     return this.value() ?? this.empty;
   }
 
-  async exists(id: string): Promise<boolean> {
-    if (this.ids.has(id)) return true;
-    const found = (await this.lookup([id])).length > 0;
-    if (found) this.ids.add(id);
-    return found;
+  /** Whether monitor `id` exists in `tenantId` (a monitor never changes tenant). */
+  async exists(id: string, tenantId: string): Promise<boolean> {
+    const known = this.ids.get(id);
+    if (known !== undefined) return known === tenantId;
+    const [found] = await this.lookup([id]);
+    if (found) this.ids.set(found.id, found.tenantId);
+    return found?.tenantId === tenantId;
   }
 
-  remember(id: string): void {
-    this.ids.add(id);
+  remember(id: string, tenantId: string): void {
+    this.ids.set(id, tenantId);
   }
 
   forget(id: string): void {
@@ -57,18 +61,26 @@ export class MonitorDirectory extends Snapshot<Set<string>> {
   }
 }
 
-/** Answers 404 MONITOR_NOT_FOUND for a monitor id the registry does not hold. */
+/**
+ * After the key check: 404 MONITOR_NOT_FOUND for a monitor id that the key's tenant does
+ * not hold (never 403: that would confirm another tenant's monitor exists), then 403
+ * MONITOR_NOT_ALLOWED when the key is limited to other monitors of its tenant.
+ */
 export function requireMonitor(directory: MonitorDirectory, logger: Logger): RequestHandler {
-  return async (req, _res, next) => {
+  return async (req, res, next) => {
     const id = monitorIdOf(req);
+    const key = res.locals.key as VerifiedKey;
     let found: boolean;
     try {
-      found = await directory.exists(id);
+      found = await directory.exists(id, key.tenantId);
     } catch (err) {
       logger.warn('monitor lookup failed', { request_id: req.id, err: String(err) });
       throw new StoreUnavailableError();
     }
     if (!found) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
+    if (key.monitorIds.size > 0 && !key.monitorIds.has(id)) {
+      throw new AppError('MONITOR_NOT_ALLOWED', 'this API key may not read that monitor');
+    }
     next();
   };
 }

@@ -29,6 +29,7 @@ import {
   newWebhookSecret,
   patchSettings,
   publicMonitor,
+  unmaskPatch,
   type MonitorActivity,
   type MonitorChange,
   type MonitorStore,
@@ -36,7 +37,7 @@ import {
   type VerifiedKey,
 } from '@telemetry/store';
 import type { MonitorDirectory } from './monitor-directory.js';
-import { MONITOR_ID, monitorIdOf } from './params.js';
+import { MONITOR_ID, monitorIdOf, tenantOf } from './params.js';
 
 /** Where registry changes are announced to the check runners. */
 export interface ChangeNotifier {
@@ -54,6 +55,49 @@ export interface MonitorRoutesDeps {
   queryTimeoutMs: number;
   /** Middleware checking the bearer API key for a scope. */
   auth: { read: RequestHandler; write: RequestHandler };
+  /** Middleware answering 404 for a monitor id outside the key's tenant (and 403 outside its list). */
+  known: RequestHandler;
+}
+
+/** A monitor's ETag: its version, quoted. */
+function etagOf(version: number): string {
+  return `"${version}"`;
+}
+
+/**
+ * `If-Match` (RFC 9110 13.1.1): absent or `*` passes; otherwise one of its entity tags
+ * must be the monitor's current one, else 412 PRECONDITION_FAILED and nothing changes.
+ */
+function checkIfMatch(req: Request, current: StoredMonitor): void {
+  const header = req.get('if-match');
+  if (header === undefined || header.trim() === '*') return;
+  const tags = header.split(',').map((t) => t.trim().replace(/^W\//, ''));
+  if (!tags.includes(etagOf(current.version))) {
+    throw new AppError(
+      'PRECONDITION_FAILED',
+      `the monitor is at version ${etagOf(current.version)}, not ${header.trim()}; read it again and retry`,
+    );
+  }
+}
+
+/**
+ * Runs the changes of one monitor one after another in this process, so that two
+ * requests with the same If-Match cannot both pass it here. (Across replicas the check
+ * and the write are not one step: docs/api.md says so.)
+ */
+class PerMonitorQueue {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.tails.set(id, tail);
+    void tail.then(() => {
+      if (this.tails.get(id) === tail) this.tails.delete(id);
+    });
+    return next;
+  }
 }
 
 const BODY_LIMITS = { maxBytes: 256 * 1024, maxRatio: 100 };
@@ -103,29 +147,36 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
   };
 
   /** What the checks and alerts of these monitors say: their status in the API. */
-  const activity = async (req: Request, ids: string[]): Promise<Map<string, MonitorActivity>> => {
+  const activity = async (req: Request, tenantId: string, ids: string[]): Promise<Map<string, MonitorActivity>> => {
     const out = new Map<string, MonitorActivity>(ids.map((id) => [id, {}]));
     if (ids.length === 0) return out;
     const signal = AbortSignal.timeout(deps.queryTimeoutMs);
     const [alerts, checks] = await storeCall(req, 'monitor status', () =>
       Promise.all([
-        deps.reader.query<{ monitor_id: string; t: string }>(lastAlertsSql(deps.database, ids), signal),
-        deps.reader.query<{ monitor_id: string; t: number | string }>(lastChecksSql(deps.database, ids), signal),
+        deps.reader.query<{ monitor_id: string; t: string }>(lastAlertsSql(deps.database, ids, tenantId), signal),
+        deps.reader.query<{ monitor_id: string; t: number | string }>(
+          lastChecksSql(deps.database, tenantId, ids),
+          signal,
+        ),
       ]),
     );
     for (const r of alerts.data) out.get(r.monitor_id)!.lastAlert = r.t;
     for (const r of checks.data) out.get(r.monitor_id)!.lastCheckAt = toIsoSeconds(Number(r.t));
     return out;
   };
-  const shown = async (req: Request, m: StoredMonitor, withSecret = false) =>
-    publicMonitor(m, (await activity(req, [m.id])).get(m.id), withSecret);
+  const shown = async (req: Request, res: Response, m: StoredMonitor, withSecret = false) => {
+    res.setHeader('ETag', etagOf(m.version));
+    return publicMonitor(m, (await activity(req, m.tenant_id, [m.id])).get(m.id), withSecret);
+  };
 
-  const load = async (req: Request): Promise<StoredMonitor> => {
+  /** The monitor of the path, in the key's tenant (`known` ran first). */
+  const load = async (req: Request, res: Response): Promise<StoredMonitor> => {
     const id = monitorIdOf(req);
-    const m = await storeCall(req, 'monitor lookup', () => deps.store.get(id));
+    const m = await storeCall(req, 'monitor lookup', () => deps.store.get(id, tenantOf(res)));
     if (!m) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
     return m;
   };
+  const queue = new PerMonitorQueue();
 
   app.post('/api/monitors', deps.auth.write, async (req, res) => {
     rejectUnknown(req, new Set());
@@ -140,6 +191,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     if (problems.length > 0) throw invalid(problems);
     const now = nowIso();
     const m = {
+      tenant_id: tenantOf(res),
       id: newMonitorId(),
       ...settings,
       webhook_secret: create.webhook_secret ?? newWebhookSecret(),
@@ -147,9 +199,10 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       updated_at: now,
     };
     const version = await storeCall(req, 'monitor insert', () => deps.store.save(m));
-    deps.directory.remember(m.id);
+    deps.directory.remember(m.id, m.tenant_id);
     await announce(req, { id: m.id, version, deleted: false });
     res.status(201).setHeader('Location', `/api/monitors/${m.id}`);
+    res.setHeader('ETag', etagOf(version));
     res.json(ok(publicMonitor({ ...m, version }, {}, true)));
   });
 
@@ -159,7 +212,12 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     const afterId = cursorParam(req, isMonitorCursor);
     const allowed = keyOf(res).monitorIds;
     const rows = await storeCall(req, 'monitor list', () =>
-      deps.store.list({ afterId, limit: limit + 1, ids: allowed.size > 0 ? [...allowed] : undefined }),
+      deps.store.list({
+        tenantId: tenantOf(res),
+        afterId,
+        limit: limit + 1,
+        ids: allowed.size > 0 ? [...allowed] : undefined,
+      }),
     );
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
@@ -167,45 +225,71 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     if (next) res.setHeader('Link', nextLink(req, next));
     const seen = await activity(
       req,
+      tenantOf(res),
       page.map((m) => m.id),
     );
     res.json({ success: true, data: page.map((m) => publicMonitor(m, seen.get(m.id))), next_cursor: next });
   });
 
-  app.get('/api/monitors/:id', deps.auth.read, async (req, res) => {
+  app.get('/api/monitors/:id', deps.auth.read, deps.known, async (req, res) => {
     rejectUnknown(req, new Set());
-    res.json(ok(await shown(req, await load(req))));
+    res.json(ok(await shown(req, res, await load(req, res))));
   });
 
-  app.patch('/api/monitors/:id', deps.auth.write, async (req, res) => {
+  app.patch('/api/monitors/:id', deps.auth.write, deps.known, async (req, res) => {
     rejectUnknown(req, new Set());
-    const current = await load(req);
     const body = await jsonBody(req);
     if (!deps.validators.monitorPatch(body)) throw invalid(describeErrors(deps.validators.monitorPatch.errors));
-    const patch: MonitorPatch = body;
-    const settings = patchSettings(current, patch);
-    const problems = monitorProblems(settings);
-    if (problems.length > 0) throw invalid(problems);
-    const m = {
-      id: current.id,
-      ...settings,
-      webhook_secret: patch.webhook_secret ?? current.webhook_secret,
-      created_at: current.created_at,
-      updated_at: nowIso(),
-    };
-    const version = await storeCall(req, 'monitor update', () => deps.store.save(m));
-    await announce(req, { id: m.id, version, deleted: false });
-    res.json(ok(await shown(req, { ...m, version }, patch.webhook_secret !== undefined)));
+    const m = await queue.run(monitorIdOf(req), async () => {
+      const current = await load(req, res);
+      checkIfMatch(req, current);
+      const patch: MonitorPatch = unmaskPatch(current, body);
+      const settings = patchSettings(current, patch);
+      const problems = monitorProblems(settings);
+      if (problems.length > 0) throw invalid(problems);
+      const next = {
+        tenant_id: current.tenant_id,
+        id: current.id,
+        ...settings,
+        webhook_secret: patch.webhook_secret ?? current.webhook_secret,
+        created_at: current.created_at,
+        updated_at: nowIso(),
+      };
+      const version = await storeCall(req, 'monitor update', () => deps.store.save(next, false, current.version));
+      return { ...next, version };
+    });
+    await announce(req, { id: m.id, version: m.version, deleted: false });
+    res.json(ok(await shown(req, res, m, (body as MonitorPatch).webhook_secret !== undefined)));
   });
 
-  app.delete('/api/monitors/:id', deps.auth.write, async (req, res) => {
+  app.delete('/api/monitors/:id', deps.auth.write, deps.known, async (req, res) => {
     rejectUnknown(req, new Set());
-    const current = await load(req);
-    const version = await storeCall(req, 'monitor delete', () =>
-      deps.store.save({ ...current, updated_at: nowIso() }, true),
-    );
-    deps.directory.forget(current.id);
-    await announce(req, { id: current.id, version, deleted: true });
+    const { id, version } = await queue.run(monitorIdOf(req), async () => {
+      const current = await load(req, res);
+      checkIfMatch(req, current);
+      const v = await storeCall(req, 'monitor delete', () =>
+        deps.store.save({ ...current, updated_at: nowIso() }, true, current.version),
+      );
+      return { id: current.id, version: v };
+    });
+    deps.directory.forget(id);
+    await announce(req, { id, version, deleted: true });
     res.json(ok(null));
+  });
+
+  // A new webhook signing secret, shown in this answer only; the old one stops at once.
+  app.post('/api/monitors/:id/webhook-secret', deps.auth.write, deps.known, async (req, res) => {
+    rejectUnknown(req, new Set());
+    const m = await queue.run(monitorIdOf(req), async () => {
+      const current = await load(req, res);
+      checkIfMatch(req, current);
+      const next = { ...current, webhook_secret: newWebhookSecret(), updated_at: nowIso() };
+      const version = await storeCall(req, 'webhook secret rotation', () =>
+        deps.store.save(next, false, current.version),
+      );
+      return { ...next, version };
+    });
+    await announce(req, { id: m.id, version: m.version, deleted: false });
+    res.json(ok(await shown(req, res, m, true)));
   });
 }

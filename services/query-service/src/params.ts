@@ -1,4 +1,5 @@
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
+import type { VerifiedKey } from '@telemetry/store';
 import { CHECK_STATUSES, ID_PATTERN, LIMITS, TIME_PARAM_PATTERN } from '@telemetry/contract';
 import { bad, single, type ClickHouseReader, type Logger } from '@telemetry/platform';
 
@@ -13,6 +14,11 @@ export interface ReadDeps {
 }
 
 export const MONITOR_ID = new RegExp(ID_PATTERN);
+
+/** The tenant of the request's API key (set by the bearer check): every read is confined to it. */
+export function tenantOf(res: Response): string {
+  return (res.locals.key as VerifiedKey).tenantId;
+}
 const TIME_PATTERN = new RegExp(TIME_PARAM_PATTERN);
 
 export function monitorIdOf(req: Request): string {

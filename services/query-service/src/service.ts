@@ -6,6 +6,7 @@ import {
   ClickHouseReader,
   createRegistry,
   HttpServerComponent,
+  SecretBox,
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
@@ -42,7 +43,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     name: 'clickhouse-registry',
   });
-  const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase);
+  const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase, new SecretBox(config.secretsKeys));
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-query`, logger });
   const changes = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 5000, partitioner: monitorPartition });
   const notifier = {
@@ -52,11 +53,11 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   const directory = new MonitorDirectory(
     async (ids) =>
       (
-        await reader.query<{ id: string }>(
+        await reader.query<{ id: string; t: string }>(
           currentMonitorIdsSql(config.clickhouseDatabase, ids),
           AbortSignal.timeout(config.queryTimeoutMs),
         )
-      ).data.map((r) => r.id),
+      ).data.map((r) => ({ id: r.id, tenantId: r.t })),
     config.monitorCacheMs,
     logger,
   );
@@ -81,6 +82,14 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   // notices -> reader sockets -> ClickHouse clients.
   runner.use(ch, registryCh, reader, directory, changes, keys, http);
   await runner.start();
+  // Monitors copied by migration 4 (plain secrets) or sealed with a retired key are
+  // sealed anew with the ring's first key; then the older rows are merged away.
+  try {
+    const resealed = await monitors.reseal();
+    if (resealed > 0) logger.info('monitor secrets re-sealed', { monitors: resealed, key: config.secretsKeys[0]!.id });
+  } catch (err) {
+    logger.warn('monitor secrets not re-sealed; retried at the next start', { err: String(err) });
+  }
   logger.info('query service listening', { port: http.boundPort });
   return { runner, http };
 }

@@ -2,12 +2,15 @@ import type { RequestHandler } from 'express';
 import { bad, rejectUnknown, single, StoreUnavailableError } from '@telemetry/platform';
 import { CHECK_STATUSES, toIsoSeconds } from '@telemetry/contract';
 import { summarySql, type SummaryCountRow, type SummaryQuantileRow, type SummaryQuery } from '@telemetry/store';
-import { monitorIdOf, rangeParams, type ReadDeps } from './params.js';
+import { monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'interval']);
 const INTERVALS = { hour: { seconds: 3600, maxBuckets: 24 * 31 }, day: { seconds: 86_400, maxBuckets: 366 } } as const;
 
-export function parseSummaryQuery(req: Parameters<RequestHandler>[0], nowMs = Date.now()): SummaryQuery {
+export function parseSummaryQuery(
+  req: Parameters<RequestHandler>[0],
+  nowMs = Date.now(),
+): Omit<SummaryQuery, 'tenantId'> {
   const monitorId = monitorIdOf(req);
   rejectUnknown(req, KNOWN);
   const intervalRaw = single(req, 'interval') ?? 'hour';
@@ -48,7 +51,7 @@ function stats(counts: Record<string, number>, q: number[] | undefined): Stats {
 
 export function summaryRoute(deps: ReadDeps): RequestHandler {
   return async (req, res) => {
-    const q = parseSummaryQuery(req);
+    const q = { ...parseSummaryQuery(req), tenantId: tenantOf(res) };
     const sql = summarySql(deps.database, q);
     let countRows: SummaryCountRow[];
     let quantiles: { data: SummaryQuantileRow[]; totals?: SummaryQuantileRow };

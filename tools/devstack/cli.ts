@@ -1,0 +1,34 @@
+/** What the operator CLIs (keys, tenants) share: the admin ClickHouse client and the exit path. */
+import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
+import { envWithLocalStack } from './local-env.js';
+
+/**
+ * ClickHouse at CLICKHOUSE_URL (or the stack `npm start` runs), as CLICKHOUSE_USER;
+ * undefined (after saying why) when there is none.
+ */
+export function adminFromEnv(): { client: ClickHouseClient; database: string } | undefined {
+  const env = envWithLocalStack();
+  if (!env.CLICKHOUSE_URL) {
+    process.stderr.write('CLICKHOUSE_URL is not set and no stack from `npm start` was found\n');
+    return undefined;
+  }
+  const database = env.CLICKHOUSE_DATABASE ?? 'telemetry';
+  const client = createClickHouse({
+    url: env.CLICKHOUSE_URL,
+    username: env.CLICKHOUSE_USER ?? 'default',
+    password: env.CLICKHOUSE_PASSWORD ?? '',
+    database,
+  });
+  return { client, database };
+}
+
+/** Runs a CLI's main and exits with its code; an error is one line on stderr and exit 1. */
+export function runCli(name: string, main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
