@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import type { Monitor } from '@telemetry/contract';
+import { sqlIdentifier, sqlString } from '@telemetry/platform';
+import { createTenant, issueKey } from '@telemetry/store';
+import {
+  adminClickHouse,
+  eventually,
+  produce,
+  runConsumer,
+  runGateway,
+  runQuery,
+  testStack,
+  uid,
+  type Running,
+} from '../support/fixtures.js';
+
+interface Envelope<T> {
+  success: boolean;
+  data: T;
+  code?: string;
+}
+
+/**
+ * Two tenants, A and B, each with an API key and a telemetry key, on the real pipeline:
+ * B can neither see nor touch anything of A's; A's secrets appear in no answer and in no
+ * table as plain text; stale If-Match is 412; expired keys are 401 KEY_EXPIRED.
+ */
+describe('tenants (real Kafka and ClickHouse)', function () {
+  this.timeout(180_000);
+  let s: ReturnType<typeof testStack>;
+  let ch: ReturnType<typeof adminClickHouse>;
+  let db: string;
+  let query: Running;
+  let gateway: Running;
+  let consumer: Running;
+  const A = { tenant: '', api: '', telemetry: '' };
+  const B = { tenant: '', api: '', telemetry: '' };
+  const SECRET_HEADER = `Bearer header-secret-${randomUUID()}`;
+  const URL_PASSWORD = `pw${randomUUID().replace(/-/g, '')}`;
+  let monitor: Monitor;
+  let webhookSecret: string;
+
+  async function api<T>(
+    key: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: Envelope<T>; text: string; headers: Headers }> {
+    const r = await fetch(`${query.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, body: JSON.parse(text) as Envelope<T>, text, headers: r.headers };
+  }
+
+  async function rows<T>(sql: string): Promise<T[]> {
+    return (await (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>()) as T[];
+  }
+
+  before(async () => {
+    s = testStack();
+    ch = adminClickHouse();
+    db = sqlIdentifier(s.database);
+    [query, gateway, consumer] = await Promise.all([runQuery(), runGateway(), runConsumer()]);
+    for (const [t, name] of [
+      [A, 'tenant A'],
+      [B, 'tenant B'],
+    ] as const) {
+      t.tenant = (await createTenant(ch, s.database, `${name} ${uid()}`)).tenant_id;
+      const scopes = ['checks:read', 'monitors:read', 'monitors:write'];
+      t.api = (await issueKey(ch, s.database, { tenantId: t.tenant, kind: 'api', name, scopes })).key;
+      t.telemetry = (await issueKey(ch, s.database, { tenantId: t.tenant, kind: 'telemetry', name })).key;
+    }
+    await eventually('keys loaded', async () =>
+      (await api(B.api, 'GET', '/api/monitors')).status === 200 ? true : undefined,
+    );
+    const created = await api<Monitor>(A.api, 'POST', '/api/monitors', {
+      name: 'A private',
+      url: `http://alice:${URL_PASSWORD}@127.0.0.1:9/private`,
+      headers: { Authorization: SECRET_HEADER },
+      paused: true,
+    });
+    expect(created.status, created.text).to.equal(201);
+    monitor = created.body.data;
+    webhookSecret = monitor.webhook_secret!;
+    expect(webhookSecret).to.match(/^whsec_/);
+
+    // A's history through the real topics: two checks, and an incident opened and closed.
+    const t0 = Date.now() - 120_000;
+    const check = (i: number, status: string) => ({
+      id: `chk_t${i}_${monitor.id}`,
+      monitor_id: monitor.id,
+      tenant_id: A.tenant,
+      status,
+      response_time: 12,
+      status_code: status === 'up' ? 200 : 503,
+      created_at: new Date(t0 + i * 1000).toISOString(),
+    });
+    await produce(s.checksTopic, [check(0, 'down'), check(1, 'up')]);
+    const alert = (type: string, i: number) => ({
+      id: `alr_${type}_${monitor.id}`,
+      type,
+      monitor_id: monitor.id,
+      tenant_id: A.tenant,
+      incident_id: `chk_t0_${monitor.id}`,
+      created_at: new Date(t0 + i * 1000).toISOString(),
+      check: { ...check(i, i === 0 ? 'down' : 'up'), monitor_id: undefined, tenant_id: undefined },
+      monitor: { name: 'A private', url: 'http://alice:****@127.0.0.1:9/private' },
+    });
+    await produce(s.alertsTopic, [alert('monitor.down', 0), alert('monitor.up', 1)]);
+    await eventually('A sees its checks and incident', async () => {
+      const c = await api<unknown[]>(A.api, 'GET', `/api/monitors/${monitor.id}/checks`);
+      const i = await api<unknown[]>(A.api, 'GET', `/api/monitors/${monitor.id}/incidents`);
+      return c.body.data?.length === 2 && i.body.data?.length === 1 ? true : undefined;
+    });
+  });
+
+  after(async () => {
+    await Promise.all([query?.stop(), gateway?.stop(), consumer?.stop()]);
+    await ch?.close();
+  });
+
+  it("answers B 404 MONITOR_NOT_FOUND on every route of A's monitor, and lists none of A's", async () => {
+    const id = monitor.id;
+    const routes: [string, string, unknown?][] = [
+      ['GET', `/api/monitors/${id}`],
+      ['PATCH', `/api/monitors/${id}`, { name: 'taken over' }],
+      ['DELETE', `/api/monitors/${id}`],
+      ['POST', `/api/monitors/${id}/webhook-secret`],
+      ['GET', `/api/monitors/${id}/checks`],
+      ['GET', `/api/monitors/${id}/checks/summary`],
+      ['GET', `/api/monitors/${id}/checks/export`],
+      ['GET', `/api/monitors/${id}/incidents`],
+    ];
+    for (const [method, path, body] of routes) {
+      const r = await api(B.api, method, path, body);
+      expect([r.status, r.body.code], `${method} ${path}`).to.deep.equal([404, 'MONITOR_NOT_FOUND']);
+      expect(r.text, `${method} ${path}`).to.not.include('A private');
+    }
+    const list = await api<Monitor[]>(B.api, 'GET', '/api/monitors?limit=1000');
+    expect(list.status).to.equal(200);
+    expect(list.body.data.map((m) => m.id)).to.not.include(id);
+    // B's own monitor is B's alone, and A's list does not show it.
+    const own = await api<Monitor>(B.api, 'POST', '/api/monitors', {
+      name: 'B own',
+      url: 'http://127.0.0.1:9/',
+      paused: true,
+    });
+    expect(own.status).to.equal(201);
+    const listA = await api<Monitor[]>(A.api, 'GET', '/api/monitors?limit=1000');
+    expect(listA.body.data.map((m) => m.id))
+      .to.include(id)
+      .and.not.include(own.body.data.id);
+    // Nothing changed for A: the PATCH and DELETE above did nothing.
+    const still = await api<Monitor>(A.api, 'GET', `/api/monitors/${id}`);
+    expect(still.body.data.name).to.equal('A private');
+    const summary = await api<{ checks: number }>(A.api, 'GET', `/api/monitors/${id}/checks/summary?interval=day`);
+    expect(summary.status).to.equal(200);
+  });
+
+  it("keeps A's and B's events with the same source apart, in events and in the rollup", async () => {
+    const source = `shared-${uid()}`;
+    const post = async (key: string, n: number): Promise<void> => {
+      const events = Array.from({ length: n }, (_, i) => ({ source, category: 'page_view', payload: { i } }));
+      const r = await fetch(`${gateway.url}/api/telemetry/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-access-key': key },
+        body: JSON.stringify({ events }),
+      });
+      expect(r.status, await r.text()).to.equal(200);
+    };
+    await post(A.telemetry, 3);
+    await post(B.telemetry, 5);
+    const expected = { [A.tenant]: 3, [B.tenant]: 5 };
+    await eventually('events stored per tenant', async () => {
+      const got = await rows<{ tenant_id: string; n: string }>(
+        `SELECT tenant_id, count() AS n FROM ${db}.events FINAL WHERE source = ${sqlString(source)} GROUP BY tenant_id`,
+      );
+      const map = Object.fromEntries(got.map((r) => [r.tenant_id, Number(r.n)]));
+      return got.length === 2 && map[A.tenant] === 3 && map[B.tenant] === 5 ? true : undefined;
+    });
+    const rollup = await rows<{ tenant_id: string; n: string }>(
+      `SELECT tenant_id, uniqExactMerge(events) AS n FROM ${db}.events_per_minute
+       WHERE source = ${sqlString(source)} GROUP BY tenant_id ORDER BY tenant_id`,
+    );
+    expect(Object.fromEntries(rollup.map((r) => [r.tenant_id, Number(r.n)]))).to.deep.equal(expected);
+  });
+
+  it("shows A's header values, URL password and webhook secret in no answer, and stores none in plain text", async () => {
+    const id = monitor.id;
+    const answers = [
+      await api(A.api, 'GET', `/api/monitors/${id}`),
+      await api(A.api, 'GET', '/api/monitors?limit=1000'),
+      await api(A.api, 'PATCH', `/api/monitors/${id}`, { name: 'A private' }),
+    ];
+    for (const a of answers) {
+      expect(a.status).to.equal(200);
+      for (const secret of [SECRET_HEADER, URL_PASSWORD, webhookSecret]) expect(a.text).to.not.include(secret);
+    }
+    const shown = answers[0]!.body.data as Monitor;
+    expect(shown.headers).to.deep.equal({ Authorization: '••••' });
+    expect(shown.url).to.equal('http://alice:****@127.0.0.1:9/private');
+    // Every table of the database, as text: no secret anywhere.
+    const tables = await rows<{ name: string }>(
+      `SELECT name FROM system.tables WHERE database = ${sqlString(s.database)} AND engine NOT LIKE '%View%'`,
+    );
+    expect(tables.map((t) => t.name)).to.include.members(['monitors', 'alerts', 'checks', 'events']);
+    for (const { name } of tables) {
+      const rs = await ch.query({ query: `SELECT * FROM ${db}.${sqlIdentifier(name)}`, format: 'TabSeparated' });
+      const text = await rs.text();
+      for (const secret of [SECRET_HEADER, URL_PASSWORD, webhookSecret]) {
+        expect(text.includes(secret), `${name} holds a secret in plain text`).to.equal(false);
+      }
+    }
+    // A rotation shows the new secret once.
+    const rotated = await api<Monitor>(A.api, 'POST', `/api/monitors/${id}/webhook-secret`);
+    expect(rotated.status).to.equal(200);
+    expect(rotated.body.data.webhook_secret)
+      .to.match(/^whsec_/)
+      .and.not.equal(webhookSecret);
+    const after = await api(A.api, 'GET', `/api/monitors/${id}`);
+    expect(after.text).to.not.include(rotated.body.data.webhook_secret!);
+  });
+
+  it('answers a PATCH or DELETE with a stale If-Match 412 PRECONDITION_FAILED and changes nothing', async () => {
+    const id = monitor.id;
+    const read = await api<Monitor>(A.api, 'GET', `/api/monitors/${id}`);
+    const etag = read.headers.get('etag');
+    expect(etag).to.match(/^"\d+"$/);
+    const changed = await api<Monitor>(
+      A.api,
+      'PATCH',
+      `/api/monitors/${id}`,
+      { name: 'renamed once' },
+      { 'if-match': etag! },
+    );
+    expect(changed.status, changed.text).to.equal(200);
+    const next = changed.headers.get('etag');
+    expect(BigInt(JSON.parse(next!) as string) > BigInt(JSON.parse(etag!) as string)).to.equal(true);
+    for (const [method, body] of [
+      ['PATCH', { name: 'lost update' }],
+      ['DELETE', undefined],
+    ] as const) {
+      const stale = await api(A.api, method, `/api/monitors/${id}`, body, { 'if-match': etag! });
+      expect([stale.status, stale.body.code], method).to.deep.equal([412, 'PRECONDITION_FAILED']);
+    }
+    const now = await api<Monitor>(A.api, 'GET', `/api/monitors/${id}`);
+    expect(now.body.data.name).to.equal('renamed once');
+    expect(now.headers.get('etag')).to.equal(next);
+  });
+
+  it('answers an expired key 401 KEY_EXPIRED, on the API and on the gateway', async () => {
+    const api1 = (
+      await issueKey(ch, s.database, { tenantId: A.tenant, kind: 'api', name: 'short', expiresInSeconds: 1 })
+    ).key;
+    const tel1 = (
+      await issueKey(ch, s.database, { tenantId: A.tenant, kind: 'telemetry', name: 'short', expiresInSeconds: 1 })
+    ).key;
+    await eventually('keys expired', async () => {
+      const r = await api(api1, 'GET', '/api/monitors');
+      return r.body.code === 'KEY_EXPIRED' ? r : undefined;
+    }).then((r) => expect(r.status).to.equal(401));
+    const g = await fetch(`${gateway.url}/api/telemetry/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-access-key': tel1 },
+      body: JSON.stringify({ events: [{ source: 's', category: 'c', payload: {} }] }),
+    });
+    const body = (await g.json()) as Envelope<unknown>;
+    expect([g.status, body.code]).to.deep.equal([401, 'KEY_EXPIRED']);
+  });
+});
