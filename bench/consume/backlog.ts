@@ -84,7 +84,12 @@ export async function produceBacklog(
         next += count;
         const now = Date.now();
         const req = benchRequest(first, count, 'b', undefined, now);
-        const messages = toMessages(req, { keyId, tenantId: DEFAULT_TENANT }, new Date(now).toISOString(), LIMITS.maxEventBytes);
+        const messages = toMessages(
+          req,
+          { keyId, tenantId: DEFAULT_TENANT },
+          new Date(now).toISOString(),
+          LIMITS.maxEventBytes,
+        );
         for (const m of messages) bytes += Buffer.byteLength(m.value as string);
         if (first === 0) payloadBytes = Buffer.byteLength(JSON.stringify(req.events[0]!.payload));
         await producer.send({ topic, messages, acks: -1, timeout: 30_000 });

@@ -486,7 +486,8 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
 
   // Freshness through the real gateway.
   const rate = FRESH_RATE > 0 ? FRESH_RATE : Math.round(ours.rowsPerSecond / 2);
-  const key = (await issueKey(ch, database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'bench-consume' })).key;
+  const key = (await issueKey(ch, database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'bench-consume' }))
+    .key;
   const gatewayPort = await freePort();
   const gateway = new Child({
     name: 'ingest-gateway',

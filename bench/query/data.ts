@@ -282,7 +282,16 @@ function checksPath(monitorId: string, params: Record<string, string> = {}): str
 }
 
 function firstPageQuery(monitorId: string, limit: number): ChecksQuery {
-  return { tenantId: DEFAULT_TENANT, monitorId, limit, order: 'desc', from: undefined, to: undefined, statuses: [], cursor: undefined };
+  return {
+    tenantId: DEFAULT_TENANT,
+    monitorId,
+    limit,
+    order: 'desc',
+    from: undefined,
+    to: undefined,
+    statuses: [],
+    cursor: undefined,
+  };
 }
 
 /** Runs `fn` over `items`, `concurrency` at a time. */

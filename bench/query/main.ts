@@ -210,7 +210,12 @@ async function main(cleanups: Cleanups) {
     `loaded in ${load.insertSeconds} s (${load.rowsPerSecond.toLocaleString('en-US')} rows/s); OPTIMIZE FINAL ${load.optimizeSeconds} s`,
   );
 
-  const { key } = await issueKey(admin, database, { tenantId: DEFAULT_TENANT, kind: 'api', name: 'bench:query', scopes: ['checks:read'] });
+  const { key } = await issueKey(admin, database, {
+    tenantId: DEFAULT_TENANT,
+    kind: 'api',
+    name: 'bench:query',
+    scopes: ['checks:read'],
+  });
   const port = await freePort();
   const env = serviceEnv(stack, database, port, {
     CLICKHOUSE_USER: stack.clickhouseReader.user,

@@ -33,7 +33,16 @@ import { DEFAULT_MONITOR, MonitorStore, newMonitorId, newWebhookSecret, type Sto
 import { runnerSpec } from '@telemetry/check-runner';
 import { provision } from '../../tools/devstack/provision.js';
 import type { Stack } from '../../tools/devstack/stack.js';
-import { Child, freePort, metricSum, runSecretBox, scriptCommand, serviceCommand, sleep, until } from '../../harness/processes.js';
+import {
+  Child,
+  freePort,
+  metricSum,
+  runSecretBox,
+  scriptCommand,
+  serviceCommand,
+  sleep,
+  until,
+} from '../../harness/processes.js';
 import { fmt, quantiles } from '../../harness/report.js';
 import { Benchmark, type Cleanups, envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 import { cpuMeter, mb } from '../../harness/sampler.js';

@@ -6,11 +6,16 @@ import {
   eventually,
   newKey,
   registerMonitors,
+  registerMonitorsIn,
   RELIABILITY_TITLE,
   runGateway,
   runQuery,
   type Running,
 } from '../support/fixtures.js';
+
+/** A monitor of another tenant than every key of the corpus. */
+const FOREIGN_TENANT = 'ten_corpusforeign';
+const FOREIGN = 'foreign-monitor';
 
 interface Case {
   name: string;
@@ -103,6 +108,8 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   let otherTenant: string;
   let monitors: string;
   let restricted: string;
+  let expiredApi: string;
+  let expiredAccess: string;
   /** The registry as the corpus found it. */
   let registryBefore: Registry;
   const results: { name: string; expected: string; got: string }[] = [];
@@ -110,6 +117,10 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   before(async () => {
     [gateway, query] = await Promise.all([runGateway(), runQuery()]);
     await registerMonitors('m1', 'tenant-a-monitor', 'tenant-b-monitor');
+    // A monitor of another tenant: every key of the corpus (default tenant) gets 404.
+    await registerMonitorsIn(FOREIGN_TENANT, FOREIGN);
+    expiredApi = await newKey({ kind: 'api', name: 'corpus expired', scopes: ['checks:read'], expiresInSeconds: 1 });
+    expiredAccess = await newKey({ kind: 'telemetry', name: 'corpus expired', expiresInSeconds: 1 });
     access = await newKey({ kind: 'telemetry', name: 'corpus' });
     revoked = await newKey({ kind: 'telemetry', name: 'corpus revoked' });
     api = await newKey({ kind: 'api', name: 'corpus api', scopes: ['checks:read'] });
@@ -310,6 +321,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       'INVALID_CREDENTIALS',
     ),
     post('revoked key', { 'x-access-key': '@revoked' }, body([ev()]), 401, 'INVALID_CREDENTIALS'),
+    post('expired key', { 'x-access-key': '@expiredAccess' }, body([ev()]), 401, 'KEY_EXPIRED'),
     post('API key used as access key', { 'x-access-key': '@api' }, body([ev()]), 401, 'INVALID_CREDENTIALS'),
     post('key with SQL in it', { 'x-access-key': "tk_' OR '1'='1" }, body([ev()]), 401, 'INVALID_CREDENTIALS'),
     {
@@ -533,26 +545,31 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       'INSUFFICIENT_SCOPE',
     ),
     list(
-      'other tenant’s monitor',
+      'monitor outside the key’s list',
       '/api/monitors/tenant-b-monitor/checks',
       { authorization: 'Bearer @otherTenant' },
       403,
       'MONITOR_NOT_ALLOWED',
     ),
     list(
-      'other tenant’s summary',
+      'summary outside the key’s list',
       '/api/monitors/tenant-b-monitor/checks/summary',
       { authorization: 'Bearer @otherTenant' },
       403,
       'MONITOR_NOT_ALLOWED',
     ),
     list(
-      'other tenant’s export',
+      'export outside the key’s list',
       '/api/monitors/tenant-b-monitor/checks/export',
       { authorization: 'Bearer @otherTenant' },
       403,
       'MONITOR_NOT_ALLOWED',
     ),
+    // --- another tenant's monitor: it does not exist for these keys (404, never 403)
+    ...(['checks', 'checks/summary', 'checks/export'] as const).map((r) =>
+      list(`another tenant’s monitor (${r})`, `/api/monitors/${FOREIGN}/${r}`, {}, 404, 'MONITOR_NOT_FOUND'),
+    ),
+    list('expired API key', '/api/monitors/m1/checks', { authorization: 'Bearer @expiredApi' }, 401, 'KEY_EXPIRED'),
     // --- query: injection in the path and every parameter
     ...[
       "x'",
@@ -631,7 +648,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       authorization: 'Bearer @api',
     }),
     mon(
-      'other tenant’s monitor',
+      'monitor outside the key’s list',
       'PATCH',
       '/api/monitors/tenant-b-monitor',
       { paused: false },
@@ -641,9 +658,17 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         authorization: 'Bearer @restricted',
       },
     ),
-    mon('other tenant’s monitor', 'DELETE', '/api/monitors/tenant-b-monitor', undefined, 403, 'MONITOR_NOT_ALLOWED', {
-      authorization: 'Bearer @restricted',
-    }),
+    mon(
+      'monitor outside the key’s list',
+      'DELETE',
+      '/api/monitors/tenant-b-monitor',
+      undefined,
+      403,
+      'MONITOR_NOT_ALLOWED',
+      {
+        authorization: 'Bearer @restricted',
+      },
+    ),
     mon(
       'own monitor, javascript: URL',
       'PATCH',
@@ -655,6 +680,22 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         authorization: 'Bearer @restricted',
       },
     ),
+    mon('another tenant’s monitor', 'GET', `/api/monitors/${FOREIGN}`, undefined, 404, 'MONITOR_NOT_FOUND'),
+    mon('another tenant’s monitor', 'PATCH', `/api/monitors/${FOREIGN}`, { paused: false }, 404, 'MONITOR_NOT_FOUND'),
+    mon('another tenant’s monitor', 'DELETE', `/api/monitors/${FOREIGN}`, undefined, 404, 'MONITOR_NOT_FOUND'),
+    mon(
+      'another tenant’s monitor',
+      'POST',
+      `/api/monitors/${FOREIGN}/webhook-secret`,
+      undefined,
+      404,
+      'MONITOR_NOT_FOUND',
+    ),
+    mon('another tenant’s monitor', 'GET', `/api/monitors/${FOREIGN}/incidents`, undefined, 404, 'MONITOR_NOT_FOUND'),
+    mon('stale If-Match', 'PATCH', '/api/monitors/m1', { paused: true }, 412, 'PRECONDITION_FAILED', {
+      'if-match': '"1"',
+    }),
+    mon('stale If-Match', 'DELETE', '/api/monitors/m1', undefined, 412, 'PRECONDITION_FAILED', { 'if-match': '"1"' }),
     // --- monitor registry: bodies
     create('empty body', '', 400, 'INVALID_JSON'),
     create('truncated JSON', '{"name":"corpus-bad monitor","url":"https://corpus-bad.exa', 400, 'INVALID_JSON'),
@@ -960,9 +1001,21 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       '@otherTenant': otherTenant,
       '@monitors': monitors,
       '@restricted': restricted,
+      '@expiredApi': expiredApi,
+      '@expiredAccess': expiredAccess,
     };
+    // Expired keys answer KEY_EXPIRED once their second has passed.
+    await eventually('the expired keys expired', async () => {
+      const r = await fetch(`${query.url}/api/monitors/m1/checks`, {
+        headers: { authorization: `Bearer ${expiredApi}` },
+      });
+      return r.status === 401 && ((await r.json()) as { code: string }).code === 'KEY_EXPIRED' ? true : undefined;
+    });
     const fill = (s: string): string =>
-      s.replace(/@(access|revoked|api|noScope|otherTenant|monitors|restricted)\b/g, (m) => keys[m]!);
+      s.replace(
+        /@(access|revoked|api|noScope|otherTenant|monitors|restricted|expiredApi|expiredAccess)\b/g,
+        (m) => keys[m]!,
+      );
     const cases = corpus();
     expect(cases.length).to.be.greaterThan(100);
     // Every case runs, so one run lists every wrong answer (here and in RELIABILITY.md).

@@ -109,4 +109,25 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
     );
     await fuzz('query service', query.url, `Authorization: Bearer ${key}`, '^/(api/monitors|healthz|readyz|metrics)');
   });
+
+  it("finds no 5xx and no undocumented answer with another tenant's key on the query service", async () => {
+    // The monitors above belong to the default tenant; for this key none of them exists.
+    const key = await newKey({
+      tenantId: 'ten_fuzzforeign',
+      kind: 'api',
+      name: 'fuzz foreign',
+      scopes: ['checks:read', 'monitors:read', 'monitors:write'],
+    });
+    await registerMonitors('m');
+    await eventually('key loaded; the monitor is not found for it', async () => {
+      const r = await fetch(`${query.url}/api/monitors/m/checks`, { headers: { authorization: `Bearer ${key}` } });
+      return r.status === 404 ? true : undefined;
+    });
+    await fuzz(
+      'query service, another tenant',
+      query.url,
+      `Authorization: Bearer ${key}`,
+      '^/(api/monitors|healthz|readyz|metrics)',
+    );
+  });
 });

@@ -120,7 +120,9 @@ async function main(): Promise<number> {
     const names = { database: `faults_${run}`, events: topics.topics.events, group: `faults-${run}` };
     await provision(stack, { database: names.database, topics: topics.list, partitions: 4 });
     ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.database });
-    const key = (await issueKey(ch, names.database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'fault suite' })).key;
+    const key = (
+      await issueKey(ch, names.database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'fault suite' })
+    ).key;
     const chVersion = await clickhouseVersion(ch);
     log(`stack up: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${chVersion})`);
 

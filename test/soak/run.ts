@@ -17,7 +17,15 @@ import { issueKey, MonitorStore, placeholderMonitor } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { startStack } from '../../tools/devstack/stack.js';
 import { steadyLoops } from '../../harness/load.js';
-import { Child, freePort, runSecretBox, serviceCommand, sleep, until, type ServiceName } from '../../harness/processes.js';
+import {
+  Child,
+  freePort,
+  runSecretBox,
+  serviceCommand,
+  sleep,
+  until,
+  type ServiceName,
+} from '../../harness/processes.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 
@@ -58,7 +66,9 @@ async function main(): Promise<number> {
     await provision(stack, { database: names.db, topics: topics.list, partitions: 6 });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.db });
     const access = (await issueKey(admin, names.db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'soak' })).key;
-    const api = (await issueKey(admin, names.db, { tenantId: DEFAULT_TENANT, kind: 'api', name: 'soak', scopes: ['checks:read'] })).key;
+    const api = (
+      await issueKey(admin, names.db, { tenantId: DEFAULT_TENANT, kind: 'api', name: 'soak', scopes: ['checks:read'] })
+    ).key;
     // The readers ask for monitors m0..m199: they must be in the registry (paused: no runner here).
     const store = new MonitorStore(admin, names.db, runSecretBox());
     await store.saveMany(Array.from({ length: 200 }, (_, m) => placeholderMonitor(`m${m}`)));

@@ -144,12 +144,17 @@ export async function runQuery(extra: Record<string, string> = {}): Promise<Runn
  * Registers monitors with these ids straight in the registry table (paused, so no runner
  * checks them): for tests that write check history by hand.
  */
-export async function registerMonitors(...ids: string[]): Promise<void> {
+export function registerMonitors(...ids: string[]): Promise<void> {
+  return registerMonitorsIn(DEFAULT_TENANT, ...ids);
+}
+
+/** registerMonitors in another tenant. */
+export async function registerMonitorsIn(tenantId: string, ...ids: string[]): Promise<void> {
   const s = testStack();
   const ch = adminClickHouse();
   try {
     const store = new MonitorStore(ch, s.database, runSecretBox());
-    await store.saveMany(ids.map((id) => placeholderMonitor(id)));
+    await store.saveMany(ids.map((id) => placeholderMonitor(id, id, tenantId)));
   } finally {
     await ch.close();
   }

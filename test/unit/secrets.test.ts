@@ -1,13 +1,6 @@
 import { expect } from 'chai';
 import { newSealingKeyText, parseSealingKeys, SecretBox } from '@telemetry/platform';
-import {
-  DEFAULT_MONITOR,
-  MASKED_HEADER,
-  maskUrl,
-  publicMonitor,
-  unmaskPatch,
-  type StoredMonitor,
-} from '@telemetry/store';
+import { DEFAULT_MONITOR, MASK, maskUrl, publicMonitor, unmaskPatch, type StoredMonitor } from '@telemetry/store';
 
 const stored: StoredMonitor = {
   ...DEFAULT_MONITOR,
@@ -55,7 +48,7 @@ describe('secrets at rest and in answers (unit)', () => {
 
   it('masks header values and URL passwords in answers, and shows the webhook secret only when asked', () => {
     const shown = publicMonitor(stored);
-    expect(shown.headers).to.deep.equal({ Authorization: MASKED_HEADER, 'X-Api-Key': MASKED_HEADER });
+    expect(shown.headers).to.deep.equal({ Authorization: MASK, 'X-Api-Key': MASK });
     expect(shown.url).to.equal('https://bob:****@example.test/x?y=1');
     expect(shown).to.not.have.property('webhook_secret');
     expect(JSON.stringify(shown)).to.not.match(/s3cret|k-123|hunter2|whsec_abc/);
@@ -66,14 +59,13 @@ describe('secrets at rest and in answers (unit)', () => {
   it('keeps a stored secret when a PATCH sends back its mask, and replaces it otherwise', () => {
     const patch = unmaskPatch(stored, {
       url: 'https://bob:****@example.test/x?y=1',
-      headers: { authorization: MASKED_HEADER, 'X-New': 'v' },
+      headers: { authorization: MASK, 'X-New': 'v' },
     });
     expect(patch.url).to.equal(stored.url);
     expect(patch.headers).to.deep.equal({ authorization: 'Bearer s3cret', 'X-New': 'v' });
-    expect(
-      unmaskPatch(stored, { headers: { 'X-Other': MASKED_HEADER } }).headers,
-      'no such header: as sent',
-    ).to.deep.equal({ 'X-Other': MASKED_HEADER });
+    expect(unmaskPatch(stored, { headers: { 'X-Other': MASK } }).headers, 'no such header: as sent').to.deep.equal({
+      'X-Other': MASK,
+    });
     expect(unmaskPatch(stored, { url: 'https://example.test/new' }).url).to.equal('https://example.test/new');
   });
 });

@@ -198,6 +198,7 @@ const gatewayPaths: Json = {
 const authErrors: ErrorCode[] = [
   'MISSING_CREDENTIALS',
   'INVALID_CREDENTIALS',
+  'KEY_EXPIRED',
   'INSUFFICIENT_SCOPE',
   'MONITOR_NOT_ALLOWED',
 ];
@@ -215,6 +216,22 @@ const jsonBody = (ref: string): Json => ({
 
 const bodyErrors: ErrorCode[] = ['INVALID_JSON', 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
 const storeErrors: ErrorCode[] = ['INTERNAL_ERROR', 'STORE_UNAVAILABLE'];
+
+const etagHeader = {
+  ETag: {
+    description: "The monitor's version: send it back in If-Match to change it safely.",
+    schema: { type: 'string' },
+  },
+};
+
+const ifMatch: Json = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  description:
+    'The ETag of the monitor as last read: a change is made only if nobody changed it since (else 412 PRECONDITION_FAILED, nothing changed). `*` or absent: unconditional.',
+  schema: { type: 'string' },
+};
 
 const monitorPaths: Json = {
   '/api/monitors': {
@@ -257,7 +274,8 @@ const monitorPaths: Json = {
       parameters: [monitorPath],
       responses: {
         '200': {
-          description: 'The monitor.',
+          description: 'The monitor; header values and a URL password masked, never the webhook secret.',
+          headers: etagHeader,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
         },
         ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', ...storeErrors]),
@@ -268,27 +286,53 @@ const monitorPaths: Json = {
       summary: 'Change some settings of a monitor',
       description: 'Fields not sent keep their value; null clears keyword, degraded_threshold_ms and body.',
       security: [{ apiKey: ['monitors:write'] }],
-      parameters: [monitorPath],
+      parameters: [monitorPath, ifMatch],
       requestBody: jsonBody('MonitorPatch'),
       responses: {
         '200': {
           description: 'The monitor as changed.',
+          headers: etagHeader,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
         },
-        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', ...bodyErrors, ...storeErrors]),
+        ...errors([
+          ...authErrors,
+          'INVALID_PARAMETER',
+          'MONITOR_NOT_FOUND',
+          'PRECONDITION_FAILED',
+          ...bodyErrors,
+          ...storeErrors,
+        ]),
       },
     },
     delete: {
       operationId: 'deleteMonitor',
       summary: 'Delete a monitor (its check history stays until retention drops it)',
       security: [{ apiKey: ['monitors:write'] }],
-      parameters: [monitorPath],
+      parameters: [monitorPath, ifMatch],
       responses: {
         '200': {
           description: 'Deleted.',
           content: { 'application/json': { schema: envelopeOf({ type: 'null' }) } },
         },
-        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', ...storeErrors]),
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'PRECONDITION_FAILED', ...storeErrors]),
+      },
+    },
+  },
+  '/api/monitors/{id}/webhook-secret': {
+    post: {
+      operationId: 'rotateWebhookSecret',
+      summary: "Replace a monitor's webhook signing secret",
+      description:
+        'Generates a new secret, shown in this answer only (webhook_secret); deliveries are signed with it from now on. Takes no body.',
+      security: [{ apiKey: ['monitors:write'] }],
+      parameters: [monitorPath, ifMatch],
+      responses: {
+        '200': {
+          description: 'The monitor, with its new webhook_secret.',
+          headers: etagHeader,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'PRECONDITION_FAILED', ...storeErrors]),
       },
     },
   },

@@ -102,7 +102,9 @@ async function setAside(client: ClickHouseClient, database: string, s: SetAside,
   if (await columnExists(client, database, s.table, s.marker)) return;
   const db = sqlIdentifier(database);
   if (await tableExists(client, database, asideName(s.table))) {
-    throw new Error(`${database}.${s.table} has the old shape but ${asideName(s.table)} exists too; see docs/operations.md`);
+    throw new Error(
+      `${database}.${s.table} has the old shape but ${asideName(s.table)} exists too; see docs/operations.md`,
+    );
   }
   await client.command({
     query: `RENAME TABLE ${db}.${sqlIdentifier(s.table)} TO ${db}.${sqlIdentifier(asideName(s.table))}`,

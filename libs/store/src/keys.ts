@@ -258,7 +258,10 @@ export class KeyStore extends Snapshot<Map<string, KeyEntry>> {
     const found = this.check(raw, kind, nowMs);
     if (found === 'expired') throw new AppError('KEY_EXPIRED', 'the key has expired; ask for a new one');
     if (found === 'invalid') {
-      throw new AppError('INVALID_CREDENTIALS', kind === 'api' ? 'the API key is not valid' : 'the access key is not valid');
+      throw new AppError(
+        'INVALID_CREDENTIALS',
+        kind === 'api' ? 'the API key is not valid' : 'the access key is not valid',
+      );
     }
     return found;
   }

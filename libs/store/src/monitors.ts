@@ -48,7 +48,9 @@ export const monitorsMigrations: MigrationsByVersion = {
     {
       copyBack: {
         table: 'monitors',
-        sql: (from) => `INSERT INTO ${db}.monitors (tenant_id, id, version, deleted, spec, sealed, created_at, updated_at)
+        sql: (
+          from,
+        ) => `INSERT INTO ${db}.monitors (tenant_id, id, version, deleted, spec, sealed, created_at, updated_at)
           SELECT '${DEFAULT_TENANT}', id, version, deleted, spec, '', created_at, updated_at FROM ${from}`,
       },
     },
@@ -62,12 +64,13 @@ export interface StoredMonitor extends Omit<Monitor, 'status' | 'last_check_at'>
   version: number;
 }
 
-/** What an answer shows instead of a header value (docs/api.md, "Secrets"). */
-export const MASKED_HEADER = '••••';
-/** What an answer shows instead of the password in a monitor's URL. */
-export const MASKED_PASSWORD = '****';
+/**
+ * What an answer shows instead of a header value or the password in a monitor's URL
+ * (docs/api.md, "Secrets"): ASCII, so it is a valid header value and URL part.
+ */
+export const MASK = '****';
 
-/** `url` with its password (if any) replaced by MASKED_PASSWORD. */
+/** `url` with its password (if any) replaced by MASK. */
 export function maskUrl(url: string): string {
   let u: URL;
   try {
@@ -76,16 +79,16 @@ export function maskUrl(url: string): string {
     return url;
   }
   if (u.password === '') return url;
-  return `${u.protocol}//${u.username}:${MASKED_PASSWORD}@${u.host}${u.pathname}${u.search}${u.hash}`;
+  return `${u.protocol}//${u.username}:${MASK}@${u.host}${u.pathname}${u.search}${u.hash}`;
 }
 
 export function maskHeaders(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.keys(headers).map((k) => [k, MASKED_HEADER]));
+  return Object.fromEntries(Object.keys(headers).map((k) => [k, MASK]));
 }
 
 /**
  * A PATCH that sends back what an answer showed keeps the stored secret: a header whose
- * value is MASKED_HEADER keeps its stored value, and the masked URL keeps the stored URL.
+ * value is MASK keeps its stored value, and the masked URL keeps the stored URL.
  */
 export function unmaskPatch(current: StoredMonitor, patch: MonitorPatch): MonitorPatch {
   const out: MonitorPatch = { ...patch };
@@ -95,7 +98,7 @@ export function unmaskPatch(current: StoredMonitor, patch: MonitorPatch): Monito
     out.headers = Object.fromEntries(
       Object.entries(patch.headers).map(([k, v]) => [
         k,
-        v === MASKED_HEADER && stored.has(k.toLowerCase()) ? stored.get(k.toLowerCase())! : v,
+        v === MASK && stored.has(k.toLowerCase()) ? stored.get(k.toLowerCase())! : v,
       ]),
     );
   }

@@ -27,11 +27,7 @@ function isCheckCursor(v: unknown): v is [number, string] {
   );
 }
 
-export function parseChecksQuery(
-  req: Request,
-  defaultLimit: number,
-  maxLimit: number,
-): Omit<ChecksQuery, 'tenantId'> {
+export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: number): Omit<ChecksQuery, 'tenantId'> {
   const monitorId = monitorIdOf(req);
   rejectUnknown(req, KNOWN_PARAMS);
   const limit = limitParam(req, maxLimit, defaultLimit);

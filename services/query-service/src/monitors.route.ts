@@ -259,7 +259,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       return { ...next, version };
     });
     await announce(req, { id: m.id, version: m.version, deleted: false });
-    res.json(ok(await shown(req, res, m, (body as MonitorPatch).webhook_secret !== undefined)));
+    res.json(ok(await shown(req, res, m, body.webhook_secret !== undefined)));
   });
 
   app.delete('/api/monitors/:id', deps.auth.write, deps.known, async (req, res) => {
