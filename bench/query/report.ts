@@ -296,7 +296,7 @@ export function renderSection(r: ReportInput): string {
       ? `The service logged ${r.serviceWarnings.length} warning lines, e.g. \`${r.serviceWarnings[0]!.slice(0, 300)}\`.`
       : 'The service logged no warnings.',
     r.maxOtherCpu > 25
-      ? `\n**Processes outside the benchmark used up to ${r.maxOtherCpu}% CPU during some runs: those figures are disturbed; run again on a quiet machine.**`
+      ? `\n**Processes outside the benchmark used up to ${Math.round(r.maxOtherCpu)}% CPU during some runs: those figures are disturbed; run again on a quiet machine.**`
       : '',
     '',
     '### Notes',

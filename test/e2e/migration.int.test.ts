@@ -16,8 +16,11 @@ const HEADER_SECRET = 'Bearer legacy-plain-secret-4711';
  */
 describe('migration 4: tenants, on a database of the previous version (real ClickHouse)', function () {
   this.timeout(120_000);
-  const ch = adminClickHouse();
-  after(() => ch.close());
+  let ch: ReturnType<typeof adminClickHouse>;
+  before(() => {
+    ch = adminClickHouse();
+  });
+  after(() => ch?.close());
 
   async function rows<T>(sql: string): Promise<T[]> {
     return await (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();

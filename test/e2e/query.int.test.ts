@@ -1,3 +1,4 @@
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { expect } from 'chai';
 import type { ClickHouseClient } from '@telemetry/platform';
@@ -30,6 +31,7 @@ interface ListBody {
 
 const BASE = Date.UTC(2026, 0, 1) / 1000;
 const row = (monitor: string, i: number, status = 'up', rt = 100 + i) => ({
+  tenant_id: DEFAULT_TENANT,
   monitor_id: monitor,
   created_at: BASE + i * 60,
   id: `c${String(i).padStart(6, '0')}`,
@@ -209,6 +211,7 @@ describe('query service (real ClickHouse)', () => {
       { t: h + 180, status: 'down', rt: 3000 },
       { t: h + 3600 + 60, status: 'degraded', rt: 900 },
     ].map((c, i) => ({
+      tenant_id: DEFAULT_TENANT,
       monitor_id: m,
       created_at: c.t,
       id: `s${i}`,

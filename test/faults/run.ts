@@ -28,7 +28,7 @@ import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { KAFKA_VERSION, startStack, type Stack } from '../../tools/devstack/stack.js';
-import { Child, freePort, serviceCommand, sleep, until, type ServiceName } from '../../harness/processes.js';
+import { Child, freePort, RUN_SECRETS_KEYS, serviceCommand, sleep, until, type ServiceName } from '../../harness/processes.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics, SMOKE } from '../../harness/run.js';
 import { LoadGenerator, type Outcome } from './load.js';
@@ -135,6 +135,7 @@ async function main(): Promise<number> {
       LOG_LEVEL: 'warn',
       MIGRATE_ON_START: 'false',
       KEY_REFRESH_MS: '500',
+      SECRETS_KEYS: RUN_SECRETS_KEYS,
     };
     // A killed consumer's partitions move after this; the default 30 s only makes the run longer.
     const consumerEnv = { ...common, CONSUMER_GROUP_ID: names.group, CONSUMER_SESSION_TIMEOUT_MS: '10000' };
