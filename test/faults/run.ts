@@ -28,7 +28,15 @@ import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { KAFKA_VERSION, startStack, type Stack } from '../../tools/devstack/stack.js';
-import { Child, freePort, RUN_SECRETS_KEYS, serviceCommand, sleep, until, type ServiceName } from '../../harness/processes.js';
+import {
+  Child,
+  freePort,
+  RUN_SECRETS_KEYS,
+  serviceCommand,
+  sleep,
+  until,
+  type ServiceName,
+} from '../../harness/processes.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics, SMOKE } from '../../harness/run.js';
 import { LoadGenerator, type Outcome } from './load.js';
