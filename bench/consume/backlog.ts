@@ -3,9 +3,8 @@
  * messages produced straight into Kafka in the exact format the gateway writes
  * (`toMessages` of @telemetry/ingest-gateway), keyed by event id.
  */
-import { DEFAULT_TENANT } from '@telemetry/contract';
 import { Partitioners, type Kafka } from 'kafkajs';
-import { LIMITS, type IngestRequest, type TelemetryEvent } from '@telemetry/contract';
+import { DEFAULT_TENANT, LIMITS, type IngestRequest, type TelemetryEvent } from '@telemetry/contract';
 import { toMessages } from '@telemetry/ingest-gateway';
 
 const SOURCES = ['web', 'ios', 'android', 'shop-plugin'] as const;

@@ -18,12 +18,11 @@
  * BENCH_WRITE=0, --smoke (see harness/run.ts). Only 127.0.0.1 is loaded.
  * Exit code 0 when every request was answered 200, 1 when some failed or the run could not.
  */
-import { DEFAULT_TENANT } from '@telemetry/contract';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ok, type IngestRequest } from '@telemetry/contract';
+import { DEFAULT_TENANT, ok, type IngestRequest } from '@telemetry/contract';
 import { createClickHouse, createKafka, createLogger } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';

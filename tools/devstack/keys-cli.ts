@@ -11,6 +11,7 @@
 import { parseArgs } from 'node:util';
 import {
   ClickHouseKeySource,
+  expiryMs,
   findTenant,
   issueKey,
   parseDuration,
@@ -88,7 +89,7 @@ async function main(): Promise<number> {
       const now = Date.now();
       for (const r of await new ClickHouseKeySource(client, database).loadAll()) {
         if (values.tenant !== undefined && r.tenant_id !== values.tenant) continue;
-        const expired = r.expires_at !== null && Date.parse(`${r.expires_at.replace(' ', 'T')}Z`) <= now;
+        const expired = expiryMs(r.expires_at) <= now;
         const state = r.revoked ? 'revoked' : expired ? 'expired' : 'active';
         out([r.key_id, r.tenant_id, r.kind, state, JSON.stringify(r.name), r.scopes.join(',') || '-'].join('\t'));
       }

@@ -80,12 +80,6 @@ export class SecretBox {
     decipher.setAuthTag(Buffer.from(parts[3]!, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(parts[4]!, 'base64url')), decipher.final()]).toString('utf8');
   }
-
-  /** The id of the key that sealed `sealed` (re-sealing is needed when it is not keyId). */
-  static keyIdOf(sealed: string): string | undefined {
-    const parts = sealed.split('.');
-    return parts.length === 5 ? parts[1] : undefined;
-  }
 }
 
 /** The key ring of the services that read or write customer secrets (query service, check runner). */

@@ -196,7 +196,8 @@ interface KeyEntry {
   expiresAtMs: number;
 }
 
-function expiryMs(text: string | null): number {
+/** A record's `expires_at` as epoch ms; Infinity when it never expires. */
+export function expiryMs(text: string | null): number {
   // toString of a NULL Nullable(DateTime) is NULL (JSON null); 0 would be 1970: treated alike.
   if (text === null || text === '' || text.startsWith('0000') || text.startsWith('1970-01-01')) return Infinity;
   const ms = Date.parse(`${text.replace(' ', 'T')}Z`);

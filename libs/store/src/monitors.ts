@@ -15,7 +15,7 @@ import {
   sqlString,
   sqlStringList,
   type MigrationsByVersion,
-  SecretBox,
+  type SecretBox,
 } from '@telemetry/platform';
 
 /**
@@ -255,6 +255,8 @@ export interface ListOptions {
   limit?: number;
   /** Deleted monitors too (their last row): for re-sealing. */
   includeDeleted?: boolean;
+  /** Only monitors whose newest row is not sealed with this key (plain, or another key). */
+  notSealedWith?: string;
 }
 
 /**
@@ -282,9 +284,7 @@ export class MonitorStore {
     return (await this.rows(opts)).map((r) => r.monitor);
   }
 
-  private async rows(
-    opts: ListOptions,
-  ): Promise<{ monitor: StoredMonitor; deleted: boolean; sealedWith: string | undefined }[]> {
+  private async rows(opts: ListOptions): Promise<{ monitor: StoredMonitor; deleted: boolean }[]> {
     const where: string[] = [];
     if (opts.tenantId !== undefined) where.push(`tenant_id = ${sqlString(opts.tenantId)}`);
     if (opts.ids !== undefined) {
@@ -292,6 +292,11 @@ export class MonitorStore {
       where.push(`id IN ${sqlStringList(opts.ids)}`);
     }
     if (opts.afterId !== undefined) where.push(`id > ${sqlString(opts.afterId)}`);
+    const having = opts.includeDeleted ? [] : ['argMax(deleted, version) = 0'];
+    if (opts.notSealedWith !== undefined) {
+      const prefix = `v1.${opts.notSealedWith}.`;
+      having.push(`substring(argMax(sealed, version), 1, ${sqlNumber(prefix.length)}) != ${sqlString(prefix)}`);
+    }
     // NOTE: aliases differ from the columns: ClickHouse would substitute an alias named
     // like a column into the aggregate's own argument.
     const rs = await this.client.query({
@@ -300,18 +305,14 @@ export class MonitorStore {
         FROM ${this.table}
         ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
         GROUP BY id
-        ${opts.includeDeleted ? '' : 'HAVING argMax(deleted, version) = 0'}
+        ${having.length ? `HAVING ${having.join(' AND ')}` : ''}
         ORDER BY id
         ${opts.limit !== undefined ? `LIMIT ${sqlNumber(opts.limit)}` : ''}`,
       format: 'JSONEachRow',
       clickhouse_settings: { output_format_json_quote_64bit_integers: 1 },
     });
     const rows = await rs.json<Row>();
-    return rows.map((r) => ({
-      monitor: this.decode(r),
-      deleted: Number(r.d) !== 0,
-      sealedWith: SecretBox.keyIdOf(r.x),
-    }));
+    return rows.map((r) => ({ monitor: this.decode(r), deleted: Number(r.d) !== 0 }));
   }
 
   private decode(r: Row): StoredMonitor {
@@ -366,8 +367,8 @@ export class MonitorStore {
    * the table so that the older rows are gone. Returns how many were re-sealed.
    */
   async reseal(): Promise<number> {
-    const all = await this.rows({ includeDeleted: true });
-    const stale = all.filter((r) => r.sealedWith !== this.box.keyId);
+    // Only the stale rows are read (and opened): nothing at all on an ordinary start.
+    const stale = await this.rows({ includeDeleted: true, notSealedWith: this.box.keyId });
     for (const deleted of [false, true]) {
       const group = stale.filter((r) => r.deleted === deleted);
       if (group.length > 0) {
