@@ -27,7 +27,7 @@ export async function mochaGlobalSetup(): Promise<void> {
     TEST_ALERTS_TOPIC: `test.${run}.alerts`,
     TEST_MONITOR_CHANGES_TOPIC: `test.${run}.monitor-changes`,
   };
-  await provision(stack, {
+  const users = await provision(stack, {
     database: names.TEST_DATABASE,
     topics: [
       names.TEST_EVENTS_TOPIC,
@@ -41,8 +41,9 @@ export async function mochaGlobalSetup(): Promise<void> {
   Object.assign(process.env, names, {
     TEST_KAFKA_BROKERS: stack.kafkaBrokers,
     TEST_CLICKHOUSE_URL: stack.clickhouseUrl,
-    TEST_CLICKHOUSE_READER_USER: stack.clickhouseReader.user,
-    TEST_CLICKHOUSE_READER_PASSWORD: stack.clickhouseReader.password,
+    // Each service's own ClickHouse user (tools/devstack/users.ts), as JSON.
+    TEST_CLICKHOUSE_USERS: JSON.stringify(users),
+    TEST_CLICKHOUSE_USERS_DIR: stack.clickhouseUsersDir ?? '',
   });
   process.stderr.write(
     `[stack] ${stack.mode}: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${Date.now() - started} ms)\n`,

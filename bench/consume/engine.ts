@@ -27,7 +27,7 @@ const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
  */
 export function copyTablesStatements(database: string): string[] {
   const db = sqlIdentifier(database);
-  const statements = MIGRATIONS.flatMap((m) => m.statements(db)).filter((s) => typeof s === 'string');
+  const statements = MIGRATIONS.flatMap((m) => m.statements(db, database)).filter((s) => typeof s === 'string');
   const events = new RegExp(`^\\s*CREATE TABLE IF NOT EXISTS ${escapeRe(db)}\\.events \\(`);
   const rollup = new RegExp(`^\\s*CREATE TABLE IF NOT EXISTS ${escapeRe(db)}\\.events_per_minute \\(`);
   // The newest shape of each (a later migration may rebuild a table).

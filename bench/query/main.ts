@@ -32,6 +32,7 @@ import { loadQueryConfig } from '@telemetry/query-service';
 import { createClickHouse, createLogger, type ClickHouseClient } from '@telemetry/platform';
 import { checksSql, issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
+import { clickhouseEnv } from '../../tools/devstack/users.js';
 import {
   autocannon,
   closedLoop,
@@ -185,7 +186,7 @@ async function main(cleanups: Cleanups) {
   );
   const { stack, pids, machine } = await bench.stack(cleanups);
   const database = `bench_${randomBytes(4).toString('hex')}`;
-  await provision(stack, {
+  const users = await provision(stack, {
     database,
     topics: [],
     partitions: 1,
@@ -217,10 +218,7 @@ async function main(cleanups: Cleanups) {
     scopes: ['checks:read'],
   });
   const port = await freePort();
-  const env = serviceEnv(stack, database, port, {
-    CLICKHOUSE_USER: stack.clickhouseReader.user,
-    CLICKHOUSE_PASSWORD: stack.clickhouseReader.password,
-  });
+  const env = serviceEnv(stack, database, port, clickhouseEnv(users, 'query-service'));
   const queryConfig = loadQueryConfig(env);
   const profileDir = cfg.profile ? mkdtempSync(join(tmpdir(), 'bench-query-profile-')) : undefined;
   const service = new Child({
@@ -240,8 +238,8 @@ async function main(cleanups: Cleanups) {
   const serviceTarget: ServiceTarget = { http: serviceHttp, apiKey: key };
   const directTarget: DirectTarget = {
     http: directHttp,
-    user: stack.clickhouseReader.user,
-    password: stack.clickhouseReader.password,
+    user: users.query.user,
+    password: users.query.password,
     database,
     settings: {
       max_execution_time: Math.ceil(queryConfig.queryTimeoutMs / 1000),
@@ -451,7 +449,7 @@ async function main(cleanups: Cleanups) {
     Load: `INSERT ... SELECT FROM numbers() in chunks of 1M rows: ${load.insertSeconds} s (${load.rowsPerSecond.toLocaleString('en-US')} rows/s, materialized view included: ${load.rollupRows.toLocaleString('en-US')} rows in checks_hourly); then OPTIMIZE ... FINAL of both tables: ${load.optimizeSeconds} s (${load.checksParts} part(s), ${(load.diskBytes / 2 ** 20).toFixed(0)} MiB on disk)`,
   };
   const method = [
-    `The **service** is \`services/query-service/dist/main.js\` (compiled, plain node) in its own process (LOG_LEVEL=warn), reading with the read-only ClickHouse user \`${stack.clickhouseReader.user}\` and an API key (checks:read). **ClickHouse direct** is the same SQL (\`checksSql\`, \`summarySql\` of @telemetry/store) POSTed by the benchmark to ClickHouse's HTTP interface the way the service's client sends it: same user, database, settings (max_execution_time=${directTarget.settings.max_execution_time}, max_result_rows=${SERVICE_MAX_RESULT_ROWS}), FORMAT JSONEachRow (JSON for the summary's quantiles, as the service), keep-alive; a summary sends its two queries in parallel, as the service does.`,
+    `The **service** is \`services/query-service/dist/main.js\` (compiled, plain node) in its own process (LOG_LEVEL=warn), reading with its read-only ClickHouse user (\`<database>_query\`, tools/devstack/users.ts) and an API key (checks:read). **ClickHouse direct** is the same SQL (\`checksSql\`, \`summarySql\` of @telemetry/store) POSTed by the benchmark to ClickHouse's HTTP interface the way the service's client sends it: same user, database, settings (max_execution_time=${directTarget.settings.max_execution_time}, max_result_rows=${SERVICE_MAX_RESULT_ROWS}), FORMAT JSONEachRow (JSON for the summary's quantiles, as the service), keep-alive; a summary sends its two queries in parallel, as the service does.`,
     '',
     `Closed loop: ${cfg.connections} concurrent requests (one keep-alive connection each), ${cfg.rounds} rounds of ${cfg.seconds} s per scenario and path, service and direct alternating (service, direct, service, direct), after a ${cfg.warmup} s warm-up of each. Each request draws a random monitor (first page) or a random fixture of ${fx.deep.length} monitors (others). req/s counts answers with status 200 and the expected number of rows; percentiles pool every request of all rounds; CPU is % of one core (bench = the load generator); "ClickHouse queries running" samples \`system.processes\` every 100 ms. Then the same with one request at a time (${cfg.serialSeconds} s per scenario, path and round): the cost of each path per request without queueing.`,
   ];

@@ -32,6 +32,7 @@ import { createClickHouse, createKafka, createLogger, sqlIdentifier, type ClickH
 import { DEFAULT_MONITOR, MonitorStore, newMonitorId, newWebhookSecret, type StoredMonitor } from '@telemetry/store';
 import { runnerSpec } from '@telemetry/check-runner';
 import { provision } from '../../tools/devstack/provision.js';
+import { clickhouseEnv } from '../../tools/devstack/users.js';
 import type { Stack } from '../../tools/devstack/stack.js';
 import {
   Child,
@@ -271,6 +272,8 @@ interface LevelSetup {
   topics: ReturnType<typeof pipelineTopics>;
   baselineChecks: string;
   monitorsFile: string;
+  /** The runner's ClickHouse variables (its own user, tools/devstack/users.ts). */
+  clickhouseEnv: Record<string, string>;
 }
 
 /** Spawns one side, measures it, stops it, and checks that Kafka holds what it counted as acknowledged. */
@@ -300,8 +303,7 @@ function spawnRunner(ctx: Context, l: LevelSetup, monitors: number, port: number
     command: serviceCommand('check-runner', true),
     env: serviceEnv(ctx.stack, l.database, port, {
       ...l.topics.env,
-      CLICKHOUSE_USER: ctx.stack.clickhouseReader.user,
-      CLICKHOUSE_PASSWORD: ctx.stack.clickhouseReader.password,
+      ...l.clickhouseEnv,
       RUNNER_GROUP_ID: l.group,
       WEBHOOK_GROUP_ID: `${l.group}-webhooks`,
       RUNNER_ID: `bench-${monitors}`,
@@ -377,15 +379,17 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
     topics: pipelineTopics(prefix),
     baselineChecks: `${prefix}.checks-baseline`,
     monitorsFile: join(ctx.logDir, `monitors-${monitors}.json`),
+    clickhouseEnv: {},
   };
   log(`${fmt(monitors)} monitors: database ${setup.database}, topics ${prefix}.*`);
   const logger = createLogger({ service: 'bench-runner', level: 'warn', stream: process.stderr });
-  await provision(ctx.stack, {
+  const users = await provision(ctx.stack, {
     database: setup.database,
     topics: [...setup.topics.list, setup.baselineChecks],
     partitions: PARTITIONS,
     logger,
   });
+  setup.clickhouseEnv = clickhouseEnv(users, 'check-runner');
   const now = new Date().toISOString();
   const list: Omit<StoredMonitor, 'version'>[] = Array.from({ length: monitors }, (_, i) => {
     const id = newMonitorId();

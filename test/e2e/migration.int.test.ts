@@ -1,7 +1,15 @@
 import { expect } from 'chai';
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { createLogger, runMigrations, sqlIdentifier, sqlString } from '@telemetry/platform';
-import { ClickHouseKeySource, hashSecret, migrate, MIGRATIONS, MonitorStore } from '@telemetry/store';
+import {
+  ClickHouseKeySource,
+  databasesOf,
+  hashSecret,
+  migrate,
+  MIGRATIONS,
+  MonitorStore,
+  tableIn,
+} from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
 import { adminClickHouse, uid } from '../support/fixtures.js';
 
@@ -14,7 +22,7 @@ const HEADER_SECRET = 'Bearer legacy-plain-secret-4711';
  * exact, nothing is left aside, and the monitors' plain secrets are sealed at the next
  * start of the query service (reseal).
  */
-describe('migration 4: tenants, on a database of the previous version (real ClickHouse)', function () {
+describe('migrations 4 (tenants) and 5 (databases), on a database of a previous version (real ClickHouse)', function () {
   this.timeout(120_000);
   let ch: ReturnType<typeof adminClickHouse>;
   before(() => {
@@ -26,6 +34,15 @@ describe('migration 4: tenants, on a database of the previous version (real Clic
     return await (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();
   }
   const count = async (sql: string): Promise<number> => Number((await rows<{ n: string }>(sql))[0]!.n);
+  /** Where a table lives after migration 5 (databases.ts). */
+  const home = (database: string, t: string): string =>
+    tableIn(database, t === 'monitors' ? 'registry' : t === 'access_keys' || t === 'tenants' ? 'keys' : 'data', t);
+  async function dropAll(database: string): Promise<void> {
+    const { data, registry, keys } = databasesOf(database);
+    for (const d of [data, registry, keys]) {
+      await ch.command({ query: `DROP DATABASE IF EXISTS ${sqlIdentifier(d)}` });
+    }
+  }
 
   /** A database at version 3 with events, checks, alerts, monitors and a key in their old shapes. */
   async function previousVersion(database: string): Promise<string> {
@@ -149,12 +166,12 @@ describe('migration 4: tenants, on a database of the previous version (real Clic
     );
     expect(before).to.deep.equal({ events: 3, checks: 3, alerts: 2, monitors: 2, access_keys: 1 });
 
-    expect(await migrate(ch, database, logger)).to.deep.equal([4]);
+    expect(await migrate(ch, database, logger)).to.deep.equal([4, 5]);
 
     for (const t of tables) {
-      expect(await count(`SELECT count() AS n FROM ${db}.${t}`), t).to.equal(before[t]);
+      expect(await count(`SELECT count() AS n FROM ${home(database, t)}`), t).to.equal(before[t]);
       expect(
-        await count(`SELECT count() AS n FROM ${db}.${t} WHERE tenant_id != ${sqlString(DEFAULT_TENANT)}`),
+        await count(`SELECT count() AS n FROM ${home(database, t)} WHERE tenant_id != ${sqlString(DEFAULT_TENANT)}`),
         t,
       ).to.equal(0);
     }
@@ -173,7 +190,7 @@ describe('migration 4: tenants, on a database of the previous version (real Clic
         `SELECT count() AS n FROM system.tables WHERE database = ${sqlString(database)} AND name LIKE '%\\_\\_old'`,
       ),
     ).to.equal(0);
-    const tenants = await rows<{ tenant_id: string }>(`SELECT tenant_id FROM ${db}.tenants`);
+    const tenants = await rows<{ tenant_id: string }>(`SELECT tenant_id FROM ${home(database, 'tenants')}`);
     expect(tenants.map((r) => r.tenant_id)).to.deep.equal([DEFAULT_TENANT]);
     const keys = await new ClickHouseKeySource(ch, database).loadAll();
     expect(keys.map((k) => [k.key_id, k.tenant_id, k.expires_at])).to.deep.equal([
@@ -190,9 +207,11 @@ describe('migration 4: tenants, on a database of the previous version (real Clic
       webhook_secret: 'whsec_legacy',
     });
     expect(m!.headers).to.deep.equal({ Authorization: HEADER_SECRET });
-    expect(await store.reseal()).to.equal(1);
-    expect(await store.reseal(), 'nothing left to seal').to.equal(0);
-    const raw = await (await ch.query({ query: `SELECT * FROM ${db}.monitors`, format: 'TabSeparated' })).text();
+    expect(await store.reseal()).to.deep.equal({ resealed: 1, merged: true });
+    expect(await store.reseal(), 'nothing left to seal').to.deep.equal({ resealed: 0, merged: true });
+    const raw = await (
+      await ch.query({ query: `SELECT * FROM ${home(database, 'monitors')}`, format: 'TabSeparated' })
+    ).text();
     expect(raw).to.not.include('legacy-plain-secret').and.not.include('whsec_legacy');
     const [sealed] = await store.list();
     expect(sealed).to.include({ name: 'legacy v2', webhook_secret: 'whsec_legacy' });
@@ -200,7 +219,7 @@ describe('migration 4: tenants, on a database of the previous version (real Clic
     expect(sealed!.version).to.be.greaterThan(2);
 
     expect(await migrate(ch, database, logger), 'applied once').to.deep.equal([]);
-    await ch.command({ query: `DROP DATABASE ${db}` });
+    await dropAll(database);
   });
 
   it('resumes a migration that stopped after setting a table aside', async () => {
@@ -209,7 +228,7 @@ describe('migration 4: tenants, on a database of the previous version (real Clic
     // As if the last run stopped right after its RENAME of `checks`.
     await ch.command({ query: `DROP TABLE ${db}.checks_hourly_mv` });
     await ch.command({ query: `RENAME TABLE ${db}.checks TO ${db}.checks__old` });
-    expect(await migrate(ch, database, logger)).to.deep.equal([4]);
+    expect(await migrate(ch, database, logger)).to.deep.equal([4, 5]);
     expect(
       await count(`SELECT count() AS n FROM ${db}.checks WHERE tenant_id = ${sqlString(DEFAULT_TENANT)}`),
     ).to.equal(3);
@@ -218,6 +237,37 @@ describe('migration 4: tenants, on a database of the previous version (real Clic
         `SELECT count() AS n FROM system.tables WHERE database = ${sqlString(database)} AND name = 'checks__old'`,
       ),
     ).to.equal(0);
-    await ch.command({ query: `DROP DATABASE ${db}` });
+    await dropAll(database);
+  });
+
+  it('migration 5 moves the registry and the keys to their own databases, and resumes half-way', async () => {
+    const database = `mig_${uid()}`.replace(/-/g, '_');
+    const db = await previousVersion(database);
+    await runMigrations(
+      ch,
+      database,
+      MIGRATIONS.filter((m) => m.version <= 4),
+      logger,
+    );
+    const moved = ['monitors', 'access_keys', 'tenants'];
+    const before = await Promise.all(moved.map((t) => count(`SELECT count() AS n FROM ${db}.${t}`)));
+    expect(before).to.deep.equal([2, 1, 1]);
+    // As if the last run stopped after moving `monitors` only.
+    const registry = sqlIdentifier(databasesOf(database).registry);
+    await ch.command({ query: `CREATE DATABASE ${registry}` });
+    await ch.command({ query: `RENAME TABLE ${db}.monitors TO ${registry}.monitors` });
+
+    expect(await migrate(ch, database, logger)).to.deep.equal([5]);
+    const after = await Promise.all(moved.map((t) => count(`SELECT count() AS n FROM ${home(database, t)}`)));
+    expect(after).to.deep.equal(before);
+    expect(
+      await count(
+        `SELECT count() AS n FROM system.tables WHERE database = ${sqlString(database)} AND name IN ('monitors', 'access_keys', 'tenants')`,
+      ),
+      'nothing left in the data database',
+    ).to.equal(0);
+    const keys = await new ClickHouseKeySource(ch, database).loadAll();
+    expect(keys.map((k) => k.key_id)).to.deep.equal(['00112233445566ff']);
+    await dropAll(database);
   });
 });

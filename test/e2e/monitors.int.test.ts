@@ -68,8 +68,6 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
       RUNNER_SESSION_TIMEOUT_MS: '6000',
       REGISTRY_REFRESH_MS: '5000',
       WEBHOOK_RETRY_BASE_MS: '200',
-      CLICKHOUSE_USER: testStack().readerUser,
-      CLICKHOUSE_PASSWORD: testStack().readerPassword,
     });
 
   before(async () => {

@@ -17,8 +17,7 @@ async function smoke(script: string, timeoutMs: number, external = true): Promis
     ? {
         KAFKA_BROKERS: e.TEST_KAFKA_BROKERS,
         CLICKHOUSE_URL: e.TEST_CLICKHOUSE_URL,
-        CLICKHOUSE_READER_USER: e.TEST_CLICKHOUSE_READER_USER,
-        CLICKHOUSE_READER_PASSWORD: e.TEST_CLICKHOUSE_READER_PASSWORD,
+        CLICKHOUSE_USERS_DIR: e.TEST_CLICKHOUSE_USERS_DIR,
       }
     : {};
   // No BENCH_* or FAULTS_* setting of the caller's: smoke mode chooses its own.

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { Monitor } from '@telemetry/contract';
-import { sqlIdentifier, sqlString } from '@telemetry/platform';
-import { createTenant, issueKey } from '@telemetry/store';
+import { createClickHouse, sqlIdentifier, sqlString, sqlStringList } from '@telemetry/platform';
+import { createTenant, databasesOf, issueKey, SERVICE_USERS, tableIn, type ServiceUser } from '@telemetry/store';
 import {
   adminClickHouse,
   eventually,
@@ -208,13 +208,17 @@ describe('tenants (real Kafka and ClickHouse)', function () {
     const shown = answers[0]!.body.data as Monitor;
     expect(shown.headers).to.deep.equal({ Authorization: '****' });
     expect(shown.url).to.equal('http://alice:****@127.0.0.1:9/private');
-    // Every table of the database, as text: no secret anywhere.
-    const tables = await rows<{ name: string }>(
-      `SELECT name FROM system.tables WHERE database = ${sqlString(s.database)} AND engine NOT LIKE '%View%'`,
+    // Every table of the three databases, as text: no secret anywhere.
+    const tables = await rows<{ database: string; name: string }>(
+      `SELECT database, name FROM system.tables
+       WHERE database IN ${sqlStringList(Object.values(databasesOf(s.database)))} AND engine NOT LIKE '%View%'`,
     );
-    expect(tables.map((t) => t.name)).to.include.members(['monitors', 'alerts', 'checks', 'events']);
-    for (const { name } of tables) {
-      const rs = await ch.query({ query: `SELECT * FROM ${db}.${sqlIdentifier(name)}`, format: 'TabSeparated' });
+    expect(tables.map((t) => t.name)).to.include.members(['monitors', 'alerts', 'checks', 'events', 'access_keys']);
+    for (const { database, name } of tables) {
+      const rs = await ch.query({
+        query: `SELECT * FROM ${sqlIdentifier(database)}.${sqlIdentifier(name)}`,
+        format: 'TabSeparated',
+      });
       const text = await rs.text();
       for (const secret of [SECRET_HEADER, URL_PASSWORD, webhookSecret]) {
         expect(text.includes(secret), `${name} holds a secret in plain text`).to.equal(false);
@@ -279,5 +283,72 @@ describe('tenants (real Kafka and ClickHouse)', function () {
       return body.code === 'KEY_EXPIRED' ? { status: r.status, code: body.code } : undefined;
     });
     expect(g).to.deep.equal({ status: 401, code: 'KEY_EXPIRED' });
+  });
+
+  it("refuses each service's ClickHouse user the tables it does not need (and lets it use its own)", async () => {
+    const t = (role: 'data' | 'registry' | 'keys', table: string) => tableIn(s.database, role, table);
+    const read = (table: string) => `SELECT count() FROM ${table}`;
+    const write = (table: string) => `INSERT INTO ${table} SELECT * FROM ${table} LIMIT 0`;
+    // What each user must be able to do, and what it must be refused (docs/operations.md).
+    const cases: Record<ServiceUser, { allowed: string[]; refused: string[] }> = {
+      ingest: {
+        allowed: [read(t('keys', 'access_keys'))],
+        refused: [
+          read(t('data', 'events')),
+          read(t('registry', 'monitors')),
+          write(t('keys', 'access_keys')),
+          `DROP TABLE ${t('keys', 'access_keys')}`,
+        ],
+      },
+      consumer: {
+        allowed: [read(t('data', 'events')), write(t('data', 'checks'))],
+        refused: [read(t('keys', 'access_keys')), read(t('registry', 'monitors')), read(t('keys', 'tenants'))],
+      },
+      query: {
+        allowed: [read(t('data', 'checks')), read(t('registry', 'monitors')), read(t('keys', 'access_keys'))],
+        refused: [write(t('data', 'checks')), write(t('keys', 'access_keys')), `DROP TABLE ${t('data', 'checks')}`],
+      },
+      registry: {
+        allowed: [write(t('registry', 'monitors'))],
+        refused: [
+          read(t('keys', 'access_keys')),
+          read(t('data', 'events')),
+          write(t('data', 'checks')),
+          `DROP TABLE ${t('registry', 'monitors')}`,
+        ],
+      },
+      runner: {
+        allowed: [read(t('registry', 'monitors')), read(t('data', 'alerts'))],
+        refused: [read(t('keys', 'access_keys')), write(t('data', 'alerts')), write(t('registry', 'monitors'))],
+      },
+      analyst: {
+        allowed: [read(t('data', 'events')), read(t('data', 'events_per_minute'))],
+        refused: [read(t('keys', 'access_keys')), read(t('registry', 'monitors')), write(t('data', 'events'))],
+      },
+    };
+    const denied = /Access denied|readonly mode|DDL queries are prohibited|Not enough privileges/;
+    for (const [service, c] of Object.entries(cases) as [ServiceUser, (typeof cases)[ServiceUser]][]) {
+      const creds = s.users[service];
+      expect(creds.user, `${service} runs as its own user`).to.not.equal('default');
+      const client = createClickHouse({
+        url: s.clickhouseUrl,
+        username: creds.user,
+        password: creds.password,
+        database: databasesOf(s.database)[SERVICE_USERS[service].databases[0]],
+      });
+      try {
+        for (const sql of c.allowed) await client.command({ query: sql });
+        for (const sql of c.refused) {
+          const err = await client.command({ query: sql }).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(err, `${service} may run: ${sql}`).to.be.instanceOf(Error);
+          expect((err as Error).message, `${service}: ${sql}`).to.match(denied);
+        }
+      } finally {
+        await client.close();
+      }
+    }
   });
 });

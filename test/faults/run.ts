@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
+import { clickhouseEnv } from '../../tools/devstack/users.js';
 import { KAFKA_VERSION, startStack, type Stack } from '../../tools/devstack/stack.js';
 import {
   Child,
@@ -126,7 +127,7 @@ async function main(): Promise<number> {
     if (!control) throw new Error('the stack has no controls (local processes are needed)');
     const topics = pipelineTopics(`faults.${run}`);
     const names = { database: `faults_${run}`, events: topics.topics.events, group: `faults-${run}` };
-    await provision(stack, { database: names.database, topics: topics.list, partitions: 4 });
+    const users = await provision(stack, { database: names.database, topics: topics.list, partitions: 4 });
     ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.database });
     const key = (
       await issueKey(ch, names.database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'fault suite' })
@@ -151,18 +152,14 @@ async function main(): Promise<number> {
       new Child({
         name: label,
         command: serviceCommand(name),
-        env: { ...process.env, ...env, PORT: String(port) },
+        env: { ...process.env, ...clickhouseEnv(users, name), ...env, PORT: String(port) },
         url: `http://127.0.0.1:${port}`,
         logFile: join(logDir, `${label}.log`),
       });
     services = {
       gateway: svc('gateway', 'ingest-gateway', await freePort(), { ...common, KAFKA_ACK_TIMEOUT_MS: '2000' }),
       consumer: svc('consumer', 'stream-consumer', await freePort(), consumerEnv),
-      query: svc('query', 'query-service', await freePort(), {
-        ...common,
-        CLICKHOUSE_USER: stack.clickhouseReader.user,
-        CLICKHOUSE_PASSWORD: stack.clickhouseReader.password,
-      }),
+      query: svc('query', 'query-service', await freePort(), common),
       consumer2: svc('consumer-2', 'stream-consumer', await freePort(), consumerEnv),
     };
     const { gateway, consumer, query } = services;

@@ -15,6 +15,7 @@ import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { createClickHouse } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
+import { clickhouseEnv } from '../../tools/devstack/users.js';
 import { startStack } from '../../tools/devstack/stack.js';
 import { steadyLoops } from '../../harness/load.js';
 import {
@@ -63,7 +64,7 @@ async function main(): Promise<number> {
   const names = { db: `soak_${run}`, ...topics.topics };
   const children: [ServiceName, Child][] = [];
   try {
-    await provision(stack, { database: names.db, topics: topics.list, partitions: 6 });
+    const users = await provision(stack, { database: names.db, topics: topics.list, partitions: 6 });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.db });
     const access = (await issueKey(admin, names.db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'soak' })).key;
     const api = (
@@ -74,15 +75,11 @@ async function main(): Promise<number> {
     await store.saveMany(Array.from({ length: 200 }, (_, m) => placeholderMonitor(`m${m}`)));
     for (const name of ['ingest-gateway', 'stream-consumer', 'query-service'] as const) {
       const port = await freePort();
-      const reader = {
-        CLICKHOUSE_USER: stack.clickhouseReader.user,
-        CLICKHOUSE_PASSWORD: stack.clickhouseReader.password,
-      };
       const env = serviceEnv(stack, names.db, port, {
         ...topics.env,
         RATE_LIMIT_PER_SECOND: '0',
         CONSUMER_GROUP_ID: `soak-${run}`,
-        ...(name === 'query-service' ? reader : {}),
+        ...clickhouseEnv(users, name),
       });
       children.push([
         name,

@@ -13,7 +13,8 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor, type NewKey } from '@telemetry/store';
-import { runSecretBox, RUN_SECRETS_KEYS, until } from '../../harness/processes.js';
+import { runSecretBox, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
+import { clickhouseEnv, type ServiceUsers } from '../../tools/devstack/users.js';
 
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
 
@@ -33,8 +34,10 @@ export function testStack() {
     deadLetterTopic: need('TEST_DEAD_LETTER_TOPIC'),
     alertsTopic: need('TEST_ALERTS_TOPIC'),
     monitorChangesTopic: need('TEST_MONITOR_CHANGES_TOPIC'),
-    readerUser: need('TEST_CLICKHOUSE_READER_USER'),
-    readerPassword: process.env.TEST_CLICKHOUSE_READER_PASSWORD ?? '',
+    /** Each service's own ClickHouse user (tools/devstack/users.ts). */
+    users: JSON.parse(need('TEST_CLICKHOUSE_USERS')) as ServiceUsers,
+    /** Where the stack's ClickHouse reads users from (local mode), for `npm start` in external mode. */
+    usersDir: process.env.TEST_CLICKHOUSE_USERS_DIR ?? '',
   };
 }
 
@@ -97,6 +100,15 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
   };
 }
 
+/**
+ * The service's own least-privileged ClickHouse user, for this run's database; none
+ * when `extra` points the service at another database or server (it has no grants there).
+ */
+export function ownUser(service: ServiceName, extra: Record<string, string> = {}): Record<string, string> {
+  if (extra.CLICKHOUSE_DATABASE !== undefined || extra.CLICKHOUSE_URL !== undefined) return {};
+  return clickhouseEnv(testStack().users, service);
+}
+
 export interface Running {
   url: string;
   logs: LineCollector;
@@ -110,28 +122,32 @@ function logger(service: string): { logger: Logger; logs: LineCollector } {
 
 export async function runGateway(extra: Record<string, string> = {}): Promise<Running> {
   const { logger: l, logs } = logger('ingest-gateway');
-  const g = await startGateway(loadGatewayConfig(serviceEnv(extra)), l);
+  const g = await startGateway(loadGatewayConfig(serviceEnv({ ...ownUser('ingest-gateway', extra), ...extra })), l);
   return { url: `http://127.0.0.1:${g.http.boundPort}`, logs, stop: () => g.runner.stop() };
 }
 
 export async function runConsumer(extra: Record<string, string> = {}): Promise<Running> {
   const { logger: l, logs } = logger('stream-consumer');
   const c = await startConsumer(
-    loadConsumerConfig(serviceEnv({ BATCH_MAX_AGE_MS: '200', CONSUMER_GROUP_ID: uid('group'), ...extra })),
+    loadConsumerConfig(
+      serviceEnv({
+        BATCH_MAX_AGE_MS: '200',
+        CONSUMER_GROUP_ID: uid('group'),
+        ...ownUser('stream-consumer', extra),
+        ...extra,
+      }),
+    ),
     l,
   );
   return { url: `http://127.0.0.1:${c.http.boundPort}`, logs, stop: () => c.runner.stop() };
 }
 
 export async function runQuery(extra: Record<string, string> = {}): Promise<Running> {
-  const s = testStack();
   const { logger: l, logs } = logger('query-service');
   const q = await startQueryService(
     loadQueryConfig(
       serviceEnv({
-        CLICKHOUSE_USER: s.readerUser,
-        CLICKHOUSE_PASSWORD: s.readerPassword,
-        REGISTRY_CLICKHOUSE_USER: 'default',
+        ...ownUser('query-service', extra),
         ...extra,
       }),
     ),

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { serviceCommand, type ServiceName } from '../../harness/processes.js';
 import { freePort } from '../../tools/devstack/stack.js';
-import { eventually, serviceEnv } from './fixtures.js';
+import { eventually, ownUser, serviceEnv } from './fixtures.js';
 
 export interface ServiceProcess {
   url: string;
@@ -20,7 +20,11 @@ export async function spawnService(name: ServiceName, extra: Record<string, stri
   let out = '';
   const [command, args] = serviceCommand(name);
   const child = spawn(command, args, {
-    env: { ...process.env, ...serviceEnv({ LOG_LEVEL: 'warn', ...extra }), PORT: String(port) },
+    env: {
+      ...process.env,
+      ...serviceEnv({ LOG_LEVEL: 'warn', ...ownUser(name, extra), ...extra }),
+      PORT: String(port),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));

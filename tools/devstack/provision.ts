@@ -1,6 +1,7 @@
 import { createClickHouse, createKafka, createLogger, ensureTopics, type Logger } from '@telemetry/platform';
 import { migrate } from '@telemetry/store';
 import type { Stack } from './stack.js';
+import type { ServiceUsers } from './users.js';
 
 export interface ProvisionOptions {
   database: string;
@@ -9,8 +10,11 @@ export interface ProvisionOptions {
   logger?: Logger;
 }
 
-/** Migrations and topics: what every service expects to exist. Idempotent. */
-export async function provision(stack: Stack, opts: ProvisionOptions): Promise<void> {
+/**
+ * Migrations, topics and one ClickHouse user per service: what every service expects
+ * to exist. Idempotent; returns the services' ClickHouse credentials (fresh passwords).
+ */
+export async function provision(stack: Stack, opts: ProvisionOptions): Promise<ServiceUsers> {
   const logger = opts.logger ?? createLogger({ service: 'devstack', level: 'warn' });
   const client = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: 'default' });
   try {
@@ -23,4 +27,5 @@ export async function provision(stack: Stack, opts: ProvisionOptions): Promise<v
     kafka,
     opts.topics.map((topic) => ({ topic, numPartitions: opts.partitions })),
   );
+  return stack.serviceUsers(opts.database);
 }

@@ -19,6 +19,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
+import { createClickHouse } from '@telemetry/platform';
+import { createUsersWithSql, sameUserForAll, waitForUsers, writeUsersFile, type ServiceUsers } from './users.js';
+
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -30,8 +33,14 @@ export interface Stack {
   mode: 'external' | 'testcontainers' | 'local';
   kafkaBrokers: string;
   clickhouseUrl: string;
-  /** Credentials of a ClickHouse user that can only read (the query service's). */
-  clickhouseReader: { user: string; password: string };
+  /**
+   * Creates one ClickHouse user per service for `database` (after its migrations) and
+   * returns their credentials: see users.ts. With an external server that does not
+   * manage users with SQL, every service gets the `default` user.
+   */
+  serviceUsers(database: string): Promise<ServiceUsers>;
+  /** Local mode: the ClickHouse server's users.d (pass it on as CLICKHOUSE_USERS_DIR). */
+  clickhouseUsersDir?: string;
   /** Stops what this harness started (nothing in `external` mode). */
   stop(): Promise<void>;
   /** Local mode: stop / start the ClickHouse or Kafka process (fault tests). */
@@ -62,10 +71,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       mode: 'external',
       kafkaBrokers: env.KAFKA_BROKERS,
       clickhouseUrl: env.CLICKHOUSE_URL,
-      clickhouseReader: {
-        user: env.CLICKHOUSE_READER_USER ?? 'default',
-        password: env.CLICKHOUSE_READER_PASSWORD ?? '',
-      },
+      // A local 18.16 server's users.d (the tests pass theirs), else SQL.
+      serviceUsers: (database) =>
+        env.CLICKHOUSE_USERS_DIR
+          ? usersInDir(env.CLICKHOUSE_USERS_DIR, env.CLICKHOUSE_URL!, database)
+          : usersWithSql(env.CLICKHOUSE_URL!, database, true),
       stop: async () => {},
     };
   }
@@ -129,14 +139,14 @@ async function startWithTestcontainers(): Promise<Stack> {
     .start();
   const ch = await new GenericContainer(CLICKHOUSE_IMAGE)
     .withExposedPorts(8123)
-    .withEnvironment({ CLICKHOUSE_SKIP_USER_SETUP: '1' })
+    .withEnvironment({ CLICKHOUSE_SKIP_USER_SETUP: '1', CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' })
     .withWaitStrategy(Wait.forHttp('/ping', 8123))
     .start();
   return {
     mode: 'testcontainers',
     kafkaBrokers: `127.0.0.1:${kafkaPort}`,
     clickhouseUrl: `http://${ch.getHost()}:${ch.getMappedPort(8123)}`,
-    clickhouseReader: { user: 'default', password: '' },
+    serviceUsers: (database) => usersWithSql(`http://${ch.getHost()}:${ch.getMappedPort(8123)}`, database, false),
     stop: async () => {
       await Promise.all([kafka.stop(), ch.stop()]);
     },
@@ -251,7 +261,29 @@ process.once('exit', () => {
   for (const c of liveChildren) c.kill('SIGKILL');
 });
 
-function clickhouseConfig(dir: string, httpPort: number, tcpPort: number, readerPassword: string): void {
+async function usersInDir(dir: string, url: string, database: string): Promise<ServiceUsers> {
+  const users = writeUsersFile(dir, database);
+  await waitForUsers(url, database, users);
+  return users;
+}
+
+/** The services' users on a server that manages users with SQL; else (18.16) `default` for all, if allowed. */
+async function usersWithSql(url: string, database: string, fallBack: boolean): Promise<ServiceUsers> {
+  const admin = createClickHouse({ url, username: 'default', password: '', database: 'default' });
+  try {
+    const users = await createUsersWithSql(admin, database);
+    await waitForUsers(url, database, users);
+    return users;
+  } catch (err) {
+    if (!fallBack) throw err;
+    process.stderr.write(`[stack] no per-service ClickHouse users (${String(err).split('\n')[0]}): all use default\n`);
+    return sameUserForAll({ user: 'default', password: '' });
+  } finally {
+    await admin.close();
+  }
+}
+
+function clickhouseConfig(dir: string, httpPort: number, tcpPort: number): void {
   writeFileSync(
     join(dir, 'config.xml'),
     `<?xml version="1.0"?>
@@ -273,18 +305,21 @@ function clickhouseConfig(dir: string, httpPort: number, tcpPort: number, reader
 </yandex>
 `,
   );
-  // `reader` may read and change query settings (readonly=2) but never write.
+  // The services' users come in users.d/<database>.xml (users.ts), with these profiles:
+  // svc_reader may read and change query settings (readonly=2) but never write;
+  // svc_writer may insert but run no DDL (allow_ddl=0).
+  mkdirSync(join(dir, 'users.d'), { recursive: true });
   writeFileSync(
     join(dir, 'users.xml'),
     `<?xml version="1.0"?>
 <yandex>
   <profiles>
     <default><max_memory_usage>4000000000</max_memory_usage></default>
-    <reader><readonly>2</readonly></reader>
+    <svc_reader><readonly>2</readonly></svc_reader>
+    <svc_writer><allow_ddl>0</allow_ddl></svc_writer>
   </profiles>
   <users>
     <default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default>
-    <reader><password>${readerPassword}</password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>reader</profile><quota>default</quota></reader>
   </users>
   <quotas><default></default></quotas>
 </yandex>
@@ -363,8 +398,7 @@ async function startLocal(opts: StackOptions): Promise<Stack> {
     kafka: await freePort(),
     controller: await freePort(),
   };
-  const readerPassword = 'reader';
-  clickhouseConfig(chDir, ports.chHttp, ports.chTcp, readerPassword);
+  clickhouseConfig(chDir, ports.chHttp, ports.chTcp);
   const clickhouse = new ManagedProcess(
     chBin,
     [`--config-file=${join(chDir, 'config.xml')}`],
@@ -411,7 +445,8 @@ async function startLocal(opts: StackOptions): Promise<Stack> {
     mode: 'local',
     kafkaBrokers: `127.0.0.1:${ports.kafka}`,
     clickhouseUrl: `http://127.0.0.1:${ports.chHttp}`,
-    clickhouseReader: { user: 'reader', password: readerPassword },
+    serviceUsers: (database) => usersInDir(join(chDir, 'users.d'), `http://127.0.0.1:${ports.chHttp}`, database),
+    clickhouseUsersDir: join(chDir, 'users.d'),
     control: {
       stopClickHouse: () => clickhouse.stop(),
       startClickHouse,

@@ -16,6 +16,7 @@ import { createTenant, issueKey, listTenants } from '@telemetry/store';
 import { writeLocalEnv } from './local-env.js';
 import { provision } from './provision.js';
 import { serviceCommand, type ServiceName } from '../../harness/processes.js';
+import { clickhouseEnv } from './users.js';
 import { freePort, startStack } from './stack.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -86,7 +87,11 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stopAll(0));
 
   try {
-    await provision(stack, { database, topics: Object.values(topics), partitions: Number(env.TOPIC_PARTITIONS ?? 6) });
+    const users = await provision(stack, {
+      database,
+      topics: Object.values(topics),
+      partitions: Number(env.TOPIC_PARTITIONS ?? 6),
+    });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database });
     const tenantId = await devTenant(admin);
     const access = await issueKey(admin, database, { tenantId, kind: 'telemetry', name: 'dev access key' });
@@ -123,27 +128,16 @@ async function main(): Promise<void> {
       GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
       QUERY_URL: `http://127.0.0.1:${ports.query}`,
     });
-    const services: [string, number, Record<string, string>][] = [
-      ['ingest-gateway', ports.gateway, {}],
-      ['stream-consumer', ports.consumer, {}],
-      [
-        'query-service',
-        ports.query,
-        {
-          CLICKHOUSE_USER: stack.clickhouseReader.user,
-          CLICKHOUSE_PASSWORD: stack.clickhouseReader.password,
-          REGISTRY_CLICKHOUSE_USER: 'default',
-          REGISTRY_CLICKHOUSE_PASSWORD: '',
-        },
-      ],
-      [
-        'check-runner',
-        ports.runner,
-        { CLICKHOUSE_USER: stack.clickhouseReader.user, CLICKHOUSE_PASSWORD: stack.clickhouseReader.password },
-      ],
+    // Each service runs as its own ClickHouse user, with only what it needs (users.ts).
+    const services: [ServiceName, number][] = [
+      ['ingest-gateway', ports.gateway],
+      ['stream-consumer', ports.consumer],
+      ['query-service', ports.query],
+      ['check-runner', ports.runner],
     ];
-    for (const [name, port, extra] of services) {
-      const [command, args] = serviceCommand(name as ServiceName);
+    for (const [name, port] of services) {
+      const extra = clickhouseEnv(users, name);
+      const [command, args] = serviceCommand(name);
       const child = spawn(command, args, {
         env: { ...env, ...shared, ...secrets, ...extra, PORT: String(port) },
         stdio: ['ignore', 'ignore', 'inherit'],

@@ -107,6 +107,8 @@ export interface ClickHouseComponentOptions extends Pick<ClickHouseOptions, 'req
   /** Another user than CLICKHOUSE_USER (e.g. the query service's registry writer). */
   username?: string;
   password?: string;
+  /** The database queries run in when they name none (default CLICKHOUSE_DATABASE). */
+  database?: string;
   /** Whether /readyz fails while ClickHouse is away (default true). */
   essential?: boolean;
   name?: string;
@@ -122,7 +124,7 @@ export function clickhouseComponent(
     url: config.clickhouseUrl,
     username: opts.username ?? config.clickhouseUser,
     password: opts.password ?? config.clickhousePassword,
-    database: config.clickhouseDatabase,
+    database: opts.database ?? config.clickhouseDatabase,
     logger,
     requestTimeoutMs: opts.requestTimeoutMs,
     settings: opts.settings,

@@ -138,7 +138,12 @@ export const clickhouseSpec = {
   clickhouseUrl: v.url('CLICKHOUSE_URL', undefined, 'ClickHouse HTTP URL, e.g. http://127.0.0.1:8123'),
   clickhouseUser: v.str('CLICKHOUSE_USER', 'default', 'ClickHouse user'),
   clickhousePassword: v.secret('CLICKHOUSE_PASSWORD', '', 'ClickHouse password'),
-  clickhouseDatabase: v.str('CLICKHOUSE_DATABASE', 'telemetry', 'ClickHouse database', /^[A-Za-z_][A-Za-z0-9_]{0,63}$/),
+  clickhouseDatabase: v.str(
+    'CLICKHOUSE_DATABASE',
+    'telemetry',
+    'ClickHouse database of the data tables; the registry and the keys live in its siblings `<name>_registry` and `<name>_keys` (at most 55 characters)',
+    /^[A-Za-z_][A-Za-z0-9_]{0,54}$/,
+  ),
 } satisfies ConfigSpec;
 
 export const serviceSpec = {

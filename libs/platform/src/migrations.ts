@@ -11,7 +11,8 @@ import { sqlIdentifier, sqlNumber, sqlString } from './sql.js';
 export interface Migration {
   version: number;
   name: string;
-  statements(db: string): Statement[];
+  /** `db` is the database quoted for SQL, `name` the same unquoted. */
+  statements(db: string, name: string): Statement[];
 }
 
 /**
@@ -22,7 +23,17 @@ export type Statement =
   | string
   | { addColumn: { table: string; column: string; type: string } }
   | { setAside: SetAside }
-  | { copyBack: CopyBack };
+  | { copyBack: CopyBack }
+  | { moveTable: MoveTable };
+
+/**
+ * Moves `table` to the database `to` (RENAME TABLE), while it is still in the migrated
+ * database and not yet in `to`. Both existing is an error a person must look at.
+ */
+export interface MoveTable {
+  table: string;
+  to: string;
+}
 
 /**
  * The first half of rebuilding a table whose sort key changes (ClickHouse can only
@@ -51,7 +62,7 @@ export function asideName(table: string): string {
 }
 
 /** One table family's statements, by the migration version that applies them. */
-export type MigrationsByVersion = Record<number, (db: string) => Statement[]>;
+export type MigrationsByVersion = Record<number, (db: string, name: string) => Statement[]>;
 
 export async function runMigrations(
   client: ClickHouseClient,
@@ -74,11 +85,12 @@ export async function runMigrations(
   const applied: number[] = [];
   for (const m of migrations) {
     if (done.has(m.version)) continue;
-    for (const statement of m.statements(db)) {
+    for (const statement of m.statements(db, database)) {
       if (typeof statement === 'string') await client.command({ query: statement });
       else if ('addColumn' in statement) await addColumn(client, database, statement.addColumn);
       else if ('setAside' in statement) await setAside(client, database, statement.setAside, logger);
-      else await copyBack(client, database, statement.copyBack, logger);
+      else if ('copyBack' in statement) await copyBack(client, database, statement.copyBack, logger);
+      else await moveTable(client, database, statement.moveTable, logger);
     }
     await client.command({
       query: `INSERT INTO ${db}.schema_migrations (version, name, applied_at) VALUES (${sqlNumber(m.version)}, ${sqlString(m.name)}, now())`,
@@ -119,6 +131,19 @@ async function copyBack(client: ClickHouseClient, database: string, c: CopyBack,
   await client.command({ query: c.sql(from) });
   await client.command({ query: `DROP TABLE ${from}` });
   logger.info('migration copied a rebuilt table back', { table: c.table });
+}
+
+async function moveTable(client: ClickHouseClient, database: string, m: MoveTable, logger: Logger): Promise<void> {
+  const here = await tableExists(client, database, m.table);
+  const there = await tableExists(client, m.to, m.table);
+  if (!here) return;
+  if (there) {
+    throw new Error(`${m.table} exists in both ${database} and ${m.to}; see docs/operations.md`);
+  }
+  await client.command({
+    query: `RENAME TABLE ${sqlIdentifier(database)}.${sqlIdentifier(m.table)} TO ${sqlIdentifier(m.to)}.${sqlIdentifier(m.table)}`,
+  });
+  logger.info('migration moved a table', { table: m.table, from: database, to: m.to });
 }
 
 async function columnExists(

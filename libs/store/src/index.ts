@@ -1,5 +1,6 @@
 export * from './alerts.js';
 export * from './checks.js';
+export * from './databases.js';
 export * from './events.js';
 export * from './keys.js';
 export * from './migrations.js';

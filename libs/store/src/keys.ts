@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { AppError, type Logger, Snapshot, type MigrationsByVersion, sqlIdentifier } from '@telemetry/platform';
+import { keysDatabase, tableIn } from './databases.js';
 
 /**
  * Keys look like `tk_<16 hex key id>_<64 hex secret>` (telemetry access keys) and
@@ -41,6 +42,11 @@ export const keysMigrations: MigrationsByVersion = {
           FROM ${from}`,
       },
     },
+  ],
+  // Least privilege: keys get their own database (databases.ts), with the tenants.
+  5: (_db, name) => [
+    `CREATE DATABASE IF NOT EXISTS ${sqlIdentifier(keysDatabase(name))}`,
+    { moveTable: { table: 'access_keys', to: keysDatabase(name) } },
   ],
 };
 
@@ -102,7 +108,7 @@ export class ClickHouseKeySource implements KeySource {
     const rs = await this.client.query({
       query: `SELECT tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins, allowed_sources,
                 revoked, toString(created_at) AS created_at, toString(expires_at) AS expires_at, version
-              FROM ${sqlIdentifier(this.database)}.access_keys FINAL`,
+              FROM ${tableIn(this.database, 'keys', 'access_keys')} FINAL`,
       format: 'JSONEachRow',
     });
     return (await rs.json<KeyRecord>()).map((r) => ({ ...r, revoked: Number(r.revoked), version: Number(r.version) }));
@@ -159,7 +165,7 @@ export async function issueKey(
     expires_at: spec.expiresInSeconds === undefined ? null : dateTimeText(now + spec.expiresInSeconds * 1000),
     version: now,
   };
-  await client.insert({ table: `${sqlIdentifier(database)}.access_keys`, values: [record], format: 'JSONEachRow' });
+  await client.insert({ table: tableIn(database, 'keys', 'access_keys'), values: [record], format: 'JSONEachRow' });
   return { key: `${PREFIX[spec.kind]}_${keyId}_${secret}`, record };
 }
 
@@ -169,7 +175,7 @@ export async function revokeKey(client: ClickHouseClient, database: string, keyI
   const rec = records.find((r) => r.key_id === keyId);
   if (!rec) return false;
   await client.insert({
-    table: `${sqlIdentifier(database)}.access_keys`,
+    table: tableIn(database, 'keys', 'access_keys'),
     values: [{ ...rec, revoked: 1, version: Math.max(Date.now(), rec.version + 1) }],
     format: 'JSONEachRow',
   });

@@ -1,5 +1,12 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { runMigrations, type Logger, type Migration, type MigrationsByVersion } from '@telemetry/platform';
+import {
+  createClickHouse,
+  runMigrations,
+  type ClickHouseConfig,
+  type Logger,
+  type Migration,
+  type MigrationsByVersion,
+} from '@telemetry/platform';
 import { alertsMigrations } from './alerts.js';
 import { checksMigrations } from './checks.js';
 import { eventsMigrations } from './events.js';
@@ -23,6 +30,7 @@ const VERSIONS: Record<number, string> = {
   2: 'rollups: events per minute, checks per hour',
   3: 'monitor registry, alerts, check errors',
   4: 'tenants: tenant_id leads every table; sealed monitor secrets; key expiry',
+  5: 'least privilege: monitors to <db>_registry, tenants and access keys to <db>_keys',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -37,10 +45,29 @@ const MODULES: readonly MigrationsByVersion[] = [
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({
   version: Number(v),
   name,
-  statements: (db) => MODULES.flatMap((m) => m[Number(v)]?.(db) ?? []),
+  statements: (db, name) => MODULES.flatMap((m) => m[Number(v)]?.(db, name) ?? []),
 }));
 
 /** Applies every migration of MIGRATIONS not yet applied to `database`. */
 export function migrate(client: ClickHouseClient, database: string, logger: Logger): Promise<number[]> {
   return runMigrations(client, database, MIGRATIONS, logger);
+}
+
+/**
+ * migrate() with a client of its own on the `default` database, as CLICKHOUSE_USER
+ * (which must then be allowed to create databases and tables): a service's own client
+ * is bound to one of its databases, which may not exist yet.
+ */
+export async function migrateWith(config: ClickHouseConfig, logger: Logger): Promise<number[]> {
+  const client = createClickHouse({
+    url: config.clickhouseUrl,
+    username: config.clickhouseUser,
+    password: config.clickhousePassword,
+    database: 'default',
+  });
+  try {
+    return await migrate(client, config.clickhouseDatabase, logger);
+  } finally {
+    await client.close();
+  }
 }

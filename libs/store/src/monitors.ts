@@ -17,6 +17,7 @@ import {
   type MigrationsByVersion,
   type SecretBox,
 } from '@telemetry/platform';
+import { registryDatabase, tableIn } from './databases.js';
 
 /**
  * The monitor registry, stored in ClickHouse's `monitors` table (docs/clickhouse.md):
@@ -54,6 +55,11 @@ export const monitorsMigrations: MigrationsByVersion = {
           SELECT '${DEFAULT_TENANT}', id, version, deleted, spec, '', created_at, updated_at FROM ${from}`,
       },
     },
+  ],
+  // Least privilege: the registry gets its own database (databases.ts).
+  5: (_db, name) => [
+    `CREATE DATABASE IF NOT EXISTS ${sqlIdentifier(registryDatabase(name))}`,
+    { moveTable: { table: 'monitors', to: registryDatabase(name) } },
   ],
 };
 
@@ -273,7 +279,7 @@ export class MonitorStore {
     database: string,
     private readonly box: SecretBox,
   ) {
-    this.table = `${sqlIdentifier(database)}.monitors`;
+    this.table = tableIn(database, 'registry', 'monitors');
   }
 
   /**
@@ -364,9 +370,11 @@ export class MonitorStore {
   /**
    * Re-seals every monitor whose newest row holds plain secrets (copied by migration 4)
    * or was sealed with a key other than the ring's first (a key rotation), then merges
-   * the table so that the older rows are gone. Returns how many were re-sealed.
+   * the table so that the older rows are gone. Returns how many were re-sealed, and
+   * whether the merge ran (OPTIMIZE is DDL, which the registry's user may be refused:
+   * then the older rows go with ClickHouse's own merges, or an operator's OPTIMIZE).
    */
-  async reseal(): Promise<number> {
+  async reseal(): Promise<{ resealed: number; merged: boolean }> {
     // Only the stale rows are read (and opened): nothing at all on an ordinary start.
     const stale = await this.rows({ includeDeleted: true, notSealedWith: this.box.keyId });
     for (const deleted of [false, true]) {
@@ -379,8 +387,14 @@ export class MonitorStore {
         );
       }
     }
-    if (stale.length > 0) await this.client.command({ query: `OPTIMIZE TABLE ${this.table} FINAL` });
-    return stale.length;
+    let merged = true;
+    if (stale.length > 0) {
+      merged = await this.client.command({ query: `OPTIMIZE TABLE ${this.table} FINAL` }).then(
+        () => true,
+        () => false,
+      );
+    }
+    return { resealed: stale.length, merged };
   }
 
   /** Microseconds since the epoch, above `after` and strictly increasing within this process. */
@@ -397,7 +411,7 @@ function sealContext(m: Pick<StoredMonitor, 'tenant_id' | 'id'>): string {
 
 /** The ids and tenants (`t`) of the current monitors, or of those among `ids` (for a reader; no FORMAT). */
 export function currentMonitorIdsSql(database: string, ids?: readonly string[]): string {
-  return `SELECT id, argMax(tenant_id, version) AS t FROM ${sqlIdentifier(database)}.monitors
+  return `SELECT id, argMax(tenant_id, version) AS t FROM ${tableIn(database, 'registry', 'monitors')}
     ${ids ? `WHERE id IN ${sqlStringList(ids)}` : ''}
     GROUP BY id
     HAVING argMax(deleted, version) = 0`;

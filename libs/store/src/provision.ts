@@ -1,9 +1,8 @@
-import { migrate } from './migrations.js';
+import { migrateWith } from './migrations.js';
 import {
   type Env,
   type Logger,
   clickhouseSpec,
-  createClickHouse,
   createKafka,
   ensureTopics,
   kafkaSpec,
@@ -21,18 +20,7 @@ export const provisionSpec = { ...logSpec, ...kafkaSpec, ...topicSpec, ...clickh
  */
 export async function provisionFromEnv(env: Env, logger: Logger): Promise<number[]> {
   const c = loadConfig(provisionSpec, env);
-  const client = createClickHouse({
-    url: c.clickhouseUrl,
-    username: c.clickhouseUser,
-    password: c.clickhousePassword,
-    database: 'default',
-  });
-  let applied: number[];
-  try {
-    applied = await migrate(client, c.clickhouseDatabase, logger);
-  } finally {
-    await client.close();
-  }
+  const applied = await migrateWith(c, logger);
   const kafka = createKafka({ brokers: c.kafkaBrokers, clientId: `${c.kafkaClientId}-provision`, logger });
   await ensureTopics(
     kafka,

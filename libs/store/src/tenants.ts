@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { DEFAULT_TENANT, TENANT_ID_PATTERN, toIsoSeconds } from '@telemetry/contract';
 import { sqlIdentifier, type MigrationsByVersion } from '@telemetry/platform';
+import { keysDatabase, tableIn } from './databases.js';
 
 /**
  * Tenants (docs/api.md, "Tenants"): every key, monitor, check, alert and event belongs
@@ -19,6 +20,11 @@ export const tenantsMigrations: MigrationsByVersion = {
       ORDER BY tenant_id`,
     // The tenant that existing rows move to (version 1: any later rename wins).
     `INSERT INTO ${db}.tenants (tenant_id, name, created_at, version) VALUES ('${DEFAULT_TENANT}', 'default', now(), 1)`,
+  ],
+  // Tenants live with the keys (databases.ts).
+  5: (_db, name) => [
+    `CREATE DATABASE IF NOT EXISTS ${sqlIdentifier(keysDatabase(name))}`,
+    { moveTable: { table: 'tenants', to: keysDatabase(name) } },
   ],
 };
 
@@ -44,14 +50,14 @@ export async function createTenant(client: ClickHouseClient, database: string, n
   if (trimmed.length === 0 || trimmed.length > 200) throw new Error('a tenant name is 1-200 characters');
   const now = Math.floor(Date.now() / 1000);
   const tenant = { tenant_id: newTenantId(), name: trimmed, created_at: now, version: Date.now() };
-  await client.insert({ table: `${sqlIdentifier(database)}.tenants`, values: [tenant], format: 'JSONEachRow' });
+  await client.insert({ table: tableIn(database, 'keys', 'tenants'), values: [tenant], format: 'JSONEachRow' });
   return { tenant_id: tenant.tenant_id, name: tenant.name, created_at: toIsoSeconds(now) };
 }
 
 export async function listTenants(client: ClickHouseClient, database: string): Promise<Tenant[]> {
   const rs = await client.query({
     query: `SELECT tenant_id, argMax(name, version) AS n, toUnixTimestamp(argMax(created_at, version)) AS c
-            FROM ${sqlIdentifier(database)}.tenants GROUP BY tenant_id ORDER BY tenant_id`,
+            FROM ${tableIn(database, 'keys', 'tenants')} GROUP BY tenant_id ORDER BY tenant_id`,
     format: 'JSONEachRow',
   });
   const rows = await rs.json<{ tenant_id: string; n: string; c: number | string }>();

@@ -10,7 +10,7 @@ import {
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
-import { ClickHouseKeySource, KeyStore, migrate } from '@telemetry/store';
+import { ClickHouseKeySource, keysDatabase, KeyStore, migrateWith } from '@telemetry/store';
 import { createGatewayApp } from './app.js';
 import type { GatewayConfig } from './config.js';
 
@@ -22,10 +22,14 @@ export interface Gateway {
 /** Builds and starts the gateway. main.ts adds signal handling; tests call this directly. */
 export async function startGateway(config: GatewayConfig, logger: Logger): Promise<Gateway> {
   const registry = createRegistry('ingest-gateway');
-  const ch = clickhouseComponent(config, logger, { essential: false });
+  // Its ClickHouse user may read the keys database only (docs/operations.md).
+  const ch = clickhouseComponent(config, logger, {
+    essential: false,
+    database: keysDatabase(config.clickhouseDatabase),
+  });
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger });
   if (config.migrateOnStart) {
-    await migrate(ch.client, config.clickhouseDatabase, logger);
+    await migrateWith(config, logger);
     await ensureTopics(kafka, [{ topic: config.eventsTopic, numPartitions: config.topicPartitions }]);
   }
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);

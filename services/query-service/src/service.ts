@@ -10,7 +10,14 @@ import {
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
-import { currentMonitorIdsSql, MonitorStore, ClickHouseKeySource, KeyStore, monitorPartition } from '@telemetry/store';
+import {
+  ClickHouseKeySource,
+  currentMonitorIdsSql,
+  KeyStore,
+  monitorPartition,
+  MonitorStore,
+  registryDatabase,
+} from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { MonitorDirectory } from './monitor-directory.js';
 import type { QueryConfig } from './config.js';
@@ -36,12 +43,14 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
     maxSockets: config.maxQueriesInFlight,
   });
-  // The registry is written with its own user: CLICKHOUSE_USER may only read.
+  // The registry is written with its own user, allowed the registry database only:
+  // CLICKHOUSE_USER may only read.
   const registryCh = clickhouseComponent(config, logger, {
     username: config.registryUser,
     password: config.registryPassword,
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     name: 'clickhouse-registry',
+    database: registryDatabase(config.clickhouseDatabase),
   });
   const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase, new SecretBox(config.secretsKeys));
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-query`, logger });
@@ -85,8 +94,13 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   // Monitors copied by migration 4 (plain secrets) or sealed with a retired key are
   // sealed anew with the ring's first key; then the older rows are merged away.
   try {
-    const resealed = await monitors.reseal();
+    const { resealed, merged } = await monitors.reseal();
     if (resealed > 0) logger.info('monitor secrets re-sealed', { monitors: resealed, key: config.secretsKeys[0]!.id });
+    if (!merged) {
+      logger.warn('rows sealed with older keys remain until ClickHouse merges them', {
+        hint: 'the registry user may not OPTIMIZE; see docs/operations.md, "Rotating the sealing key"',
+      });
+    }
   } catch (err) {
     logger.warn('monitor secrets not re-sealed; retried at the next start', { err: String(err) });
   }

@@ -14,7 +14,7 @@ import {
   type Component,
   type Logger,
 } from '@telemetry/platform';
-import { migrate, RetentionJob } from '@telemetry/store';
+import { migrateWith, RetentionJob } from '@telemetry/store';
 import { BatchWriter, type RowSink } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
@@ -50,7 +50,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   const ch = clickhouseComponent(config, logger);
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-consumer`, logger });
   if (config.migrateOnStart) {
-    await migrate(ch.client, config.clickhouseDatabase, logger);
+    await migrateWith(config, logger);
     await ensureTopics(
       kafka,
       [config.eventsTopic, config.checksTopic, config.alertsTopic, config.deadLetterTopic].map((topic) => ({

@@ -1,0 +1,126 @@
+/**
+ * One ClickHouse user per service (libs/store/src/databases.ts, SERVICE_USERS), made by
+ * the stack harness for each database it provisions, so that `npm start`, the tests
+ * and the fault suite run every service with only what it needs:
+ *
+ * - local ClickHouse 18.16: a `users.d/<database>.xml` next to users.xml (ClickHouse
+ *   reloads it within seconds), each user limited with `allow_databases`, read-only
+ *   users with readonly=2 and the registry writer with allow_ddl=0;
+ * - a server that manages users with SQL (current ClickHouse): CREATE USER ... GRANT.
+ *
+ * Users are named `<database>_<service>`, so runs on one server do not share them.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createClickHouse, sqlIdentifier, sqlString, type ClickHouseClient } from '@telemetry/platform';
+import { databasesOf, SERVICE_USER_NAMES, SERVICE_USERS, type ServiceUser } from '@telemetry/store';
+import type { ServiceName } from '../../harness/processes.js';
+
+export interface Credentials {
+  user: string;
+  password: string;
+}
+
+export type ServiceUsers = Record<ServiceUser, Credentials>;
+
+function newCredentials(database: string): ServiceUsers {
+  return Object.fromEntries(
+    SERVICE_USER_NAMES.map((s) => [s, { user: `${database}_${s}`, password: randomBytes(12).toString('hex') }]),
+  ) as ServiceUsers;
+}
+
+/** Every service as one user (a server on which we cannot create users). */
+export function sameUserForAll(c: Credentials): ServiceUsers {
+  return Object.fromEntries(SERVICE_USER_NAMES.map((s) => [s, c])) as ServiceUsers;
+}
+
+/** users.d/<database>.xml for ClickHouse 18.16, which has no SQL for users. */
+export function writeUsersFile(usersDir: string, database: string): ServiceUsers {
+  sqlIdentifier(database);
+  const creds = newCredentials(database);
+  const dbs = databasesOf(database);
+  const users = SERVICE_USER_NAMES.map((s) => {
+    const access = SERVICE_USERS[s];
+    const profile = access.write ? (access.ddl ? 'default' : 'svc_writer') : 'svc_reader';
+    const allowed = access.databases.map((d) => `<database>${dbs[d]}</database>`).join('');
+    const hash = createHash('sha256').update(creds[s].password).digest('hex');
+    return `    <${creds[s].user}><password_sha256_hex>${hash}</password_sha256_hex><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>${profile}</profile><quota>default</quota><allow_databases>${allowed}</allow_databases></${creds[s].user}>`;
+  });
+  writeFileSync(
+    join(usersDir, `${database}.xml`),
+    `<?xml version="1.0"?>
+<yandex>
+  <users>
+${users.join('\n')}
+  </users>
+</yandex>
+`,
+  );
+  return creds;
+}
+
+/** CREATE USER ... GRANT, on a server that manages users with SQL. */
+export async function createUsersWithSql(admin: ClickHouseClient, database: string): Promise<ServiceUsers> {
+  const creds = newCredentials(database);
+  const dbs = databasesOf(database);
+  for (const s of SERVICE_USER_NAMES) {
+    const access = SERVICE_USERS[s];
+    const user = sqlIdentifier(creds[s].user);
+    await admin.command({
+      query: `CREATE USER OR REPLACE ${user} IDENTIFIED WITH sha256_password BY ${sqlString(creds[s].password)}
+              HOST LOCAL SETTINGS readonly = ${access.write ? 0 : 2}`,
+    });
+    const privileges = ['SELECT', ...(access.write ? ['INSERT'] : []), ...(access.ddl ? ['ALTER'] : [])].join(', ');
+    for (const d of access.databases) {
+      await admin.command({ query: `GRANT ${privileges} ON ${sqlIdentifier(dbs[d])}.* TO ${user}` });
+    }
+  }
+  return creds;
+}
+
+/** Polls until every user can use its first database (18.16 reloads users.d within seconds). */
+export async function waitForUsers(
+  url: string,
+  database: string,
+  users: ServiceUsers,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const dbs = databasesOf(database);
+  const deadline = Date.now() + timeoutMs;
+  for (const s of SERVICE_USER_NAMES) {
+    const first = dbs[SERVICE_USERS[s].databases[0]];
+    const c = createClickHouse({ url, username: users[s].user, password: users[s].password, database: first });
+    try {
+      while (
+        !(await c.command({ query: 'SELECT 1' }).then(
+          () => true,
+          () => false,
+        ))
+      ) {
+        if (Date.now() > deadline) throw new Error(`ClickHouse did not accept the user ${users[s].user} in time`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    } finally {
+      await c.close();
+    }
+  }
+}
+
+/** A service's ClickHouse variables for its users (the query service has two). */
+export function clickhouseEnv(users: ServiceUsers, service: ServiceName): Record<string, string> {
+  const as = (c: Credentials, prefix = ''): Record<string, string> => ({
+    [`${prefix}CLICKHOUSE_USER`]: c.user,
+    [`${prefix}CLICKHOUSE_PASSWORD`]: c.password,
+  });
+  switch (service) {
+    case 'ingest-gateway':
+      return as(users.ingest);
+    case 'stream-consumer':
+      return as(users.consumer);
+    case 'query-service':
+      return { ...as(users.query), ...as(users.registry, 'REGISTRY_') };
+    case 'check-runner':
+      return as(users.runner);
+  }
+}
