@@ -97,15 +97,54 @@ describe('deploy material (real validators)', function () {
     expect(runner.healthcheck?.test.join(' ')).to.contain('http://127.0.0.1:8083/readyz');
     const query = services['query-service']!.environment!;
     expect(query).to.include.all.keys('KAFKA_BROKERS', 'REGISTRY_CLICKHOUSE_USER', 'REGISTRY_CLICKHOUSE_PASSWORD');
-    // The ClickHouse image removes `default` when CLICKHOUSE_USER is set: the registry
-    // must write as the user it creates.
-    expect(query.REGISTRY_CLICKHOUSE_USER).to.equal(services.clickhouse!.environment!.CLICKHOUSE_USER);
+    expect(query.REGISTRY_CLICKHOUSE_USER).to.equal('registry');
     const dockerfile = readFileSync('Dockerfile', 'utf8');
     for (const service of ['ingest-gateway', 'stream-consumer', 'query-service', 'check-runner']) {
       expect(dockerfile, service).to.contain(
         `COPY --from=build /app/services/${service}/dist services/${service}/dist`,
       );
     }
+  });
+
+  it('docker-compose: no service runs as the ClickHouse admin, each has its own user, ClickHouse is on loopback only', async () => {
+    const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config']);
+    const { parse } = await import('yaml');
+    const { services } = parse(stdout) as {
+      services: Record<
+        string,
+        {
+          environment?: Record<string, string>;
+          ports?: (string | { host_ip?: string })[];
+          volumes?: (string | { target: string })[];
+        }
+      >;
+    };
+    const clickhouse = services.clickhouse!;
+    const admin = clickhouse.environment!.CLICKHOUSE_USER;
+    expect(services.provision!.environment!.CLICKHOUSE_USER).to.equal(admin);
+    const script = readFileSync('deploy/clickhouse/users.sh', 'utf8');
+    const users = new Map<string, string>();
+    for (const name of ['ingest-gateway', 'stream-consumer', 'query-service', 'check-runner']) {
+      const env = services[name]!.environment!;
+      for (const [u, p] of [
+        [env.CLICKHOUSE_USER, env.CLICKHOUSE_PASSWORD],
+        ...(name === 'query-service' ? [[env.REGISTRY_CLICKHOUSE_USER, env.REGISTRY_CLICKHOUSE_PASSWORD]] : []),
+      ] as [string | undefined, string | undefined][]) {
+        expect(u, `${name} has a ClickHouse user`).to.be.a('string').and.not.equal(admin).and.not.equal('default');
+        expect(users.has(u!), `${u} is used by one service only`).to.equal(false);
+        users.set(u!, name);
+        // The user exists (users.sh) with the password the service is given.
+        expect(script, u).to.match(new RegExp(`CREATE USER OR REPLACE ${u} IDENTIFIED`));
+        const passwordVar = `${u!.toUpperCase()}_PASSWORD`;
+        expect(clickhouse.environment![passwordVar], passwordVar).to.equal(p);
+      }
+    }
+    expect([...users.keys()].sort()).to.deep.equal(['consumer', 'ingest', 'query', 'registry', 'runner']);
+    // docker-compose 1.x prints short syntax ('127.0.0.1:8123:8123/tcp'), 2.x objects.
+    const hostIp = (p: string | { host_ip?: string }) => (typeof p === 'string' ? p.split(':')[0] : p.host_ip);
+    expect(clickhouse.ports!.map(hostIp)).to.deep.equal(['127.0.0.1']);
+    const target = (v: string | { target: string }) => (typeof v === 'string' ? v.split(':')[1] : v.target);
+    expect(clickhouse.volumes!.map(target)).to.include('/docker-entrypoint-initdb.d/users.sh');
   });
 
   it('the example overlay builds with kustomize and validates against the Kubernetes 1.33 schemas', async () => {
@@ -129,6 +168,8 @@ describe('deploy material (real validators)', function () {
       'job/telemetry-provision',
       'secret/telemetry-clickhouse-',
       'secret/telemetry-clickhouse-registry-',
+      'networkpolicy/telemetry-default-deny',
+      'networkpolicy/check-runner-internet',
     ]) {
       expect(
         passed.some((l) => l.includes(kind)),
@@ -232,7 +273,108 @@ describe('deploy material (real validators)', function () {
       queryEnv.find((e) => e.name === name)?.valueFrom?.secretKeyRef?.name;
     expect(ref('REGISTRY_CLICKHOUSE_USER')).to.match(/^telemetry-clickhouse-registry-/);
     expect(ref('REGISTRY_CLICKHOUSE_PASSWORD')).to.match(/^telemetry-clickhouse-registry-/);
-    expect(ref('CLICKHOUSE_USER')).to.match(/^telemetry-clickhouse-reader-/);
+    expect(ref('CLICKHOUSE_USER')).to.match(/^telemetry-clickhouse-query-/);
+    // Each workload reads its own ClickHouse secret; only the provisioning Job the admin's.
+    const clickhouseSecret = (d: Doc): string[] =>
+      (d.spec!.template!.spec.containers[0]!.env ?? [])
+        .filter((e) => e.name === 'CLICKHOUSE_USER')
+        .map((e) => e.valueFrom!.secretKeyRef!.name.replace(/-[a-z0-9]{10}$/, ''));
+    const owners = docs
+      .filter((d) => d.kind === 'Deployment' || d.kind === 'Job')
+      .map((d) => [d.metadata.name, clickhouseSecret(d)[0]]);
+    expect(Object.fromEntries(owners)).to.deep.equal({
+      'ingest-gateway': 'telemetry-clickhouse-ingest',
+      'stream-consumer': 'telemetry-clickhouse-consumer',
+      'query-service': 'telemetry-clickhouse-query',
+      'check-runner': 'telemetry-clickhouse-runner',
+      'telemetry-provision': 'telemetry-clickhouse',
+    });
+  });
+
+  it('Kubernetes: default-deny NetworkPolicies, and the runners reach the internet but no private range', async () => {
+    const { stdout: built } = await run(join(bin, 'kustomize'), ['build', 'deploy/k8s/overlays/example'], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const { parseAllDocuments } = await import('yaml');
+    interface Peer {
+      ipBlock?: { cidr: string; except?: string[] };
+      namespaceSelector?: object;
+      podSelector?: object;
+    }
+    interface Policy {
+      kind: string;
+      metadata: { name: string };
+      spec: {
+        podSelector: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: { key: string; operator: string; values: string[] }[];
+        };
+        policyTypes: string[];
+        ingress?: { from?: Peer[]; ports?: { port: number | string }[] }[];
+        egress?: { to?: Peer[]; ports?: { port: number | string }[] }[];
+      };
+    }
+    const docs = parseAllDocuments(built).map((d) => d.toJSON() as Policy);
+    const policies = docs.filter((d) => d.kind === 'NetworkPolicy');
+    const deny = policies.find((p) => p.metadata.name === 'telemetry-default-deny')!;
+    expect(deny.spec.podSelector).to.deep.equal({});
+    expect(deny.spec.policyTypes).to.have.members(['Ingress', 'Egress']);
+    expect(deny.spec.ingress ?? []).to.deep.equal([]);
+    expect(deny.spec.egress ?? []).to.deep.equal([]);
+    const selects = (p: Policy, app: string): boolean => {
+      const sel = p.spec.podSelector;
+      if (!sel.matchLabels && !sel.matchExpressions) return true;
+      if (sel.matchLabels) return sel.matchLabels['app.kubernetes.io/name'] === app;
+      return sel.matchExpressions!.some((e) => e.operator === 'In' && e.values.includes(app));
+    };
+    const egressOf = (app: string) =>
+      policies
+        .filter((p) => p.spec.policyTypes.includes('Egress') && selects(p, app))
+        .flatMap((p) => p.spec.egress ?? []);
+    const ingressOf = (app: string) =>
+      policies
+        .filter((p) => p.spec.policyTypes.includes('Ingress') && selects(p, app))
+        .flatMap((p) => p.spec.ingress ?? []);
+    const ports = (rules: { ports?: { port: number | string }[] }[]) =>
+      new Set(rules.flatMap((r) => (r.ports ?? []).map((x) => String(x.port))));
+    // Nothing but DNS, Kafka and ClickHouse inside; ipBlocks only for the runners.
+    for (const app of ['ingest-gateway', 'stream-consumer', 'query-service', 'telemetry-provision']) {
+      const rules = egressOf(app);
+      expect([...ports(rules)].sort(), app).to.deep.equal(['53', '8123', '9092']);
+      expect(
+        rules.flatMap((r) => r.to ?? []).filter((t) => t.ipBlock),
+        app,
+      ).to.deep.equal([]);
+    }
+    const runnerBlocks = egressOf('check-runner')
+      .flatMap((r) => r.to ?? [])
+      .flatMap((t) => (t.ipBlock ? [t.ipBlock] : []));
+    const v4 = runnerBlocks.find((b) => b.cidr === '0.0.0.0/0')!;
+    expect(v4.except).to.include.members([
+      '10.0.0.0/8',
+      '172.16.0.0/12',
+      '192.168.0.0/16',
+      '169.254.0.0/16',
+      '127.0.0.0/8',
+    ]);
+    const v6 = runnerBlocks.find((b) => b.cidr === '::/0')!;
+    expect(v6.except).to.include.members(['fc00::/7', 'fe80::/10', '::1/128']);
+    // Only the two public APIs take traffic from anywhere; the others from the cluster (metrics).
+    for (const app of ['ingest-gateway', 'query-service']) {
+      expect(
+        ingressOf(app).some((r) => !r.from),
+        app,
+      ).to.equal(true);
+    }
+    for (const app of ['stream-consumer', 'check-runner']) {
+      const rules = ingressOf(app);
+      expect(rules.length, app).to.be.greaterThan(0);
+      expect(
+        rules.every((r) => r.from && r.from.every((f) => !f.ipBlock)),
+        app,
+      ).to.equal(true);
+    }
+    expect(ingressOf('telemetry-provision'), 'the Job takes no traffic').to.deep.equal([]);
   });
 
   it('the alert rules pass promtool and the dashboard and rules use only metrics we export', async () => {
