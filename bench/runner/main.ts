@@ -304,6 +304,8 @@ function spawnRunner(ctx: Context, l: LevelSetup, monitors: number, port: number
     env: serviceEnv(ctx.stack, l.database, port, {
       ...l.topics.env,
       ...l.clickhouseEnv,
+      // The benchmark's target listens on loopback.
+      EGRESS_ALLOW: '127.0.0.1/32',
       RUNNER_GROUP_ID: l.group,
       WEBHOOK_GROUP_ID: `${l.group}-webhooks`,
       RUNNER_ID: `bench-${monitors}`,

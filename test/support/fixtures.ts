@@ -96,6 +96,9 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     KEY_REFRESH_MS: '200',
     MIGRATE_ON_START: 'false',
     SECRETS_KEYS: RUN_SECRETS_KEYS,
+    // The tests' targets and webhook receivers listen on loopback; Kafka and ClickHouse
+    // stay denied (they always are). test/e2e/egress.int.test.ts runs the default policy.
+    EGRESS_ALLOW: '127.0.0.1/32,::1/128',
     ...extra,
   };
 }

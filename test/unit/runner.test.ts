@@ -20,6 +20,7 @@ import {
   type AlertState,
 } from '@telemetry/check-runner';
 import { createValidators, type CheckStatus, type MonitorSettings } from '@telemetry/contract';
+import { EgressPolicy } from '@telemetry/platform';
 import {
   createSettings,
   DEFAULT_MONITOR,
@@ -176,7 +177,9 @@ describe('check runner (unit)', () => {
       server.close();
     });
 
-    const ctx = { userAgent: 'test', checkId: 'chk_x', monitorId: 'mon_x', maxBodyBytes: 100_000 };
+    // The test server listens on loopback, which only an explicit allow opens.
+    const policy = new EgressPolicy({ allow: ['127.0.0.1/32'] });
+    const ctx = { userAgent: 'test', checkId: 'chk_x', monitorId: 'mon_x', maxBodyBytes: 100_000, policy };
 
     it('follows redirects only when asked, and stops at a loop', async () => {
       expect((await probe(settings({ url: `${base}/redirect`, keyword: 'ok' }), ctx)).status).to.equal('up');
@@ -208,6 +211,7 @@ describe('check runner (unit)', () => {
         timeoutMs: 2000,
         maxRedirects: 0,
         maxBodyBytes: 1000,
+        policy,
       });
       expect(JSON.parse(r.body.toString())).to.deep.equal({ method: 'POST', body: '{"a":1}', h: 'v' });
       const big = await probe(settings({ url: `${base}/big`, keyword: 'needle' }), ctx);

@@ -36,7 +36,7 @@ class Harness {
   readonly owned = new Set<string>();
   readonly stateLoads: string[][] = [];
   states = new Map<string, AlertState>();
-  readonly probes: { id: string; ctx: ProbeContext }[] = [];
+  readonly probes: { id: string; ctx: Omit<ProbeContext, 'policy'> }[] = [];
   /** Results the next probes return, in order (then UP). */
   readonly results: ProbeResult[] = [];
   /** When set, probes wait for it (or for their abort). */

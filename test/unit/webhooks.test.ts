@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { createValidators, type AlertMessage } from '@telemetry/contract';
+import { EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
 import { WebhookDispatcher } from '../../services/check-runner/src/webhooks.js';
 import { fakeGroupConsumers, silentLogger, until, type FakeGroupConsumer } from './support/fakes.js';
@@ -72,6 +73,8 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
       timeoutMs: 2000,
       maxAttempts: 3,
       retryBaseMs,
+      // The receiver listens on loopback: allowed here.
+      policy: new EgressPolicy({ allow: ['127.0.0.1/32'] }),
     });
     return { d, group: built[0]! };
   }

@@ -135,8 +135,11 @@ async function main(): Promise<void> {
       ['query-service', ports.query],
       ['check-runner', ports.runner],
     ];
+    // The egress policy lets checks and webhooks reach the gateway's port (the demo
+    // monitor) and nothing else on this machine: never ClickHouse or Kafka.
+    const egress = { EGRESS_ALLOW: env.EGRESS_ALLOW ?? `127.0.0.1:${ports.gateway}` };
     for (const [name, port] of services) {
-      const extra = clickhouseEnv(users, name);
+      const extra = { ...clickhouseEnv(users, name), ...egress };
       const [command, args] = serviceCommand(name);
       const child = spawn(command, args, {
         env: { ...env, ...shared, ...secrets, ...extra, PORT: String(port) },

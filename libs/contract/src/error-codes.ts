@@ -15,6 +15,11 @@ export const ERROR_CODES = {
     status: 400,
     description: 'A path or query parameter is malformed or out of range; `details` names it.',
   },
+  TARGET_NOT_ALLOWED: {
+    status: 400,
+    description:
+      "A monitor's URL or a webhook URL is an IP address the egress policy denies (loopback, private, link-local, ... in any notation); `details.path` names the field. Names are judged when a check connects.",
+  },
   // 401: who are you?
   MISSING_CREDENTIALS: {
     status: 401,

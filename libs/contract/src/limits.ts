@@ -84,5 +84,30 @@ export const CHECK_ERRORS = [
   'unexpected_status',
   'keyword_missing',
   'body_too_large',
+  // The egress policy refused the address (docs/monitors.md, "What checks may reach").
+  'target_not_allowed',
+  // A redirect from https to http.
+  'insecure_redirect',
 ] as const;
 export type CheckError = (typeof CHECK_ERRORS)[number];
+
+/**
+ * Headers a monitor may not set (400 on create and PATCH): the connection's own, which
+ * could smuggle a second request or reach another virtual host.
+ */
+export const FORBIDDEN_MONITOR_HEADERS = [
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+] as const;
+
+export function isForbiddenMonitorHeader(name: string): boolean {
+  return (FORBIDDEN_MONITOR_HEADERS as readonly string[]).includes(name.toLowerCase());
+}

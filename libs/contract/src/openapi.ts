@@ -253,7 +253,7 @@ const monitorPaths: Json = {
       operationId: 'createMonitor',
       summary: 'Create a monitor',
       description:
-        'Only name and url are required; the rest take the defaults shown in the schema. The response (and only it) shows webhook_secret, generated unless given. Runners start checking within seconds.',
+        'Only name and url are required; the rest take the defaults shown in the schema. The response (and only it) shows webhook_secret, generated unless given. Runners start checking within seconds. A url or webhook that is an IP address the egress policy denies (loopback, private, link-local, ...) is 400 TARGET_NOT_ALLOWED; a name that resolves to one gives down checks with error target_not_allowed. Monitors may not set Host, Content-Length, Transfer-Encoding, Connection or other hop-by-hop headers.',
       security: [{ apiKey: ['monitors:write'] }],
       requestBody: jsonBody('MonitorCreate'),
       responses: {
@@ -262,7 +262,7 @@ const monitorPaths: Json = {
           headers: { Location: { schema: { type: 'string' } } },
           content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
         },
-        ...errors([...authErrors, 'INVALID_PARAMETER', ...bodyErrors, ...storeErrors]),
+        ...errors([...authErrors, 'INVALID_PARAMETER', ...bodyErrors, 'TARGET_NOT_ALLOWED', ...storeErrors]),
       },
     },
   },
@@ -300,6 +300,7 @@ const monitorPaths: Json = {
           'MONITOR_NOT_FOUND',
           'PRECONDITION_FAILED',
           ...bodyErrors,
+          'TARGET_NOT_ALLOWED',
           ...storeErrors,
         ]),
       },

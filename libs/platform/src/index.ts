@@ -16,3 +16,4 @@ export * from './kafka-group-consumer.js';
 export * from './snapshot.js';
 export * from './run-main.js';
 export * from './secret-box.js';
+export * from './egress.js';

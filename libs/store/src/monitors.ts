@@ -8,13 +8,14 @@ import type {
   MonitorStatus,
   Problem,
 } from '@telemetry/contract';
-import { DEFAULT_TENANT, toIsoSeconds } from '@telemetry/contract';
+import { DEFAULT_TENANT, isForbiddenMonitorHeader, toIsoSeconds } from '@telemetry/contract';
 import {
   sqlIdentifier,
   sqlNumber,
   sqlString,
   sqlStringList,
   type MigrationsByVersion,
+  type EgressPolicy,
   type SecretBox,
 } from '@telemetry/platform';
 import { registryDatabase, tableIn } from './databases.js';
@@ -149,6 +150,26 @@ export function monitorProblems(s: MonitorSettings): Problem[] {
   if (s.body !== null && (s.method === 'GET' || s.method === 'HEAD')) {
     problems.push({ path: '/body', message: 'GET and HEAD checks send no body' });
   }
+  for (const name of Object.keys(s.headers)) {
+    if (isForbiddenMonitorHeader(name)) {
+      problems.push({ path: `/headers/${name}`, message: 'is set by the connection itself and may not be set' });
+    }
+  }
+  return problems;
+}
+
+/**
+ * The monitor's URL and webhook URLs that are IP literals the policy denies (names are
+ * judged when a check connects): JSON pointers and why.
+ */
+export function deniedTargets(s: Pick<MonitorSettings, 'url' | 'webhooks'>, policy: EgressPolicy): Problem[] {
+  const problems: Problem[] = [];
+  const judge = (path: string, raw: string): void => {
+    const verdict = policy.checkLiteral(new URL(raw));
+    if (verdict && !verdict.allowed) problems.push({ path, message: verdict.reason });
+  };
+  judge('/url', s.url);
+  s.webhooks.forEach((w, i) => judge(`/webhooks/${i}`, w));
   return problems;
 }
 

@@ -1,5 +1,14 @@
 import { hostname } from 'node:os';
-import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, secretsSpec, serviceSpec, topicSpec } from '@telemetry/platform';
+import {
+  clickhouseSpec,
+  egressSpec,
+  httpSpec,
+  kafkaSpec,
+  logSpec,
+  secretsSpec,
+  serviceSpec,
+  topicSpec,
+} from '@telemetry/platform';
 import { loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
@@ -11,6 +20,7 @@ export const runnerSpec = {
   monitorChangesTopic: topicSpec.monitorChangesTopic,
   ...clickhouseSpec,
   ...secretsSpec,
+  ...egressSpec,
   shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
   runnerId: v.str('RUNNER_ID', '', 'name of this runner in logs, metrics and the User-Agent (default host-pid)'),
   groupId: v.str(

@@ -1,6 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { CheckError } from '@telemetry/contract';
+import { egressDenied, portOf, type EgressPolicy } from '@telemetry/platform';
 
 export interface HttpCall {
   url: string;
@@ -13,7 +14,14 @@ export interface HttpCall {
   /** Bytes of the response body kept; the rest is not read. */
   maxBodyBytes: number;
   signal?: AbortSignal;
+  /** Judges the address of every connection, redirect hops included. */
+  policy: EgressPolicy;
+  /** Headers dropped on a redirect to another origin (besides CREDENTIAL_HEADERS). */
+  secretHeaders?: readonly string[];
 }
+
+/** Never sent to another origin than the monitor's own after a redirect. */
+export const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'] as const;
 
 export interface HttpAnswer {
   statusCode: number;
@@ -35,8 +43,9 @@ export class HttpCallError extends Error {
 
 /** What a failed call means for a check. */
 export function classify(err: unknown, timedOut: boolean): CheckError {
-  if (timedOut) return 'timeout';
   const code = String((err as { code?: string }).code ?? '');
+  if (code === 'EGRESS_DENIED') return 'target_not_allowed';
+  if (timedOut) return 'timeout';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return 'dns';
   if (code === 'ECONNREFUSED') return 'connection_refused';
   if (code === 'ECONNRESET' || code === 'EPIPE' || /socket hang up/i.test(String(err))) return 'connection_reset';
@@ -74,24 +83,41 @@ async function follow(call: HttpCall, signal: AbortSignal, timedOut: () => boole
   let url = new URL(call.url);
   let method = call.method;
   let body = call.body ?? undefined;
+  let headers = call.headers;
   for (let hop = 0; ; hop++) {
     let answer: HttpAnswer;
     try {
-      answer = await once(url, method, call.headers, body, call.maxBodyBytes, signal);
+      answer = await once(url, method, headers, body, call.maxBodyBytes, signal, call.policy);
     } catch (err) {
       const kind = classify(err, timedOut());
       throw new HttpCallError(kind, kind === 'timeout' ? `no answer within ${call.timeoutMs} ms` : String(err));
     }
     const location = answer.headers.location;
     if (answer.statusCode < 300 || answer.statusCode >= 400 || !location || hop >= call.maxRedirects) return answer;
-    const next = new URL(location, url);
+    let next: URL;
+    try {
+      next = new URL(location, url);
+    } catch {
+      return answer;
+    }
     if (next.protocol !== 'http:' && next.protocol !== 'https:') return answer;
+    if (url.protocol === 'https:' && next.protocol === 'http:') {
+      throw new HttpCallError('insecure_redirect', `a redirect from https to http (${next.origin}) is not followed`);
+    }
+    // Credentials and the monitor's own headers stay with the monitor's origin.
+    if (next.origin !== url.origin)
+      headers = withoutHeaders(headers, [...CREDENTIAL_HEADERS, ...(call.secretHeaders ?? [])]);
     url = next;
     if (answer.statusCode === 303 || ((answer.statusCode === 301 || answer.statusCode === 302) && method === 'POST')) {
       method = 'GET';
       body = undefined;
     }
   }
+}
+
+function withoutHeaders(headers: Record<string, string>, names: readonly string[]): Record<string, string> {
+  const drop = new Set(names.map((n) => n.toLowerCase()));
+  return Object.fromEntries(Object.entries(headers).filter(([k]) => !drop.has(k.toLowerCase())));
 }
 
 function once(
@@ -101,8 +127,13 @@ function once(
   body: string | undefined,
   maxBodyBytes: number,
   signal: AbortSignal,
+  policy: EgressPolicy,
 ): Promise<HttpAnswer> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const port = portOf(url);
+  // An IP literal never reaches a lookup: judge it here, before anything is sent.
+  const literal = policy.checkLiteral(url);
+  if (literal && !literal.allowed) return Promise.reject(egressDenied(`${url.host}`));
   return new Promise((resolve, reject) => {
     const req = send(
       url,
@@ -110,6 +141,8 @@ function once(
         method,
         agent: false,
         signal,
+        // A name is resolved once, its address judged and pinned for this connection.
+        lookup: policy.pinnedLookup(port),
         headers: {
           ...headers,
           Connection: 'close',

@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { CheckError, CheckMessage, CheckStatus, MonitorSettings, StatusCodeRule } from '@telemetry/contract';
+import {
+  isForbiddenMonitorHeader,
+  type CheckError,
+  type CheckMessage,
+  type CheckStatus,
+  type MonitorSettings,
+  type StatusCodeRule,
+} from '@telemetry/contract';
 import { httpCall, HttpCallError, type HttpAnswer } from './http-client.js';
+import type { EgressPolicy } from '@telemetry/platform';
 
 export interface ProbeResult {
   status: CheckStatus;
@@ -36,6 +44,8 @@ export interface ProbeContext {
   monitorId: string;
   maxBodyBytes: number;
   signal?: AbortSignal;
+  /** The egress policy every connection of the check is judged by. */
+  policy: EgressPolicy;
 }
 
 /** Runs one check of `m`: never throws; a failure is a `down` result with its `error`. */
@@ -51,19 +61,29 @@ export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<Prob
         'X-Monitor-Id': ctx.monitorId,
         'X-Check-Id': ctx.checkId,
         ...(m.body !== null ? { 'Content-Type': 'application/json' } : {}),
-        ...m.headers,
+        ...monitorHeaders(m.headers),
       },
       body: m.body,
       timeoutMs: m.timeout_ms,
       maxRedirects: m.follow_redirects ? 5 : 0,
       maxBodyBytes: m.method === 'HEAD' ? 1 : ctx.maxBodyBytes,
       signal: ctx.signal,
+      policy: ctx.policy,
+      // Every header value of a monitor is a secret (docs/api.md, "Secrets").
+      secretHeaders: Object.keys(m.headers),
     });
     return judge(m, answer, elapsed());
   } catch (err) {
     const error = err instanceof HttpCallError ? err.kind : 'network';
-    return { status: 'down', status_code: 0, response_time: elapsed(), error };
+    // A refused target tells nothing more: no timing (it could time the address).
+    const responseTime = error === 'target_not_allowed' ? 0 : elapsed();
+    return { status: 'down', status_code: 0, response_time: responseTime, error };
   }
+}
+
+/** The monitor's headers without those only the connection may set (older rows may hold them). */
+function monitorHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([k]) => !isForbiddenMonitorHeader(k)));
 }
 
 /**

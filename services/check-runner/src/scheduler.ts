@@ -12,7 +12,8 @@ export interface SchedulerDeps {
   owns(monitorId: string): boolean;
   /** Where each monitor's alerting state starts when this runner takes it on. */
   loadStates(ids: string[]): Promise<Map<string, AlertState>>;
-  probe(m: StoredMonitor, ctx: ProbeContext): Promise<ProbeResult>;
+  /** Runs one check (the service binds the egress policy). */
+  probe(m: StoredMonitor, ctx: Omit<ProbeContext, 'policy'>): Promise<ProbeResult>;
   publishCheck(check: CheckMessage): Promise<void>;
   publishAlert(alert: AlertMessage): Promise<void>;
   logger: Logger;

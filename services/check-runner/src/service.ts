@@ -5,10 +5,12 @@ import {
   clickhouseComponent,
   countPartitions,
   createKafka,
+  EgressPolicy,
   createRegistry,
   healthServer,
   HttpServerComponent,
   kafkaGroupConsumers,
+  ownServices,
   SecretBox,
   ServiceRunner,
   type Logger,
@@ -48,6 +50,11 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     },
   });
   const userAgent = `telemetry-check-runner/0.1 (+runner=${config.runnerId})`;
+  // What checks and webhooks may reach: never Kafka, ClickHouse or this runner itself.
+  const policy = new EgressPolicy({
+    allow: config.egressAllow,
+    alwaysDeny: await ownServices([...config.kafkaBrokers, config.clickhouseUrl, `127.0.0.1:${config.port}`]),
+  });
 
   // The registry and the group call the scheduler (built below) when they change.
   const reconcile = (): void => scheduler.reconcile();
@@ -79,7 +86,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
       const last = await lastAlerts(ch.client, config.clickhouseDatabase, ids);
       return new Map(ids.map((id) => [id, stateFromLastAlert(last.get(id))]));
     },
-    probe,
+    probe: (m, ctx) => probe(m, { ...ctx, policy }),
     publishCheck: (c) => publisher.send(config.checksTopic, [{ key: c.monitor_id, value: JSON.stringify(c) }]),
     publishAlert: (a) => publisher.send(config.alertsTopic, [{ key: a.monitor_id, value: JSON.stringify(a) }]),
     logger,
@@ -101,6 +108,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     timeoutMs: config.webhookTimeoutMs,
     maxAttempts: config.webhookMaxAttempts,
     retryBaseMs: config.webhookRetryBaseMs,
+    policy,
   });
 
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);

@@ -5,7 +5,8 @@ import type { AlertMessage, Validators } from '@telemetry/contract';
 import { counter, OnGroupConsumer } from '@telemetry/platform';
 import type { GroupConsumer, GroupConsumerFactory, GroupMessage, Logger } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
-import { httpCall } from './http-client.js';
+import { httpCall, HttpCallError } from './http-client.js';
+import type { EgressPolicy } from '@telemetry/platform';
 
 /**
  * `X-Telemetry-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with
@@ -35,6 +36,8 @@ export interface DispatcherDeps {
   timeoutMs: number;
   maxAttempts: number;
   retryBaseMs: number;
+  /** The egress policy every delivery's connection is judged by. */
+  policy: EgressPolicy;
 }
 
 /**
@@ -132,6 +135,7 @@ export class WebhookDispatcher extends OnGroupConsumer {
           timeoutMs: this.deps.timeoutMs,
           maxRedirects: 0,
           maxBodyBytes: 1024,
+          policy: this.deps.policy,
         });
         if (answer.statusCode >= 200 && answer.statusCode < 300) {
           this.deliveries.inc({ outcome: 'delivered' });
@@ -149,6 +153,14 @@ export class WebhookDispatcher extends OnGroupConsumer {
         }
         outcome = `status ${answer.statusCode}`;
       } catch (err) {
+        if (err instanceof HttpCallError && err.kind === 'target_not_allowed') {
+          this.deliveries.inc({ outcome: 'failed' });
+          this.deps.logger.warn('webhook target not allowed by the egress policy; not retried', {
+            alert_id: alert.id,
+            url: redactUrl(url),
+          });
+          return;
+        }
         outcome = String(err);
       }
       if (this.stopping) {

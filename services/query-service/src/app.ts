@@ -6,6 +6,7 @@ import {
   methodNotAllowed,
   type ClickHouseClient,
   type ClickHouseReader,
+  type EgressPolicy,
   type Logger,
   beginApp,
   endApp,
@@ -30,6 +31,8 @@ export interface QueryDeps {
   monitors: MonitorStore;
   directory: MonitorDirectory;
   notifier: ChangeNotifier;
+  /** Refuses monitor and webhook URLs that are denied IP literals. */
+  policy: EgressPolicy;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -48,6 +51,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     store: deps.monitors,
     directory: deps.directory,
     notifier: deps.notifier,
+    policy: deps.policy,
     validators: deps.validators,
     reader: deps.reader,
     database: deps.config.clickhouseDatabase,

@@ -1,4 +1,13 @@
-import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, secretsSpec, serviceSpec, topicSpec } from '@telemetry/platform';
+import {
+  clickhouseSpec,
+  egressSpec,
+  httpSpec,
+  kafkaSpec,
+  logSpec,
+  secretsSpec,
+  serviceSpec,
+  topicSpec,
+} from '@telemetry/platform';
 import { loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
@@ -7,6 +16,8 @@ export const querySpec = {
   ...clickhouseSpec,
   ...serviceSpec,
   ...secretsSpec,
+  // The same as the check runners': IP literals it denies are refused at once.
+  ...egressSpec,
   kafkaBrokers: kafkaSpec.kafkaBrokers,
   kafkaClientId: kafkaSpec.kafkaClientId,
   monitorChangesTopic: topicSpec.monitorChangesTopic,

@@ -6,6 +6,7 @@ import {
   toIsoSeconds,
   type MonitorCreate,
   type MonitorPatch,
+  type MonitorSettings,
   type Validators,
 } from '@telemetry/contract';
 import {
@@ -18,10 +19,12 @@ import {
   rejectUnknown,
   StoreUnavailableError,
   type ClickHouseReader,
+  type EgressPolicy,
   type Logger,
 } from '@telemetry/platform';
 import {
   createSettings,
+  deniedTargets,
   lastAlertsSql,
   lastChecksSql,
   monitorProblems,
@@ -48,6 +51,7 @@ export interface MonitorRoutesDeps {
   store: MonitorStore;
   directory: MonitorDirectory;
   notifier: ChangeNotifier;
+  policy: EgressPolicy;
   validators: Validators;
   reader: ClickHouseReader;
   database: string;
@@ -111,6 +115,14 @@ function invalid(problems: { path: string; message: string }[]): AppError {
   return new AppError('VALIDATION_FAILED', `the monitor is not valid: ${problems[0]?.path} ${problems[0]?.message}`, {
     problems,
   });
+}
+
+/** 400 TARGET_NOT_ALLOWED for a URL that is an IP literal the egress policy denies. */
+function refuseDeniedTargets(settings: MonitorSettings, policy: EgressPolicy): void {
+  const denied = deniedTargets(settings, policy);
+  if (denied.length > 0) {
+    throw new AppError('TARGET_NOT_ALLOWED', `${denied[0]!.path}: ${denied[0]!.message}`, { problems: denied });
+  }
 }
 
 function keyOf(res: Response): VerifiedKey {
@@ -189,6 +201,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     const settings = createSettings(create);
     const problems = monitorProblems(settings);
     if (problems.length > 0) throw invalid(problems);
+    refuseDeniedTargets(settings, deps.policy);
     const now = nowIso();
     const m = {
       tenant_id: tenantOf(res),
@@ -247,6 +260,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       const settings = patchSettings(current, patch);
       const problems = monitorProblems(settings);
       if (problems.length > 0) throw invalid(problems);
+      refuseDeniedTargets(settings, deps.policy);
       const next = {
         tenant_id: current.tenant_id,
         id: current.id,

@@ -5,6 +5,8 @@ import {
   createKafka,
   ClickHouseReader,
   createRegistry,
+  EgressPolicy,
+  ownServices,
   HttpServerComponent,
   SecretBox,
   ServiceRunner,
@@ -71,8 +73,15 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     logger,
   );
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
+  // Monitor and webhook URLs that are IP literals the runners would refuse, or our own
+  // Kafka and ClickHouse, are refused at once (the runners judge names when they connect).
+  const policy = new EgressPolicy({
+    allow: config.egressAllow,
+    alwaysDeny: await ownServices([...config.kafkaBrokers, config.clickhouseUrl]),
+  });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
+    policy,
     config,
     logger,
     registry,

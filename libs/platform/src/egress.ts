@@ -1,0 +1,266 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+import type { VarSpec } from './config.js';
+
+/**
+ * The egress policy: which addresses an outbound connection made on a customer's behalf
+ * (a check, a redirect hop, a webhook) may reach (docs/operations.md, "Egress policy").
+ *
+ * Denied by default: every range that is not the public internet (loopback, RFC 1918,
+ * link-local, CGNAT, unique-local IPv6, 0.0.0.0/8, multicast, broadcast, ...), in every
+ * form: IPv4-mapped, -compatible and NAT64 IPv6 addresses are judged as the IPv4 address
+ * they carry. Operators allow ranges (`10.1.0.0/16`) or single `host:port` pairs
+ * (`127.0.0.1:8080`, `[::1]:9000`) with EGRESS_ALLOW. Some `host:port` pairs are denied
+ * whatever is allowed: our own Kafka and ClickHouse (EgressPolicy's `alwaysDeny`).
+ *
+ * The address judged is the one connected to: `pinnedLookup` resolves a name once,
+ * judges the address and hands exactly that address to the socket, so a name whose DNS
+ * answer changes between the check and the connect (rebinding) cannot switch it.
+ */
+
+/** Ranges that are not the public internet. */
+export const DENIED_BY_DEFAULT = [
+  '0.0.0.0/8', // "this network"
+  '10.0.0.0/8', // RFC 1918
+  '100.64.0.0/10', // CGNAT (RFC 6598)
+  '127.0.0.0/8', // loopback
+  '169.254.0.0/16', // link-local, cloud instance metadata
+  '172.16.0.0/12', // RFC 1918
+  '192.0.0.0/24', // IETF protocol assignments
+  '192.0.2.0/24', // TEST-NET-1
+  '192.88.99.0/24', // 6to4 relay anycast
+  '192.168.0.0/16', // RFC 1918
+  '198.18.0.0/15', // benchmarking
+  '198.51.100.0/24', // TEST-NET-2
+  '203.0.113.0/24', // TEST-NET-3
+  '224.0.0.0/4', // multicast
+  '240.0.0.0/4', // reserved, and 255.255.255.255 broadcast
+  '::/128', // unspecified
+  '::1/128', // loopback
+  '100::/64', // discard
+  '2001:db8::/32', // documentation
+  'fc00::/7', // unique local
+  'fe80::/10', // link-local
+  'fec0::/10', // site-local (deprecated)
+  'ff00::/8', // multicast
+] as const;
+
+export type EgressVerdict = { allowed: true } | { allowed: false; reason: string };
+
+interface HostPort {
+  address: string;
+  port: number;
+}
+
+/** The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4), if any. */
+export function embeddedIpv4(v6: string): string | undefined {
+  const words = expandIpv6(v6);
+  if (!words) return undefined;
+  const v4 = (hi: number, lo: number): string => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const zero = (from: number, to: number): boolean => words.slice(from, to).every((w) => w === 0);
+  // ::ffff:a.b.c.d (mapped), ::ffff:0:a.b.c.d (translated)
+  if (zero(0, 5) && words[5] === 0xffff) return v4(words[6]!, words[7]!);
+  if (zero(0, 4) && words[4] === 0xffff && words[5] === 0) return v4(words[6]!, words[7]!);
+  // ::a.b.c.d (compatible; not :: and ::1, which are judged as IPv6)
+  if (zero(0, 6) && (words[6] !== 0 || words[7]! > 1)) return v4(words[6]!, words[7]!);
+  // 64:ff9b::a.b.c.d and 64:ff9b:1::/48 (NAT64)
+  if (words[0] === 0x64 && words[1] === 0xff9b && zero(2, 6)) return v4(words[6]!, words[7]!);
+  if (words[0] === 0x64 && words[1] === 0xff9b && words[2] === 1) return v4(words[6]!, words[7]!);
+  // 2002:AABB:CCDD::/48 (6to4)
+  if (words[0] === 0x2002) return v4(words[1]!, words[2]!);
+  return undefined;
+}
+
+/** The eight 16-bit words of an IPv6 address, or undefined if it is not one. */
+function expandIpv6(addr: string): number[] | undefined {
+  let a = addr.toLowerCase();
+  if (a.startsWith('[') && a.endsWith(']')) a = a.slice(1, -1);
+  const zone = a.indexOf('%');
+  if (zone >= 0) a = a.slice(0, zone);
+  if (isIP(a) !== 6) return undefined;
+  // A dotted IPv4 tail becomes two words.
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(a);
+  if (dotted) {
+    const [b1, b2, b3, b4] = dotted.slice(1).map(Number) as [number, number, number, number];
+    a = `${a.slice(0, dotted.index)}${((b1 << 8) | b2).toString(16)}:${((b3 << 8) | b4).toString(16)}`;
+  }
+  const [head, tail] = a.split('::') as [string, string | undefined];
+  const part = (s: string | undefined): number[] => (s ? s.split(':').map((w) => parseInt(w, 16)) : []);
+  const h = part(head);
+  const t = part(tail);
+  const fill = a.includes('::') ? 8 - h.length - t.length : 0;
+  const words = [...h, ...Array<number>(fill).fill(0), ...t];
+  return words.length === 8 ? words : undefined;
+}
+
+/**
+ * The address of a URL host as an IP literal, in the form the WHATWG URL parser gives it
+ * (`2130706433`, `127.1` and `0x7f.1` all become `127.0.0.1`; `[::ffff:127.0.0.1]`
+ * becomes `[::ffff:7f00:1]`), or undefined when the host is a name.
+ */
+export function ipLiteralOf(url: URL): string | undefined {
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  return isIP(host) ? host : undefined;
+}
+
+/** The port a URL connects to. */
+export function portOf(url: URL): number {
+  if (url.port) return Number(url.port);
+  return url.protocol === 'https:' ? 443 : 80;
+}
+
+export interface EgressPolicyOptions {
+  /** EGRESS_ALLOW entries: CIDR ranges, or `host:port` with an IP literal host. */
+  allow?: readonly string[];
+  /** `host:port` pairs (IP literals) denied whatever `allow` says: our own services. */
+  alwaysDeny?: readonly HostPort[];
+}
+
+export class EgressPolicy {
+  private readonly denied = new BlockList();
+  private readonly allowedRanges = new BlockList();
+  private readonly allowedPairs: HostPort[] = [];
+  private readonly deniedPairs: HostPort[];
+
+  constructor(opts: EgressPolicyOptions = {}) {
+    for (const cidr of DENIED_BY_DEFAULT) addRange(this.denied, cidr);
+    for (const entry of opts.allow ?? []) {
+      const pair = parseHostPort(entry);
+      if (pair) this.allowedPairs.push(pair);
+      else addRange(this.allowedRanges, entry);
+    }
+    this.deniedPairs = (opts.alwaysDeny ?? []).map((p) => ({ ...p, address: canonical(p.address) }));
+  }
+
+  /** May a connection go to `address` (an IP literal), port `port`? */
+  check(address: string, port: number): EgressVerdict {
+    const ip = canonical(address);
+    if (this.deniedPairs.some((p) => p.address === ip && p.port === port)) {
+      return { allowed: false, reason: `${address}:${port} is one of our own services` };
+    }
+    if (this.allowedPairs.some((p) => p.address === ip && p.port === port)) return { allowed: true };
+    const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
+    if (this.allowedRanges.check(ip, family)) return { allowed: true };
+    if (this.denied.check(ip, family)) return { allowed: false, reason: `${address} is in a denied range` };
+    return { allowed: true };
+  }
+
+  /**
+   * The verdict on a URL whose host is an IP literal (the API refuses those at once);
+   * undefined when the host is a name (judged when the connection is made).
+   */
+  checkLiteral(url: URL): EgressVerdict | undefined {
+    const ip = ipLiteralOf(url);
+    return ip === undefined ? undefined : this.check(ip, portOf(url));
+  }
+
+  /**
+   * A `lookup` for http.request / net.connect that resolves `hostname` once, keeps the
+   * first address the policy allows for `port`, and hands the socket exactly that one;
+   * when none is allowed it fails with `code` EGRESS_DENIED.
+   */
+  pinnedLookup(port: number, resolve: typeof dnsLookup = dnsLookup) {
+    return (
+      hostname: string,
+      options: { all?: boolean; family?: number | string },
+      callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+    ): void => {
+      const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+      const done = (addresses: LookupAddress[]): void => {
+        const pick = addresses.find((a) => this.check(a.address, port).allowed);
+        if (!pick) {
+          callback(egressDenied(`${hostname}:${port}`), options.all ? [] : '', 0);
+          return;
+        }
+        if (options.all) callback(null, [pick]);
+        else callback(null, pick.address, pick.family);
+      };
+      const literal = isIP(host);
+      if (literal) {
+        done([{ address: host, family: literal }]);
+        return;
+      }
+      resolve(host, { all: true }, (err, addresses) => {
+        if (err) callback(err, options.all ? [] : '', 0);
+        else done(addresses);
+      });
+    };
+  }
+}
+
+/** The error a denied connection fails with (code EGRESS_DENIED). */
+export function egressDenied(target: string): NodeJS.ErrnoException {
+  const err: NodeJS.ErrnoException = new Error(`the egress policy does not allow ${target}`);
+  err.code = 'EGRESS_DENIED';
+  return err;
+}
+
+/** An address judged as the IPv4 address it carries, if any; IPv6 lower-cased. */
+function canonical(address: string): string {
+  const a = address.startsWith('[') ? address.slice(1, -1) : address;
+  if (isIP(a) === 6) return embeddedIpv4(a) ?? a.toLowerCase();
+  return a;
+}
+
+function addRange(list: BlockList, cidr: string): void {
+  const slash = cidr.lastIndexOf('/');
+  const net = slash < 0 ? cidr : cidr.slice(0, slash);
+  const family = isIP(net);
+  if (!family) throw new Error(`not an IP range: ${JSON.stringify(cidr)}`);
+  const prefix = slash < 0 ? (family === 6 ? 128 : 32) : Number(cidr.slice(slash + 1));
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) {
+    throw new Error(`not an IP range: ${JSON.stringify(cidr)}`);
+  }
+  list.addSubnet(net, prefix, family === 6 ? 'ipv6' : 'ipv4');
+}
+
+/** `1.2.3.4:80` or `[::1]:80`; undefined for anything else (a range). */
+export function parseHostPort(entry: string): HostPort | undefined {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/.exec(entry.trim());
+  if (!m) return undefined;
+  const address = m[1] ?? m[2]!;
+  const port = Number(m[3]);
+  if (!isIP(address) || port < 1 || port > 65535) throw new Error(`not a host:port: ${JSON.stringify(entry)}`);
+  return { address, port };
+}
+
+/** Checks EGRESS_ALLOW entries (for config validation): throws on the first bad one. */
+export function parseEgressAllow(raw: string): string[] {
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const e of entries) {
+    if (!parseHostPort(e)) addRange(new BlockList(), e);
+  }
+  return entries;
+}
+
+export const egressSpec = {
+  egressAllow: {
+    name: 'EGRESS_ALLOW',
+    default: '',
+    doc: 'what checks and webhooks may reach beyond the public internet: CIDR ranges or IP:port pairs, comma-separated (e.g. 10.1.0.0/16,127.0.0.1:8080); Kafka and ClickHouse stay denied',
+    parse: parseEgressAllow,
+  } satisfies VarSpec<string[]>,
+};
+
+/**
+ * The `host:port` pairs of our own services (`host:port` or URLs, e.g. KAFKA_BROKERS and
+ * CLICKHOUSE_URL), names resolved now, for EgressPolicy's `alwaysDeny`.
+ */
+export async function ownServices(targets: readonly string[], resolve = dnsLookup): Promise<HostPort[]> {
+  const pairs: HostPort[] = [];
+  for (const t of targets) {
+    const url = new URL(/^[a-z]+:\/\//i.test(t) ? t : `tcp://${t}`);
+    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const addresses = isIP(host)
+      ? [host]
+      : await new Promise<string[]>((ok) =>
+          resolve(host, { all: true }, (err, list) => ok(err ? [] : list.map((a) => a.address))),
+        );
+    for (const address of addresses) pairs.push({ address, port });
+  }
+  return pairs;
+}

@@ -1,0 +1,229 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { expect } from 'chai';
+import type { CheckMessage, Monitor } from '@telemetry/contract';
+import { sqlString } from '@telemetry/platform';
+import {
+  adminClickHouse,
+  collectTopic,
+  eventually,
+  newKey,
+  runQuery,
+  testStack,
+  uid,
+  type Running,
+} from '../support/fixtures.js';
+import { spawnService, type ServiceProcess } from '../support/processes.js';
+
+interface Envelope<T> {
+  success: boolean;
+  data: T;
+  code?: string;
+}
+
+/** A loopback listener that records every request it gets (path and headers). */
+class Listener {
+  readonly seen: { path: string; headers: IncomingHttpHeaders }[] = [];
+  private server: Server | undefined;
+  port = 0;
+
+  constructor(
+    private readonly answer: (path: string) => { status: number; location?: string } = () => ({ status: 200 }),
+  ) {}
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const path = req.url ?? '/';
+      this.seen.push({ path, headers: req.headers });
+      const a = this.answer(path);
+      res.writeHead(a.status, a.location ? { location: a.location } : {});
+      res.end('ok');
+      req.resume();
+    });
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+  }
+}
+
+/**
+ * The egress policy on the real pipeline (Kafka, ClickHouse, a check runner process),
+ * with the default policy plus two allowed loopback targets: every target here is on
+ * loopback. A `forbidden` listener must never receive a request, whatever notation,
+ * name or redirect a monitor or webhook uses to aim at it; the stack's own ClickHouse
+ * runs nothing a monitor sends.
+ */
+describe('egress policy (real Kafka and ClickHouse, a check runner process)', function () {
+  this.timeout(180_000);
+  const forbidden = new Listener();
+  const b = new Listener();
+  // A: /ok answers 200, /to-forbidden and /to-b redirect, /fail answers 500.
+  const a = new Listener((path) => {
+    if (path === '/to-forbidden') return { status: 302, location: `http://127.0.0.1:${forbidden.port}/via-redirect` };
+    if (path === '/to-b') return { status: 302, location: `http://127.0.0.1:${b.port}/landing` };
+    if (path === '/to-a') return { status: 302, location: '/ok' };
+    if (path === '/fail') return { status: 500 };
+    return { status: 200 };
+  });
+  let query: Running;
+  let strictQuery: Running;
+  let runner: ServiceProcess;
+  let checks: Awaited<ReturnType<typeof collectTopic>>;
+  let key: string;
+  let chPort: number;
+
+  async function api<T>(q: Running, method: string, path: string, body?: unknown) {
+    const r = await fetch(`${q.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: (await r.json()) as Envelope<T> };
+  }
+
+  const create = (q: Running, m: Record<string, unknown>) =>
+    api<Monitor>(q, 'POST', '/api/monitors', { name: uid('egress'), interval_seconds: 5, ...m });
+
+  async function checksOf(id: string, n: number): Promise<CheckMessage[]> {
+    return eventually(
+      `${n} checks of ${id}`,
+      () => {
+        const mine = (checks.values as CheckMessage[]).filter((c) => c.monitor_id === id);
+        return mine.length >= n ? mine : undefined;
+      },
+      30_000,
+    );
+  }
+
+  before(async () => {
+    await Promise.all([forbidden.start(), a.start(), b.start()]);
+    chPort = Number(new URL(testStack().clickhouseUrl).port);
+    // Only A and B are allowed on this machine: the default policy denies the rest.
+    const strict = { EGRESS_ALLOW: `127.0.0.1:${a.port},127.0.0.1:${b.port}` };
+    [query, strictQuery] = await Promise.all([runQuery(), runQuery(strict)]);
+    checks = await collectTopic(testStack().checksTopic);
+    key = await newKey({ kind: 'api', name: 'egress', scopes: ['checks:read', 'monitors:read', 'monitors:write'] });
+    runner = await spawnService('check-runner', {
+      ...strict,
+      RUNNER_ID: 'egress',
+      RUNNER_GROUP_ID: uid('egress-runners'),
+      WEBHOOK_GROUP_ID: uid('egress-webhooks'),
+      WEBHOOK_RETRY_BASE_MS: '100',
+      REGISTRY_REFRESH_MS: '1000',
+    });
+    await eventually('the key loaded', async () =>
+      (await api(strictQuery, 'GET', '/api/monitors?limit=1')).status === 200 ? true : undefined,
+    );
+  });
+  after(async () => {
+    await Promise.all([runner?.kill('SIGTERM'), query?.stop(), strictQuery?.stop(), checks?.stop()]);
+    await Promise.all([forbidden.stop(), a.stop(), b.stop()]);
+  });
+
+  it('refuses a monitor or webhook aimed at a denied address in every literal notation (400 TARGET_NOT_ALLOWED)', async () => {
+    const p = forbidden.port;
+    const literals = [
+      `http://127.0.0.1:${p}/`,
+      `http://2130706433:${p}/`,
+      `http://127.1:${p}/`,
+      `http://0x7f.1:${p}/`,
+      `http://0177.0.0.1:${p}/`,
+      `http://[::ffff:127.0.0.1]:${p}/`,
+      `http://[::1]:${p}/`,
+      `http://169.254.169.254/latest/meta-data/`,
+      `http://10.0.0.1/`,
+    ];
+    for (const url of literals) {
+      const r = await create(strictQuery, { url });
+      expect([r.status, r.body.code], url).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
+      const w = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/ok`, webhooks: [url] });
+      expect([w.status, w.body.code], `webhook ${url}`).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
+    }
+    // And on PATCH.
+    const ok = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/ok`, paused: true });
+    expect(ok.status).to.equal(201);
+    const patched = await api(strictQuery, 'PATCH', `/api/monitors/${ok.body.data.id}`, { url: literals[1] });
+    expect([patched.status, patched.body.code]).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
+    // ClickHouse and Kafka are refused even where loopback is allowed (the tests' usual policy).
+    for (const url of [`http://127.0.0.1:${chPort}/`, `http://[::ffff:127.0.0.1]:${chPort}/?query=SELECT+1`]) {
+      const r = await create(query, { url, method: 'POST', body: 'CREATE TABLE x (x UInt8) ENGINE = Memory' });
+      expect([r.status, r.body.code], url).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
+    }
+  });
+
+  it('refuses headers only the connection may set', async () => {
+    for (const name of ['Host', 'content-length', 'Transfer-Encoding', 'Connection', 'Upgrade']) {
+      const r = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/ok`, headers: { [name]: 'x' } });
+      expect([r.status, r.body.code], name).to.deep.equal([400, 'VALIDATION_FAILED']);
+    }
+  });
+
+  it('checks a name that resolves to a denied address as down target_not_allowed, and ClickHouse runs nothing', async () => {
+    const table = `pwned_${uid().replace(/-/g, '_')}`;
+    const db = testStack().database;
+    const viaName = await create(strictQuery, { url: `http://localhost:${forbidden.port}/by-name` });
+    const viaRedirect = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/to-forbidden` });
+    const clickhouse = await create(strictQuery, {
+      url: `http://localhost:${chPort}/`,
+      method: 'POST',
+      body: `CREATE TABLE ${db}.${table} (x UInt8) ENGINE = Memory`,
+    });
+    for (const r of [viaName, viaRedirect, clickhouse]) expect(r.status, JSON.stringify(r.body)).to.equal(201);
+    for (const m of [viaName, viaRedirect, clickhouse]) {
+      const [c] = await checksOf(m.body.data.id, 1);
+      expect(c).to.include({ status: 'down', status_code: 0, response_time: 0, error: 'target_not_allowed' });
+    }
+    expect(a.seen.filter((r) => r.path === '/to-forbidden').length, 'the allowed hop was made').to.be.greaterThan(0);
+    expect(forbidden.seen, 'requests that reached the forbidden listener').to.deep.equal([]);
+    const ch = adminClickHouse();
+    try {
+      const rs = await ch.query({
+        query: `SELECT count() AS n FROM system.tables WHERE name = ${sqlString(table)}`,
+        format: 'JSONEachRow',
+      });
+      expect((await rs.json<{ n: string }>())[0]!.n).to.equal('0');
+    } finally {
+      await ch.close();
+    }
+  });
+
+  it('delivers no webhook to a denied address, named or not', async () => {
+    const m = await create(strictQuery, {
+      url: `http://127.0.0.1:${a.port}/fail`,
+      failure_threshold: 1,
+      webhooks: [`http://localhost:${forbidden.port}/hook`],
+    });
+    expect(m.status).to.equal(201);
+    await eventually('the webhook refused by the policy', () =>
+      runner.output().includes('not allowed by the egress policy') &&
+      runner.output().includes(`localhost:${forbidden.port}`)
+        ? true
+        : undefined,
+    );
+    expect(forbidden.seen).to.deep.equal([]);
+  });
+
+  it('checks an allowed target, and credentials do not follow a redirect to another origin', async () => {
+    const headers = { Authorization: 'Bearer s3cret', Cookie: 'session=1', 'X-Api-Key': 'k-123' };
+    const up = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/ok` });
+    const cross = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/to-b`, headers });
+    const same = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/to-a`, headers });
+    expect((await checksOf(up.body.data.id, 1))[0]).to.include({ status: 'up', status_code: 200 });
+    expect((await checksOf(cross.body.data.id, 1))[0]).to.include({ status: 'up', status_code: 200 });
+    expect((await checksOf(same.body.data.id, 1))[0]).to.include({ status: 'up', status_code: 200 });
+    const landed = b.seen.filter((r) => r.path === '/landing');
+    expect(landed.length).to.be.greaterThan(0);
+    for (const r of landed) {
+      expect(r.headers).to.not.have.any.keys('authorization', 'cookie', 'x-api-key');
+    }
+    // The first hop, on the monitor's own origin, had them; so did a same-origin redirect.
+    const first = a.seen.find((r) => r.path === '/to-b')!;
+    expect(first.headers).to.include({ authorization: 'Bearer s3cret', cookie: 'session=1', 'x-api-key': 'k-123' });
+    const sameHop = a.seen.filter((r) => r.path === '/ok' && r.headers['x-monitor-id'] === same.body.data.id);
+    expect(sameHop.length).to.be.greaterThan(0);
+    expect(sameHop[0]!.headers).to.include({ authorization: 'Bearer s3cret' });
+  });
+});
