@@ -714,6 +714,27 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       .filter(([field]) => ['name', 'url', 'interval_seconds', 'headers', 'webhooks'].includes(field))
       .map(([field, v]) => invalidChange(`${field} of the wrong type`, { [field]: v })),
     invalidChange('name null', { name: null }),
+    // --- monitor registry: the egress policy (issue 14) and connection-only headers
+    ...[
+      'http://169.254.169.254/latest/meta-data/',
+      'http://2852039166/',
+      'http://167772161/',
+      'http://0xa.1/',
+      'http://[::ffff:a00:1]/',
+      'http://[::ffff:169.254.169.254]/',
+      'http://[fe80::1]/',
+      'http://[fd00::1]/',
+      'http://0.0.0.0/',
+      'http://192.168.0.1:8080/',
+    ].flatMap((url) => [
+      create(`denied target ${url}`, good({ url }), 400, 'TARGET_NOT_ALLOWED'),
+      create(`denied webhook ${url}`, good({ webhooks: [url] }), 400, 'TARGET_NOT_ALLOWED'),
+      change(`denied target ${url}`, { url }, 400, 'TARGET_NOT_ALLOWED'),
+    ]),
+    ...['Host', 'content-length', 'Transfer-Encoding', 'connection', 'Keep-Alive', 'TE', 'Upgrade'].map((h) =>
+      invalidCreate(`header ${h}`, { headers: { [h]: 'x' } }),
+    ),
+    invalidChange('header Host', { headers: { Host: 'internal.example' } }),
     invalidCreate('empty name', { name: '' }),
     invalidCreate('blank name', { name: '   ' }),
     invalidCreate('name of 201 chars', { name: MARK + 'n'.repeat(191) }),
