@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import type { ClickHouseClient } from '@telemetry/platform';
+import { createKafka, createLogger, type ClickHouseClient } from '@telemetry/platform';
 import {
   adminClickHouse,
   eventually,
@@ -256,6 +256,49 @@ describe('ingest gateway (real Kafka and ClickHouse)', () => {
       expect(((await r.json()) as Envelope).code).to.equal('OVERLOADED');
     } finally {
       await tiny.stop();
+    }
+  });
+
+  it("splits a request larger than the broker's message size limit over several produce requests", async () => {
+    // A one-partition topic whose max.message.bytes (256 KiB) is below this request's
+    // events (10 x 60 KB): sent as one produce request, Kafka would refuse it.
+    const topic = `${testStack().eventsTopic}.split-${uid()}`;
+    const kafka = createKafka({
+      brokers: testStack().kafkaBrokers.split(','),
+      clientId: 'test',
+      logger: createLogger({ service: 'test', level: 'silent' }),
+    });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '262144' }] }],
+      });
+      const split = await runGateway({ EVENTS_TOPIC: topic, PRODUCE_MAX_BATCH_BYTES: '200000' });
+      const whole = await runGateway({ EVENTS_TOPIC: topic, PRODUCE_MAX_BATCH_BYTES: '100000000' });
+      try {
+        const source = uid('split');
+        const body = JSON.stringify({
+          events: Array.from({ length: 10 }, (_, i) => event(source, { i, blob: 'x'.repeat(60_000) })),
+        });
+        const send = (g: Running) =>
+          fetch(`${g.url}/api/telemetry/events`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-access-key': key },
+            body,
+          });
+        await eventually('the key loaded', async () => ((await send(split)).status === 200 ? true : undefined));
+        // The same request as one produce request is refused by Kafka: the cap is what helps.
+        expect((await send(whole)).status).to.equal(413);
+        const offsets = await admin.fetchTopicOffsets(topic);
+        expect(offsets.map((o) => o.high)).to.deep.equal(['10']);
+      } finally {
+        await Promise.all([split.stop(), whole.stop()]);
+      }
+    } finally {
+      await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+      await admin.disconnect();
     }
   });
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Message } from 'kafkajs';
 import { Registry } from 'prom-client';
-import { BatchingPublisher, OverloadedError, type Publisher } from '@telemetry/platform';
+import { BatchingPublisher, messageBytes, OverloadedError, type Publisher } from '@telemetry/platform';
 import { settle, until } from './support/fakes.js';
 
 /** A publisher whose sends the test acknowledges (or fails) one by one. */
@@ -114,5 +114,78 @@ describe('batching publisher (unit)', () => {
     target.sends[1]!.ack();
     await settle();
     expect(c.state).to.equal('resolved');
+  });
+
+  it('caps a request by bytes: a caller larger than maxBatchBytes is split, and resolves once every part is acked', async () => {
+    const target = new ControlledTarget();
+    const big = (v: string): Message => ({ value: v + 'x'.repeat(999) });
+    const cap = 3 * messageBytes(big('a'));
+    const p = new BatchingPublisher(target, {
+      lingerMs: 0,
+      maxBatchMessages: 1000,
+      maxBatchBytes: cap,
+      maxInFlightMessages: 1000,
+      registry: new Registry(),
+      inFlightMetric: { name: 'test_inflight_messages', help: 'test' },
+    });
+    const a = watch(p.send('t', ['1', '2', '3', '4', '5', '6', '7'].map(big)));
+    await settle();
+    expect(target.sends.map((s) => s.messages.length)).to.deep.equal([3, 3, 1]);
+    for (const s of target.sends) {
+      expect(s.messages.reduce((n, m) => n + messageBytes(m), 0)).to.be.at.most(cap);
+    }
+    target.sends[0]!.ack();
+    target.sends[1]!.ack();
+    await settle();
+    expect(a.state, 'not before every part is acknowledged').to.equal('pending');
+    target.sends[2]!.ack();
+    await settle();
+    expect(a.state).to.equal('resolved');
+    expect(p.inFlightMessages).to.equal(0);
+  });
+
+  it('sends what waits before a caller would take the batch over its byte cap', async () => {
+    const target = new ControlledTarget();
+    const m = (v: string): Message => ({ value: v.repeat(500) });
+    const p = new BatchingPublisher(target, {
+      lingerMs: 50,
+      maxBatchMessages: 1000,
+      maxBatchBytes: 2 * messageBytes(m('a')),
+      maxInFlightMessages: 1000,
+      registry: new Registry(),
+      inFlightMetric: { name: 'test_inflight_messages', help: 'test' },
+    });
+    const a = watch(p.send('t', [m('a')]));
+    const b = watch(p.send('t', [m('b'), m('c')]));
+    await settle();
+    expect(target.sends.map((s) => s.messages.map((x) => String(x.value)[0]))).to.deep.equal([['a'], ['b', 'c']]);
+    target.sends.forEach((s) => s.ack());
+    await settle();
+    expect([a.state, b.state]).to.deep.equal(['resolved', 'resolved']);
+  });
+
+  it('keeps room for other owners: one owner beyond maxInFlightPerOwner is refused, the others are not', async () => {
+    const target = new ControlledTarget();
+    const p = new BatchingPublisher(target, {
+      lingerMs: 0,
+      maxBatchMessages: 1000,
+      maxInFlightMessages: 10,
+      maxInFlightPerOwner: 4,
+      registry: new Registry(),
+      inFlightMetric: { name: 'test_inflight_messages', help: 'test' },
+    });
+    const first = watch(p.send('t', [msg('1'), msg('2'), msg('3')], 'key-a'));
+    let refused: unknown;
+    await p.send('t', [msg('4'), msg('5')], 'key-a').catch((err: unknown) => (refused = err));
+    expect(refused).to.be.instanceOf(OverloadedError);
+    const other = watch(p.send('t', [msg('6'), msg('7'), msg('8'), msg('9')], 'key-b'));
+    target.sends.forEach((s) => s.ack());
+    await settle();
+    expect([first.state, other.state]).to.deep.equal(['resolved', 'resolved']);
+    // Room given back: key-a may send again.
+    const again = watch(p.send('t', [msg('4'), msg('5')], 'key-a'));
+    target.sends.at(-1)!.ack();
+    await settle();
+    expect(again.state).to.equal('resolved');
   });
 });

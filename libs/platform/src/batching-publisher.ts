@@ -7,6 +7,11 @@ export interface Publisher {
   send(topic: string, messages: Message[]): Promise<void>;
 }
 
+/** A Publisher whose senders can be told apart, so no one sender takes all the room in flight. */
+export interface FairPublisher extends Publisher {
+  send(topic: string, messages: Message[], owner?: string): Promise<void>;
+}
+
 interface Pending {
   messages: Message[];
   resolve(): void;
@@ -18,8 +23,16 @@ export interface BatchingOptions {
   lingerMs: number;
   /** A batch is sent at once when it reaches this many messages. */
   maxBatchMessages: number;
+  /**
+   * A batch is sent at once before its messages add up to more than this many bytes, and
+   * one caller's messages beyond it are split over several requests: keep it below the
+   * broker's max.message.bytes (a partition's share of a request can never exceed it).
+   */
+  maxBatchBytes?: number;
   /** Above this many messages waiting for an ack, send() fails with OverloadedError. */
   maxInFlightMessages: number;
+  /** Above this many of one owner's messages waiting (send's `owner`), its send() fails with OverloadedError. */
+  maxInFlightPerOwner?: number;
   registry: Registry;
   /** The gauge of messages waiting for an ack (each service names its own). */
   inFlightMetric: { name: string; help: string };
@@ -33,9 +46,13 @@ const REFUSALS = new Set<string>(['KAFKA_MESSAGE_TOO_LARGE', 'KAFKA_REJECTED']);
  * promise settles with its batch: resolved when Kafka acknowledged the batch, rejected
  * when it did not. Memory is bounded by `maxInFlightMessages`.
  */
-export class BatchingPublisher implements Publisher {
-  private readonly queues = new Map<string, { pending: Pending[]; count: number; timer: NodeJS.Timeout | undefined }>();
+export class BatchingPublisher implements FairPublisher {
+  private readonly queues = new Map<
+    string,
+    { pending: Pending[]; count: number; bytes: number; timer: NodeJS.Timeout | undefined }
+  >();
   private inFlight = 0;
+  private readonly byOwner = new Map<string, number>();
   private readonly gauge: Gauge;
 
   constructor(
@@ -49,25 +66,73 @@ export class BatchingPublisher implements Publisher {
     return this.inFlight;
   }
 
-  send(topic: string, messages: Message[]): Promise<void> {
+  send(topic: string, messages: Message[], owner?: string): Promise<void> {
     if (this.inFlight + messages.length > this.opts.maxInFlightMessages) {
       return Promise.reject(new OverloadedError());
     }
-    this.inFlight += messages.length;
-    this.gauge.set(this.inFlight);
-    let q = this.queues.get(topic);
-    if (!q) {
-      q = { pending: [], count: 0, timer: undefined };
-      this.queues.set(topic, q);
+    const owned = owner === undefined ? 0 : (this.byOwner.get(owner) ?? 0);
+    if (owner !== undefined && owned + messages.length > (this.opts.maxInFlightPerOwner ?? Infinity)) {
+      return Promise.reject(new OverloadedError());
     }
-    const done = new Promise<void>((resolve, reject) => q.pending.push({ messages, resolve, reject }));
-    q.count += messages.length;
-    if (q.count >= this.opts.maxBatchMessages || this.opts.lingerMs === 0) this.flush(topic);
-    else q.timer ??= setTimeout(() => this.flush(topic), this.opts.lingerMs);
+    this.inFlight += messages.length;
+    if (owner !== undefined) this.byOwner.set(owner, owned + messages.length);
+    this.gauge.set(this.inFlight);
+    // Every chunk settles before the caller hears (and before its room is given back).
+    const done = Promise.allSettled(this.chunks(messages).map((chunk) => this.enqueue(topic, chunk))).then((rs) => {
+      const failed = rs.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    });
     return done.finally(() => {
       this.inFlight -= messages.length;
+      if (owner !== undefined) {
+        const left = (this.byOwner.get(owner) ?? 0) - messages.length;
+        if (left > 0) this.byOwner.set(owner, left);
+        else this.byOwner.delete(owner);
+      }
       this.gauge.set(this.inFlight);
     });
+  }
+
+  /** `messages` in runs of at most maxBatchBytes (a message larger than that alone). */
+  private chunks(messages: Message[]): { messages: Message[]; bytes: number }[] {
+    const max = this.opts.maxBatchBytes ?? Infinity;
+    const out: { messages: Message[]; bytes: number }[] = [];
+    let current: { messages: Message[]; bytes: number } = { messages: [], bytes: 0 };
+    for (const m of messages) {
+      const size = messageBytes(m);
+      if (current.messages.length > 0 && current.bytes + size > max) {
+        out.push(current);
+        current = { messages: [], bytes: 0 };
+      }
+      current.messages.push(m);
+      current.bytes += size;
+    }
+    if (current.messages.length > 0) out.push(current);
+    return out;
+  }
+
+  private enqueue(topic: string, chunk: { messages: Message[]; bytes: number }): Promise<void> {
+    let q = this.queues.get(topic);
+    if (!q) {
+      q = { pending: [], count: 0, bytes: 0, timer: undefined };
+      this.queues.set(topic, q);
+    }
+    // What is waiting goes first if this chunk would take the batch over its byte cap.
+    if (q.pending.length > 0 && q.bytes + chunk.bytes > (this.opts.maxBatchBytes ?? Infinity)) this.flush(topic);
+    const queue = q;
+    const done = new Promise<void>((resolve, reject) =>
+      queue.pending.push({ messages: chunk.messages, resolve, reject }),
+    );
+    q.count += chunk.messages.length;
+    q.bytes += chunk.bytes;
+    if (
+      q.count >= this.opts.maxBatchMessages ||
+      q.bytes >= (this.opts.maxBatchBytes ?? Infinity) ||
+      this.opts.lingerMs === 0
+    ) {
+      this.flush(topic);
+    } else q.timer ??= setTimeout(() => this.flush(topic), this.opts.lingerMs);
+    return done;
   }
 
   private flush(topic: string): void {
@@ -78,6 +143,7 @@ export class BatchingPublisher implements Publisher {
     const batch = q.pending;
     q.pending = [];
     q.count = 0;
+    q.bytes = 0;
     const messages = batch.length === 1 ? batch[0]!.messages : batch.flatMap((p) => p.messages);
     this.target.send(topic, messages).then(
       () => batch.forEach((p) => p.resolve()),
@@ -98,4 +164,15 @@ export class BatchingPublisher implements Publisher {
       },
     );
   }
+}
+
+/** About what a message takes in a record batch: key, value, headers and per-record overhead. */
+export function messageBytes(m: Message): number {
+  const len = (v: unknown): number =>
+    v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0;
+  let bytes = 32 + len(m.key) + len(m.value);
+  for (const [k, v] of Object.entries(m.headers ?? {})) {
+    bytes += 8 + Buffer.byteLength(k) + (Array.isArray(v) ? v.reduce((n: number, x) => n + len(x), 0) : len(v));
+  }
+  return bytes;
 }

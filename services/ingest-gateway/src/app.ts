@@ -7,7 +7,7 @@ import {
   checkMediaType,
   parseBody,
   readBody,
-  type Publisher,
+  type FairPublisher,
   type Logger,
   beginApp,
   endApp,
@@ -24,7 +24,7 @@ export interface GatewayDeps {
   logger: Logger;
   registry: Registry;
   keys: Pick<KeyStore, 'authenticate'>;
-  publisher: Publisher;
+  publisher: FairPublisher;
   validators: Validators;
   ready: () => boolean;
   details: () => Record<string, boolean>;
@@ -64,7 +64,8 @@ export function createGatewayApp(deps: GatewayDeps): Express {
       }
     }
     const messages = toMessages(body, key, new Date().toISOString(), LIMITS.maxEventBytes);
-    await deps.publisher.send(config.eventsTopic, messages);
+    // The key owns its messages in flight: one key cannot take all the room.
+    await deps.publisher.send(config.eventsTopic, messages, key.keyId);
     accepted.inc(messages.length);
   }
 

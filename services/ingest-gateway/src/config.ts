@@ -61,6 +61,20 @@ export const gatewaySpec = {
     1,
     10_000_000,
   ),
+  maxInFlightPerKey: v.int(
+    'MAX_INFLIGHT_PER_KEY',
+    25_000,
+    "one access key's messages waiting for Kafka before its new requests get 503 (the others keep the rest)",
+    1,
+    10_000_000,
+  ),
+  produceMaxBatchBytes: v.int(
+    'PRODUCE_MAX_BATCH_BYTES',
+    900_000,
+    "bytes per produce request at most (a larger request is split); keep below the broker's message.max.bytes (1 MiB by default)",
+    1024,
+    100_000_000,
+  ),
   corsMaxAgeS: v.int('CORS_MAX_AGE_S', 600, 'how long browsers may cache a CORS preflight', 0, 86_400),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
 } as const;

@@ -49,7 +49,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     publisher: new BatchingPublisher(producer, {
       lingerMs: config.produceLingerMs,
       maxBatchMessages: config.produceMaxBatchMessages,
+      maxBatchBytes: config.produceMaxBatchBytes,
       maxInFlightMessages: config.maxInFlightMessages,
+      maxInFlightPerOwner: config.maxInFlightPerKey,
       registry,
       inFlightMetric: {
         name: 'ingest_inflight_messages',
