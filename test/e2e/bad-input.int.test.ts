@@ -727,8 +727,8 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       'http://0.0.0.0/',
       'http://192.168.0.1:8080/',
     ].flatMap((url) => [
-      create(`denied target ${url}`, good({ url }), 400, 'TARGET_NOT_ALLOWED'),
-      create(`denied webhook ${url}`, good({ webhooks: [url] }), 400, 'TARGET_NOT_ALLOWED'),
+      create(`denied target ${url}`, good({ url, paused: true }), 400, 'TARGET_NOT_ALLOWED'),
+      create(`denied webhook ${url}`, good({ webhooks: [url], paused: true }), 400, 'TARGET_NOT_ALLOWED'),
       change(`denied target ${url}`, { url }, 400, 'TARGET_NOT_ALLOWED'),
     ]),
     ...['Host', 'content-length', 'Transfer-Encoding', 'connection', 'Keep-Alive', 'TE', 'Upgrade'].map((h) =>

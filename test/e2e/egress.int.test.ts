@@ -136,10 +136,11 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
       `http://169.254.169.254/latest/meta-data/`,
       `http://10.0.0.1/`,
     ];
+    // Paused: were a refusal to fail, no check or webhook would be attempted anyway.
     for (const url of literals) {
-      const r = await create(strictQuery, { url });
+      const r = await create(strictQuery, { url, paused: true });
       expect([r.status, r.body.code], url).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
-      const w = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/ok`, webhooks: [url] });
+      const w = await create(strictQuery, { url: `http://127.0.0.1:${a.port}/ok`, webhooks: [url], paused: true });
       expect([w.status, w.body.code], `webhook ${url}`).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
     }
     // And on PATCH.

@@ -53,6 +53,7 @@ export class BatchingPublisher implements FairPublisher {
   >();
   private inFlight = 0;
   private readonly byOwner = new Map<string, number>();
+  private readonly maxBatchBytes: number;
   private readonly gauge: Gauge;
 
   constructor(
@@ -60,6 +61,7 @@ export class BatchingPublisher implements FairPublisher {
     private readonly opts: BatchingOptions,
   ) {
     this.gauge = new Gauge({ ...opts.inFlightMetric, registers: [opts.registry] });
+    this.maxBatchBytes = opts.maxBatchBytes ?? Infinity;
   }
 
   get inFlightMessages(): number {
@@ -95,7 +97,7 @@ export class BatchingPublisher implements FairPublisher {
 
   /** `messages` in runs of at most maxBatchBytes (a message larger than that alone). */
   private chunks(messages: Message[]): { messages: Message[]; bytes: number }[] {
-    const max = this.opts.maxBatchBytes ?? Infinity;
+    const max = this.maxBatchBytes;
     const out: { messages: Message[]; bytes: number }[] = [];
     let current: { messages: Message[]; bytes: number } = { messages: [], bytes: 0 };
     for (const m of messages) {
@@ -118,18 +120,14 @@ export class BatchingPublisher implements FairPublisher {
       this.queues.set(topic, q);
     }
     // What is waiting goes first if this chunk would take the batch over its byte cap.
-    if (q.pending.length > 0 && q.bytes + chunk.bytes > (this.opts.maxBatchBytes ?? Infinity)) this.flush(topic);
+    if (q.pending.length > 0 && q.bytes + chunk.bytes > this.maxBatchBytes) this.flush(topic);
     const queue = q;
     const done = new Promise<void>((resolve, reject) =>
       queue.pending.push({ messages: chunk.messages, resolve, reject }),
     );
     q.count += chunk.messages.length;
     q.bytes += chunk.bytes;
-    if (
-      q.count >= this.opts.maxBatchMessages ||
-      q.bytes >= (this.opts.maxBatchBytes ?? Infinity) ||
-      this.opts.lingerMs === 0
-    ) {
+    if (q.count >= this.opts.maxBatchMessages || q.bytes >= this.maxBatchBytes || this.opts.lingerMs === 0) {
       this.flush(topic);
     } else q.timer ??= setTimeout(() => this.flush(topic), this.opts.lingerMs);
     return done;

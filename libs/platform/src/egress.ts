@@ -74,7 +74,7 @@ export function embeddedIpv4(v6: string): string | undefined {
 /** The eight 16-bit words of an IPv6 address, or undefined if it is not one. */
 function expandIpv6(addr: string): number[] | undefined {
   let a = addr.toLowerCase();
-  if (a.startsWith('[') && a.endsWith(']')) a = a.slice(1, -1);
+  a = unbracket(a);
   const zone = a.indexOf('%');
   if (zone >= 0) a = a.slice(0, zone);
   if (isIP(a) !== 6) return undefined;
@@ -99,8 +99,13 @@ function expandIpv6(addr: string): number[] | undefined {
  * becomes `[::ffff:7f00:1]`), or undefined when the host is a name.
  */
 export function ipLiteralOf(url: URL): string | undefined {
-  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  const host = unbracket(url.hostname);
   return isIP(host) ? host : undefined;
+}
+
+/** An IPv6 literal without its URL brackets; anything else as it is. */
+function unbracket(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
 
 /** The port a URL connects to. */
@@ -165,7 +170,7 @@ export class EgressPolicy {
       options: { all?: boolean; family?: number | string },
       callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
     ): void => {
-      const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+      const host = unbracket(hostname);
       const done = (addresses: LookupAddress[]): void => {
         const pick = addresses.find((a) => this.check(a.address, port).allowed);
         if (!pick) {
@@ -197,7 +202,7 @@ export function egressDenied(target: string): NodeJS.ErrnoException {
 
 /** An address judged as the IPv4 address it carries, if any; IPv6 lower-cased. */
 function canonical(address: string): string {
-  const a = address.startsWith('[') ? address.slice(1, -1) : address;
+  const a = unbracket(address);
   if (isIP(a) === 6) return embeddedIpv4(a) ?? a.toLowerCase();
   return a;
 }
@@ -253,8 +258,8 @@ export async function ownServices(targets: readonly string[], resolve = dnsLooku
   const pairs: HostPort[] = [];
   for (const t of targets) {
     const url = new URL(/^[a-z]+:\/\//i.test(t) ? t : `tcp://${t}`);
-    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
-    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const port = portOf(url);
+    const host = unbracket(url.hostname);
     const addresses = isIP(host)
       ? [host]
       : await new Promise<string[]>((ok) =>
@@ -263,4 +268,18 @@ export async function ownServices(targets: readonly string[], resolve = dnsLooku
     for (const address of addresses) pairs.push({ address, port });
   }
   return pairs;
+}
+
+/**
+ * A service's policy: EGRESS_ALLOW, with Kafka, ClickHouse and `alsoDeny` (e.g. the
+ * service's own address) denied whatever it allows.
+ */
+export async function egressPolicyFor(
+  config: { egressAllow: readonly string[]; kafkaBrokers: readonly string[]; clickhouseUrl: string },
+  alsoDeny: readonly string[] = [],
+): Promise<EgressPolicy> {
+  return new EgressPolicy({
+    allow: config.egressAllow,
+    alwaysDeny: await ownServices([...config.kafkaBrokers, config.clickhouseUrl, ...alsoDeny]),
+  });
 }

@@ -5,12 +5,11 @@ import {
   clickhouseComponent,
   countPartitions,
   createKafka,
-  EgressPolicy,
+  egressPolicyFor,
   createRegistry,
   healthServer,
   HttpServerComponent,
   kafkaGroupConsumers,
-  ownServices,
   SecretBox,
   ServiceRunner,
   type Logger,
@@ -51,10 +50,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   });
   const userAgent = `telemetry-check-runner/0.1 (+runner=${config.runnerId})`;
   // What checks and webhooks may reach: never Kafka, ClickHouse or this runner itself.
-  const policy = new EgressPolicy({
-    allow: config.egressAllow,
-    alwaysDeny: await ownServices([...config.kafkaBrokers, config.clickhouseUrl, `127.0.0.1:${config.port}`]),
-  });
+  const policy = await egressPolicyFor(config, [`127.0.0.1:${config.port}`]);
 
   // The registry and the group call the scheduler (built below) when they change.
   const reconcile = (): void => scheduler.reconcile();

@@ -5,8 +5,7 @@ import {
   createKafka,
   ClickHouseReader,
   createRegistry,
-  EgressPolicy,
-  ownServices,
+  egressPolicyFor,
   HttpServerComponent,
   SecretBox,
   ServiceRunner,
@@ -75,10 +74,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
   // Monitor and webhook URLs that are IP literals the runners would refuse, or our own
   // Kafka and ClickHouse, are refused at once (the runners judge names when they connect).
-  const policy = new EgressPolicy({
-    allow: config.egressAllow,
-    alwaysDeny: await ownServices([...config.kafkaBrokers, config.clickhouseUrl]),
-  });
+  const policy = await egressPolicyFor(config);
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
     policy,
