@@ -30,6 +30,8 @@ interface ListBody {
 }
 
 const BASE = Date.UTC(2026, 0, 1) / 1000;
+/** Exports cover at most EXPORT_MAX_RANGE_DAYS (31) and end now by default: name the range. */
+const JAN = 'from=2026-01-01T00:00:00Z&to=2026-01-31T00:00:00Z';
 const row = (monitor: string, i: number, status = 'up', rt = 100 + i) => ({
   tenant_id: DEFAULT_TENANT,
   monitor_id: monitor,
@@ -263,7 +265,7 @@ describe('query service (real ClickHouse)', () => {
     const rows = Array.from({ length: 2500 }, (_, i) => row(m, i, i % 10 === 0 ? 'down' : 'up'));
     await insert(rows);
     await insert(rows.slice(0, 100)); // duplicates
-    const nd = await fetch(`${query.url}/api/monitors/${m}/checks/export`, {
+    const nd = await fetch(`${query.url}/api/monitors/${m}/checks/export?${JAN}`, {
       headers: { authorization: `Bearer ${apiKey}` },
     });
     expect(nd.status).to.equal(200);
@@ -283,7 +285,7 @@ describe('query service (real ClickHouse)', () => {
       created_at: '2026-01-01T00:00:00Z',
     });
     expect(lines.map((c) => c.id)).to.deep.equal(rows.map((r) => r.id));
-    const csv = await fetch(`${query.url}/api/monitors/${m}/checks/export?format=csv&status=down`, {
+    const csv = await fetch(`${query.url}/api/monitors/${m}/checks/export?format=csv&status=down&${JAN}`, {
       headers: { authorization: `Bearer ${apiKey}` },
     });
     expect(csv.headers.get('content-type')).to.contain('text/csv');

@@ -69,7 +69,11 @@ export const ERROR_CODES = {
     description: 'Content-Type is not application/json or text/plain, or Content-Encoding is not identity or gzip.',
   },
   // 429
-  RATE_LIMITED: { status: 429, description: 'Too many requests for this key; see `Retry-After`.' },
+  RATE_LIMITED: {
+    status: 429,
+    description:
+      'Too many requests for this key, or too many exports at once (`details.limit` names the limit); see `Retry-After`.',
+  },
   // 5xx: our side; safe to retry after `Retry-After`
   INTERNAL_ERROR: { status: 500, description: 'An unexpected error; details are in our logs, not here.' },
   KAFKA_UNAVAILABLE: {

@@ -426,8 +426,8 @@ const queryPaths: Json = {
       security: [{ apiKey: ['checks:read'] }],
       parameters: [
         monitorPath,
-        timeParam('from', 'Checks at or after this date-time.'),
-        timeParam('to', 'Checks strictly before this date-time.'),
+        timeParam('from', 'Checks at or after this date-time (default: EXPORT_MAX_RANGE_DAYS before `to`).'),
+        timeParam('to', 'Checks strictly before this date-time (default: now).'),
         statusParam,
         {
           name: 'format',
@@ -444,7 +444,14 @@ const queryPaths: Json = {
             'text/csv': { schema: { type: 'string' } },
           },
         },
-        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
+        ...errors([
+          ...authErrors,
+          'INVALID_PARAMETER',
+          'MONITOR_NOT_FOUND',
+          'RATE_LIMITED',
+          'INTERNAL_ERROR',
+          'STORE_UNAVAILABLE',
+        ]),
       },
     },
   },

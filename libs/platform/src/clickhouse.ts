@@ -21,6 +21,8 @@ export interface ClickHouseOptions {
   settings?: Record<string, string | number>;
   /** Where the client's own log lines go (else nowhere: our code logs what it handles). */
   logger?: Logger;
+  /** Sockets of this client's own pool (the client's default is 10). */
+  maxOpenConnections?: number;
 }
 
 function clientLogger(logger: Logger | undefined): new () => ClientLogger {
@@ -47,6 +49,7 @@ export function createClickHouse(opts: ClickHouseOptions): ClickHouseClient {
     password: opts.password,
     database: opts.database,
     request_timeout: opts.requestTimeoutMs ?? 30_000,
+    ...(opts.maxOpenConnections !== undefined ? { max_open_connections: opts.maxOpenConnections } : {}),
     // NOTE: keep the default settings minimal; ClickHouse 18.16 rejects unknown settings.
     clickhouse_settings: opts.settings as never,
     compression: { request: false, response: false },
@@ -65,6 +68,7 @@ export class ClickHouseComponent implements Component {
   constructor(
     readonly client: ClickHouseClient,
     private readonly logger: Logger,
+    /** 0: never pinged (health() is always true): a pool for user queries, not for readiness. */
     private readonly pingIntervalMs = 2000,
     /** The gateway only reloads keys from ClickHouse: it stays ready while ClickHouse is down. */
     readonly essential = true,
@@ -72,6 +76,10 @@ export class ClickHouseComponent implements Component {
   ) {}
 
   async start(): Promise<void> {
+    if (this.pingIntervalMs === 0) {
+      this.healthy = true;
+      return;
+    }
     await this.ping();
     this.timer = setInterval(() => void this.ping(), this.pingIntervalMs);
     this.timer.unref();
@@ -103,7 +111,10 @@ export interface ClickHouseConfig {
   clickhouseDatabase: string;
 }
 
-export interface ClickHouseComponentOptions extends Pick<ClickHouseOptions, 'requestTimeoutMs' | 'settings'> {
+export interface ClickHouseComponentOptions extends Pick<
+  ClickHouseOptions,
+  'requestTimeoutMs' | 'settings' | 'maxOpenConnections'
+> {
   /** Another user than CLICKHOUSE_USER (e.g. the query service's registry writer). */
   username?: string;
   password?: string;
@@ -111,6 +122,11 @@ export interface ClickHouseComponentOptions extends Pick<ClickHouseOptions, 'req
   database?: string;
   /** Whether /readyz fails while ClickHouse is away (default true). */
   essential?: boolean;
+  /**
+   * false: never pinged, never in /readyz. For pools that serve user queries, so that
+   * readiness never waits behind them (a ping in a full pool would).
+   */
+  ping?: boolean;
   name?: string;
 }
 
@@ -128,8 +144,16 @@ export function clickhouseComponent(
     logger,
     requestTimeoutMs: opts.requestTimeoutMs,
     settings: opts.settings,
+    maxOpenConnections: opts.maxOpenConnections,
   });
-  return new ClickHouseComponent(client, logger, 2000, opts.essential ?? true, opts.name ?? 'clickhouse');
+  const ping = opts.ping ?? true;
+  return new ClickHouseComponent(
+    client,
+    logger,
+    ping ? 2000 : 0,
+    ping ? (opts.essential ?? true) : false,
+    opts.name ?? 'clickhouse',
+  );
 }
 
 /**

@@ -17,3 +17,4 @@ export * from './snapshot.js';
 export * from './run-main.js';
 export * from './secret-box.js';
 export * from './egress.js';
+export * from './slots.js';

@@ -8,6 +8,7 @@ import {
   type ClickHouseReader,
   type EgressPolicy,
   type Logger,
+  type Slots,
   beginApp,
   endApp,
 } from '@telemetry/platform';
@@ -25,7 +26,9 @@ export interface QueryDeps {
   logger: Logger;
   registry: Registry;
   keys: Pick<KeyStore, 'authenticate'>;
-  client: ClickHouseClient;
+  /** The exports' own pool, and their slots. */
+  exportClient: ClickHouseClient;
+  exportSlots: Slots;
   reader: ClickHouseReader;
   validators: Validators;
   monitors: MonitorStore;
@@ -100,10 +103,14 @@ export function createQueryApp(deps: QueryDeps): Express {
     bearer(deps.keys, 'checks:read'),
     known,
     exportRoute({
-      client: deps.client,
+      client: deps.exportClient,
+      slots: deps.exportSlots,
       database: deps.config.clickhouseDatabase,
       logger: deps.logger,
       exportTimeoutMs: deps.config.exportTimeoutMs,
+      maxRangeDays: deps.config.exportMaxRangeDays,
+      maxMemoryBytes: deps.config.exportMaxMemoryBytes,
+      stallTimeoutMs: deps.config.exportStallTimeoutMs,
     }),
   );
   for (const path of [

@@ -2,14 +2,17 @@ import { once } from 'node:events';
 import type { RequestHandler } from 'express';
 import type { Row } from '@clickhouse/client';
 import {
+  AppError,
   bad,
   rejectUnknown,
   single,
   StoreUnavailableError,
   type ClickHouseClient,
   type Logger,
+  type Slots,
 } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckHistoryRow } from '@telemetry/store';
+import type { VerifiedKey } from '@telemetry/store';
 import { monitorIdOf, rangeParams, statusesParam, tenantOf } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'status', 'format']);
@@ -20,23 +23,43 @@ function csvField(s: string): string {
 }
 
 export interface ExportRouteDeps {
+  /** The exports' own pool: a full pool never delays readiness, key refresh or the list. */
   client: ClickHouseClient;
   database: string;
   logger: Logger;
+  /** Exports streaming now: EXPORT_MAX_CONCURRENT in all, EXPORT_MAX_PER_KEY per key. */
+  slots: Slots;
   exportTimeoutMs: number;
+  maxRangeDays: number;
+  maxMemoryBytes: number;
+  stallTimeoutMs: number;
+  /** Unix seconds now (a parameter for tests). */
+  now?: () => number;
 }
+
+/** Seconds a refused export is told to wait (exports last seconds to minutes). */
+const EXPORT_RETRY_AFTER_S = 5;
 
 /**
  * The whole history of a range, oldest first, streamed from ClickHouse to the client
- * row by row (it never holds the range in memory), as NDJSON (default) or CSV.
+ * row by row (it never holds the range in memory), as NDJSON (default) or CSV. Bounded
+ * in every way a heavy read can hurt others: slots per key and in all, a range, the
+ * query's time and memory, and a client that stops reading.
  */
 export function exportRoute(deps: ExportRouteDeps): RequestHandler {
+  const now = deps.now ?? ((): number => Math.floor(Date.now() / 1000));
+  const maxRange = deps.maxRangeDays * 86_400;
   return async (req, res) => {
     const monitorId = monitorIdOf(req);
     rejectUnknown(req, KNOWN);
     const format = single(req, 'format') ?? 'ndjson';
     if (format !== 'ndjson' && format !== 'csv') throw bad('format', 'must be ndjson or csv');
-    const { from, to } = rangeParams(req);
+    const range = rangeParams(req);
+    const to = range.to ?? now();
+    const from = range.from ?? Math.max(0, to - maxRange);
+    if (to - from > maxRange) {
+      throw bad('from', `an export covers at most ${deps.maxRangeDays} days (EXPORT_MAX_RANGE_DAYS); split the range`);
+    }
     // The list's query without a page limit: same filters, same duplicate removal.
     const query = checksSql(deps.database, {
       tenantId: tenantOf(res),
@@ -48,6 +71,18 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
       statuses: statusesParam(req),
       cursor: undefined,
     });
+    const slot = deps.slots.tryTake((res.locals.key as VerifiedKey).keyId);
+    if ('refused' in slot) {
+      throw new AppError(
+        'RATE_LIMITED',
+        slot.refused === 'owner'
+          ? `this API key already runs ${deps.slots.perOwner} exports; retry when one ends`
+          : 'the service runs as many exports as it allows; retry later',
+        { limit: slot.refused === 'owner' ? 'EXPORT_MAX_PER_KEY' : 'EXPORT_MAX_CONCURRENT' },
+        { 'Retry-After': String(EXPORT_RETRY_AFTER_S) },
+      );
+    }
+    res.on('close', slot.release);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), deps.exportTimeoutMs);
     res.on('close', () => abort.abort()); // the client went away: stop reading
@@ -57,10 +92,15 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
         query,
         format: 'JSONEachRow',
         abort_signal: abort.signal,
-        clickhouse_settings: { max_result_rows: '0', max_execution_time: Math.ceil(deps.exportTimeoutMs / 1000) },
+        clickhouse_settings: {
+          max_result_rows: '0',
+          max_execution_time: Math.ceil(deps.exportTimeoutMs / 1000),
+          max_memory_usage: String(deps.maxMemoryBytes),
+        },
       });
     } catch (err) {
       clearTimeout(timer);
+      slot.release();
       deps.logger.warn('export query failed', { request_id: req.id, err: String(err) });
       throw new StoreUnavailableError();
     }
@@ -81,7 +121,13 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
               ? `${csvField(check.id)},${csvField(check.monitor_id)},${check.status},${check.response_time},${check.status_code},${check.error ?? ''},${check.created_at}\n`
               : `${JSON.stringify(check)}\n`;
         }
-        if (!res.write(chunk)) await once(res, 'drain');
+        // A client that stops reading is cut off, so it cannot hold a slot and a
+        // ClickHouse connection until EXPORT_TIMEOUT_MS.
+        if (!res.write(chunk)) {
+          await once(res, 'drain', {
+            signal: AbortSignal.any([abort.signal, AbortSignal.timeout(deps.stallTimeoutMs)]),
+          });
+        }
       }
       res.end();
     } catch (err) {
@@ -90,6 +136,7 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
       res.destroy();
     } finally {
       clearTimeout(timer);
+      slot.release();
     }
   };
 }

@@ -9,6 +9,7 @@ import {
   HttpServerComponent,
   SecretBox,
   ServiceRunner,
+  Slots,
   type Logger,
 } from '@telemetry/platform';
 import {
@@ -30,10 +31,20 @@ export interface QueryService {
 
 export async function startQueryService(config: QueryConfig, logger: Logger): Promise<QueryService> {
   const registry = createRegistry('query-service');
+  // Three pools, so that no user query can hold a socket readiness or key refresh needs:
+  // `ch` (readiness pings and key refresh only), `reader` (list, summary, incidents) and
+  // `exports` (one socket per export slot). The registry writer is a fourth.
   const ch = clickhouseComponent(config, logger, {
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     // Bounds every query on the server side too (ClickHouse 18.16 knows these).
     settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
+    maxOpenConnections: 2,
+  });
+  const exports = clickhouseComponent(config, logger, {
+    requestTimeoutMs: config.exportTimeoutMs + 1000,
+    maxOpenConnections: config.exportMaxConcurrent,
+    name: 'clickhouse-export',
+    ping: false,
   });
   // The hot read routes use the lean reader (see clickhouse-reader.ts for why).
   const reader = new ClickHouseReader({
@@ -52,6 +63,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     name: 'clickhouse-registry',
     database: registryDatabase(config.clickhouseDatabase),
+    // Serves monitor writes, which users send: readiness is `ch`'s.
+    ping: false,
   });
   const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase, new SecretBox(config.secretsKeys));
   const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-query`, logger });
@@ -82,7 +95,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     logger,
     registry,
     keys,
-    client: ch.client,
+    exportClient: exports.client,
+    exportSlots: new Slots(config.exportMaxConcurrent, config.exportMaxPerKey),
     reader,
     validators: createValidators(),
     monitors,
@@ -93,8 +107,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> change
-  // notices -> reader sockets -> ClickHouse clients.
-  runner.use(ch, registryCh, reader, directory, changes, keys, http);
+  // notices -> directory -> reader sockets -> ClickHouse clients.
+  runner.use(ch, registryCh, exports, reader, directory, changes, keys, http);
   await runner.start();
   // Monitors copied by migration 4 (plain secrets) or sealed with a retired key are
   // sealed anew with the ring's first key; then the older rows are merged away.
