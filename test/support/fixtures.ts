@@ -99,6 +99,8 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     // The tests' targets and webhook receivers listen on loopback; Kafka and ClickHouse
     // stay denied (they always are). test/e2e/egress.int.test.ts runs the default policy.
     EGRESS_ALLOW: '127.0.0.1/32,::1/128',
+    // Tests check often, to see results quickly.
+    MIN_INTERVAL_SECONDS: '1',
     ...extra,
   };
 }
@@ -179,7 +181,8 @@ export async function registerMonitorsIn(tenantId: string, ...ids: string[]): Pr
   }
 }
 
-export async function produce(topic: string, values: (string | object)[]): Promise<void> {
+/** Produces `values` to `topic` (acks=all), to `partition` when given. */
+export async function produce(topic: string, values: (string | object)[], partition?: number): Promise<void> {
   const kafka = createKafka({
     brokers: testStack().kafkaBrokers.split(','),
     clientId: 'test',
@@ -191,7 +194,7 @@ export async function produce(topic: string, values: (string | object)[]): Promi
     await p.send({
       topic,
       acks: -1,
-      messages: values.map((v) => ({ value: typeof v === 'string' ? v : JSON.stringify(v) })),
+      messages: values.map((v) => ({ value: typeof v === 'string' ? v : JSON.stringify(v), partition })),
     });
   } finally {
     await p.disconnect();

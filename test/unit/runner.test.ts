@@ -7,6 +7,7 @@ import {
   classify,
   decide,
   httpCall,
+  StreamSearch,
   INITIAL_STATE,
   judge,
   nextSlot,
@@ -116,11 +117,12 @@ describe('check runner (unit)', () => {
   });
 
   describe('verdicts', () => {
-    const answer = (statusCode: number, body = 'ok', truncated = false) => ({
+    const answer = (statusCode: number, keywordFound?: boolean, truncated = false) => ({
       statusCode,
       headers: {},
-      body: Buffer.from(body),
+      body: Buffer.alloc(0),
       truncated,
+      keywordFound,
     });
 
     it('matches expected status codes and classes', () => {
@@ -133,13 +135,29 @@ describe('check runner (unit)', () => {
     it('judges status, keyword and slowness', () => {
       expect(judge(settings(), answer(200), 10)).to.deep.equal({ status: 'up', status_code: 200, response_time: 10 });
       expect(judge(settings(), answer(503), 10)).to.include({ status: 'down', error: 'unexpected_status' });
-      expect(judge(settings({ keyword: 'healthy' }), answer(200, 'all healthy'), 5).status).to.equal('up');
-      expect(judge(settings({ keyword: 'healthy' }), answer(200, 'sick'), 5)).to.include({ error: 'keyword_missing' });
-      expect(judge(settings({ keyword: 'healthy' }), answer(200, 'sick', true), 5)).to.include({
+      expect(judge(settings({ keyword: 'healthy' }), answer(200, true), 5).status).to.equal('up');
+      expect(judge(settings({ keyword: 'healthy' }), answer(200, false), 5)).to.include({ error: 'keyword_missing' });
+      expect(judge(settings({ keyword: 'healthy' }), answer(200, false, true), 5)).to.include({
         error: 'body_too_large',
       });
       expect(judge(settings({ degraded_threshold_ms: 100 }), answer(200), 150).status).to.equal('degraded');
       expect(judge(settings({ degraded_threshold_ms: 100 }), answer(200), 50).status).to.equal('up');
+    });
+
+    it('finds a keyword across chunk boundaries while holding no more than the keyword', () => {
+      const chunks = (text: string, size: number): Buffer[] => {
+        const b = Buffer.from(text, 'utf8');
+        return Array.from({ length: Math.ceil(b.length / size) }, (_, i) => b.subarray(i * size, (i + 1) * size));
+      };
+      for (const size of [1, 2, 3, 5, 64]) {
+        const hit = new StreamSearch('nëedle');
+        for (const c of chunks(`${'x'.repeat(100)}nëedle${'y'.repeat(10)}`, size)) hit.push(c);
+        expect(hit.found, `chunks of ${size}`).to.equal(true);
+        const miss = new StreamSearch('nëedle');
+        for (const c of chunks(`${'x'.repeat(100)}nëedl${'y'.repeat(10)}`, size)) miss.push(c);
+        expect(miss.found, `chunks of ${size}`).to.equal(false);
+        expect((miss as unknown as { tail: Buffer }).tail.length).to.be.below(Buffer.byteLength('nëedle'));
+      }
     });
 
     it('names network failures', () => {
@@ -211,6 +229,7 @@ describe('check runner (unit)', () => {
         timeoutMs: 2000,
         maxRedirects: 0,
         maxBodyBytes: 1000,
+        keepBytes: 1000,
         policy,
       });
       expect(JSON.parse(r.body.toString())).to.deep.equal({ method: 'POST', body: '{"a":1}', h: 'v' });

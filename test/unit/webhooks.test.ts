@@ -5,8 +5,8 @@ import { Registry } from 'prom-client';
 import { createValidators, type AlertMessage } from '@telemetry/contract';
 import { EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
-import { WebhookDispatcher } from '../../services/check-runner/src/webhooks.js';
-import { fakeGroupConsumers, silentLogger, until, type FakeGroupConsumer } from './support/fakes.js';
+import { OffsetWatermarks, WebhookDispatcher } from '../../services/check-runner/src/webhooks.js';
+import { fakeBatch, fakeGroupConsumers, settle, silentLogger, until, type FakeGroupConsumer } from './support/fakes.js';
 
 const alert: AlertMessage = {
   id: 'alr_000000000000000000000001',
@@ -28,39 +28,55 @@ const alert: AlertMessage = {
 describe('webhook dispatcher (unit, a local receiver)', () => {
   let server: Server;
   let url: string;
+  let hangingUrl: string;
   let answers: number[];
   const received: IncomingHttpHeaders[] = [];
 
   before(async () => {
     server = createServer((req, res) => {
-      received.push(req.headers);
       req.resume();
+      // /hang never answers: a dead endpoint (another origin, by its host name below).
+      if (req.url === '/hang') return;
+      received.push(req.headers);
       res.statusCode = answers.shift() ?? 200;
       res.end();
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const port = (server.address() as AddressInfo).port;
+    url = `http://127.0.0.1:${port}/hook`;
+    // `localhost` resolves to loopback too, but is another origin: another queue.
+    hangingUrl = `http://localhost:${port}/hang`;
   });
-  after(() => new Promise<void>((r) => server.close(() => r())));
+  after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
   beforeEach(() => {
     received.length = 0;
     answers = [];
   });
 
-  function dispatcher(retryBaseMs: number): { d: WebhookDispatcher; group: FakeGroupConsumer } {
-    const { factory, built } = fakeGroupConsumers();
-    const m: StoredMonitor = {
+  function monitor(id: string, webhooks: string[]): StoredMonitor {
+    return {
       ...DEFAULT_MONITOR,
       tenant_id: 'ten_a',
-      id: 'mon_a',
-      name: 'a',
+      id,
+      name: id,
       url: 'http://a.test/',
-      webhooks: [url],
+      webhooks,
       webhook_secret: 'whsec',
       created_at: '2026-11-22T00:00:00Z',
       updated_at: '2026-11-22T00:00:00Z',
       version: 1,
     };
+  }
+
+  function dispatcher(
+    retryBaseMs: number,
+    monitors: StoredMonitor[] = [monitor('mon_a', [url])],
+  ): { d: WebhookDispatcher; group: FakeGroupConsumer } {
+    const { factory, built } = fakeGroupConsumers();
+    const byId = new Map(monitors.map((m) => [m.id, m]));
     const d = new WebhookDispatcher({
       consumers: factory,
       logger: silentLogger,
@@ -68,52 +84,84 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
       validators: createValidators(),
       topic: 'alerts',
       groupId: 'webhooks',
-      monitors: { get: (id) => (id === 'mon_a' ? m : undefined), reload: () => Promise.resolve() },
+      monitors: { get: (id) => byId.get(id), reload: () => Promise.resolve() },
       userAgent: 'test',
       timeoutMs: 2000,
       maxAttempts: 3,
       retryBaseMs,
+      maxPending: 100,
       // The receiver listens on loopback: allowed here.
-      policy: new EgressPolicy({ allow: ['127.0.0.1/32'] }),
+      policy: new EgressPolicy({ allow: ['127.0.0.1/32', '::1/128'] }),
     });
     return { d, group: built[0]! };
   }
 
-  it('reads the alerts topic as its own group, kafkajs committing each alert after its handler', () => {
+  const commits = (g: FakeGroupConsumer): string[] => g.commits.map((c) => c[0]!.offset);
+
+  it('reads the alerts topic as its own group, committing offsets itself', () => {
     const { group } = dispatcher(1);
     expect(group.spec).to.include({ groupId: 'webhooks', fromBeginning: false });
     expect(group.spec.topics).to.deep.equal(['alerts']);
-    expect('eachMessage' in group.spec).to.equal(true);
-    expect('manualCommit' in group.spec).to.equal(false);
+    expect('eachBatch' in group.spec && group.spec.manualCommit).to.equal(true);
   });
 
-  it('finishes an alert’s handler only after its webhook was delivered (retried on 5xx)', async () => {
+  it('commits an alert only after its webhook was delivered (retried on 5xx)', async () => {
     const { group } = dispatcher(1);
     answers = [503, 200];
-    await group.message('alerts', 0, JSON.stringify(alert));
-    expect(received).to.have.length(2);
+    const b = fakeBatch('alerts', 0, 7, [JSON.stringify(alert)]);
+    await group.batch(b);
+    expect(b.resolved).to.deep.equal(['7']);
+    await until(() => group.commits.length === 1, 'the commit');
     expect(received.map((h) => h['x-telemetry-attempt'])).to.deep.equal(['1', '2']);
     expect(received[1]!['x-telemetry-delivery']).to.equal(alert.id);
+    expect(commits(group)).to.deep.equal(['8']);
   });
 
-  it('fails the handler when stopped during a retry, so the alert is not committed', async () => {
+  it('does not commit an alert whose delivery was cut short by a stop', async () => {
     const { d, group } = dispatcher(60_000);
     answers = [503];
-    let outcome: unknown = 'pending';
-    const handling = group.message('alerts', 0, JSON.stringify(alert)).then(
-      () => (outcome = 'resolved'),
-      (err: unknown) => (outcome = err),
-    );
+    await group.batch(fakeBatch('alerts', 0, 0, [JSON.stringify(alert)]));
     await until(() => received.length === 1, 'the first attempt');
     await d.stop();
-    await handling;
-    expect(String(outcome)).to.contain('stopping during a webhook delivery');
+    await settle();
+    expect(group.commits).to.deep.equal([]);
     expect(group.calls).to.include('stop');
   });
 
   it('skips (and so commits) a message that is not an alert', async () => {
     const { group } = dispatcher(1);
-    await group.message('alerts', 0, '{"not":"an alert"}');
+    await group.batch(fakeBatch('alerts', 0, 3, ['{"not":"an alert"}']));
+    await until(() => group.commits.length === 1, 'the commit');
     expect(received).to.deep.equal([]);
+    expect(commits(group)).to.deep.equal(['4']);
+  });
+
+  it('delivers to a live endpoint while a dead one hangs, and commits only past both', async () => {
+    const { d, group } = dispatcher(1, [monitor('mon_dead', [hangingUrl]), monitor('mon_a', [url])]);
+    const dead = { ...alert, id: 'alr_dead', monitor_id: 'mon_dead' };
+    const started = Date.now();
+    await group.batch(fakeBatch('alerts', 0, 0, [JSON.stringify(dead), JSON.stringify(alert)]));
+    await until(() => received.length === 1, 'the live delivery');
+    expect(Date.now() - started).to.be.below(1000);
+    expect(received[0]!['x-telemetry-delivery']).to.equal(alert.id);
+    // Offset 0 (the dead endpoint's) is unfinished: nothing past it is committed.
+    await settle();
+    expect(group.commits.every((c) => c[0]!.offset === '0')).to.equal(true);
+    await d.stop();
+  });
+});
+
+describe('offset watermarks (in-order commits of out-of-order work)', () => {
+  it('commits up to the oldest unfinished offset', () => {
+    const w = new OffsetWatermarks();
+    for (const o of [10, 11, 12]) w.add('t', 0, o);
+    expect(w.done('t', 0, 11)).to.equal(10);
+    expect(w.done('t', 0, 10)).to.equal(12);
+    expect(w.size()).to.equal(1);
+    expect(w.done('t', 0, 12)).to.equal(13);
+    expect(w.done('t', 1, 5)).to.equal(undefined);
+    w.add('t', 0, 13);
+    w.clear();
+    expect([w.size(), w.done('t', 0, 13)]).to.deep.equal([0, undefined]);
   });
 });

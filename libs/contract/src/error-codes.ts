@@ -36,6 +36,11 @@ export const ERROR_CODES = {
   // 403: we know you, and no
   INSUFFICIENT_SCOPE: { status: 403, description: 'The API key lacks the scope this route needs.' },
   MONITOR_NOT_ALLOWED: { status: 403, description: 'The API key is limited to other monitors.' },
+  QUOTA_EXCEEDED: {
+    status: 403,
+    description:
+      'The tenant has as many monitors as its quota allows (`details.quota`); delete one, or ask the operator to raise it.',
+  },
   ORIGIN_NOT_ALLOWED: {
     status: 403,
     description: "The request's `Origin` is not in the access key's allowed origins.",

@@ -18,3 +18,4 @@ export * from './run-main.js';
 export * from './secret-box.js';
 export * from './egress.js';
 export * from './slots.js';
+export * from './keyed-queue.js';

@@ -438,6 +438,16 @@ export function currentMonitorIdsSql(database: string, ids?: readonly string[]):
     HAVING argMax(deleted, version) = 0`;
 }
 
+/** How many current monitors `tenantId` has (column n; for a reader, no FORMAT). */
+export function tenantMonitorCountSql(database: string, tenantId: string): string {
+  return `SELECT count() AS n FROM (
+      SELECT id FROM ${tableIn(database, 'registry', 'monitors')}
+      WHERE tenant_id = ${sqlString(tenantId)}
+      GROUP BY id
+      HAVING argMax(deleted, version) = 0
+    )`;
+}
+
 /**
  * The partition of the monitor-changes topic that carries `id`'s changes, and so the
  * check runner that owns it. The query service produces with it and runners read it.

@@ -67,6 +67,13 @@ export const runnerSpec = {
   webhookGroupId: v.str('WEBHOOK_GROUP_ID', 'telemetry-webhooks', 'Kafka consumer group that delivers webhooks'),
   webhookTimeoutMs: v.int('WEBHOOK_TIMEOUT_MS', 5000, 'one webhook attempt fails after this long', 100, 60_000),
   webhookMaxAttempts: v.int('WEBHOOK_MAX_ATTEMPTS', 6, 'attempts per webhook before it is given up', 1, 20),
+  webhookMaxPending: v.int(
+    'WEBHOOK_MAX_PENDING',
+    10_000,
+    'alerts read whose webhooks are not all delivered or given up; reading the alerts waits beyond this',
+    1,
+    1_000_000,
+  ),
   webhookRetryBaseMs: v.int(
     'WEBHOOK_RETRY_BASE_MS',
     1000,

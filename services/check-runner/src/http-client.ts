@@ -11,8 +11,12 @@ export interface HttpCall {
   timeoutMs: number;
   /** Redirects followed (0: a 3xx is the answer). */
   maxRedirects: number;
-  /** Bytes of the response body kept; the rest is not read. */
+  /** Bytes of the response body read at most; the rest is not read. */
   maxBodyBytes: number;
+  /** Searched for in the body as it streams by (nothing of the body is held for it). */
+  keyword?: string | null;
+  /** Bytes of the start of the body kept in the answer (default 0: none). */
+  keepBytes?: number;
   signal?: AbortSignal;
   /** Judges the address of every connection, redirect hops included. */
   policy: EgressPolicy;
@@ -26,10 +30,43 @@ export const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorizati
 export interface HttpAnswer {
   statusCode: number;
   headers: IncomingHttpHeaders;
-  /** The first maxBodyBytes of the body. */
+  /** The first keepBytes of the body. */
   body: Buffer;
-  /** The body was longer than maxBodyBytes. */
+  /** The body was longer than maxBodyBytes (the rest was not read). */
   truncated: boolean;
+  /** Whether the keyword was in the part read (undefined: no keyword asked). */
+  keywordFound?: boolean;
+}
+
+/**
+ * Looks for a byte string in a stream of chunks while holding none of them: only the
+ * last (needle length - 1) bytes are kept, for a match that spans two chunks. A
+ * response of any size costs a check at most one chunk plus the keyword in memory.
+ */
+export class StreamSearch {
+  private readonly needle: Buffer;
+  private tail: Buffer = Buffer.alloc(0);
+  found = false;
+
+  constructor(needle: string) {
+    this.needle = Buffer.from(needle, 'utf8');
+  }
+
+  push(chunk: Buffer): void {
+    if (this.found || this.needle.length === 0) {
+      this.found = true;
+      return;
+    }
+    const hay = this.tail.length > 0 ? Buffer.concat([this.tail, chunk]) : chunk;
+    if (hay.indexOf(this.needle) >= 0) {
+      this.found = true;
+      this.tail = Buffer.alloc(0);
+      return;
+    }
+    const keep = Math.min(hay.length, this.needle.length - 1);
+    // A copy: a view would keep the whole chunk alive.
+    this.tail = Buffer.from(hay.subarray(hay.length - keep));
+  }
 }
 
 export class HttpCallError extends Error {
@@ -87,7 +124,7 @@ async function follow(call: HttpCall, signal: AbortSignal, timedOut: () => boole
   for (let hop = 0; ; hop++) {
     let answer: HttpAnswer;
     try {
-      answer = await once(url, method, headers, body, call.maxBodyBytes, signal, call.policy);
+      answer = await once(url, method, headers, body, call, signal);
     } catch (err) {
       const kind = classify(err, timedOut());
       throw new HttpCallError(kind, kind === 'timeout' ? `no answer within ${call.timeoutMs} ms` : String(err));
@@ -125,10 +162,11 @@ function once(
   method: string,
   headers: Record<string, string>,
   body: string | undefined,
-  maxBodyBytes: number,
+  call: HttpCall,
   signal: AbortSignal,
-  policy: EgressPolicy,
 ): Promise<HttpAnswer> {
+  const { policy, maxBodyBytes } = call;
+  const keepBytes = Math.min(call.keepBytes ?? 0, maxBodyBytes);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const port = portOf(url);
   // An IP literal never reaches a lookup: judge it here, before anything is sent.
@@ -150,20 +188,31 @@ function once(
         },
       },
       (res) => {
-        const chunks: Buffer[] = [];
+        // The body streams through: only its first keepBytes and the keyword search's
+        // window stay in memory, however large it is.
+        const kept: Buffer[] = [];
+        let keptSize = 0;
         let size = 0;
+        const search = call.keyword ? new StreamSearch(call.keyword) : undefined;
         const finish = (truncated: boolean): void => {
           resolve({
             statusCode: res.statusCode ?? 0,
             headers: res.headers,
-            body: Buffer.concat(chunks).subarray(0, maxBodyBytes),
+            body: Buffer.concat(kept),
             truncated,
+            ...(search ? { keywordFound: search.found } : {}),
           });
         };
         res.on('data', (c: Buffer) => {
           if (size >= maxBodyBytes) return;
-          chunks.push(c);
-          size += c.length;
+          const part = size + c.length > maxBodyBytes ? c.subarray(0, maxBodyBytes - size) : c;
+          size += part.length;
+          if (keptSize < keepBytes) {
+            const k = Buffer.from(part.subarray(0, keepBytes - keptSize));
+            kept.push(k);
+            keptSize += k.length;
+          }
+          search?.push(part);
           if (size >= maxBodyBytes) {
             finish(true);
             res.destroy();

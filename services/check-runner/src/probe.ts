@@ -29,7 +29,7 @@ export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: numb
   if (!statusExpected(answer.statusCode, m.expected_status_codes)) {
     return { ...base, status: 'down', error: 'unexpected_status' };
   }
-  if (m.keyword !== null && !answer.body.toString('utf8').includes(m.keyword)) {
+  if (m.keyword !== null && answer.keywordFound !== true) {
     return { ...base, status: 'down', error: answer.truncated ? 'body_too_large' : 'keyword_missing' };
   }
   if (m.degraded_threshold_ms !== null && responseTime > m.degraded_threshold_ms) {
@@ -67,6 +67,8 @@ export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<Prob
       timeoutMs: m.timeout_ms,
       maxRedirects: m.follow_redirects ? 5 : 0,
       maxBodyBytes: m.method === 'HEAD' ? 1 : ctx.maxBodyBytes,
+      // Searched as the body streams: no check holds its response in memory.
+      keyword: m.keyword,
       signal: ctx.signal,
       policy: ctx.policy,
       // Every header value of a monitor is a secret (docs/api.md, "Secrets").

@@ -104,6 +104,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     timeoutMs: config.webhookTimeoutMs,
     maxAttempts: config.webhookMaxAttempts,
     retryBaseMs: config.webhookRetryBaseMs,
+    maxPending: config.webhookMaxPending,
     policy,
   });
 

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { AlertMessage, Validators } from '@telemetry/contract';
-import { counter, OnGroupConsumer } from '@telemetry/platform';
-import type { GroupConsumer, GroupConsumerFactory, GroupMessage, Logger } from '@telemetry/platform';
+import { counter, KeyedQueue, OnGroupConsumer } from '@telemetry/platform';
+import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
 import { httpCall, HttpCallError } from './http-client.js';
 import type { EgressPolicy } from '@telemetry/platform';
@@ -36,15 +36,77 @@ export interface DispatcherDeps {
   timeoutMs: number;
   maxAttempts: number;
   retryBaseMs: number;
+  /** Alerts read but not yet delivered or given up; reading waits beyond this. */
+  maxPending: number;
   /** The egress policy every delivery's connection is judged by. */
   policy: EgressPolicy;
 }
 
 /**
+ * Which offsets of each partition are still being worked on, so that work finished out
+ * of order is committed in order: the committable offset of a partition is its oldest
+ * unfinished message, or the one after the newest seen when none is unfinished.
+ */
+export class OffsetWatermarks {
+  private readonly parts = new Map<string, { pending: number[]; next: number }>();
+
+  private static key(topic: string, partition: number): string {
+    return `${topic}\u0000${partition}`;
+  }
+
+  add(topic: string, partition: number, offset: number): void {
+    const k = OffsetWatermarks.key(topic, partition);
+    const p = this.parts.get(k) ?? { pending: [], next: offset };
+    p.pending.push(offset); // offsets arrive in ascending order per partition
+    p.next = offset + 1;
+    this.parts.set(k, p);
+  }
+
+  /** Marks `offset` finished; the partition's committable offset (undefined: a partition no longer tracked). */
+  done(topic: string, partition: number, offset: number): number | undefined {
+    const p = this.parts.get(OffsetWatermarks.key(topic, partition));
+    if (!p) return undefined;
+    const i = p.pending.indexOf(offset);
+    if (i >= 0) p.pending.splice(i, 1);
+    return p.pending[0] ?? p.next;
+  }
+
+  /** Unfinished messages over every partition. */
+  size(): number {
+    let n = 0;
+    for (const p of this.parts.values()) n += p.pending.length;
+    return n;
+  }
+
+  /** The partitions were taken away: whoever gets them resumes from the last commit. */
+  clear(): void {
+    this.parts.clear();
+  }
+}
+
+/** A promise and the function that resolves it. */
+function latch(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** A webhook's endpoint: deliveries to one endpoint wait for each other, never for another's. */
+export function endpointOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+/**
  * Delivers each alert to its monitor's webhooks. It reads the alerts topic as its own
- * consumer group and commits an alert only after every webhook of it was delivered or
- * given up (WEBHOOK_MAX_ATTEMPTS attempts with doubling waits), so a runner that dies
- * mid-delivery leaves the alert to be delivered again: at least once, de-duplicate on
+ * consumer group. Deliveries queue per endpoint (origin): one endpoint's deliveries go in
+ * order, one at a time, retried with doubling waits (WEBHOOK_MAX_ATTEMPTS), and a dead
+ * endpoint delays only its own. Offsets are committed in order, up to the oldest alert
+ * whose webhooks are not all delivered or given up, so a runner that dies mid-delivery
+ * leaves the alert to be delivered again: at least once, de-duplicate on
  * `X-Telemetry-Delivery` (the alert id).
  */
 export class WebhookDispatcher extends OnGroupConsumer {
@@ -54,6 +116,12 @@ export class WebhookDispatcher extends OnGroupConsumer {
   /** Cuts retry waits short when the runner stops. */
   private readonly stopped = new AbortController();
   private readonly deliveries: Counter<'outcome'>;
+  private readonly watermarks = new OffsetWatermarks();
+  private readonly queues = new KeyedQueue();
+  /** Commits run one at a time, so a later offset is never overtaken by an earlier one. */
+  private committing: Promise<void> = Promise.resolve();
+  /** Resolved when an alert finishes (reading waits on it while maxPending are pending). */
+  private finished = latch();
 
   constructor(private readonly deps: DispatcherDeps) {
     super();
@@ -61,17 +129,24 @@ export class WebhookDispatcher extends OnGroupConsumer {
     this.deliveries = counter(deps.registry, 'runner_webhook_deliveries_total', 'Webhook delivery attempts', [
       'outcome',
     ]);
+    const watermarks = this.watermarks;
+    new Gauge({
+      name: 'runner_webhook_alerts_pending',
+      help: 'Alerts read whose webhooks are not all delivered or given up',
+      registers: [deps.registry],
+      collect(this: Gauge) {
+        this.set(watermarks.size());
+      },
+    });
     this.consumer = deps.consumers({
       name: 'webhooks-group-consumer',
       groupId: deps.groupId,
       topics: [deps.topic],
       fromBeginning: false,
       consumer: { sessionTimeout: 30_000, heartbeatInterval: 3000, allowAutoTopicCreation: false },
-      partitionsConsumedConcurrently: 4,
-      // kafkajs commits an alert once this resolves: after every webhook of it was
-      // delivered or given up. It throws when stopping, so the alert stays uncommitted.
-      eachMessage: (payload) => this.eachMessage(payload),
-      // A delivery heartbeats every 3 s while it waits: a session without one is a stall.
+      manualCommit: true,
+      eachBatch: (batch) => this.eachBatch(batch),
+      onRevoked: () => this.watermarks.clear(),
       stallAfterMs: 30_000,
       // kafkajs restarts it after retriable errors (a broker still loading its groups).
       crashMessage: 'webhook consumer crashed',
@@ -81,29 +156,58 @@ export class WebhookDispatcher extends OnGroupConsumer {
   async stop(): Promise<void> {
     this.stopping = true;
     this.stopped.abort();
+    this.finished.resolve();
     await this.consumer.stop();
   }
 
-  private async eachMessage(payload: GroupMessage): Promise<void> {
-    const { message } = payload;
+  /** Hands every alert of the batch to the endpoint queues without waiting for deliveries. */
+  private async eachBatch(b: GroupBatch): Promise<void> {
+    const { topic, partition } = b.batch;
+    for (const message of b.batch.messages) {
+      while (this.watermarks.size() >= this.deps.maxPending && b.isRunning() && !this.stopping) {
+        await Promise.race([this.finished.promise, sleep(3000)]);
+        await b.heartbeat();
+      }
+      if (!b.isRunning() || b.isStale() || this.stopping) return;
+      const offset = Number(message.offset);
+      this.watermarks.add(topic, partition, offset);
+      b.resolveOffset(message.offset);
+      void this.handle(message.value).then(
+        () => this.finish(topic, partition, offset),
+        // Stopping: not committed, so whoever reads the alerts next delivers it again.
+        () => undefined,
+      );
+    }
+  }
+
+  private finish(topic: string, partition: number, offset: number): void {
+    const next = this.watermarks.done(topic, partition, offset);
+    this.finished.resolve();
+    this.finished = latch();
+    if (next === undefined || this.stopping) return;
+    this.committing = this.committing.then(() =>
+      this.consumer.commitOffsets([{ topic, partition, offset: String(next) }]).catch((err: unknown) => {
+        // A rebalance took the partition: its new owner resumes from the last commit.
+        this.deps.logger.debug('webhook offset not committed', { topic, partition, err: String(err) });
+      }),
+    );
+  }
+
+  private async handle(value: Buffer | null): Promise<void> {
     let alert: unknown;
     try {
-      alert = JSON.parse(message.value?.toString('utf8') ?? 'null');
+      alert = JSON.parse(value?.toString('utf8') ?? 'null');
     } catch {
       alert = undefined;
     }
     if (!this.deps.validators.alertMessage(alert)) {
-      this.deps.logger.warn('alert message skipped: invalid', { offset: message.offset });
+      this.deps.logger.warn('alert message skipped: invalid');
       return;
     }
-    const beat = setInterval(() => void payload.heartbeat().catch(() => undefined), 3000);
-    try {
-      await this.dispatch(alert);
-    } finally {
-      clearInterval(beat);
-    }
+    await this.dispatch(alert);
   }
 
+  /** Delivers `alert` to every webhook of its monitor, each through its endpoint's queue. */
   async dispatch(alert: AlertMessage): Promise<void> {
     let m = this.deps.monitors.get(alert.monitor_id);
     if (!m) {
@@ -112,7 +216,9 @@ export class WebhookDispatcher extends OnGroupConsumer {
     }
     if (!m || m.webhooks.length === 0) return;
     const secret = m.webhook_secret;
-    await Promise.all(m.webhooks.map((url) => this.deliver(url, secret, alert)));
+    await Promise.all(
+      m.webhooks.map((url) => this.queues.run(endpointOf(url), () => this.deliver(url, secret, alert))),
+    );
   }
 
   private async deliver(url: string, secret: string, alert: AlertMessage): Promise<void> {

@@ -19,7 +19,7 @@ import { requireMonitor, type MonitorDirectory } from './monitor-directory.js';
 import { monitorRoutes, type ChangeNotifier } from './monitors.route.js';
 import { exportRoute } from './export.route.js';
 import { summaryRoute } from './summary.route.js';
-import type { QueryConfig } from './config.js';
+import { monitorQuotaOf, type QueryConfig } from './config.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -62,6 +62,8 @@ export function createQueryApp(deps: QueryDeps): Express {
     queryTimeoutMs: deps.config.queryTimeoutMs,
     auth: { read: bearer(deps.keys, 'monitors:read'), write: bearer(deps.keys, 'monitors:write') },
     known,
+    quotaOf: monitorQuotaOf(deps.config),
+    minIntervalSeconds: deps.config.minIntervalSeconds,
   });
   app.get(
     '/api/monitors/:id/incidents',

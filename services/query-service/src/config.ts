@@ -34,6 +34,26 @@ export const querySpec = {
     500,
     600_000,
   ),
+  monitorsPerTenant: v.int(
+    'MONITORS_PER_TENANT',
+    1000,
+    'monitors a tenant may have (MONITOR_QUOTAS overrides it per tenant); one more answers 403 QUOTA_EXCEEDED',
+    1,
+    1_000_000,
+  ),
+  monitorQuotas: v.str(
+    'MONITOR_QUOTAS',
+    '',
+    'per-tenant monitor quotas, comma-separated tenant=count (e.g. ten_acme=5000,ten_trial=10)',
+    /^$|^[A-Za-z0-9_-]{1,64}=\d{1,7}(,[A-Za-z0-9_-]{1,64}=\d{1,7})*$/,
+  ),
+  minIntervalSeconds: v.int(
+    'MIN_INTERVAL_SECONDS',
+    10,
+    'shortest interval_seconds a monitor may be created or changed to (existing monitors keep theirs)',
+    1,
+    86_400,
+  ),
   ...httpSpec(8082),
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),
   maxQueriesInFlight: v.int(
@@ -81,4 +101,20 @@ export type QueryConfig = ConfigOf<typeof querySpec>;
 
 export function loadQueryConfig(env: Env): QueryConfig {
   return loadConfig(querySpec, env);
+}
+
+/** The monitor quota of each tenant: MONITOR_QUOTAS, else MONITORS_PER_TENANT. */
+export function monitorQuotaOf(
+  config: Pick<QueryConfig, 'monitorQuotas' | 'monitorsPerTenant'>,
+): (tenantId: string) => number {
+  const quotas = new Map(
+    config.monitorQuotas
+      .split(',')
+      .filter((p) => p !== '')
+      .map((p) => {
+        const [tenant, n] = p.split('=');
+        return [tenant!, Number(n)] as const;
+      }),
+  );
+  return (tenantId) => quotas.get(tenantId) ?? config.monitorsPerTenant;
 }

@@ -11,6 +11,7 @@ import {
 } from '@telemetry/contract';
 import {
   AppError,
+  KeyedQueue,
   cursorParam,
   encodeCursor,
   limitParam,
@@ -27,6 +28,7 @@ import {
   deniedTargets,
   lastAlertsSql,
   lastChecksSql,
+  tenantMonitorCountSql,
   monitorProblems,
   newMonitorId,
   newWebhookSecret,
@@ -61,6 +63,10 @@ export interface MonitorRoutesDeps {
   auth: { read: RequestHandler; write: RequestHandler };
   /** Middleware answering 404 for a monitor id outside the key's tenant (and 403 outside its list). */
   known: RequestHandler;
+  /** Monitors a tenant may have. */
+  quotaOf: (tenantId: string) => number;
+  /** Shortest interval a monitor may be given (MIN_INTERVAL_SECONDS). */
+  minIntervalSeconds: number;
 }
 
 /** A monitor's ETag: its version, quoted. */
@@ -81,26 +87,6 @@ function checkIfMatch(req: Request, current: StoredMonitor): void {
       'PRECONDITION_FAILED',
       `the monitor is at version ${etagOf(current.version)}, not ${header.trim()}; read it again and retry`,
     );
-  }
-}
-
-/**
- * Runs the changes of one monitor one after another in this process, so that two
- * requests with the same If-Match cannot both pass it here. (Across replicas the check
- * and the write are not one step: docs/api.md says so.)
- */
-class PerMonitorQueue {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  run<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.tails.get(id) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.tails.set(id, tail);
-    void tail.then(() => {
-      if (this.tails.get(id) === tail) this.tails.delete(id);
-    });
-    return next;
   }
 }
 
@@ -188,7 +174,14 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     if (!m) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
     return m;
   };
-  const queue = new PerMonitorQueue();
+  // The changes of one monitor run one after another in this process, so that two
+  // requests with the same If-Match cannot both pass it here. (Across replicas the check
+  // and the write are not one step: docs/api.md says so.)
+  const queue = new KeyedQueue();
+  const intervalProblems = (interval: number): { path: string; message: string }[] =>
+    interval < deps.minIntervalSeconds
+      ? [{ path: '/interval_seconds', message: `must be at least ${deps.minIntervalSeconds} (MIN_INTERVAL_SECONDS)` }]
+      : [];
 
   app.post('/api/monitors', deps.auth.write, async (req, res) => {
     rejectUnknown(req, new Set());
@@ -199,12 +192,29 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     if (!deps.validators.monitorCreate(body)) throw invalid(describeErrors(deps.validators.monitorCreate.errors));
     const create: MonitorCreate = body;
     const settings = createSettings(create);
-    const problems = monitorProblems(settings);
+    const problems = [...intervalProblems(settings.interval_seconds), ...monitorProblems(settings)];
     if (problems.length > 0) throw invalid(problems);
     refuseDeniedTargets(settings, deps.policy);
+    const tenantId = tenantOf(res);
+    const quota = deps.quotaOf(tenantId);
+    const count = await storeCall(req, 'monitor count', async () =>
+      Number(
+        (
+          await deps.reader.query<{ n: number | string }>(
+            tenantMonitorCountSql(deps.database, tenantId),
+            AbortSignal.timeout(deps.queryTimeoutMs),
+          )
+        ).data[0]?.n ?? 0,
+      ),
+    );
+    // Two creates at the same moment may both pass: the quota holds to within the
+    // requests in flight, which is what it is for (no tenant runs away with the runners).
+    if (count >= quota) {
+      throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} monitors and has ${count}`, { quota });
+    }
     const now = nowIso();
     const m = {
-      tenant_id: tenantOf(res),
+      tenant_id: tenantId,
       id: newMonitorId(),
       ...settings,
       webhook_secret: create.webhook_secret ?? newWebhookSecret(),
@@ -258,7 +268,10 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       checkIfMatch(req, current);
       const patch: MonitorPatch = unmaskPatch(current, body);
       const settings = patchSettings(current, patch);
-      const problems = monitorProblems(settings);
+      const problems = [
+        ...(patch.interval_seconds !== undefined ? intervalProblems(settings.interval_seconds) : []),
+        ...monitorProblems(settings),
+      ];
       if (problems.length > 0) throw invalid(problems);
       refuseDeniedTargets(settings, deps.policy);
       const next = {

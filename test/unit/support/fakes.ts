@@ -127,6 +127,12 @@ export class FakeGroupConsumer implements GroupConsumer {
     this.spec.onAssigned?.(assignment);
   }
 
+  /** Hands a batch to an eachBatch user. */
+  batch(b: GroupBatch): Promise<void> {
+    if (!('eachBatch' in this.spec)) throw new Error('not an eachBatch consumer');
+    return this.spec.eachBatch(b);
+  }
+
   /** Hands one message to an eachMessage user. */
   message(topic: string, partition: number, value: string | null, offset = '0'): Promise<void> {
     if (!('eachMessage' in this.spec)) throw new Error('not an eachMessage consumer');
