@@ -82,6 +82,7 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
         { 'Retry-After': String(EXPORT_RETRY_AFTER_S) },
       );
     }
+    // Every response ends in 'close' (finished, failed or cut off): the one release.
     res.on('close', slot.release);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), deps.exportTimeoutMs);
@@ -100,7 +101,6 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
       });
     } catch (err) {
       clearTimeout(timer);
-      slot.release();
       deps.logger.warn('export query failed', { request_id: req.id, err: String(err) });
       throw new StoreUnavailableError();
     }
@@ -136,7 +136,6 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
       res.destroy();
     } finally {
       clearTimeout(timer);
-      slot.release();
     }
   };
 }
