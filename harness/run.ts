@@ -130,6 +130,7 @@ export function pipelineTopics(prefix: string) {
     checks: `${prefix}.checks`,
     deadLetter: `${prefix}.dead-letter`,
     alerts: `${prefix}.alerts`,
+    webhookDeliveries: `${prefix}.webhook-deliveries`,
     monitorChanges: `${prefix}.monitor-changes`,
   };
   const env = {
@@ -137,6 +138,7 @@ export function pipelineTopics(prefix: string) {
     CHECKS_TOPIC: topics.checks,
     DEAD_LETTER_TOPIC: topics.deadLetter,
     ALERTS_TOPIC: topics.alerts,
+    WEBHOOK_DELIVERIES_TOPIC: topics.webhookDeliveries,
     MONITOR_CHANGES_TOPIC: topics.monitorChanges,
   };
   return { topics, list: Object.values(topics), env };

@@ -25,6 +25,7 @@ export async function mochaGlobalSetup(): Promise<void> {
     TEST_CHECKS_TOPIC: `test.${run}.checks`,
     TEST_DEAD_LETTER_TOPIC: `test.${run}.dead-letter`,
     TEST_ALERTS_TOPIC: `test.${run}.alerts`,
+    TEST_WEBHOOK_DELIVERIES_TOPIC: `test.${run}.webhook-deliveries`,
     TEST_MONITOR_CHANGES_TOPIC: `test.${run}.monitor-changes`,
   };
   const users = await provision(stack, {
@@ -34,6 +35,7 @@ export async function mochaGlobalSetup(): Promise<void> {
       names.TEST_CHECKS_TOPIC,
       names.TEST_DEAD_LETTER_TOPIC,
       names.TEST_ALERTS_TOPIC,
+      names.TEST_WEBHOOK_DELIVERIES_TOPIC,
       names.TEST_MONITOR_CHANGES_TOPIC,
     ],
     partitions: 4,

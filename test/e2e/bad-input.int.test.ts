@@ -647,6 +647,9 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     mon('checks:read key', 'GET', '/api/monitors/m1/incidents', undefined, 403, 'INSUFFICIENT_SCOPE', {
       authorization: 'Bearer @api',
     }),
+    mon('checks:read key', 'GET', '/api/monitors/m1/webhook-deliveries', undefined, 403, 'INSUFFICIENT_SCOPE', {
+      authorization: 'Bearer @api',
+    }),
     mon(
       'monitor outside the key’s list',
       'PATCH',
@@ -692,6 +695,14 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       'MONITOR_NOT_FOUND',
     ),
     mon('another tenant’s monitor', 'GET', `/api/monitors/${FOREIGN}/incidents`, undefined, 404, 'MONITOR_NOT_FOUND'),
+    mon(
+      'another tenant’s monitor',
+      'GET',
+      `/api/monitors/${FOREIGN}/webhook-deliveries`,
+      undefined,
+      404,
+      'MONITOR_NOT_FOUND',
+    ),
     mon('stale If-Match', 'PATCH', '/api/monitors/m1', { paused: true }, 412, 'PRECONDITION_FAILED', {
       'if-match': '"1"',
     }),
@@ -943,6 +954,28 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       400,
       'INVALID_PARAMETER',
     ),
+    ...[
+      'since=2026-01-01',
+      'limit=0',
+      'limit=1001',
+      'status=retried',
+      'status=delivered&status=failed',
+      `status=${encodeURIComponent("failed' OR 1=1 --")}`,
+      `alert_id=${encodeURIComponent("x' OR '1'='1")}`,
+      `alert_id=${'a'.repeat(129)}`,
+      'cursor=not-a-cursor',
+      `cursor=${Buffer.from(JSON.stringify([1, "x' OR 1=1"])).toString('base64url')}`,
+      `cursor=${Buffer.from(JSON.stringify([-1, 'x'])).toString('base64url')}`,
+    ].map((qs) =>
+      mon(
+        `deliveries ${qs.slice(0, 40)}`,
+        'GET',
+        `/api/monitors/m1/webhook-deliveries?${qs}`,
+        undefined,
+        400,
+        'INVALID_PARAMETER',
+      ),
+    ),
     // --- monitor registry: ids in the path
     ...[
       "x' OR '1'='1",
@@ -986,12 +1019,21 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         400,
         'INVALID_PARAMETER',
       ),
+      mon(
+        `id ${decodeURIComponent(id).slice(0, 30)}`,
+        'GET',
+        `/api/monitors/${pathPart(id)}/webhook-deliveries`,
+        undefined,
+        400,
+        'INVALID_PARAMETER',
+      ),
     ]),
     // --- monitor registry: unknown monitors
     mon('unknown monitor', 'GET', `/api/monitors/${missing}`, undefined, 404, 'MONITOR_NOT_FOUND'),
     mon('unknown monitor', 'PATCH', `/api/monitors/${missing}`, { paused: false }, 404, 'MONITOR_NOT_FOUND'),
     mon('unknown monitor', 'DELETE', `/api/monitors/${missing}`, undefined, 404, 'MONITOR_NOT_FOUND'),
     mon('unknown monitor', 'GET', `/api/monitors/${missing}/incidents`, undefined, 404, 'MONITOR_NOT_FOUND'),
+    mon('unknown monitor', 'GET', `/api/monitors/${missing}/webhook-deliveries`, undefined, 404, 'MONITOR_NOT_FOUND'),
     mon(
       'unknown monitor, status=open',
       'GET',
@@ -1011,6 +1053,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     mon('PUT on the collection', 'PUT', '/api/monitors', [good()], 405, 'METHOD_NOT_ALLOWED'),
     mon('POST on incidents', 'POST', '/api/monitors/m1/incidents', {}, 405, 'METHOD_NOT_ALLOWED'),
     mon('DELETE on incidents', 'DELETE', '/api/monitors/m1/incidents', undefined, 405, 'METHOD_NOT_ALLOWED'),
+    mon('POST on webhook deliveries', 'POST', '/api/monitors/m1/webhook-deliveries', {}, 405, 'METHOD_NOT_ALLOWED'),
   ];
 
   it('answers every hostile request with its documented status and code, and never a 5xx', async () => {

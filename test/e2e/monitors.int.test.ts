@@ -1,6 +1,13 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
-import type { AlertMessage, Check, Incident, Monitor } from '@telemetry/contract';
+import {
+  createValidators,
+  type AlertMessage,
+  type Check,
+  type Incident,
+  type Monitor,
+  type WebhookDelivery,
+} from '@telemetry/contract';
 import {
   collectTopic,
   eventually,
@@ -157,7 +164,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     expect([denied.status, denied.body.code]).to.deep.equal([403, 'INSUFFICIENT_SCOPE']);
 
     expect((await api('DELETE', `/api/monitors/${second.id}`)).status).to.equal(200);
-    for (const path of ['', '/checks', '/checks/summary', '/checks/export', '/incidents']) {
+    for (const path of ['', '/checks', '/checks/summary', '/checks/export', '/incidents', '/webhook-deliveries']) {
       for (const id of [second.id, 'mon_0000000000000000']) {
         const r = await fetch(`${query.url}/api/monitors/${id}${path}`, {
           headers: { authorization: `Bearer ${key}` },
@@ -252,6 +259,61 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
       'monitor.down',
       'monitor.up',
     ]);
+  });
+
+  it('lists every webhook delivery attempt, newest first, paged and filtered, without the URL’s query', async () => {
+    const v = createValidators();
+    target.set('/deliveries', 'error');
+    hooks.set('/retried', 'error');
+    const m = await create({
+      name: 'Delivery log',
+      url: target.url('/deliveries'),
+      interval_seconds: 1,
+      timeout_ms: 500,
+      failure_threshold: 1,
+      webhooks: [`${hooks.url('/retried')}?token=s3cret`],
+    });
+    // The first attempt gets a 500; the endpoint then recovers, so a retry succeeds.
+    const first = await eventually('the first delivery attempt', () => hooks.requests('/retried')[0], 30_000);
+    hooks.set('/retried', 'ok');
+    const alertId = String(first.headers['x-telemetry-delivery']);
+    const path = `/api/monitors/${m.id}/webhook-deliveries`;
+    const log = await eventually('the delivered attempt listed', async () => {
+      const r = await api<WebhookDelivery[]>('GET', `${path}?alert_id=${alertId}`, undefined, { key: readOnly });
+      return r.body.data[0]?.status === 'delivered' ? r.body.data : undefined;
+    });
+    for (const d of log) expect(v.webhookDelivery(d), JSON.stringify(v.webhookDelivery.errors)).to.equal(true);
+    // Newest first: the delivery, then every 500 before it, one entry per attempt.
+    const n = log.length;
+    expect(n).to.be.at.least(2);
+    expect(log.map((d) => d.attempt)).to.deep.equal(Array.from({ length: n }, (_, i) => n - i));
+    expect(log[0]).to.include({ status: 'delivered', status_code: 200, error: null, alert_type: 'monitor.down' });
+    for (const d of log.slice(1)) expect(d).to.include({ status: 'retrying', status_code: 500, error: null });
+    expect(
+      log.every((d) => d.monitor_id === m.id && d.alert_id === alertId && d.url === hooks.url('/retried')),
+    ).to.equal(true);
+    expect(log.every((d) => d.duration_ms >= 0)).to.equal(true);
+    expect(JSON.stringify(log)).not.to.include('s3cret');
+    // The headers the receiver saw agree with the log.
+    expect(hooks.requests('/retried').map((r) => Number(r.headers['x-telemetry-attempt']))).to.include.members(
+      log.map((d) => d.attempt),
+    );
+
+    // Pages of one, following next_cursor, give the same attempts in the same order.
+    const paged: WebhookDelivery[] = [];
+    let cursor: string | null | undefined;
+    do {
+      const qs = `alert_id=${alertId}&limit=1${cursor ? `&cursor=${cursor}` : ''}`;
+      const r = await api<WebhookDelivery[]>('GET', `${path}?${qs}`);
+      expect(r.status).to.equal(200);
+      paged.push(...r.body.data);
+      cursor = r.body.next_cursor;
+      if (cursor) expect(r.headers.get('link')).to.include('rel="next"');
+    } while (cursor);
+    expect(paged.map((d) => d.id)).to.deep.equal(log.map((d) => d.id));
+    const delivered = await api<WebhookDelivery[]>('GET', `${path}?status=delivered&alert_id=${alertId}`);
+    expect(delivered.body.data.map((d) => d.id)).to.deep.equal([log[0]!.id]);
+    await api('PATCH', `/api/monitors/${m.id}`, { paused: true });
   });
 
   it('hands a down monitor over on SIGTERM without alerting again for the open incident', async () => {

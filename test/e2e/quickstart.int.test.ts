@@ -39,6 +39,7 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
         CHECKS_TOPIC: `${s.checksTopic}.quickstart`,
         DEAD_LETTER_TOPIC: `${s.deadLetterTopic}.quickstart`,
         ALERTS_TOPIC: `${s.alertsTopic}.quickstart`,
+        WEBHOOK_DELIVERIES_TOPIC: `${s.webhookDeliveriesTopic}.quickstart`,
         MONITOR_CHANGES_TOPIC: `${s.monitorChangesTopic}.quickstart`,
         TOPIC_PARTITIONS: '2',
         GATEWAY_PORT: String(gw),

@@ -301,11 +301,16 @@ describe('tenants (real Kafka and ClickHouse)', function () {
         ],
       },
       consumer: {
-        allowed: [read(t('data', 'events')), write(t('data', 'checks'))],
+        allowed: [read(t('data', 'events')), write(t('data', 'checks')), write(t('data', 'webhook_deliveries'))],
         refused: [read(t('keys', 'access_keys')), read(t('registry', 'monitors')), read(t('keys', 'tenants'))],
       },
       query: {
-        allowed: [read(t('data', 'checks')), read(t('registry', 'monitors')), read(t('keys', 'access_keys'))],
+        allowed: [
+          read(t('data', 'checks')),
+          read(t('data', 'webhook_deliveries')),
+          read(t('registry', 'monitors')),
+          read(t('keys', 'access_keys')),
+        ],
         refused: [write(t('data', 'checks')), write(t('keys', 'access_keys')), `DROP TABLE ${t('data', 'checks')}`],
       },
       registry: {

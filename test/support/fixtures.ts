@@ -33,6 +33,7 @@ export function testStack() {
     checksTopic: need('TEST_CHECKS_TOPIC'),
     deadLetterTopic: need('TEST_DEAD_LETTER_TOPIC'),
     alertsTopic: need('TEST_ALERTS_TOPIC'),
+    webhookDeliveriesTopic: need('TEST_WEBHOOK_DELIVERIES_TOPIC'),
     monitorChangesTopic: need('TEST_MONITOR_CHANGES_TOPIC'),
     /** Each service's own ClickHouse user (tools/devstack/users.ts). */
     users: JSON.parse(need('TEST_CLICKHOUSE_USERS')) as ServiceUsers,
@@ -90,6 +91,7 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     CHECKS_TOPIC: s.checksTopic,
     DEAD_LETTER_TOPIC: s.deadLetterTopic,
     ALERTS_TOPIC: s.alertsTopic,
+    WEBHOOK_DELIVERIES_TOPIC: s.webhookDeliveriesTopic,
     MONITOR_CHANGES_TOPIC: s.monitorChangesTopic,
     HOST: '127.0.0.1',
     PORT: '0',

@@ -57,10 +57,12 @@ function setup(): {
     eventsTopic: 'events',
     checksTopic: 'checks',
     alertsTopic: 'alerts',
+    webhookDeliveriesTopic: 'webhook-deliveries',
     deadLetterTopic: 'dlq',
     eventsTable: 'db.events',
     checksTable: 'db.checks',
     alertsTable: 'db.alerts',
+    webhookDeliveriesTable: 'db.webhook_deliveries',
     maxMessageBytes: 1_000_000,
     partitionsConcurrently: 2,
     sessionTimeoutMs: 30_000,
@@ -76,9 +78,9 @@ function eachBatch(group: FakeGroupConsumer): (b: ReturnType<typeof fakeBatch>) 
 }
 
 describe('stream consumer insert-then-commit (unit)', () => {
-  it('reads all three topics with manual commits, from the beginning for a new group', () => {
+  it('reads its four topics with manual commits, from the beginning for a new group', () => {
     const { group } = setup();
-    expect(group.spec.topics).to.deep.equal(['events', 'checks', 'alerts']);
+    expect(group.spec.topics).to.deep.equal(['events', 'checks', 'alerts', 'webhook-deliveries']);
     expect(group.spec.fromBeginning).to.equal(true);
     expect('manualCommit' in group.spec && group.spec.manualCommit).to.equal(true);
   });

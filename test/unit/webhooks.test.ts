@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { createValidators, type AlertMessage } from '@telemetry/contract';
+import { createValidators, type AlertMessage, type WebhookDeliveryMessage } from '@telemetry/contract';
 import { EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
 import { OffsetWatermarks, WebhookDispatcher } from '../../services/check-runner/src/webhooks.js';
@@ -31,6 +31,10 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
   let hangingUrl: string;
   let answers: number[];
   const received: IncomingHttpHeaders[] = [];
+  /** Records of delivery attempts, as published. */
+  const records: WebhookDeliveryMessage[] = [];
+  /** What publishing a record waits for (resolved at once unless a test holds it). */
+  let recorded: Promise<void> = Promise.resolve();
 
   before(async () => {
     server = createServer((req, res) => {
@@ -53,6 +57,8 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
   });
   beforeEach(() => {
     received.length = 0;
+    records.length = 0;
+    recorded = Promise.resolve();
     answers = [];
   });
 
@@ -92,6 +98,10 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
       maxPending: 100,
       // The receiver listens on loopback: allowed here.
       policy: new EgressPolicy({ allow: ['127.0.0.1/32', '::1/128'] }),
+      record: (r) => {
+        records.push(r);
+        return recorded;
+      },
     });
     return { d, group: built[0]! };
   }
@@ -115,6 +125,61 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
     expect(received.map((h) => h['x-telemetry-attempt'])).to.deep.equal(['1', '2']);
     expect(received[1]!['x-telemetry-delivery']).to.equal(alert.id);
     expect(commits(group)).to.deep.equal(['8']);
+  });
+
+  it('records every attempt: status, attempt, response code, duration, error, the URL without its query', async () => {
+    const v = createValidators();
+    const { group } = dispatcher(1, [monitor('mon_a', [`${url}?token=s3cret`, 'http://127.0.0.2:9/denied'])]);
+    answers = [503, 200];
+    await group.batch(fakeBatch('alerts', 0, 7, [JSON.stringify({ ...alert, tenant_id: 'ten_a' })]));
+    await until(() => group.commits.length === 1, 'the commit');
+    for (const r of records)
+      expect(v.webhookDeliveryMessage(r), JSON.stringify(v.webhookDeliveryMessage.errors)).to.equal(true);
+    const byUrl = (u: string): WebhookDeliveryMessage[] => records.filter((r) => r.url === u);
+    const hook = byUrl(url).map(({ attempt, status, status_code, error }) => ({ attempt, status, status_code, error }));
+    expect(hook).to.deep.equal([
+      { attempt: 1, status: 'retrying', status_code: 503, error: undefined },
+      { attempt: 2, status: 'delivered', status_code: 200, error: undefined },
+    ]);
+    // 127.0.0.2 is loopback, outside this policy's allow list: refused before connecting, not retried.
+    const denied = byUrl('http://127.0.0.2:9/denied').map(({ attempt, status, status_code, error }) => ({
+      attempt,
+      status,
+      status_code,
+      error,
+    }));
+    expect(denied).to.deep.equal([{ attempt: 1, status: 'failed', status_code: 0, error: 'target_not_allowed' }]);
+    expect(
+      records.every((r) => r.alert_id === alert.id && r.tenant_id === 'ten_a' && r.monitor_id === 'mon_a'),
+    ).to.equal(true);
+    expect(records.every((r) => r.duration_ms >= 0 && Date.parse(r.attempted_at) > 0)).to.equal(true);
+    expect(new Set(records.map((r) => r.id)).size).to.equal(records.length);
+    expect(JSON.stringify(records)).not.to.include('s3cret');
+  });
+
+  it('marks the last allowed attempt failed', async () => {
+    const { group } = dispatcher(1);
+    answers = [500, 502, 503];
+    await group.batch(fakeBatch('alerts', 0, 0, [JSON.stringify(alert)]));
+    await until(() => group.commits.length === 1, 'the commit');
+    expect(records.map((r) => `${r.attempt}:${r.status}:${r.status_code}`)).to.deep.equal([
+      '1:retrying:500',
+      '2:retrying:502',
+      '3:failed:503',
+    ]);
+  });
+
+  it('commits an alert only once the records of its attempts are in Kafka', async () => {
+    const { group } = dispatcher(1);
+    let release = (): void => undefined;
+    recorded = new Promise<void>((r) => (release = r));
+    await group.batch(fakeBatch('alerts', 0, 4, [JSON.stringify(alert)]));
+    await until(() => records.length === 1, 'the record');
+    await settle();
+    expect(group.commits).to.deep.equal([]);
+    release();
+    await until(() => group.commits.length === 1, 'the commit');
+    expect(commits(group)).to.deep.equal(['5']);
   });
 
   it('does not commit an alert whose delivery was cut short by a stop', async () => {

@@ -29,6 +29,7 @@ const topics = {
   checks: env.CHECKS_TOPIC ?? 'monitor.check-results',
   deadLetter: env.DEAD_LETTER_TOPIC ?? 'telemetry.dead-letter',
   alerts: env.ALERTS_TOPIC ?? 'monitor.alerts',
+  webhookDeliveries: env.WEBHOOK_DELIVERIES_TOPIC ?? 'monitor.webhook-deliveries',
   monitorChanges: env.MONITOR_CHANGES_TOPIC ?? 'monitor.changes',
 };
 const DEMO_MONITOR = 'demo: ingest gateway health';
@@ -117,6 +118,7 @@ async function main(): Promise<void> {
       CHECKS_TOPIC: topics.checks,
       DEAD_LETTER_TOPIC: topics.deadLetter,
       ALERTS_TOPIC: topics.alerts,
+      WEBHOOK_DELIVERIES_TOPIC: topics.webhookDeliveries,
       MONITOR_CHANGES_TOPIC: topics.monitorChanges,
       HOST: '127.0.0.1',
       MIGRATE_ON_START: 'false',

@@ -71,6 +71,14 @@ export const ALERT_TYPES = ['monitor.down', 'monitor.up'] as const;
 export type AlertType = (typeof ALERT_TYPES)[number];
 
 /**
+ * A webhook delivery attempt's outcome: `delivered` (a 2xx), `retrying` (it failed and
+ * another attempt follows), `failed` (it failed and none follows: an answer that is
+ * not retried, the egress policy, or the last of WEBHOOK_MAX_ATTEMPTS).
+ */
+export const WEBHOOK_DELIVERY_STATUSES = ['delivered', 'retrying', 'failed'] as const;
+export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUSES)[number];
+
+/**
  * Why a check failed (`error` of a check; empty when it passed). Connection errors and
  * timeouts are `down` with status_code 0.
  */

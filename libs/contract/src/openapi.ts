@@ -1,5 +1,5 @@
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
-import { CHECK_STATUSES, LIMITS, MONITOR_LIMITS } from './limits.js';
+import { CHECK_STATUSES, LIMITS, MONITOR_LIMITS, WEBHOOK_DELIVERY_STATUSES } from './limits.js';
 import {
   alertMessageSchema,
   checkSchema,
@@ -10,6 +10,8 @@ import {
   monitorPatchSchema,
   monitorSchema,
   telemetryEventSchema,
+  webhookDeliveryMessageSchema,
+  webhookDeliverySchema,
 } from './schemas.js';
 
 /**
@@ -367,6 +369,41 @@ const monitorPaths: Json = {
       },
     },
   },
+  '/api/monitors/{id}/webhook-deliveries': {
+    get: {
+      operationId: 'listWebhookDeliveries',
+      summary: "Every attempt to deliver a monitor's alerts to its webhooks, newest first",
+      description:
+        'One entry per attempt (a retried delivery has several), recorded by the check runner and readable once the stream consumer has written it (seconds). Keyset paging with next_cursor and a Link header.',
+      security: [{ apiKey: ['monitors:read'] }],
+      parameters: [
+        monitorPath,
+        limitParam(1000),
+        {
+          name: 'status',
+          in: 'query',
+          required: false,
+          schema: { type: 'string', enum: WEBHOOK_DELIVERY_STATUSES },
+        },
+        {
+          name: 'alert_id',
+          in: 'query',
+          required: false,
+          description: 'Only the attempts of this alert (the X-Telemetry-Delivery header).',
+          schema: webhookDeliverySchema.properties.alert_id,
+        },
+        cursorParam,
+      ],
+      responses: {
+        '200': {
+          description: 'A page of delivery attempts.',
+          headers: linkHeader,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookDeliveryPage' } } },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', ...storeErrors]),
+      },
+    },
+  },
 };
 
 const queryPaths: Json = {
@@ -589,6 +626,20 @@ export function buildOpenApi(part: ApiPart = 'all', version = '0.1.0'): Json {
           type: 'object',
           required: ['success', 'data'],
           properties: { success: { const: true }, data: { type: 'null' } },
+        },
+        WebhookDelivery: component(webhookDeliverySchema),
+        WebhookDeliveryMessage: {
+          ...component(webhookDeliveryMessageSchema),
+          description: 'A message on the webhook-deliveries topic: one delivery attempt, written by a check runner.',
+        },
+        WebhookDeliveryPage: {
+          type: 'object',
+          required: ['success', 'data', 'next_cursor'],
+          properties: {
+            success: { const: true },
+            data: { type: 'array', items: { $ref: '#/components/schemas/WebhookDelivery' } },
+            next_cursor: { type: ['string', 'null'] },
+          },
         },
         CheckPage: {
           type: 'object',

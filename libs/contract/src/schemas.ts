@@ -9,6 +9,7 @@ import {
   MONITOR_METHODS,
   MONITOR_STATUSES,
   NAME_PATTERN,
+  WEBHOOK_DELIVERY_STATUSES,
 } from './limits.js';
 
 /**
@@ -308,6 +309,57 @@ export const incidentSchema = {
   },
 } as const;
 
+/** Fields shared by a delivery attempt's message and its API object. */
+const webhookDeliveryProperties = {
+  /** Unique per attempt. */
+  id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
+  monitor_id: monitorId,
+  /** The alert delivered: the `X-Telemetry-Delivery` header and the body's `id`. */
+  alert_id: alertMessageSchema.properties.id,
+  alert_type: alertMessageSchema.properties.type,
+  /** The webhook's URL without its query string or credentials (they often hold tokens). */
+  url: { type: 'string', minLength: 1, maxLength: 2048 },
+  /** 1 for the first attempt of this alert to this URL. */
+  attempt: { type: 'integer', minimum: 1, maximum: 100 },
+  status: { type: 'string', enum: WEBHOOK_DELIVERY_STATUSES },
+  /** The endpoint's HTTP status; 0 when it never answered. */
+  status_code: checkProperties.status_code,
+  /** From the connection's start to the answer's end, or to the error. */
+  duration_ms: { type: 'integer', minimum: 0, maximum: 86_400_000 },
+} as const;
+
+const webhookDeliveryRequired = Object.keys(webhookDeliveryProperties) as (keyof typeof webhookDeliveryProperties)[];
+
+/** Value of a message on the webhook-deliveries topic: one delivery attempt. Written by check runners. */
+export const webhookDeliveryMessageSchema = {
+  $id: 'WebhookDeliveryMessage',
+  type: 'object',
+  additionalProperties: false,
+  required: [...webhookDeliveryRequired, 'attempted_at'],
+  properties: {
+    ...webhookDeliveryProperties,
+    tenant_id: tenantId,
+    /** Why the attempt failed; absent when the endpoint answered (see status_code). */
+    error: checkProperties.error,
+    attempted_at: dateTime,
+  },
+} as const;
+
+/** A delivery attempt as returned by GET /api/monitors/{id}/webhook-deliveries. */
+export const webhookDeliverySchema = {
+  $id: 'WebhookDelivery',
+  type: 'object',
+  additionalProperties: false,
+  required: [...webhookDeliveryRequired, 'error', 'attempted_at'],
+  properties: {
+    ...webhookDeliveryProperties,
+    /** Why the attempt failed without an answer (timeout, connection_refused, target_not_allowed, ...); null when the endpoint answered. */
+    error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
+    /** UTC, in milliseconds. */
+    attempted_at: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$' },
+  },
+} as const;
+
 export const ALL_SCHEMAS = [
   telemetryEventSchema,
   ingestRequestSchema,
@@ -319,4 +371,6 @@ export const ALL_SCHEMAS = [
   monitorSchema,
   alertMessageSchema,
   incidentSchema,
+  webhookDeliveryMessageSchema,
+  webhookDeliverySchema,
 ] as const;

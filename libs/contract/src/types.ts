@@ -1,4 +1,11 @@
-import type { AlertType, CheckError, CheckStatus, MonitorMethod, MonitorStatus } from './limits.js';
+import type {
+  AlertType,
+  CheckError,
+  CheckStatus,
+  MonitorMethod,
+  MonitorStatus,
+  WebhookDeliveryStatus,
+} from './limits.js';
 
 export interface TelemetryEvent {
   source: string;
@@ -110,4 +117,27 @@ export interface Incident {
   resolved_at: string | null;
   duration_seconds: number;
   cause: { status_code: number; error: CheckError | null };
+}
+
+interface WebhookDeliveryFields {
+  id: string;
+  monitor_id: string;
+  alert_id: string;
+  alert_type: AlertType;
+  url: string;
+  attempt: number;
+  status: WebhookDeliveryStatus;
+  status_code: number;
+  duration_ms: number;
+}
+
+export interface WebhookDeliveryMessage extends WebhookDeliveryFields {
+  tenant_id?: string;
+  error?: CheckError;
+  attempted_at: string;
+}
+
+export interface WebhookDelivery extends WebhookDeliveryFields {
+  error: CheckError | null;
+  attempted_at: string;
 }

@@ -11,6 +11,8 @@ import type {
   Monitor,
   MonitorCreate,
   MonitorPatch,
+  WebhookDelivery,
+  WebhookDeliveryMessage,
 } from './types.js';
 
 // NOTE: ajv-formats is CommonJS with a default export; under NodeNext its default
@@ -30,6 +32,8 @@ export interface Validators {
   monitor: ValidateFunction<Monitor>;
   alertMessage: ValidateFunction<AlertMessage>;
   incident: ValidateFunction<Incident>;
+  webhookDeliveryMessage: ValidateFunction<WebhookDeliveryMessage>;
+  webhookDelivery: ValidateFunction<WebhookDelivery>;
 }
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
@@ -51,6 +55,8 @@ export function createValidators(): Validators {
     monitor: get<Monitor>('Monitor'),
     alertMessage: get<AlertMessage>('AlertMessage'),
     incident: get<Incident>('Incident'),
+    webhookDeliveryMessage: get<WebhookDeliveryMessage>('WebhookDeliveryMessage'),
+    webhookDelivery: get<WebhookDelivery>('WebhookDelivery'),
   };
 }
 

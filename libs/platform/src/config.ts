@@ -126,6 +126,12 @@ export const topicSpec = {
     TOPIC,
   ),
   alertsTopic: v.str('ALERTS_TOPIC', 'monitor.alerts', 'Kafka topic of monitor state changes (down, up)', TOPIC),
+  webhookDeliveriesTopic: v.str(
+    'WEBHOOK_DELIVERIES_TOPIC',
+    'monitor.webhook-deliveries',
+    'Kafka topic of webhook delivery attempts (one message per attempt)',
+    TOPIC,
+  ),
   monitorChangesTopic: v.str(
     'MONITOR_CHANGES_TOPIC',
     'monitor.changes',

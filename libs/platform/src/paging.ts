@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { AppError } from './errors.js';
 
 /**
@@ -63,4 +63,24 @@ export function nextLink(req: Request, cursor: string): string {
   const params = new URLSearchParams(req.query as Record<string, string>);
   params.set('cursor', cursor);
   return `<${req.baseUrl}${req.path}?${params.toString()}>; rel="next"`;
+}
+
+/**
+ * Answers a page: `rows` holds up to one row more than `limit` (asked for to learn
+ * whether a next page exists); the data is the first `limit`, and `next_cursor` (and a
+ * Link header) points after the last of them when more remain.
+ */
+export function sendPage<R>(
+  req: Request,
+  res: Response,
+  rows: readonly R[],
+  limit: number,
+  cursorOf: (last: R) => unknown,
+  toItem: (row: R) => unknown,
+): void {
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const next = rows.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null;
+  if (next) res.setHeader('Link', nextLink(req, next));
+  res.json({ success: true, data: page.map(toItem), next_cursor: next });
 }

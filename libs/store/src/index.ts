@@ -9,3 +9,4 @@ export * from './provision.js';
 export * from './retention.js';
 export type { Decoded } from './rows.js';
 export * from './tenants.js';
+export * from './webhook-deliveries.js';

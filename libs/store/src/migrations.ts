@@ -13,10 +13,11 @@ import { eventsMigrations } from './events.js';
 import { keysMigrations } from './keys.js';
 import { monitorsMigrations } from './monitors.js';
 import { tenantsMigrations } from './tenants.js';
+import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
 
 /**
- * Versioned ClickHouse migrations. Each table module (events, checks, alerts, monitors,
- * keys) holds its own statements per version; a version applies them in this order.
+ * Versioned ClickHouse migrations. Each table module (events, checks, alerts, webhook
+ * deliveries, monitors, keys) holds its own statements per version; a version applies them in this order.
  * Each statement runs on ClickHouse 18.16 and on current ClickHouse (no TTL, CODEC,
  * DateTime64, LowCardinality) and is idempotent (IF NOT EXISTS; a rebuilt table is set
  * aside and copied back, see the platform's SetAside), so a migration that stopped
@@ -31,6 +32,7 @@ const VERSIONS: Record<number, string> = {
   3: 'monitor registry, alerts, check errors',
   4: 'tenants: tenant_id leads every table; sealed monitor secrets; key expiry',
   5: 'least privilege: monitors to <db>_registry, tenants and access keys to <db>_keys',
+  6: 'webhook delivery attempts',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -40,6 +42,7 @@ const MODULES: readonly MigrationsByVersion[] = [
   keysMigrations,
   monitorsMigrations,
   alertsMigrations,
+  webhookDeliveriesMigrations,
 ];
 
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({

@@ -24,7 +24,14 @@ export async function provisionFromEnv(env: Env, logger: Logger): Promise<number
   const kafka = createKafka({ brokers: c.kafkaBrokers, clientId: `${c.kafkaClientId}-provision`, logger });
   await ensureTopics(
     kafka,
-    [c.eventsTopic, c.checksTopic, c.alertsTopic, c.monitorChangesTopic, c.deadLetterTopic].map((topic) => ({
+    [
+      c.eventsTopic,
+      c.checksTopic,
+      c.alertsTopic,
+      c.webhookDeliveriesTopic,
+      c.monitorChangesTopic,
+      c.deadLetterTopic,
+    ].map((topic) => ({
       topic,
       numPartitions: c.topicPartitions,
     })),

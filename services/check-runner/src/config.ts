@@ -17,6 +17,7 @@ export const runnerSpec = {
   ...kafkaSpec,
   checksTopic: topicSpec.checksTopic,
   alertsTopic: topicSpec.alertsTopic,
+  webhookDeliveriesTopic: topicSpec.webhookDeliveriesTopic,
   monitorChangesTopic: topicSpec.monitorChangesTopic,
   ...clickhouseSpec,
   ...secretsSpec,

@@ -106,6 +106,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     retryBaseMs: config.webhookRetryBaseMs,
     maxPending: config.webhookMaxPending,
     policy,
+    record: (d) => publisher.send(config.webhookDeliveriesTopic, [{ key: d.monitor_id, value: JSON.stringify(d) }]),
   });
 
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);

@@ -1,7 +1,8 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { AlertMessage, Validators } from '@telemetry/contract';
+import type { AlertMessage, CheckError, Validators, WebhookDeliveryMessage } from '@telemetry/contract';
 import { counter, KeyedQueue, OnGroupConsumer } from '@telemetry/platform';
 import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
@@ -40,6 +41,8 @@ export interface DispatcherDeps {
   maxPending: number;
   /** The egress policy every delivery's connection is judged by. */
   policy: EgressPolicy;
+  /** Publishes the record of one delivery attempt (to the webhook-deliveries topic); resolves once it is in Kafka. */
+  record: (attempt: WebhookDeliveryMessage) => Promise<void>;
 }
 
 /**
@@ -116,6 +119,7 @@ export class WebhookDispatcher extends OnGroupConsumer {
   /** Cuts retry waits short when the runner stops. */
   private readonly stopped = new AbortController();
   private readonly deliveries: Counter<'outcome'>;
+  private readonly unrecorded: Counter;
   private readonly watermarks = new OffsetWatermarks();
   private readonly queues = new KeyedQueue();
   /** Commits run one at a time, so a later offset is never overtaken by an earlier one. */
@@ -129,6 +133,11 @@ export class WebhookDispatcher extends OnGroupConsumer {
     this.deliveries = counter(deps.registry, 'runner_webhook_deliveries_total', 'Webhook delivery attempts', [
       'outcome',
     ]);
+    this.unrecorded = counter(
+      deps.registry,
+      'runner_webhook_records_failed_total',
+      'Webhook delivery attempts whose record could not be published (missing from the delivery log)',
+    );
     const watermarks = this.watermarks;
     new Gauge({
       name: 'runner_webhook_alerts_pending',
@@ -216,15 +225,45 @@ export class WebhookDispatcher extends OnGroupConsumer {
     }
     if (!m || m.webhooks.length === 0) return;
     const secret = m.webhook_secret;
-    await Promise.all(
-      m.webhooks.map((url) => this.queues.run(endpointOf(url), () => this.deliver(url, secret, alert))),
-    );
+    // The alert is finished (its offset committable) once every attempt's record is in Kafka too.
+    const records: Promise<void>[] = [];
+    try {
+      await Promise.all(
+        m.webhooks.map((url) => this.queues.run(endpointOf(url), () => this.deliver(url, secret, alert, records))),
+      );
+    } finally {
+      await Promise.all(records);
+    }
   }
 
-  private async deliver(url: string, secret: string, alert: AlertMessage): Promise<void> {
+  /** Publishes the record of one attempt; a record that cannot be published is logged and counted, never retried by re-delivering. */
+  private record(alert: AlertMessage, url: string, attempt: number, started: Start, outcome: Outcome): Promise<void> {
+    const message: WebhookDeliveryMessage = {
+      id: randomUUID(),
+      monitor_id: alert.monitor_id,
+      ...(alert.tenant_id === undefined ? {} : { tenant_id: alert.tenant_id }),
+      alert_id: alert.id,
+      alert_type: alert.type,
+      url: redactUrl(url),
+      attempt,
+      status: outcome.status,
+      status_code: outcome.statusCode,
+      duration_ms: Math.max(0, Math.round(performance.now() - started.t)),
+      ...(outcome.error === undefined ? {} : { error: outcome.error }),
+      attempted_at: new Date(started.at).toISOString(),
+    };
+    return this.deps.record(message).catch((err: unknown) => {
+      this.unrecorded.inc();
+      this.deps.logger.warn('webhook delivery attempt not recorded', { alert_id: alert.id, err: String(err) });
+    });
+  }
+
+  private async deliver(url: string, secret: string, alert: AlertMessage, records: Promise<void>[]): Promise<void> {
     const body = JSON.stringify(alert);
+    const last = (attempt: number): boolean => attempt >= this.deps.maxAttempts;
     for (let attempt = 1; ; attempt++) {
       let outcome: string;
+      const started: Start = { at: Date.now(), t: performance.now() };
       try {
         const answer = await httpCall({
           url,
@@ -243,7 +282,11 @@ export class WebhookDispatcher extends OnGroupConsumer {
           maxBodyBytes: 1024,
           policy: this.deps.policy,
         });
-        if (answer.statusCode >= 200 && answer.statusCode < 300) {
+        const statusCode = answer.statusCode;
+        const ok = statusCode >= 200 && statusCode < 300;
+        const status = ok ? 'delivered' : retriable(statusCode) && !last(attempt) ? 'retrying' : 'failed';
+        records.push(this.record(alert, url, attempt, started, { status, statusCode }));
+        if (ok) {
           this.deliveries.inc({ outcome: 'delivered' });
           this.deps.logger.info('webhook delivered', { alert_id: alert.id, url: redactUrl(url), attempt });
           return;
@@ -259,7 +302,10 @@ export class WebhookDispatcher extends OnGroupConsumer {
         }
         outcome = `status ${answer.statusCode}`;
       } catch (err) {
-        if (err instanceof HttpCallError && err.kind === 'target_not_allowed') {
+        const error: CheckError = err instanceof HttpCallError ? err.kind : 'network';
+        const status = error === 'target_not_allowed' || last(attempt) ? 'failed' : 'retrying';
+        records.push(this.record(alert, url, attempt, started, { status, statusCode: 0, error }));
+        if (error === 'target_not_allowed') {
           this.deliveries.inc({ outcome: 'failed' });
           this.deps.logger.warn('webhook target not allowed by the egress policy; not retried', {
             alert_id: alert.id,
@@ -273,7 +319,7 @@ export class WebhookDispatcher extends OnGroupConsumer {
         // Not committed: whoever reads the alerts next delivers it again.
         throw new Error('stopping during a webhook delivery');
       }
-      if (attempt >= this.deps.maxAttempts) {
+      if (last(attempt)) {
         this.deliveries.inc({ outcome: 'failed' });
         this.deps.logger.warn('webhook given up', { alert_id: alert.id, url: redactUrl(url), attempt, outcome });
         return;
@@ -289,6 +335,19 @@ export class WebhookDispatcher extends OnGroupConsumer {
       }
     }
   }
+}
+
+/** When an attempt started: wall clock (its record's time) and monotonic (its duration). */
+interface Start {
+  at: number;
+  t: number;
+}
+
+/** How one attempt ended, as its record says. */
+interface Outcome {
+  status: WebhookDeliveryMessage['status'];
+  statusCode: number;
+  error?: CheckError;
 }
 
 /** A webhook URL for logs: no query string or credentials (they often hold tokens). */

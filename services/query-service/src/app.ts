@@ -15,6 +15,7 @@ import {
 import { type KeyStore, type MonitorStore, type Scope, type VerifiedKey } from '@telemetry/store';
 import { checksRoute } from './checks.route.js';
 import { incidentsRoute } from './incidents.route.js';
+import { webhookDeliveriesRoute } from './webhook-deliveries.route.js';
 import { requireMonitor, type MonitorDirectory } from './monitor-directory.js';
 import { monitorRoutes, type ChangeNotifier } from './monitors.route.js';
 import { exportRoute } from './export.route.js';
@@ -77,6 +78,17 @@ export function createQueryApp(deps: QueryDeps): Express {
     }),
   );
   app.get(
+    '/api/monitors/:id/webhook-deliveries',
+    bearer(deps.keys, 'monitors:read'),
+    ...webhookDeliveriesRoute({
+      known,
+      reader: deps.reader,
+      database: deps.config.clickhouseDatabase,
+      logger: deps.logger,
+      queryTimeoutMs: deps.config.queryTimeoutMs,
+    }),
+  );
+  app.get(
     '/api/monitors/:id/checks',
     bearer(deps.keys, 'checks:read'),
     known,
@@ -120,6 +132,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     '/api/monitors/:id/checks/summary',
     '/api/monitors/:id/checks/export',
     '/api/monitors/:id/incidents',
+    '/api/monitors/:id/webhook-deliveries',
   ]) {
     methodNotAllowed(app, path, ['GET', 'HEAD']);
   }

@@ -2,10 +2,9 @@ import type { Request, RequestHandler } from 'express';
 import type { Check } from '@telemetry/contract';
 import {
   cursorParam,
-  encodeCursor,
   limitParam,
-  nextLink,
   rejectUnknown,
+  sendPage,
   single,
   bad,
   StoreUnavailableError,
@@ -62,12 +61,13 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
       deps.logger.warn('checks query failed', { request_id: req.id, err: String(err) });
       throw new StoreUnavailableError();
     }
-    const limit = q.limit ?? rows.length;
-    const page = rows.slice(0, limit);
-    const data: Check[] = page.map(rowToCheck);
-    const lastRow = page[page.length - 1];
-    const next = rows.length > limit && lastRow ? encodeCursor([Number(lastRow.ts), lastRow.id]) : null;
-    if (next) res.setHeader('Link', nextLink(req, next));
-    res.json({ success: true, data, next_cursor: next });
+    sendPage(
+      req,
+      res,
+      rows,
+      q.limit ?? rows.length,
+      (r) => [Number(r.ts), r.id],
+      (r): Check => rowToCheck(r),
+    );
   };
 }

@@ -8,6 +8,7 @@ export const consumerSpec = {
   eventsTopic: topicSpec.eventsTopic,
   checksTopic: topicSpec.checksTopic,
   alertsTopic: topicSpec.alertsTopic,
+  webhookDeliveriesTopic: topicSpec.webhookDeliveriesTopic,
   deadLetterTopic: topicSpec.deadLetterTopic,
   ...clickhouseSpec,
   shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
@@ -48,7 +49,7 @@ export const consumerSpec = {
   retentionChecksDays: v.int(
     'RETENTION_CHECKS_DAYS',
     0,
-    'drop checks partitions (months) whose rows are all older than this many days; 0 keeps all',
+    'drop checks and webhook_deliveries partitions (months) whose rows are all older than this many days; 0 keeps all',
     0,
     36_500,
   ),

@@ -4,7 +4,7 @@ import type { Validators } from '@telemetry/contract';
 import { OnGroupConsumer } from '@telemetry/platform';
 import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import type { BatchWriter } from './batch-writer.js';
-import { decodeAlert, decodeCheck, decodeEvent, type Decoded } from '@telemetry/store';
+import { decodeAlert, decodeCheck, decodeEvent, decodeWebhookDelivery, type Decoded } from '@telemetry/store';
 
 export interface DeadLetterPublisher {
   send(topic: string, messages: Message[]): Promise<void>;
@@ -25,10 +25,12 @@ export interface ConsumerDeps {
   eventsTopic: string;
   checksTopic: string;
   alertsTopic: string;
+  webhookDeliveriesTopic: string;
   deadLetterTopic: string;
   eventsTable: string;
   checksTable: string;
   alertsTable: string;
+  webhookDeliveriesTable: string;
   maxMessageBytes: number;
   partitionsConcurrently: number;
   sessionTimeoutMs: number;
@@ -37,7 +39,7 @@ export interface ConsumerDeps {
 }
 
 /**
- * Reads the events, check-results and alerts topics as one consumer group and writes them to
+ * Reads the events, check-results, alerts and webhook-deliveries topics as one consumer group and writes them to
  * ClickHouse through the batch writer. Offsets are committed only after the rows of
  * every message up to them are inserted (or the message was dead-lettered), so a
  * crash at any point re-delivers rather than loses; duplicates are removed on read.
@@ -67,6 +69,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       [deps.eventsTopic, { table: deps.eventsTable, decode: (b) => decodeEvent(v, b) }],
       [deps.checksTopic, { table: deps.checksTable, decode: (b) => decodeCheck(v, b) }],
       [deps.alertsTopic, { table: deps.alertsTable, decode: (b) => decodeAlert(v, b) }],
+      [deps.webhookDeliveriesTopic, { table: deps.webhookDeliveriesTable, decode: (b) => decodeWebhookDelivery(v, b) }],
     ]);
     const registers = [deps.registry];
     this.deadLettered = new Counter({

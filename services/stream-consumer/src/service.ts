@@ -53,7 +53,13 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     await migrateWith(config, logger);
     await ensureTopics(
       kafka,
-      [config.eventsTopic, config.checksTopic, config.alertsTopic, config.deadLetterTopic].map((topic) => ({
+      [
+        config.eventsTopic,
+        config.checksTopic,
+        config.alertsTopic,
+        config.webhookDeliveriesTopic,
+        config.deadLetterTopic,
+      ].map((topic) => ({
         topic,
         numPartitions: config.topicPartitions,
       })),
@@ -82,10 +88,12 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     eventsTopic: config.eventsTopic,
     checksTopic: config.checksTopic,
     alertsTopic: config.alertsTopic,
+    webhookDeliveriesTopic: config.webhookDeliveriesTopic,
     deadLetterTopic: config.deadLetterTopic,
     eventsTable: `${db}.events`,
     checksTable: `${db}.checks`,
     alertsTable: `${db}.alerts`,
+    webhookDeliveriesTable: `${db}.webhook_deliveries`,
     maxMessageBytes: config.maxMessageBytes,
     partitionsConcurrently: config.partitionsConcurrently,
     sessionTimeoutMs: config.sessionTimeoutMs,
@@ -102,6 +110,8 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     [
       { table: 'events', days: config.retentionEventsDays },
       { table: 'checks', days: config.retentionChecksDays },
+      // Delivery attempts are kept as long as the checks whose alerts they carried.
+      { table: 'webhook_deliveries', days: config.retentionChecksDays },
       { table: 'events_per_minute', days: config.retentionRollupsDays },
       { table: 'checks_hourly', days: config.retentionRollupsDays },
     ],

@@ -1,0 +1,135 @@
+import {
+  DEFAULT_TENANT,
+  type CheckError,
+  type Validators,
+  type WebhookDelivery,
+  type WebhookDeliveryMessage,
+} from '@telemetry/contract';
+import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
+import { decodeTimed, type Decoded } from './rows.js';
+
+/**
+ * The `webhook_deliveries` table (docs/clickhouse.md): one row per attempt to deliver an
+ * alert to a webhook, published by the check runner and written by the stream consumer.
+ * GET /api/monitors/{id}/webhook-deliveries reads it.
+ */
+
+/** Statements per migration version (see migrations.ts). */
+export const webhookDeliveriesMigrations: MigrationsByVersion = {
+  6: (db) => [
+    `CREATE TABLE IF NOT EXISTS ${db}.webhook_deliveries (
+        tenant_id String, monitor_id String, attempted_at DateTime('UTC'), id String,
+        attempted_at_ms UInt64, alert_id String, alert_type String, url String, attempt UInt16,
+        status String, status_code UInt16, duration_ms UInt32, error String, inserted_at DateTime('UTC')
+      ) ENGINE = ReplacingMergeTree(inserted_at)
+      PARTITION BY toYYYYMM(attempted_at)
+      ORDER BY (tenant_id, monitor_id, attempted_at, id)`,
+  ],
+};
+
+/** A row of `webhook_deliveries` as inserted. */
+export interface WebhookDeliveryRow {
+  tenant_id: string;
+  monitor_id: string;
+  attempted_at: number;
+  id: string;
+  attempted_at_ms: number;
+  alert_id: string;
+  alert_type: string;
+  url: string;
+  attempt: number;
+  status: string;
+  status_code: number;
+  duration_ms: number;
+  error: string;
+  inserted_at: number;
+}
+
+export function decodeWebhookDelivery(v: Validators, value: Buffer | null): Decoded<WebhookDeliveryRow> {
+  return decodeTimed(
+    v.webhookDeliveryMessage,
+    'webhook delivery',
+    value,
+    'attempted_at',
+    (d: WebhookDeliveryMessage, at, now) => ({
+      tenant_id: d.tenant_id ?? DEFAULT_TENANT,
+      monitor_id: d.monitor_id,
+      attempted_at: at,
+      id: d.id,
+      attempted_at_ms: Date.parse(d.attempted_at),
+      alert_id: d.alert_id,
+      alert_type: d.alert_type,
+      url: d.url,
+      attempt: d.attempt,
+      status: d.status,
+      status_code: d.status_code,
+      duration_ms: d.duration_ms,
+      error: d.error ?? '',
+      inserted_at: now,
+    }),
+  );
+}
+
+export interface WebhookDeliveriesQuery {
+  tenantId: string;
+  monitorId: string;
+  limit: number;
+  status?: string;
+  alertId?: string;
+  /** The (attempted_at_ms, id) of the last attempt of the previous page. */
+  cursor?: { ms: number; id: string };
+}
+
+/**
+ * A monitor's delivery attempts, newest first, one row per attempt (`LIMIT 1 BY id`
+ * hides copies not merged yet). One row more than the limit says whether a next page exists.
+ */
+export function webhookDeliveriesSql(database: string, q: WebhookDeliveriesQuery): string {
+  const where = [`tenant_id = ${sqlString(q.tenantId)}`, `monitor_id = ${sqlString(q.monitorId)}`];
+  if (q.status !== undefined) where.push(`status = ${sqlString(q.status)}`);
+  if (q.alertId !== undefined) where.push(`alert_id = ${sqlString(q.alertId)}`);
+  if (q.cursor) {
+    const ms = sqlNumber(q.cursor.ms);
+    // The first condition lets the sort key skip what comes after the cursor.
+    where.push(`attempted_at <= toDateTime(${sqlNumber(Math.floor(q.cursor.ms / 1000))})`);
+    where.push(`(attempted_at_ms < ${ms} OR (attempted_at_ms = ${ms} AND id < ${sqlString(q.cursor.id)}))`);
+  }
+  return `SELECT id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
+      attempted_at_ms
+    FROM ${sqlIdentifier(database)}.webhook_deliveries
+    WHERE ${where.join(' AND ')}
+    ORDER BY attempted_at_ms DESC, id DESC
+    LIMIT 1 BY id
+    LIMIT ${sqlNumber(q.limit + 1)}`;
+}
+
+/** A row of webhookDeliveriesSql's result (ClickHouse sends 64-bit integers as strings). */
+export interface WebhookDeliveryReadRow {
+  id: string;
+  monitor_id: string;
+  alert_id: string;
+  alert_type: string;
+  url: string;
+  attempt: number | string;
+  status: string;
+  status_code: number | string;
+  duration_ms: number | string;
+  error: string;
+  attempted_at_ms: number | string;
+}
+
+export function rowToWebhookDelivery(r: WebhookDeliveryReadRow): WebhookDelivery {
+  return {
+    id: r.id,
+    monitor_id: r.monitor_id,
+    alert_id: r.alert_id,
+    alert_type: r.alert_type as WebhookDelivery['alert_type'],
+    url: r.url,
+    attempt: Number(r.attempt),
+    status: r.status as WebhookDelivery['status'],
+    status_code: Number(r.status_code),
+    duration_ms: Number(r.duration_ms),
+    error: (r.error || null) as CheckError | null,
+    attempted_at: new Date(Number(r.attempted_at_ms)).toISOString(),
+  };
+}
