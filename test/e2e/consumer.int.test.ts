@@ -133,6 +133,37 @@ describe('stream consumer (real Kafka and ClickHouse)', () => {
     }
   });
 
+  it('writes how far behind each table is to the freshness table and /metrics', async () => {
+    const started = Math.floor(Date.now() / 1000);
+    const consumer = await runConsumer({ FRESHNESS_INTERVAL_MS: '1000' });
+    try {
+      const source = uid('fresh');
+      await produceEvents(s().kafkaBrokers, s().eventsTopic, [eventValue(source), eventValue(source)]);
+      await eventually('the events stored', async () =>
+        (await counts(ch, s().database, source)).asRead === 2 ? true : undefined,
+      );
+      // The query docs/clickhouse.md gives analysts ("How far behind the tables are").
+      const row = await eventually('a fresh row for events, caught up', async () => {
+        const rs = await ch.query({
+          query: `SELECT table_name, sum(lag_messages) AS lag, toUnixTimestamp(max(last_insert_at)) AS last_insert
+                  FROM ${s().database}.freshness FINAL
+                  WHERE updated_at >= now() - 60 GROUP BY table_name ORDER BY table_name`,
+          format: 'JSONEachRow',
+        });
+        const rows = await rs.json<{ table_name: string; lag: string; last_insert: string }>();
+        const events = rows.find((r) => r.table_name === 'events');
+        return events && Number(events.lag) === 0 && Number(events.last_insert) >= started - 1 ? rows : undefined;
+      });
+      expect(row.map((r) => r.table_name)).to.include.members(['events', 'checks', 'alerts', 'webhook_deliveries']);
+      const m = await (await fetch(`${consumer.url}/metrics`)).text();
+      const last = /consumer_table_last_insert_timestamp_seconds\{table="events"[^}]*\} (\d+)/.exec(m);
+      expect(Number(last?.[1])).to.be.at.least(started - 1);
+      expect(m).to.match(/consumer_partition_lag_messages\{topic="[^"]+",partition="\d+"[^}]*\} 0\n/);
+    } finally {
+      await consumer.stop();
+    }
+  });
+
   it('dead-letters a row ClickHouse rejects (found by bisection), writes the rest of its batch, and keeps flowing', async () => {
     const consumer = await runConsumer();
     try {

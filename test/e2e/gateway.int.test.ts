@@ -114,6 +114,53 @@ describe('ingest gateway (real Kafka and ClickHouse)', () => {
     expect(wrongSource.json.details?.invalid_events).to.deep.equal([1]);
   });
 
+  it('lists each event’s stored event_id with ?return=ids: a retry maps to the same id, as stored', async () => {
+    const source = uid('ids');
+    const body = JSON.stringify({ events: [{ ...event(source), id: 'ord-1042-view' }, event(source)] });
+    const plain = await fetch(url(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-access-key': key },
+      body: JSON.stringify({ events: [event(source)] }),
+    });
+    expect(((await plain.json()) as Envelope).data).to.equal(null);
+    const first = await fetch(`${url()}?return=ids`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-access-key': key },
+      body,
+    });
+    const again = await fetch(`${url()}?return=ids`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-access-key': key },
+      body,
+    });
+    const [a, b] = [(await first.json()) as Envelope, (await again.json()) as Envelope];
+    expect([first.status, again.status]).to.deep.equal([200, 200]);
+    const [ids1, ids2] = [a.data as string[], b.data as string[]];
+    expect(ids1).to.have.length(2);
+    for (const id of [...ids1, ...ids2])
+      expect(id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    // The event with a client id keeps its id on the retry; the one without gets a new one.
+    expect(ids2[0]).to.equal(ids1[0]);
+    expect(ids2[1]).not.to.equal(ids1[1]);
+    const stored = await eventually('the events stored', async () => {
+      const rs = await ch.query({
+        query: `SELECT toString(event_id) AS id FROM ${testStack().database}.events
+                WHERE source = '${source}' ORDER BY id LIMIT 1 BY event_id`,
+        format: 'JSONEachRow',
+      });
+      const rows = (await rs.json<{ id: string }>()).map((r) => r.id);
+      return rows.length === 4 ? rows : undefined;
+    });
+    expect(stored).to.include.members([...ids1, ...ids2]);
+    const wrong = await fetch(`${url()}?return=all`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-access-key': key },
+      body,
+    });
+    const w = (await wrong.json()) as Envelope;
+    expect([wrong.status, w.code]).to.deep.equal([400, 'INVALID_PARAMETER']);
+  });
+
   it('accepts a gzip body, and refuses gzip bombs and unknown encodings', async () => {
     const source = uid('gzip');
     const r = await post(gzipSync(JSON.stringify({ events: [event(source, { big: 'x'.repeat(1000) })] })), {

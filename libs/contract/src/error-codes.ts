@@ -66,7 +66,7 @@ export const ERROR_CODES = {
   KAFKA_MESSAGE_TOO_LARGE: {
     status: 413,
     description:
-      "Kafka refused a message as larger than the broker's limit (max.message.bytes); nothing was accepted; retrying the same events fails the same way.",
+      "Kafka refused a message as larger than the broker's limit (max.message.bytes); retrying the same events fails the same way. Events of a request that was split may have been stored in part.",
   },
   // 415
   UNSUPPORTED_MEDIA_TYPE: {
@@ -83,12 +83,13 @@ export const ERROR_CODES = {
   INTERNAL_ERROR: { status: 500, description: 'An unexpected error; details are in our logs, not here.' },
   KAFKA_UNAVAILABLE: {
     status: 503,
-    description: 'Kafka did not acknowledge in time; nothing was accepted, retry.',
+    description:
+      'Kafka did not acknowledge in time. The events may or may not have been stored: retry the same request; events with client ids (`id`) are stored once however often they are sent.',
   },
   KAFKA_REJECTED: {
     status: 500,
     description:
-      'Kafka refused the events for a reason retrying does not fix (authorization, an invalid record); nothing was accepted; an operator must act.',
+      'Kafka refused the events for a reason retrying does not fix (authorization, an invalid record); an operator must act. Events of a request that was split may have been stored in part.',
   },
   OVERLOADED: { status: 503, description: 'Too much work in flight; nothing was accepted, retry.' },
   STORE_UNAVAILABLE: { status: 503, description: 'ClickHouse did not answer in time.' },

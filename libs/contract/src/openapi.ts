@@ -122,6 +122,16 @@ const gatewayPaths: Json = {
       summary: 'Ingest a batch of telemetry events',
       description: `Answers 200 only after Kafka acknowledged every event; any other answer means none was accepted. The body may be sent with Content-Encoding: gzip. At most ${LIMITS.maxEventsPerRequest} events, ${LIMITS.maxBodyBytes} bytes (after gzip), ${LIMITS.maxEventBytes} bytes per event, nesting depth ${LIMITS.maxJsonDepth}.`,
       security: [{ accessKeyHeader: [] }, { accessKeyQuery: [] }],
+      parameters: [
+        {
+          name: 'return',
+          in: 'query',
+          required: false,
+          description:
+            "ids: `data` lists each event's stored event_id, in the order of `events` (an event with a client id gets the same one on every retry). Without it `data` is null.",
+          schema: { type: 'string', enum: ['ids'] },
+        },
+      ],
       requestBody: {
         required: true,
         description: 'JSON; sent as text/plain it is the same JSON, as navigator.sendBeacon sends a string.',
@@ -139,6 +149,7 @@ const gatewayPaths: Json = {
         ...errors([
           'INVALID_JSON',
           'VALIDATION_FAILED',
+          'INVALID_PARAMETER',
           'MISSING_CREDENTIALS',
           'INVALID_CREDENTIALS',
           'ORIGIN_NOT_ALLOWED',
@@ -625,7 +636,15 @@ export function buildOpenApi(part: ApiPart = 'all', version = '0.1.0'): Json {
         IngestSuccess: {
           type: 'object',
           required: ['success', 'data'],
-          properties: { success: { const: true }, data: { type: 'null' } },
+          properties: {
+            success: { const: true },
+            data: {
+              oneOf: [
+                { type: 'null' },
+                { type: 'array', items: { type: 'string', format: 'uuid' }, description: 'With ?return=ids.' },
+              ],
+            },
+          },
         },
         WebhookDelivery: component(webhookDeliverySchema),
         WebhookDeliveryMessage: {

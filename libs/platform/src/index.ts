@@ -5,6 +5,7 @@ export * from './http.js';
 export * from './kafka.js';
 export * from './lifecycle.js';
 export * from './logger.js';
+export * from './periodic.js';
 export * from './metrics.js';
 export * from './migrations.js';
 export * from './sql.js';

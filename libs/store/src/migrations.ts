@@ -10,6 +10,7 @@ import {
 import { alertsMigrations } from './alerts.js';
 import { checksMigrations } from './checks.js';
 import { eventsMigrations } from './events.js';
+import { freshnessMigrations } from './freshness.js';
 import { keysMigrations } from './keys.js';
 import { monitorsMigrations } from './monitors.js';
 import { tenantsMigrations } from './tenants.js';
@@ -32,7 +33,7 @@ const VERSIONS: Record<number, string> = {
   3: 'monitor registry, alerts, check errors',
   4: 'tenants: tenant_id leads every table; sealed monitor secrets; key expiry',
   5: 'least privilege: monitors to <db>_registry, tenants and access keys to <db>_keys',
-  6: 'webhook delivery attempts',
+  6: 'webhook delivery attempts; freshness',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -43,6 +44,7 @@ const MODULES: readonly MigrationsByVersion[] = [
   monitorsMigrations,
   alertsMigrations,
   webhookDeliveriesMigrations,
+  freshnessMigrations,
 ];
 
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({

@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { type Component, type Logger, sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
+import { type Logger, PeriodicJob, sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
 
 export interface RetentionRule {
   table: string;
@@ -43,45 +43,21 @@ export async function applyRetention(
   return dropped;
 }
 
-/** Runs applyRetention every `intervalMs` (first run at start). */
-export class RetentionJob implements Component {
-  readonly name = 'retention';
-  readonly essential = false;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> = Promise.resolve();
-  private ok = true;
-
-  constructor(
-    private readonly client: ClickHouseClient,
-    private readonly database: string,
-    private readonly rules: RetentionRule[],
-    private readonly intervalMs: number,
-    private readonly logger: Logger,
-  ) {}
-
-  start(): Promise<void> {
-    if (this.rules.every((r) => r.days <= 0)) return Promise.resolve();
-    const tick = (): void => {
-      this.running = applyRetention(this.client, this.database, this.rules, this.logger).then(
-        () => (this.ok = true),
-        (err: unknown) => {
-          this.ok = false;
-          this.logger.warn('retention run failed', { err: String(err) });
-        },
-      );
-    };
-    tick();
-    this.timer = setInterval(tick, this.intervalMs);
-    this.timer.unref();
-    return Promise.resolve();
-  }
-
-  health(): boolean {
-    return this.ok;
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
-  }
+/** Runs applyRetention every `intervalMs` (first run at start); rules of 0 days do nothing. */
+export function retentionJob(
+  client: ClickHouseClient,
+  database: string,
+  rules: RetentionRule[],
+  intervalMs: number,
+  logger: Logger,
+): PeriodicJob {
+  const active = rules.filter((r) => r.days > 0);
+  return new PeriodicJob(
+    'retention',
+    intervalMs,
+    async () => {
+      if (active.length > 0) await applyRetention(client, database, active, logger);
+    },
+    logger,
+  );
 }

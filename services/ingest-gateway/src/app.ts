@@ -3,7 +3,9 @@ import { Counter, type Registry } from 'prom-client';
 import { buildOpenApi, LIMITS, ok, type IngestRequest, type Validators } from '@telemetry/contract';
 import {
   AppError,
+  bad,
   methodNotAllowed,
+  single,
   checkMediaType,
   parseBody,
   readBody,
@@ -53,8 +55,8 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   });
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
 
-  /** Everything after authentication that both routes share: checks, publish, count. */
-  async function accept(key: VerifiedKey, body: IngestRequest): Promise<void> {
+  /** Everything after authentication that both routes share: checks, publish, count. Returns the stored event ids. */
+  async function accept(key: VerifiedKey, body: IngestRequest): Promise<string[]> {
     if (key.allowedSources.size > 0) {
       const bad = body.events.flatMap((e, i) => (key.allowedSources.has(e.source) ? [] : [i]));
       if (bad.length > 0) {
@@ -67,6 +69,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     // The key owns its messages in flight: one key cannot take all the room.
     await deps.publisher.send(config.eventsTopic, messages, key.keyId);
     accepted.inc(messages.length);
+    return messages.map((m) => String(m.key));
   }
 
   const cors = corsFor(config.corsMaxAgeS);
@@ -75,11 +78,12 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     res.status(204).end();
   });
   app.post(EVENTS_ROUTE, cors, auth, checkContentType, async (req, res) => {
+    const returnIds = returnParam(req);
     const raw = await readBody(req, { maxBytes: config.maxBodyBytes, maxRatio: config.maxGzipRatio });
     if (raw.length === 0) throw new AppError('INVALID_JSON', 'an empty body is not a valid request');
     const body = validateRequest(deps.validators, parseBody(raw), config.maxEventsPerRequest);
-    await accept(res.locals.key as VerifiedKey, body);
-    res.status(200).json(ok(null));
+    const ids = await accept(res.locals.key as VerifiedKey, body);
+    res.status(200).json(ok(returnIds ? ids : null));
   });
 
   // The pixel: for <img> tags and pages that can run no script. It always answers a
@@ -104,6 +108,17 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   methodNotAllowed(app, EVENTS_ROUTE, ['POST', 'OPTIONS']);
   methodNotAllowed(app, PIXEL_ROUTE, ['GET', 'HEAD']);
   return endApp(app, logger);
+}
+
+/**
+ * `?return=ids`: the answer's `data` lists each event's stored `event_id`, in the order of
+ * `events` (a retry of an event with a client id gets the same one); else `data` is null.
+ */
+function returnParam(req: Request): boolean {
+  const v = single(req, 'return');
+  if (v === undefined) return false;
+  if (v !== 'ids') throw bad('return', 'the only value is ids');
+  return true;
 }
 
 function sendGif(res: Response, status: number): void {

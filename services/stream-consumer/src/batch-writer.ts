@@ -68,6 +68,8 @@ export class BatchWriter {
   private readonly rejected: Counter<'table'>;
   private readonly insertSeconds: Histogram<'table'>;
   private readonly batchRows: Histogram<'table'>;
+  /** Per table: when its last insert succeeded (unix seconds). */
+  private readonly lastInserts = new Map<string, number>();
 
   constructor(private readonly opts: BatchWriterOptions) {
     const r = opts.registry;
@@ -90,6 +92,11 @@ export class BatchWriter {
     if (this.draining || buf.rows.length >= this.opts.maxRows) this.flush(table);
     else buf.timer ??= setTimeout(() => this.flush(table), this.opts.maxAgeMs);
     return done;
+  }
+
+  /** When an insert into `table` last succeeded (unix seconds), if one did since start. */
+  lastInsertAt(table: string): number | undefined {
+    return this.lastInserts.get(table);
   }
 
   get pendingRows(): number {
@@ -193,6 +200,7 @@ export class BatchWriter {
       try {
         await this.opts.sink.insert(table, rows);
         end();
+        this.lastInserts.set(table, Math.floor(Date.now() / 1000));
         this.rowsWritten.inc({ table }, rows.length);
         this.batchRows.observe({ table }, rows.length);
         return;

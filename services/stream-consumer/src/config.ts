@@ -61,6 +61,13 @@ export const consumerSpec = {
     36_500,
   ),
   retentionIntervalMs: v.int('RETENTION_INTERVAL_MS', 3_600_000, 'how often retention runs', 10_000, 86_400_000),
+  freshnessIntervalMs: v.int(
+    'FRESHNESS_INTERVAL_MS',
+    10_000,
+    'how often this replica writes its lag and last insert per table to the freshness table',
+    1000,
+    3_600_000,
+  ),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
 } as const;
 

@@ -58,6 +58,8 @@ export class KafkaToClickHouse extends OnGroupConsumer {
   private commitAgain = false;
   private readonly deadLettered: Counter<'topic' | 'reason'>;
   private readonly lag: Gauge<'topic' | 'partition'>;
+  /** Per topic, per partition this replica holds: messages behind the high watermark at its last batch. */
+  private readonly lags = new Map<string, Map<number, number>>();
   private readonly messages: Counter<'topic'>;
   /** Each topic read, with its table and its decoder. */
   private readonly routes: Map<string, { table: string; decode: (v: Buffer | null) => Decoded<object> }>;
@@ -109,8 +111,25 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       // eachBatch heartbeats every 3 s even while it waits for the writer: a session
       // without one means the loop is stuck.
       stallAfterMs: deps.sessionTimeoutMs,
+      // The partitions may go to another replica: it reports their lag from now on.
+      onRevoked: () => {
+        this.lags.clear();
+        this.lag.reset();
+      },
       crashMessage: 'consumer crashed',
     });
+  }
+
+  /** Messages of `topic` behind the high watermark, over this replica's partitions, at their last batches. */
+  lagOf(topic: string): number {
+    let n = 0;
+    for (const lag of this.lags.get(topic)?.values() ?? []) n += lag;
+    return n;
+  }
+
+  /** Each topic read and the table its rows go to. */
+  tables(): { topic: string; table: string }[] {
+    return [...this.routes].map(([topic, r]) => ({ topic, table: r.table }));
   }
 
   async stop(): Promise<void> {
@@ -137,7 +156,11 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     if (batch.messages.length === 0 || this.stopping) return;
     const { topic, partition } = batch;
     this.messages.inc({ topic }, batch.messages.length);
-    this.lag.set({ topic, partition: String(partition) }, Number(batch.offsetLag()));
+    const lag = Number(batch.offsetLag());
+    this.lag.set({ topic, partition: String(partition) }, lag);
+    const byPartition = this.lags.get(topic) ?? new Map<number, number>();
+    byPartition.set(partition, lag);
+    this.lags.set(topic, byPartition);
     const route = this.routes.get(topic);
     if (!route) return; // not subscribed to it
     const rows: object[] = [];

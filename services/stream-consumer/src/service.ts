@@ -8,16 +8,19 @@ import {
   healthServer,
   HttpServerComponent,
   kafkaGroupConsumers,
+  PeriodicJob,
   ServiceRunner,
   sqlIdentifier,
   type ClickHouseClient,
   type Component,
   type Logger,
 } from '@telemetry/platform';
-import { migrateWith, RetentionJob } from '@telemetry/store';
+import { hostname } from 'node:os';
+import { migrateWith, retentionJob } from '@telemetry/store';
 import { BatchWriter, type RowSink } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
+import { Freshness } from './freshness.js';
 
 export class ClickHouseSink implements RowSink {
   constructor(private readonly client: ClickHouseClient) {}
@@ -104,7 +107,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   // Shutdown runs in reverse: consumer (stop fetching, flush, commit, leave group) ->
   // writer (flush leftovers) -> dead-letter producer -> ClickHouse client -> HTTP last,
   // so /metrics and /healthz answer until the end.
-  const retention = new RetentionJob(
+  const retention = retentionJob(
     ch.client,
     config.clickhouseDatabase,
     [
@@ -118,7 +121,16 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     config.retentionIntervalMs,
     logger,
   );
-  runner.use(http, ch, retention, deadLetters, new WriterComponent(writer), consumer);
+  const freshness = new Freshness({
+    tables: () => consumer.tables(),
+    lagOf: (topic) => consumer.lagOf(topic),
+    lastInsertAt: (table) => writer.lastInsertAt(table),
+    consumer: `${hostname()}-${process.pid}`,
+    insert: (rows) => new ClickHouseSink(ch.client).insert(`${db}.freshness`, rows),
+    registry,
+  });
+  const reporter = new PeriodicJob('freshness', config.freshnessIntervalMs, () => freshness.report(), logger);
+  runner.use(http, ch, retention, reporter, deadLetters, new WriterComponent(writer), consumer);
   await runner.start();
   logger.info('stream consumer running', { port: http.boundPort, group: config.groupId });
   return { runner, http, writer };

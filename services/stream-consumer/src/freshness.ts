@@ -1,0 +1,57 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { FreshnessRow } from '@telemetry/store';
+
+export interface FreshnessDeps {
+  /** Each topic read and the table (`db`.name, as the writer knows it) its rows go to. */
+  tables: () => { topic: string; table: string }[];
+  lagOf: (topic: string) => number;
+  lastInsertAt: (table: string) => number | undefined;
+  /** This replica's name in the `consumer` column. */
+  consumer: string;
+  /** Inserts rows into the freshness table. */
+  insert: (rows: FreshnessRow[]) => Promise<void>;
+  registry: Registry;
+}
+
+/** `name` of `` `db`.`name` `` or `db.name`. */
+function shortName(table: string): string {
+  return table.slice(table.lastIndexOf('.') + 1).replace(/`/g, '');
+}
+
+/**
+ * How far behind each table is, for people who query ClickHouse directly and for
+ * /metrics: the consumer's lag per topic (messages not read yet, at the last batch of
+ * each partition this replica holds) and when an insert into the table last succeeded.
+ * report() writes one row per table to the `freshness` table.
+ */
+export class Freshness {
+  constructor(private readonly deps: FreshnessDeps) {
+    const rows = (): FreshnessRow[] => this.rows();
+    new Gauge({
+      name: 'consumer_table_last_insert_timestamp_seconds',
+      help: 'When an insert into the table last succeeded (unix seconds; absent before the first)',
+      labelNames: ['table'],
+      registers: [deps.registry],
+      collect(this: Gauge<'table'>) {
+        this.reset();
+        for (const r of rows()) if (r.last_insert_at > 0) this.set({ table: r.table_name }, r.last_insert_at);
+      },
+    });
+  }
+
+  rows(): FreshnessRow[] {
+    const now = Math.floor(Date.now() / 1000);
+    return this.deps.tables().map(({ topic, table }) => ({
+      table_name: shortName(table),
+      topic,
+      consumer: this.deps.consumer,
+      lag_messages: this.deps.lagOf(topic),
+      last_insert_at: this.deps.lastInsertAt(table) ?? 0,
+      updated_at: now,
+    }));
+  }
+
+  report(): Promise<void> {
+    return this.deps.insert(this.rows());
+  }
+}
