@@ -14,7 +14,7 @@ describe('freshness (unit)', () => {
         { topic: 'events-topic', table: '`db`.`events`' },
         { topic: 'checks-topic', table: 'db.checks' },
       ],
-      lagOf: (topic) => (topic === 'events-topic' ? 42 : 0),
+      lagOf: (topic) => Promise.resolve(topic === 'events-topic' ? 42 : 0),
       lastInsertAt: (table) => (table === '`db`.`events`' ? 1_800_000_000 : undefined),
       consumer: 'replica-1',
       insert: (rows) => {
@@ -69,6 +69,21 @@ describe('PeriodicJob (unit)', () => {
     release();
     await settle();
     expect(job.health()).to.equal(true);
+    await job.stop();
+  });
+
+  it('takes a run that throws instead of rejecting as a failed run', async () => {
+    const job = new PeriodicJob(
+      'throwing-job',
+      60_000,
+      () => {
+        throw new Error('sync boom');
+      },
+      silentLogger,
+    );
+    await job.start();
+    await settle();
+    expect(job.health()).to.equal(false);
     await job.stop();
   });
 });

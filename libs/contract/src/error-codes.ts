@@ -84,7 +84,7 @@ export const ERROR_CODES = {
   KAFKA_UNAVAILABLE: {
     status: 503,
     description:
-      'Kafka did not acknowledge in time. The events may or may not have been stored: retry the same request; events with client ids (`id`) are stored once however often they are sent.',
+      'Kafka did not acknowledge in time. The events may or may not have been stored: retry the same request; every copy of an event with a client id (`id`) gets the same event_id and is read once by `LIMIT 1 BY event_id`.',
   },
   KAFKA_REJECTED: {
     status: 500,

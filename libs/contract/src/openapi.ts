@@ -120,7 +120,7 @@ const gatewayPaths: Json = {
     post: {
       operationId: 'ingestEvents',
       summary: 'Ingest a batch of telemetry events',
-      description: `Answers 200 only after Kafka acknowledged every event; any other answer means none was accepted. The body may be sent with Content-Encoding: gzip. At most ${LIMITS.maxEventsPerRequest} events, ${LIMITS.maxBodyBytes} bytes (after gzip), ${LIMITS.maxEventBytes} bytes per event, nesting depth ${LIMITS.maxJsonDepth}.`,
+      description: `Answers 200 only after Kafka acknowledged every event. Any other answer means none was accepted, except KAFKA_UNAVAILABLE (and KAFKA_REJECTED or KAFKA_MESSAGE_TOO_LARGE for a request that was split): then some events may have been stored, and a retry gives events with a client id the same event_id. The body may be sent with Content-Encoding: gzip. At most ${LIMITS.maxEventsPerRequest} events, ${LIMITS.maxBodyBytes} bytes (after gzip), ${LIMITS.maxEventBytes} bytes per event, nesting depth ${LIMITS.maxJsonDepth}.`,
       security: [{ accessKeyHeader: [] }, { accessKeyQuery: [] }],
       parameters: [
         {

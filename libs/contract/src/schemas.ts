@@ -37,7 +37,7 @@ export const telemetryEventSchema = {
     source: name,
     category: name,
     payload: { type: 'object' },
-    /** Client event id: a retry with the same id (and key) is stored once. */
+    /** Client event id: a retry with the same id (and key) gets the same event_id. */
     id: { type: 'string', minLength: 1, maxLength: LIMITS.maxClientIdLength, pattern: ID_PATTERN },
     /** When the event happened, by the client's clock. */
     timestamp: dateTime,

@@ -23,7 +23,7 @@ export class AppError extends Error {
 /** Kafka did not acknowledge in time (retriable: the client should retry). */
 export class KafkaUnavailableError extends AppError {
   constructor(
-    message = 'Kafka did not acknowledge the events in time; some or all may have been stored: retry the same request (events with an id are stored once)',
+    message = 'Kafka did not acknowledge the events in time; some or all may have been stored: retry the same request (copies of an event with an id share its event_id)',
   ) {
     super('KAFKA_UNAVAILABLE', message, undefined, { 'Retry-After': '1' });
   }

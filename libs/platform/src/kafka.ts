@@ -218,3 +218,29 @@ export function produceError(err: unknown): AppError {
   }
   return new KafkaUnavailableError();
 }
+
+/**
+ * Messages of `topic` that consumer group `groupId` has not committed: per partition, the
+ * high watermark minus the committed offset (the low watermark when none is committed),
+ * summed. A group that commits only after writing (the stream consumer) thereby counts
+ * what is read but not yet written too.
+ */
+export async function groupLag(kafka: Kafka, groupId: string, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const [ends, [committed]] = await Promise.all([
+      admin.fetchTopicOffsets(topic),
+      admin.fetchOffsets({ groupId, topics: [topic] }),
+    ]);
+    const done = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    let lag = 0;
+    for (const p of ends) {
+      const at = done.get(p.partition) ?? -1;
+      lag += Math.max(0, Number(p.high) - (at >= 0 ? at : Number(p.low)));
+    }
+    return lag;
+  } finally {
+    await admin.disconnect();
+  }
+}

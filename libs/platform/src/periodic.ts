@@ -28,15 +28,18 @@ export class PeriodicJob implements Component {
 
   private tick(): void {
     if (this.running) return;
-    this.running = this.run().then(
-      () => {
-        this.ok = true;
-      },
-      (err: unknown) => {
-        this.ok = false;
-        this.logger.warn(`${this.name} run failed`, { err: String(err) });
-      },
-    );
+    // A run that throws instead of rejecting is a failed run too.
+    this.running = Promise.resolve()
+      .then(() => this.run())
+      .then(
+        () => {
+          this.ok = true;
+        },
+        (err: unknown) => {
+          this.ok = false;
+          this.logger.warn(`${this.name} run failed`, { err: String(err) });
+        },
+      );
     void this.running.finally(() => (this.running = undefined));
   }
 

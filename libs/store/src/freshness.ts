@@ -13,6 +13,7 @@ export const freshnessMigrations: MigrationsByVersion = {
         table_name String, topic String, consumer String, lag_messages UInt64,
         last_insert_at DateTime('UTC'), updated_at DateTime('UTC')
       ) ENGINE = ReplacingMergeTree(updated_at)
+      PARTITION BY toYYYYMM(updated_at)
       ORDER BY (table_name, consumer)`,
   ],
 };

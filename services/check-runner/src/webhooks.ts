@@ -315,14 +315,16 @@ export class WebhookDispatcher extends OnGroupConsumer {
         }
         outcome = String(err);
       }
-      if (this.stopping) {
-        // Not committed: whoever reads the alerts next delivers it again.
-        throw new Error('stopping during a webhook delivery');
-      }
+      // The last attempt is given up even while stopping: its record says `failed`, so
+      // it must not be delivered again.
       if (last(attempt)) {
         this.deliveries.inc({ outcome: 'failed' });
         this.deps.logger.warn('webhook given up', { alert_id: alert.id, url: redactUrl(url), attempt, outcome });
         return;
+      }
+      if (this.stopping) {
+        // Not committed: whoever reads the alerts next delivers it again.
+        throw new Error('stopping during a webhook delivery');
       }
       this.deliveries.inc({ outcome: 'retried' });
       try {

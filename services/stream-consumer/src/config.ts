@@ -64,9 +64,9 @@ export const consumerSpec = {
   freshnessIntervalMs: v.int(
     'FRESHNESS_INTERVAL_MS',
     10_000,
-    'how often this replica writes its lag and last insert per table to the freshness table',
+    'how often this replica writes the lag and its last insert per table to the freshness table',
     1000,
-    3_600_000,
+    30_000,
   ),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
 } as const;

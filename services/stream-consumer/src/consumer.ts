@@ -58,8 +58,6 @@ export class KafkaToClickHouse extends OnGroupConsumer {
   private commitAgain = false;
   private readonly deadLettered: Counter<'topic' | 'reason'>;
   private readonly lag: Gauge<'topic' | 'partition'>;
-  /** Per topic, per partition this replica holds: messages behind the high watermark at its last batch. */
-  private readonly lags = new Map<string, Map<number, number>>();
   private readonly messages: Counter<'topic'>;
   /** Each topic read, with its table and its decoder. */
   private readonly routes: Map<string, { table: string; decode: (v: Buffer | null) => Decoded<object> }>;
@@ -112,19 +110,9 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       // without one means the loop is stuck.
       stallAfterMs: deps.sessionTimeoutMs,
       // The partitions may go to another replica: it reports their lag from now on.
-      onRevoked: () => {
-        this.lags.clear();
-        this.lag.reset();
-      },
+      onRevoked: () => this.lag.reset(),
       crashMessage: 'consumer crashed',
     });
-  }
-
-  /** Messages of `topic` behind the high watermark, over this replica's partitions, at their last batches. */
-  lagOf(topic: string): number {
-    let n = 0;
-    for (const lag of this.lags.get(topic)?.values() ?? []) n += lag;
-    return n;
   }
 
   /** Each topic read and the table its rows go to. */
@@ -156,11 +144,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     if (batch.messages.length === 0 || this.stopping) return;
     const { topic, partition } = batch;
     this.messages.inc({ topic }, batch.messages.length);
-    const lag = Number(batch.offsetLag());
-    this.lag.set({ topic, partition: String(partition) }, lag);
-    const byPartition = this.lags.get(topic) ?? new Map<number, number>();
-    byPartition.set(partition, lag);
-    this.lags.set(topic, byPartition);
+    this.lag.set({ topic, partition: String(partition) }, Number(batch.offsetLag()));
     const route = this.routes.get(topic);
     if (!route) return; // not subscribed to it
     const rows: object[] = [];

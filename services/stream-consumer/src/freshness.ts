@@ -4,7 +4,8 @@ import type { FreshnessRow } from '@telemetry/store';
 export interface FreshnessDeps {
   /** Each topic read and the table (`db`.name, as the writer knows it) its rows go to. */
   tables: () => { topic: string; table: string }[];
-  lagOf: (topic: string) => number;
+  /** Messages of the topic the consumer group has not committed (so not yet written). */
+  lagOf: (topic: string) => Promise<number>;
   lastInsertAt: (table: string) => number | undefined;
   /** This replica's name in the `consumer` column. */
   consumer: string;
@@ -26,7 +27,8 @@ function shortName(table: string): string {
  */
 export class Freshness {
   constructor(private readonly deps: FreshnessDeps) {
-    const rows = (): FreshnessRow[] => this.rows();
+    const tables = (): { table: string; at: number }[] =>
+      deps.tables().map(({ table }) => ({ table: shortName(table), at: deps.lastInsertAt(table) ?? 0 }));
     new Gauge({
       name: 'consumer_table_last_insert_timestamp_seconds',
       help: 'When an insert into the table last succeeded (unix seconds; absent before the first)',
@@ -34,24 +36,25 @@ export class Freshness {
       registers: [deps.registry],
       collect(this: Gauge<'table'>) {
         this.reset();
-        for (const r of rows()) if (r.last_insert_at > 0) this.set({ table: r.table_name }, r.last_insert_at);
+        for (const t of tables()) if (t.at > 0) this.set({ table: t.table }, t.at);
       },
     });
   }
 
-  rows(): FreshnessRow[] {
-    const now = Math.floor(Date.now() / 1000);
-    return this.deps.tables().map(({ topic, table }) => ({
-      table_name: shortName(table),
-      topic,
-      consumer: this.deps.consumer,
-      lag_messages: this.deps.lagOf(topic),
-      last_insert_at: this.deps.lastInsertAt(table) ?? 0,
-      updated_at: now,
-    }));
+  async rows(): Promise<FreshnessRow[]> {
+    return Promise.all(
+      this.deps.tables().map(async ({ topic, table }) => ({
+        table_name: shortName(table),
+        topic,
+        consumer: this.deps.consumer,
+        lag_messages: await this.deps.lagOf(topic),
+        last_insert_at: this.deps.lastInsertAt(table) ?? 0,
+        updated_at: Math.floor(Date.now() / 1000),
+      })),
+    );
   }
 
-  report(): Promise<void> {
-    return this.deps.insert(this.rows());
+  async report(): Promise<void> {
+    await this.deps.insert(await this.rows());
   }
 }

@@ -7,6 +7,7 @@ import {
   ensureTopics,
   healthServer,
   HttpServerComponent,
+  groupLag,
   kafkaGroupConsumers,
   PeriodicJob,
   ServiceRunner,
@@ -117,13 +118,15 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
       { table: 'webhook_deliveries', days: config.retentionChecksDays },
       { table: 'events_per_minute', days: config.retentionRollupsDays },
       { table: 'checks_hourly', days: config.retentionRollupsDays },
+      // Rows of replicas long gone.
+      { table: 'freshness', days: 7 },
     ],
     config.retentionIntervalMs,
     logger,
   );
   const freshness = new Freshness({
     tables: () => consumer.tables(),
-    lagOf: (topic) => consumer.lagOf(topic),
+    lagOf: (topic) => groupLag(kafka, config.groupId, topic),
     lastInsertAt: (table) => writer.lastInsertAt(table),
     consumer: `${hostname()}-${process.pid}`,
     insert: (rows) => new ClickHouseSink(ch.client).insert(`${db}.freshness`, rows),
