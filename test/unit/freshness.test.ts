@@ -14,7 +14,7 @@ describe('freshness (unit)', () => {
         { topic: 'events-topic', table: '`db`.`events`' },
         { topic: 'checks-topic', table: 'db.checks' },
       ],
-      lagOf: (topic) => Promise.resolve(topic === 'events-topic' ? 42 : 0),
+      lags: (topics) => Promise.resolve(new Map(topics.map((t) => [t, t === 'events-topic' ? 42 : 0]))),
       lastInsertAt: (table) => (table === '`db`.`events`' ? 1_800_000_000 : undefined),
       consumer: 'replica-1',
       insert: (rows) => {

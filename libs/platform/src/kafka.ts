@@ -220,26 +220,31 @@ export function produceError(err: unknown): AppError {
 }
 
 /**
- * Messages of `topic` that consumer group `groupId` has not committed: per partition, the
+ * Per topic, the messages consumer group `groupId` has not committed: per partition, the
  * high watermark minus the committed offset (the low watermark when none is committed),
  * summed. A group that commits only after writing (the stream consumer) thereby counts
- * what is read but not yet written too.
+ * what is read but not yet written too. One admin connection for all the topics.
  */
-export async function groupLag(kafka: Kafka, groupId: string, topic: string): Promise<number> {
+export async function groupLags(kafka: Kafka, groupId: string, topics: string[]): Promise<Map<string, number>> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const [ends, [committed]] = await Promise.all([
-      admin.fetchTopicOffsets(topic),
-      admin.fetchOffsets({ groupId, topics: [topic] }),
+    const [ends, committed] = await Promise.all([
+      Promise.all(topics.map((t) => admin.fetchTopicOffsets(t))),
+      admin.fetchOffsets({ groupId, topics }),
     ]);
-    const done = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-    let lag = 0;
-    for (const p of ends) {
-      const at = done.get(p.partition) ?? -1;
-      lag += Math.max(0, Number(p.high) - (at >= 0 ? at : Number(p.low)));
-    }
-    return lag;
+    return new Map(
+      topics.map((topic, i) => {
+        const parts = committed.find((c) => c.topic === topic)?.partitions ?? [];
+        const done = new Map(parts.map((p) => [p.partition, Number(p.offset)]));
+        let lag = 0;
+        for (const p of ends[i]!) {
+          const at = done.get(p.partition) ?? -1;
+          lag += Math.max(0, Number(p.high) - (at >= 0 ? at : Number(p.low)));
+        }
+        return [topic, lag];
+      }),
+    );
   } finally {
     await admin.disconnect();
   }

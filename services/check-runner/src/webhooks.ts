@@ -291,16 +291,16 @@ export class WebhookDispatcher extends OnGroupConsumer {
           this.deps.logger.info('webhook delivered', { alert_id: alert.id, url: redactUrl(url), attempt });
           return;
         }
-        if (!retriable(answer.statusCode)) {
+        if (!retriable(statusCode)) {
           this.deliveries.inc({ outcome: 'failed' });
           this.deps.logger.warn('webhook refused; not retried', {
             alert_id: alert.id,
             url: redactUrl(url),
-            status_code: answer.statusCode,
+            status_code: statusCode,
           });
           return;
         }
-        outcome = `status ${answer.statusCode}`;
+        outcome = `status ${statusCode}`;
       } catch (err) {
         const error: CheckError = err instanceof HttpCallError ? err.kind : 'network';
         const status = error === 'target_not_allowed' || last(attempt) ? 'failed' : 'retrying';

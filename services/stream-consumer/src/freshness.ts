@@ -4,8 +4,8 @@ import type { FreshnessRow } from '@telemetry/store';
 export interface FreshnessDeps {
   /** Each topic read and the table (`db`.name, as the writer knows it) its rows go to. */
   tables: () => { topic: string; table: string }[];
-  /** Messages of the topic the consumer group has not committed (so not yet written). */
-  lagOf: (topic: string) => Promise<number>;
+  /** Per topic, the messages the consumer group has not committed (so not yet written). */
+  lags: (topics: string[]) => Promise<Map<string, number>>;
   lastInsertAt: (table: string) => number | undefined;
   /** This replica's name in the `consumer` column. */
   consumer: string;
@@ -21,8 +21,8 @@ function shortName(table: string): string {
 
 /**
  * How far behind each table is, for people who query ClickHouse directly and for
- * /metrics: the consumer's lag per topic (messages not read yet, at the last batch of
- * each partition this replica holds) and when an insert into the table last succeeded.
+ * /metrics: the consumer group's lag per topic (messages not yet committed, so not yet
+ * written) and when this replica's last insert into the table succeeded.
  * report() writes one row per table to the `freshness` table.
  */
 export class Freshness {
@@ -42,16 +42,17 @@ export class Freshness {
   }
 
   async rows(): Promise<FreshnessRow[]> {
-    return Promise.all(
-      this.deps.tables().map(async ({ topic, table }) => ({
-        table_name: shortName(table),
-        topic,
-        consumer: this.deps.consumer,
-        lag_messages: await this.deps.lagOf(topic),
-        last_insert_at: this.deps.lastInsertAt(table) ?? 0,
-        updated_at: Math.floor(Date.now() / 1000),
-      })),
-    );
+    const tables = this.deps.tables();
+    const lags = await this.deps.lags(tables.map((t) => t.topic));
+    const now = Math.floor(Date.now() / 1000);
+    return tables.map(({ topic, table }) => ({
+      table_name: shortName(table),
+      topic,
+      consumer: this.deps.consumer,
+      lag_messages: lags.get(topic) ?? 0,
+      last_insert_at: this.deps.lastInsertAt(table) ?? 0,
+      updated_at: now,
+    }));
   }
 
   async report(): Promise<void> {

@@ -7,7 +7,7 @@ import {
   ensureTopics,
   healthServer,
   HttpServerComponent,
-  groupLag,
+  groupLags,
   kafkaGroupConsumers,
   PeriodicJob,
   ServiceRunner,
@@ -126,7 +126,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   );
   const freshness = new Freshness({
     tables: () => consumer.tables(),
-    lagOf: (topic) => groupLag(kafka, config.groupId, topic),
+    lags: (topics) => groupLags(kafka, config.groupId, topics),
     lastInsertAt: (table) => writer.lastInsertAt(table),
     consumer: `${hostname()}-${process.pid}`,
     insert: (rows) => new ClickHouseSink(ch.client).insert(`${db}.freshness`, rows),
