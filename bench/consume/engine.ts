@@ -10,8 +10,8 @@
  * way the consumer's rows.ts does. BENCHMARKS.md lists what that does differently.
  */
 import type { Kafka } from 'kafkajs';
-import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
-import { MIGRATIONS } from '@telemetry/store';
+import { sqlIdentifier, sqlNumber, sqlString, type Engine } from '@telemetry/platform';
+import { idTimeSql, MIGRATIONS } from '@telemetry/store';
 
 export const ENGINE_TABLE = 'events_kafka_engine';
 export const ENGINE_ROLLUP = 'events_per_minute_kafka_engine';
@@ -25,9 +25,9 @@ const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
  * `events` and the table of its rollup (`events_per_minute`) copied under new names, from
  * the very statements of the migrations, so the engine's rows land in identical tables.
  */
-export function copyTablesStatements(database: string): string[] {
+export function copyTablesStatements(database: string, engine: Engine): string[] {
   const db = sqlIdentifier(database);
-  const statements = MIGRATIONS.flatMap((m) => m.statements(db, database)).filter((s) => typeof s === 'string');
+  const statements = MIGRATIONS.flatMap((m) => m.statements(db, database, engine)).filter((s) => typeof s === 'string');
   const events = new RegExp(`^\\s*CREATE TABLE IF NOT EXISTS ${escapeRe(db)}\\.events \\(`);
   const rollup = new RegExp(`^\\s*CREATE TABLE IF NOT EXISTS ${escapeRe(db)}\\.events_per_minute \\(`);
   // The newest shape of each (a later migration may rebuild a table).
@@ -86,6 +86,7 @@ export function viewStatement(database: string): string {
       parseDateTimeBestEffort(${field('received_at')}) AS received_at,
       ${ts('client_ts')} AS client_ts,
       ${ts('sent_at')} AS sent_at,
+      ${idTimeSql({ version: '18.16', modern: false }, 'client_event_id', 'client_ts', 'received_at', 'received_at')},
       if(isNull(client_ts), received_at,
         if(isNull(sent_at), assumeNotNull(client_ts),
           toDateTime(toInt64(assumeNotNull(client_ts)) + (toInt64(received_at) - toInt64(assumeNotNull(sent_at)))))) AS event_time,
@@ -102,7 +103,8 @@ export function rollupViewStatement(database: string): string {
   const db = sqlIdentifier(database);
   return `CREATE MATERIALIZED VIEW ${db}.${ENGINE_ROLLUP_VIEW} TO ${db}.${ENGINE_ROLLUP} AS
     SELECT ${field('tenant_id')} AS tenant_id,
-      toStartOfMinute(parseDateTimeBestEffort(${field('received_at')})) AS minute,
+      toStartOfMinute(if(visitParamHas(raw, 'client_ts'), parseDateTimeBestEffort(${field('client_ts')}),
+        parseDateTimeBestEffort(${field('received_at')}))) AS minute,
       ${field('source')} AS source,
       ${field('category')} AS category,
       uniqExactState(toUUID(${field('event_id')})) AS events

@@ -33,7 +33,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
-import { createClickHouse, createKafka, createLogger, sqlIdentifier, type ClickHouseClient } from '@telemetry/platform';
+import {
+  createClickHouse,
+  createKafka,
+  createLogger,
+  detectEngine,
+  sqlIdentifier,
+  type ClickHouseClient,
+} from '@telemetry/platform';
 import { issueKey, migrate } from '@telemetry/store';
 import { consumerSpec } from '@telemetry/stream-consumer';
 import { provision } from '../../tools/devstack/provision.js';
@@ -408,7 +415,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
     requestTimeoutMs: 300_000,
   });
   cleanups.push(() => ch.close());
-  for (const q of copyTablesStatements(database)) await ch.command({ query: q });
+  for (const q of copyTablesStatements(database, await detectEngine(ch))) await ch.command({ query: q });
   const tuned: Setup = { label: 'tuned', database, group: `bench-consume-${run}`, env: CONSUMER_ENV };
   const defaults: Setup = {
     label: 'defaults',

@@ -58,6 +58,7 @@ describe('rollups and retention (real ClickHouse)', () => {
       client_event_id: '',
       event_time: t,
       received_at: t,
+      id_time: t,
     });
     const a = '00000000-0000-4000-8000-00000000000a';
     const b = '00000000-0000-4000-8000-00000000000b';

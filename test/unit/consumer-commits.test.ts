@@ -67,6 +67,9 @@ function setup(): {
     partitionsConcurrently: 2,
     sessionTimeoutMs: 30_000,
     maxBufferedRows: 1000,
+    modernEvents: false,
+    firstSeen: { resolve: () => Promise.resolve() },
+    retryMaxMs: 100,
   });
   return { consumer, group: built[0]!, writer, deadLetters };
 }

@@ -155,7 +155,7 @@ async function startWithTestcontainers(): Promise<Stack> {
 
 // ---------------------------------------------------------------- local processes
 
-function cacheDir(env: NodeJS.ProcessEnv): string {
+export function cacheDir(env: NodeJS.ProcessEnv): string {
   return env.DEVSTACK_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'telemetry-pipeline');
 }
 

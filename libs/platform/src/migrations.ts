@@ -11,8 +11,36 @@ import { sqlIdentifier, sqlNumber, sqlString } from './sql.js';
 export interface Migration {
   version: number;
   name: string;
-  /** `db` is the database quoted for SQL, `name` the same unquoted. */
-  statements(db: string, name: string): Statement[];
+  /**
+   * `db` is the database quoted for SQL, `name` the same unquoted, `engine` the server's
+   * version (some tables take a richer shape on current ClickHouse).
+   */
+  statements(db: string, name: string, engine: Engine): Statement[];
+}
+
+/**
+ * Which ClickHouse runs the SQL, decided on `SELECT version()`: `modern` from 22.3 on
+ * (LowCardinality, DateTime64, codecs, TTL and JSONExtract are all mature there); older
+ * servers such as 18.16 get the plain shapes.
+ */
+export interface Engine {
+  version: string;
+  modern: boolean;
+}
+
+/** The first version whose tables take the modern shape. */
+const MODERN_FROM = [22, 3];
+
+export function engineOf(version: string): Engine {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  const modern = major > MODERN_FROM[0]! || (major === MODERN_FROM[0] && minor >= MODERN_FROM[1]!);
+  return { version, modern };
+}
+
+/** The engine `client` talks to. */
+export async function detectEngine(client: ClickHouseClient): Promise<Engine> {
+  const rs = await client.query({ query: 'SELECT version() AS v', format: 'JSONEachRow' });
+  return engineOf(String((await rs.json<{ v: string }>())[0]?.v ?? '0'));
 }
 
 /**
@@ -43,7 +71,14 @@ export interface MoveTable {
  */
 export interface SetAside {
   table: string;
-  marker: string;
+  /** Set aside while the table lacks this column (its new shape has it)... */
+  marker?: string;
+  /**
+   * ...or while this other table is being rebuilt (its aside exists): for a table whose
+   * shape follows another's, such as a rollup fed from the rebuilt table. Copy this
+   * one back after the other, so a resumed run never sets the new one aside.
+   */
+  whileRebuilding?: string;
 }
 
 /**
@@ -62,7 +97,7 @@ export function asideName(table: string): string {
 }
 
 /** One table family's statements, by the migration version that applies them. */
-export type MigrationsByVersion = Record<number, (db: string, name: string) => Statement[]>;
+export type MigrationsByVersion = Record<number, (db: string, name: string, engine: Engine) => Statement[]>;
 
 export async function runMigrations(
   client: ClickHouseClient,
@@ -83,9 +118,10 @@ export async function runMigrations(
   });
   const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)));
   const applied: number[] = [];
+  const engine = await detectEngine(client);
   for (const m of migrations) {
     if (done.has(m.version)) continue;
-    for (const statement of m.statements(db, database)) {
+    for (const statement of m.statements(db, database, engine)) {
       if (typeof statement === 'string') await client.command({ query: statement });
       else if ('addColumn' in statement) await addColumn(client, database, statement.addColumn);
       else if ('setAside' in statement) await setAside(client, database, statement.setAside, logger);
@@ -111,7 +147,11 @@ async function tableExists(client: ClickHouseClient, database: string, table: st
 
 async function setAside(client: ClickHouseClient, database: string, s: SetAside, logger: Logger): Promise<void> {
   if (!(await tableExists(client, database, s.table))) return;
-  if (await columnExists(client, database, s.table, s.marker)) return;
+  if (s.marker !== undefined && (await columnExists(client, database, s.table, s.marker))) return;
+  if (s.whileRebuilding !== undefined) {
+    if (!(await tableExists(client, database, asideName(s.whileRebuilding)))) return;
+    if (await tableExists(client, database, asideName(s.table))) return; // already aside: resuming
+  }
   const db = sqlIdentifier(database);
   if (await tableExists(client, database, asideName(s.table))) {
     throw new Error(

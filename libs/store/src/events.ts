@@ -1,6 +1,6 @@
 import { DEFAULT_TENANT, type EventMessage, type Validators } from '@telemetry/contract';
-import type { MigrationsByVersion } from '@telemetry/platform';
-import { decodeTimed, MAX_TS, MIN_TS, toUnix, type Decoded } from './rows.js';
+import type { Engine, MigrationsByVersion } from '@telemetry/platform';
+import { decodeTimed, MAX_TS, MIN_TS, toMillis, type Decoded } from './rows.js';
 
 /**
  * The `events` table and its `events_per_minute` rollup (docs/clickhouse.md): their
@@ -76,10 +76,126 @@ export const eventsMigrations: MigrationsByVersion = {
             client_ts, sent_at, received_at, inserted_at FROM ${from}`,
       },
     },
-  ],
+  ], // Copies of an event (a client's retry, a message Kafka delivered twice, a replay) must
+  // share every value of the sort and partition keys, or ReplacingMergeTree never merges
+  // them and FINAL counts them twice. received_at differs between a request and its
+  // retry, so both keys now use id_time (idTimeMillis): the UUIDv7 id's time, else the
+  // client's timestamp as sent, else the first copy's receive time (event_first_seen).
+  // The copy keeps every row, computing id_time the way the consumer does; copies already
+  // stored get the same keys and are read once. On current ClickHouse the table takes the
+  // modern shape (docs/clickhouse.md, "Two engines").
+  7: (db, _name, engine) => {
+    const t = engine.modern ? "DateTime64(3, 'UTC')" : "DateTime('UTC')";
+    const lc = engine.modern ? 'LowCardinality(String)' : 'String';
+    const zstd = (type: string): string => (engine.modern ? `${type} CODEC(ZSTD(1))` : type);
+    const time = (type: string): string => (engine.modern ? `${type} CODEC(Delta, ZSTD(1))` : type);
+    return [
+      `CREATE TABLE IF NOT EXISTS ${db}.event_first_seen (
+          tenant_id String, event_id UUID, id_time ${t}
+        ) ENGINE = MergeTree()
+        PARTITION BY toYYYYMM(id_time)
+        ORDER BY event_id
+        SETTINGS index_granularity = 1024`,
+      `DROP TABLE IF EXISTS ${db}.events_per_minute_mv`,
+      { setAside: { table: 'events', marker: 'id_time' } },
+      // The rollup's minutes become id_time's: rebuilt with the events.
+      { setAside: { table: 'events_per_minute', whileRebuilding: 'events' } },
+      `CREATE TABLE IF NOT EXISTS ${db}.events_per_minute (
+          tenant_id ${lc}, minute DateTime('UTC'), source ${lc}, category ${lc},
+          events AggregateFunction(uniqExact, UUID)
+        ) ENGINE = AggregatingMergeTree()
+        PARTITION BY toYYYYMMDD(minute)
+        ORDER BY (tenant_id, source, category, minute)`,
+      `CREATE TABLE IF NOT EXISTS ${db}.events (
+          tenant_id ${lc}, event_id UUID, key_id ${lc}, source ${lc}, category ${lc},
+          payload ${zstd('String')}, client_event_id ${zstd('String')},
+          id_time ${time(t)}, event_time ${time(t)}, client_ts ${zstd(`Nullable(${t})`)},
+          sent_at ${zstd(`Nullable(${t})`)}, received_at ${time(t)},
+          inserted_at DateTime('UTC') DEFAULT now()${engine.modern ? ' CODEC(Delta, ZSTD(1))' : ''}
+        ) ENGINE = ReplacingMergeTree(inserted_at)
+        PARTITION BY toYYYYMM(id_time)
+        ORDER BY (tenant_id, id_time, event_id)`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_per_minute_mv TO ${db}.events_per_minute AS
+        SELECT tenant_id, toStartOfMinute(toDateTime(id_time)) AS minute, source, category,
+          uniqExactState(event_id) AS events
+        FROM ${db}.events
+        GROUP BY tenant_id, minute, source, category`,
+      {
+        copyBack: {
+          table: 'events',
+          sql: (from) => `INSERT INTO ${db}.events (tenant_id, event_id, key_id, source, category, payload,
+              client_event_id, id_time, event_time, client_ts, sent_at, received_at, inserted_at)
+            SELECT tenant_id, event_id, key_id, source, category, payload, client_event_id,
+              ${idTimeSql(engine, 'client_event_id', 'client_ts', 'first_seen', 'received_at')},
+              event_time, client_ts, sent_at, received_at, inserted_at
+            FROM ${from} ANY LEFT JOIN (
+              SELECT event_id, min(received_at) AS first_seen FROM ${from}
+              WHERE client_event_id != '' GROUP BY event_id
+            ) AS firsts USING event_id${engine.modern ? '\n            SETTINGS max_partitions_per_insert_block = 0' : ''}`,
+        },
+      },
+      // After the events (whose copy fed the new rollup through its view): the old rollup's
+      // minutes older than any event kept (retention dropped those events).
+      {
+        copyBack: {
+          table: 'events_per_minute',
+          sql: (from) => `INSERT INTO ${db}.events_per_minute (tenant_id, minute, source, category, events)
+            SELECT tenant_id, minute, source, category, events FROM ${from}
+            WHERE minute < (SELECT if(count() = 0, toDateTime(4294967295), toStartOfMinute(toDateTime(min(received_at))))
+                            FROM ${db}.events)`,
+        },
+      },
+      // Retries after the migration of events stored before it find their first copy's time.
+      `INSERT INTO ${db}.event_first_seen (tenant_id, event_id, id_time)
+        SELECT tenant_id, event_id, min(id_time) FROM ${db}.events
+        WHERE client_event_id != '' AND client_ts IS NULL AND NOT (${isV7Sql('client_event_id')})
+          AND event_id NOT IN (SELECT event_id FROM ${db}.event_first_seen)
+        GROUP BY tenant_id, event_id`,
+    ];
+  },
 };
 
-/** A row of `events` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */
+/** SQL: whether `col` is a UUIDv7 whose time fits ClickHouse's DateTime (as v7Millis). */
+function isV7Sql(col: string): string {
+  return `match(${col}, '${V7_PATTERN.source}') AND ${v7MillisSql(col)} <= ${MAX_TS * 1000 + 999}`;
+}
+
+/** SQL: the unix milliseconds in a UUIDv7's first 48 bits (as v7Millis). */
+function v7MillisSql(col: string): string {
+  return `reinterpretAsUInt64(reverse(unhex(concat(substring(${col}, 1, 8), substring(${col}, 10, 4)))))`;
+}
+
+/** SQL: id_time as idTimeMillis computes it, from columns of the previous shape (seconds). */
+export function idTimeSql(
+  engine: Engine,
+  clientId: string,
+  clientTs: string,
+  firstSeen: string,
+  receivedAt: string,
+): string {
+  const asTime = (x: string): string => (engine.modern ? `toDateTime64(${x}, 3, 'UTC')` : x);
+  const v7 = engine.modern
+    ? `fromUnixTimestamp64Milli(toInt64(${v7MillisSql(clientId)}), 'UTC')`
+    : `toDateTime(intDiv(${v7MillisSql(clientId)}, 1000), 'UTC')`;
+  return `multiIf(${isV7Sql(clientId)}, ${v7},
+                isNotNull(${clientTs}), ${asTime(`assumeNotNull(${clientTs})`)},
+                ${clientId} != '', ${asTime(firstSeen)},
+                ${asTime(receivedAt)}) AS id_time`;
+}
+
+/**
+ * A time as a row carries it: unix seconds for DateTime('UTC') (ClickHouse 18.16), or
+ * "seconds.millis" as text for DateTime64(3) (current ClickHouse reads a bare number
+ * there as ticks or seconds depending on its digits, text it always reads the same).
+ */
+export type RowTime = number | string;
+
+export function rowTime(ms: number, modern: boolean): RowTime {
+  const s = Math.floor(ms / 1000);
+  return modern ? `${s}.${String(ms - s * 1000).padStart(3, '0')}` : s;
+}
+
+/** A row of `events` as inserted (JSONEachRow). Times are UTC, as rowTime() writes them. */
 export interface EventRow {
   tenant_id: string;
   event_id: string;
@@ -88,11 +204,38 @@ export interface EventRow {
   category: string;
   payload: string;
   client_event_id: string;
-  event_time: number;
-  client_ts: number | null;
-  sent_at: number | null;
-  received_at: number;
+  /** The time in both keys: the same for every copy of the event (idTimeMillis). */
+  id_time: RowTime;
+  event_time: RowTime;
+  client_ts: RowTime | null;
+  sent_at: RowTime | null;
+  received_at: RowTime;
   inserted_at: number;
+}
+
+const V7_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
+
+/** The unix milliseconds a UUIDv7 carries, if `id` is one and its time fits DateTime. */
+export function v7Millis(id: string): number | null {
+  if (!V7_PATTERN.test(id)) return null;
+  const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+  return ms <= MAX_TS * 1000 + 999 ? ms : null;
+}
+
+/**
+ * The time every copy of an event shares, from what the client sent: a UUIDv7 id's
+ * time, else the client's `timestamp` as sent (not skew-corrected: `sent_at` may differ
+ * between a request and its retry). Null when neither exists: an event with a client id
+ * then takes its first copy's receive time (FirstSeen), one without takes its own (a
+ * message Kafka delivers twice or a consumer replays carries the same receive time).
+ */
+export function idTimeMillis(clientId: string | undefined, clientTsMs: number | null): number | null {
+  return (clientId === undefined ? null : v7Millis(clientId)) ?? clientTsMs;
+}
+
+/** Whether the row's id_time must be its first copy's receive time (see FirstSeen). */
+export function needsFirstSeen(row: EventRow): boolean {
+  return row.client_event_id !== '' && row.client_ts === null && v7Millis(row.client_event_id) === null;
 }
 
 /**
@@ -101,16 +244,22 @@ export interface EventRow {
  * the client timestamp (the same correction Snowplow and PostHog make). With a client
  * timestamp alone it is taken as is; without one, the receive time is used.
  */
-export function eventTime(receivedAt: number, clientTs: number | null, sentAt: number | null): number {
+export function eventTime(receivedAt: number, clientTs: number | null, sentAt: number | null, perSecond = 1): number {
   if (clientTs === null) return receivedAt;
   const t = sentAt === null ? clientTs : clientTs + (receivedAt - sentAt);
-  return t >= MIN_TS && t <= MAX_TS ? t : receivedAt;
+  return t >= MIN_TS * perSecond && t < (MAX_TS + 1) * perSecond ? t : receivedAt;
 }
 
-export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventRow> {
-  return decodeTimed(v.eventMessage, 'event', value, 'received_at', (e: EventMessage, receivedAt, now) => {
-    const clientTs = toUnix(e.client_ts);
-    const sentAt = toUnix(e.sent_at);
+/**
+ * A Kafka event message as its row: times in seconds for 18.16's DateTime, or with
+ * milliseconds for the modern shape's DateTime64(3) (`modern`, see Engine).
+ */
+export function decodeEvent(v: Validators, value: Buffer | null, modern = false): Decoded<EventRow> {
+  return decodeTimed(v.eventMessage, 'event', value, 'received_at', (e: EventMessage, _s, now) => {
+    const receivedMs = toMillis(e.received_at)!; // in range: decodeTimed checked it
+    const clientTsMs = toMillis(e.client_ts);
+    const sentAtMs = toMillis(e.sent_at);
+    const t = (ms: number): RowTime => rowTime(ms, modern);
     return {
       tenant_id: e.tenant_id ?? DEFAULT_TENANT,
       event_id: e.event_id,
@@ -119,10 +268,11 @@ export function decodeEvent(v: Validators, value: Buffer | null): Decoded<EventR
       category: e.category,
       payload: JSON.stringify(e.payload),
       client_event_id: e.client_event_id ?? '',
-      event_time: eventTime(receivedAt, clientTs, sentAt),
-      client_ts: clientTs,
-      sent_at: sentAt,
-      received_at: receivedAt,
+      id_time: t(idTimeMillis(e.client_event_id, clientTsMs) ?? receivedMs),
+      event_time: t(eventTime(receivedMs, clientTsMs, sentAtMs, 1000)),
+      client_ts: clientTsMs === null ? null : t(clientTsMs),
+      sent_at: sentAtMs === null ? null : t(sentAtMs),
+      received_at: t(receivedMs),
       inserted_at: now,
     };
   });

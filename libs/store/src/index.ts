@@ -11,3 +11,4 @@ export * from './retention.js';
 export type { Decoded } from './rows.js';
 export * from './tenants.js';
 export * from './webhook-deliveries.js';
+export * from './first-seen.js';

@@ -34,6 +34,7 @@ const VERSIONS: Record<number, string> = {
   4: 'tenants: tenant_id leads every table; sealed monitor secrets; key expiry',
   5: 'least privilege: monitors to <db>_registry, tenants and access keys to <db>_keys',
   6: 'webhook delivery attempts; freshness',
+  7: 'events keyed by what every copy shares (id_time); first-seen times; the modern shape on current ClickHouse',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -50,7 +51,7 @@ const MODULES: readonly MigrationsByVersion[] = [
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({
   version: Number(v),
   name,
-  statements: (db, name) => MODULES.flatMap((m) => m[Number(v)]?.(db, name) ?? []),
+  statements: (db, name, engine) => MODULES.flatMap((m) => m[Number(v)]?.(db, name, engine) ?? []),
 }));
 
 /** Applies every migration of MIGRATIONS not yet applied to `database`. */

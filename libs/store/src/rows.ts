@@ -31,6 +31,14 @@ export function toUnix(iso: string | undefined): number | null {
   return s >= MIN_TS && s <= MAX_TS ? s : null;
 }
 
+/** An ISO time as unix milliseconds, if it is one within DateTime's range. */
+export function toMillis(iso: string | undefined): number | null {
+  if (iso === undefined) return null;
+  const ms = Date.parse(iso);
+  if (!Number.isFinite(ms)) return null;
+  return ms >= MIN_TS * 1000 && ms < (MAX_TS + 1) * 1000 ? ms : null;
+}
+
 /** JSON, then the schema: the message, or why it can never be written. */
 export function parseMessage<T>(
   validate: Validate<T>,

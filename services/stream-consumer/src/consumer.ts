@@ -4,7 +4,14 @@ import type { Validators } from '@telemetry/contract';
 import { OnGroupConsumer } from '@telemetry/platform';
 import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import type { BatchWriter } from './batch-writer.js';
-import { decodeAlert, decodeCheck, decodeEvent, decodeWebhookDelivery, type Decoded } from '@telemetry/store';
+import {
+  decodeAlert,
+  decodeCheck,
+  decodeEvent,
+  decodeWebhookDelivery,
+  type Decoded,
+  type EventRow,
+} from '@telemetry/store';
 
 export interface DeadLetterPublisher {
   send(topic: string, messages: Message[]): Promise<void>;
@@ -36,6 +43,19 @@ export interface ConsumerDeps {
   sessionTimeoutMs: number;
   /** Rows the writer may hold (buffered or being inserted) before eachBatch waits. */
   maxBufferedRows: number;
+  /** Event times with milliseconds (the modern events table, see Engine). */
+  modernEvents: boolean;
+  /** Gives events whose copies share no time their first copy's (FirstSeen). */
+  firstSeen: { resolve(rows: readonly EventRow[]): Promise<void> };
+  /** Longest wait between attempts to resolve first-seen times while ClickHouse fails. */
+  retryMaxMs: number;
+}
+
+interface Route {
+  table: string;
+  decode: (v: Buffer | null) => Decoded<object>;
+  /** Completes the decoded rows before they are written (may ask ClickHouse). */
+  prepare?: (rows: object[]) => Promise<void>;
 }
 
 /**
@@ -60,13 +80,20 @@ export class KafkaToClickHouse extends OnGroupConsumer {
   private readonly lag: Gauge<'topic' | 'partition'>;
   private readonly messages: Counter<'topic'>;
   /** Each topic read, with its table and its decoder. */
-  private readonly routes: Map<string, { table: string; decode: (v: Buffer | null) => Decoded<object> }>;
+  private readonly routes: Map<string, Route>;
 
   constructor(private readonly deps: ConsumerDeps) {
     super();
     const v = deps.validators;
-    this.routes = new Map([
-      [deps.eventsTopic, { table: deps.eventsTable, decode: (b) => decodeEvent(v, b) }],
+    this.routes = new Map<string, Route>([
+      [
+        deps.eventsTopic,
+        {
+          table: deps.eventsTable,
+          decode: (b) => decodeEvent(v, b, deps.modernEvents),
+          prepare: (rows) => deps.firstSeen.resolve(rows as EventRow[]),
+        },
+      ],
       [deps.checksTopic, { table: deps.checksTable, decode: (b) => decodeCheck(v, b) }],
       [deps.alertsTopic, { table: deps.alertsTable, decode: (b) => decodeAlert(v, b) }],
       [deps.webhookDeliveriesTopic, { table: deps.webhookDeliveriesTable, decode: (b) => decodeWebhookDelivery(v, b) }],
@@ -160,6 +187,10 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     try {
       // Bounded memory: wait while the writer already holds enough rows.
       await this.deps.writer.waitForRoom(this.deps.maxBufferedRows);
+      if (route.prepare && rows.length > 0) {
+        const prepare = route.prepare;
+        if (!(await this.untilDone(() => prepare(rows), payload, topic))) return;
+      }
       if (dead.length > 0) {
         // Acknowledged by Kafka before the offsets past them can be committed.
         await this.deps.deadLetters.send(this.deps.deadLetterTopic, dead);
@@ -189,6 +220,25 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     void next.finally(() => {
       if (this.chains.get(key) === next) this.chains.delete(key);
     });
+  }
+
+  /**
+   * Runs `step` until it succeeds, with capped exponential backoff and jitter (the
+   * writer's policy); false once the batch is revoked or the consumer stops (the
+   * partition's new owner reads it again).
+   */
+  private async untilDone(step: () => Promise<void>, payload: GroupBatch, topic: string): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await step();
+        return true;
+      } catch (err) {
+        if (this.stopping || !payload.isRunning() || payload.isStale()) return false;
+        this.deps.logger.warn('could not prepare rows; retrying', { topic, error: (err as Error).message });
+        const wait = Math.min(this.deps.retryMaxMs, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
   }
 
   /**

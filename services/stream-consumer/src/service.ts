@@ -5,6 +5,7 @@ import {
   createKafka,
   createRegistry,
   ensureTopics,
+  detectEngine,
   healthServer,
   HttpServerComponent,
   groupLags,
@@ -17,7 +18,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { hostname } from 'node:os';
-import { migrateWith, retentionJob } from '@telemetry/store';
+import { FirstSeen, migrateWith, retentionJob } from '@telemetry/store';
 import { BatchWriter, type RowSink } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
@@ -70,6 +71,8 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     );
   }
   const db = sqlIdentifier(config.clickhouseDatabase);
+  // The events table's shape follows the server (migration 7): times with milliseconds on current ClickHouse.
+  const engine = await detectEngine(ch.client);
   const writer: BatchWriter = new BatchWriter({
     sink: new ClickHouseSink(ch.client),
     logger,
@@ -102,6 +105,9 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     partitionsConcurrently: config.partitionsConcurrently,
     sessionTimeoutMs: config.sessionTimeoutMs,
     maxBufferedRows: config.maxBufferedRows,
+    modernEvents: engine.modern,
+    firstSeen: new FirstSeen(ch.client, `${db}.event_first_seen`, engine.modern),
+    retryMaxMs: config.insertRetryMaxMs,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const http = healthServer({ runner, registry, logger, ...config });
@@ -113,6 +119,11 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     config.clickhouseDatabase,
     [
       { table: 'events', days: config.retentionEventsDays },
+      // The retry window for events without a time of their own: as long as the events, at least 8 days.
+      {
+        table: 'event_first_seen',
+        days: config.retentionEventsDays === 0 ? 0 : Math.max(8, config.retentionEventsDays),
+      },
       { table: 'checks', days: config.retentionChecksDays },
       // Delivery attempts are kept as long as the checks whose alerts they carried.
       { table: 'webhook_deliveries', days: config.retentionChecksDays },

@@ -1,0 +1,60 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { sqlStringList } from '@telemetry/platform';
+import { needsFirstSeen, rowTime, type EventRow } from './events.js';
+
+/**
+ * The first copy's receive time, for events whose client id carries no time and that
+ * came without a timestamp: their id_time (the time in the events' keys) must be the
+ * same for every copy, and only the first copy's receive time is. The stream consumer
+ * resolves each batch here before inserting it: times it saw lately come from memory,
+ * the others from `event_first_seen`, and an event seen for the first time is recorded
+ * there before its row is inserted (so a replay after a crash finds it). Copies share a
+ * Kafka partition (messages are keyed by event id), so one consumer at a time resolves
+ * them, in order. Kept as long as the events (at least 8 days): the retry window.
+ */
+export class FirstSeen {
+  private readonly recent = new Map<string, number>();
+
+  constructor(
+    private readonly client: ClickHouseClient,
+    /** `db.event_first_seen`, quoted. */
+    private readonly table: string,
+    private readonly modern: boolean,
+    private readonly cacheSize = 100_000,
+  ) {}
+
+  /** Sets id_time on every row that needs its first copy's time; resolves once recorded. */
+  async resolve(rows: readonly EventRow[]): Promise<void> {
+    const pending = rows.filter(needsFirstSeen);
+    if (pending.length === 0) return;
+    const unknown = [...new Set(pending.filter((r) => !this.recent.has(r.event_id)).map((r) => r.event_id))];
+    if (unknown.length > 0) {
+      const rs = await this.client.query({
+        query: `SELECT toString(event_id) AS id, ${this.modern ? 'toUnixTimestamp64Milli(min(id_time))' : 'toUInt32(min(id_time)) * 1000'} AS ms
+                FROM ${this.table} WHERE event_id IN (${sqlStringList(unknown)}) GROUP BY event_id`,
+        format: 'JSONEachRow',
+      });
+      for (const r of await rs.json<{ id: string; ms: string | number }>()) this.remember(r.id, Number(r.ms));
+      const firsts: { tenant_id: string; event_id: string; id_time: EventRow['id_time'] }[] = [];
+      for (const r of pending) {
+        if (this.recent.has(r.event_id)) continue;
+        // The first copy: its receive time, as the row holds it.
+        this.remember(r.event_id, millisOf(r.received_at));
+        firsts.push({ tenant_id: r.tenant_id, event_id: r.event_id, id_time: r.received_at });
+      }
+      if (firsts.length > 0) await this.client.insert({ table: this.table, values: firsts, format: 'JSONEachRow' });
+    }
+    for (const r of pending) r.id_time = rowTime(this.recent.get(r.event_id)!, this.modern);
+  }
+
+  private remember(id: string, ms: number): void {
+    this.recent.delete(id);
+    this.recent.set(id, ms);
+    if (this.recent.size > this.cacheSize) this.recent.delete(this.recent.keys().next().value!);
+  }
+}
+
+/** A row time (rowTime) back as unix milliseconds. */
+function millisOf(t: EventRow['received_at']): number {
+  return typeof t === 'number' ? t * 1000 : Math.round(Number(t) * 1000);
+}
