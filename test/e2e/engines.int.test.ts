@@ -473,7 +473,10 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         .map((q) => q.replace(/^\s*--.*$/gm, '').trim())
         .filter((q) => q.length > 0);
       expect(statements.length).to.be.at.least(8);
-      const dbs = [testStack().database, modernDb];
+      // Databases of their own on both engines: the run's shared database holds other tests' rows.
+      const fresh = uid('docs').replace(/-/g, '_');
+      for (const e of engines) await migrate(e.ch, fresh, logger);
+      const dbs = [fresh, fresh];
       for (const q of statements) {
         const answers = [];
         for (const [i, e] of engines.entries()) {
@@ -498,6 +501,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
           );
         if (!/now\(\)|today\(\)/.test(q)) expect(numeric(answers[1]), q).to.deep.equal(numeric(answers[0]));
       }
+      for (const e of engines) await dropDatabases(e, fresh);
     });
   });
 });
