@@ -61,6 +61,14 @@ export function queueTableStatement(o: EngineOptions): string {
 }
 
 const field = (name: string): string => `visitParamExtractString(raw, '${name}')`;
+// parseDateTimeBestEffortOrNull('') is 2000-01-01 on 18.16, not NULL: test presence first.
+const ts = (name: string): string =>
+  `if(visitParamHas(raw, '${name}'), parseDateTimeBestEffortOrNull(${field(name)}), NULL)`;
+/** id_time as the migration computes it (the first copy is the only copy here), straight from a message. */
+const idTime = (): string => {
+  const received = `parseDateTimeBestEffort(${field('received_at')})`;
+  return idTimeSql({ version: '18.16', modern: false }, field('client_event_id'), ts('client_ts'), received, received);
+};
 
 /**
  * The materialized view that moves rows from the Kafka table into the copy of `events`.
@@ -71,9 +79,6 @@ const field = (name: string): string => `visitParamExtractString(raw, '${name}')
  */
 export function viewStatement(database: string): string {
   const db = sqlIdentifier(database);
-  // parseDateTimeBestEffortOrNull('') is 2000-01-01 on 18.16, not NULL: test presence first.
-  const ts = (name: string): string =>
-    `if(visitParamHas(raw, '${name}'), parseDateTimeBestEffortOrNull(${field(name)}), NULL)`;
   return `CREATE MATERIALIZED VIEW ${db}.${ENGINE_VIEW} TO ${db}.${ENGINE_TABLE} AS
     SELECT
       ${field('tenant_id')} AS tenant_id,
@@ -86,7 +91,7 @@ export function viewStatement(database: string): string {
       parseDateTimeBestEffort(${field('received_at')}) AS received_at,
       ${ts('client_ts')} AS client_ts,
       ${ts('sent_at')} AS sent_at,
-      ${idTimeSql({ version: '18.16', modern: false }, 'client_event_id', 'client_ts', 'received_at', 'received_at')},
+      ${idTime()} AS id_time,
       if(isNull(client_ts), received_at,
         if(isNull(sent_at), assumeNotNull(client_ts),
           toDateTime(toInt64(assumeNotNull(client_ts)) + (toInt64(received_at) - toInt64(assumeNotNull(sent_at)))))) AS event_time,
@@ -97,14 +102,13 @@ export function viewStatement(database: string): string {
 /**
  * The rollup, fed from the Kafka table itself: on 18.16 a view on the copy of `events`
  * never sees the rows another view inserts there (checked: it stays empty), so the
- * rollup's view reads the messages directly, with the same grouping as migration 2.
+ * rollup's view reads the messages directly, with the same grouping as migration 7 (minutes of id_time).
  */
 export function rollupViewStatement(database: string): string {
   const db = sqlIdentifier(database);
   return `CREATE MATERIALIZED VIEW ${db}.${ENGINE_ROLLUP_VIEW} TO ${db}.${ENGINE_ROLLUP} AS
     SELECT ${field('tenant_id')} AS tenant_id,
-      toStartOfMinute(if(visitParamHas(raw, 'client_ts'), parseDateTimeBestEffort(${field('client_ts')}),
-        parseDateTimeBestEffort(${field('received_at')}))) AS minute,
+      toStartOfMinute(${idTime()}) AS minute,
       ${field('source')} AS source,
       ${field('category')} AS category,
       uniqExactState(toUUID(${field('event_id')})) AS events

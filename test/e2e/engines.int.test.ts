@@ -249,15 +249,16 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
     });
 
     /**
-     * Until `group` has committed every events message in Kafka: the consumer commits
-     * only after the rows are inserted. (Counting rows would not do: merges remove copies.)
+     * Until `group` has committed every message of `topics` (the events topic by default):
+     * the consumer commits only after the rows are inserted. (Counting rows would not do:
+     * merges remove copies.)
      */
-    async function drained(group: string): Promise<void> {
-      const topic = testStack().eventsTopic;
+    async function drained(group: string, topics = [testStack().eventsTopic]): Promise<void> {
       const kafka = createKafka({ brokers: testStack().kafkaBrokers.split(','), clientId: 'engines-test', logger });
       await eventually(
-        `${group} has read every event`,
-        async () => ((await groupLags(kafka, group, [topic])).get(topic) === 0 ? true : undefined),
+        `${group} has read every message of ${topics.join(', ')}`,
+        async () =>
+          [...(await groupLags(kafka, group, topics)).values()].every((lag) => lag === 0) ? true : undefined,
         60_000,
       );
     }
@@ -398,15 +399,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
           attempted_at: iso(base + 200_000 + attempt * 1000),
         })),
       );
-      const kafka = createKafka({ brokers: s.kafkaBrokers.split(','), clientId: 'engines-test', logger });
-      const topics = [s.checksTopic, s.alertsTopic, s.webhookDeliveriesTopic];
-      for (const g of groups) {
-        await eventually(
-          `${g} has read every check, alert and delivery`,
-          async () => ([...(await groupLags(kafka, g, topics)).values()].every((lag) => lag === 0) ? true : undefined),
-          60_000,
-        );
-      }
+      for (const g of groups) await drained(g, [s.checksTopic, s.alertsTopic, s.webhookDeliveriesTopic]);
       const services: { query: Running; key: string }[] = [];
       try {
         for (const t of targets) {

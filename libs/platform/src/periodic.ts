@@ -52,3 +52,11 @@ export class PeriodicJob implements Component {
     await this.running;
   }
 }
+
+/**
+ * How long to wait before retry number `attempt` (0 first): capped exponential backoff
+ * from 100 ms, with jitter (half to all of the step), so that retrying replicas spread out.
+ */
+export function retryDelayMs(attempt: number, maxMs: number): number {
+  return Math.min(maxMs, 100 * 2 ** Math.min(attempt, 16)) * (0.5 + Math.random() / 2);
+}

@@ -126,7 +126,7 @@ export const eventsMigrations: MigrationsByVersion = {
           sql: (from) => `INSERT INTO ${db}.events (tenant_id, event_id, key_id, source, category, payload,
               client_event_id, id_time, event_time, client_ts, sent_at, received_at, inserted_at)
             SELECT tenant_id, event_id, key_id, source, category, payload, client_event_id,
-              ${idTimeSql(engine, 'client_event_id', 'client_ts', 'first_seen', 'received_at')},
+              ${idTimeSql(engine, 'client_event_id', 'client_ts', 'first_seen', 'received_at')} AS id_time,
               event_time, client_ts, sent_at, received_at, inserted_at
             FROM ${from} ANY LEFT JOIN (
               SELECT event_id, min(received_at) AS first_seen FROM ${from}
@@ -165,7 +165,7 @@ function v7MillisSql(col: string): string {
   return `reinterpretAsUInt64(reverse(unhex(concat(substring(${col}, 1, 8), substring(${col}, 10, 4)))))`;
 }
 
-/** SQL: id_time as idTimeMillis computes it, from columns of the previous shape (seconds). */
+/** SQL: id_time as idTimeMillis computes it, from columns (or expressions) of the previous shape (seconds). */
 export function idTimeSql(
   engine: Engine,
   clientId: string,
@@ -180,7 +180,7 @@ export function idTimeSql(
   return `multiIf(${isV7Sql(clientId)}, ${v7},
                 isNotNull(${clientTs}), ${asTime(`assumeNotNull(${clientTs})`)},
                 ${clientId} != '', ${asTime(firstSeen)},
-                ${asTime(receivedAt)}) AS id_time`;
+                ${asTime(receivedAt)})`;
 }
 
 /**
@@ -255,8 +255,7 @@ export function eventTime(receivedAt: number, clientTs: number | null, sentAt: n
  * milliseconds for the modern shape's DateTime64(3) (`modern`, see Engine).
  */
 export function decodeEvent(v: Validators, value: Buffer | null, modern = false): Decoded<EventRow> {
-  return decodeTimed(v.eventMessage, 'event', value, 'received_at', (e: EventMessage, _s, now) => {
-    const receivedMs = toMillis(e.received_at)!; // in range: decodeTimed checked it
+  return decodeTimed(v.eventMessage, 'event', value, 'received_at', (e: EventMessage, _s, now, receivedMs) => {
     const clientTsMs = toMillis(e.client_ts);
     const sentAtMs = toMillis(e.sent_at);
     const t = (ms: number): RowTime => rowTime(ms, modern);

@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { sqlStringList } from '@telemetry/platform';
-import { needsFirstSeen, rowTime, type EventRow } from './events.js';
+import { needsFirstSeen, rowTime, type EventRow, type RowTime } from './events.js';
 
 /**
  * The first copy's receive time, for events whose client id carries no time and that
@@ -13,7 +13,8 @@ import { needsFirstSeen, rowTime, type EventRow } from './events.js';
  * them, in order. Kept as long as the events (at least 8 days): the retry window.
  */
 export class FirstSeen {
-  private readonly recent = new Map<string, number>();
+  /** First-seen times lately resolved, as rows hold them (oldest first). */
+  private readonly recent = new Map<string, RowTime>();
 
   constructor(
     private readonly client: ClickHouseClient,
@@ -34,27 +35,23 @@ export class FirstSeen {
                 FROM ${this.table} WHERE event_id IN (${sqlStringList(unknown)}) GROUP BY event_id`,
         format: 'JSONEachRow',
       });
-      for (const r of await rs.json<{ id: string; ms: string | number }>()) this.remember(r.id, Number(r.ms));
+      for (const r of await rs.json<{ id: string; ms: string | number }>())
+        this.remember(r.id, rowTime(Number(r.ms), this.modern));
       const firsts: { tenant_id: string; event_id: string; id_time: EventRow['id_time'] }[] = [];
       for (const r of pending) {
         if (this.recent.has(r.event_id)) continue;
         // The first copy: its receive time, as the row holds it.
-        this.remember(r.event_id, millisOf(r.received_at));
+        this.remember(r.event_id, r.received_at);
         firsts.push({ tenant_id: r.tenant_id, event_id: r.event_id, id_time: r.received_at });
       }
       if (firsts.length > 0) await this.client.insert({ table: this.table, values: firsts, format: 'JSONEachRow' });
     }
-    for (const r of pending) r.id_time = rowTime(this.recent.get(r.event_id)!, this.modern);
+    for (const r of pending) r.id_time = this.recent.get(r.event_id)!;
   }
 
-  private remember(id: string, ms: number): void {
+  private remember(id: string, time: RowTime): void {
     this.recent.delete(id);
-    this.recent.set(id, ms);
+    this.recent.set(id, time);
     if (this.recent.size > this.cacheSize) this.recent.delete(this.recent.keys().next().value!);
   }
-}
-
-/** A row time (rowTime) back as unix milliseconds. */
-function millisOf(t: EventRow['received_at']): number {
-  return typeof t === 'number' ? t * 1000 : Math.round(Number(t) * 1000);
 }

@@ -24,11 +24,8 @@ export const MIN_TS = 0;
 export const MAX_TS = 4_294_967_295;
 
 export function toUnix(iso: string | undefined): number | null {
-  if (iso === undefined) return null;
-  const ms = Date.parse(iso);
-  if (!Number.isFinite(ms)) return null;
-  const s = Math.floor(ms / 1000);
-  return s >= MIN_TS && s <= MAX_TS ? s : null;
+  const ms = toMillis(iso);
+  return ms === null ? null : Math.floor(ms / 1000);
 }
 
 /** An ISO time as unix milliseconds, if it is one within DateTime's range. */
@@ -61,18 +58,19 @@ export function parseMessage<T>(
 
 /**
  * A message as its row: JSON, the schema, then `timeField` as unix seconds in range
- * (else the reason), then `toRow` with that time and the insert time.
+ * (else the reason), then `toRow` with that time, the insert time and the time in
+ * milliseconds.
  */
 export function decodeTimed<M, R>(
   validate: Validate<M>,
   kind: string,
   value: Buffer | null,
   timeField: keyof M & string,
-  toRow: (m: M, time: number, now: number) => R,
+  toRow: (m: M, time: number, now: number, timeMs: number) => R,
 ): Decoded<R> {
   const parsed = parseMessage(validate, kind, value);
   if (!parsed.ok) return parsed;
-  const time = toUnix(parsed.m[timeField] as string | undefined);
-  if (time === null) return { ok: false, reason: `${timeField} out of range` };
-  return { ok: true, row: toRow(parsed.m, time, nowSeconds()) };
+  const ms = toMillis(parsed.m[timeField] as string | undefined);
+  if (ms === null) return { ok: false, reason: `${timeField} out of range` };
+  return { ok: true, row: toRow(parsed.m, Math.floor(ms / 1000), nowSeconds(), ms) };
 }

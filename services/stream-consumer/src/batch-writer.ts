@@ -1,5 +1,5 @@
 import type { Counter, Histogram, Registry } from 'prom-client';
-import { classifyInsertError, counter, histogram, type Logger } from '@telemetry/platform';
+import { classifyInsertError, counter, histogram, retryDelayMs, type Logger } from '@telemetry/platform';
 
 /** Where rows go. ClickHouse in production (ClickHouseSink); a fake in unit tests. */
 export interface RowSink {
@@ -229,7 +229,7 @@ export class BatchWriter {
   /** Capped exponential backoff with jitter (half to all of the step). */
   private async backoff(what: string, table: string, rows: number, attempt: number, err: unknown): Promise<void> {
     this.retries.inc({ table });
-    const delay = Math.min(this.opts.retryMaxMs, 100 * 2 ** Math.min(attempt, 16)) * (0.5 + Math.random() / 2);
+    const delay = retryDelayMs(attempt, this.opts.retryMaxMs);
     this.opts.logger.warn(what, { table, rows, attempt, delay_ms: Math.round(delay), err: String(err) });
     await new Promise((r) => setTimeout(r, delay));
   }

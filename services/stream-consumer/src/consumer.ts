@@ -1,7 +1,7 @@
 import type { KafkaMessage, Message } from 'kafkajs';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Validators } from '@telemetry/contract';
-import { OnGroupConsumer } from '@telemetry/platform';
+import { OnGroupConsumer, retryDelayMs } from '@telemetry/platform';
 import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import type { BatchWriter } from './batch-writer.js';
 import {
@@ -235,8 +235,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       } catch (err) {
         if (this.stopping || !payload.isRunning() || payload.isStale()) return false;
         this.deps.logger.warn('could not prepare rows; retrying', { topic, error: (err as Error).message });
-        const wait = Math.min(this.deps.retryMaxMs, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
-        await new Promise((r) => setTimeout(r, wait));
+        await new Promise((r) => setTimeout(r, retryDelayMs(attempt, this.deps.retryMaxMs)));
       }
     }
   }
