@@ -14,7 +14,16 @@ import {
 import type { ClickHouseClient } from '@telemetry/platform';
 import { DEFAULT_TENANT, type IngestRequest } from '@telemetry/contract';
 import { toMessages } from '@telemetry/ingest-gateway';
-import { databasesOf, migrate, MIGRATIONS, MonitorStore, parseKey, placeholderMonitor } from '@telemetry/store';
+import {
+  applyRetention,
+  databasesOf,
+  migrate,
+  MIGRATIONS,
+  MonitorStore,
+  parseKey,
+  placeholderMonitor,
+  retentionRules,
+} from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
 import { startChdbServer, type ChdbServer } from '../../tools/devstack/chdb.js';
 import {
@@ -131,19 +140,23 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         (
           await rows<{ name: string; type: string }>(
             e,
-            `SELECT name, type FROM system.columns WHERE database = '${db}' AND table = 'events'`,
+            `SELECT concat(table, '.', name) AS name, type FROM system.columns WHERE database = '${db}'`,
           )
         ).map((r) => [r.name, r.type]),
       );
+    const statuses = ['checks.status', 'alerts.status', 'webhook_deliveries.status', 'webhook_deliveries.alert_type'];
     const db = uid('shape').replace(/-/g, '_');
     for (const e of engines) await migrate(e.ch, db, logger);
     const [old, cur] = [await types(engines[0]!, db), await types(engines[1]!, db)];
-    expect([old.source, old.received_at, old.id_time]).to.deep.equal(['String', "DateTime('UTC')", "DateTime('UTC')"]);
-    expect([cur.source, cur.received_at, cur.id_time]).to.deep.equal([
-      'LowCardinality(String)',
-      "DateTime64(3, 'UTC')",
-      "DateTime64(3, 'UTC')",
-    ]);
+    const eventTypes = (t: Record<string, string>) => [
+      t['events.source'],
+      t['events.received_at'],
+      t['events.id_time'],
+    ];
+    expect(eventTypes(old)).to.deep.equal(['String', "DateTime('UTC')", "DateTime('UTC')"]);
+    expect(eventTypes(cur)).to.deep.equal(['LowCardinality(String)', "DateTime64(3, 'UTC')", "DateTime64(3, 'UTC')"]);
+    expect(statuses.map((c) => old[c])).to.deep.equal(statuses.map(() => 'String'));
+    expect(statuses.map((c) => cur[c])).to.deep.equal(statuses.map(() => 'LowCardinality(String)'));
     for (const e of engines) await dropDatabases(e, db);
   });
 
@@ -152,6 +165,70 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
     for (const d of [data, registry, keys])
       await e.ch.command({ query: `DROP DATABASE IF EXISTS ${sqlIdentifier(d)}` });
   }
+
+  it("retention: 18.16 drops whole partitions, current ClickHouse keeps a TTL that follows the consumer's settings", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    for (const e of engines) {
+      const database = uid('ret').replace(/-/g, '_');
+      const db = sqlIdentifier(database);
+      await migrate(e.ch, database, logger);
+      const engine = await detectEngine(e.ch);
+      const check = (id: string, createdAt: number) => ({
+        tenant_id: DEFAULT_TENANT,
+        monitor_id: 'm1',
+        created_at: createdAt,
+        id,
+        status: 'up',
+        response_time: 1,
+        status_code: 200,
+        error: '',
+        inserted_at: createdAt,
+      });
+      await e.ch.insert({
+        table: `${db}.checks`,
+        format: 'JSONEachRow',
+        values: [check('old', now - 400 * 86_400), check('recent', now - 60)],
+      });
+      const rules = retentionRules({ events: 30, checks: 365, rollups: 400 });
+      const actions = await applyRetention(e.ch, database, rules, logger, engine);
+      if (engine.modern) {
+        // Every table the consumer writes takes a TTL on its own time column.
+        expect(actions, e.name).to.deep.equal(rules.map((r) => ({ table: r.table, ttlDays: r.days })));
+        const ddl = (
+          await rows<{ t: string }>(
+            e,
+            `SELECT engine_full AS t FROM system.tables WHERE database = '${database}' AND name = 'checks'`,
+          )
+        )[0]!.t;
+        expect(ddl).to.include('TTL toDateTime(created_at) + toIntervalDay(365)');
+        await e.ch.command({ query: `OPTIMIZE TABLE ${db}.checks FINAL` });
+        // Set once: the next run changes nothing; new days change it; 0 removes it.
+        expect(await applyRetention(e.ch, database, rules, logger, engine)).to.deep.equal([]);
+        const changed = retentionRules({ events: 0, checks: 500, rollups: 400 });
+        expect(await applyRetention(e.ch, database, changed, logger, engine)).to.deep.equal([
+          { table: 'events', ttlDays: 0 },
+          { table: 'event_first_seen', ttlDays: 0 },
+          { table: 'checks', ttlDays: 500 },
+          { table: 'webhook_deliveries', ttlDays: 500 },
+        ]);
+        const events = (
+          await rows<{ t: string }>(
+            e,
+            `SELECT engine_full AS t FROM system.tables WHERE database = '${database}' AND name = 'events'`,
+          )
+        )[0]!.t;
+        expect(events).not.to.include('TTL');
+      } else {
+        expect(actions, e.name).to.deep.include({
+          table: 'checks',
+          partition: new Date((now - 400 * 86_400) * 1000).toISOString().slice(0, 7).replace('-', ''),
+        });
+      }
+      const left = await rows<{ id: string }>(e, `SELECT id FROM ${db}.checks ORDER BY id`);
+      expect(left, e.name).to.deep.equal([{ id: 'recent' }]);
+      await dropDatabases(e, database);
+    }
+  });
 
   it('migration 7 keeps every event of a version-6 database once, copies included, on both engines', async () => {
     const t = Math.floor(Date.now() / 1000) - 3 * 86_400;
@@ -200,7 +277,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
           row(id(4), '', null, t),
         ],
       });
-      expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([7]);
+      expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([7, 8]);
       const where = `source = 'mig7'`;
       expect(await patterns(e, db, where, 'mig7'), e.name).to.deep.equal({ final: 4, limitBy: 4, rollup: 4 });
       await e.ch.command({ query: `OPTIMIZE TABLE ${db}.events FINAL` });

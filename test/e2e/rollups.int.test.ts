@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createLogger, type ClickHouseClient } from '@telemetry/platform';
+import { createLogger, engineOf, type ClickHouseClient } from '@telemetry/platform';
 import { applyRetention } from '@telemetry/store';
 import { adminClickHouse, testStack, uid } from '../support/fixtures.js';
 
@@ -8,6 +8,8 @@ describe('rollups and retention (real ClickHouse)', () => {
   let ch: ClickHouseClient;
   const db = (): string => testStack().database;
   const logger = createLogger({ service: 'test', level: 'silent' });
+  // The dev server; TTL retention on current ClickHouse is tested in engines.int.test.ts.
+  const legacy = engineOf('18.16.1');
 
   before(() => {
     ch = adminClickHouse();
@@ -91,10 +93,11 @@ describe('rollups and retention (real ClickHouse)', () => {
       ch,
       db(),
       [
-        { table: 'checks', days: 365 },
-        { table: 'events', days: 0 },
+        { table: 'checks', days: 365, column: 'created_at' },
+        { table: 'events', days: 0, column: 'id_time' },
       ],
       logger,
+      legacy,
     );
     expect(dropped).to.deep.include({ table: 'checks', partition: '201903' });
     expect(dropped.every((d) => d.table === 'checks')).to.equal(true);
@@ -103,6 +106,13 @@ describe('rollups and retention (real ClickHouse)', () => {
       format: 'JSONEachRow',
     });
     expect(await rs.json()).to.deep.equal([{ id: 'recent' }]);
-    expect(await applyRetention(ch, db(), [{ table: 'checks', days: 365 }], logger)).to.deep.equal([]);
+    const again = await applyRetention(
+      ch,
+      db(),
+      [{ table: 'checks', days: 365, column: 'created_at' }],
+      logger,
+      legacy,
+    );
+    expect(again).to.deep.equal([]);
   });
 });

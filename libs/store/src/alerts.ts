@@ -1,5 +1,6 @@
 import { DEFAULT_TENANT, toIsoSeconds, type AlertMessage, type Incident, type Validators } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
+import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
 
 /**
@@ -37,6 +38,7 @@ export const alertsMigrations: MigrationsByVersion = {
       },
     },
   ],
+  8: (db, _name, engine) => lowCardinality(db, engine, 'alerts', ['status']),
 };
 
 /** A row of `alerts` as inserted: one state change of a monitor. */

@@ -1,5 +1,6 @@
 import { DEFAULT_TENANT, toIsoSeconds, type Check, type CheckMessage, type Validators } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
+import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
 
 /**
@@ -82,6 +83,7 @@ export const checksMigrations: MigrationsByVersion = {
       },
     },
   ],
+  8: (db, _name, engine) => lowCardinality(db, engine, 'checks', ['status']),
 };
 
 /** A row of `checks` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */

@@ -19,8 +19,8 @@ import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
 /**
  * Versioned ClickHouse migrations. Each table module (events, checks, alerts, webhook
  * deliveries, monitors, keys) holds its own statements per version; a version applies them in this order.
- * Each statement runs on ClickHouse 18.16 and on current ClickHouse (no TTL, CODEC,
- * DateTime64, LowCardinality) and is idempotent (IF NOT EXISTS; a rebuilt table is set
+ * A version's statements may depend on the engine (the modern shapes of migrations 7
+ * and 8 on current ClickHouse, docs/clickhouse.md "Two engines"); each is idempotent (IF NOT EXISTS; a rebuilt table is set
  * aside and copied back, see the platform's SetAside), so a migration that stopped
  * half-way resumes. Version 4 rebuilds tables: run it with writers stopped or let them
  * retry (docs/operations.md), and not from two processes at once. Never edit a released version: add one (a new name
@@ -35,6 +35,7 @@ const VERSIONS: Record<number, string> = {
   5: 'least privilege: monitors to <db>_registry, tenants and access keys to <db>_keys',
   6: 'webhook delivery attempts; freshness',
   7: 'events keyed by what every copy shares (id_time); first-seen times; the modern shape on current ClickHouse',
+  8: 'LowCardinality statuses of checks, alerts and webhook deliveries on current ClickHouse',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [

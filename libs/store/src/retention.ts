@@ -1,27 +1,66 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { type Logger, PeriodicJob, sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
+import { type Engine, type Logger, PeriodicJob, sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
 
 export interface RetentionRule {
   table: string;
-  /** Whole partitions whose newest row is older than this many days are dropped; 0 keeps all. */
+  /** Rows older than this many days go; 0 keeps all. */
   days: number;
+  /** The time column the table is partitioned by, which the TTL (current ClickHouse) reads. */
+  column: string;
 }
 
+/** Days to keep, per kind of table (the consumer's RETENTION_*_DAYS); 0 keeps all. */
+export interface RetentionDays {
+  events: number;
+  checks: number;
+  rollups: number;
+}
+
+/** The retention of every table the stream consumer writes (docs/clickhouse.md, "Retention"). */
+export function retentionRules(days: RetentionDays): RetentionRule[] {
+  return [
+    { table: 'events', days: days.events, column: 'id_time' },
+    // The retry window for events without a time of their own: as long as the events, at least 8 days.
+    { table: 'event_first_seen', days: days.events === 0 ? 0 : Math.max(8, days.events), column: 'id_time' },
+    { table: 'checks', days: days.checks, column: 'created_at' },
+    // Delivery attempts are kept as long as the checks whose alerts they carried.
+    { table: 'webhook_deliveries', days: days.checks, column: 'attempted_at' },
+    { table: 'events_per_minute', days: days.rollups, column: 'minute' },
+    { table: 'checks_hourly', days: days.rollups, column: 'hour' },
+    // Rows of replicas long gone.
+    { table: 'freshness', days: 7, column: 'updated_at' },
+  ];
+}
+
+/** What a run changed: a partition dropped (18.16), or a table's TTL set (days) or removed (0). */
+export type RetentionAction = { table: string; partition: string } | { table: string; ttlDays: number };
+
 /**
- * Retention by dropping whole partitions: ClickHouse 18.16 has no TTL, and dropping a
- * partition is cheap and exact on every version. A partition goes only when its newest
- * row (system.parts.max_time) is older than the cut-off. Running it on several
- * replicas at once is harmless.
+ * Retention, on each engine the way its users expect (docs/clickhouse.md, "Retention").
+ * On current ClickHouse it is the table's own `TTL <column> + N days`, set when the
+ * configured days differ from the table's and removed at 0: ClickHouse then deletes rows
+ * in its merges, and an analyst sees the rule in SHOW CREATE TABLE. ClickHouse 18.16 has
+ * no TTL: whole partitions go, and only when their newest row (system.parts.max_time) is
+ * older than the cut-off. Running either on several replicas at once is harmless.
  */
 export async function applyRetention(
   client: ClickHouseClient,
   database: string,
   rules: RetentionRule[],
   logger: Logger,
+  engine: Engine,
   nowMs = Date.now(),
-): Promise<{ table: string; partition: string }[]> {
-  const dropped: { table: string; partition: string }[] = [];
+): Promise<RetentionAction[]> {
+  const actions: RetentionAction[] = [];
   for (const rule of rules) {
+    if (engine.modern) {
+      const days = await followTtl(client, database, rule);
+      if (days !== null) {
+        actions.push({ table: rule.table, ttlDays: days });
+        logger.info('retention set the TTL', { table: rule.table, days });
+      }
+      continue;
+    }
     if (rule.days <= 0) continue;
     const cutoff = Math.floor(nowMs / 1000) - rule.days * 86_400;
     const rs = await client.query({
@@ -36,27 +75,59 @@ export async function applyRetention(
       await client.command({
         query: `ALTER TABLE ${sqlIdentifier(database)}.${sqlIdentifier(rule.table)} DROP PARTITION ${sqlNumber(Number(partition))}`,
       });
-      dropped.push({ table: rule.table, partition });
+      actions.push({ table: rule.table, partition });
       logger.info('retention dropped a partition', { table: rule.table, partition });
     }
   }
-  return dropped;
+  return actions;
 }
 
-/** Runs applyRetention every `intervalMs` (first run at start); rules of 0 days do nothing. */
+/**
+ * Makes the table's TTL say `rule.days` (none at 0); returns the days set, or null when
+ * the table already said so or does not exist. The days are read back from the TTL
+ * ClickHouse prints in system.tables.engine_full (`... TTL toDateTime(col) + toIntervalDay(N)`).
+ */
+async function followTtl(client: ClickHouseClient, database: string, rule: RetentionRule): Promise<number | null> {
+  const rs = await client.query({
+    query: `SELECT engine_full FROM system.tables WHERE database = ${sqlString(database)} AND name = ${sqlString(rule.table)}`,
+    format: 'JSONEachRow',
+  });
+  const [table] = await rs.json<{ engine_full: string }>();
+  if (table === undefined) return null;
+  const ttl = /\sTTL\s/.test(table.engine_full);
+  const current = /\sTTL\s.*?toIntervalDay\((\d+)\)/.exec(table.engine_full)?.[1];
+  const target = `${sqlIdentifier(database)}.${sqlIdentifier(rule.table)}`;
+  if (rule.days > 0 && Number(current) !== rule.days) {
+    await client.command({
+      query: `ALTER TABLE ${target} MODIFY TTL toDateTime(${sqlIdentifier(rule.column)}) + toIntervalDay(${sqlNumber(rule.days)})`,
+    });
+    return rule.days;
+  }
+  if (rule.days <= 0 && ttl) {
+    await client.command({ query: `ALTER TABLE ${target} REMOVE TTL` });
+    return 0;
+  }
+  return null;
+}
+
+/**
+ * Runs applyRetention every `intervalMs` (first run at start). On 18.16 rules of 0 days
+ * do nothing; on current ClickHouse they remove a TTL set before.
+ */
 export function retentionJob(
   client: ClickHouseClient,
   database: string,
   rules: RetentionRule[],
   intervalMs: number,
   logger: Logger,
+  engine: Engine,
 ): PeriodicJob {
-  const active = rules.filter((r) => r.days > 0);
+  const active = engine.modern ? rules : rules.filter((r) => r.days > 0);
   return new PeriodicJob(
     'retention',
     intervalMs,
     async () => {
-      if (active.length > 0) await applyRetention(client, database, active, logger);
+      if (active.length > 0) await applyRetention(client, database, active, logger, engine);
     },
     logger,
   );

@@ -6,6 +6,7 @@ import {
   type WebhookDeliveryMessage,
 } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
+import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
 
 /**
@@ -25,6 +26,7 @@ export const webhookDeliveriesMigrations: MigrationsByVersion = {
       PARTITION BY toYYYYMM(attempted_at)
       ORDER BY (tenant_id, monitor_id, attempted_at, id)`,
   ],
+  8: (db, _name, engine) => lowCardinality(db, engine, 'webhook_deliveries', ['alert_type', 'status']),
 };
 
 /** A row of `webhook_deliveries` as inserted. */

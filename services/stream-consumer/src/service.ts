@@ -18,7 +18,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { hostname } from 'node:os';
-import { FirstSeen, migrateWith, retentionJob } from '@telemetry/store';
+import { FirstSeen, migrateWith, retentionJob, retentionRules } from '@telemetry/store';
 import { BatchWriter, type RowSink } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
@@ -117,23 +117,14 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   const retention = retentionJob(
     ch.client,
     config.clickhouseDatabase,
-    [
-      { table: 'events', days: config.retentionEventsDays },
-      // The retry window for events without a time of their own: as long as the events, at least 8 days.
-      {
-        table: 'event_first_seen',
-        days: config.retentionEventsDays === 0 ? 0 : Math.max(8, config.retentionEventsDays),
-      },
-      { table: 'checks', days: config.retentionChecksDays },
-      // Delivery attempts are kept as long as the checks whose alerts they carried.
-      { table: 'webhook_deliveries', days: config.retentionChecksDays },
-      { table: 'events_per_minute', days: config.retentionRollupsDays },
-      { table: 'checks_hourly', days: config.retentionRollupsDays },
-      // Rows of replicas long gone.
-      { table: 'freshness', days: 7 },
-    ],
+    retentionRules({
+      events: config.retentionEventsDays,
+      checks: config.retentionChecksDays,
+      rollups: config.retentionRollupsDays,
+    }),
     config.retentionIntervalMs,
     logger,
+    engine,
   );
   const freshness = new Freshness({
     tables: () => consumer.tables(),
