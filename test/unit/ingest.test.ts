@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createValidators, LIMITS } from '@telemetry/contract';
-import { eventIdFor } from '@telemetry/ingest-gateway';
+import { eventIdFor, eventPartition } from '@telemetry/ingest-gateway';
 import { parseBody, withinDepth } from '@telemetry/platform';
 import { AppError } from '@telemetry/platform';
 
@@ -14,6 +14,16 @@ describe('ingest parsing and validation (unit)', () => {
     expect(eventIdFor('k2', 'order-1')).to.not.equal(a);
     expect(eventIdFor('k1', undefined)).to.not.equal(eventIdFor('k1', undefined));
     expect(v.eventMessage.schema).to.be.an('object');
+  });
+
+  it('puts every copy of an event on one partition, and spreads events evenly', () => {
+    // A retry maps to the same id, so to the same partition: one consumer resolves both.
+    const id = eventIdFor('k1', 'order-1');
+    expect(eventPartition(eventIdFor('k1', 'order-1'), 6)).to.equal(eventPartition(id, 6));
+    const counts = new Array<number>(6).fill(0);
+    for (let i = 0; i < 6000; i++) counts[eventPartition(eventIdFor('k1', i % 2 ? `o-${i}` : undefined), 6)]! += 1;
+    for (const c of counts) expect(c).to.be.within(850, 1150);
+    expect(eventPartition('not-a-uuid', 6)).to.equal(0);
   });
 
   it('measures nesting depth outside strings only', () => {

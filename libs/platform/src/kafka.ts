@@ -78,32 +78,20 @@ export async function ensureTopics(kafka: Kafka, topics: TopicSpec[], deadlineMs
 export interface ProducerOptions {
   kafka: Kafka;
   /**
-   * `murmur2`: by key, as the Java client (ordering per key). `round-robin`: ignores the
-   * key, spreading messages evenly and costing far less CPU than kafkajs's murmur2 (for
-   * events, whose order does not matter). A function: the domain's own mapping of keys.
+   * `murmur2`: by key, as the Java client (ordering per key). A function: the domain's own
+   * mapping of keys (cheaper than kafkajs's murmur2).
    */
-  partitioner?: 'murmur2' | 'round-robin' | KeyPartitioner;
+  partitioner?: 'murmur2' | KeyPartitioner;
   registry: Registry;
   logger: Logger;
   /** A send that is not acknowledged within this many ms fails with KafkaUnavailableError. */
   ackTimeoutMs: number;
 }
 
-const roundRobinPartitioner: ICustomPartitioner = () => {
-  let next = 0;
-  return ({ partitionMetadata }) => {
-    const available = partitionMetadata.filter((p) => p.leader >= 0);
-    const pool = available.length > 0 ? available : partitionMetadata;
-    next = (next + 1) % 1_000_000_007;
-    return pool[next % pool.length]!.partitionId;
-  };
-};
-
 /** Picks a partition from a message's key and the topic's partition count. */
 export type KeyPartitioner = (key: string, partitions: number) => number;
 
 function partitionerOf(p: ProducerOptions['partitioner']): ICustomPartitioner {
-  if (p === 'round-robin') return roundRobinPartitioner;
   if (p === undefined || p === 'murmur2') return Partitioners.DefaultPartitioner;
   return () =>
     ({ partitionMetadata, message }) =>

@@ -12,6 +12,7 @@ import {
 } from '@telemetry/platform';
 import { ClickHouseKeySource, keysDatabase, KeyStore, migrateWith } from '@telemetry/store';
 import { createGatewayApp } from './app.js';
+import { eventPartition } from './ingest.js';
 import type { GatewayConfig } from './config.js';
 
 export interface Gateway {
@@ -38,7 +39,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     registry,
     logger,
     ackTimeoutMs: config.ackTimeoutMs,
-    partitioner: 'round-robin',
+    partitioner: eventPartition,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createGatewayApp({

@@ -48,7 +48,20 @@ export function eventIdFor(keyId: string, clientId: string | undefined): string 
 }
 
 /**
- * One Kafka message per event, keyed by event id (spreads load evenly over partitions).
+ * The partition of an event, from its id: every copy of an event (a client's retry maps
+ * to the same id) lands on the same partition, so one consumer at a time resolves the
+ * copies, in order (the first-seen times of libs/store's FirstSeen). The id's last 8 hex
+ * digits are random (v4, v7) or hashed (ours): as even as round-robin, and far cheaper
+ * than kafkajs's murmur2. Adding partitions moves ids: copies sent across that change may
+ * land apart (docs/operations.md).
+ */
+export function eventPartition(eventId: string, partitions: number): number {
+  const n = Number.parseInt(eventId.slice(-8), 16);
+  return Number.isNaN(n) ? 0 : n % partitions;
+}
+
+/**
+ * One Kafka message per event, keyed by event id (partitioned by eventPartition).
  * The event's tenant is its key's, whatever its `source` says.
  */
 export function toMessages(
