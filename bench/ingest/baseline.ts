@@ -2,39 +2,47 @@
  * The benchmark's baseline: the ingest gateway's per-request work on bare node:http, with
  * no Express, no middleware, no metrics and no access log. Same key check (KeyStore over
  * ClickHouse), same body parsing and Kafka messages (the gateway's own parseBody and
- * toMessages), same validation (ajv), same producer settings (acks=-1, murmur2
- * partitioner): one kafkajs send per request, awaited before answering 200.
+ * toMessages), same validation (ajv), and the same batched produce: the gateway's
+ * BatchingPublisher over its AckedProducer, with the gateway's own settings
+ * (PRODUCE_LINGER_MS, PRODUCE_MAX_BATCH_*, KAFKA_ACK_TIMEOUT_MS, KAFKA_CLIENT, the
+ * event-id partitioner), awaited before answering 200. So gateway / baseline is the cost
+ * of Express and our middleware, not of batching.
  *
- * Configured like the gateway: KAFKA_BROKERS, CLICKHOUSE_URL, CLICKHOUSE_DATABASE,
- * EVENTS_TOPIC, HOST, PORT. Started (compiled) by bench/ingest/main.ts; SIGTERM stops it.
+ * Configured like the gateway (its own config loader): KAFKA_BROKERS, CLICKHOUSE_URL,
+ * CLICKHOUSE_DATABASE, EVENTS_TOPIC, HOST, PORT, ... Started (compiled) by
+ * bench/ingest/main.ts; SIGTERM stops it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { Partitioners, type Message } from 'kafkajs';
+import type { Message } from 'kafkajs';
+import { Registry } from 'prom-client';
 import { createValidators, LIMITS, ok, type IngestRequest } from '@telemetry/contract';
-import { toMessages } from '@telemetry/ingest-gateway';
-import { createClickHouse, createKafka, createLogger, parseBody } from '@telemetry/platform';
+import { eventPartition, loadGatewayConfig, toMessages } from '@telemetry/ingest-gateway';
+import { BatchingPublisher, createClickHouse, createLogger, parseBody, serviceKafka } from '@telemetry/platform';
 import { ClickHouseKeySource, KeyStore } from '@telemetry/store';
-
-function need(name: string): string {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-}
 
 const ROUTE = '/api/telemetry/events';
 const OK_BODY = JSON.stringify(ok(null));
 const ALLOWED_TYPES = new Set(['application/json', 'text/plain']);
 
-const logger = createLogger({ service: 'bench-baseline', level: process.env.LOG_LEVEL ?? 'warn' });
-const database = need('CLICKHOUSE_DATABASE');
-const topic = need('EVENTS_TOPIC');
-const ch = createClickHouse({ url: need('CLICKHOUSE_URL'), username: 'default', password: '', database });
-const keys = new KeyStore(new ClickHouseKeySource(ch, database), logger, Number(process.env.KEY_REFRESH_MS ?? 2000));
-const kafka = createKafka({ brokers: need('KAFKA_BROKERS').split(','), clientId: 'bench-baseline', logger });
-const producer = kafka.producer({
-  allowAutoTopicCreation: false,
-  createPartitioner: Partitioners.DefaultPartitioner,
-  retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
+const config = loadGatewayConfig(process.env);
+const logger = createLogger({ service: 'bench-baseline', level: config.logLevel });
+const database = config.clickhouseDatabase;
+const topic = config.eventsTopic;
+const ch = createClickHouse({ url: config.clickhouseUrl, username: 'default', password: '', database });
+const keys = new KeyStore(new ClickHouseKeySource(ch, database), logger, config.keyRefreshMs);
+const registry = new Registry();
+const producer = serviceKafka(config, 'baseline', logger).producer({
+  registry,
+  ackTimeoutMs: config.ackTimeoutMs,
+  partitioner: eventPartition,
+});
+const publisher = new BatchingPublisher(producer, {
+  lingerMs: config.produceLingerMs,
+  maxBatchMessages: config.produceMaxBatchMessages,
+  maxBatchBytes: config.produceMaxBatchBytes,
+  maxInFlightMessages: config.maxInFlightMessages,
+  registry,
+  inFlightMetric: { name: 'baseline_inflight_messages', help: 'messages waiting for Kafka' },
 });
 const validate = createValidators().ingestRequest;
 
@@ -101,7 +109,7 @@ async function ingest(req: IncomingMessage, res: ServerResponse): Promise<void> 
     return failure(res, 413, 'EVENT_TOO_LARGE');
   }
   try {
-    await producer.send({ topic, acks: -1, messages, timeout: 5000 });
+    await publisher.send(topic, messages);
   } catch (err) {
     logger.warn('produce failed', { err: String(err) });
     return failure(res, 503, 'KAFKA_UNAVAILABLE');
@@ -127,8 +135,8 @@ server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
 
 await keys.start();
-await producer.connect();
-await new Promise<void>((resolve) => server.listen(Number(need('PORT')), process.env.HOST ?? '127.0.0.1', resolve));
+await producer.start();
+await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
 
 let stopping = false;
 async function stop(): Promise<void> {
@@ -137,7 +145,7 @@ async function stop(): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   await closed;
-  await producer.disconnect();
+  await producer.stop();
   await keys.stop();
   await ch.close();
 }

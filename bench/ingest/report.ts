@@ -1,5 +1,6 @@
-import { fmt, markdown, sectionHead, targetsPart } from '../../harness/report.js';
+import { fmt, markdown, median, sectionHead, targetsPart } from '../../harness/report.js';
 import type { Machine } from '../../harness/run.js';
+import type { AnchorFigures, AnchorSettings } from './anchor.js';
 
 export type Target = 'gateway' | 'baseline';
 
@@ -83,13 +84,24 @@ export interface Report {
   gatewayPeakRssMB: number;
   baselinePeakRssMB: number;
   kafka: { target: Target; topic: string; messages: number; ackedEvents: number; ok: boolean }[];
+  /** Kafka's own producer in the same run (median over the rounds). */
+  anchor: { settings: AnchorSettings; runs: AnchorFigures[]; recordsPerSec: number };
+  /** The producer library both servers ran with (KAFKA_CLIENT). */
+  kafkaClient: string;
   targets: TargetCheck[];
   clean: boolean;
   warmupFailures: Failures;
 }
 
+const PARTITIONS_TEXT = 'the same 6 partitions';
+
 /** "Other CPU" (% of one core) above which a run counts as disturbed by the rest of the machine. */
 export const DISTURBED_CPU = 15;
+
+/** The server's CPU time per event answered, in µs. */
+export function cpuMicros(f: Measured): number {
+  return f.eps > 0 ? ((f.cpuPercent / 100) * 1e6) / f.eps : Number.NaN;
+}
 
 export function failureCount(f: Failures): number {
   return f.non2xx + f.errors + f.badBodies;
@@ -108,8 +120,8 @@ function failText(f: Failures): string {
 /** The markdown table of the figures (also printed by the command). */
 export function figuresTable(r: Report): string {
   const rows = [
-    '| scenario | server | req/s | events/s | p50 ms | p90 ms | p99 ms | server CPU | Kafka CPU | load gen CPU | other CPU | peak RSS | failed requests |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| scenario | server | req/s | events/s | p50 ms | p90 ms | p99 ms | server CPU | CPU per event | Kafka CPU | load gen CPU | other CPU | peak RSS | failed requests |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
   ];
   for (const s of r.scenarios) {
     const label = s.rate === undefined ? s.title : `${s.title} (${fmt(s.rate)} req/s offered)`;
@@ -117,13 +129,19 @@ export function figuresTable(r: Report): string {
       const f = s[t];
       rows.push(
         `| ${label} | ${t} | ${fmt(f.rps)} | ${fmt(f.eps)} | ${fmt(f.p50)} | ${fmt(f.p90)} | ${fmt(f.p99)} | ` +
-          `${fmt(f.cpuPercent)}% | ${fmt(f.kafkaCpuPercent)}% | ${fmt(f.loadgenCpuPercent)}% | ` +
+          `${fmt(f.cpuPercent)}% | ${fmt(cpuMicros(f))} µs | ${fmt(f.kafkaCpuPercent)}% | ${fmt(f.loadgenCpuPercent)}% | ` +
           `${fmt(f.otherCpuPercent)}%${f.disturbedRuns ? ` **(${f.disturbedRuns} of ${r.config.rounds} runs disturbed)**` : ''} | ` +
           `${fmt(f.peakRssMB)} MB | ${failText(f.failed)} |`,
       );
     }
-    rows.push(`| ${label} | gateway / baseline | ${fmt(s.ratio, 2)}x | | | | | | | | | | |`);
+    rows.push(`| ${label} | gateway / baseline | ${fmt(s.ratio, 2)}x | | | | | | | | | | | |`);
   }
+  const a = r.anchor;
+  rows.push(
+    `| ${fmt(a.settings.records)} records of ${fmt(a.settings.recordBytes)} B | Kafka's ProducerPerformance | | ` +
+      `${fmt(a.recordsPerSec)} records/s | ${fmt(median(a.runs.map((x) => x.p50Ms)))} | | ` +
+      `${fmt(median(a.runs.map((x) => x.p99Ms)))} | | | | | | | |`,
+  );
   return rows.join('\n');
 }
 
@@ -172,8 +190,14 @@ export function renderSection(r: Report): string {
     '',
     'The **gateway** is `services/ingest-gateway/dist/main.js` in its own process (LOG_LEVEL=warn). The **baseline**',
     '(`bench/ingest/baseline.ts`, another process) does the same work per request on bare `node:http`: key check',
-    '(KeyStore), body read, `parseBody`, ajv validation, one Kafka message per event, one kafkajs `send` with',
-    '`acks: -1` awaited before answering 200. Figures are medians over the rounds; requests/s counts 200 answers',
+    '(KeyStore), body read, `parseBody`, ajv validation, one Kafka message per event, and the same batched produce',
+    "(the gateway's BatchingPublisher and AckedProducer with the gateway's settings), awaited before answering 200.",
+    `Both send with **${r.kafkaClient}** (\`KAFKA_CLIENT\`). The **anchor** is Kafka's own Java producer,`,
+    `\`org.apache.kafka.tools.ProducerPerformance\`, run ${r.anchor.runs.length} times in the same command at full speed:`,
+    `${fmt(r.anchor.settings.records)} records of ${fmt(r.anchor.settings.recordBytes)} B (an event's message value plus its`,
+    `36-byte key), acks=all, idempotent, ${PARTITIONS_TEXT}, linger.ms=${r.anchor.settings.lingerMs} and`,
+    `batch.size=${fmt(r.anchor.settings.batchBytes)} (the gateway's linger and its bytes per request over the partitions).`,
+    'Figures are medians over the rounds; requests/s counts 200 answers',
     '(every one checked to be `{"success":true,"data":null}`); latency is what the load generator saw, in whole ms;',
     'CPU is per process (server, Kafka JVM, load generator) in % of one core; "other CPU" is what the rest of the',
     "machine used meanwhile (processes outside the benchmark: noise); peak RSS is the server's VmRSS sampled",

@@ -101,6 +101,8 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     // The tests' targets and webhook receivers listen on loopback; Kafka and ClickHouse
     // stay denied (they always are). test/e2e/egress.int.test.ts runs the default policy.
     EGRESS_ALLOW: '127.0.0.1/32,::1/128',
+    // The suite runs on either producer library: KAFKA_CLIENT=kafkajs npm test.
+    ...(process.env.KAFKA_CLIENT ? { KAFKA_CLIENT: process.env.KAFKA_CLIENT } : {}),
     // Tests check often, to see results quickly.
     MIN_INTERVAL_SECONDS: '1',
     ...extra,

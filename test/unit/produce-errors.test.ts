@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { Message } from 'kafkajs';
+import { MultipleErrors, ProtocolError } from '@platformatic/kafka';
 import { Registry } from 'prom-client';
 import {
   AppError,
@@ -41,6 +42,16 @@ describe('producer errors (unit)', () => {
     expect(produceError(new Error('Connection timeout')).code).to.equal('KAFKA_UNAVAILABLE');
     const deadline = new KafkaUnavailableError();
     expect(produceError(deadline)).to.equal(deadline);
+  });
+
+  it('reads @platformatic/kafka errors the same way (a ProtocolError inside aggregate errors)', () => {
+    const wrapped = (id: string): Error =>
+      new MultipleErrors('Producing messages failed.', [new MultipleErrors('retries', [new ProtocolError(id)])]);
+    expect(produceError(wrapped('MESSAGE_TOO_LARGE')).code).to.equal('KAFKA_MESSAGE_TOO_LARGE');
+    const refused = produceError(wrapped('TOPIC_AUTHORIZATION_FAILED'));
+    expect(refused.code).to.equal('KAFKA_REJECTED');
+    expect(refused.message).to.contain('TOPIC_AUTHORIZATION_FAILED');
+    expect(produceError(wrapped('NOT_LEADER_OR_FOLLOWER')).code).to.equal('KAFKA_UNAVAILABLE');
   });
 
   it("a batch refused for one caller's messages is sent again per caller: only that caller gets the error", async () => {

@@ -190,8 +190,27 @@ async function ensureClickHouse(log: (l: string) => void): Promise<string> {
 }
 
 /** Apache Kafka's jars from Maven Central, fetched once into the cache. */
-async function ensureKafkaJars(env: NodeJS.ProcessEnv, log: (l: string) => void): Promise<string> {
-  const dir = join(cacheDir(env), `kafka-${KAFKA_VERSION}`);
+function ensureKafkaJars(env: NodeJS.ProcessEnv, log: (l: string) => void): Promise<string> {
+  return ensureMavenJars(env, log, 'kafka', `kafka-${KAFKA_VERSION}`, `Apache Kafka ${KAFKA_VERSION}`);
+}
+
+/**
+ * Apache Kafka's own tools (ProducerPerformance, ConsumerPerformance: the benchmarks'
+ * anchors), same version as the broker, fetched on first use into the cache.
+ */
+export function ensureKafkaTools(env: NodeJS.ProcessEnv = process.env, log = (_: string) => {}): Promise<string> {
+  return ensureMavenJars(env, log, 'kafka-tools', `kafka-tools-${KAFKA_VERSION}`, `Kafka ${KAFKA_VERSION} tools`);
+}
+
+/** The runtime jars of tools/devstack/<pom>/pom.xml, copied from Maven Central into the cache once. */
+async function ensureMavenJars(
+  env: NodeJS.ProcessEnv,
+  log: (l: string) => void,
+  pom: string,
+  name: string,
+  what: string,
+): Promise<string> {
+  const dir = join(cacheDir(env), name);
   const marker = join(dir, '.complete');
   if (existsSync(marker)) return dir;
   if (!(await which('mvn')) || !(await which('java'))) {
@@ -199,11 +218,11 @@ async function ensureKafkaJars(env: NodeJS.ProcessEnv, log: (l: string) => void)
       'Java and Maven are needed to fetch and run Kafka: install openjdk-17-jre-headless and maven, or set KAFKA_BROKERS',
     );
   }
-  log(`fetching Apache Kafka ${KAFKA_VERSION} jars from Maven Central (once)...`);
+  log(`fetching ${what} jars from Maven Central (once)...`);
   mkdirSync(dir, { recursive: true });
   await run(
     'mvn',
-    ['-q', '-B', '-f', join(here, 'kafka', 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${dir}`],
+    ['-q', '-B', '-f', join(here, pom, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${dir}`],
     { maxBuffer: 64 * 1024 * 1024 },
   );
   writeFileSync(marker, new Date().toISOString());

@@ -113,6 +113,12 @@ export const logSpec = {
 export const kafkaSpec = {
   kafkaBrokers: v.list('KAFKA_BROKERS', undefined, 'Kafka bootstrap servers, comma-separated host:port'),
   kafkaClientId: v.str('KAFKA_CLIENT_ID', 'telemetry', 'Kafka client id prefix'),
+  kafkaClient: v.oneOf(
+    'KAFKA_CLIENT',
+    'platformatic',
+    "the library producers send with: platformatic (@platformatic/kafka, Kafka's idempotent producer; chosen by bench:ingest) or kafkajs (not idempotent); consumers use kafkajs",
+    ['kafkajs', 'platformatic'] as const,
+  ),
   topicPartitions: v.int('TOPIC_PARTITIONS', 6, 'partitions of a topic this service creates', 1, 1024),
 } satisfies ConfigSpec;
 

@@ -3,6 +3,7 @@ export * from './config.js';
 export * from './errors.js';
 export * from './http.js';
 export * from './kafka.js';
+export * from './kafka-producers.js';
 export * from './lifecycle.js';
 export * from './logger.js';
 export * from './periodic.js';

@@ -1,14 +1,7 @@
-import {
-  Kafka,
-  logLevel,
-  Partitioners,
-  type ICustomPartitioner,
-  type LogEntry,
-  type Message,
-  type Producer,
-} from 'kafkajs';
+import { Kafka, logLevel, type LogEntry, type Message } from 'kafkajs';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { KafkaMessageTooLargeError, KafkaRejectedError, KafkaUnavailableError, type AppError } from './errors.js';
+import { producerDriver, type KafkaLibrary, type PartitionerChoice, type ProducerDriver } from './kafka-producers.js';
 import type { Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
 
@@ -36,6 +29,24 @@ export function createKafka(opts: KafkaOptions): Kafka {
         log.log(lvl, String(message), rest);
       },
   });
+}
+
+/** A service's Kafka: its kafkajs client (consumer groups, admin) and its producers. */
+export interface ServiceKafka {
+  kafka: Kafka;
+  /** A producer with the library of KAFKA_CLIENT, connecting as this service. */
+  producer: (o: Pick<ProducerOptions, 'registry' | 'ackTimeoutMs' | 'partitioner'>) => AckedProducer;
+}
+
+/** The Kafka of service `role` (its client id is KAFKA_CLIENT_ID-role). */
+export function serviceKafka(
+  config: { kafkaBrokers: string[]; kafkaClientId: string; kafkaClient: KafkaLibrary },
+  role: string,
+  logger: Logger,
+): ServiceKafka {
+  const options = { brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-${role}`, logger };
+  const kafka = createKafka(options);
+  return { kafka, producer: (o) => new AckedProducer({ kafka, ...options, library: config.kafkaClient, ...o }) };
 }
 
 export interface TopicSpec {
@@ -77,52 +88,37 @@ export async function ensureTopics(kafka: Kafka, topics: TopicSpec[], deadlineMs
 
 export interface ProducerOptions {
   kafka: Kafka;
-  /**
-   * `murmur2`: by key, as the Java client (ordering per key). A function: the domain's own
-   * mapping of keys (cheaper than kafkajs's murmur2).
-   */
-  partitioner?: 'murmur2' | KeyPartitioner;
+  /** The client library that sends (KAFKA_CLIENT; kafkajs when not given); `platformatic` connects to `brokers` itself. */
+  library?: KafkaLibrary;
+  brokers?: string[];
+  clientId?: string;
+  partitioner?: PartitionerChoice;
   registry: Registry;
   logger: Logger;
   /** A send that is not acknowledged within this many ms fails with KafkaUnavailableError. */
   ackTimeoutMs: number;
 }
 
-/** Picks a partition from a message's key and the topic's partition count. */
-export type KeyPartitioner = (key: string, partitions: number) => number;
-
-function partitionerOf(p: ProducerOptions['partitioner']): ICustomPartitioner {
-  if (p === undefined || p === 'murmur2') return Partitioners.DefaultPartitioner;
-  return () =>
-    ({ partitionMetadata, message }) =>
-      p(String(message.key), partitionMetadata.length);
-}
-
 /**
  * A producer whose send() resolves only once every message is acknowledged by all
- * in-sync replicas (acks=-1), within its own deadline: kafkajs would otherwise keep
- * retrying for a long time while the HTTP client waits.
+ * in-sync replicas (acks=-1), within its own deadline: the client library would otherwise
+ * keep retrying for a long time while the HTTP client waits. The library is chosen by
+ * KAFKA_CLIENT (kafka-producers.ts).
  */
 export class AckedProducer implements Component {
   readonly name = 'kafka-producer';
-  private readonly producer: Producer;
-  private connected = false;
+  private readonly driver: ProducerDriver;
   private readonly sent: Counter<'topic' | 'result'>;
   private readonly latency: Histogram<'topic'>;
   private readonly batchSize: Histogram<'topic'>;
 
   constructor(private readonly opts: ProducerOptions) {
-    this.producer = opts.kafka.producer({
-      allowAutoTopicCreation: false,
-      createPartitioner: partitionerOf(opts.partitioner),
-      // NOTE: kafkajs retries inside send(); our deadline (ackTimeoutMs) bounds the wait.
-      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
-    });
-    this.producer.on(this.producer.events.DISCONNECT, () => {
-      this.connected = false;
-    });
-    this.producer.on(this.producer.events.CONNECT, () => {
-      this.connected = true;
+    this.driver = producerDriver({
+      library: opts.library ?? 'kafkajs',
+      kafka: opts.kafka,
+      brokers: opts.brokers ?? [],
+      clientId: opts.clientId ?? 'telemetry',
+      partitioner: opts.partitioner,
     });
     this.sent = new Counter({
       name: 'kafka_produced_messages_total',
@@ -146,18 +142,25 @@ export class AckedProducer implements Component {
     });
   }
 
+  /** Whether a resent batch is written once (the idempotent producer of the library chosen). */
+  get idempotent(): boolean {
+    return this.driver.idempotent;
+  }
+
   async start(): Promise<void> {
-    await this.producer.connect();
-    this.connected = true;
+    await this.driver.connect();
+    this.opts.logger.info('kafka producer connected', {
+      library: this.driver.library,
+      idempotent: this.driver.idempotent,
+    });
   }
 
   health(): boolean {
-    return this.connected;
+    return this.driver.connected();
   }
 
   async stop(): Promise<void> {
-    await this.producer.disconnect();
-    this.connected = false;
+    await this.driver.disconnect();
   }
 
   async send(topic: string, messages: Message[]): Promise<void> {
@@ -168,10 +171,7 @@ export class AckedProducer implements Component {
       timer = setTimeout(() => reject(new KafkaUnavailableError()), this.opts.ackTimeoutMs);
     });
     try {
-      await Promise.race([
-        this.producer.send({ topic, messages, acks: -1, timeout: this.opts.ackTimeoutMs }),
-        deadline,
-      ]);
+      await Promise.race([this.driver.send(topic, messages, this.opts.ackTimeoutMs), deadline]);
       this.sent.inc({ topic, result: 'acked' }, messages.length);
       end();
     } catch (err) {
@@ -187,23 +187,36 @@ export class AckedProducer implements Component {
 const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 /**
- * What a failed send means for the caller. kafkajs wraps the broker's error (a
- * KafkaJSProtocolError with a `type` and `retriable`) in retry errors, so the chain
- * of causes is searched. "Too large" has its own code (413); any other error kafkajs
- * marks non-retriable is KAFKA_REJECTED (500); the rest, our own deadline included,
- * is KAFKA_UNAVAILABLE (503: retry).
+ * What a failed send means for the caller. Both libraries wrap the broker's error in
+ * retry or aggregate errors: kafkajs a KafkaJSProtocolError (`type`, `retriable`) under
+ * `cause`; @platformatic/kafka a ProtocolError (`apiId`, `canRetry`) under `errors`. The
+ * tree of causes is searched. "Too large" has its own code (413); any other error the
+ * library marks non-retriable is KAFKA_REJECTED (500); the rest, our own deadline
+ * included, is KAFKA_UNAVAILABLE (503: retry).
  */
 export function produceError(err: unknown): AppError {
   if (err instanceof KafkaUnavailableError) return err;
-  for (let e: unknown = err, depth = 0; e && depth < 6; depth++) {
-    const { type, retriable, cause } = e as { type?: unknown; retriable?: unknown; cause?: unknown };
-    if (typeof type === 'string') {
-      if (TOO_LARGE.has(type)) return new KafkaMessageTooLargeError();
-      if (retriable === false)
-        return new KafkaRejectedError(`Kafka refused the events (${type}); nothing was accepted`);
+  let rejected: string | undefined;
+  const seen = new Set<unknown>();
+  const visit = (e: unknown, depth: number): AppError | undefined => {
+    if (!e || typeof e !== 'object' || depth > 6 || seen.has(e)) return undefined;
+    seen.add(e);
+    const { type, apiId, retriable, canRetry, cause, errors } = e as Record<string, unknown>;
+    const name = typeof type === 'string' ? type : typeof apiId === 'string' ? apiId : undefined;
+    if (name !== undefined) {
+      if (TOO_LARGE.has(name)) return new KafkaMessageTooLargeError();
+      if (retriable === false || canRetry === false) rejected ??= name;
     }
-    e = cause;
-  }
+    for (const next of [cause, ...(Array.isArray(errors) ? (errors as unknown[]) : [])]) {
+      const found = visit(next, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  const found = visit(err, 0);
+  if (found) return found;
+  if (rejected !== undefined)
+    return new KafkaRejectedError(`Kafka refused the events (${rejected}); nothing was accepted`);
   return new KafkaUnavailableError();
 }
 

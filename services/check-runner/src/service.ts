@@ -1,10 +1,9 @@
 import { createValidators } from '@telemetry/contract';
 import {
-  AckedProducer,
   BatchingPublisher,
   clickhouseComponent,
   countPartitions,
-  createKafka,
+  serviceKafka,
   egressPolicyFor,
   createRegistry,
   healthServer,
@@ -34,8 +33,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const registry = createRegistry('check-runner');
   // Checks go on from the last copy of the registry while ClickHouse is away.
   const ch = clickhouseComponent(config, logger, { essential: false });
-  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-runner`, logger });
-  const producer = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 10_000 });
+  const { kafka, producer: newProducer } = serviceKafka(config, 'runner', logger);
+  const producer = newProducer({ registry, ackTimeoutMs: 10_000 });
   // Results of checks that end together share a produce request (one per check would
   // cost the runner more CPU than the checks themselves).
   const publisher = new BatchingPublisher(producer, {

@@ -1,9 +1,8 @@
 import { createValidators } from '@telemetry/contract';
 import {
-  AckedProducer,
   BatchingPublisher,
   clickhouseComponent,
-  createKafka,
+  serviceKafka,
   createRegistry,
   ensureTopics,
   HttpServerComponent,
@@ -28,19 +27,13 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     essential: false,
     database: keysDatabase(config.clickhouseDatabase),
   });
-  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger });
+  const { kafka, producer: newProducer } = serviceKafka(config, 'gateway', logger);
   if (config.migrateOnStart) {
     await migrateWith(config, logger);
     await ensureTopics(kafka, [{ topic: config.eventsTopic, numPartitions: config.topicPartitions }]);
   }
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
-  const producer = new AckedProducer({
-    kafka,
-    registry,
-    logger,
-    ackTimeoutMs: config.ackTimeoutMs,
-    partitioner: eventPartition,
-  });
+  const producer = newProducer({ registry, ackTimeoutMs: config.ackTimeoutMs, partitioner: eventPartition });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createGatewayApp({
     config,

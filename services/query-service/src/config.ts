@@ -20,6 +20,7 @@ export const querySpec = {
   ...egressSpec,
   kafkaBrokers: kafkaSpec.kafkaBrokers,
   kafkaClientId: kafkaSpec.kafkaClientId,
+  kafkaClient: kafkaSpec.kafkaClient,
   monitorChangesTopic: topicSpec.monitorChangesTopic,
   registryUser: v.str(
     'REGISTRY_CLICKHOUSE_USER',

@@ -1,8 +1,7 @@
 import { createValidators } from '@telemetry/contract';
 import {
-  AckedProducer,
   clickhouseComponent,
-  createKafka,
+  serviceKafka,
   ClickHouseReader,
   createRegistry,
   egressPolicyFor,
@@ -67,8 +66,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     ping: false,
   });
   const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase, new SecretBox(config.secretsKeys));
-  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-query`, logger });
-  const changes = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 5000, partitioner: monitorPartition });
+  const { producer: newProducer } = serviceKafka(config, 'query', logger);
+  const changes = newProducer({ registry, ackTimeoutMs: 5000, partitioner: monitorPartition });
   const notifier = {
     notify: (c: { id: string; version: number; deleted: boolean }) =>
       changes.send(config.monitorChangesTopic, [{ key: c.id, value: JSON.stringify(c) }]),

@@ -1,8 +1,7 @@
 import { createValidators } from '@telemetry/contract';
 import {
-  AckedProducer,
   clickhouseComponent,
-  createKafka,
+  serviceKafka,
   createRegistry,
   ensureTopics,
   detectEngine,
@@ -53,7 +52,7 @@ export interface StreamConsumer {
 export async function startConsumer(config: ConsumerConfig, logger: Logger): Promise<StreamConsumer> {
   const registry = createRegistry('stream-consumer');
   const ch = clickhouseComponent(config, logger);
-  const kafka = createKafka({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-consumer`, logger });
+  const { kafka, producer: newProducer } = serviceKafka(config, 'consumer', logger);
   if (config.migrateOnStart) {
     await migrateWith(config, logger);
     await ensureTopics(
@@ -83,7 +82,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     // Bound late: the consumer knows which message each row came from.
     onRejected: (table, rows, reason): Promise<void> => consumer.deadLetterRows(table, rows, reason),
   });
-  const deadLetters = new AckedProducer({ kafka, registry, logger, ackTimeoutMs: 10_000 });
+  const deadLetters = newProducer({ registry, ackTimeoutMs: 10_000 });
   const consumer = new KafkaToClickHouse({
     consumers: kafkaGroupConsumers(kafka, logger),
     writer,
