@@ -88,10 +88,10 @@ export async function ensureTopics(kafka: Kafka, topics: TopicSpec[], deadlineMs
 
 export interface ProducerOptions {
   kafka: Kafka;
-  /** The client library that sends (KAFKA_CLIENT; kafkajs when not given); `platformatic` connects to `brokers` itself. */
-  library?: KafkaLibrary;
-  brokers?: string[];
-  clientId?: string;
+  /** The client library that sends (KAFKA_CLIENT); `platformatic` connects to `brokers` itself. */
+  library: KafkaLibrary;
+  brokers: string[];
+  clientId: string;
   partitioner?: PartitionerChoice;
   registry: Registry;
   logger: Logger;
@@ -113,13 +113,7 @@ export class AckedProducer implements Component {
   private readonly batchSize: Histogram<'topic'>;
 
   constructor(private readonly opts: ProducerOptions) {
-    this.driver = producerDriver({
-      library: opts.library ?? 'kafkajs',
-      kafka: opts.kafka,
-      brokers: opts.brokers ?? [],
-      clientId: opts.clientId ?? 'telemetry',
-      partitioner: opts.partitioner,
-    });
+    this.driver = producerDriver(opts);
     this.sent = new Counter({
       name: 'kafka_produced_messages_total',
       help: 'Messages handed to Kafka, by topic and result (acked, failed)',
@@ -140,11 +134,6 @@ export class AckedProducer implements Component {
       buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
       registers: [opts.registry],
     });
-  }
-
-  /** Whether a resent batch is written once (the idempotent producer of the library chosen). */
-  get idempotent(): boolean {
-    return this.driver.idempotent;
   }
 
   async start(): Promise<void> {
