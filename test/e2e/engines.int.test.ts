@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  ClickHouseInserter,
+  INSERT_FORMATS,
   createClickHouse,
   createKafka,
   createLogger,
@@ -12,11 +14,15 @@ import {
   sqlIdentifier,
 } from '@telemetry/platform';
 import type { ClickHouseClient } from '@telemetry/platform';
-import { DEFAULT_TENANT, type IngestRequest } from '@telemetry/contract';
+import { createValidators, DEFAULT_TENANT, type IngestRequest } from '@telemetry/contract';
 import { toMessages } from '@telemetry/ingest-gateway';
 import {
   applyRetention,
   databasesOf,
+  decodeAlert,
+  decodeCheck,
+  decodeEvent,
+  decodeWebhookDelivery,
   migrate,
   MIGRATIONS,
   MonitorStore,
@@ -227,6 +233,122 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
       const left = await rows<{ id: string }>(e, `SELECT id FROM ${db}.checks ORDER BY id`);
       expect(left, e.name).to.deep.equal([{ id: 'recent' }]);
       await dropDatabases(e, database);
+    }
+  });
+
+  it("the consumer's rows of every table read back the same inserted as RowBinary and as JSONEachRow, on both engines", async () => {
+    const v = createValidators();
+    const at = '2026-11-23T05:00:01.250Z';
+    const json = (m: object): Buffer => Buffer.from(JSON.stringify(m));
+    const decoded = <T>(d: { ok: true; row: T } | { ok: false; reason: string }): T => {
+      if (!d.ok) throw new Error(d.reason);
+      return d.row;
+    };
+    const events = (modern: boolean): object[] =>
+      toMessages(
+        {
+          events: [
+            { source: 'shop', category: 'page_view', payload: { t: 'quote " backslash \\ tab \t é 日本 😀' } },
+            { source: 'shop', category: 'checkout', payload: { n: 1.5, a: [1, null] }, id: 'c-1' },
+            { source: 's', category: 'c', payload: {}, timestamp: '2026-11-23T05:00:00Z' },
+          ],
+          sent_at: '2026-11-23T05:00:01Z',
+        },
+        { keyId: 'k_engines', tenantId: 'ten_lane' },
+        at,
+        65_536,
+      ).map((m) => decoded(decodeEvent(v, m.value as Buffer, modern)));
+    const check = (error?: string): object =>
+      decoded(
+        decodeCheck(
+          v,
+          json({
+            id: `chk_${error ?? 'up'}`,
+            monitor_id: 'mon_lane',
+            status: error ? 'down' : 'up',
+            response_time: 12.25,
+            status_code: error ? 0 : 200,
+            ...(error ? { error } : {}),
+            created_at: at,
+          }),
+        ),
+      );
+    const alert = decoded(
+      decodeAlert(
+        v,
+        json({
+          id: 'alr_1',
+          type: 'monitor.down',
+          monitor_id: 'mon_lane',
+          incident_id: 'chk_timeout',
+          created_at: at,
+          check: {
+            id: 'chk_timeout',
+            status: 'down',
+            response_time: 1,
+            status_code: 0,
+            error: 'timeout',
+            created_at: at,
+          },
+          monitor: { name: 'lane', url: 'http://127.0.0.1:1/' },
+        }),
+      ),
+    );
+    const delivery = decoded(
+      decodeWebhookDelivery(
+        v,
+        json({
+          id: 'whd_1',
+          monitor_id: 'mon_lane',
+          alert_id: 'alr_1',
+          alert_type: 'monitor.down',
+          url: 'http://127.0.0.1:1/hook',
+          attempt: 2,
+          status: 'retrying',
+          status_code: 503,
+          duration_ms: 42,
+          attempted_at: at,
+        }),
+      ),
+    );
+    for (const e of engines) {
+      const modern = (await detectEngine(e.ch)).modern;
+      const tables: [string, object[]][] = [
+        ['events', events(modern)],
+        ['checks', [check(), check('timeout')]],
+        ['alerts', [alert]],
+        ['webhook_deliveries', [delivery]],
+      ];
+      const read: Record<string, string[]> = {};
+      for (const format of INSERT_FORMATS) {
+        const db = uid(`fmt_${format}`).replace(/-/g, '_');
+        await migrate(e.ch, db, logger);
+        const inserter = new ClickHouseInserter(e.ch, format);
+        for (const [table, rows] of tables) {
+          await inserter.insert(`${sqlIdentifier(db)}.${table}`, rows);
+          expect(inserter.used.get(`${sqlIdentifier(db)}.${table}`), `${e.name} ${table}`).to.equal(format);
+        }
+        for (const [table] of tables) {
+          const got = await rows<Record<string, unknown>>(
+            e,
+            `SELECT * FROM ${sqlIdentifier(db)}.${table} ORDER BY tuple(*)`,
+          );
+          (read[table] ??= []).push(JSON.stringify(got));
+        }
+        await dropDatabases(e, db);
+      }
+      for (const [table, rowsIn] of tables) {
+        const [binary, text] = read[table]!;
+        expect(binary, `${e.name} ${table}`).to.equal(text);
+        expect(JSON.parse(binary!), `${e.name} ${table}`).to.have.length(rowsIn.length);
+      }
+      // What the rows hold survives the binary path: escapes, non-ASCII, nulls, milliseconds.
+      const ev = JSON.parse(read.events![0]!) as { payload: string; client_ts: string | null; received_at: string }[];
+      expect(ev.map((r) => JSON.parse(r.payload) as unknown)).to.deep.include({
+        t: 'quote " backslash \\ tab \t é 日本 😀',
+      });
+      expect(ev.filter((r) => r.client_ts === null)).to.have.length(2);
+      expect(ev[0]!.received_at).to.equal(modern ? '2026-11-23 05:00:01.250' : '2026-11-23 05:00:01');
     }
   });
 

@@ -108,4 +108,53 @@ describe('batch writer: permanent vs transient insert errors (unit)', () => {
     await pending.catch(() => undefined);
     expect(settled).to.equal('rejected');
   });
+
+  it('keeps at most `concurrency` inserts of a table in flight, and each write resolves after its own insert', async () => {
+    const gates: (() => void)[] = [];
+    let inFlight = 0;
+    let most = 0;
+    const done: number[] = [];
+    const sink: RowSink = {
+      insert: (_table, rows) => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        return new Promise<void>((resolve) =>
+          gates.push(() => {
+            inFlight--;
+            done.push((rows[0] as { n: number }).n);
+            resolve();
+          }),
+        );
+      },
+    };
+    const w = new BatchWriter({
+      sink,
+      logger,
+      registry: new Registry(),
+      maxRows: 1,
+      maxAgeMs: 1000,
+      concurrency: 2,
+      retryMaxMs: 5,
+      onRejected: () => Promise.resolve(),
+    });
+    const writes = [1, 2, 3, 4].map((n) => w.write('events', [{ n }]));
+    const settled: number[] = [];
+    writes.forEach((p, i) => void p.then(() => settled.push(i + 1)));
+    const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+    await tick();
+    expect(inFlight).to.equal(2);
+    expect(w.pendingRows).to.equal(4);
+    gates.splice(1, 1)[0]!(); // the second insert finishes first
+    await tick();
+    expect(settled).to.deep.equal([2]);
+    expect(inFlight).to.equal(2); // the third took the slot at once
+    while (gates.length > 0) {
+      gates.shift()!();
+      await tick();
+    }
+    await Promise.all(writes);
+    expect(most).to.equal(2);
+    expect(done.sort()).to.deep.equal([1, 2, 3, 4]);
+    expect(w.pendingRows).to.equal(0);
+  });
 });

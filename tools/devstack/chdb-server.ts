@@ -3,6 +3,7 @@
  * interface our clients use, so the services' own code and SQL run on it unchanged:
  *
  *   POST /?database=D[&query=INSERT ... FORMAT F]  body: SQL, or the insert's rows
+ *                                                   (RowBinary ones go through a file)
  *   GET  /ping                                      -> "Ok."
  *
  * A failed statement answers 500 with ClickHouse's own "Code: N. DB::Exception: ..."
@@ -18,6 +19,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { rmSync, writeFileSync } from 'node:fs';
 
 interface ChdbSession {
   query(sql: string, format?: string): string;
@@ -31,11 +33,26 @@ const require = createRequire(join(moduleDir, 'package.json'));
 const { Session } = require('chdb') as { Session: new (path: string) => ChdbSession };
 const session = new Session(dataDir);
 
-async function body(req: IncomingMessage): Promise<string> {
+async function body(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   const raw = Buffer.concat(chunks);
-  return (req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8');
+  return req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
+}
+
+const BINARY_INSERT = /\bFORMAT\s+RowBinary\s*$/i;
+let bodies = 0;
+
+/**
+ * The statement to run: the query parameter with the body after it, or, for a binary
+ * format (which a text query cannot carry), the query reading the body from a file.
+ */
+function statement(prefix: string | null, data: Buffer): { sql: string; file?: string } {
+  if (prefix === null) return { sql: data.toString('utf8') };
+  if (!BINARY_INSERT.test(prefix)) return { sql: `${prefix}\n${data.toString('utf8')}` };
+  const file = join(dataDir!, `insert-${bodies++}.bin`);
+  writeFileSync(file, data);
+  return { sql: prefix.replace(BINARY_INSERT, `FROM INFILE '${file}' FORMAT RowBinary`), file };
 }
 
 /** ClickHouse's "Code: N. DB::Exception: ..." out of chDB's error text. */
@@ -52,9 +69,7 @@ const server = createServer((req, res) => {
       res.end('Ok.\n');
       return;
     }
-    const text = await body(req);
-    const prefix = url.searchParams.get('query');
-    const sql = prefix === null ? text : `${prefix}\n${text}`;
+    const { sql, file } = statement(url.searchParams.get('query'), await body(req));
     const database = url.searchParams.get('database');
     try {
       if (database) session.query(`USE \`${database.replace(/`/g, '')}\``);
@@ -69,6 +84,8 @@ const server = createServer((req, res) => {
       const e = clickhouseError(err);
       res.writeHead(500, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': e.code });
       res.end(`${e.text}\n`);
+    } finally {
+      if (file) rmSync(file, { force: true });
     }
   })().catch((err: unknown) => {
     res.writeHead(500);

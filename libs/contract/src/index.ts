@@ -6,3 +6,4 @@ export * from './types.js';
 export * from './validators.js';
 export * from './openapi.js';
 export * from './time.js';
+export * from './fast-checks.js';

@@ -8,6 +8,7 @@ import {
 } from '@clickhouse/client';
 import type { Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
+import { RowEncodingError } from './row-binary.js';
 
 export type { ClickHouseClient } from '@clickhouse/client';
 
@@ -191,6 +192,7 @@ export function clickhouseErrorCode(err: unknown): number | undefined {
 
 /** `rejected`: the insert's rows cannot be stored as they are; `transient`: retry them. */
 export function classifyInsertError(err: unknown): 'rejected' | 'transient' {
+  if (err instanceof RowEncodingError) return 'rejected';
   const code = clickhouseErrorCode(err);
   return code !== undefined && DATA_ERROR_CODES.has(code) ? 'rejected' : 'transient';
 }

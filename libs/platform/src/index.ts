@@ -21,3 +21,4 @@ export * from './secret-box.js';
 export * from './egress.js';
 export * from './slots.js';
 export * from './keyed-queue.js';
+export * from './row-binary.js';

@@ -1,4 +1,4 @@
-import { DEFAULT_TENANT, type EventMessage, type Validators } from '@telemetry/contract';
+import { DEFAULT_TENANT, isCanonicalEventMessage, type EventMessage, type Validators } from '@telemetry/contract';
 import type { Engine, MigrationsByVersion } from '@telemetry/platform';
 import { decodeTimed, MAX_TS, MIN_TS, toMillis, type Decoded } from './rows.js';
 
@@ -255,7 +255,15 @@ export function eventTime(receivedAt: number, clientTs: number | null, sentAt: n
  * milliseconds for the modern shape's DateTime64(3) (`modern`, see Engine).
  */
 export function decodeEvent(v: Validators, value: Buffer | null, modern = false): Decoded<EventRow> {
-  return decodeTimed(v.eventMessage, 'event', value, 'received_at', (e: EventMessage, _s, now, receivedMs) => {
+  const toRow = modern ? modernEventRow : eventRow18;
+  return decodeTimed(v.eventMessage, 'event', value, 'received_at', toRow, isCanonicalEventMessage);
+}
+
+const eventRow18 = eventRow(false);
+const modernEventRow = eventRow(true);
+
+function eventRow(modern: boolean) {
+  return (e: EventMessage, _s: number, now: number, receivedMs: number): EventRow => {
     const clientTsMs = toMillis(e.client_ts);
     const sentAtMs = toMillis(e.sent_at);
     const t = (ms: number): RowTime => rowTime(ms, modern);
@@ -274,5 +282,5 @@ export function decodeEvent(v: Validators, value: Buffer | null, modern = false)
       received_at: t(receivedMs),
       inserted_at: now,
     };
-  });
+  };
 }

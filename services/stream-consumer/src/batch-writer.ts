@@ -1,7 +1,7 @@
 import type { Counter, Histogram, Registry } from 'prom-client';
 import { classifyInsertError, counter, histogram, retryDelayMs, type Logger } from '@telemetry/platform';
 
-/** Where rows go. ClickHouse in production (ClickHouseSink); a fake in unit tests. */
+/** Where rows go. ClickHouse in production (ClickHouseInserter); a fake in unit tests. */
 export interface RowSink {
   insert(table: string, rows: readonly object[]): Promise<void>;
 }
@@ -19,6 +19,8 @@ export interface BatchWriterOptions {
   registry: Registry;
   maxRows: number;
   maxAgeMs: number;
+  /** Inserts into one table in flight at once (1: one after another). */
+  concurrency?: number;
   retryMaxMs: number;
   onRejected: RejectedRowsHandler;
   /** Whether an insert error is about the rows (never retried) or passing; ClickHouse's codes by default. */
@@ -40,8 +42,11 @@ interface Buffer {
   rows: object[];
   waiters: Waiter[];
   timer: NodeJS.Timeout | undefined;
-  /** Flushes of one table never overlap: each runs after the previous one. */
-  chain: Promise<void>;
+  /** Flushes of this table under way; at most `concurrency` of them insert at once. */
+  flushes: Set<Promise<void>>;
+  inserting: number;
+  /** Flushes waiting for an insert slot, in the order they were cut. */
+  queued: (() => void)[];
 }
 
 export class WriterStoppedError extends Error {}
@@ -71,7 +76,11 @@ export class BatchWriter {
   /** Per table: when its last insert succeeded (unix seconds). */
   private readonly lastInserts = new Map<string, number>();
 
+  /** Where the rows go (the freshness reporter inserts through it too). */
+  readonly sink: RowSink;
+
   constructor(private readonly opts: BatchWriterOptions) {
+    this.sink = opts.sink;
     const r = opts.registry;
     const by = ['table'] as const;
     this.rowsWritten = counter(r, 'consumer_rows_written_total', 'Rows inserted into ClickHouse', by);
@@ -129,7 +138,7 @@ export class BatchWriter {
   /** Flushes what is buffered, then refuses new writes; pending retries give up. */
   async stop(): Promise<void> {
     this.drain();
-    await Promise.all([...this.buffers.values()].map((b) => b.chain));
+    await Promise.all([...this.buffers.values()].flatMap((b) => [...b.flushes]));
     this.stopped = true;
   }
 
@@ -147,7 +156,7 @@ export class BatchWriter {
   private bufferOf(table: string): Buffer {
     let b = this.buffers.get(table);
     if (!b) {
-      b = { rows: [], waiters: [], timer: undefined, chain: Promise.resolve() };
+      b = { rows: [], waiters: [], timer: undefined, flushes: new Set(), inserting: 0, queued: [] };
       this.buffers.set(table, b);
     }
     return b;
@@ -162,7 +171,8 @@ export class BatchWriter {
     const waiters = buf.waiters;
     buf.rows = [];
     buf.waiters = [];
-    buf.chain = buf.chain.then(async () => {
+    const flush = (async () => {
+      await this.insertSlot(buf);
       try {
         for (let i = 0; i < rows.length; i += this.opts.maxRows) {
           await this.insertOrBisect(table, rows.slice(i, i + this.opts.maxRows));
@@ -172,8 +182,25 @@ export class BatchWriter {
         for (const w of waiters) w.reject(err as Error);
       } finally {
         this.released(rows.length);
+        // The slot passes straight to the next queued flush, or is given back.
+        const next = buf.queued.shift();
+        if (next) next();
+        else buf.inserting--;
       }
-    });
+    })();
+    buf.flushes.add(flush);
+    void flush.finally(() => buf.flushes.delete(flush));
+  }
+
+  /**
+   * Waits for one of the table's insert slots. Inserts overlap so that ClickHouse
+   * writes one block while this process encodes the next; rows of one partition may
+   * then land out of order, which nothing relies on (offsets are committed per
+   * partition in order by the consumer, and copies are removed on read).
+   */
+  private async insertSlot(buf: Buffer): Promise<void> {
+    if (buf.inserting < (this.opts.concurrency ?? 1)) buf.inserting++;
+    else await new Promise<void>((r) => buf.queued.push(r));
   }
 
   /** Inserts `rows`; when ClickHouse rejects them for their data, each half on its own. */

@@ -1,5 +1,5 @@
 import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, topicSpec, serviceSpec } from '@telemetry/platform';
-import { loadConfig, v } from '@telemetry/platform';
+import { INSERT_FORMATS, loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
 export const consumerSpec = {
@@ -36,6 +36,19 @@ export const consumerSpec = {
     'partitions processed at once (their rows share inserts)',
     1,
     256,
+  ),
+  insertFormat: v.oneOf(
+    'INSERT_FORMAT',
+    'RowBinary',
+    'how rows travel to ClickHouse: RowBinary (no parsing on the server; measured in BENCHMARKS.md) or JSONEachRow',
+    INSERT_FORMATS,
+  ),
+  insertConcurrency: v.int(
+    'INSERT_CONCURRENCY',
+    2,
+    'inserts into one table in flight at once (ClickHouse writes one block while the next is encoded)',
+    1,
+    16,
   ),
   insertRetryMaxMs: v.int('INSERT_RETRY_MAX_MS', 10_000, 'longest backoff between insert retries', 100, 600_000),
   ...httpSpec(8081, 'HTTP port for /healthz, /readyz, /metrics'),

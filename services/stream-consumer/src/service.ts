@@ -1,6 +1,7 @@
 import { createValidators } from '@telemetry/contract';
 import {
   clickhouseComponent,
+  ClickHouseInserter,
   serviceKafka,
   createRegistry,
   ensureTopics,
@@ -12,23 +13,15 @@ import {
   PeriodicJob,
   ServiceRunner,
   sqlIdentifier,
-  type ClickHouseClient,
   type Component,
   type Logger,
 } from '@telemetry/platform';
 import { hostname } from 'node:os';
 import { FirstSeen, migrateWith, retentionJob, retentionRules } from '@telemetry/store';
-import { BatchWriter, type RowSink } from './batch-writer.js';
+import { BatchWriter } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
 import { Freshness } from './freshness.js';
-
-export class ClickHouseSink implements RowSink {
-  constructor(private readonly client: ClickHouseClient) {}
-  async insert(table: string, rows: readonly object[]): Promise<void> {
-    await this.client.insert({ table, values: [...rows], format: 'JSONEachRow' });
-  }
-}
 
 /** The writer as a component: stop() flushes what it holds. */
 class WriterComponent implements Component {
@@ -73,11 +66,12 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   // The events table's shape follows the server (migration 7): times with milliseconds on current ClickHouse.
   const engine = await detectEngine(ch.client);
   const writer: BatchWriter = new BatchWriter({
-    sink: new ClickHouseSink(ch.client),
+    sink: new ClickHouseInserter(ch.client, config.insertFormat),
     logger,
     registry,
     maxRows: config.batchMaxRows,
     maxAgeMs: config.batchMaxAgeMs,
+    concurrency: config.insertConcurrency,
     retryMaxMs: config.insertRetryMaxMs,
     // Bound late: the consumer knows which message each row came from.
     onRejected: (table, rows, reason): Promise<void> => consumer.deadLetterRows(table, rows, reason),
@@ -130,7 +124,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     lags: (topics) => groupLags(kafka, config.groupId, topics),
     lastInsertAt: (table) => writer.lastInsertAt(table),
     consumer: `${hostname()}-${process.pid}`,
-    insert: (rows) => new ClickHouseSink(ch.client).insert(`${db}.freshness`, rows),
+    insert: (rows) => writer.sink.insert(`${db}.freshness`, rows),
     registry,
   });
   const reporter = new PeriodicJob('freshness', config.freshnessIntervalMs, () => freshness.report(), logger);
