@@ -33,7 +33,9 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM ${NODE_IMAGE}
 ARG SERVICE=ingest-gateway
-ENV NODE_ENV=production SERVICE=${SERVICE}
+# MALLOC_ARENA_MAX: at most 2 glibc malloc arenas (harness/processes.ts PRODUCTION_ENV, which
+# the benchmarks use too): freed Kafka fetch buffers do not stay resident in one arena per thread.
+ENV NODE_ENV=production SERVICE=${SERVICE} MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/package.json ./

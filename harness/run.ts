@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { createClickHouse } from '@telemetry/platform';
 import { KAFKA_VERSION, startStack, type Stack, type StackOptions } from '../tools/devstack/stack.js';
-import { build, RUN_SECRETS_KEYS } from './processes.js';
+import { build, PRODUCTION_ENV, RUN_SECRETS_KEYS } from './processes.js';
 import { BENCHMARKS_MD, writeSection } from './report.js';
 import { stackPids } from './sampler.js';
 
@@ -156,6 +156,7 @@ export function serviceEnv(
 ): NodeJS.ProcessEnv {
   return {
     ...process.env,
+    ...PRODUCTION_ENV,
     LOG_LEVEL: 'warn',
     KAFKA_BROKERS: stack.kafkaBrokers,
     CLICKHOUSE_URL: stack.clickhouseUrl,

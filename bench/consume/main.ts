@@ -8,8 +8,9 @@
  *      services subscribe to: events, checks, alerts, monitor changes, dead letters);
  *   2. produces a backlog of BENCH_EVENTS event messages in the gateway's format;
  *   3. drains it with the real consumer (child process), counting rows every 250 ms and
- *      sampling its VmRSS: once with the service's default settings, once with
- *      BENCH_CONSUMER_ENV (each into its own database, with its own consumer group);
+ *      sampling its VmRSS: once with BENCH_CONSUMER_ENV (the service's defaults unless
+ *      set), once with BENCH_COMPARE_ENV over it (JSONEachRow inserts instead of RowBinary
+ *      unless set), each into its own database, with its own consumer group;
  *   4. drains the same messages with a Kafka engine table + materialized views into a copy
  *      of `events`, measured the same way, and compares the tables' contents;
  *   5. sends half our drain rate through the real gateway with the consumer running, and
@@ -21,8 +22,9 @@
  * BENCH_FRESHNESS_POLL_MS (50), BENCH_FRESHNESS_RATE (events/s; default half our drain
  * rate), BENCH_FRESHNESS_BATCH (events per request at least, 20), BENCH_ENGINE_CONSUMERS
  * (kafka_num_consumers, 1), BENCH_CONSUMER_ENV (consumer settings of the measured
- * configuration, "KEY=VALUE,..."; default BATCH_MAX_AGE_MS=100), BENCH_BASELINE (0: skip
- * the runs with the service's default settings), BENCH_WRITE (0: leave BENCHMARKS.md
+ * configuration, "KEY=VALUE,..."; default none: the service's defaults), BENCH_COMPARE_ENV
+ * (what the comparison run changes; default INSERT_FORMAT=JSONEachRow), BENCH_BASELINE (0:
+ * skip the comparison runs), BENCH_WRITE (0: leave BENCHMARKS.md
  * alone), BENCH_PROFILE=1 (the consumers write V8 CPU profiles into the log directory),
  * --smoke (harness/run.ts). Only 127.0.0.1 is used.
  */
@@ -80,20 +82,28 @@ const FRESH_POLL_MS = envNumber('BENCH_FRESHNESS_POLL_MS', 50, 5, true);
 const FRESH_RATE = envNumber('BENCH_FRESHNESS_RATE', 0, 0);
 const FRESH_BATCH = envNumber('BENCH_FRESHNESS_BATCH', 20, 1, true);
 const ENGINE_CONSUMERS = envNumber('BENCH_ENGINE_CONSUMERS', 1, 1, true);
-/** The measured configuration. Why 100 ms: see "Where our consumer spends its time" in BENCHMARKS.md. */
-const CONSUMER_ENV = Object.fromEntries(
-  (process.env.BENCH_CONSUMER_ENV ?? 'BATCH_MAX_AGE_MS=100')
-    .split(',')
-    .filter((p) => p.trim() !== '')
-    .map((pair) => {
-      const eq = pair.indexOf('=');
-      if (eq <= 0) throw new Error(`BENCH_CONSUMER_ENV: expected KEY=VALUE pairs separated by commas, got ${pair}`);
-      return [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()];
-    }),
-);
-const BASELINE = process.env.BENCH_BASELINE !== '0' && Object.keys(CONSUMER_ENV).length > 0;
+/** Consumer settings from `name`, "KEY=VALUE,...". */
+function settings(name: string, fallback: string): Record<string, string> {
+  return Object.fromEntries(
+    (process.env[name] ?? fallback)
+      .split(',')
+      .filter((p) => p.trim() !== '')
+      .map((pair) => {
+        const eq = pair.indexOf('=');
+        if (eq <= 0) throw new Error(`${name}: expected KEY=VALUE pairs separated by commas, got ${pair}`);
+        return [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()];
+      }),
+  );
+}
+/** The measured configuration: the service as it ships unless set. */
+const CONSUMER_ENV = settings('BENCH_CONSUMER_ENV', '');
+/** What the comparison run changes over it: the insert format (RowBinary is the default). */
+const COMPARE_ENV = settings('BENCH_COMPARE_ENV', 'INSERT_FORMAT=JSONEachRow');
+const BASELINE = process.env.BENCH_BASELINE !== '0' && Object.keys(COMPARE_ENV).length > 0;
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const STALL_MS = 120_000;
+/** Issue 16: the consumer's peak RSS while it drains the backlog. */
+const MAX_RSS_MB = 300;
 const NOISE_PERCENT = 25;
 
 const bench = new Benchmark('bench:consume');
@@ -391,7 +401,15 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   const database = `bench_${run}`;
   const logDir = mkdtempSync(join(tmpdir(), 'bench-consume-'));
   const quiet = createLogger({ service: 'bench-consume', level: 'warn', stream: process.stderr });
-  const shown = ['BATCH_MAX_ROWS', 'BATCH_MAX_AGE_MS', 'MAX_BUFFERED_ROWS', 'PARTITIONS_CONSUMED_CONCURRENTLY'];
+  const shown = [
+    'BATCH_MAX_ROWS',
+    'BATCH_MAX_AGE_MS',
+    'MAX_BUFFERED_ROWS',
+    'PARTITIONS_CONSUMED_CONCURRENTLY',
+    'INSERT_FORMAT',
+    'INSERT_CONCURRENCY',
+    'KAFKA_CLIENT',
+  ];
   const specs = Object.values(consumerSpec) as { name: string; default: string | undefined }[];
   const consumer = {
     version: consumerVersion(),
@@ -417,13 +435,13 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   cleanups.push(() => ch.close());
   for (const q of copyTablesStatements(database, await detectEngine(ch))) await ch.command({ query: q });
   const tuned: Setup = { label: 'tuned', database, group: `bench-consume-${run}`, env: CONSUMER_ENV };
-  const defaults: Setup = {
-    label: 'defaults',
-    database: `${database}_defaults`,
-    group: `bench-consume-d-${run}`,
-    env: {},
+  const compare: Setup = {
+    label: 'compare',
+    database: `${database}_compare`,
+    group: `bench-consume-c-${run}`,
+    env: { ...CONSUMER_ENV, ...COMPARE_ENV },
   };
-  if (BASELINE) await migrate(ch, defaults.database, quiet);
+  if (BASELINE) await migrate(ch, compare.database, quiet);
   const kafka = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'bench-consume', logger: quiet });
   const ctx: Context = { stack, ch, kafka, topics, logDir, pids, cleanups };
   const librdkafka = (() => {
@@ -449,7 +467,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   await admin.disconnect();
   if (inTopic !== EVENTS) throw new Error(`the topic holds ${inTopic} messages, not ${EVENTS}`);
 
-  const oursDefaults = BASELINE ? await drainOurs(ctx, defaults) : undefined;
+  const oursCompare = BASELINE ? await drainOurs(ctx, compare) : undefined;
   const ours = await drainOurs(ctx, tuned);
   const engine = await drainEngine(ctx, database, run);
 
@@ -472,7 +490,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
     engineDistinct: await n(`SELECT uniqExact(event_id) FROM ${db}.${ENGINE_TABLE}`),
     oursChecksum: await checksumOf(`${db}.events`),
     engineChecksum: await checksumOf(`${db}.${ENGINE_TABLE}`),
-    defaultsChecksum: oursDefaults ? await checksumOf(`${sqlIdentifier(defaults.database)}.events`) : '',
+    compareChecksum: oursCompare ? await checksumOf(`${sqlIdentifier(compare.database)}.events`) : '',
     oursRollup: await rollupOf(`${db}.events_per_minute`),
     engineRollup: await rollupOf(`${db}.${ENGINE_ROLLUP}`),
     oursInsertedAtZero: await n(`SELECT countIf(toUInt32(inserted_at) = 0) FROM ${db}.events`),
@@ -488,7 +506,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
       check.engineRollup,
     ].every((x) => x === EVENTS) &&
     check.oursChecksum === check.engineChecksum &&
-    (oursDefaults === undefined || check.defaultsChecksum === check.oursChecksum);
+    (oursCompare === undefined || check.compareChecksum === check.oursChecksum);
   log(`content check: ${JSON.stringify(check)}`);
 
   // Freshness through the real gateway.
@@ -507,15 +525,15 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   await gateway.start().ready();
   const freshness = await freshnessRun(ctx, tuned, gateway, key, rate, run);
   // The same offered load for both configurations (the one the gateway could answer).
-  const freshnessDefaults = BASELINE
-    ? await freshnessRun(ctx, defaults, gateway, key, freshness.offeredEventsPerSecond, run)
+  const freshnessCompare = BASELINE
+    ? await freshnessRun(ctx, compare, gateway, key, freshness.offeredEventsPerSecond, run)
     : undefined;
   await gateway.stop();
 
   const targets: TargetCheck[] = [];
   for (const [o, f] of [
     [ours, freshness],
-    [oursDefaults, freshnessDefaults],
+    [oursCompare, freshnessCompare],
   ] as const) {
     if (!o || !f) continue;
     const r = o.rowsPerSecond / engine.rowsPerSecond;
@@ -546,6 +564,13 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
         value: `peak ${fmt(o.peakRssMB)} MB; per quarter ${o.rssQuartersMB.map((q) => fmt(q)).join(' / ')} MB`,
         met: o.rssBounded ? 'yes' : 'no',
       },
+      {
+        config,
+        name: `consumer memory draining ${fmt(EVENTS)} messages`,
+        goal: `peak RSS <= ${MAX_RSS_MB} MB`,
+        value: `${fmt(o.peakRssMB)} MB`,
+        met: o.peakRssMB <= MAX_RSS_MB ? 'yes' : `no: ${fmt(o.peakRssMB - MAX_RSS_MB)} MB over`,
+      },
     );
   }
   targets.push({
@@ -555,7 +580,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
     value: `${fmt(check.oursRows)} / ${fmt(check.engineRows)} rows, checksums ${check.identical ? 'equal' : 'differ'}`,
     met: check.identical ? 'yes' : 'no',
   });
-  const phases = [ours.cpu, engine.cpu, freshness.cpu, oursDefaults?.cpu, freshnessDefaults?.cpu];
+  const phases = [ours.cpu, engine.cpu, freshness.cpu, oursCompare?.cpu, freshnessCompare?.cpu];
   return {
     ...bench.head({ ...machine, librdkafka }),
     consumer,
@@ -563,6 +588,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
       events: EVENTS,
       partitions: PARTITIONS,
       consumerEnv: CONSUMER_ENV,
+      compareEnv: COMPARE_ENV,
       engineConsumers: ENGINE_CONSUMERS,
       freshnessSeconds: FRESH_SECONDS,
       freshnessPollMs: FRESH_POLL_MS,
@@ -575,13 +601,14 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
       payloadBytes: backlog.payloadBytes,
     },
     ours,
-    ...(oursDefaults ? { oursDefaults } : {}),
+    ...(oursCompare ? { oursCompare } : {}),
     engine,
     ratio: ours.rowsPerSecond / engine.rowsPerSecond,
+    ...(oursCompare ? { compareRatio: ours.rowsPerSecond / oursCompare.rowsPerSecond } : {}),
     steadyRatio: ours.steadyRowsPerSecond / engine.steadyRowsPerSecond,
     check,
     freshness,
-    ...(freshnessDefaults ? { freshnessDefaults } : {}),
+    ...(freshnessCompare ? { freshnessCompare } : {}),
     targets,
     noisy: phases.some((c) => c !== undefined && c.otherPercent > NOISE_PERCENT),
   };

@@ -76,6 +76,8 @@ export interface ConsumeReport {
     events: number;
     partitions: number;
     consumerEnv: Record<string, string>;
+    /** What the comparison run changed over consumerEnv. */
+    compareEnv: Record<string, string>;
     engineConsumers: number;
     freshnessSeconds: number;
     freshnessPollMs: number;
@@ -86,9 +88,11 @@ export interface ConsumeReport {
   /** The measured configuration (BENCH_CONSUMER_ENV). */
   ours: OursDrain;
   /** The service's default settings, for comparison. */
-  oursDefaults?: OursDrain;
+  oursCompare?: OursDrain;
   engine: DrainFigures;
   ratio: number;
+  /** Ours measured / ours compared (rows/s), when the comparison ran. */
+  compareRatio?: number;
   steadyRatio: number;
   check: {
     oursRows: number;
@@ -97,14 +101,14 @@ export interface ConsumeReport {
     engineDistinct: number;
     oursChecksum: string;
     engineChecksum: string;
-    defaultsChecksum: string;
+    compareChecksum: string;
     oursRollup: number;
     engineRollup: number;
     oursInsertedAtZero: number;
     identical: boolean;
   };
   freshness: FreshnessRun;
-  freshnessDefaults?: FreshnessRun;
+  freshnessCompare?: FreshnessRun;
   targets: TargetCheck[];
   noisy: boolean;
 }
@@ -153,18 +157,20 @@ export function figuresTable(r: ConsumeReport): string {
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     drainRow(r.ours, `ours, ${envText(r.ours.env)}`, `${fmt(r.ours.peakRssMB)} MB`),
   ];
-  if (r.oursDefaults) {
-    rows.push(drainRow(r.oursDefaults, `ours, ${envText(r.oursDefaults.env)}`, `${fmt(r.oursDefaults.peakRssMB)} MB`));
+  if (r.oursCompare) {
+    rows.push(drainRow(r.oursCompare, `ours, ${envText(r.oursCompare.env)}`, `${fmt(r.oursCompare.peakRssMB)} MB`));
   }
   rows.push(drainRow(r.engine, 'ClickHouse Kafka engine', '-'));
   rows.push(
     `| ours (${envText(r.ours.env)}) / engine | | | **${fmt(r.ratio, 2)}x** | | ${fmt(r.steadyRatio, 2)}x | | |`,
   );
-  if (r.oursDefaults) {
-    const d = r.oursDefaults;
+  if (r.oursCompare) {
+    const d = r.oursCompare;
     rows.push(
-      `| ours (service defaults) / engine | | | ${fmt(d.rowsPerSecond / r.engine.rowsPerSecond, 2)}x | | ` +
+      `| ours (${envText(d.env)}) / engine | | | ${fmt(d.rowsPerSecond / r.engine.rowsPerSecond, 2)}x | | ` +
         `${fmt(d.steadyRowsPerSecond / r.engine.steadyRowsPerSecond, 2)}x | | |`,
+      `| ours (${envText(r.ours.env)}) / ours (${envText(d.env)}) | | | **${fmt(r.ours.rowsPerSecond / d.rowsPerSecond, 2)}x** | | ` +
+        `${fmt(r.ours.steadyRowsPerSecond / d.steadyRowsPerSecond, 2)}x | | |`,
     );
   }
   rows.push(
@@ -173,7 +179,7 @@ export function figuresTable(r: ConsumeReport): string {
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...freshnessRows(r.freshness),
   );
-  if (r.freshnessDefaults) rows.push(...freshnessRows(r.freshnessDefaults));
+  if (r.freshnessCompare) rows.push(...freshnessRows(r.freshnessCompare));
   return rows.join('\n');
 }
 
@@ -191,15 +197,16 @@ function limitsText(r: ConsumeReport): string[] {
     '### Where our consumer spends its time',
     '',
     "Per drain: the consumer process's CPU (in % of one core: it runs on one thread), the share of the",
-    "drain during which an insert was in flight (a table's inserts run one after another), the inserts' mean",
+    "drain during which inserts were in flight (a table's inserts overlap up to INSERT_CONCURRENCY, so this share",
+    "can pass 100%), the inserts' mean",
     'size (a buffer is inserted at BATCH_MAX_ROWS rows or BATCH_MAX_AGE_MS after its first row) and the',
     "event loop's lag. A consumer well under one core with inserts in flight well under 100% of the time is",
     'waiting (for its batch timer, a fetch, a commit) rather than working; near one core it is bound by its',
-    'JavaScript (kafkajs decoding, JSON.parse, ajv, JSON encoding for the insert); inserts in flight near 100%',
-    "of the time mean ClickHouse's insert rate is the limit.",
+    'JavaScript (kafkajs decoding, JSON.parse, building the rows, encoding the insert); inserts in flight all',
+    "the time with a consumer well under one core mean ClickHouse's insert rate is the limit.",
     '',
   ];
-  for (const o of [r.ours, r.oursDefaults]) {
+  for (const o of [r.ours, r.oursCompare]) {
     if (!o) continue;
     lines.push(
       `- ${envText(o.env)}: ${fmt(o.rowsPerSecond)} rows/s (steady ${fmt(o.steadyRowsPerSecond)}); consumer ` +
@@ -208,7 +215,7 @@ function limitsText(r: ConsumeReport): string[] {
         `${fmt(o.meanInsertMs)} ms each; event-loop lag p99 ${fmt(o.eventLoopLagP99Ms)} ms.`,
     );
   }
-  for (const f of [r.freshness, r.freshnessDefaults]) {
+  for (const f of [r.freshness, r.freshnessCompare]) {
     if (!f) continue;
     lines.push(
       `- Freshness, ${envText(f.env)}: p50 ${fmt(f.freshnessMs.p50)} ms, p99 ${fmt(f.freshnessMs.p99)} ms at ` +
@@ -243,7 +250,7 @@ export function renderSection(r: ConsumeReport): string {
       `${fmt(r.backlog.payloadBytes)} bytes; every event has a client id, a timestamp and sent_at`,
     `- Ours: \`services/stream-consumer/dist/main.js\` (compiled, plain node) in its own process, a new consumer group and a ` +
       `database of its own (same migrations) per configuration, LOG_LEVEL=warn, MIGRATE_ON_START=false; measured ` +
-      `with **${envText(o.env)}**${r.oursDefaults ? ' and with the service defaults for comparison' : ''}; ` +
+      `with **${envText(o.env)}**${r.oursCompare ? ` and with ${envText(r.oursCompare.env)} for comparison` : ''}; ` +
       `consumer at ${r.consumer.version}; its defaults: ${envText(r.consumer.defaults)}`,
     `- Engine: an \`ENGINE = Kafka\` table (kafka_num_consumers = ${r.config.engineConsumers}) and materialized ` +
       'views into `events_kafka_engine` and `events_per_minute_kafka_engine`, copies of `events` and its rollup ' +
@@ -260,15 +267,15 @@ export function renderSection(r: ConsumeReport): string {
     `Content check: ours ${fmt(r.check.oursRows)} rows (${fmt(r.check.oursDistinct)} distinct event ids), engine ` +
       `${fmt(r.check.engineRows)} rows (${fmt(r.check.engineDistinct)} distinct); a checksum over every column but ` +
       `inserted_at is ${r.check.identical ? '**equal**' : '**different**'} (${r.check.oursChecksum} / ` +
-      `${r.check.engineChecksum}${r.oursDefaults ? ` / defaults ${r.check.defaultsChecksum}` : ''}); ` +
+      `${r.check.engineChecksum}${r.oursCompare ? ` / ${envText(r.oursCompare.env)} ${r.check.compareChecksum}` : ''}); ` +
       `the rollups count ${fmt(r.check.oursRollup)} / ${fmt(r.check.engineRollup)} events.`,
     '',
     `Consumer memory (${envText(o.env)}): peak VmRSS ${fmt(o.peakRssMB)} MB during the drain, per quarter of the ` +
       `drain ${o.rssQuartersMB.map((q) => fmt(q)).join(' / ')} MB, ${fmt(o.afterDrainRssMB)} MB once drained, ` +
       `${fmt(f.consumerPeakRssMB)} MB under the freshness load: ${o.rssBounded ? 'bounded' : '**still growing**'}` +
-      (r.oursDefaults
-        ? ` (service defaults: peak ${fmt(r.oursDefaults.peakRssMB)} MB, per quarter ` +
-          `${r.oursDefaults.rssQuartersMB.map((q) => fmt(q)).join(' / ')} MB)`
+      (r.oursCompare
+        ? ` (${envText(r.oursCompare.env)}: peak ${fmt(r.oursCompare.peakRssMB)} MB, per quarter ` +
+          `${r.oursCompare.rssQuartersMB.map((q) => fmt(q)).join(' / ')} MB)`
         : '') +
       `. ${fmt(o.deadLettered)} messages dead-lettered.`,
     '',
@@ -325,8 +332,8 @@ export function renderSection(r: ConsumeReport): string {
     '  on the Kafka table itself (the same grouping), which parses the fields a second time. Both views are',
     '  attached before the Kafka table exists (created on a Null table of its name, then swapped), so neither',
     '  misses the first block.',
-    '- **inserted_at.** The view sets `now()`. Ours leaves the column out of its JSONEachRow inserts, and',
-    "  18.16 does not apply a column's DEFAULT to a field missing from JSONEachRow (current ClickHouse does):",
+    '- **inserted_at.** The view sets `now()`. Ours sends the time of decoding with every row (18.16 does not',
+    "  apply a column's DEFAULT to a field missing from JSONEachRow): ",
     `  ${fmt(r.check.oursInsertedAtZero)} of our ${fmt(r.check.oursRows)} rows have inserted_at = 1970-01-01 here.`,
     '- **Delivery and visibility.** Both commit after the insert (at least once, apart from the loss above).',
     '  The engine inserts what one read cycle got (until a poll finds nothing for 500 ms, or',
@@ -341,7 +348,7 @@ export function renderSection(r: ConsumeReport): string {
     '',
     `- One ${m.nproc}-core machine runs Kafka, ClickHouse, the consumer (or the engine inside ClickHouse), the`,
     '  gateway and this command: absolute rates are lower bounds; the ratio is the figure that carries over.',
-    '- One run of each configuration, in this order: ours with the service defaults, ours measured, the engine;',
+    '- One run of each configuration, in this order: ours compared, ours measured, the engine;',
     '  ClickHouse merges settle before each. Run the command again to see the spread.',
     `- ClickHouse ${m.clickhouse} is Debian's package; it links the system librdkafka (${m.librdkafka}), which`,
     `  negotiates protocol versions Kafka ${m.kafka} still supports, so both paths read from the same broker.`,

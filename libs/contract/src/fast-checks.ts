@@ -30,11 +30,34 @@ const EVENT_FIELDS = new Set([
   'received_at',
 ]);
 
-/** A time exactly as toISOString() writes it, which is a valid RFC 3339 date-time. */
+/** The number the `n` ASCII digits of `s` from `at` spell. */
+function digits(s: string, at: number, n: number): number {
+  let v = 0;
+  for (let i = at; i < at + n; i++) v = v * 10 + s.charCodeAt(i) - 48;
+  return v;
+}
+
+/**
+ * A time in toISOString()'s form (YYYY-MM-DDTHH:MM:SS.sssZ) naming a real instant:
+ * month 1-12, a day the month has (leap years counted), hour < 24, minute and second
+ * < 60, which RFC 3339's date-time accepts.
+ */
 function canonicalTime(v: unknown): boolean {
   if (typeof v !== 'string' || !ISO.test(v)) return false;
-  const ms = Date.parse(v);
-  return Number.isFinite(ms) && new Date(ms).toISOString() === v;
+  const year = digits(v, 0, 4);
+  const month = digits(v, 5, 2);
+  const day = digits(v, 8, 2);
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = month === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
+  return (
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= days &&
+    digits(v, 11, 2) < 24 &&
+    digits(v, 14, 2) < 60 &&
+    digits(v, 17, 2) < 60
+  );
 }
 
 function name(v: unknown): boolean {

@@ -24,7 +24,7 @@ export const consumerSpec = {
   batchMaxAgeMs: v.int('BATCH_MAX_AGE_MS', 500, 'flush a table buffer this long after its first row', 1, 60_000),
   maxBufferedRows: v.int(
     'MAX_BUFFERED_ROWS',
-    50_000,
+    20_000,
     'rows held for insert before fetching waits (bounds memory)',
     1,
     10_000_000,
