@@ -265,28 +265,32 @@ export class ClickHouseInserter {
   async insert(table: string, rows: readonly object[]): Promise<void> {
     if (rows.length === 0) return;
     const key = `${table}:${Object.keys(rows[0]!).join(',')}`;
-    let pending = this.format === 'RowBinary' ? this.encodings.get(key) : undefined;
-    if (this.format === 'RowBinary' && !pending) {
-      pending = this.encodingOf(table, rows[0]!);
-      this.encodings.set(key, pending);
-    }
     try {
-      const encoding = await pending;
+      const encoding = this.format === 'RowBinary' ? await this.encodingFor(key, table, rows[0]!) : undefined;
       this.used.set(table, encoding ? 'RowBinary' : 'JSONEachRow');
       if (!encoding) {
         await this.client.insert({ table, values: [...rows], format: 'JSONEachRow' });
         return;
       }
-      const body = encoding.encode(rows);
       const result = await this.client.exec({
         query: `INSERT INTO ${table} (${encoding.columns}) FORMAT RowBinary`,
-        values: Readable.from([body]),
+        values: Readable.from([encoding.encode(rows)]),
       });
       for await (const _ of result.stream) void _;
     } catch (err) {
       if (!(err instanceof RowEncodingError)) this.encodings.delete(key);
       throw err;
     }
+  }
+
+  /** The cached encoding of `table` for rows with the keys of `row` (read once per key). */
+  private encodingFor(key: string, table: string, row: object): Promise<Encoding | undefined> {
+    let pending = this.encodings.get(key);
+    if (!pending) {
+      pending = this.encodingOf(table, row);
+      this.encodings.set(key, pending);
+    }
+    return pending;
   }
 
   /** The encoder of `table`'s columns that `row` has a property for. */

@@ -23,11 +23,6 @@ export function nowSeconds(): number {
 export const MIN_TS = 0;
 export const MAX_TS = 4_294_967_295;
 
-export function toUnix(iso: string | undefined): number | null {
-  const ms = toMillis(iso);
-  return ms === null ? null : Math.floor(ms / 1000);
-}
-
 /** An ISO time as unix milliseconds, if it is one within DateTime's range. */
 export function toMillis(iso: string | undefined): number | null {
   if (iso === undefined) return null;

@@ -76,11 +76,7 @@ export class BatchWriter {
   /** Per table: when its last insert succeeded (unix seconds). */
   private readonly lastInserts = new Map<string, number>();
 
-  /** Where the rows go (the freshness reporter inserts through it too). */
-  readonly sink: RowSink;
-
   constructor(private readonly opts: BatchWriterOptions) {
-    this.sink = opts.sink;
     const r = opts.registry;
     const by = ['table'] as const;
     this.rowsWritten = counter(r, 'consumer_rows_written_total', 'Rows inserted into ClickHouse', by);

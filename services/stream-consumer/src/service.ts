@@ -65,8 +65,9 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   const db = sqlIdentifier(config.clickhouseDatabase);
   // The events table's shape follows the server (migration 7): times with milliseconds on current ClickHouse.
   const engine = await detectEngine(ch.client);
+  const inserter = new ClickHouseInserter(ch.client, config.insertFormat);
   const writer: BatchWriter = new BatchWriter({
-    sink: new ClickHouseInserter(ch.client, config.insertFormat),
+    sink: inserter,
     logger,
     registry,
     maxRows: config.batchMaxRows,
@@ -124,7 +125,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     lags: (topics) => groupLags(kafka, config.groupId, topics),
     lastInsertAt: (table) => writer.lastInsertAt(table),
     consumer: `${hostname()}-${process.pid}`,
-    insert: (rows) => writer.sink.insert(`${db}.freshness`, rows),
+    insert: (rows) => inserter.insert(`${db}.freshness`, rows),
     registry,
   });
   const reporter = new PeriodicJob('freshness', config.freshnessIntervalMs, () => freshness.report(), logger);
