@@ -44,14 +44,14 @@ function post(
   path: string,
   headers: Record<string, string>,
   body?: string,
-): Promise<number> {
+): Promise<number | string> {
   return new Promise((resolve) => {
     const { hostname: host, port } = new URL(url);
     const req = request({ host, port, path, method: body ? 'POST' : 'GET', agent, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
-    req.on('error', () => resolve(0));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
     req.setTimeout(10_000, () => req.destroy());
     req.end(body);
   });
@@ -118,6 +118,9 @@ async function main(): Promise<number> {
     let failed = 0;
     let reads = 0;
     let readFailures = 0;
+    /** Failed requests by what they got: `write 503`, `read ECONNRESET`... */
+    const failures: Record<string, number> = {};
+    const failure = (what: string): void => void (failures[what] = (failures[what] ?? 0) + 1);
     let seq = 0;
     let running = true;
     const source = `soak-${run}`;
@@ -141,7 +144,10 @@ async function main(): Promise<number> {
           JSON.stringify({ events }),
         );
         if (status === 200) acked += batch;
-        else failed += batch;
+        else {
+          failed += batch;
+          failure(`write ${status}`);
+        }
       },
     );
     const readers = steadyLoops(
@@ -152,7 +158,10 @@ async function main(): Promise<number> {
         const path = `/api/monitors/m${Math.floor(Math.random() * 200)}/checks?limit=50`;
         const status = await post(agent, url['query-service'], path, { authorization: `Bearer ${api}` });
         reads++;
-        if (status !== 200) readFailures++;
+        if (status !== 200) {
+          readFailures++;
+          failure(`read ${status}`);
+        }
       },
     );
 
@@ -232,6 +241,7 @@ async function main(): Promise<number> {
       asRead,
       reads,
       readFailures,
+      failures,
       peakLag,
       lagAfter,
       memory,
@@ -242,9 +252,11 @@ async function main(): Promise<number> {
       writeSection(
         RELIABILITY_MD,
         'soak',
-        `## Soak\n\nWritten by \`npm run test:soak\` (SOAK_SECONDS=${seconds}, SOAK_EVENTS_PER_SECOND=${eventsPerSecond}) on ${new Date().toISOString().slice(0, 16)}Z, ${stack.mode} Kafka and ClickHouse.\n\n| figure | value |\n|---|---|\n| duration | ${seconds} s |\n| events acknowledged / failed | ${acked} / ${failed} |\n| found in ClickHouse (distinct / as read with FINAL) | ${found} / ${asRead} |\n| check-history reads / failed | ${reads} / ${readFailures} |\n| peak consumer lag (messages) | ${peakLag} (after the load: ${lagAfter}) |\n${Object.entries(
-          memory,
-        )
+        `## Soak\n\nWritten by \`npm run test:soak\` (SOAK_SECONDS=${seconds}, SOAK_EVENTS_PER_SECOND=${eventsPerSecond}) on ${new Date().toISOString().slice(0, 16)}Z, ${stack.mode} Kafka and ClickHouse.\n\n| figure | value |\n|---|---|\n| duration | ${seconds} s |\n| events acknowledged / failed | ${acked} / ${failed} |\n| found in ClickHouse (distinct / as read with FINAL) | ${found} / ${asRead} |\n| check-history reads / failed | ${reads} / ${readFailures} |\n| failed requests by answer | ${
+          Object.entries(failures)
+            .map(([k, n]) => `${k}: ${n}`)
+            .join(', ') || 'none'
+        } |\n| peak consumer lag (messages) | ${peakLag} (after the load: ${lagAfter}) |\n${Object.entries(memory)
           .map(
             ([n, m]) =>
               `| ${n} RSS peak / middle third / last third | ${m.peakMiB} / ${m.middleMiB} / ${m.lastMiB} MiB |`,

@@ -21,6 +21,26 @@ export interface ClickHouseReaderOptions {
   settings?: Record<string, string | number>;
   /** Sockets kept open to ClickHouse (queries in flight at most). */
   maxSockets?: number;
+  /**
+   * An idle socket is closed after this many ms (default 2,000): below ClickHouse's
+   * keep_alive_timeout (3 s in 18.16's config, 10 or 30 s in current versions), so that
+   * we close it before the server does.
+   */
+  idleSocketMs?: number;
+}
+
+/** How a request fails when the server had closed the kept-alive socket it went out on. */
+const CLOSED_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+/**
+ * Whether `err`, on request `req`, says only that a kept-alive socket had been closed by
+ * the server before our request reached it: nothing was answered, so the query can be
+ * sent again on a new connection (reads only, which these are).
+ */
+export function closedKeptAliveSocket(req: { reusedSocket: boolean }, err: unknown, answered: boolean): boolean {
+  if (!req.reusedSocket || answered) return false;
+  const e = err as { code?: unknown; message?: unknown };
+  return (typeof e.code === 'string' && CLOSED_SOCKET.has(e.code)) || e.message === 'socket hang up';
 }
 
 export class ClickHouseQueryError extends Error {
@@ -54,7 +74,13 @@ export class ClickHouseReader implements Component {
     this.base.searchParams.set('database', opts.database);
     for (const [k, v] of Object.entries(opts.settings ?? {})) this.base.searchParams.set(k, String(v));
     const https = this.base.protocol === 'https:';
-    const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64, keepAliveMsecs: 10_000 };
+    const agentOpts = {
+      keepAlive: true,
+      maxSockets: opts.maxSockets ?? 64,
+      keepAliveMsecs: 10_000,
+      // The agent destroys a free socket whose timeout fires (an active one only emits it).
+      timeout: opts.idleSocketMs ?? 2000,
+    };
     this.agent = https ? new HttpsAgent(agentOpts) : new Agent(agentOpts);
     this.send = https ? httpsRequest : request;
     this.headers = {
@@ -64,10 +90,19 @@ export class ClickHouseReader implements Component {
     };
   }
 
-  /** Runs `sql` (without a FORMAT clause) and returns ClickHouse's FORMAT JSON answer. */
+  /**
+   * Runs `sql` (without a FORMAT clause) and returns ClickHouse's FORMAT JSON answer. A
+   * query that went out on a kept-alive socket the server had just closed is sent once
+   * more, on a new connection (closedKeptAliveSocket).
+   */
   query<T>(sql: string, signal?: AbortSignal): Promise<JsonResult<T>> {
     const body = `${sql}\nFORMAT JSON`;
+    return this.post<T>(body, signal, true);
+  }
+
+  private post<T>(body: string, signal: AbortSignal | undefined, mayRetry: boolean): Promise<JsonResult<T>> {
     return new Promise((resolve, reject) => {
+      let answered = false;
       const req = this.send(
         this.base,
         {
@@ -77,6 +112,7 @@ export class ClickHouseReader implements Component {
           signal,
         },
         (res) => {
+          answered = true;
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
@@ -91,7 +127,13 @@ export class ClickHouseReader implements Component {
           });
         },
       );
-      req.on('error', reject);
+      req.on('error', (err) => {
+        if (mayRetry && !signal?.aborted && closedKeptAliveSocket(req, err, answered)) {
+          this.post<T>(body, signal, false).then(resolve, reject);
+        } else {
+          reject(err);
+        }
+      });
       req.end(body);
     });
   }
