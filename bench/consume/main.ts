@@ -7,21 +7,24 @@
  *   1. builds, starts the stack, fresh databases, 6-partition topics (every topic the
  *      services subscribe to: events, checks, alerts, monitor changes, dead letters);
  *   2. produces a backlog of BENCH_EVENTS event messages in the gateway's format;
- *   3. drains it with the real consumer (child process), counting rows every 250 ms and
+ *   3. reads it with kafkajs and with @platformatic/kafka alone, taking turns, for the
+ *      CPU per message of each client library (clients.ts);
+ *   4. drains it with the real consumer (child process), counting rows every 250 ms and
  *      sampling its VmRSS: once with BENCH_CONSUMER_ENV (the service's defaults unless
  *      set), once with BENCH_COMPARE_ENV over it (JSONEachRow inserts instead of RowBinary
  *      unless set), each into its own database, with its own consumer group;
- *   4. drains the same messages with a Kafka engine table + materialized views into a copy
+ *   5. drains the same messages with a Kafka engine table + materialized views into a copy
  *      of `events`, measured the same way, and compares the tables' contents;
- *   5. sends half our drain rate through the real gateway with the consumer running, and
+ *   6. sends half our drain rate through the real gateway with the consumer running, and
  *      measures per event: first seen in ClickHouse - gateway 200 (both settings, same rate);
- *   6. writes the bench:consume section of BENCHMARKS.md, prints the tables and every
+ *   7. writes the bench:consume section of BENCHMARKS.md, prints the tables and every
  *      figure as one JSON object on the last line of stdout; stops everything.
  *
  * Environment: BENCH_EVENTS (1000000), BENCH_FRESHNESS_SECONDS (20),
  * BENCH_FRESHNESS_POLL_MS (50), BENCH_FRESHNESS_RATE (events/s; default half our drain
  * rate), BENCH_FRESHNESS_BATCH (events per request at least, 20), BENCH_ENGINE_CONSUMERS
- * (kafka_num_consumers, 1), BENCH_CONSUMER_ENV (consumer settings of the measured
+ * (kafka_num_consumers, 1), BENCH_CLIENT_ROUNDS (turns of each Kafka client in the
+ * client stage, 3), BENCH_CONSUMER_ENV (consumer settings of the measured
  * configuration, "KEY=VALUE,..."; default none: the service's defaults), BENCH_COMPARE_ENV
  * (what the comparison run changes; default INSERT_FORMAT=JSONEachRow), BENCH_BASELINE (0:
  * skip the comparison runs), BENCH_WRITE (0: leave BENCHMARKS.md
@@ -44,7 +47,7 @@ import {
   type ClickHouseClient,
 } from '@telemetry/platform';
 import { issueKey, migrate } from '@telemetry/store';
-import { consumerSpec } from '@telemetry/stream-consumer';
+import { consumerSpec, FETCH_BYTES_PER_PARTITION } from '@telemetry/stream-consumer';
 import { provision } from '../../tools/devstack/provision.js';
 import type { Stack } from '../../tools/devstack/stack.js';
 import { Child, freePort, metricSum, ROOT, serviceCommand, sleep, until } from '../../harness/processes.js';
@@ -52,6 +55,7 @@ import { fmt } from '../../harness/report.js';
 import { Benchmark, type Cleanups, envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 import { cpuMeter, mb, type CpuWindow } from '../../harness/sampler.js';
 import { produceBacklog } from './backlog.js';
+import { measureClients } from './clients.js';
 import {
   copyTablesStatements,
   dropStatements,
@@ -64,6 +68,7 @@ import {
 import { measureFreshness } from './freshness.js';
 import {
   envText,
+  clientsTable,
   figuresTable,
   renderSection,
   targetsTable,
@@ -82,6 +87,7 @@ const FRESH_POLL_MS = envNumber('BENCH_FRESHNESS_POLL_MS', 50, 5, true);
 const FRESH_RATE = envNumber('BENCH_FRESHNESS_RATE', 0, 0);
 const FRESH_BATCH = envNumber('BENCH_FRESHNESS_BATCH', 20, 1, true);
 const ENGINE_CONSUMERS = envNumber('BENCH_ENGINE_CONSUMERS', 1, 1, true);
+const CLIENT_ROUNDS = envNumber('BENCH_CLIENT_ROUNDS', 3, 1, true, 1);
 /** Consumer settings from `name`, "KEY=VALUE,...". */
 function settings(name: string, fallback: string): Record<string, string> {
   return Object.fromEntries(
@@ -467,6 +473,22 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   await admin.disconnect();
   if (inTopic !== EVENTS) throw new Error(`the topic holds ${inTopic} messages, not ${EVENTS}`);
 
+  // Which Kafka client reads the backlog for less CPU (the consumer's fetch settings).
+  const clients = await measureClients(
+    {
+      kafka,
+      brokers: stack.kafkaBrokers.split(','),
+      topic: topics.topics.events,
+      messages: EVENTS,
+      partitionsConcurrently: Number(consumerSpec.partitionsConcurrently.default),
+      maxBytesPerPartition: FETCH_BYTES_PER_PARTITION,
+      deadlineMs: STALL_MS,
+    },
+    CLIENT_ROUNDS,
+    `bench-consume-client-${run}`,
+    log,
+  );
+
   const oursCompare = BASELINE ? await drainOurs(ctx, compare) : undefined;
   const ours = await drainOurs(ctx, tuned);
   const engine = await drainEngine(ctx, database, run);
@@ -573,6 +595,16 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
       },
     );
   }
+  const cheaper = clients.cpuRatio <= 1 ? 'kafkajs' : 'platformatic';
+  targets.push({
+    config: 'Kafka clients, reading only',
+    name: 'the consumer reads with the cheaper client',
+    goal: 'the library with less CPU per message read',
+    value:
+      `kafkajs ${fmt(clients.kafkajs.cpuMicrosPerMessage, 2)} µs, @platformatic/kafka ` +
+      `${fmt(clients.platformatic.cpuMicrosPerMessage, 2)} µs per message (${fmt(clients.cpuRatio, 2)}x)`,
+    met: cheaper === clients.consumerLibrary ? 'yes' : `no: ${cheaper} reads for less`,
+  });
   targets.push({
     config: 'both paths',
     name: 'same rows',
@@ -590,6 +622,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
       consumerEnv: CONSUMER_ENV,
       compareEnv: COMPARE_ENV,
       engineConsumers: ENGINE_CONSUMERS,
+      clientRounds: CLIENT_ROUNDS,
       freshnessSeconds: FRESH_SECONDS,
       freshnessPollMs: FRESH_POLL_MS,
       freshnessRateFrom: FRESH_RATE > 0 ? 'BENCH_FRESHNESS_RATE' : 'half of our drain rate',
@@ -600,6 +633,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
       meanMessageBytes: backlog.bytes / backlog.messages,
       payloadBytes: backlog.payloadBytes,
     },
+    clients,
     ours,
     ...(oursCompare ? { oursCompare } : {}),
     engine,
@@ -616,6 +650,6 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
 
 await bench.run(main, {
   render: renderSection,
-  tables: (report) => `${figuresTable(report)}\n\n${targetsTable(report)}`,
+  tables: (report) => `${figuresTable(report)}\n\n${clientsTable(report)}\n\n${targetsTable(report)}`,
   ok: (report) => report.check.identical && report.freshness.missingEvents === 0,
 });

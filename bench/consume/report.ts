@@ -6,6 +6,7 @@
 import { fmt, markdown, sectionHead, targetsPart } from '../../harness/report.js';
 import type { Machine as BaseMachine } from '../../harness/run.js';
 import type { CpuWindow } from '../../harness/sampler.js';
+import type { ClientFigures } from './clients.js';
 import type { FreshnessResult } from './freshness.js';
 
 export interface DrainFigures {
@@ -79,12 +80,16 @@ export interface ConsumeReport {
     /** What the comparison run changed over consumerEnv. */
     compareEnv: Record<string, string>;
     engineConsumers: number;
+    /** Turns of each Kafka client library in the client stage (BENCH_CLIENT_ROUNDS). */
+    clientRounds: number;
     freshnessSeconds: number;
     freshnessPollMs: number;
     /** How the freshness rate was chosen. */
     freshnessRateFrom: string;
   };
   backlog: { messages: number; seconds: number; meanMessageBytes: number; payloadBytes: number };
+  /** Each Kafka client library reading the backlog and doing nothing else (clients.ts). */
+  clients: ClientFigures;
   /** The measured configuration (BENCH_CONSUMER_ENV). */
   ours: OursDrain;
   /** The service's default settings, for comparison. */
@@ -183,6 +188,22 @@ export function figuresTable(r: ConsumeReport): string {
   return rows.join('\n');
 }
 
+export function clientsTable(r: ConsumeReport): string {
+  const c = r.clients;
+  const row = (name: string, f: ClientFigures['kafkajs']): string =>
+    `| ${name} | ${fmt(f.steadyMessagesPerSecond)} | ${fmt(f.cpuMicrosPerMessage, 2)} |`;
+  return [
+    '| Kafka client, reading only (median of the rounds) | messages/s once reading | CPU µs per message |',
+    '| --- | ---: | ---: |',
+    row(`kafkajs${c.consumerLibrary === 'kafkajs' ? ' (the consumer reads with it)' : ''}`, c.kafkajs),
+    row(
+      `@platformatic/kafka${c.consumerLibrary === 'platformatic' ? ' (the consumer reads with it)' : ''}`,
+      c.platformatic,
+    ),
+    `| kafkajs / @platformatic/kafka | ${fmt(c.kafkajs.steadyMessagesPerSecond / c.platformatic.steadyMessagesPerSecond, 2)}x | ${fmt(c.cpuRatio, 2)}x |`,
+  ].join('\n');
+}
+
 export function targetsTable(r: ConsumeReport): string {
   const rows = ['| configuration | target | goal | measured | met |', '| --- | --- | --- | --- | --- |'];
   for (const t of r.targets) {
@@ -263,6 +284,13 @@ export function renderSection(r: ConsumeReport): string {
       '"other" is what processes outside the benchmark used meanwhile.',
     '',
     figuresTable(r),
+    '',
+    `Kafka clients: before the drains, each library reads the whole backlog ${fmt(r.config.clientRounds)} times, ` +
+      'taking turns, in a new group each time, with the fetch settings of the stream consumer, touching every ' +
+      "value and doing nothing else (in the benchmark's own process; CPU is that process's, from creating the " +
+      'consumer to the last message):',
+    '',
+    clientsTable(r),
     '',
     `Content check: ours ${fmt(r.check.oursRows)} rows (${fmt(r.check.oursDistinct)} distinct event ids), engine ` +
       `${fmt(r.check.engineRows)} rows (${fmt(r.check.engineDistinct)} distinct); a checksum over every column but ` +

@@ -13,6 +13,9 @@ import {
   type EventRow,
 } from '@telemetry/store';
 
+/** At most this much is fetched from one partition per request (bench:consume reads with it too). */
+export const FETCH_BYTES_PER_PARTITION = 2 * 1024 * 1024;
+
 export interface DeadLetterPublisher {
   send(topic: string, messages: Message[]): Promise<void>;
 }
@@ -127,7 +130,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       consumer: {
         sessionTimeout: deps.sessionTimeoutMs,
         heartbeatInterval: 3000,
-        maxBytesPerPartition: 2 * 1024 * 1024,
+        maxBytesPerPartition: FETCH_BYTES_PER_PARTITION,
         allowAutoTopicCreation: false,
       },
       manualCommit: true,
