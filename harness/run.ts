@@ -157,6 +157,7 @@ export function serviceEnv(
   return {
     ...process.env,
     ...PRODUCTION_ENV,
+    NODE_OPTIONS: [process.env.NODE_OPTIONS, PRODUCTION_ENV.NODE_OPTIONS].filter(Boolean).join(' '),
     LOG_LEVEL: 'warn',
     KAFKA_BROKERS: stack.kafkaBrokers,
     CLICKHOUSE_URL: stack.clickhouseUrl,
