@@ -67,6 +67,8 @@ async function measure(
     if (count >= o.messages) done();
   });
   let timer: NodeJS.Timeout | undefined;
+  let end: number;
+  let used: NodeJS.CpuUsage;
   try {
     await Promise.race([
       finished,
@@ -77,12 +79,12 @@ async function measure(
         );
       }),
     ]);
+    end = performance.now();
+    used = process.cpuUsage(cpu0);
   } finally {
     clearTimeout(timer);
+    await close();
   }
-  const end = performance.now();
-  const used = process.cpuUsage(cpu0);
-  await close();
   if (bytes === 0) throw new Error(`${library}: the messages were empty`);
   return {
     library,

@@ -78,6 +78,14 @@ function reader(url: string, idleSocketMs?: number): ClickHouseReader {
   return new ClickHouseReader({ url, username: 'u', password: 'p', database: 'd', idleSocketMs });
 }
 
+/** What `p` rejected with (undefined when it resolved). */
+function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
 async function until(what: string, ok: () => boolean, deadlineMs = 5000): Promise<void> {
   const end = Date.now() + deadlineMs;
   while (!ok()) {
@@ -105,11 +113,7 @@ describe('ClickHouseReader', () => {
     const server = await fakeServer(() => true);
     const r = reader(server.url);
     try {
-      const err = await r.query('SELECT 1 AS x').then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).to.be.instanceOf(Error);
+      expect(await rejection(r.query('SELECT 1 AS x'))).to.be.instanceOf(Error);
       expect(server.connections).to.equal(1);
     } finally {
       await r.stop();
@@ -123,11 +127,7 @@ describe('ClickHouseReader', () => {
     const r = reader(server.url);
     try {
       await r.query('SELECT 1 AS x');
-      const err = await r.query('SELECT 1 AS x').then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).to.be.instanceOf(Error);
+      expect(await rejection(r.query('SELECT 1 AS x'))).to.be.instanceOf(Error);
       expect(server.connections).to.equal(2);
     } finally {
       await r.stop();
