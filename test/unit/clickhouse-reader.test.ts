@@ -74,8 +74,20 @@ async function fakeServer(drop: (connection: number, request: number) => boolean
   };
 }
 
-function reader(url: string, idleSocketMs?: number): ClickHouseReader {
-  return new ClickHouseReader({ url, username: 'u', password: 'p', database: 'd', idleSocketMs });
+/** Runs `test` with a reader of a fakeServer(`drop`), then stops both. */
+async function withReader(
+  drop: (connection: number, request: number) => boolean,
+  idleSocketMs: number | undefined,
+  test: (r: ClickHouseReader, server: FakeServer) => Promise<void>,
+): Promise<void> {
+  const server = await fakeServer(drop);
+  const r = new ClickHouseReader({ url: server.url, username: 'u', password: 'p', database: 'd', idleSocketMs });
+  try {
+    await test(r, server);
+  } finally {
+    await r.stop();
+    await server.close();
+  }
 }
 
 /** What `p` rejected with (undefined when it resolved). */
@@ -97,56 +109,52 @@ async function until(what: string, ok: () => boolean, deadlineMs = 5000): Promis
 describe('ClickHouseReader', () => {
   it('sends a query again on a new connection when the server closed the kept-alive one', async () => {
     // The second request on the first connection is dropped, as ClickHouse does at its keep-alive timeout.
-    const server = await fakeServer((connection, request) => connection === 1 && request === 2);
-    const r = reader(server.url);
-    try {
-      expect((await r.query<{ x: number }>('SELECT 1 AS x')).data).to.deep.equal([{ x: 1 }]);
-      expect((await r.query<{ x: number }>('SELECT 1 AS x')).data).to.deep.equal([{ x: 1 }]);
-      expect(server.connections).to.equal(2);
-    } finally {
-      await r.stop();
-      await server.close();
-    }
+    await withReader(
+      (connection, request) => connection === 1 && request === 2,
+      undefined,
+      async (r, server) => {
+        expect((await r.query<{ x: number }>('SELECT 1 AS x')).data).to.deep.equal([{ x: 1 }]);
+        expect((await r.query<{ x: number }>('SELECT 1 AS x')).data).to.deep.equal([{ x: 1 }]);
+        expect(server.connections).to.equal(2);
+      },
+    );
   });
 
   it('fails, without sending again, when a new connection is closed unanswered', async () => {
-    const server = await fakeServer(() => true);
-    const r = reader(server.url);
-    try {
-      expect(await rejection(r.query('SELECT 1 AS x'))).to.be.instanceOf(Error);
-      expect(server.connections).to.equal(1);
-    } finally {
-      await r.stop();
-      await server.close();
-    }
+    await withReader(
+      () => true,
+      undefined,
+      async (r, server) => {
+        expect(await rejection(r.query('SELECT 1 AS x'))).to.be.instanceOf(Error);
+        expect(server.connections).to.equal(1);
+      },
+    );
   });
 
   it('sends a query once more at most', async () => {
     // Every request but the first is dropped: the retry on a new connection is dropped too.
-    const server = await fakeServer((connection, request) => connection > 1 || request > 1);
-    const r = reader(server.url);
-    try {
-      await r.query('SELECT 1 AS x');
-      expect(await rejection(r.query('SELECT 1 AS x'))).to.be.instanceOf(Error);
-      expect(server.connections).to.equal(2);
-    } finally {
-      await r.stop();
-      await server.close();
-    }
+    await withReader(
+      (connection, request) => connection > 1 || request > 1,
+      undefined,
+      async (r, server) => {
+        await r.query('SELECT 1 AS x');
+        expect(await rejection(r.query('SELECT 1 AS x'))).to.be.instanceOf(Error);
+        expect(server.connections).to.equal(2);
+      },
+    );
   });
 
   it('closes an idle socket itself after idleSocketMs', async () => {
-    const server = await fakeServer(() => false);
-    const r = reader(server.url, 100);
-    try {
-      await r.query('SELECT 1 AS x');
-      expect(server.closedByClient).to.equal(0);
-      await until('the reader closes its idle socket', () => server.closedByClient === 1);
-      await r.query('SELECT 1 AS x');
-      expect(server.connections).to.equal(2);
-    } finally {
-      await r.stop();
-      await server.close();
-    }
+    await withReader(
+      () => false,
+      100,
+      async (r, server) => {
+        await r.query('SELECT 1 AS x');
+        expect(server.closedByClient).to.equal(0);
+        await until('the reader closes its idle socket', () => server.closedByClient === 1);
+        await r.query('SELECT 1 AS x');
+        expect(server.connections).to.equal(2);
+      },
+    );
   });
 });

@@ -37,7 +37,7 @@ const CLOSED_SOCKET = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
  * the server before our request reached it: nothing was answered, so the query can be
  * sent again on a new connection (reads only, which these are).
  */
-export function closedKeptAliveSocket(req: { reusedSocket: boolean }, err: unknown, answered: boolean): boolean {
+function closedKeptAliveSocket(req: { reusedSocket: boolean }, err: unknown, answered: boolean): boolean {
   if (!req.reusedSocket || answered) return false;
   const e = err as { code?: unknown; message?: unknown };
   return (typeof e.code === 'string' && CLOSED_SOCKET.has(e.code)) || e.message === 'socket hang up';
