@@ -15,6 +15,7 @@ export * from './body.js';
 export * from './batching-publisher.js';
 export * from './paging.js';
 export * from './kafka-group-consumer.js';
+export * from './platformatic-group-consumer.js';
 export * from './snapshot.js';
 export * from './run-main.js';
 export * from './secret-box.js';

@@ -2,8 +2,10 @@ import { Kafka, logLevel, type LogEntry, type Message } from 'kafkajs';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { KafkaMessageTooLargeError, KafkaRejectedError, KafkaUnavailableError, type AppError } from './errors.js';
 import { producerDriver, type KafkaLibrary, type PartitionerChoice, type ProducerDriver } from './kafka-producers.js';
+import { kafkaGroupConsumers, type GroupConsumerFactory } from './kafka-group-consumer.js';
 import type { Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
+import { platformaticGroupConsumers } from './platformatic-group-consumer.js';
 
 export interface KafkaOptions {
   brokers: string[];
@@ -31,11 +33,13 @@ export function createKafka(opts: KafkaOptions): Kafka {
   });
 }
 
-/** A service's Kafka: its kafkajs client (consumer groups, admin) and its producers. */
+/** A service's Kafka: its kafkajs client (admin), its producers and its group consumers. */
 export interface ServiceKafka {
   kafka: Kafka;
   /** A producer with the library of KAFKA_CLIENT, connecting as this service. */
   producer: (o: Pick<ProducerOptions, 'registry' | 'ackTimeoutMs' | 'partitioner'>) => AckedProducer;
+  /** Group members with the library of KAFKA_CLIENT. */
+  groupConsumers: GroupConsumerFactory;
 }
 
 /** The Kafka of service `role` (its client id is KAFKA_CLIENT_ID-role). */
@@ -46,7 +50,14 @@ export function serviceKafka(
 ): ServiceKafka {
   const options = { brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-${role}`, logger };
   const kafka = createKafka(options);
-  return { kafka, producer: (o) => new AckedProducer({ kafka, ...options, library: config.kafkaClient, ...o }) };
+  return {
+    kafka,
+    producer: (o) => new AckedProducer({ kafka, ...options, library: config.kafkaClient, ...o }),
+    groupConsumers:
+      config.kafkaClient === 'platformatic'
+        ? platformaticGroupConsumers(options, logger)
+        : kafkaGroupConsumers(kafka, logger),
+  };
 }
 
 export interface TopicSpec {

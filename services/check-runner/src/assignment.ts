@@ -10,7 +10,7 @@ import {
 import { monitorPartition, type MonitorChange } from '@telemetry/store';
 
 export interface AssignmentDeps {
-  /** Builds the group member (kafkaGroupConsumers(kafka, logger) in production). */
+  /** Builds the group member (serviceKafka(...).groupConsumers in production: KAFKA_CLIENT picks the library). */
   consumers: GroupConsumerFactory;
   /** The topic's partition count now (countPartitions(kafka, topic) in production). */
   countPartitions(topic: string): Promise<number>;

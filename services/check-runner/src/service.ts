@@ -8,7 +8,6 @@ import {
   createRegistry,
   healthServer,
   HttpServerComponent,
-  kafkaGroupConsumers,
   SecretBox,
   ServiceRunner,
   type Logger,
@@ -33,7 +32,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const registry = createRegistry('check-runner');
   // Checks go on from the last copy of the registry while ClickHouse is away.
   const ch = clickhouseComponent(config, logger, { essential: false });
-  const { kafka, producer: newProducer } = serviceKafka(config, 'runner', logger);
+  const { kafka, producer: newProducer, groupConsumers } = serviceKafka(config, 'runner', logger);
   const producer = newProducer({ registry, ackTimeoutMs: 10_000 });
   // Results of checks that end together share a produce request (one per check would
   // cost the runner more CPU than the checks themselves).
@@ -60,7 +59,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     reconcile,
   );
   const assignment = new GroupAssignment({
-    consumers: kafkaGroupConsumers(kafka, logger),
+    consumers: groupConsumers,
     countPartitions: (topic) => countPartitions(kafka, topic),
     logger,
     registry,
@@ -92,7 +91,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     stateSettleMs: config.stateSettleMs,
   });
   const webhooks = new WebhookDispatcher({
-    consumers: kafkaGroupConsumers(kafka, logger),
+    consumers: groupConsumers,
     logger,
     registry,
     validators: createValidators(),

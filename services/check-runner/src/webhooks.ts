@@ -25,7 +25,7 @@ export function retriable(statusCode: number): boolean {
 }
 
 export interface DispatcherDeps {
-  /** Builds the group member (kafkaGroupConsumers(kafka, logger) in production). */
+  /** Builds the group member (serviceKafka(...).groupConsumers in production: KAFKA_CLIENT picks the library). */
   consumers: GroupConsumerFactory;
   logger: Logger;
   registry: Registry;

@@ -24,7 +24,7 @@ export interface DeadLetterPublisher {
 export type RowWriter = Pick<BatchWriter, 'write' | 'waitForRoom' | 'drain'>;
 
 export interface ConsumerDeps {
-  /** Builds the group member (kafkaGroupConsumers(kafka, logger) in production). */
+  /** Builds the group member (serviceKafka(...).groupConsumers in production: KAFKA_CLIENT picks the library). */
   consumers: GroupConsumerFactory;
   writer: RowWriter;
   deadLetters: DeadLetterPublisher;

@@ -9,7 +9,6 @@ import {
   healthServer,
   HttpServerComponent,
   groupLags,
-  kafkaGroupConsumers,
   PeriodicJob,
   ServiceRunner,
   sqlIdentifier,
@@ -45,7 +44,7 @@ export interface StreamConsumer {
 export async function startConsumer(config: ConsumerConfig, logger: Logger): Promise<StreamConsumer> {
   const registry = createRegistry('stream-consumer');
   const ch = clickhouseComponent(config, logger);
-  const { kafka, producer: newProducer } = serviceKafka(config, 'consumer', logger);
+  const { kafka, producer: newProducer, groupConsumers } = serviceKafka(config, 'consumer', logger);
   if (config.migrateOnStart) {
     await migrateWith(config, logger);
     await ensureTopics(
@@ -79,7 +78,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   });
   const deadLetters = newProducer({ registry, ackTimeoutMs: 10_000 });
   const consumer = new KafkaToClickHouse({
-    consumers: kafkaGroupConsumers(kafka, logger),
+    consumers: groupConsumers,
     writer,
     deadLetters,
     validators: createValidators(),
