@@ -141,6 +141,8 @@ function drainPlatformatic(o: ClientOptions, group: string): Promise<ClientDrain
 export async function measureClients(
   o: ClientOptions,
   rounds: number,
+  /** The library the stream consumer reads with (its KAFKA_CLIENT). */
+  consumerLibrary: ClientLibrary,
   groupPrefix: string,
   log: (line: string) => void,
 ): Promise<ClientFigures> {
@@ -169,6 +171,6 @@ export async function measureClients(
     kafkajs,
     platformatic,
     cpuRatio: kafkajs.cpuMicrosPerMessage / platformatic.cpuMicrosPerMessage,
-    consumerLibrary: 'kafkajs',
+    consumerLibrary,
   };
 }

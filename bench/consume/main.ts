@@ -55,7 +55,7 @@ import { fmt } from '../../harness/report.js';
 import { Benchmark, type Cleanups, envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
 import { cpuMeter, mb, type CpuWindow } from '../../harness/sampler.js';
 import { produceBacklog } from './backlog.js';
-import { measureClients } from './clients.js';
+import { measureClients, type ClientLibrary } from './clients.js';
 import {
   copyTablesStatements,
   dropStatements,
@@ -485,6 +485,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
       deadlineMs: STALL_MS,
     },
     CLIENT_ROUNDS,
+    (process.env.KAFKA_CLIENT ?? consumerSpec.kafkaClient.default) as ClientLibrary,
     `bench-consume-client-${run}`,
     log,
   );

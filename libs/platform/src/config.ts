@@ -116,7 +116,7 @@ export const kafkaSpec = {
   kafkaClient: v.oneOf(
     'KAFKA_CLIENT',
     'platformatic',
-    "the library producers send with: platformatic (@platformatic/kafka, Kafka's idempotent producer; chosen by bench:ingest) or kafkajs (not idempotent); consumers use kafkajs",
+    "the library producers and consumer groups use: platformatic (@platformatic/kafka, Kafka's idempotent producer; cheaper to send and to read in bench:ingest and bench:consume) or kafkajs (not idempotent); admin calls use kafkajs",
     ['kafkajs', 'platformatic'] as const,
   ),
   topicPartitions: v.int('TOPIC_PARTITIONS', 6, 'partitions of a topic this service creates', 1, 1024),
