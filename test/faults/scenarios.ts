@@ -79,7 +79,7 @@ export const scenarios: Scenario[] = [
       await ctx.control.startKafka();
       ctx.up.kafka = true;
       ctx.notes.push(`broker answering again ${secondsSince(t)} s after its restart`);
-      ctx.background.push(watchGroup(ctx, Date.now()));
+      ctx.background.push(watchGroup(ctx, Date.now(), true));
     },
   },
   {
@@ -267,9 +267,12 @@ export const scenarios: Scenario[] = [
 /**
  * How the consumer group gets back to one stable member that is not one of the members
  * from before the fault: the states and member counts it goes through (a member that
- * died without leaving the group stays in it until its session times out).
+ * died without leaving the group stays in it until its session times out). With
+ * `sameMemberMayStay`, one stable member of any age ends the watch: a consumer that lived
+ * through a broker restart may keep its member id (@platformatic/kafka rejoins with it;
+ * kafkajs joins again as a new member).
  */
-async function watchGroup(ctx: Ctx, from: number): Promise<void> {
+async function watchGroup(ctx: Ctx, from: number, sameMemberMayStay = false): Promise<void> {
   const seen: string[] = [];
   let last = '';
   const deadline = Date.now() + 120_000;
@@ -280,9 +283,8 @@ async function watchGroup(ctx: Ctx, from: number): Promise<void> {
       const now = `${g.state} with ${g.members} member${g.members === 1 ? '' : 's'} (${stale} from before the fault)`;
       if (now !== last) seen.push(`${now} at ${secondsSince(from)} s`);
       last = now;
-      // One member, stable: a new one (kafkajs joins again after its crash) or the same one
-      // (@platformatic/kafka rejoins with its member id when the coordinator kept it).
-      if (g.state === 'Stable' && g.members === 1) break;
+      const fresh = !ctx.staleMembers.includes(g.memberIds[0]!);
+      if (g.state === 'Stable' && g.members === 1 && (fresh || sameMemberMayStay)) break;
     }
     await sleep(500);
   }
