@@ -307,7 +307,9 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
         this.handling--;
         this.inFlight.delete(done);
         this.relieve();
-        this.dispatch();
+        // On the next turn of the event loop: a batch handed back unresolved must not
+        // come round again in the same microtask queue (it would starve the loop).
+        this.scheduleDispatch();
       });
       this.inFlight.add(done);
     }
