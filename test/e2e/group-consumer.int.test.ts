@@ -134,6 +134,38 @@ describe('group consumers on both Kafka client libraries (real Kafka)', function
     });
   }
 
+  it('a kafkajs member and a platformatic member form one group and handle every message between them (a rolling change of KAFKA_CLIENT)', async () => {
+    const topic = await newTopic(4);
+    const group = uid('group');
+    const f = factories();
+    const old = recorder(topic, group, f.kafkajs);
+    const next = recorder(topic, group, f.platformatic);
+    const admin = createKafka({ brokers: testStack().kafkaBrokers.split(','), clientId: 'group-test', logger }).admin();
+    await admin.connect();
+    try {
+      await old.member.start();
+      await next.member.start();
+      await eventually(
+        'the group stable with both members',
+        async () => {
+          const g = (await admin.describeGroups([group])).groups[0];
+          return g?.state === 'Stable' && g.members.length === 2 ? true : undefined;
+        },
+        60_000,
+      );
+      await fill(topic, 4, 50);
+      const all = () => new Set([...old.handled, ...next.handled]);
+      await eventually('200 messages handled', () => (all().size >= 200 ? true : undefined), 60_000);
+    } finally {
+      await admin.disconnect();
+      await next.member.stop();
+      await old.member.stop();
+    }
+    expect(old.handled.length).to.be.greaterThan(0);
+    expect(next.handled.length).to.be.greaterThan(0);
+    expect(old.handled.length + next.handled.length).to.equal(200);
+  });
+
   it('platformatic: a batch in hand when a second member joins turns stale, and the two members handle every message between them', async () => {
     const topic = await newTopic(4);
     const group = uid('group');

@@ -37,11 +37,17 @@ interface PartitionQueue {
   partition: number;
   messages: KafkaMessage[];
   bytes: number;
-  /** A batch of this partition is being handled: the next waits (offset order). */
-  busy: boolean;
 }
 
 const key = (topic: string, partition: number): string => `${topic}:${partition}`;
+const sizeOf = (m: KafkaMessage): number => (m.value?.length ?? 0) + (m.key?.length ?? 0) + 64;
+
+/**
+ * The group protocol kafkajs's members offer (its RoundRobinAssigner): members of both
+ * libraries then form one group, so a rolling change of KAFKA_CLIENT (or an upgrade from a
+ * kafkajs consumer) needs no stop. Both encode the standard consumer-protocol metadata.
+ */
+const GROUP_PROTOCOLS = [{ name: 'RoundRobinAssigner', version: 0 }];
 
 /**
  * A group member on @platformatic/kafka with the same contract as KafkaGroupConsumer
@@ -65,11 +71,14 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
   readonly name: string;
   private consumer: Consumer<Buffer, Buffer, Buffer, Buffer> | undefined;
   private stream: Stream | undefined;
-  /** The generation the current stream's messages belong to. */
+  /** The generation the current stream was made for (a swap is due when it is older). */
   private streamGeneration = -1;
   private generation = 0;
   private swapping: Promise<void> = Promise.resolve();
+  private closing: Promise<void> = Promise.resolve();
   private readonly queues = new Map<string, PartitionQueue>();
+  /** Partitions with a batch in hand (of any generation): one batch per partition at a time. */
+  private readonly busy = new Set<string>();
   private queuedBytes = 0;
   private handling = 0;
   private readonly inFlight = new Set<Promise<void>>();
@@ -79,7 +88,10 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
   private assignment: GroupAssignment[] = [];
   private readonly epochs = new Map<string, number>();
   private readonly highWatermarks = new Map<string, bigint>();
-  private lagTimer: NodeJS.Timeout | undefined;
+  private watchTimer: NodeJS.Timeout | undefined;
+  private lastLagRead = 0;
+  /** When the partitions were taken away with no join since (undefined: none pending). */
+  private revokedAt: number | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private restartDelay: number;
   private running = false;
@@ -106,10 +118,8 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     await this.open();
     this.running = true;
     this.progress();
-    if ('eachBatch' in this.spec) {
-      this.lagTimer = setInterval(() => void this.readHighWatermarks(), this.options.lagIntervalMs ?? 5000);
-      this.lagTimer.unref();
-    }
+    this.watchTimer = setInterval(() => this.watch(), 1000);
+    this.watchTimer.unref();
   }
 
   get joined(): boolean {
@@ -146,13 +156,34 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.restartTimer);
-    clearInterval(this.lagTimer);
+    clearInterval(this.watchTimer);
     this.newGeneration();
     // Batches in hand see isRunning() false and finish; then leave the group, which
-    // hands our partitions to the other members at once.
+    // hands our partitions to the other members at once (also after a crash's close).
     await Promise.allSettled([...this.inFlight]);
     await this.close();
+    await this.closing;
     this.running = false;
+    this.joinedGroup = false;
+  }
+
+  /**
+   * Once a second: a member that lost its partitions and has not joined again within the
+   * rebalance timeout starts again (the library rejoins after a failed commit without
+   * telling anyone when that fails); and the high watermarks behind offsetLag().
+   */
+  private watch(): void {
+    const c = this.spec.consumer;
+    const limit = (c.rebalanceTimeout ?? 60_000) + (c.sessionTimeout ?? 30_000);
+    if (this.revokedAt !== undefined && this.clock.now() - this.revokedAt > limit) {
+      this.crash(new Error(`no join within ${limit} ms of a rebalance`));
+      return;
+    }
+    const lagEvery = this.options.lagIntervalMs ?? 5000;
+    if ('eachBatch' in this.spec && this.clock.now() - this.lastLagRead >= lagEvery) {
+      this.lastLagRead = this.clock.now();
+      void this.readHighWatermarks();
+    }
   }
 
   /** Builds the library's consumer, joins the group and starts reading. */
@@ -172,11 +203,13 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
       timeout: 10_000,
       retries: 5,
       retryDelay: 500,
+      protocols: GROUP_PROTOCOLS,
     });
     this.consumer = consumer;
     consumer.on('consumer:group:join', (p) => {
       if (this.consumer !== consumer) return;
       this.newGeneration();
+      this.revokedAt = undefined;
       this.assignment = p.assignments ?? [];
       this.joinedGroup = true;
       this.progress();
@@ -189,6 +222,7 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     const revoke = () => {
       if (this.consumer !== consumer) return;
       this.newGeneration();
+      this.revokedAt ??= this.clock.now();
       this.assignment = [];
     };
     consumer.on('consumer:group:rebalance', revoke);
@@ -196,6 +230,9 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     consumer.on('consumer:heartbeat:end', () => {
       if (this.consumer !== consumer) return;
       this.spec.onHeartbeat?.();
+    });
+    consumer.on('consumer:heartbeat:stalled', () => {
+      if (this.consumer === consumer) this.crash(new Error('no heartbeat reached the group coordinator in time'));
     });
     consumer.on('error', (err: Error) => {
       if (this.consumer === consumer) this.crash(err);
@@ -224,7 +261,8 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     this.stream = stream;
     this.streamGeneration = generation;
     stream.on('data', (m: PlatformaticMessage) => {
-      if (this.streamGeneration === generation && this.stream === stream) this.enqueue(m);
+      // Nothing from before a rebalance: after one, only the next join's new stream counts.
+      if (generation === this.generation && this.stream === stream) this.enqueue(m);
     });
     stream.on('fetch', () => {
       if (this.stream === stream && this.handling === 0) this.progress();
@@ -251,12 +289,19 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
       // Stamped with the generation it was made for: a join while it is being made
       // leaves it stale, and the next swap in the chain replaces it too.
       const generation = this.generation;
+      let next: Stream;
       try {
-        this.attach(await consumer.consume(this.consumeOptions()), generation);
+        next = await consumer.consume(this.consumeOptions());
       } catch (err) {
         if (this.consumer === consumer) this.crash(err as Error);
         return;
       }
+      if (this.consumer !== consumer || this.stopping) {
+        // Closed (a crash or a stop) while it was being made: it must not outlive its consumer.
+        await next.close().catch(() => undefined);
+        return;
+      }
+      this.attach(next, generation);
       await old.close().catch(() => undefined);
     });
   }
@@ -265,19 +310,24 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     const k = key(m.topic, m.partition);
     let q = this.queues.get(k);
     if (!q) {
-      q = { topic: m.topic, partition: m.partition, messages: [], bytes: 0, busy: false };
+      q = { topic: m.topic, partition: m.partition, messages: [], bytes: 0 };
       this.queues.set(k, q);
     }
-    const size = (m.value?.length ?? 0) + (m.key?.length ?? 0) + 64;
-    q.messages.push(toKafkaMessage(m));
-    q.bytes += size;
-    this.queuedBytes += size;
+    const message = toKafkaMessage(m);
+    q.messages.push(message);
     this.epochs.set(k, m.leaderEpoch);
+    this.queued(q, sizeOf(message));
+    this.scheduleDispatch();
+  }
+
+  /** Counts `bytes` more in `q`, pausing the stream past the bound. */
+  private queued(q: PartitionQueue, bytes: number): void {
+    q.bytes += bytes;
+    this.queuedBytes += bytes;
     if (this.queuedBytes > this.maxQueuedBytes && !this.backpressure) {
       this.backpressure = true;
       this.stream?.pause();
     }
-    this.scheduleDispatch();
   }
 
   private scheduleDispatch(): void {
@@ -290,20 +340,25 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     });
   }
 
-  /** Hands queued partitions to the user, oldest-queued first, up to the concurrency. */
+  /**
+   * Hands queued partitions to the user up to the concurrency, in turn: a partition
+   * handed a batch goes to the back of the line.
+   */
   private dispatch(): void {
     if (this.userPaused || this.stopping) return;
-    for (const q of this.queues.values()) {
+    for (const [k, q] of [...this.queues]) {
       if (this.handling >= this.concurrency) break;
-      if (q.busy || q.messages.length === 0) continue;
+      if (this.busy.has(k) || q.messages.length === 0) continue;
       const messages = q.messages;
       q.messages = [];
       this.queuedBytes -= q.bytes;
       q.bytes = 0;
-      q.busy = true;
+      this.queues.delete(k);
+      this.queues.set(k, q);
+      this.busy.add(k);
       this.handling++;
       const done = this.handle(q, messages, this.generation).finally(() => {
-        q.busy = false;
+        this.busy.delete(k);
         this.handling--;
         this.inFlight.delete(done);
         this.relieve();
@@ -376,10 +431,15 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
   }
 
   private requeue(q: PartitionQueue, rest: KafkaMessage[]): void {
-    const bytes = rest.reduce((n, m) => n + (m.value?.length ?? 0) + 64, 0);
-    q.messages = [...rest, ...q.messages];
-    q.bytes += bytes;
-    this.queuedBytes += bytes;
+    const k = key(q.topic, q.partition);
+    // The queue of this generation (a new one if the partition's was dropped meanwhile).
+    const now = this.queues.get(k) ?? q;
+    this.queues.set(k, now);
+    now.messages = [...rest, ...now.messages];
+    this.queued(
+      now,
+      rest.reduce((n, m) => n + sizeOf(m), 0),
+    );
   }
 
   /** Drops what was queued and makes every batch in hand stale. */
@@ -396,50 +456,50 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     if (this.stopping || !this.consumer) return;
     this.logger.warn(this.spec.crashMessage, { err: String(err), restart: true });
     this.newGeneration();
+    this.revokedAt = undefined;
     this.assignment = [];
-    this.joinedGroup = false;
     this.spec.onCrash?.(true);
-    const delay = this.restartDelay;
-    this.restartDelay = Math.min(10_000, delay * 2);
-    void this.close().then(() => {
-      if (this.stopping) return;
-      this.restartTimer = setTimeout(() => {
-        this.open().then(
-          () => {
-            this.restartDelay = this.options.restartDelayMs ?? 1000;
-          },
-          (e: unknown) => this.crashWhileClosed(e as Error),
-        );
-      }, delay);
-    });
+    void this.close().then(() => this.scheduleRestart());
   }
 
-  /** A restart that failed: try again later. */
-  private crashWhileClosed(err: Error): void {
+  /** Opens again after the current delay (1 s, doubling up to 10 s until an open succeeds). */
+  private scheduleRestart(): void {
     if (this.stopping) return;
-    this.logger.warn(this.spec.crashMessage, { err: String(err), restart: true });
     const delay = this.restartDelay;
     this.restartDelay = Math.min(10_000, delay * 2);
     this.restartTimer = setTimeout(() => {
-      this.open().catch((e: unknown) => this.crashWhileClosed(e as Error));
+      if (this.stopping) return;
+      this.open().then(
+        () => {
+          this.restartDelay = this.options.restartDelayMs ?? 1000;
+        },
+        (err: unknown) => {
+          this.logger.warn(this.spec.crashMessage, { err: String(err), restart: true });
+          this.scheduleRestart();
+        },
+      );
     }, delay);
   }
 
   /** Closes the stream and the library's consumer (leaving the group). */
-  private async close(): Promise<void> {
+  private close(): Promise<void> {
     const consumer = this.consumer;
-    const stream = this.stream;
     this.consumer = undefined;
-    this.stream = undefined;
-    this.joinedGroup = false;
     this.assignment = [];
-    await this.swapping.catch(() => undefined);
-    if (stream) await stream.close().catch(() => undefined);
-    if (consumer) {
-      await consumer
-        .close(true)
-        .catch((err: unknown) => this.logger.debug('group consumer close failed', { err: String(err) }));
-    }
+    const closed = (async () => {
+      // A swap in progress sees the consumer gone and closes what it made.
+      await this.swapping.catch(() => undefined);
+      const stream = this.stream;
+      this.stream = undefined;
+      if (stream) await stream.close().catch(() => undefined);
+      if (consumer) {
+        await consumer
+          .close(true)
+          .catch((err: unknown) => this.logger.debug('group consumer close failed', { err: String(err) }));
+      }
+    })();
+    this.closing = this.closing.then(() => closed);
+    return closed;
   }
 
   private owns(topic: string, partition: number): boolean {
