@@ -61,11 +61,13 @@ const GROUP_PROTOCOLS = [{ name: 'RoundRobinAssigner', version: 0 }];
  *   previous batch is finished gets everything queued for it as its next batch. The
  *   stream is paused while more than two fetches' worth of bytes wait (bounded memory).
  * - **Generations.** Every rebalance, join, crash or stop starts a new generation:
- *   queued messages are dropped, batches in hand become stale (`isStale()`), and after a
- *   join the member reads through a new stream that starts at the group's committed
- *   offsets, so that no fetch begun before the rebalance can move its position.
- * - **Restarts.** A stream or group error tears the member down and starts it again
- *   with a growing delay, as kafkajs restarts a consumer after a retriable crash.
+ *   queued messages are dropped, batches in hand become stale (`isStale()`), messages
+ *   the old stream still delivers are dropped, and after a join the member reads through
+ *   a new stream that starts at the group's committed offsets, so that no fetch begun
+ *   before the rebalance can move its position.
+ * - **Restarts.** A stream or group error, stalled heartbeats, or no join within the
+ *   rebalance and session timeouts after a rebalance tear the member down and start it
+ *   again with a growing delay, as kafkajs restarts a consumer after a retriable crash.
  */
 export class PlatformaticGroupConsumer implements GroupConsumer {
   readonly name: string;
