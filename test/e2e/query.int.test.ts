@@ -203,6 +203,46 @@ describe('query service (real ClickHouse)', () => {
     }
   });
 
+  it('answers a read again with 304 while nothing changed and a new ETag once a check arrives; a closed range may be kept a day', async () => {
+    const m = uid('cache');
+    await registerMonitors(m);
+    await insert([row(m, 0), row(m, 1)]);
+    const read = (path: string, etag?: string) =>
+      fetch(`${query.url}${path}`, {
+        headers: { authorization: `Bearer ${apiKey}`, ...(etag ? { 'if-none-match': etag } : {}) },
+      });
+    const yesterday = `${new Date(Date.now() - 86_400_000).toISOString().slice(0, 19)}Z`;
+    for (const path of [`/api/monitors/${m}/checks`, `/api/monitors/${m}/checks/summary?from=${yesterday}`]) {
+      const first = await read(path);
+      expect(first.status, path).to.equal(200);
+      const etag = first.headers.get('etag')!;
+      expect(etag, path).to.match(/^"[A-Za-z0-9_-]+"$/);
+      // Open at the end (up to now): cached, but revalidated every time.
+      expect(first.headers.get('cache-control'), path).to.equal('private, no-cache');
+      expect(first.headers.get('vary'), path).to.include('Authorization');
+      const again = await read(path, etag);
+      expect(again.status, path).to.equal(304);
+      expect(await again.text(), path).to.equal('');
+      expect((await read(path, `W/${etag}, "other"`)).status, path).to.equal(304);
+      expect((await read(path, '"other"')).status, path).to.equal(200);
+    }
+    const before = (await read(`/api/monitors/${m}/checks`)).headers.get('etag')!;
+    await insert([row(m, 2)]);
+    const changed = await read(`/api/monitors/${m}/checks`, before);
+    expect(changed.status).to.equal(200);
+    expect(changed.headers.get('etag')).to.not.equal(before);
+    expect(((await changed.json()) as ListBody).data).to.have.length(3);
+    // A range that ended long ago does not change: a day.
+    for (const path of [
+      `/api/monitors/${m}/checks?${JAN}`,
+      `/api/monitors/${m}/checks/summary?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`,
+    ]) {
+      const closed = await read(path);
+      expect(closed.status, path).to.equal(200);
+      expect(closed.headers.get('cache-control'), path).to.equal('private, max-age=86400');
+    }
+  });
+
   it('summarises counts, uptime and response-time quantiles per interval and in total from the rollups', async () => {
     const m = uid('summary');
     await registerMonitors(m);

@@ -237,6 +237,32 @@ const etagHeader = {
   },
 };
 
+/** Conditional reads of check history (sendCacheable in the query service). */
+const cacheHeaders = {
+  ETag: {
+    description: 'A tag of this answer: send it back in If-None-Match to get 304 while nothing changed.',
+    schema: { type: 'string' },
+  },
+  'Cache-Control': {
+    description:
+      '`private, max-age=86400` for a range that ended more than an hour ago (it no longer changes); `private, no-cache` otherwise (keep it, but revalidate with If-None-Match).',
+    schema: { type: 'string' },
+  },
+  Vary: { description: '`Authorization`: the answer depends on the key.', schema: { type: 'string' } },
+};
+
+const ifNoneMatch: Json = {
+  name: 'If-None-Match',
+  in: 'header',
+  required: false,
+  description: 'The ETag of an earlier answer to the same request: 304 with no body while it is still the answer.',
+  schema: { type: 'string' },
+};
+
+const notModified: Json = {
+  '304': { description: 'Not modified: the answer is still the one whose ETag was sent.', headers: cacheHeaders },
+};
+
 const ifMatch: Json = {
   name: 'If-Match',
   in: 'header',
@@ -438,13 +464,15 @@ const queryPaths: Json = {
         timeParam('to', 'Checks strictly before this ISO 8601 date-time (with zone).'),
         statusParam,
         cursorParam,
+        ifNoneMatch,
       ],
       responses: {
         '200': {
           description: 'A page of checks.',
-          headers: linkHeader,
+          headers: { ...linkHeader, ...cacheHeaders },
           content: { 'application/json': { schema: { $ref: '#/components/schemas/CheckPage' } } },
         },
+        ...notModified,
         ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
       },
     },
@@ -464,12 +492,15 @@ const queryPaths: Json = {
           required: false,
           schema: { type: 'string', enum: ['hour', 'day'], default: 'hour' },
         },
+        ifNoneMatch,
       ],
       responses: {
         '200': {
           description: 'The summary.',
+          headers: cacheHeaders,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/SummarySuccess' } } },
         },
+        ...notModified,
         ...errors([...authErrors, 'INVALID_PARAMETER', 'MONITOR_NOT_FOUND', 'INTERNAL_ERROR', 'STORE_UNAVAILABLE']),
       },
     },

@@ -1,7 +1,13 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Express,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
 import { fail } from '@telemetry/contract';
 import type { Registry } from 'prom-client';
 import { AppError } from './errors.js';
@@ -16,6 +22,35 @@ declare module 'express-serve-static-core' {
 }
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/**
+ * The entity tags an If-Match or If-None-Match header names (RFC 9110 8.8.3): `*`, or the
+ * tags with any weak prefix (`W/`) dropped; undefined when the header is absent.
+ */
+export function entityTags(header: string | undefined): '*' | string[] | undefined {
+  if (header === undefined) return undefined;
+  if (header.trim() === '*') return '*';
+  return header.split(',').map((t) => t.trim().replace(/^W\//, ''));
+}
+
+/**
+ * Sends `body` as JSON with an ETag of its bytes and `cacheControl`, and answers 304 with no
+ * body when If-None-Match names that tag (RFC 9110 13.1.2): a client that has the answer
+ * already gets nothing new. The answer depends on the key: `Vary: Authorization`.
+ */
+export function sendCacheable(req: Request, res: Response, body: unknown, cacheControl: string): void {
+  const json = JSON.stringify(body);
+  const etag = `"${createHash('sha1').update(json).digest('base64url')}"`;
+  res.setHeader('ETag', etag);
+  res.setHeader('Cache-Control', cacheControl);
+  res.setHeader('Vary', 'Authorization');
+  const tags = entityTags(req.get('if-none-match'));
+  if (tags === '*' || tags?.includes(etag)) {
+    res.status(304).end();
+    return;
+  }
+  res.type('application/json').send(json);
+}
 
 /** Express app with our defaults: no x-powered-by, no ETag, strict routing off. */
 export function createExpressApp(): Express {

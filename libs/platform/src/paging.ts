@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { AppError } from './errors.js';
+import { sendCacheable } from './http.js';
 
 /**
  * Query parameters and paging, shared by every list route: each rule answers 400
@@ -77,10 +78,14 @@ export function sendPage<R>(
   limit: number,
   cursorOf: (last: R) => unknown,
   toItem: (row: R) => unknown,
+  /** Cache-Control of a page with an ETag (sendCacheable); none: a plain answer. */
+  cacheControl?: string,
 ): void {
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   const next = rows.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null;
   if (next) res.setHeader('Link', nextLink(req, next));
-  res.json({ success: true, data: page.map(toItem), next_cursor: next });
+  const body = { success: true, data: page.map(toItem), next_cursor: next };
+  if (cacheControl === undefined) res.json(body);
+  else sendCacheable(req, res, body, cacheControl);
 }

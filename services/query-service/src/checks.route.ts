@@ -10,7 +10,15 @@ import {
   StoreUnavailableError,
 } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckHistoryRow, type ChecksQuery } from '@telemetry/store';
-import { MONITOR_ID, monitorIdOf, rangeParams, statusesParam, tenantOf, type ReadDeps } from './params.js';
+import {
+  cacheControlFor,
+  MONITOR_ID,
+  monitorIdOf,
+  rangeParams,
+  statusesParam,
+  tenantOf,
+  type ReadDeps,
+} from './params.js';
 
 const KNOWN_PARAMS = new Set(['limit', 'order', 'from', 'to', 'status', 'cursor']);
 
@@ -68,6 +76,7 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
       q.limit ?? rows.length,
       (r) => [Number(r.ts), r.id],
       (r): Check => rowToCheck(r),
+      cacheControlFor(q.to),
     );
   };
 }

@@ -11,6 +11,7 @@ import {
 } from '@telemetry/contract';
 import {
   AppError,
+  entityTags,
   KeyedQueue,
   cursorParam,
   encodeCursor,
@@ -79,13 +80,12 @@ function etagOf(version: number): string {
  * must be the monitor's current one, else 412 PRECONDITION_FAILED and nothing changes.
  */
 function checkIfMatch(req: Request, current: StoredMonitor): void {
-  const header = req.get('if-match');
-  if (header === undefined || header.trim() === '*') return;
-  const tags = header.split(',').map((t) => t.trim().replace(/^W\//, ''));
+  const tags = entityTags(req.get('if-match'));
+  if (tags === undefined || tags === '*') return;
   if (!tags.includes(etagOf(current.version))) {
     throw new AppError(
       'PRECONDITION_FAILED',
-      `the monitor is at version ${etagOf(current.version)}, not ${header.trim()}; read it again and retry`,
+      `the monitor is at version ${etagOf(current.version)}, not ${req.get('if-match')!.trim()}; read it again and retry`,
     );
   }
 }

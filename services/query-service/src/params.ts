@@ -62,3 +62,21 @@ export function statusesParam(req: Request): string[] {
   }
   return [...new Set(statuses)];
 }
+
+/**
+ * How long a read of checks up to `to` (epoch seconds; undefined: up to now) may be kept.
+ * A range that ended more than CLOSED_AFTER_SECONDS ago no longer changes (checks reach
+ * ClickHouse within seconds of their time; the margin covers a consumer catching up after
+ * an outage): clients may keep it a day. Anything newer must be revalidated with its ETag
+ * (If-None-Match, answered 304 while nothing changed).
+ */
+export function cacheControlFor(to: number | undefined, nowSeconds = Date.now() / 1000): string {
+  return to !== undefined && to <= nowSeconds - CLOSED_AFTER_SECONDS
+    ? `private, max-age=${CLOSED_MAX_AGE_SECONDS}`
+    : 'private, no-cache';
+}
+
+/** A range that ended this long ago is closed (cacheControlFor). */
+export const CLOSED_AFTER_SECONDS = 3600;
+/** How long a closed range may be kept by the client. */
+export const CLOSED_MAX_AGE_SECONDS = 86_400;

@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
-import { bad, rejectUnknown, single, StoreUnavailableError } from '@telemetry/platform';
+import { bad, rejectUnknown, sendCacheable, single, StoreUnavailableError } from '@telemetry/platform';
 import { CHECK_STATUSES, toIsoSeconds } from '@telemetry/contract';
 import { summarySql, type SummaryCountRow, type SummaryQuantileRow, type SummaryQuery } from '@telemetry/store';
-import { monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
+import { cacheControlFor, monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'interval']);
 const INTERVALS = { hour: { seconds: 3600, maxBuckets: 24 * 31 }, day: { seconds: 86_400, maxBuckets: 366 } } as const;
@@ -77,7 +77,7 @@ export function summaryRoute(deps: ReadDeps): RequestHandler {
       total[r.status] = (total[r.status] ?? 0) + Number(r.n);
     }
     const qByBucket = new Map(quantiles.data.map((r) => [Number(r.t), r.q]));
-    res.json({
+    const body = {
       success: true,
       data: {
         monitor_id: q.monitorId,
@@ -89,6 +89,7 @@ export function summaryRoute(deps: ReadDeps): RequestHandler {
           .sort(([a], [b]) => a - b)
           .map(([t, counts]) => ({ start: toIsoSeconds(t), ...stats(counts, qByBucket.get(t)) })),
       },
-    });
+    };
+    sendCacheable(req, res, body, cacheControlFor(q.to));
   };
 }
