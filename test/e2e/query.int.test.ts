@@ -243,6 +243,60 @@ describe('query service (real ClickHouse)', () => {
     }
   });
 
+  it('gives SLA figures over the range from the incidents, each counted for its part inside it', async () => {
+    const m = uid('sla');
+    await registerMonitors(m);
+    const h = Date.UTC(2026, 3, 1, 10) / 1000;
+    const alert = (incident: string, type: 'monitor.down' | 'monitor.up', t: number) => ({
+      tenant_id: DEFAULT_TENANT,
+      id: `${incident}-${type}`,
+      monitor_id: m,
+      incident_id: incident,
+      type,
+      created_at: t,
+      check_id: `c-${incident}-${type}`,
+      status: type === 'monitor.down' ? 'down' : 'up',
+      status_code: type === 'monitor.down' ? 503 : 200,
+      error: '',
+      response_time: 10,
+      inserted_at: t,
+    });
+    await ch.insert({
+      table: `${db()}.alerts`,
+      format: 'JSONEachRow',
+      values: [
+        alert('before', 'monitor.down', h - 1000), // resolved before the range: not counted
+        alert('before', 'monitor.up', h - 500),
+        alert('across', 'monitor.down', h - 300), // 60 s inside the range
+        alert('across', 'monitor.up', h + 60),
+        alert('inside', 'monitor.down', h + 100), // 600 s
+        alert('inside', 'monitor.up', h + 700),
+        alert('open', 'monitor.down', h + 3600), // still open: until the end of the range, 3600 s
+        alert('after', 'monitor.down', h + 7200), // after the range
+      ],
+    });
+    const range = `from=${new Date(h * 1000).toISOString()}&to=${new Date((h + 7200) * 1000).toISOString()}`;
+    const r = await get(`/api/monitors/${m}/checks/summary?${range}`);
+    expect(r.status).to.equal(200);
+    const sla = (r.body as unknown as { data: { sla: Record<string, number | null> } }).data.sla;
+    expect(sla).to.deep.equal({
+      availability_percent: 40.833, // 100 x (1 - 4260 / 7200)
+      downtime_seconds: 4260,
+      incidents: 3,
+      longest_incident_seconds: 3600,
+      mean_incident_seconds: 1420,
+    });
+    // No incident: the whole range available.
+    const quiet = await get(`/api/monitors/x/checks/summary?${range}`);
+    expect((quiet.body as unknown as { data: { sla: unknown } }).data.sla).to.deep.equal({
+      availability_percent: 100,
+      downtime_seconds: 0,
+      incidents: 0,
+      longest_incident_seconds: null,
+      mean_incident_seconds: null,
+    });
+  });
+
   it('summarises counts, uptime and response-time quantiles per interval and in total from the rollups', async () => {
     const m = uid('summary');
     await registerMonitors(m);

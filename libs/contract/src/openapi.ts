@@ -707,13 +707,35 @@ export function buildOpenApi(part: ApiPart = 'all', version = '0.1.0'): Json {
             success: { const: true },
             data: {
               type: 'object',
-              required: ['monitor_id', 'interval', 'from', 'to', 'total', 'intervals'],
+              required: ['monitor_id', 'interval', 'from', 'to', 'total', 'sla', 'intervals'],
               properties: {
                 monitor_id: { type: 'string' },
                 interval: { type: 'string', enum: ['hour', 'day'] },
                 from: { type: 'string' },
                 to: { type: 'string' },
                 total: stats,
+                sla: {
+                  type: 'object',
+                  description:
+                    'From the incidents overlapping the range, each counted for its part inside it and before now (an open one lasts until now).',
+                  required: [
+                    'availability_percent',
+                    'downtime_seconds',
+                    'incidents',
+                    'longest_incident_seconds',
+                    'mean_incident_seconds',
+                  ],
+                  properties: {
+                    availability_percent: {
+                      type: ['number', 'null'],
+                      description: '100 x (1 - downtime / the length of the range up to now); null before it begins.',
+                    },
+                    downtime_seconds: { type: 'integer', minimum: 0 },
+                    incidents: { type: 'integer', minimum: 0 },
+                    longest_incident_seconds: { type: ['integer', 'null'], minimum: 0 },
+                    mean_incident_seconds: { type: ['number', 'null'], minimum: 0 },
+                  },
+                },
                 intervals: {
                   type: 'array',
                   items: {

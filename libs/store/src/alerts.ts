@@ -146,3 +146,66 @@ export function rowToIncident(r: IncidentRow, monitorId: string, now: number): I
     cause: { status_code: Number(r.code), error: (r.err || null) as Incident['cause']['error'] },
   };
 }
+
+/**
+ * The incidents of a monitor that overlap [from, to) (unix seconds): when each started,
+ * and when an up alert before `to` resolved it (none: still open at `to`).
+ */
+export function incidentSpansSql(
+  database: string,
+  tenantId: string,
+  monitorId: string,
+  from: number,
+  to: number,
+): string {
+  return `SELECT toUnixTimestamp(minIf(created_at, type = 'monitor.down')) AS started,
+      countIf(type = 'monitor.up') AS ups,
+      toUnixTimestamp(maxIf(created_at, type = 'monitor.up')) AS resolved
+    FROM ${sqlIdentifier(database)}.alerts
+    WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id = ${sqlString(monitorId)}
+      AND created_at < toDateTime(${sqlNumber(to)})
+    GROUP BY incident_id
+    HAVING countIf(type = 'monitor.down') > 0
+      AND (countIf(type = 'monitor.up') = 0 OR maxIf(created_at, type = 'monitor.up') > toDateTime(${sqlNumber(from)}))`;
+}
+
+/** A row of incidentSpansSql's result. */
+export interface IncidentSpanRow {
+  started: number | string;
+  ups: number | string;
+  resolved: number | string;
+}
+
+/** SLA figures of a range, as Better Stack gives them. */
+export interface Sla {
+  /** 100 x (1 - downtime / the range's length up to now); null for a range that has not begun. */
+  availability_percent: number | null;
+  downtime_seconds: number;
+  incidents: number;
+  /** Of the incidents' parts inside the range; null without incidents. */
+  longest_incident_seconds: number | null;
+  mean_incident_seconds: number | null;
+}
+
+/**
+ * SLA figures of [from, to) from its incidents, each counted for its part inside the range
+ * and before `now` (an open one lasts until then).
+ */
+export function slaOf(rows: readonly IncidentSpanRow[], from: number, to: number, now: number): Sla {
+  const end = Math.min(to, now);
+  const spans = rows
+    .map((r) => {
+      const resolved = Number(r.ups) > 0 ? Number(r.resolved) : end;
+      return Math.max(0, Math.min(resolved, end) - Math.max(Number(r.started), from));
+    })
+    .filter((_, i) => Number(rows[i]!.started) < end);
+  const downtime = spans.reduce((a, b) => a + b, 0);
+  const round3 = (x: number) => Math.round(x * 1000) / 1000;
+  return {
+    availability_percent: end > from ? round3(100 * (1 - downtime / (end - from))) : null,
+    downtime_seconds: downtime,
+    incidents: spans.length,
+    longest_incident_seconds: spans.length > 0 ? Math.max(...spans) : null,
+    mean_incident_seconds: spans.length > 0 ? round3(downtime / spans.length) : null,
+  };
+}

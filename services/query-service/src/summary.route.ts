@@ -1,7 +1,15 @@
 import type { RequestHandler } from 'express';
 import { bad, rejectUnknown, sendCacheable, single, StoreUnavailableError } from '@telemetry/platform';
 import { CHECK_STATUSES, toIsoSeconds } from '@telemetry/contract';
-import { summarySql, type SummaryCountRow, type SummaryQuantileRow, type SummaryQuery } from '@telemetry/store';
+import {
+  incidentSpansSql,
+  slaOf,
+  summarySql,
+  type IncidentSpanRow,
+  type SummaryCountRow,
+  type SummaryQuantileRow,
+  type SummaryQuery,
+} from '@telemetry/store';
 import { cacheControlFor, monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'interval']);
@@ -55,12 +63,18 @@ export function summaryRoute(deps: ReadDeps): RequestHandler {
     const sql = summarySql(deps.database, q);
     let countRows: SummaryCountRow[];
     let quantiles: { data: SummaryQuantileRow[]; totals?: SummaryQuantileRow };
+    let incidents: IncidentSpanRow[];
     try {
       const signal = AbortSignal.timeout(deps.queryTimeoutMs);
-      const [c, qs] = await Promise.all([
+      const [c, qs, inc] = await Promise.all([
         deps.reader.query<SummaryCountRow>(sql.counts, signal),
         deps.reader.query<SummaryQuantileRow>(sql.quantiles, signal),
+        deps.reader.query<IncidentSpanRow>(
+          incidentSpansSql(deps.database, q.tenantId, q.monitorId, q.from, q.to),
+          signal,
+        ),
       ]);
+      incidents = inc.data;
       countRows = c.data;
       quantiles = { data: qs.data, totals: qs.totals };
     } catch (err) {
@@ -85,6 +99,7 @@ export function summaryRoute(deps: ReadDeps): RequestHandler {
         from: toIsoSeconds(q.from),
         to: toIsoSeconds(q.to),
         total: stats(total, quantiles.totals?.q),
+        sla: slaOf(incidents, q.from, q.to, Math.floor(Date.now() / 1000)),
         intervals: [...byBucket.entries()]
           .sort(([a], [b]) => a - b)
           .map(([t, counts]) => ({ start: toIsoSeconds(t), ...stats(counts, qByBucket.get(t)) })),
