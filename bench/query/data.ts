@@ -10,6 +10,7 @@ import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
 import { DEFAULT_TENANT, toIsoSeconds } from '@telemetry/contract';
 import {
   checksSql,
+  incidentSpansSql,
   MonitorStore,
   placeholderMonitor,
   summarySql,
@@ -487,17 +488,21 @@ function summaryOps(service: ServiceTarget, directTarget: DirectTarget, fixtures
       const r = await service.http.request('GET', f.servicePath, serviceHeaders(service));
       return outcome(r, (b) => serviceSummaryProblem(b, f.intervals));
     },
-    // The service's two queries, sent in parallel as the service sends them.
+    // The service's three queries (counts, quantiles, the incidents behind the SLA
+    // figures), sent in parallel as the service sends them. The data has no incidents.
     direct: async (): Promise<Outcome> => {
       const f = pick(fixtures);
+      const { tenantId, monitorId, from, to } = f.query;
       const sql = summarySql(directTarget.database, f.query);
-      const [c, q] = await Promise.all([
+      const [c, q, i] = await Promise.all([
         direct(directTarget, sql.counts, 'JSONEachRow'),
         direct(directTarget, sql.quantiles, 'JSON'),
+        direct(directTarget, incidentSpansSql(directTarget.database, tenantId, monitorId, from, to), 'JSONEachRow'),
       ]);
       const oc = outcome(c, (b) => directRowsProblem(b, f.countRows));
       const oq = outcome(q, (b) => directJsonProblem(b, f.quantileRows));
-      return oc.ok ? oq : oc;
+      const oi = outcome(i, (b) => directRowsProblem(b, 0));
+      return !oc.ok ? oc : !oq.ok ? oq : oi;
     },
   };
 }
