@@ -216,12 +216,16 @@ describe('pipeline (real Kafka and ClickHouse)', () => {
       [...checks].reverse().map((c) => ({ ...c, error: null, created_at: c.created_at.replace('.250Z', 'Z') })),
     );
     // Both copies were delivered; stored rows hold each id (a background merge may
-    // already have collapsed a copy), and the read pattern above showed each once.
-    const rs = await ch.query({
-      query: `SELECT count() AS n, uniqExact(id) AS ids FROM ${db()}.checks WHERE monitor_id = '${monitor}'`,
-      format: 'JSONEachRow',
+    // already have collapsed a copy), and the read pattern above showed each once. The
+    // service may have shown them before ClickHouse had them (the hot tail reads Kafka).
+    const stored = await eventually('3 ids in ClickHouse', async () => {
+      const rs = await ch.query({
+        query: `SELECT count() AS n, uniqExact(id) AS ids FROM ${db()}.checks WHERE monitor_id = '${monitor}'`,
+        format: 'JSONEachRow',
+      });
+      const row = (await rs.json<{ n: string; ids: string }>())[0]!;
+      return Number(row.ids) === 3 ? row : undefined;
     });
-    const stored = (await rs.json<{ n: string; ids: string }>())[0]!;
     expect(Number(stored.ids)).to.equal(3);
     expect(Number(stored.n)).to.be.within(3, 6);
   });

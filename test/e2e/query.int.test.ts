@@ -58,7 +58,9 @@ describe('query service (real ClickHouse)', () => {
   }
 
   before(async () => {
-    query = await runQuery();
+    // These tests write rows straight into ClickHouse, past Kafka, to test ClickHouse's
+    // answers: no hot tail here (it learns new checks from Kafka; check-tail.int.test.ts).
+    query = await runQuery({ TAIL_CHECKS_PER_MONITOR: '0' });
     ch = adminClickHouse();
     apiKey = await newKey({ kind: 'api', name: 'query tests', scopes: ['checks:read'] });
     await registerMonitors('x', 'm1');
@@ -428,7 +430,12 @@ describe('query service with a hung ClickHouse', () => {
     const s = testStack();
     const hole = new Blackhole();
     await hole.start(new URL(s.clickhouseUrl));
-    const svc = await runQuery({ CLICKHOUSE_URL: `http://127.0.0.1:${hole.port}`, QUERY_TIMEOUT_MS: '1000' });
+    // No hot tail: it would answer this first page from memory, which is not what is tested here.
+    const svc = await runQuery({
+      CLICKHOUSE_URL: `http://127.0.0.1:${hole.port}`,
+      QUERY_TIMEOUT_MS: '1000',
+      TAIL_CHECKS_PER_MONITOR: '0',
+    });
     try {
       const key = await newKey({ kind: 'api', name: 'hung', scopes: ['checks:read'] });
       await eventually('key loaded', async () =>

@@ -122,6 +122,15 @@ export const kafkaSpec = {
   topicPartitions: v.int('TOPIC_PARTITIONS', 6, 'partitions of a topic this service creates', 1, 1024),
 } satisfies ConfigSpec;
 
+/** The stream consumer's group, which the query service's hot tail follows too. */
+export const consumerGroupSpec = {
+  consumerGroupId: v.str(
+    'CONSUMER_GROUP_ID',
+    'telemetry-clickhouse-writer',
+    "the stream consumer's Kafka group (the query service's hot tail reads its committed offsets, never joining it)",
+  ),
+};
+
 export const topicSpec = {
   eventsTopic: v.str('EVENTS_TOPIC', 'telemetry.events', 'Kafka topic of telemetry events', TOPIC),
   checksTopic: v.str('CHECKS_TOPIC', 'monitor.check-results', 'Kafka topic of monitor check results', TOPIC),

@@ -23,3 +23,4 @@ export * from './egress.js';
 export * from './slots.js';
 export * from './keyed-queue.js';
 export * from './row-binary.js';
+export * from './topic-reader.js';

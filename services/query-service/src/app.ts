@@ -13,6 +13,7 @@ import {
   endApp,
 } from '@telemetry/platform';
 import { type KeyStore, type MonitorStore, type Scope, type VerifiedKey } from '@telemetry/store';
+import type { CheckTail } from './check-tail.js';
 import { checksRoute } from './checks.route.js';
 import { incidentsRoute } from './incidents.route.js';
 import { webhookDeliveriesRoute } from './webhook-deliveries.route.js';
@@ -32,6 +33,8 @@ export interface QueryDeps {
   exportSlots: Slots;
   reader: ClickHouseReader;
   validators: Validators;
+  /** The hot tail, when TAIL_CHECKS_PER_MONITOR is not 0. */
+  tail: CheckTail | undefined;
   monitors: MonitorStore;
   directory: MonitorDirectory;
   notifier: ChangeNotifier;
@@ -93,6 +96,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     bearer(deps.keys, 'checks:read'),
     known,
     checksRoute({
+      tail: deps.tail,
       reader: deps.reader,
       database: deps.config.clickhouseDatabase,
       logger: deps.logger,

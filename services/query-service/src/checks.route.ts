@@ -19,6 +19,7 @@ import {
   tenantOf,
   type ReadDeps,
 } from './params.js';
+import type { CheckTail } from './check-tail.js';
 
 const KNOWN_PARAMS = new Set(['limit', 'order', 'from', 'to', 'status', 'cursor']);
 
@@ -54,6 +55,8 @@ export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: n
 }
 
 export interface ChecksRouteDeps extends ReadDeps {
+  /** Answers first pages and small ranges from memory; undefined: ClickHouse only. */
+  tail: Pick<CheckTail, 'page'> | undefined;
   defaultLimit: number;
   maxLimit: number;
 }
@@ -61,6 +64,19 @@ export interface ChecksRouteDeps extends ReadDeps {
 export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
   return async (req, res) => {
     const q = { ...parseChecksQuery(req, deps.defaultLimit, deps.maxLimit), tenantId: tenantOf(res) };
+    const hot = await deps.tail?.page(q);
+    if (hot) {
+      sendPage(
+        req,
+        res,
+        hot,
+        q.limit ?? hot.length,
+        (r) => [r.t, r.id],
+        (r) => r.check,
+        cacheControlFor(q.to),
+      );
+      return;
+    }
     let rows: CheckHistoryRow[];
     try {
       const sql = checksSql(deps.database, q);

@@ -7,8 +7,9 @@ import {
   secretsSpec,
   serviceSpec,
   topicSpec,
+  consumerGroupSpec,
 } from '@telemetry/platform';
-import { loadConfig, v } from '@telemetry/platform';
+import { ConfigError, loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
 export const querySpec = {
@@ -22,6 +23,29 @@ export const querySpec = {
   kafkaClientId: kafkaSpec.kafkaClientId,
   kafkaClient: kafkaSpec.kafkaClient,
   monitorChangesTopic: topicSpec.monitorChangesTopic,
+  checksTopic: topicSpec.checksTopic,
+  ...consumerGroupSpec,
+  tailChecksPerMonitor: v.int(
+    'TAIL_CHECKS_PER_MONITOR',
+    128,
+    'newest checks per monitor the hot tail keeps in memory (0: no tail); more than CHECKS_DEFAULT_LIMIT, for first pages',
+    0,
+    10_000,
+  ),
+  tailMaxMonitors: v.int(
+    'TAIL_MAX_MONITORS',
+    10_000,
+    'monitors the hot tail keeps; the least recently read is dropped for a new one',
+    1,
+    10_000_000,
+  ),
+  tailMaxBuffered: v.int(
+    'TAIL_MAX_BUFFERED',
+    200_000,
+    'checks read from Kafka but not yet committed by the stream consumer that the tail keeps for loads; past it, new monitors load once the consumer catches up',
+    1000,
+    10_000_000,
+  ),
   registryUser: v.str(
     'REGISTRY_CLICKHOUSE_USER',
     'default',
@@ -101,7 +125,14 @@ export const querySpec = {
 export type QueryConfig = ConfigOf<typeof querySpec>;
 
 export function loadQueryConfig(env: Env): QueryConfig {
-  return loadConfig(querySpec, env);
+  const config = loadConfig(querySpec, env);
+  if (config.tailChecksPerMonitor > 0 && config.tailChecksPerMonitor <= config.defaultLimit) {
+    // A first page needs limit + 1 checks (the one more says whether a next page exists).
+    throw new ConfigError([
+      `TAIL_CHECKS_PER_MONITOR must be 0 or more than CHECKS_DEFAULT_LIMIT (${config.defaultLimit}), to hold a first page`,
+    ]);
+  }
+  return config;
 }
 
 /** The monitor quota of each tenant: MONITOR_QUOTAS, else MONITORS_PER_TENANT. */

@@ -1,4 +1,5 @@
-import { createValidators } from '@telemetry/contract';
+import { createValidators, type Validators } from '@telemetry/contract';
+import type { Registry } from 'prom-client';
 import {
   clickhouseComponent,
   serviceKafka,
@@ -9,17 +10,22 @@ import {
   SecretBox,
   ServiceRunner,
   Slots,
+  TopicReader,
   type Logger,
 } from '@telemetry/platform';
 import {
+  checksSql,
   ClickHouseKeySource,
   currentMonitorIdsSql,
+  decodeCheck,
+  type CheckHistoryRow,
   KeyStore,
   monitorPartition,
   MonitorStore,
   registryDatabase,
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
+import { CheckTail } from './check-tail.js';
 import { MonitorDirectory } from './monitor-directory.js';
 import type { QueryConfig } from './config.js';
 
@@ -83,6 +89,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     config.monitorCacheMs,
     logger,
   );
+  const validators = createValidators();
+  const tail = config.tailChecksPerMonitor > 0 ? hotTail(config, logger, registry, reader, validators) : [];
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
   // Monitor and webhook URLs that are IP literals the runners would refuse, or our own
   // Kafka and ClickHouse, are refused at once (the runners judge names when they connect).
@@ -97,7 +105,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     exportClient: exports.client,
     exportSlots: new Slots(config.exportMaxConcurrent, config.exportMaxPerKey),
     reader,
-    validators: createValidators(),
+    validators,
+    tail: tail[0],
     monitors,
     directory,
     notifier,
@@ -106,8 +115,9 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> change
-  // notices -> directory -> reader sockets -> ClickHouse clients.
-  runner.use(ch, registryCh, exports, reader, directory, changes, keys, http);
+  // notices -> directory -> the tail's topic reader -> the tail -> reader sockets ->
+  // ClickHouse clients.
+  runner.use(ch, registryCh, exports, reader, ...tail, directory, changes, keys, http);
   await runner.start();
   // Monitors copied by migration 4 (plain secrets) or sealed with a retired key are
   // sealed anew with the ring's first key; then the older rows are merged away.
@@ -124,4 +134,56 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   }
   logger.info('query service listening', { port: http.boundPort });
   return { runner, http };
+}
+
+/**
+ * The hot tail (check-tail.ts) and the topic reader that feeds it: every partition of the
+ * check-results topic, from the stream consumer's committed offsets.
+ */
+function hotTail(
+  config: QueryConfig,
+  logger: Logger,
+  registry: Registry,
+  reader: ClickHouseReader,
+  validators: Validators,
+): [CheckTail, TopicReader] {
+  const tail = new CheckTail({
+    load: async (tenantId, monitorId, limit) =>
+      (
+        await reader.query<CheckHistoryRow>(
+          checksSql(config.clickhouseDatabase, {
+            tenantId,
+            monitorId,
+            // checksSql asks for one row more than its limit.
+            limit: limit - 1,
+            order: 'desc',
+            from: undefined,
+            to: undefined,
+            statuses: [],
+            cursor: undefined,
+          }),
+          AbortSignal.timeout(config.queryTimeoutMs),
+        )
+      ).data,
+    decode: (value) => decodeCheck(validators, value),
+    perMonitor: config.tailChecksPerMonitor,
+    maxMonitors: config.tailMaxMonitors,
+    maxBuffered: config.tailMaxBuffered,
+    committedEveryMs: 1000,
+    staleAfterMs: 10_000,
+    logger: logger.child({ component: 'check-tail' }),
+    registry,
+  });
+  const topicReader = new TopicReader({
+    brokers: config.kafkaBrokers,
+    clientId: `${config.kafkaClientId}-query-tail`,
+    topic: config.checksTopic,
+    groupId: config.consumerGroupId,
+    logger: logger.child({ component: 'check-tail' }),
+    startAt: (_reader, partitions) => tail.startAt(partitions),
+    onStart: (offsets) => tail.onStart(offsets),
+    onRecords: (partition, records) => tail.onRecords(partition, records),
+  });
+  tail.attach(topicReader);
+  return [tail, topicReader];
 }

@@ -1,4 +1,12 @@
-import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, topicSpec, serviceSpec } from '@telemetry/platform';
+import {
+  clickhouseSpec,
+  consumerGroupSpec,
+  httpSpec,
+  kafkaSpec,
+  logSpec,
+  topicSpec,
+  serviceSpec,
+} from '@telemetry/platform';
 import { INSERT_FORMATS, loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
@@ -19,7 +27,7 @@ export const consumerSpec = {
     6000,
     300_000,
   ),
-  groupId: v.str('CONSUMER_GROUP_ID', 'telemetry-clickhouse-writer', 'Kafka consumer group'),
+  groupId: consumerGroupSpec.consumerGroupId,
   batchMaxRows: v.int('BATCH_MAX_ROWS', 10_000, 'flush a table buffer at this many rows', 1, 1_000_000),
   batchMaxAgeMs: v.int('BATCH_MAX_AGE_MS', 500, 'flush a table buffer this long after its first row', 1, 60_000),
   maxBufferedRows: v.int(
