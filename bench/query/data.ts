@@ -531,12 +531,12 @@ export function scenarios(
     },
     {
       key: 'summary_hour',
-      title: `summary, interval=hour over 24 h (2 queries), ${fx.summaryHour.length} monitors`,
+      title: `summary, interval=hour over 24 h (3 queries), ${fx.summaryHour.length} monitors`,
       ...summaryOps(service, directTarget, fx.summaryHour),
     },
     {
       key: 'summary_day',
-      title: `summary, interval=day over 30 days (2 queries), ${fx.summaryDay.length} monitors`,
+      title: `summary, interval=day over 30 days (3 queries), ${fx.summaryDay.length} monitors`,
       ...summaryOps(service, directTarget, fx.summaryDay),
     },
   ];

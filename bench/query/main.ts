@@ -20,7 +20,8 @@
  * BENCH_RATE_CONNECTIONS (10, autocannon), BENCH_WARMUP_SECONDS (2), BENCH_FIXTURES (200
  * monitors with precomputed cursors, ranges and summaries), BENCH_DEEP_PAGE (10),
  * BENCH_RANGE_HOURS (4), BENCH_SERIAL_SECONDS (3), BENCH_PROFILE=1 (the service writes a
- * V8 CPU profile when it stops), BENCH_WRITE=0, --smoke. Only 127.0.0.1 is loaded.
+ * V8 CPU profile when it stops), BENCH_WRITE=0, --smoke. Before measuring, each monitor's first
+ * page is asked once (the hot tail warm) and the heap it takes is reported. Only 127.0.0.1 is loaded.
  * Exit code 0 when every request was answered 200 with the expected rows, else 1.
  */
 import { DEFAULT_TENANT } from '@telemetry/contract';
@@ -105,8 +106,11 @@ const cfg = {
 };
 /** Paced runs: requests waiting at once before the schedule's next ones are dropped. */
 const PACED_MAX_IN_FLIGHT = 256;
-const TARGET_P99_MS = 20;
-const TARGET_THROUGHPUT_RATIO = 0.8;
+const TARGET_P99_MS = 10;
+/** Issue 17: the first page beats ClickHouse (the hot tail); deep pages and summaries keep up with it. */
+function throughputGoal(scenario: string): number {
+  return scenario === 'first_page' ? 1.5 : scenario === 'deep_page' ? 0.9 : scenario.startsWith('summary') ? 1.0 : 0.8;
+}
 const TARGET_P99_RATIO = 2;
 const bench = new Benchmark('bench:query');
 const log = bench.log;
@@ -179,6 +183,50 @@ async function autocannonRate(o: {
   return { result: rec.r, reported: { p50: res.latency.p50, p99: res.latency.p99, rps: res.requests.average } };
 }
 
+/** A gauge's value from a Prometheus text page (the first sample of `name`). */
+function metricValue(text: string, name: string): number {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : NaN;
+}
+
+/**
+ * Asks the first page of every monitor once (16 at a time) and reads the service's heap
+ * and tail gauges before and after: the memory the tail holds for these monitors.
+ */
+async function warmTail(service: ServiceTarget, spec: DataSpec, limit: number) {
+  const metrics = async () => (await service.http.request('GET', '/metrics', {})).body;
+  const before = await metrics();
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < spec.monitors) {
+        const m = next++;
+        const r = await service.http.request(
+          'GET',
+          `/api/monitors/${spec.monitorId(m)}/checks?limit=${limit}`,
+          serviceHeaders(service),
+        );
+        if (r.status !== 200) throw new Error(`warming the tail: ${spec.monitorId(m)} answered ${r.status}`);
+      }
+    }),
+  );
+  const warmSeconds = Math.round((performance.now() - started) / 100) / 10;
+  const after = await metrics();
+  const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+  const monitors = metricValue(after, 'query_check_tail_monitors');
+  const heapBeforeMiB = mib(metricValue(before, 'nodejs_heap_size_used_bytes'));
+  const heapAfterMiB = mib(metricValue(after, 'nodejs_heap_size_used_bytes'));
+  return {
+    monitors,
+    checks: metricValue(after, 'query_check_tail_checks'),
+    warmSeconds,
+    heapBeforeMiB,
+    heapAfterMiB,
+    mibPerThousandMonitors: Math.round(((heapAfterMiB - heapBeforeMiB) / Math.max(1, monitors)) * 1000 * 10) / 10,
+  };
+}
+
 async function main(cleanups: Cleanups) {
   const date = new Date().toISOString();
   log(
@@ -186,9 +234,12 @@ async function main(cleanups: Cleanups) {
   );
   const { stack, pids, machine } = await bench.stack(cleanups);
   const database = `bench_${randomBytes(4).toString('hex')}`;
+  // The hot tail's own topic and consumer group: empty, so the tail starts at offset 0
+  // and its monitors load from ClickHouse (where this benchmark puts every check).
+  const checksTopic = `bench.checks.${database}`;
   const users = await provision(stack, {
     database,
-    topics: [],
+    topics: [checksTopic],
     partitions: 1,
     logger: createLogger({ service: 'bench', level: 'warn' }),
   });
@@ -218,7 +269,11 @@ async function main(cleanups: Cleanups) {
     scopes: ['checks:read'],
   });
   const port = await freePort();
-  const env = serviceEnv(stack, database, port, clickhouseEnv(users, 'query-service'));
+  const env = serviceEnv(stack, database, port, {
+    ...clickhouseEnv(users, 'query-service'),
+    CHECKS_TOPIC: checksTopic,
+    CONSUMER_GROUP_ID: `${database}-writer`,
+  });
   const queryConfig = loadQueryConfig(env);
   const profileDir = cfg.profile ? mkdtempSync(join(tmpdir(), 'bench-query-profile-')) : undefined;
   const service = new Child({
@@ -261,6 +316,12 @@ async function main(cleanups: Cleanups) {
   const equivalencePairs = await verifyEquivalence(spec, fx, serviceTarget, directTarget);
   log(`service and ClickHouse agree on ${equivalencePairs} compared answers`);
   const scenarios = makeScenarios(spec, fx, serviceTarget, directTarget);
+
+  // The tail warm: the first page of every monitor once (as dashboards would), and what that costs in memory.
+  const tail = await warmTail(serviceTarget, spec, queryConfig.defaultLimit);
+  log(
+    `hot tail: ${tail.monitors} monitors, ${tail.checks.toLocaleString('en-US')} checks after ${tail.warmSeconds} s; heap ${tail.heapBeforeMiB} -> ${tail.heapAfterMiB} MiB (${tail.mibPerThousandMonitors} MiB per 1,000 monitors)`,
+  );
 
   let warmupFailures = 0;
   for (const sc of cfg.warmup > 0 ? scenarios : []) {
@@ -409,9 +470,9 @@ async function main(cleanups: Cleanups) {
     ...summaries.flatMap((s): Target[] => [
       {
         name: `${s.key}: service / direct throughput`,
-        goal: `>= ${TARGET_THROUGHPUT_RATIO}x`,
+        goal: `>= ${throughputGoal(s.key)}x`,
         measured: `${s.throughputRatio.toFixed(2)}x (${Math.round(s.service.rps)} / ${Math.round(s.direct.rps)} req/s)`,
-        met: s.throughputRatio >= TARGET_THROUGHPUT_RATIO,
+        met: s.throughputRatio >= throughputGoal(s.key),
       },
       {
         name: `${s.key}: service / direct p99`,
@@ -420,6 +481,12 @@ async function main(cleanups: Cleanups) {
         met: s.p99Ratio <= TARGET_P99_RATIO,
       },
     ]),
+    {
+      name: `hot tail memory, ${spec.monitors.toLocaleString('en-US')} monitors warm`,
+      goal: 'reported',
+      measured: `${tail.heapAfterMiB - tail.heapBeforeMiB} MiB heap for ${tail.checks.toLocaleString('en-US')} checks of ${tail.monitors.toLocaleString('en-US')} monitors (${tail.mibPerThousandMonitors} MiB per 1,000 monitors)`,
+      met: tail.monitors === Math.min(spec.monitors, queryConfig.tailMaxMonitors),
+    },
     {
       name: 'every answer 200 with the expected rows',
       goal: '0 failed',
@@ -455,6 +522,7 @@ async function main(cleanups: Cleanups) {
   ];
   const notes = [
     `Fixed rate: "paced" sends ${cfg.rate} req/s evenly spaced whatever the answers do and measures from each request's scheduled send time, so a stall also counts against the requests queued behind it; the target is judged on it. autocannon's \`overallRate\` lets each of its ${cfg.rateConnections} connections send ${Math.round(cfg.rate / cfg.rateConnections)} requests back to back at the start of every second (lib/httpClient.js, \`reqsMadeThisSecond\`), so it offers bursts; its reported percentiles (whole ms) add synthetic samples with an expected interval of \`Math.ceil(1 / rate)\` = 1 ms (lib/run.js), which inflates them. Both are shown.`,
+    `The service runs with its hot tail (TAIL_CHECKS_PER_MONITOR=${queryConfig.tailChecksPerMonitor}, TAIL_MAX_MONITORS=${queryConfig.tailMaxMonitors}) reading its own empty check-results topic: every monitor's tail loads from ClickHouse on its first first-page request. Before the measured runs the benchmark asks each monitor's first page once (16 at a time), as dashboards would, and reports the heap the tail then holds (nodejs_heap_size_used_bytes before and after, garbage included). Deep pages, the filtered range and summaries still go to ClickHouse; the direct side is ClickHouse as before.`,
     'The machine has 2 cores shared by the load generator, the service, ClickHouse and the idle Kafka: the service competes with ClickHouse for CPU, which direct queries do not; the ratios are the figures that carry over best.',
     'The service runs compiled (`npm run build` = `tsc -b`, which the command runs first) under plain node, as production does.',
     "CPU ms per request divide each process's CPU over a run by the requests answered: background work (the 100 ms sampling of `system.processes`, key reloads, pings) is included, which weighs more at low request rates.",
@@ -492,6 +560,7 @@ async function main(cleanups: Cleanups) {
     },
     load,
     targetsMet: targets.filter((t) => t.met).length,
+    tail,
     runs: records,
     ...(profileDir ? { profileDir } : {}),
   };
