@@ -24,3 +24,4 @@ export * from './slots.js';
 export * from './keyed-queue.js';
 export * from './row-binary.js';
 export * from './topic-reader.js';
+export * from './lru.js';

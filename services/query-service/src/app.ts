@@ -10,6 +10,7 @@ import {
   type Logger,
   type Slots,
   beginApp,
+  ByteLru,
   endApp,
 } from '@telemetry/platform';
 import { type KeyStore, type MonitorStore, type Scope, type VerifiedKey } from '@telemetry/store';
@@ -110,6 +111,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     bearer(deps.keys, 'checks:read'),
     known,
     summaryRoute({
+      closed: new ByteLru(deps.config.summaryCacheBytes),
       reader: deps.reader,
       database: deps.config.clickhouseDatabase,
       logger: deps.logger,

@@ -39,6 +39,13 @@ export const querySpec = {
     1,
     10_000_000,
   ),
+  summaryCacheBytes: v.int(
+    'SUMMARY_CACHE_BYTES',
+    32 * 1024 * 1024,
+    'summaries of closed ranges (ended over an hour ago) kept in memory, in bytes of their JSON (0: none); the least recently read go first',
+    0,
+    16 * 1024 * 1024 * 1024,
+  ),
   tailMaxBuffered: v.int(
     'TAIL_MAX_BUFFERED',
     200_000,

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { bad, rejectUnknown, sendCacheable, single, StoreUnavailableError } from '@telemetry/platform';
+import { bad, rejectUnknown, sendCacheable, single, StoreUnavailableError, type ByteLru } from '@telemetry/platform';
 import { CHECK_STATUSES, toIsoSeconds } from '@telemetry/contract';
 import {
   incidentSpansSql,
@@ -10,7 +10,7 @@ import {
   type SummaryQuantileRow,
   type SummaryQuery,
 } from '@telemetry/store';
-import { cacheControlFor, monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
+import { cacheControlFor, CLOSED_AFTER_SECONDS, monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'interval']);
 const INTERVALS = { hour: { seconds: 3600, maxBuckets: 24 * 31 }, day: { seconds: 86_400, maxBuckets: 366 } } as const;
@@ -57,9 +57,24 @@ function stats(counts: Record<string, number>, q: number[] | undefined): Stats {
   return s;
 }
 
-export function summaryRoute(deps: ReadDeps): RequestHandler {
+export interface SummaryRouteDeps extends ReadDeps {
+  /**
+   * Summaries of closed ranges (ended more than CLOSED_AFTER_SECONDS ago), which no longer
+   * change: answered again without ClickHouse.
+   */
+  closed: ByteLru<object>;
+}
+
+export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
   return async (req, res) => {
     const q = { ...parseSummaryQuery(req), tenantId: tenantOf(res) };
+    const closed = q.to <= Date.now() / 1000 - CLOSED_AFTER_SECONDS;
+    const cacheKey = [q.tenantId, q.monitorId, q.interval, q.from, q.to].join('\u0000');
+    const kept = closed ? deps.closed.get(cacheKey) : undefined;
+    if (kept) {
+      sendCacheable(req, res, kept, cacheControlFor(q.to));
+      return;
+    }
     const sql = summarySql(deps.database, q);
     let countRows: SummaryCountRow[];
     let quantiles: { data: SummaryQuantileRow[]; totals?: SummaryQuantileRow };
@@ -105,6 +120,7 @@ export function summaryRoute(deps: ReadDeps): RequestHandler {
           .map(([t, counts]) => ({ start: toIsoSeconds(t), ...stats(counts, qByBucket.get(t)) })),
       },
     };
+    if (closed) deps.closed.set(cacheKey, body, JSON.stringify(body).length);
     sendCacheable(req, res, body, cacheControlFor(q.to));
   };
 }
