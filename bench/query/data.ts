@@ -19,6 +19,7 @@ import {
   type SummaryQuery,
 } from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
+import { prng } from '../../harness/prng.js';
 import { countOf, type HttpClient, type Op, type Outcome, type Reply } from '../../harness/load.js';
 
 const HOUR = 3600;
@@ -236,18 +237,6 @@ function outcome(r: Reply, problem: (body: string) => string | undefined): Outco
 }
 
 // ---------------------------------------------------------------- fixtures
-
-/** A deterministic generator (mulberry32), so runs draw the same fixtures. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 interface ChecksFixture {
   servicePath: string;

@@ -4,6 +4,7 @@ import { createValidators, DEFAULT_TENANT } from '@telemetry/contract';
 import { createLogger } from '@telemetry/platform';
 import { decodeCheck, rowToCheck, type CheckHistoryRow, type ChecksQuery } from '@telemetry/store';
 import { CheckTail, type TailReader } from '../../services/query-service/src/check-tail.js';
+import { prng } from '../../harness/prng.js';
 
 /**
  * The tail's pages against a reference of ClickHouse's read pattern (checksSql: filters,
@@ -15,18 +16,6 @@ import { CheckTail, type TailReader } from '../../services/query-service/src/che
 const logger = createLogger({ service: 'test', level: 'silent' });
 const validators = createValidators();
 const STATUSES = ['up', 'down', 'degraded'] as const;
-
-/** A small deterministic PRNG, so a failure can be replayed. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 interface Stored {
   t: number;

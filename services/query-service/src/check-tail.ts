@@ -186,7 +186,6 @@ export class CheckTail implements Component {
   private readonly clock: Clock;
   private readonly requests: Counter<'result'>;
   private readonly loadsDone: Counter<'result'>;
-  private checksHeld = 0;
 
   constructor(private readonly o: CheckTailOptions) {
     this.clock = o.clock ?? systemClock;
@@ -212,7 +211,7 @@ export class CheckTail implements Component {
         },
       });
     gauge('query_check_tail_monitors', 'monitors held in the tail', () => this.monitors.size);
-    gauge('query_check_tail_checks', 'checks held in the tail', () => this.checksHeld);
+    gauge('query_check_tail_checks', 'checks held in the tail', () => this.checksHeld());
     gauge(
       'query_check_tail_buffered',
       'checks read but maybe not yet in ClickHouse, kept for loads',
@@ -251,7 +250,6 @@ export class CheckTail implements Component {
     this.generation++;
     this.monitors.clear();
     this.loads.clear();
-    this.checksHeld = 0;
     this.startOffsets = [...offsets];
     this.bufferStart = [...offsets];
     this.buffer = offsets.map(() => []);
@@ -271,8 +269,7 @@ export class CheckTail implements Component {
       const check = tailCheckOf(d.row);
       buf.push({ offset: rec.offset, key, check });
       this.buffered++;
-      const m = this.monitors.get(key);
-      if (m) this.addTo(m, check);
+      this.monitors.get(key)?.add(check);
     }
     while (this.buffered > this.o.maxBuffered) this.dropOldest();
   }
@@ -301,7 +298,7 @@ export class CheckTail implements Component {
 
   /** What the tail holds now (for tests and /metrics). */
   stats(): { monitors: number; checks: number; buffered: number; ready: boolean } {
-    return { monitors: this.monitors.size, checks: this.checksHeld, buffered: this.buffered, ready: this.ready() };
+    return { monitors: this.monitors.size, checks: this.checksHeld(), buffered: this.buffered, ready: this.ready() };
   }
 
   private count(result: Outcome): undefined {
@@ -309,10 +306,11 @@ export class CheckTail implements Component {
     return undefined;
   }
 
-  private addTo(m: MonitorTail, c: TailCheck): void {
-    const before = m.rows.length;
-    m.add(c);
-    this.checksHeld += m.rows.length - before;
+  /** Summed when asked (a scrape, a test): at most TAIL_MAX_MONITORS entries. */
+  private checksHeld(): number {
+    let n = 0;
+    for (const m of this.monitors.values()) n += m.rows.length;
+    return n;
   }
 
   /** Caught up: the reader has read everything the consumer committed, read recently. */
@@ -365,12 +363,7 @@ export class CheckTail implements Component {
       for (const b of buf) if (b.key === key && b.offset >= snapshot[p]!) m.add(b.check);
     });
     this.monitors.set(key, m);
-    this.checksHeld += m.rows.length;
-    while (this.monitors.size > this.o.maxMonitors) {
-      const [oldest, dropped] = this.monitors.entries().next().value as [string, MonitorTail];
-      this.monitors.delete(oldest);
-      this.checksHeld -= dropped.rows.length;
-    }
+    while (this.monitors.size > this.o.maxMonitors) this.monitors.delete(this.monitors.keys().next().value!);
     this.loadsDone.inc({ result: 'ok' });
     return m;
   }

@@ -71,9 +71,12 @@ export function statusesParam(req: Request): string[] {
  * (If-None-Match, answered 304 while nothing changed).
  */
 export function cacheControlFor(to: number | undefined, nowSeconds = Date.now() / 1000): string {
-  return to !== undefined && to <= nowSeconds - CLOSED_AFTER_SECONDS
-    ? `private, max-age=${CLOSED_MAX_AGE_SECONDS}`
-    : 'private, no-cache';
+  return isClosed(to, nowSeconds) ? `private, max-age=${CLOSED_MAX_AGE_SECONDS}` : 'private, no-cache';
+}
+
+/** A range up to `to` that ended more than CLOSED_AFTER_SECONDS ago: it no longer changes. */
+export function isClosed(to: number | undefined, nowSeconds = Date.now() / 1000): boolean {
+  return to !== undefined && to <= nowSeconds - CLOSED_AFTER_SECONDS;
 }
 
 /** A range that ended this long ago is closed (cacheControlFor). */

@@ -10,7 +10,7 @@ import {
   type SummaryQuantileRow,
   type SummaryQuery,
 } from '@telemetry/store';
-import { cacheControlFor, CLOSED_AFTER_SECONDS, monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
+import { cacheControlFor, isClosed, monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'interval']);
 const INTERVALS = { hour: { seconds: 3600, maxBuckets: 24 * 31 }, day: { seconds: 86_400, maxBuckets: 366 } } as const;
@@ -68,7 +68,7 @@ export interface SummaryRouteDeps extends ReadDeps {
 export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
   return async (req, res) => {
     const q = { ...parseSummaryQuery(req), tenantId: tenantOf(res) };
-    const closed = q.to <= Date.now() / 1000 - CLOSED_AFTER_SECONDS;
+    const closed = isClosed(q.to);
     const cacheKey = [q.tenantId, q.monitorId, q.interval, q.from, q.to].join('\u0000');
     const kept = closed ? deps.closed.get(cacheKey) : undefined;
     if (kept) {
