@@ -39,7 +39,7 @@ export const ERROR_CODES = {
   QUOTA_EXCEEDED: {
     status: 403,
     description:
-      'The tenant has as many monitors as its quota allows (`details.quota`); delete one, or ask the operator to raise it.',
+      'The tenant has as many monitors (or status pages) as its quota allows (`details.quota`); delete one, or ask the operator to raise it.',
   },
   ORIGIN_NOT_ALLOWED: {
     status: 403,
@@ -52,7 +52,17 @@ export const ERROR_CODES = {
   // 404
   NOT_FOUND: { status: 404, description: 'No such route.' },
   MONITOR_NOT_FOUND: { status: 404, description: 'No monitor with this id (never created, or deleted).' },
+  STATUS_PAGE_NOT_FOUND: {
+    status: 404,
+    description: 'No status page with this slug (never created, deleted, or of another tenant).',
+  },
   METHOD_NOT_ALLOWED: { status: 405, description: 'The route exists but not with this method; see `Allow`.' },
+  // 409
+  SLUG_TAKEN: {
+    status: 409,
+    description:
+      'A status page with this slug exists already (slugs are public paths, unique across tenants); choose another.',
+  },
   // 412
   PRECONDITION_FAILED: {
     status: 412,

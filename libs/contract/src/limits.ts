@@ -58,6 +58,22 @@ export const MONITOR_LIMITS = {
   maxPageSize: 1000,
 } as const;
 
+/** Status pages (docs/console.md). */
+export const STATUS_PAGE_LIMITS = {
+  maxSlugLength: 64,
+  maxTitleLength: 200,
+  maxDescriptionLength: 2000,
+  /** Monitors one page lists. */
+  maxMonitors: 50,
+  /** Status pages per tenant. */
+  maxPerTenant: 100,
+  /** Days of uptime bars. */
+  days: 90,
+} as const;
+
+/** A status page's slug: lower-case letters, digits and inner hyphens. */
+export const STATUS_PAGE_SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$';
+
 /** Methods a monitor may use. */
 export const MONITOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export type MonitorMethod = (typeof MONITOR_METHODS)[number];

@@ -1,5 +1,12 @@
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
-import { CHECK_STATUSES, LIMITS, MONITOR_LIMITS, WEBHOOK_DELIVERY_STATUSES } from './limits.js';
+import {
+  CHECK_STATUSES,
+  LIMITS,
+  MONITOR_LIMITS,
+  STATUS_PAGE_LIMITS,
+  STATUS_PAGE_SLUG_PATTERN,
+  WEBHOOK_DELIVERY_STATUSES,
+} from './limits.js';
 import {
   alertMessageSchema,
   checkSchema,
@@ -9,6 +16,10 @@ import {
   monitorIdSchema,
   monitorPatchSchema,
   monitorSchema,
+  publicStatusPageSchema,
+  statusPageCreateSchema,
+  statusPagePatchSchema,
+  statusPageSchema,
   telemetryEventSchema,
   webhookDeliveryMessageSchema,
   webhookDeliverySchema,
@@ -443,8 +454,168 @@ const monitorPaths: Json = {
   },
 };
 
+const slugPath: Json = {
+  name: 'slug',
+  in: 'path',
+  required: true,
+  description: "The status page's slug: its public path /status/{slug}.",
+  schema: { type: 'string', pattern: STATUS_PAGE_SLUG_PATTERN, maxLength: STATUS_PAGE_LIMITS.maxSlugLength },
+};
+
+const statusPageOk = (description: string): Json => ({
+  description,
+  content: { 'application/json': { schema: envelopeOf({ $ref: '#/components/schemas/StatusPage' }) } },
+});
+
+/** Status pages (docs/console.md) and the events overview of the console. */
+const consolePaths: Json = {
+  '/api/status-pages': {
+    get: {
+      operationId: 'listStatusPages',
+      summary: "The tenant's status pages, in slug order",
+      security: [{ apiKey: ['monitors:read'] }],
+      responses: {
+        '200': {
+          description: 'Every status page this key may see.',
+          content: {
+            'application/json': {
+              schema: envelopeOf({ type: 'array', items: { $ref: '#/components/schemas/StatusPage' } }),
+            },
+          },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', ...storeErrors]),
+      },
+    },
+    post: {
+      operationId: 'createStatusPage',
+      summary: 'Publish a status page at /status/{slug}',
+      description:
+        'Lists the chosen monitors of the tenant by name, with their status, 90 days of daily uptime and open incidents; anyone may read it without a key. Slugs are unique across tenants (409 SLUG_TAKEN). Every monitor id must be a current monitor of the tenant (400 VALIDATION_FAILED naming it).',
+      security: [{ apiKey: ['monitors:write'] }],
+      requestBody: jsonBody('StatusPageCreate'),
+      responses: {
+        '201': statusPageOk('Published; Location names it.'),
+        ...errors([
+          ...authErrors,
+          ...bodyErrors,
+          'INVALID_PARAMETER',
+          'SLUG_TAKEN',
+          'QUOTA_EXCEEDED',
+          'MONITOR_NOT_ALLOWED',
+          ...storeErrors,
+        ]),
+      },
+    },
+  },
+  '/api/status-pages/{slug}': {
+    get: {
+      operationId: 'getStatusPage',
+      summary: 'A status page of the tenant',
+      security: [{ apiKey: ['monitors:read'] }],
+      parameters: [slugPath],
+      responses: {
+        '200': statusPageOk('The status page.'),
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', ...storeErrors]),
+      },
+    },
+    patch: {
+      operationId: 'updateStatusPage',
+      summary: "Change a status page's title, description or monitors",
+      security: [{ apiKey: ['monitors:write'] }],
+      parameters: [slugPath],
+      requestBody: jsonBody('StatusPagePatch'),
+      responses: {
+        '200': statusPageOk('The changed status page.'),
+        ...errors([
+          ...authErrors,
+          ...bodyErrors,
+          'INVALID_PARAMETER',
+          'STATUS_PAGE_NOT_FOUND',
+          'MONITOR_NOT_ALLOWED',
+          ...storeErrors,
+        ]),
+      },
+    },
+    delete: {
+      operationId: 'deleteStatusPage',
+      summary: 'Take a status page down',
+      security: [{ apiKey: ['monitors:write'] }],
+      parameters: [slugPath],
+      responses: {
+        '200': { description: 'Deleted.', content: { 'application/json': { schema: envelopeOf({ type: 'null' }) } } },
+        ...errors([...authErrors, 'INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', 'MONITOR_NOT_ALLOWED', ...storeErrors]),
+      },
+    },
+  },
+  '/api/status/{slug}': {
+    get: {
+      operationId: 'getPublicStatusPage',
+      summary: 'A published status page, for anyone (no key)',
+      description:
+        'Names and statuses only: no monitor id, URL, header, status code or error. Computed at most once per STATUS_PAGE_CACHE_SECONDS per replica; Cache-Control lets browsers and proxies keep it as long.',
+      security: [],
+      parameters: [slugPath],
+      responses: {
+        '200': {
+          description: 'The page.',
+          headers: { 'Cache-Control': { description: '`public, max-age=N`.', schema: { type: 'string' } } },
+          content: { 'application/json': { schema: envelopeOf({ $ref: '#/components/schemas/PublicStatusPage' }) } },
+        },
+        ...errors(['INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', ...storeErrors]),
+      },
+    },
+  },
+  '/api/events/per-minute': {
+    get: {
+      operationId: 'eventsPerMinute',
+      summary: "Events per minute by source and category, from the tenant's rollup",
+      description:
+        'Over [from, to), rounded out to whole minutes; at most 24 hours; default the last hour. Minutes without events are left out.',
+      security: [{ apiKey: ['events:read'] }],
+      parameters: [timeParam('from', 'Start (inclusive).'), timeParam('to', 'End (exclusive); default now.')],
+      responses: {
+        '200': {
+          description: 'Counts per minute, source and category.',
+          content: {
+            'application/json': {
+              schema: envelopeOf({
+                type: 'object',
+                required: ['from', 'to', 'truncated', 'minutes'],
+                properties: {
+                  from: { type: 'string' },
+                  to: { type: 'string' },
+                  truncated: {
+                    type: 'boolean',
+                    description:
+                      'true: more than 50,000 rows (minute x source x category); the first 50,000 in time order are shown. Narrow the range.',
+                  },
+                  minutes: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      required: ['minute', 'source', 'category', 'events'],
+                      properties: {
+                        minute: { type: 'string' },
+                        source: { type: 'string' },
+                        category: { type: 'string' },
+                        events: { type: 'integer' },
+                      },
+                    },
+                  },
+                },
+              }),
+            },
+          },
+        },
+        ...errors([...authErrors, 'INVALID_PARAMETER', ...storeErrors]),
+      },
+    },
+  },
+};
+
 const queryPaths: Json = {
   ...monitorPaths,
+  ...consolePaths,
   '/api/monitors/{id}/checks': {
     get: {
       operationId: 'listChecks',
@@ -620,7 +791,7 @@ export function buildOpenApi(part: ApiPart = 'all', version = '0.1.0'): Json {
         apiKey: {
           type: 'http',
           scheme: 'bearer',
-          description: `API key (ak_…) with scopes: checks:read, monitors:read, monitors:write.`,
+          description: `API key (ak_…) with scopes: checks:read, monitors:read, monitors:write, events:read.`,
         },
       },
       schemas: {
@@ -631,6 +802,10 @@ export function buildOpenApi(part: ApiPart = 'all', version = '0.1.0'): Json {
         MonitorPatch: component(monitorPatchSchema),
         Monitor: component(monitorSchema),
         Incident: component(incidentSchema),
+        StatusPageCreate: component(statusPageCreateSchema),
+        StatusPagePatch: component(statusPagePatchSchema),
+        StatusPage: component(statusPageSchema),
+        PublicStatusPage: component(publicStatusPageSchema),
         AlertMessage: {
           ...component(alertMessageSchema),
           description:

@@ -9,6 +9,8 @@ import {
   MONITOR_METHODS,
   MONITOR_STATUSES,
   NAME_PATTERN,
+  STATUS_PAGE_LIMITS,
+  STATUS_PAGE_SLUG_PATTERN,
   WEBHOOK_DELIVERY_STATUSES,
 } from './limits.js';
 
@@ -360,6 +362,109 @@ export const webhookDeliverySchema = {
   },
 } as const;
 
+/** A status page's settings: what POST takes and PATCH changes (docs/console.md). */
+const statusPageSettings = {
+  title: { type: 'string', minLength: 1, maxLength: STATUS_PAGE_LIMITS.maxTitleLength, pattern: '\\S' },
+  description: { type: ['string', 'null'], maxLength: STATUS_PAGE_LIMITS.maxDescriptionLength },
+  monitor_ids: {
+    type: 'array',
+    minItems: 1,
+    maxItems: STATUS_PAGE_LIMITS.maxMonitors,
+    uniqueItems: true,
+    items: monitorId,
+  },
+} as const;
+
+/** A status page's slug: its public path, /status/{slug}. */
+export const statusPageSlug = {
+  type: 'string',
+  minLength: 1,
+  maxLength: STATUS_PAGE_LIMITS.maxSlugLength,
+  pattern: STATUS_PAGE_SLUG_PATTERN,
+} as const;
+
+/** Body of POST /api/status-pages. */
+export const statusPageCreateSchema = {
+  $id: 'StatusPageCreate',
+  type: 'object',
+  additionalProperties: false,
+  required: ['slug', 'title', 'monitor_ids'],
+  properties: { slug: statusPageSlug, ...statusPageSettings },
+} as const;
+
+/** Body of PATCH /api/status-pages/{slug}: any settings (the slug stays). */
+export const statusPagePatchSchema = {
+  $id: 'StatusPagePatch',
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: statusPageSettings,
+} as const;
+
+/** A status page as its owner reads it. */
+export const statusPageSchema = {
+  $id: 'StatusPage',
+  type: 'object',
+  additionalProperties: false,
+  required: ['slug', 'title', 'description', 'monitor_ids', 'created_at', 'updated_at'],
+  properties: { slug: statusPageSlug, ...statusPageSettings, created_at: isoSeconds, updated_at: isoSeconds },
+} as const;
+
+/** A status page as the public sees it: names and statuses, nothing else of a monitor. */
+export const publicStatusPageSchema = {
+  $id: 'PublicStatusPage',
+  type: 'object',
+  additionalProperties: false,
+  required: ['slug', 'title', 'description', 'status', 'generated_at', 'days', 'monitors', 'incidents'],
+  properties: {
+    slug: statusPageSlug,
+    title: statusPageSettings.title,
+    description: statusPageSettings.description,
+    /** up: every monitor up (or paused or pending); down: one or more down. */
+    status: { type: 'string', enum: ['up', 'down'] },
+    generated_at: isoSeconds,
+    /** The first day (UTC) of the uptime bars, and how many there are. */
+    days: { type: 'integer', minimum: 1 },
+    monitors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'status', 'uptime_percent', 'days'],
+        properties: {
+          name: statusPageSettings.title,
+          status: { type: 'string', enum: MONITOR_STATUSES },
+          /** Over the bars' days; null without checks. */
+          uptime_percent: { type: ['number', 'null'] },
+          /** One per day, oldest first. */
+          days: {
+            type: 'array',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['date', 'uptime_percent'],
+              properties: {
+                date: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
+                uptime_percent: { type: ['number', 'null'] },
+              },
+            },
+          },
+        },
+      },
+    },
+    /** Open incidents, newest first. */
+    incidents: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['monitor', 'started_at'],
+        properties: { monitor: statusPageSettings.title, started_at: isoSeconds },
+      },
+    },
+  },
+} as const;
+
 export const ALL_SCHEMAS = [
   telemetryEventSchema,
   ingestRequestSchema,
@@ -373,4 +478,8 @@ export const ALL_SCHEMAS = [
   incidentSchema,
   webhookDeliveryMessageSchema,
   webhookDeliverySchema,
+  statusPageCreateSchema,
+  statusPagePatchSchema,
+  statusPageSchema,
+  publicStatusPageSchema,
 ] as const;

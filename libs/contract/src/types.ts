@@ -91,6 +91,39 @@ export interface Monitor extends MonitorSettings {
   updated_at: string;
 }
 
+export interface StatusPageSettings {
+  title: string;
+  description: string | null;
+  monitor_ids: string[];
+}
+
+export type StatusPageCreate = Pick<StatusPageSettings, 'title' | 'monitor_ids'> &
+  Partial<StatusPageSettings> & { slug: string };
+export type StatusPagePatch = Partial<StatusPageSettings>;
+
+export interface StatusPage extends StatusPageSettings {
+  slug: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** GET /api/status/{slug}: what anyone may see. */
+export interface PublicStatusPage {
+  slug: string;
+  title: string;
+  description: string | null;
+  status: 'up' | 'down';
+  generated_at: string;
+  days: number;
+  monitors: {
+    name: string;
+    status: MonitorStatus;
+    uptime_percent: number | null;
+    days: { date: string; uptime_percent: number | null }[];
+  }[];
+  incidents: { monitor: string; started_at: string }[];
+}
+
 export interface AlertMessage {
   id: string;
   type: AlertType;

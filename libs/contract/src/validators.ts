@@ -11,6 +11,10 @@ import type {
   Monitor,
   MonitorCreate,
   MonitorPatch,
+  PublicStatusPage,
+  StatusPage,
+  StatusPageCreate,
+  StatusPagePatch,
   WebhookDelivery,
   WebhookDeliveryMessage,
 } from './types.js';
@@ -34,6 +38,10 @@ export interface Validators {
   incident: ValidateFunction<Incident>;
   webhookDeliveryMessage: ValidateFunction<WebhookDeliveryMessage>;
   webhookDelivery: ValidateFunction<WebhookDelivery>;
+  statusPageCreate: ValidateFunction<StatusPageCreate>;
+  statusPagePatch: ValidateFunction<StatusPagePatch>;
+  statusPage: ValidateFunction<StatusPage>;
+  publicStatusPage: ValidateFunction<PublicStatusPage>;
 }
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
@@ -57,6 +65,10 @@ export function createValidators(): Validators {
     incident: get<Incident>('Incident'),
     webhookDeliveryMessage: get<WebhookDeliveryMessage>('WebhookDeliveryMessage'),
     webhookDelivery: get<WebhookDelivery>('WebhookDelivery'),
+    statusPageCreate: get<StatusPageCreate>('StatusPageCreate'),
+    statusPagePatch: get<StatusPagePatch>('StatusPagePatch'),
+    statusPage: get<StatusPage>('StatusPage'),
+    publicStatusPage: get<PublicStatusPage>('PublicStatusPage'),
   };
 }
 

@@ -41,15 +41,22 @@ export function entityTags(header: string | undefined): '*' | string[] | undefin
 export function sendCacheable(req: Request, res: Response, body: unknown, cacheControl: string): void {
   const json = JSON.stringify(body);
   const etag = `"${createHash('sha1').update(json).digest('base64url')}"`;
-  res.setHeader('ETag', etag);
   res.setHeader('Cache-Control', cacheControl);
   res.setHeader('Vary', 'Authorization');
-  const tags = entityTags(req.get('if-none-match'));
-  if (tags === '*' || tags?.includes(etag)) {
-    res.status(304).end();
-    return;
-  }
+  if (answeredNotModified(req, res, etag)) return;
   res.type('application/json').send(json);
+}
+
+/**
+ * Sets `etag` and, when If-None-Match names it (or is `*`), answers 304 with no body and
+ * returns true (RFC 9110 13.1.2); otherwise the caller sends the body.
+ */
+export function answeredNotModified(req: Request, res: Response, etag: string): boolean {
+  res.setHeader('ETag', etag);
+  const tags = entityTags(req.get('if-none-match'));
+  if (tags !== '*' && !tags?.includes(etag)) return false;
+  res.status(304).end();
+  return true;
 }
 
 /** Express app with our defaults: no x-powered-by, no ETag, strict routing off. */

@@ -175,6 +175,14 @@ export function rowToCheck(r: CheckHistoryRow): Check {
   };
 }
 
+/**
+ * Uptime in percent, with three decimals, of `good` (up or degraded) checks out of `all`;
+ * null without checks. Summaries and status pages show it alike.
+ */
+export function uptimePercent(good: number, all: number): number | null {
+  return all === 0 ? null : Math.round((good / all) * 100_000) / 1000;
+}
+
 export interface SummaryQuery {
   tenantId: string;
   monitorId: string;

@@ -1,5 +1,5 @@
 import { DEFAULT_TENANT, isCanonicalEventMessage, type EventMessage, type Validators } from '@telemetry/contract';
-import type { Engine, MigrationsByVersion } from '@telemetry/platform';
+import { sqlIdentifier, sqlNumber, sqlString, type Engine, type MigrationsByVersion } from '@telemetry/platform';
 import { decodeTimed, MAX_TS, MIN_TS, toMillis, type Decoded } from './rows.js';
 
 /**
@@ -283,4 +283,32 @@ function eventRow(modern: boolean) {
       inserted_at: now,
     };
   };
+}
+
+/**
+ * Events per minute, source and category of `tenantId` over [from, to) (unix seconds),
+ * from the `events_per_minute` rollup: columns t (the minute), source, category, n.
+ */
+export function eventsPerMinuteSql(
+  database: string,
+  tenantId: string,
+  from: number,
+  to: number,
+  limit: number,
+): string {
+  return `SELECT toUInt32(minute) AS t, source, category, uniqExactMerge(events) AS n
+    FROM ${sqlIdentifier(database)}.events_per_minute
+    WHERE tenant_id = ${sqlString(tenantId)}
+      AND minute >= toDateTime(${sqlNumber(from)}) AND minute < toDateTime(${sqlNumber(to)})
+    GROUP BY t, source, category
+    ORDER BY t, source, category
+    LIMIT ${sqlNumber(limit)}`;
+}
+
+/** A row of eventsPerMinuteSql's result. */
+export interface EventsPerMinuteRow {
+  t: number | string;
+  source: string;
+  category: string;
+  n: number | string;
 }

@@ -9,6 +9,7 @@ export * from './monitors.js';
 export * from './provision.js';
 export * from './retention.js';
 export type { Decoded } from './rows.js';
+export * from './status-pages.js';
 export * from './tenants.js';
 export * from './webhook-deliveries.js';
 export * from './first-seen.js';

@@ -51,7 +51,7 @@ export const keysMigrations: MigrationsByVersion = {
 };
 
 /** API key scopes (docs/api.md). */
-export const SCOPES = ['checks:read', 'monitors:read', 'monitors:write'] as const;
+export const SCOPES = ['checks:read', 'monitors:read', 'monitors:write', 'events:read'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 const PREFIX: Record<KeyKind, string> = { telemetry: 'tk', api: 'ak' };

@@ -13,6 +13,7 @@ import { eventsMigrations } from './events.js';
 import { freshnessMigrations } from './freshness.js';
 import { keysMigrations } from './keys.js';
 import { monitorsMigrations } from './monitors.js';
+import { statusPagesMigrations } from './status-pages.js';
 import { tenantsMigrations } from './tenants.js';
 import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
 
@@ -36,6 +37,7 @@ const VERSIONS: Record<number, string> = {
   6: 'webhook delivery attempts; freshness',
   7: 'events keyed by what every copy shares (id_time); first-seen times; the modern shape on current ClickHouse',
   8: 'LowCardinality statuses of checks, alerts and webhook deliveries on current ClickHouse',
+  9: 'public status pages',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -47,6 +49,7 @@ const MODULES: readonly MigrationsByVersion[] = [
   alertsMigrations,
   webhookDeliveriesMigrations,
   freshnessMigrations,
+  statusPagesMigrations,
 ];
 
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({

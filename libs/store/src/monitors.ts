@@ -248,6 +248,20 @@ export function publicMonitor(m: StoredMonitor, activity: MonitorActivity = {}, 
   };
 }
 
+/**
+ * Versions of a registry's rows (ReplacingMergeTree(version)): microseconds of the clock,
+ * but always above the version a change was based on and above this process's last, so
+ * they grow even when replicas' clocks differ.
+ */
+export class RowVersions {
+  private last = 0;
+
+  next(after = 0): number {
+    this.last = Math.max(this.last + 1, Date.now() * 1000, after + 1);
+    return this.last;
+  }
+}
+
 /** Notice on the monitor-changes topic that a monitor changed; its key is the id. */
 export interface MonitorChange {
   id: string;
@@ -293,7 +307,7 @@ export interface ListOptions {
  */
 export class MonitorStore {
   private readonly table: string;
-  private lastVersion = 0;
+  private readonly versions = new RowVersions();
 
   constructor(
     private readonly client: ClickHouseClient,
@@ -420,8 +434,7 @@ export class MonitorStore {
 
   /** Microseconds since the epoch, above `after` and strictly increasing within this process. */
   private nextVersion(after: number): number {
-    this.lastVersion = Math.max(this.lastVersion + 1, Date.now() * 1000, after + 1);
-    return this.lastVersion;
+    return this.versions.next(after);
   }
 }
 
