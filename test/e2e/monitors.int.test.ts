@@ -107,6 +107,12 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     expect(got.status).to.equal(200);
     const { webhook_secret: _secret, ...shown } = m;
     expect(got.body.data).to.deep.equal(shown);
+    // The ETag is the version (for If-Match), not a cache validator: never a 304 with a stale status.
+    const again = await fetch(`${query.url}/api/monitors/${m.id}`, {
+      headers: { authorization: `Bearer ${readOnly}`, 'if-none-match': got.headers.get('etag') ?? '' },
+    });
+    expect(again.status).to.equal(200);
+    expect(again.headers.get('cache-control')).to.equal('no-store');
 
     const second = await create({ name: 'Registry test 2', url: target.url('/registry-2'), paused: true });
     const page1 = await api<Monitor[]>('GET', '/api/monitors?limit=1');

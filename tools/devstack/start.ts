@@ -7,7 +7,8 @@
  * first check, and prints commands to paste.
  * Ctrl-C stops everything in order (services first, then the servers).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -100,9 +101,11 @@ async function main(): Promise<void> {
       tenantId,
       kind: 'api',
       name: 'dev api key',
-      scopes: ['checks:read', 'monitors:read', 'monitors:write'],
+      scopes: ['checks:read', 'monitors:read', 'monitors:write', 'events:read'],
     });
     await admin.close();
+    // The console's TypeScript, which the query service serves (no-op when up to date).
+    await promisify(execFile)('npx', ['tsc', '-b', 'services/query-service/console'], { timeout: 180_000 });
 
     const ports = {
       gateway: await portOr(env.GATEWAY_PORT, 8080),
@@ -186,7 +189,9 @@ The stack is up (${stack.mode}: Kafka ${stack.kafkaBrokers}, ClickHouse ${stack.
 Send an event (development access key, shown once):
 curl -sS -X POST '${g}/api/telemetry/events' -H 'Content-Type: application/json' -H 'X-Access-Key: ${access.key}' -d '{"events":[{"source":"quickstart","category":"page_view","payload":{"path":"/"}}]}'
 
-Create a monitor (development API key with checks:read, monitors:read, monitors:write; shown once):
+Open the console: ${q}/ and sign in with the development API key (checks:read, monitors:read, monitors:write, events:read; shown once): ${api.key}
+
+Create a monitor with that key:
 curl -sS -X POST '${q}/api/monitors' -H 'Authorization: Bearer ${api.key}' -H 'Content-Type: application/json' -d '{"name":"My gateway","url":"${g}/readyz","interval_seconds":10}'
 
 Read a monitor's check history (this is the demo monitor; use your monitor's "id" a minute later):

@@ -9,11 +9,19 @@ import {
   type EgressPolicy,
   type Logger,
   type Slots,
+  type Snapshot,
   beginApp,
   ByteLru,
   endApp,
 } from '@telemetry/platform';
-import { type KeyStore, type MonitorStore, type Scope, type VerifiedKey } from '@telemetry/store';
+import {
+  type KeyStore,
+  type MonitorStore,
+  type Scope,
+  type StatusPageStore,
+  type StoredStatusPage,
+  type VerifiedKey,
+} from '@telemetry/store';
 import type { CheckTail } from './check-tail.js';
 import { checksRoute } from './checks.route.js';
 import { incidentsRoute } from './incidents.route.js';
@@ -22,7 +30,11 @@ import { requireMonitor, type MonitorDirectory } from './monitor-directory.js';
 import { monitorRoutes, type ChangeNotifier } from './monitors.route.js';
 import { exportRoute } from './export.route.js';
 import { summaryRoute } from './summary.route.js';
+import { consoleRoutes, type loadConsoleAssets } from './console.route.js';
+import { eventsPerMinuteRoute } from './events.route.js';
+import { statusPageRoutes } from './status-pages.route.js';
 import { monitorQuotaOf, type QueryConfig } from './config.js';
+import type { ReadDeps } from './params.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -37,6 +49,11 @@ export interface QueryDeps {
   /** The hot tail, when TAIL_CHECKS_PER_MONITOR is not 0. */
   tail: CheckTail | undefined;
   monitors: MonitorStore;
+  statusPages: StatusPageStore;
+  /** Every current status page by slug (the public route reads only this). */
+  statusPageDirectory: Snapshot<Map<string, StoredStatusPage>>;
+  /** The console's files (console.route.ts). */
+  consoleAssets: ReturnType<typeof loadConsoleAssets>;
   directory: MonitorDirectory;
   notifier: ChangeNotifier;
   /** Refuses monitor and webhook URLs that are denied IP literals. */
@@ -53,19 +70,26 @@ export function createQueryApp(deps: QueryDeps): Express {
     registry: deps.registry,
     openapi: buildOpenApi('query'),
   });
-  // No CORS headers: this API is for servers and scripts holding an API key, not for browsers.
+  // No CORS headers: this API is for servers and scripts holding an API key, and for the
+  // console, which is served from this same origin.
+  consoleRoutes(app, deps.consoleAssets);
   const known = requireMonitor(deps.directory, deps.logger);
+  // What every read route needs, and the registry's two scopes.
+  const read: ReadDeps = {
+    reader: deps.reader,
+    database: deps.config.clickhouseDatabase,
+    logger: deps.logger,
+    queryTimeoutMs: deps.config.queryTimeoutMs,
+  };
+  const registryAuth = { read: bearer(deps.keys, 'monitors:read'), write: bearer(deps.keys, 'monitors:write') };
   monitorRoutes(app, {
     store: deps.monitors,
     directory: deps.directory,
     notifier: deps.notifier,
     policy: deps.policy,
     validators: deps.validators,
-    reader: deps.reader,
-    database: deps.config.clickhouseDatabase,
-    logger: deps.logger,
-    queryTimeoutMs: deps.config.queryTimeoutMs,
-    auth: { read: bearer(deps.keys, 'monitors:read'), write: bearer(deps.keys, 'monitors:write') },
+    ...read,
+    auth: registryAuth,
     known,
     quotaOf: monitorQuotaOf(deps.config),
     minIntervalSeconds: deps.config.minIntervalSeconds,
@@ -75,10 +99,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     bearer(deps.keys, 'monitors:read'),
     ...incidentsRoute({
       known,
-      reader: deps.reader,
-      database: deps.config.clickhouseDatabase,
-      logger: deps.logger,
-      queryTimeoutMs: deps.config.queryTimeoutMs,
+      ...read,
     }),
   );
   app.get(
@@ -86,10 +107,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     bearer(deps.keys, 'monitors:read'),
     ...webhookDeliveriesRoute({
       known,
-      reader: deps.reader,
-      database: deps.config.clickhouseDatabase,
-      logger: deps.logger,
-      queryTimeoutMs: deps.config.queryTimeoutMs,
+      ...read,
     }),
   );
   app.get(
@@ -112,10 +130,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     known,
     summaryRoute({
       closed: new ByteLru(deps.config.summaryCacheBytes),
-      reader: deps.reader,
-      database: deps.config.clickhouseDatabase,
-      logger: deps.logger,
-      queryTimeoutMs: deps.config.queryTimeoutMs,
+      ...read,
     }),
   );
   app.get(
@@ -133,7 +148,25 @@ export function createQueryApp(deps: QueryDeps): Express {
       stallTimeoutMs: deps.config.exportStallTimeoutMs,
     }),
   );
+  statusPageRoutes(app, {
+    store: deps.statusPages,
+    directory: deps.statusPageDirectory,
+    monitors: deps.monitors,
+    validators: deps.validators,
+    ...read,
+    auth: registryAuth,
+    cacheSeconds: deps.config.statusPageCacheSeconds,
+  });
+  app.get(
+    '/api/events/per-minute',
+    bearer(deps.keys, 'events:read'),
+    eventsPerMinuteRoute({
+      ...read,
+    }),
+  );
   for (const path of [
+    '/api/status/:slug',
+    '/api/events/per-minute',
     '/api/monitors/:id/checks',
     '/api/monitors/:id/checks/summary',
     '/api/monitors/:id/checks/export',
@@ -143,6 +176,8 @@ export function createQueryApp(deps: QueryDeps): Express {
     methodNotAllowed(app, path, ['GET', 'HEAD']);
   }
   methodNotAllowed(app, '/api/monitors', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/status-pages', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/status-pages/:slug', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id/webhook-secret', ['POST']);
   return endApp(app, deps.logger);

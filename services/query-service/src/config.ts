@@ -86,6 +86,20 @@ export const querySpec = {
     1,
     86_400,
   ),
+  statusPageCacheSeconds: v.int(
+    'STATUS_PAGE_CACHE_SECONDS',
+    30,
+    'a public status page is computed at most this often per replica, and browsers and proxies may keep it this long',
+    1,
+    3600,
+  ),
+  statusPagesRefreshMs: v.int(
+    'STATUS_PAGES_REFRESH_MS',
+    10_000,
+    'how often the slugs of public status pages are reloaded; a page created or deleted on another replica shows after this',
+    500,
+    600_000,
+  ),
   ...httpSpec(8082),
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),
   maxQueriesInFlight: v.int(

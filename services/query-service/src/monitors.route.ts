@@ -19,16 +19,11 @@ import {
   nextLink,
   readJsonBody,
   rejectUnknown,
-  StoreUnavailableError,
-  type ClickHouseReader,
   type EgressPolicy,
-  type Logger,
 } from '@telemetry/platform';
 import {
   createSettings,
   deniedTargets,
-  lastAlertsSql,
-  lastChecksSql,
   tenantMonitorCountSql,
   monitorProblems,
   newMonitorId,
@@ -42,24 +37,21 @@ import {
   type StoredMonitor,
   type VerifiedKey,
 } from '@telemetry/store';
+import { monitorActivity } from './monitor-activity.js';
 import type { MonitorDirectory } from './monitor-directory.js';
-import { MONITOR_ID, monitorIdOf, tenantOf } from './params.js';
+import { MONITOR_ID, monitorIdOf, storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
 
 /** Where registry changes are announced to the check runners. */
 export interface ChangeNotifier {
   notify(change: MonitorChange): Promise<void>;
 }
 
-export interface MonitorRoutesDeps {
+export interface MonitorRoutesDeps extends ReadDeps {
   store: MonitorStore;
   directory: MonitorDirectory;
   notifier: ChangeNotifier;
   policy: EgressPolicy;
   validators: Validators;
-  reader: ClickHouseReader;
-  database: string;
-  logger: Logger;
-  queryTimeoutMs: number;
   /** Middleware checking the bearer API key for a scope. */
   auth: { read: RequestHandler; write: RequestHandler };
   /** Middleware answering 404 for a monitor id outside the key's tenant (and 403 outside its list). */
@@ -125,14 +117,8 @@ function nowIso(): string {
 
 /** The registry's routes: /api/monitors and /api/monitors/{id}. */
 export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
-  const storeCall = async <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (err) {
-      deps.logger.warn(`${what} failed`, { request_id: req.id, err: String(err) });
-      throw new StoreUnavailableError();
-    }
-  };
+  const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
+    storeCallOf(deps.logger, req, what, fn);
 
   const announce = async (req: Request, change: MonitorChange): Promise<void> => {
     try {
@@ -145,23 +131,10 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
   };
 
   /** What the checks and alerts of these monitors say: their status in the API. */
-  const activity = async (req: Request, tenantId: string, ids: string[]): Promise<Map<string, MonitorActivity>> => {
-    const out = new Map<string, MonitorActivity>(ids.map((id) => [id, {}]));
-    if (ids.length === 0) return out;
-    const signal = AbortSignal.timeout(deps.queryTimeoutMs);
-    const [alerts, checks] = await storeCall(req, 'monitor status', () =>
-      Promise.all([
-        deps.reader.query<{ monitor_id: string; t: string }>(lastAlertsSql(deps.database, ids, tenantId), signal),
-        deps.reader.query<{ monitor_id: string; t: number | string }>(
-          lastChecksSql(deps.database, tenantId, ids),
-          signal,
-        ),
-      ]),
+  const activity = (req: Request, tenantId: string, ids: string[]): Promise<Map<string, MonitorActivity>> =>
+    storeCall(req, 'monitor status', () =>
+      monitorActivity(deps.reader, deps.database, tenantId, ids, AbortSignal.timeout(deps.queryTimeoutMs)),
     );
-    for (const r of alerts.data) out.get(r.monitor_id)!.lastAlert = r.t;
-    for (const r of checks.data) out.get(r.monitor_id)!.lastCheckAt = toIsoSeconds(Number(r.t));
-    return out;
-  };
   const shown = async (req: Request, res: Response, m: StoredMonitor, withSecret = false) => {
     res.setHeader('ETag', etagOf(m.version));
     return publicMonitor(m, (await activity(req, m.tenant_id, [m.id])).get(m.id), withSecret);
@@ -256,7 +229,13 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
 
   app.get('/api/monitors/:id', deps.auth.read, deps.known, async (req, res) => {
     rejectUnknown(req, new Set());
-    res.json(ok(await shown(req, res, await load(req, res))));
+    const body = JSON.stringify(ok(await shown(req, res, await load(req, res))));
+    // NOTE: the ETag is the monitor's version, for If-Match. It is no cache validator: the
+    // status and last check change without it. res.json would answer a matching
+    // If-None-Match with 304 (Express's freshness check) and a browser would show a stale
+    // status; res.end skips that check.
+    res.setHeader('Cache-Control', 'no-store');
+    res.type('application/json').end(body);
   });
 
   app.patch('/api/monitors/:id', deps.auth.write, deps.known, async (req, res) => {

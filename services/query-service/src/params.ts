@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { VerifiedKey } from '@telemetry/store';
 import { CHECK_STATUSES, ID_PATTERN, LIMITS, TIME_PARAM_PATTERN } from '@telemetry/contract';
-import { bad, single, type ClickHouseReader, type Logger } from '@telemetry/platform';
+import { bad, single, StoreUnavailableError, type ClickHouseReader, type Logger } from '@telemetry/platform';
 
 /** Parameters of the monitor routes: every rule answers 400 INVALID_PARAMETER. */
 
@@ -83,3 +83,13 @@ export function isClosed(to: number | undefined, nowSeconds = Date.now() / 1000)
 export const CLOSED_AFTER_SECONDS = 3600;
 /** How long a closed range may be kept by the client. */
 export const CLOSED_MAX_AGE_SECONDS = 86_400;
+
+/** Runs a ClickHouse call of a request: a failure is logged and answered 503 STORE_UNAVAILABLE. */
+export async function storeCall<T>(logger: Logger, req: Request, what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    logger.warn(`${what} failed`, { request_id: req.id, err: String(err) });
+    throw new StoreUnavailableError();
+  }
+}

@@ -10,6 +10,7 @@ import {
   SecretBox,
   ServiceRunner,
   Slots,
+  Snapshot,
   TopicReader,
   type Logger,
 } from '@telemetry/platform';
@@ -23,9 +24,12 @@ import {
   monitorPartition,
   MonitorStore,
   registryDatabase,
+  StatusPageStore,
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { CheckTail } from './check-tail.js';
+import { loadConsoleAssets } from './console.route.js';
+import { statusPageDirectory } from './status-pages.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
 import type { QueryConfig } from './config.js';
 
@@ -95,8 +99,22 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   // Monitor and webhook URLs that are IP literals the runners would refuse, or our own
   // Kafka and ClickHouse, are refused at once (the runners judge names when they connect).
   const policy = await egressPolicyFor(config);
+  const statusPages = new StatusPageStore(registryCh.client, config.clickhouseDatabase);
+  const statusDirectory = new Snapshot({
+    name: 'status-pages',
+    load: statusPageDirectory(statusPages),
+    intervalMs: config.statusPagesRefreshMs,
+    logger,
+    failureMessage: 'status pages not reloaded; the last copy stays',
+    // Public pages answer 503 until the first load; nothing else waits for it.
+    requireFirstLoad: false,
+    essential: false,
+  });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
+    statusPages,
+    statusPageDirectory: statusDirectory,
+    consoleAssets: loadConsoleAssets(logger),
     policy,
     config,
     logger,
@@ -115,9 +133,9 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> change
-  // notices -> directory -> the tail's topic reader -> the tail -> reader sockets ->
+  // notices -> status pages -> directory -> the tail's topic reader -> the tail -> reader sockets ->
   // ClickHouse clients.
-  runner.use(ch, registryCh, exports, reader, ...tail, directory, changes, keys, http);
+  runner.use(ch, registryCh, exports, reader, ...tail, directory, statusDirectory, changes, keys, http);
   await runner.start();
   // Monitors copied by migration 4 (plain secrets) or sealed with a retired key are
   // sealed anew with the ring's first key; then the older rows are merged away.

@@ -5,6 +5,7 @@ import {
   incidentSpansSql,
   slaOf,
   summarySql,
+  uptimePercent,
   type IncidentSpanRow,
   type SummaryCountRow,
   type SummaryQuantileRow,
@@ -51,7 +52,7 @@ function stats(counts: Record<string, number>, q: number[] | undefined): Stats {
     s.checks += s[status];
   }
   if (s.checks > 0) {
-    s.uptime_percent = Math.round(((s.up + s.degraded) / s.checks) * 100_000) / 1000;
+    s.uptime_percent = uptimePercent(s.up + s.degraded, s.checks);
     if (q && q.length === 3) s.response_time = { p50: q[0]!, p95: q[1]!, p99: q[2]! };
   }
   return s;

@@ -1,0 +1,70 @@
+/** A few DOM helpers: the console needs no framework. */
+
+type Child = Node | string | number | null | undefined | false;
+type Attrs = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>;
+
+/** An element with attributes (on* are listeners; false or null leave one out) and children. */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === false || v === null || v === undefined) continue;
+    if (typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(typeof c === 'string' || typeof c === 'number' ? String(c) : c);
+  }
+  return el;
+}
+
+/** Replaces what `el` holds. */
+export function show(el: Element, ...children: (Child | Child[])[]): void {
+  el.replaceChildren();
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(typeof c === 'string' || typeof c === 'number' ? String(c) : c);
+  }
+}
+
+const LOCAL = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+/** A time in the viewer's zone, with UTC on hover. */
+export function time(iso: string | null): HTMLElement | string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return h('time', { datetime: iso, title: `${iso.replace('T', ' ').replace('Z', '')} UTC` }, LOCAL.format(d));
+}
+
+export function loading(what = 'Loading…'): HTMLElement {
+  return h('p', { class: 'loading', role: 'status' }, what);
+}
+
+/** An error the user can read, with what to do next. */
+export function failure(err: unknown, retry?: () => void): HTMLElement {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: string }).code;
+  return h(
+    'div',
+    { class: 'error', role: 'alert' },
+    h('p', {}, h('strong', {}, 'Something went wrong: '), message, code ? ` (${code})` : ''),
+    retry ? h('button', { type: 'button', onclick: retry }, 'Try again') : null,
+  );
+}
+
+export function statusBadge(status: string): HTMLElement {
+  return h('span', { class: `badge ${status}` }, status);
+}
+
+export function percent(p: number | null | undefined): string {
+  return p === null || p === undefined ? '—' : `${p.toFixed(p === 100 ? 0 : 2)}%`;
+}
+
+/** A wide table in a region the keyboard can scroll (narrow screens). */
+export function scroller(label: string, table: HTMLElement): HTMLElement {
+  return h('div', { class: 'scroll', role: 'region', 'aria-label': label, tabindex: 0 }, table);
+}

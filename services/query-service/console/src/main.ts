@@ -1,0 +1,117 @@
+import { ApiError, get, session } from './api.js';
+import { h, show } from './dom.js';
+import { eventsOverview } from './events.js';
+import { monitorForm } from './monitor-form.js';
+import { monitorList, monitorPage } from './monitors.js';
+import { statusPagesView } from './status-pages.js';
+
+const main = document.getElementById('main')!;
+const nav = document.getElementById('nav')!;
+let leave: (() => void) | undefined;
+
+function navigate(hash: string): void {
+  if (location.hash === hash) void route();
+  else location.hash = hash;
+}
+
+function signIn(message?: string): void {
+  show(nav);
+  const error = h('p', { class: 'field-error', id: 'key-error', role: 'alert' }, message ?? '');
+  const input = h('input', {
+    id: 'api-key',
+    name: 'key',
+    type: 'password',
+    autocomplete: 'off',
+    required: true,
+    'aria-describedby': 'key-help key-error',
+  });
+  const form = h(
+    'form',
+    { class: 'sign-in' },
+    h('h1', {}, 'Sign in'),
+    h('label', { for: 'api-key' }, 'API key'),
+    input,
+    h(
+      'p',
+      { id: 'key-help', class: 'muted' },
+      'Use an API key (ak_…) with the monitors:read, monitors:write, checks:read and events:read scopes. ',
+      'It is kept in this tab’s sessionStorage only: it is gone when you close the tab or sign out, and never sent anywhere but this server.',
+    ),
+    error,
+    h('button', { type: 'submit', class: 'primary' }, 'Sign in'),
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const key = input.value.trim();
+    session.signIn(key);
+    // One read proves the key before the console opens.
+    get('/api/monitors?limit=1').then(
+      () => navigate('#/'),
+      (err: unknown) => {
+        session.signOut();
+        error.textContent =
+          err instanceof ApiError && err.status === 401
+            ? 'This key was not accepted: it is unknown, revoked or expired.'
+            : err instanceof Error
+              ? err.message
+              : String(err);
+        input.focus();
+      },
+    );
+  });
+  show(main, form);
+  input.focus();
+}
+
+function navigation(): void {
+  const here = location.hash || '#/';
+  const link = (href: string, label: string, active: boolean): HTMLElement =>
+    h('a', { href, 'aria-current': active ? 'page' : false }, label);
+  show(
+    nav,
+    link('#/', 'Monitors', here === '#/' || here.startsWith('#/monitors')),
+    link('#/events', 'Events', here.startsWith('#/events')),
+    link('#/status-pages', 'Status pages', here.startsWith('#/status-pages')),
+    h(
+      'button',
+      {
+        type: 'button',
+        id: 'sign-out',
+        onclick: () => {
+          session.signOut();
+          navigate('#/sign-in');
+        },
+      },
+      'Sign out',
+    ),
+  );
+}
+
+async function route(): Promise<void> {
+  leave?.();
+  leave = undefined;
+  const hash = location.hash || '#/';
+  if (!session.key() || hash === '#/sign-in') {
+    signIn();
+    return;
+  }
+  navigation();
+  main.focus({ preventScroll: true });
+  const parts = hash.slice(2).split('/');
+  try {
+    if (parts[0] === 'monitors' && parts[1] === 'new') await monitorForm(main, undefined, navigate);
+    else if (parts[0] === 'monitors' && parts[1] && parts[2] === 'edit') await monitorForm(main, parts[1], navigate);
+    else if (parts[0] === 'monitors' && parts[1]) leave = await monitorPage(main, parts[1], navigate);
+    else if (parts[0] === 'events') await eventsOverview(main);
+    else if (parts[0] === 'status-pages') await statusPagesView(main);
+    else await monitorList(main);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      session.signOut();
+      signIn('Your key is no longer accepted; sign in again.');
+    } else throw err;
+  }
+}
+
+window.addEventListener('hashchange', () => void route());
+void route();

@@ -1,0 +1,199 @@
+import type { Monitor, PublicStatusPage, StatusPage } from '@telemetry/contract';
+import { ApiError, call, get } from './api.js';
+import { failure, h, loading, percent, show, statusBadge, time } from './dom.js';
+
+/** The owner's status pages: list, create, delete. */
+export async function statusPagesView(main: HTMLElement): Promise<void> {
+  show(main, h('h1', {}, 'Status pages'), loading());
+  let pages: StatusPage[];
+  let monitors: Monitor[];
+  try {
+    [pages, monitors] = await Promise.all([
+      get<StatusPage[]>('/api/status-pages'),
+      get<Monitor[]>('/api/monitors?limit=1000'),
+    ]);
+  } catch (err) {
+    show(
+      main,
+      h('h1', {}, 'Status pages'),
+      failure(err, () => void statusPagesView(main)),
+    );
+    return;
+  }
+  const names = new Map(monitors.map((m) => [m.id, m.name]));
+  const errors = h('div', { role: 'alert', id: 'page-form-error' });
+  const fieldError = (name: string): HTMLElement => h('span', { id: `e-${name}`, class: 'field-error' });
+  const form = h(
+    'form',
+    { novalidate: true, class: 'page-form' },
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'p-slug' }, 'Slug (the page is /status/slug)'),
+      h('input', { id: 'p-slug', name: 'slug', required: true, 'aria-describedby': 'e-slug' }),
+      fieldError('slug'),
+    ),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'p-title' }, 'Title'),
+      h('input', { id: 'p-title', name: 'title', required: true, 'aria-describedby': 'e-title' }),
+      fieldError('title'),
+    ),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'p-description' }, 'Description'),
+      h('textarea', { id: 'p-description', name: 'description', rows: 2 }),
+    ),
+    h(
+      'fieldset',
+      { 'aria-describedby': 'e-monitor_ids' },
+      h('legend', {}, 'Monitors shown (names and status only: never URLs, headers or errors)'),
+      monitors.map((m) =>
+        h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'monitor_ids', value: m.id }), ' ', m.name),
+      ),
+      fieldError('monitor_ids'),
+    ),
+    errors,
+    h('button', { type: 'submit', class: 'primary' }, 'Publish page'),
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const data = new FormData(form);
+    const text = (name: string): string => {
+      const v = data.get(name);
+      return typeof v === 'string' ? v.trim() : '';
+    };
+    const description = text('description');
+    const body = {
+      slug: text('slug'),
+      title: text('title'),
+      ...(description ? { description } : {}),
+      monitor_ids: data.getAll('monitor_ids').map(String),
+    };
+    call<StatusPage>('POST', '/api/status-pages', body).then(
+      () => void statusPagesView(main),
+      (err: unknown) => {
+        const problems = err instanceof ApiError ? err.problems : [];
+        for (const name of ['slug', 'title', 'monitor_ids']) {
+          const mine = problems.filter((p) => p.path.split('/')[1] === name).map((p) => p.message);
+          if (name === 'slug' && err instanceof ApiError && err.code === 'SLUG_TAKEN') mine.push(err.message);
+          form.querySelector(`#e-${name}`)!.textContent = mine.join('; ');
+        }
+        show(errors, failure(err));
+      },
+    );
+  });
+  const remove = (p: StatusPage): void => {
+    if (!confirm(`Delete the status page /status/${p.slug}?`)) return;
+    call('DELETE', `/api/status-pages/${p.slug}`).then(
+      () => void statusPagesView(main),
+      (err: unknown) => show(errors, failure(err)),
+    );
+  };
+  show(
+    main,
+    h('h1', {}, 'Status pages'),
+    pages.length === 0
+      ? h('p', { class: 'empty' }, 'No status pages yet.')
+      : h(
+          'ul',
+          { class: 'pages' },
+          pages.map((p) =>
+            h(
+              'li',
+              { 'data-slug': p.slug },
+              h('a', { href: `/status/${p.slug}` }, p.title),
+              ` (/status/${p.slug}) · `,
+              p.monitor_ids.map((id) => names.get(id) ?? id).join(', '),
+              ' · updated ',
+              time(p.updated_at),
+              ' ',
+              h('button', { type: 'button', class: 'danger', onclick: () => remove(p) }, `Delete ${p.slug}`),
+            ),
+          ),
+        ),
+    h('h2', {}, 'New status page'),
+    monitors.length === 0 ? h('p', {}, 'Create a monitor first.') : form,
+  );
+}
+
+/** The public page at /status/{slug}: no key, names and statuses only. */
+export async function publicStatusPage(main: HTMLElement, slug: string): Promise<void> {
+  let page: PublicStatusPage;
+  try {
+    page = (await call<PublicStatusPage>('GET', `/api/status/${encodeURIComponent(slug)}`, undefined, false)).data;
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'STATUS_PAGE_NOT_FOUND') {
+      show(main, h('h1', {}, 'No such status page'), h('p', {}, 'Check the address, or ask whoever gave it to you.'));
+    } else {
+      show(
+        main,
+        h('h1', {}, 'Status'),
+        failure(err, () => void publicStatusPage(main, slug)),
+      );
+    }
+    return;
+  }
+  document.title = `${page.title} status`;
+  show(
+    main,
+    h('h1', {}, page.title),
+    page.description ? h('p', {}, page.description) : null,
+    h(
+      'p',
+      { class: `banner ${page.status}`, role: 'status' },
+      page.status === 'up' ? 'All systems operational' : 'Some systems are down',
+    ),
+    page.incidents.length
+      ? h(
+          'section',
+          { 'aria-labelledby': 'h-open' },
+          h('h2', { id: 'h-open' }, 'Open incidents'),
+          h(
+            'ul',
+            {},
+            page.incidents.map((i) => h('li', {}, `${i.monitor} is down since `, time(i.started_at))),
+          ),
+        )
+      : null,
+    h(
+      'section',
+      { 'aria-labelledby': 'h-monitors' },
+      h('h2', { id: 'h-monitors' }, `Uptime over ${page.days} days`),
+      page.monitors.map((m) =>
+        h(
+          'article',
+          { class: 'status-monitor' },
+          h(
+            'h3',
+            {},
+            m.name,
+            ' ',
+            statusBadge(m.status),
+            h('span', { class: 'muted' }, ` ${percent(m.uptime_percent)} uptime`),
+          ),
+          h(
+            'ol',
+            { class: 'bars days', 'aria-label': `${m.name}: daily uptime, oldest first` },
+            m.days.map((d) =>
+              h('li', {
+                class:
+                  d.uptime_percent === null
+                    ? 'none'
+                    : d.uptime_percent >= 99.9
+                      ? 'up'
+                      : d.uptime_percent >= 95
+                        ? 'partial'
+                        : 'down',
+                title: `${d.date}: ${d.uptime_percent === null ? 'no data' : percent(d.uptime_percent)}`,
+              }),
+            ),
+          ),
+        ),
+      ),
+    ),
+    h('p', { class: 'muted' }, 'Updated ', time(page.generated_at), '.'),
+  );
+}

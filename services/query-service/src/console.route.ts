@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Express, Request, Response } from 'express';
+import { answeredNotModified, methodNotAllowed, type Logger } from '@telemetry/platform';
+
+/**
+ * The web console (docs/console.md): static files we build and serve ourselves, from the
+ * same origin as the API, so that it runs where the service runs, without internet.
+ * `console/static` holds the pages and styles, `console/dist` the compiled TypeScript
+ * (`npm run build`), and uPlot comes from its npm package.
+ */
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+
+/**
+ * Only our own files, no inline script or style, no frames: a page that showed a
+ * monitor's name could otherwise run what someone typed into it.
+ */
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+function asset(file: string): Asset {
+  const body = readFileSync(file);
+  return {
+    body,
+    type: TYPES[extname(file)] ?? 'application/octet-stream',
+    etag: `"${createHash('sha1').update(body).digest('base64url')}"`,
+  };
+}
+
+/** The console's files by URL path, read once at start (they are small). */
+export function loadConsoleAssets(logger: Logger): Map<string, Asset> {
+  const root = fileURLToPath(new URL('../console/', import.meta.url));
+  const out = new Map<string, Asset>();
+  const add = (dir: string, pattern: RegExp): void => {
+    if (!existsSync(dir)) return;
+    for (const name of readdirSync(dir)) if (pattern.test(name)) out.set(`/console/${name}`, asset(join(dir, name)));
+  };
+  add(join(root, 'static'), /\.(css|svg|html)$/);
+  add(join(root, 'dist'), /\.js$/);
+  const uplot = dirname(createRequire(import.meta.url).resolve('uplot'));
+  out.set('/console/vendor/uPlot.iife.min.js', asset(join(uplot, 'uPlot.iife.min.js')));
+  out.set('/console/vendor/uPlot.min.css', asset(join(uplot, 'uPlot.min.css')));
+  if (!out.has('/console/main.js')) {
+    logger.warn('the console is not built: / answers 404 until it is', { hint: 'npm run build' });
+  }
+  return out;
+}
+
+function send(req: Request, res: Response, a: Asset): void {
+  res.setHeader('Content-Type', a.type);
+  // Revalidated on every load (a 304 while unchanged): a new release shows at once.
+  res.setHeader('Cache-Control', 'no-cache');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Security-Policy', CSP);
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  if (!answeredNotModified(req, res, a.etag)) res.send(a.body);
+}
+
+/** GET / (the console), /status/{slug} (a public status page) and /console/* (their files). */
+export function consoleRoutes(app: Express, assets: Map<string, Asset>): void {
+  const page =
+    (path: string) =>
+    (req: Request, res: Response, next: () => void): void => {
+      const a = assets.get(path);
+      if (a && assets.has('/console/main.js')) send(req, res, a);
+      else next();
+    };
+  app.get('/', page('/console/index.html'));
+  app.get('/status/:slug', page('/console/status.html'));
+  app.get('/console/*file', (req, res, next) => {
+    const a = assets.get(req.path);
+    if (a) send(req, res, a);
+    else next();
+  });
+  methodNotAllowed(app, '/', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/status/:slug', ['GET', 'HEAD']);
+}

@@ -1,0 +1,300 @@
+import type { Express, Request, RequestHandler, Response } from 'express';
+import {
+  describeErrors,
+  ok,
+  STATUS_PAGE_LIMITS,
+  STATUS_PAGE_SLUG_PATTERN,
+  toIsoSeconds,
+  type PublicStatusPage,
+  type StatusPageSettings,
+  type Validators,
+} from '@telemetry/contract';
+import {
+  AppError,
+  KeyedQueue,
+  readJsonBody,
+  rejectUnknown,
+  StoreUnavailableError,
+  type Snapshot,
+} from '@telemetry/platform';
+import {
+  dailyCountsSql,
+  monitorStatus,
+  openIncidentsSql,
+  publicStatusPageOf,
+  type DailyCountRow,
+  type MonitorStore,
+  type OpenIncidentRow,
+  type StatusPageStore,
+  type StoredStatusPage,
+  type VerifiedKey,
+  uptimePercent,
+} from '@telemetry/store';
+import { monitorActivity } from './monitor-activity.js';
+import { storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
+
+export interface StatusPageRoutesDeps extends ReadDeps {
+  store: StatusPageStore;
+  /** Every tenant's current pages by slug, reloaded on a timer (the public routes read only this). */
+  directory: Snapshot<Map<string, StoredStatusPage>>;
+  monitors: MonitorStore;
+  validators: Validators;
+  auth: { read: RequestHandler; write: RequestHandler };
+  /** How long a public page is answered from memory (and may be kept by browsers and proxies). */
+  cacheSeconds: number;
+}
+
+const SLUG = new RegExp(STATUS_PAGE_SLUG_PATTERN);
+const DAY = 86_400;
+
+function slugOf(req: Request): string {
+  const slug = String(req.params.slug);
+  if (slug.length > STATUS_PAGE_LIMITS.maxSlugLength || !SLUG.test(slug)) {
+    throw new AppError('STATUS_PAGE_NOT_FOUND', 'there is no such status page');
+  }
+  return slug;
+}
+
+function keyOf(res: Response): VerifiedKey {
+  return res.locals.key as VerifiedKey;
+}
+
+function invalid(problems: { path: string; message: string }[]): AppError {
+  return new AppError(
+    'VALIDATION_FAILED',
+    `the status page is not valid: ${problems[0]?.path} ${problems[0]?.message}`,
+    { problems },
+  );
+}
+
+function nowIso(): string {
+  return toIsoSeconds(Math.floor(Date.now() / 1000));
+}
+
+/** A key limited to some monitors sees only pages of those monitors, and changes none. */
+function visibleTo(key: VerifiedKey, page: StoredStatusPage): boolean {
+  return (
+    page.tenant_id === key.tenantId &&
+    (key.monitorIds.size === 0 || page.monitor_ids.every((id) => key.monitorIds.has(id)))
+  );
+}
+
+function refuseLimited(res: Response): void {
+  if (keyOf(res).monitorIds.size > 0) {
+    throw new AppError(
+      'MONITOR_NOT_ALLOWED',
+      'this API key is limited to some monitors and may not change status pages',
+    );
+  }
+}
+
+/**
+ * The status page routes: /api/status-pages (the owner's, with an API key) and
+ * GET /api/status/{slug} (anyone's, without a key: names and statuses only).
+ */
+export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void {
+  const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
+    storeCallOf(deps.logger, req, what, fn);
+  const queue = new KeyedQueue();
+  const pages = (req: Request): Promise<StoredStatusPage[]> =>
+    storeCall(req, 'status page list', () => deps.store.all());
+  const load = async (req: Request, res: Response, slug: string): Promise<StoredStatusPage> => {
+    const page = (await pages(req)).find((p) => p.slug === slug);
+    if (!page || !visibleTo(keyOf(res), page))
+      throw new AppError('STATUS_PAGE_NOT_FOUND', `there is no status page ${slug}`);
+    return page;
+  };
+  /** The ids of `settings` that are not current monitors of the tenant: 400 with their paths. */
+  const refuseUnknownMonitors = async (req: Request, tenantId: string, ids: readonly string[]): Promise<void> => {
+    const known = new Set(
+      (await storeCall(req, 'monitor lookup', () => deps.monitors.list({ tenantId, ids }))).map((m) => m.id),
+    );
+    const problems = ids.flatMap((id, i) =>
+      known.has(id) ? [] : [{ path: `/monitor_ids/${i}`, message: `there is no monitor ${id}` }],
+    );
+    if (problems.length > 0) throw invalid(problems);
+  };
+  const changed = async (req: Request): Promise<void> => {
+    rendered.clear();
+    // The public directory of this replica follows at once; others within their refresh.
+    await storeCall(req, 'status page directory', () => deps.directory.refresh());
+  };
+  const body = (req: Request): Promise<unknown> => readJsonBody(req, { maxBytes: 64 * 1024, maxRatio: 100 }, 4);
+
+  app.post('/api/status-pages', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res);
+    const given = await body(req);
+    if (!deps.validators.statusPageCreate(given))
+      throw invalid(describeErrors(deps.validators.statusPageCreate.errors));
+    const tenantId = tenantOf(res);
+    await refuseUnknownMonitors(req, tenantId, given.monitor_ids);
+    const page = await queue.run(`slug:${given.slug}`, async () => {
+      const all = await pages(req);
+      if (all.some((p) => p.slug === given.slug)) {
+        throw new AppError('SLUG_TAKEN', `the slug ${given.slug} is taken; choose another`);
+      }
+      const quota = STATUS_PAGE_LIMITS.maxPerTenant;
+      const count = all.filter((p) => p.tenant_id === tenantId).length;
+      if (count >= quota) throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} status pages`, { quota });
+      const now = nowIso();
+      const p = {
+        slug: given.slug,
+        tenant_id: tenantId,
+        title: given.title,
+        description: given.description ?? null,
+        monitor_ids: given.monitor_ids,
+        created_at: now,
+        updated_at: now,
+      };
+      const version = await storeCall(req, 'status page insert', () => deps.store.save(p));
+      return { ...p, version };
+    });
+    await changed(req);
+    res.status(201).setHeader('Location', `/api/status-pages/${page.slug}`);
+    res.json(ok(publicStatusPageOf(page)));
+  });
+
+  app.get('/api/status-pages', deps.auth.read, async (req, res) => {
+    rejectUnknown(req, new Set());
+    const key = keyOf(res);
+    res.json(ok((await pages(req)).filter((p) => visibleTo(key, p)).map(publicStatusPageOf)));
+  });
+
+  app.get('/api/status-pages/:slug', deps.auth.read, async (req, res) => {
+    rejectUnknown(req, new Set());
+    res.json(ok(publicStatusPageOf(await load(req, res, slugOf(req)))));
+  });
+
+  app.patch('/api/status-pages/:slug', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res);
+    const slug = slugOf(req);
+    const patch = await body(req);
+    if (!deps.validators.statusPagePatch(patch)) throw invalid(describeErrors(deps.validators.statusPagePatch.errors));
+    const page = await queue.run(`slug:${slug}`, async () => {
+      const current = await load(req, res, slug);
+      const settings: StatusPageSettings = {
+        title: patch.title ?? current.title,
+        description: patch.description === undefined ? current.description : patch.description,
+        monitor_ids: patch.monitor_ids ?? current.monitor_ids,
+      };
+      if (patch.monitor_ids) await refuseUnknownMonitors(req, current.tenant_id, patch.monitor_ids);
+      const next = { ...current, ...settings, updated_at: nowIso() };
+      const version = await storeCall(req, 'status page update', () => deps.store.save(next, false, current.version));
+      return { ...next, version };
+    });
+    await changed(req);
+    res.json(ok(publicStatusPageOf(page)));
+  });
+
+  app.delete('/api/status-pages/:slug', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res);
+    const slug = slugOf(req);
+    await queue.run(`slug:${slug}`, async () => {
+      const current = await load(req, res, slug);
+      await storeCall(req, 'status page delete', () =>
+        deps.store.save({ ...current, updated_at: nowIso() }, true, current.version),
+      );
+    });
+    await changed(req);
+    res.json(ok(null));
+  });
+
+  // Public pages, rendered at most once per cacheSeconds per replica: no key, so no
+  // request reaches ClickHouse more often than that, and an unknown slug never does.
+  const rendered = new Map<string, { at: number; body: { success: true; data: PublicStatusPage } }>();
+  const render = async (req: Request, page: StoredStatusPage): Promise<PublicStatusPage> => {
+    const now = Math.floor(Date.now() / 1000);
+    const to = Math.floor(now / DAY) * DAY + DAY;
+    const from = to - STATUS_PAGE_LIMITS.days * DAY;
+    const signal = AbortSignal.timeout(deps.queryTimeoutMs);
+    const tenantId = page.tenant_id;
+    const monitors = await storeCall(req, 'status page monitors', () =>
+      deps.monitors.list({ tenantId, ids: page.monitor_ids }),
+    );
+    const ids = monitors.map((m) => m.id);
+    const [activity, counts, open] = await storeCall(req, 'status page', () =>
+      Promise.all([
+        monitorActivity(deps.reader, deps.database, tenantId, ids, signal),
+        ids.length === 0
+          ? Promise.resolve([])
+          : deps.reader
+              .query<DailyCountRow>(dailyCountsSql(deps.database, tenantId, ids, from, to), signal)
+              .then((r) => r.data),
+        ids.length === 0
+          ? Promise.resolve([])
+          : deps.reader
+              .query<OpenIncidentRow>(openIncidentsSql(deps.database, tenantId, ids), signal)
+              .then((r) => r.data),
+      ]),
+    );
+    // Per monitor and day: [good (up or degraded), all].
+    const perDay = new Map<string, [number, number]>();
+    for (const r of counts) {
+      const k = `${r.monitor_id} ${Number(r.t)}`;
+      const c = perDay.get(k) ?? [0, 0];
+      c[1] += Number(r.n);
+      if (r.status !== 'down') c[0] += Number(r.n);
+      perDay.set(k, c);
+    }
+    // In the page's order (the owner's), not the registry's.
+    const byId = new Map(monitors.map((m) => [m.id, m]));
+    const shown = page.monitor_ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
+    const names = new Map(shown.map((m) => [m.id, m.name]));
+    const list = shown.map((m) => {
+      let good = 0;
+      let all = 0;
+      const days = [];
+      for (let t = from; t < to; t += DAY) {
+        const [g, a] = perDay.get(`${m.id} ${t}`) ?? [0, 0];
+        good += g;
+        all += a;
+        days.push({ date: toIsoSeconds(t).slice(0, 10), uptime_percent: uptimePercent(g, a) });
+      }
+      return {
+        name: m.name,
+        status: monitorStatus(m, activity.get(m.id) ?? {}),
+        uptime_percent: uptimePercent(good, all),
+        days,
+      };
+    });
+    return {
+      slug: page.slug,
+      title: page.title,
+      description: page.description,
+      status: list.some((m) => m.status === 'down') ? 'down' : 'up',
+      generated_at: toIsoSeconds(now),
+      days: STATUS_PAGE_LIMITS.days,
+      monitors: list,
+      incidents: open.map((r) => ({
+        monitor: names.get(r.monitor_id) ?? '',
+        started_at: toIsoSeconds(Number(r.started)),
+      })),
+    };
+  };
+
+  app.get('/api/status/:slug', async (req, res) => {
+    rejectUnknown(req, new Set());
+    const slug = slugOf(req);
+    const pagesBySlug = deps.directory.value();
+    if (!pagesBySlug) throw new StoreUnavailableError();
+    const page = pagesBySlug.get(slug);
+    if (!page) throw new AppError('STATUS_PAGE_NOT_FOUND', `there is no status page ${slug}`);
+    let kept = rendered.get(slug);
+    if (!kept || Date.now() - kept.at >= deps.cacheSeconds * 1000) {
+      kept = { at: Date.now(), body: { success: true, data: await render(req, page) } };
+      rendered.set(slug, kept);
+    }
+    // Anyone may keep it as long as this replica does.
+    const age = Math.floor((Date.now() - kept.at) / 1000);
+    res.setHeader('Cache-Control', `public, max-age=${Math.max(0, deps.cacheSeconds - age)}`);
+    res.json(kept.body);
+  });
+}
+
+/** The public directory's loader: every current page by slug. */
+export function statusPageDirectory(store: StatusPageStore): () => Promise<Map<string, StoredStatusPage>> {
+  return async () => new Map((await store.all()).map((p) => [p.slug, p]));
+}

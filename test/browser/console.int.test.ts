@@ -1,0 +1,329 @@
+import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { createTenant } from '@telemetry/store';
+import {
+  adminClickHouse,
+  eventually,
+  newKey,
+  runConsumer,
+  runGateway,
+  runQuery,
+  testStack,
+  uid,
+  type Running,
+} from '../support/fixtures.js';
+import { spawnService, type ServiceProcess } from '../support/processes.js';
+import { TestTarget } from '../support/target.js';
+import { buildConsole, launchChromium } from '../support/browser.js';
+
+/**
+ * The console and the public status pages in a real Chromium (Debian's), against the real
+ * query service, stream consumer, check runner, Kafka and ClickHouse, and a local target.
+ * With CONSOLE_SCREENSHOTS=dir (npm run docs:screenshots) every page is also photographed
+ * at 1280 and 360 px wide.
+ */
+describe('console and status pages in Chromium (real Kafka, ClickHouse and runner)', function () {
+  this.timeout(120_000);
+  const target = new TestTarget();
+  const screenshots = process.env.CONSOLE_SCREENSHOTS;
+  let query: Running;
+  let consumer: Running;
+  let gateway: Running;
+  let runner: ServiceProcess;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let key: string;
+  let monitorId = '';
+  const name = `Shop API ${uid('m')}`;
+  const slug = uid('shop').toLowerCase();
+  const secretHeader = 'X-Secret-Token';
+  const secretValue = `s3cr3t-${uid('v')}`;
+  /** Console errors and page errors, by page URL; a step that provokes an HTTP error on purpose pauses this. */
+  const errors: string[] = [];
+  let expectingHttpErrors = false;
+  const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+  function watch(p: Page): void {
+    p.on('console', (m) => {
+      if (m.type() !== 'error') return;
+      if (expectingHttpErrors && /Failed to load resource: the server responded with a status of 4\d\d/.test(m.text()))
+        return;
+      errors.push(`${p.url()}: ${m.text()}`);
+    });
+    p.on('pageerror', (e) => errors.push(`${p.url()}: ${e.message}`));
+  }
+
+  /** No serious or critical axe-core violations on what `p` shows now. */
+  async function accessible(p: Page, what: string): Promise<void> {
+    // Evaluated through the DevTools protocol, which the page's CSP does not govern.
+    await p.evaluate(axeSource);
+    const violations = await p.evaluate(async () => {
+      const w = globalThis as unknown as {
+        axe: {
+          run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }>;
+        };
+      };
+      const r = await w.axe.run();
+      return r.violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    });
+    expect(violations, `${what}: axe-core`).to.deep.equal([]);
+  }
+
+  /** Photographs `p` at both widths (only with CONSOLE_SCREENSHOTS). */
+  async function photograph(p: Page, file: string): Promise<void> {
+    if (!screenshots) return;
+    await mkdir(screenshots, { recursive: true });
+    for (const width of [1280, 360]) {
+      await p.setViewportSize({ width, height: 900 });
+      // Charts redraw to their new width.
+      await p.waitForTimeout(400);
+      await p.screenshot({ path: join(screenshots, `${file}-${width}.png`), fullPage: true });
+    }
+    await p.setViewportSize({ width: 1280, height: 900 });
+  }
+
+  async function api(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: { data: { paused: boolean } } }> {
+    const r = await fetch(`${query.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    return { status: r.status, body: (await r.json()) as { data: { paused: boolean } } };
+  }
+
+  before(async () => {
+    await buildConsole();
+    await target.start();
+    [query, consumer, gateway] = await Promise.all([runQuery(), runConsumer(), runGateway()]);
+    runner = await spawnService('check-runner', { RUNNER_ID: uid('runner'), REGISTRY_REFRESH_MS: '5000' });
+    // A tenant of its own: what the pages show is this test's alone, whatever else the run wrote.
+    const ch = adminClickHouse();
+    const tenantId = (await createTenant(ch, testStack().database, uid('console'))).tenant_id;
+    await ch.close();
+    key = await newKey({
+      tenantId,
+      kind: 'api',
+      name: 'console',
+      scopes: ['checks:read', 'monitors:read', 'monitors:write', 'events:read'],
+    });
+    const telemetry = await newKey({ tenantId, kind: 'telemetry', name: 'console events' });
+    await eventually('keys loaded', async () =>
+      (await api('GET', '/api/monitors?limit=1')).status === 200 ? true : undefined,
+    );
+    // Events for the overview: two sources, three categories.
+    await eventually('events accepted', async () => {
+      const r = await fetch(`${gateway.url}/api/telemetry/events`, {
+        method: 'POST',
+        headers: { 'x-access-key': telemetry, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          events: [
+            ...Array.from({ length: 12 }, (_, i) => ({
+              source: 'shop-web',
+              category: i % 3 ? 'page_view' : 'add_to_cart',
+              payload: { i },
+            })),
+            ...Array.from({ length: 5 }, (_, i) => ({ source: 'checkout', category: 'purchase', payload: { i } })),
+          ],
+        }),
+      });
+      return r.status === 202 || r.status === 200 ? true : undefined;
+    });
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    watch(page);
+  });
+
+  afterEach(async function () {
+    // What the page showed when a step failed.
+    if (this.currentTest?.state === 'failed' && page) {
+      process.stderr.write(
+        `page ${page.url()}:\n${await page
+          .locator('body')
+          .innerText()
+          .catch(() => '?')}`,
+      );
+    }
+  });
+
+  after(async () => {
+    await browser?.close();
+    await runner?.kill('SIGTERM');
+    await Promise.all([query?.stop(), consumer?.stop(), gateway?.stop()]);
+    await target.stop();
+  });
+
+  it('signs in (a wrong key is refused with a message), creates a monitor with the API’s validation next to the field, and sees its first checks in the chart', async () => {
+    await page.goto(`${query.url}/`);
+    await page.getByLabel('API key').waitFor();
+    await accessible(page, 'sign-in');
+    await photograph(page, 'sign-in');
+    expectingHttpErrors = true;
+    await page.getByLabel('API key').fill('ak_0000000000000000_' + '0'.repeat(64));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#key-error', { hasText: 'not accepted' }).waitFor();
+    expectingHttpErrors = false;
+    expect(await page.evaluate(() => sessionStorage.length)).to.equal(0);
+
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Monitors' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('telemetry.apiKey'))).to.equal(key);
+
+    await page.getByRole('link', { name: 'New monitor' }).click();
+    await page.getByLabel('Name (required)').fill(name);
+    await page.getByLabel('URL (required)').fill('ftp://example.invalid/');
+    await page.getByLabel('Interval (seconds)').fill('1');
+    await page.getByLabel('Failing checks before down').fill('2');
+    await page.getByLabel('Request headers').fill(`${secretHeader}: ${secretValue}`);
+    expectingHttpErrors = true;
+    await page.getByRole('button', { name: 'Create monitor' }).click();
+    const urlError = page.locator('#e-url');
+    await urlError.filter({ hasText: /\S/ }).waitFor();
+    expectingHttpErrors = false;
+    expect(await page.getByLabel('URL (required)').getAttribute('aria-invalid')).to.not.equal(null);
+    await accessible(page, 'new monitor form with an error');
+    await photograph(page, 'monitor-form');
+
+    await page.getByLabel('URL (required)').fill(target.url('/site'));
+    await page.getByRole('button', { name: 'Create monitor' }).click();
+    await page.waitForURL(/#\/monitors\/mon_[0-9a-f]{16}$/);
+    monitorId = /mon_[0-9a-f]{16}/.exec(page.url())![0];
+    await page.getByRole('heading', { name: new RegExp(name) }).waitFor();
+    // The first checks reach the chart (p50 and p95 per minute) and the table of checks.
+    await eventually(
+      'checks in the chart',
+      async () =>
+        Number(
+          await page
+            .locator('figure.chart')
+            .first()
+            .getAttribute('data-points')
+            .catch(() => '0'),
+        ) > 0
+          ? true
+          : undefined,
+      60_000,
+    );
+    expect(await page.locator('figure.chart canvas').count()).to.be.greaterThan(0);
+    await page.locator('#checks tbody tr').first().waitFor();
+    expect(await page.locator('#checks tbody tr').first().innerText()).to.contain('up');
+  });
+
+  it('shows the incident opening on the timeline when the target fails, and resolved when it recovers', async () => {
+    target.set('/site', 'error');
+    await page.locator('.timeline li.open').waitFor({ timeout: 60_000 });
+    expect(await page.locator('.timeline li.open').innerText()).to.contain('HTTP 500');
+    await page.locator('h1 .badge', { hasText: 'down' }).waitFor({ timeout: 30_000 });
+    await accessible(page, 'monitor page, down');
+    await photograph(page, 'monitor-down');
+    target.set('/site', 'ok');
+    await page.locator('.timeline li.resolved').waitFor({ timeout: 60_000 });
+    expect(await page.locator('.timeline li.open').count()).to.equal(0);
+    await page.locator('h1 .badge', { hasText: 'up' }).waitFor();
+    await photograph(page, 'monitor');
+  });
+
+  it('lists monitors with uptime, sortable and filterable, and shows events per minute', async () => {
+    await page.getByRole('link', { name: 'Monitors', exact: true }).click();
+    const row = page.locator(`tr[data-monitor="${monitorId}"]`);
+    await row.waitFor();
+    await eventually('uptime shown', async () => ((await row.innerText()).includes('%') ? true : undefined));
+    await page.getByLabel('Filter by name').fill('no monitor has this name');
+    expect(await row.count()).to.equal(0);
+    await page.getByLabel('Filter by name').fill(name.slice(-8));
+    await row.waitFor();
+    await page.getByRole('button', { name: 'Name' }).click();
+    expect(await page.locator('th[aria-sort="descending"]').count()).to.equal(1);
+    await accessible(page, 'monitor list');
+    await page.getByLabel('Filter by name').fill('');
+    await photograph(page, 'monitors');
+
+    await page.getByRole('link', { name: 'Events' }).click();
+    await eventually(
+      'events in the overview',
+      async () => {
+        // Choosing the range fetches again; read the page once that answer is drawn, not the
+        // "Loading" placeholder in between.
+        await page.getByLabel('Range').selectOption('1h');
+        await page.locator('main .loading').waitFor({ state: 'detached', timeout: 15_000 });
+        const text = await page.locator('main').innerText();
+        return text.includes('shop-web') && text.includes('purchase') ? true : undefined;
+      },
+      30_000,
+    );
+    expect(Number(await page.locator('figure.chart').getAttribute('data-points'))).to.be.greaterThan(0);
+    await accessible(page, 'events');
+    await photograph(page, 'events');
+  });
+
+  it('publishes a status page that anyone can open without a key, showing no URL or header of the monitor', async () => {
+    await page.getByRole('link', { name: 'Status pages' }).click();
+    await page.getByLabel('Slug (the page is /status/slug)').fill(slug);
+    await page.getByLabel('Title').fill('Shop status');
+    await page.getByLabel(name).check();
+    await accessible(page, 'status pages');
+    await page.getByRole('button', { name: 'Publish page' }).click();
+    await page.locator(`li[data-slug="${slug}"]`).waitFor();
+    await photograph(page, 'status-pages');
+
+    // A new context: no sessionStorage, no key.
+    const visitor = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const p = await visitor.newPage();
+      watch(p);
+      await p.goto(`${query.url}/status/${slug}`);
+      await p.getByRole('heading', { name: 'Shop status' }).waitFor();
+      await p.getByRole('heading', { name: new RegExp(name) }).waitFor();
+      expect(await p.locator('.bars.days li').count()).to.equal(90);
+      const html = await p.content();
+      const host = new URL(target.url('/')).host;
+      for (const secret of [host, '/site', secretHeader, secretValue, monitorId, 'HTTP 500']) {
+        expect(html, `the public page shows ${secret}`).to.not.contain(secret);
+      }
+      const json = await (await fetch(`${query.url}/api/status/${slug}`)).text();
+      for (const secret of [host, '/site', secretHeader, secretValue, monitorId]) {
+        expect(json, `the public JSON shows ${secret}`).to.not.contain(secret);
+      }
+      await accessible(p, 'public status page');
+      await photograph(p, 'status-page');
+    } finally {
+      await visitor.close();
+    }
+  });
+
+  it('pauses, resumes and deletes the monitor', async () => {
+    await page.goto(`${query.url}/#/monitors/${monitorId}`);
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.locator('h1 .badge', { hasText: 'paused' }).waitFor();
+    expect((await api('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(true);
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByRole('button', { name: 'Pause' }).waitFor();
+    expect((await api('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(false);
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('heading', { name: 'Monitors' }).waitFor();
+    await eventually('monitor gone from the list', async () =>
+      (await page.locator(`tr[data-monitor="${monitorId}"]`).count()) === 0 ? true : undefined,
+    );
+    expect((await api('GET', `/api/monitors/${monitorId}`)).status).to.equal(404);
+  });
+
+  it('signs out, and no page logged an error to the console', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('telemetry.apiKey'))).to.equal(null);
+    expect(errors).to.deep.equal([]);
+  });
+});
