@@ -17,7 +17,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json ./
 COPY libs libs
 COPY services services
-RUN npx tsc -b services/ingest-gateway services/stream-consumer services/query-service services/check-runner
+RUN npx tsc -b services/ingest-gateway services/stream-consumer services/query-service services/query-service/console services/check-runner
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
@@ -53,6 +53,8 @@ COPY --from=build /app/services/stream-consumer/package.json services/stream-con
 COPY --from=build /app/services/stream-consumer/dist services/stream-consumer/dist
 COPY --from=build /app/services/query-service/package.json services/query-service/
 COPY --from=build /app/services/query-service/dist services/query-service/dist
+COPY --from=build /app/services/query-service/console/static services/query-service/console/static
+COPY --from=build /app/services/query-service/console/dist services/query-service/console/dist
 COPY --from=build /app/services/check-runner/package.json services/check-runner/
 COPY --from=build /app/services/check-runner/dist services/check-runner/dist
 USER node
