@@ -9,6 +9,7 @@ COPY package.json package-lock.json .npmrc ./
 COPY libs/contract/package.json libs/contract/
 COPY libs/platform/package.json libs/platform/
 COPY libs/store/package.json libs/store/
+COPY sdk/browser/package.json sdk/browser/
 COPY services/ingest-gateway/package.json services/ingest-gateway/
 COPY services/stream-consumer/package.json services/stream-consumer/
 COPY services/query-service/package.json services/query-service/
@@ -16,8 +17,10 @@ COPY services/check-runner/package.json services/check-runner/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json ./
 COPY libs libs
+COPY sdk sdk
 COPY services services
-RUN npx tsc -b services/ingest-gateway services/stream-consumer services/query-service services/query-service/console services/check-runner
+RUN npx tsc -b services/ingest-gateway services/stream-consumer services/query-service services/query-service/console services/check-runner \
+ && npx tsx sdk/browser/scripts/bundle.ts
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
@@ -25,6 +28,7 @@ COPY --from=build /app/package.json /app/package-lock.json /app/.npmrc ./
 COPY --from=build /app/libs/contract/package.json libs/contract/
 COPY --from=build /app/libs/platform/package.json libs/platform/
 COPY --from=build /app/libs/store/package.json libs/store/
+COPY --from=build /app/sdk/browser/package.json sdk/browser/
 COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
 COPY --from=build /app/services/stream-consumer/package.json services/stream-consumer/
 COPY --from=build /app/services/query-service/package.json services/query-service/
@@ -49,6 +53,9 @@ COPY --from=build /app/libs/platform/dist libs/platform/dist
 COPY --from=build /app/libs/store/dist libs/store/dist
 COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
 COPY --from=build /app/services/ingest-gateway/dist services/ingest-gateway/dist
+# The browser SDK the gateway serves at /sdk/v1.js.
+COPY --from=build /app/sdk/browser/package.json sdk/browser/
+COPY --from=build /app/sdk/browser/dist/v1.js sdk/browser/dist/
 COPY --from=build /app/services/stream-consumer/package.json services/stream-consumer/
 COPY --from=build /app/services/stream-consumer/dist services/stream-consumer/dist
 COPY --from=build /app/services/query-service/package.json services/query-service/

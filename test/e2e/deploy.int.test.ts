@@ -104,6 +104,8 @@ describe('deploy material (real validators)', function () {
         `COPY --from=build /app/services/${service}/dist services/${service}/dist`,
       );
     }
+    // The gateway serves the browser SDK from the image (docs/sdk.md).
+    expect(dockerfile).to.contain('COPY --from=build /app/sdk/browser/dist/v1.js sdk/browser/dist/');
   });
 
   it('docker-compose: no service runs as the ClickHouse admin, each has its own user, ClickHouse is on loopback only', async () => {

@@ -37,3 +37,8 @@ export async function launchChromium(): Promise<Browser> {
     ],
   });
 }
+
+/** Builds the browser SDK's bundles (what `npm test` already did), so that a gateway started now serves the current code. */
+export async function buildSdk(): Promise<void> {
+  await promisify(execFile)('npx', ['tsx', 'sdk/browser/scripts/bundle.ts'], { timeout: 120_000 });
+}

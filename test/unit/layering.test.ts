@@ -47,6 +47,14 @@ describe('layering: services → store → platform → contract (unit)', () => 
     expect(bad).to.deep.equal([]);
   });
 
+  it('the browser SDK imports nothing but the limits it shares with the gateway (it ships to browsers)', () => {
+    const bad = importsUnder('sdk/browser/src').filter(
+      (i) => !i.spec.startsWith('./') && i.spec !== '@telemetry/contract/limits',
+    );
+    expect(bad).to.deep.equal([]);
+    expect(importsUnder('libs/contract/src').filter((i) => i.file.endsWith('limits.ts'))).to.deep.equal([]);
+  });
+
   it('libs/runtime is gone', () => {
     expect(readdirSync('libs').sort()).to.deep.equal(['contract', 'platform', 'store']);
   });

@@ -106,6 +106,8 @@ async function main(): Promise<void> {
     await admin.close();
     // The console's TypeScript, which the query service serves (no-op when up to date).
     await promisify(execFile)('npx', ['tsc', '-b', 'services/query-service/console'], { timeout: 180_000 });
+    // The browser SDK's bundles, which the gateway serves at /sdk/v1.js (docs/sdk.md).
+    await promisify(execFile)('npx', ['tsx', 'sdk/browser/scripts/bundle.ts'], { timeout: 180_000 });
 
     const ports = {
       gateway: await portOr(env.GATEWAY_PORT, 8080),
@@ -188,6 +190,8 @@ The stack is up (${stack.mode}: Kafka ${stack.kafkaBrokers}, ClickHouse ${stack.
 
 Send an event (development access key, shown once):
 curl -sS -X POST '${g}/api/telemetry/events' -H 'Content-Type: application/json' -H 'X-Access-Key: ${access.key}' -d '{"events":[{"source":"quickstart","category":"page_view","payload":{"path":"/"}}]}'
+
+Load the browser SDK on a page (docs/sdk.md; sdk/browser/snippet.html with endpoint ${g} and the access key above): ${g}/sdk/v1.js
 
 Open the console: ${q}/ and sign in with the development API key (checks:read, monitors:read, monitors:write, events:read; shown once): ${api.key}
 

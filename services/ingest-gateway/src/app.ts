@@ -20,6 +20,7 @@ import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';
 
 import { RateLimiter } from './rate-limit.js';
+import { sdkRoute, type SdkBundle } from './sdk.route.js';
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -30,6 +31,8 @@ export interface GatewayDeps {
   validators: Validators;
   ready: () => boolean;
   details: () => Record<string, boolean>;
+  /** The browser SDK served at /sdk/v1.js (undefined: not built, 404). */
+  sdk: SdkBundle | undefined;
 }
 
 export const EVENTS_ROUTE = '/api/telemetry/events';
@@ -105,6 +108,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     }
   });
 
+  sdkRoute(app, deps.sdk, config.sdkCacheSeconds);
   methodNotAllowed(app, EVENTS_ROUTE, ['POST', 'OPTIONS']);
   methodNotAllowed(app, PIXEL_ROUTE, ['GET', 'HEAD']);
   return endApp(app, logger);

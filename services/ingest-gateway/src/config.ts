@@ -76,6 +76,13 @@ export const gatewaySpec = {
     100_000_000,
   ),
   corsMaxAgeS: v.int('CORS_MAX_AGE_S', 600, 'how long browsers may cache a CORS preflight', 0, 86_400),
+  sdkCacheSeconds: v.int(
+    'SDK_CACHE_SECONDS',
+    86_400,
+    'how long browsers and CDNs may keep /sdk/v1.js before revalidating it (by ETag)',
+    0,
+    31_536_000,
+  ),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
 } as const;
 

@@ -12,6 +12,7 @@ import {
 import { ClickHouseKeySource, keysDatabase, KeyStore, migrateWith } from '@telemetry/store';
 import { createGatewayApp } from './app.js';
 import { eventPartition } from './ingest.js';
+import { loadSdkBundle } from './sdk.route.js';
 import type { GatewayConfig } from './config.js';
 
 export interface Gateway {
@@ -55,6 +56,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     validators: createValidators(),
     ready: runner.ready,
     details: runner.health,
+    sdk: loadSdkBundle(logger),
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Start order; shutdown runs in reverse: stop accepting HTTP and drain in-flight
