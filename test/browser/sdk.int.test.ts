@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { createTenant } from '@telemetry/store';
 import {
   adminClickHouse,
@@ -70,6 +70,20 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
       () => typeof (globalThis as unknown as { Telemetry: { stats?: unknown } }).Telemetry.stats === 'function',
     );
     return page;
+  }
+
+  /** The gateway unreachable for `ctx` (its events requests fail as on a lost network), and back. */
+  function outage(ctx: BrowserContext): { refused: number; start(): Promise<void>; end(): Promise<void> } {
+    const refuse = (route: Route): Promise<void> => {
+      net.refused++;
+      return route.abort('internetdisconnected');
+    };
+    const net = {
+      refused: 0,
+      start: async () => void (await ctx.route('**/api/telemetry/events*', refuse)),
+      end: () => ctx.unroute('**/api/telemetry/events*', refuse),
+    };
+    return net;
   }
 
   function idsIn(x: Exchange): string[] {
@@ -196,8 +210,10 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
     expect(gz.body.length, 'gzipped size of /sdk/v1.js').to.be.at.most(6 * 1024);
     expect(gunzipSync(gz.body).equals(plain.body)).to.equal(true);
     expect(plain.body.equals(readFileSync('sdk/browser/dist/v1.js'))).to.equal(true);
-    const again = await get({ 'if-none-match': String(gz.headers.etag) });
+    const again = await get({ 'accept-encoding': 'gzip', 'if-none-match': String(gz.headers.etag) });
     expect(again.status).to.equal(304);
+    expect(plain.headers.etag).to.not.equal(gz.headers.etag);
+    expect((await get({ 'accept-encoding': 'gzip;q=0' })).headers['content-encoding']).to.equal(undefined);
   });
 
   it('delivers events tracked just before the page navigates away, with no CORS preflight', async () => {
@@ -222,16 +238,12 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
   it('keeps events tracked while the gateway is unreachable, and delivers them after a reload', async () => {
     pages.set('offline', shopPage(front.url, { flushIntervalMs: 100, retryMinMs: 100, retryMaxMs: 500 }));
     const ctx = await browser.newContext();
-    let refused = 0;
-    const block = (route: { abort(code: string): Promise<void> }): Promise<void> => {
-      refused++;
-      return route.abort('internetdisconnected');
-    };
+    const net = outage(ctx);
     try {
       const page = await open(ctx, 'offline');
-      await ctx.route('**/api/telemetry/events*', block);
+      await net.start();
       const ids = await track(page, 'page_view', 6);
-      await eventually('two refused attempts', () => (refused >= 2 ? true : undefined));
+      await eventually('two refused attempts', () => (net.refused >= 2 ? true : undefined));
       expect(await stats(page)).to.deep.equal({ queued: 6, dropped: 0 });
       // The gateway is still unreachable while the page reloads: the new page finds them.
       await page.reload();
@@ -239,9 +251,9 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
         () => typeof (globalThis as unknown as { Telemetry: { stats?: unknown } }).Telemetry.stats === 'function',
       );
       expect(await stats(page)).to.deep.equal({ queued: 6, dropped: 0 });
-      const before = refused;
-      await eventually('the new page retries', () => (refused > before ? true : undefined));
-      await ctx.unroute('**/api/telemetry/events*', block);
+      const before = net.refused;
+      await eventually('the new page retries', () => (net.refused > before ? true : undefined));
+      await net.end();
       await storedOnce(ids);
       await eventually('the queue empties', async () => ((await stats(page)).queued === 0 ? true : undefined));
     } finally {
@@ -273,6 +285,37 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
     }
   });
 
+  it("leaves a live tab's events to that tab, and takes over the events of a tab that closed", async () => {
+    pages.set('locks', shopPage(front.url, { flushIntervalMs: 50, retryMinMs: 200, retryMaxMs: 400 }));
+    const ctx = await browser.newContext();
+    const net = outage(ctx);
+    try {
+      const a = await open(ctx, 'locks');
+      await net.start();
+      const first = await track(a, 'page_view', 5);
+      await eventually('a refused attempt', () => (net.refused >= 1 ? true : undefined));
+      // B starts with A's five unsent events in the storage they share; A is alive, so they stay A's.
+      const b = await open(ctx, 'locks');
+      expect(await stats(b)).to.deep.equal({ queued: 5, dropped: 0 });
+      await net.end();
+      await storedOnce(first);
+      const sent = front.events().flatMap(idsIn);
+      expect(sent.filter((id) => first.includes(id)).length, 'copies sent of the first five').to.equal(5);
+
+      // A closes with events it could not send; B takes them over and delivers them.
+      await net.start();
+      const before = net.refused;
+      const orphans = await track(a, 'add_to_cart', 3);
+      await eventually('a refused attempt', () => (net.refused > before ? true : undefined));
+      await a.close();
+      await net.end();
+      await storedOnce(orphans);
+      await eventually('B has nothing left', async () => ((await stats(b)).queued === 0 ? true : undefined));
+    } finally {
+      await ctx.close();
+    }
+  });
+
   it('honours a 429: no request before its Retry-After, then delivers everything', async () => {
     pages.set(
       'limited',
@@ -291,7 +334,8 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
         expect(r.answerHeaders['retry-after']).to.equal('1');
         const next = seen.find((x) => x.at >= r.answeredAt && x !== r);
         // Both times are the proxy's: the next request came at least Retry-After after the answer.
-        if (next) expect(next.at - r.answeredAt, 'ms from a 429 to the next request').to.be.at.least(950);
+        expect(next, 'a request after the 429').to.not.equal(undefined);
+        expect(next!.at - r.answeredAt, 'ms from a 429 to the next request').to.be.at.least(950);
       }
     } finally {
       await ctx.close();
@@ -337,13 +381,13 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
   it('keeps at most maxQueuedEvents, dropping the oldest and counting them', async () => {
     pages.set('bounded', shopPage(front.url, { flushIntervalMs: 20, retryMinMs: 50, maxQueuedEvents: 5 }));
     const ctx = await browser.newContext();
-    const block = (route: { abort(code: string): Promise<void> }): Promise<void> => route.abort('internetdisconnected');
+    const net = outage(ctx);
     try {
       const page = await open(ctx, 'bounded');
-      await ctx.route('**/api/telemetry/events*', block);
+      await net.start();
       const ids = await track(page, 'page_view', 8);
       expect(await stats(page)).to.deep.equal({ queued: 5, dropped: 3 });
-      await ctx.unroute('**/api/telemetry/events*', block);
+      await net.end();
       await storedOnce(ids.slice(3));
       const ch = adminClickHouse();
       try {

@@ -18,6 +18,10 @@ describe('browser SDK: ids, retry delays and storage keys (unit)', () => {
     expect([...ids].sort()).to.deep.equal(ids);
     expect(new Set(ids).size).to.equal(ids.length);
     expect(Number.parseInt(ids[0]!.replace(/-/g, '').slice(0, 12), 16)).to.equal(Date.UTC(2026, 10, 23, 12, 0, 0, 123));
+    // More ids in one millisecond than the counter holds: the next millisecond is borrowed.
+    const burst = Array.from({ length: 5000 }, () => next());
+    expect([...burst].sort()).to.deep.equal(burst);
+    expect(new Set(burst).size).to.equal(burst.length);
     // A clock that steps back does not make an id sort before an older one.
     const before = next();
     t -= 10_000;

@@ -52,16 +52,27 @@ export interface TelemetryStats {
   dropped: number;
 }
 
-/** Browsers cap a keepalive request or a beacon (all of them in flight, in fact) at 64 KiB. */
+/**
+ * Browsers cap the bytes of all keepalive requests and beacons in flight together at 64 KiB.
+ * An ordinary request takes at most half, so that a page leaving mid-request has room left.
+ */
 const MAX_REQUEST_BYTES = 64 * 1024;
+const BATCH_BYTES = MAX_REQUEST_BYTES / 2;
+/** A request that has not answered by then counts as failed (a stalled mobile connection). */
+const REQUEST_TIMEOUT_MS = 30_000;
 /** `{"events":[` … `],"sent_at":"2026-11-23T10:00:00.000Z"}` */
 const ENVELOPE_BYTES = 64;
 /** Room left in a stored event for what the gateway adds (ids, times) under its own 64 KiB. */
 const MAX_EVENT_BYTES = LIMITS.maxEventBytes - 4096;
 /** How often an idle page looks for events that a closed tab left behind. */
 const SCAN_EVERY_MS = 10_000;
-/** A beacon's answer is never seen: its events are sent again after this, if still here. */
-const BEACON_GRACE_MS = 30_000;
+/**
+ * What a leaving page sent is sent again by another page only after this (stored per page as
+ * `f.<page>`): its answer was never read, but it most likely arrived.
+ */
+const LEAVE_GRACE_MS = 30_000;
+/** Depth of a payload such that the request's JSON stays within the gateway's depth limit. */
+const MAX_PAYLOAD_DEPTH = LIMITS.maxJsonDepth - 4;
 const NAME = new RegExp(NAME_PATTERN);
 
 type Outcome = 'next' | 'wait';
@@ -69,6 +80,7 @@ interface Batch {
   keys: string[];
   events: TrackedEvent[];
   body: string;
+  bytes: number;
 }
 
 /**
@@ -97,6 +109,13 @@ export class TelemetryClient {
   private timerAt = Infinity;
   private sending: Promise<void> | undefined;
   private lastScan = 0;
+  private leaving = false;
+  /** Bytes of keepalive requests in flight (the browser's shared 64 KiB). */
+  private inflightBytes = 0;
+  /** Releases of the Web Locks this page holds, by owner. */
+  private readonly releases = new Map<string, () => void>();
+  private ready: Promise<void>;
+  private isReady: () => void = () => undefined;
 
   constructor(
     options: TelemetryOptions,
@@ -108,14 +127,24 @@ export class TelemetryClient {
       throw new TypeError('Telemetry: endpoint must be an http(s) URL');
     if (typeof source !== 'string' || !NAME.test(source) || source.length > LIMITS.maxNameLength)
       throw new TypeError(`Telemetry: source must match ${NAME_PATTERN}`);
-    this.o = {
-      batchSize: 20,
-      flushIntervalMs: 2000,
-      maxQueuedEvents: 1000,
-      retryMinMs: 1000,
-      retryMaxMs: 60_000,
-      ...options,
+    const num = (name: keyof TelemetryOptions, fallback: number, min: number): number => {
+      const v = options[name] ?? fallback;
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < min)
+        throw new TypeError(`Telemetry: ${name} must be a number of at least ${min}`);
+      return v;
     };
+    this.o = {
+      key,
+      endpoint,
+      source,
+      onError: options.onError,
+      batchSize: num('batchSize', 20, 1),
+      flushIntervalMs: num('flushIntervalMs', 2000, 0),
+      maxQueuedEvents: num('maxQueuedEvents', 1000, 1),
+      retryMinMs: num('retryMinMs', 1000, 1),
+      retryMaxMs: num('retryMaxMs', 60_000, 1),
+    };
+    this.ready = new Promise((resolve) => (this.isReady = resolve));
     const base = endpoint.replace(/\/+$/, '');
     this.url = `${base}/api/telemetry/events?key=${encodeURIComponent(key)}`;
     this.store = new EventStore(`tlm1.${fnv1a(`${base}\n${key}`)}.`, () => w.localStorage);
@@ -126,26 +155,45 @@ export class TelemetryClient {
     w.addEventListener('visibilitychange', () => {
       if (w.document.visibilityState === 'hidden') this.leave(false);
     });
-    w.addEventListener('pagehide', () => this.leave(true));
+    w.addEventListener('pagehide', () => {
+      this.leaving = true;
+      this.leave(true);
+      // A page that holds a Web Lock is kept out of the back/forward cache: let them go, and
+      // take this page's own again if it comes back.
+      // (What this page tracks from now on still goes by beacon: it keeps its list of owners.)
+      for (const release of this.releases.values()) release();
+      this.releases.clear();
+    });
+    w.addEventListener('pageshow', (e) => {
+      if (!e.persisted) return;
+      this.leaving = false;
+      this.own.clear();
+      this.claim(this.owner);
+    });
     w.addEventListener('online', () => void this.pump());
     void this.scan();
   }
 
   /** Queues an event; returns its id, or undefined (and tells `onError`) when it is invalid. */
   track(category: string, payload: Record<string, unknown> = {}, time: Date | number = Date.now()): string | undefined {
+    const at = new Date(time);
     const event: TrackedEvent = {
       source: this.o.source,
       category,
       payload,
       id: this.newId(),
-      timestamp: new Date(time).toISOString(),
+      timestamp: Number.isFinite(+at) ? at.toISOString() : String(time),
     };
     let problem =
       typeof category !== 'string' || !NAME.test(category) || category.length > LIMITS.maxNameLength
         ? `category must match ${NAME_PATTERN}, at most ${LIMITS.maxNameLength} characters`
         : typeof payload !== 'object' || payload === null || Array.isArray(payload)
           ? 'payload must be an object'
-          : undefined;
+          : !Number.isFinite(+at)
+            ? 'time must be a valid date'
+            : depth(payload) > MAX_PAYLOAD_DEPTH
+              ? `payload may nest at most ${MAX_PAYLOAD_DEPTH} levels`
+              : undefined;
     let json = '';
     if (!problem) {
       try {
@@ -160,24 +208,36 @@ export class TelemetryClient {
       return undefined;
     }
     const keys = this.store.eventKeys();
-    const over = keys.length + 1 - this.o.maxQueuedEvents;
-    if (over > 0) {
-      for (const k of keys.slice(0, over)) this.store.remove(k);
-      this.store.setNumber('d', this.store.number('d') + over);
-    }
-    this.store.set(`${this.store.prefix}e.${this.owner}.${event.id}`, json);
-    this.schedule(this.sendable().length >= this.o.batchSize ? 0 : this.o.flushIntervalMs);
+    this.drop(keys, keys.length + 1 - this.o.maxQueuedEvents);
+    // The storage is full (other data of the site, or big events): make room, oldest first,
+    // rather than keep the new event in this page's memory only.
+    for (let tries = 0; !this.store.set(`${this.store.prefix}e.${this.owner}.${event.id}`, json) && tries < 3; tries++)
+      this.drop(this.store.eventKeys(), 1 + (tries << 2));
+    if (this.leaving) this.leave(true);
+    else this.schedule(this.sendable().length >= this.o.batchSize ? 0 : this.o.flushIntervalMs);
     return event.id;
   }
 
   /** Sends what waits now; resolves when it is sent, or kept for a retry (nothing is dropped). */
   async flush(): Promise<void> {
+    // This page's lock is granted within milliseconds; until then it may send nothing.
+    await Promise.race([this.ready, new Promise((resolve) => setTimeout(resolve, 1000))]);
     await this.sending;
     await this.pump();
   }
 
   stats(): TelemetryStats {
     return { queued: this.store.eventKeys().length, dropped: this.store.number('d') };
+  }
+
+  /** Drops the `n` oldest of `keys` and counts them. */
+  private drop(keys: string[], n: number): void {
+    if (n <= 0) return;
+    for (const k of keys.slice(0, n)) {
+      this.store.remove(k);
+      this.busy.delete(k);
+    }
+    this.store.setNumber('d', this.store.number('d') + Math.min(n, keys.length));
   }
 
   /** Sends events of owned pages, one request at a time, until none is left or a wait is due. */
@@ -191,7 +251,7 @@ export class TelemetryClient {
       const wait = Math.max(this.notBefore, this.store.number('r')) - Date.now();
       if (wait > 0) return this.schedule(wait);
       if (this.w.navigator.onLine === false) return;
-      const batch = this.batch();
+      const batch = this.batch(BATCH_BYTES);
       if (!batch) return;
       if ((await this.post(batch)) === 'wait') return this.schedule(this.notBefore - Date.now());
     }
@@ -199,14 +259,22 @@ export class TelemetryClient {
 
   private async post(batch: Batch): Promise<Outcome> {
     for (const k of batch.keys) this.busy.set(k, Infinity);
+    this.inflightBytes += batch.bytes;
     try {
       // A string body is text/plain: a "simple" request, no CORS preflight (which a closing
       // page could not finish). keepalive lets it outlive the page, like a beacon.
-      const res = await fetch(this.url, { method: 'POST', body: batch.body, keepalive: true, credentials: 'omit' });
+      const res = await fetch(this.url, {
+        method: 'POST',
+        body: batch.body,
+        keepalive: true,
+        credentials: 'omit',
+        signal: typeof AbortSignal.timeout === 'function' ? AbortSignal.timeout(REQUEST_TIMEOUT_MS) : null,
+      });
       return await this.answer(res, batch);
     } catch {
       return this.fail(undefined);
     } finally {
+      this.inflightBytes -= batch.bytes;
       for (const k of batch.keys) this.busy.delete(k);
     }
   }
@@ -231,8 +299,9 @@ export class TelemetryClient {
     };
     const named = body.details?.invalid_events;
     let drop = Array.isArray(named) ? batch.keys.filter((_, i) => named.includes(i)) : [];
-    if (s === 413 && drop.length === 0 && batch.keys.length > 1) {
-      // The gateway takes fewer events per request than we sent: send fewer.
+    if ((s === 400 || s === 413) && drop.length === 0 && batch.keys.length > 1) {
+      // A refusal of the whole request (fewer events per request on this gateway, or one bad
+      // event it did not name): send halves until the one to blame stands alone.
       this.maxEvents = Math.max(1, batch.keys.length >> 1);
       return 'next';
     }
@@ -249,13 +318,14 @@ export class TelemetryClient {
 
   private fail(afterMs: number | undefined): Outcome {
     this.failures++;
-    this.notBefore =
-      Date.now() + (afterMs ?? backoffMs(this.failures, this.o.retryMinMs, this.o.retryMaxMs, Math.random));
+    // Never sooner than the backoff: a "Retry-After: 0" from a proxy must not make a loop.
+    const backoff = backoffMs(this.failures, this.o.retryMinMs, this.o.retryMaxMs, Math.random);
+    this.notBefore = Date.now() + Math.max(afterMs ?? 0, backoff);
     return 'wait';
   }
 
-  /** The oldest sendable events, within the request limits, or undefined. */
-  private batch(): Batch | undefined {
+  /** The oldest sendable events, within `maxBytes` and the request limits, or undefined. */
+  private batch(maxBytes: number): Batch | undefined {
     const keys: string[] = [];
     const events: TrackedEvent[] = [];
     const parts: string[] = [];
@@ -271,36 +341,41 @@ export class TelemetryClient {
         continue;
       }
       const n = this.bytes(v!) + 1;
-      if (keys.length >= this.maxEvents || size + n > MAX_REQUEST_BYTES) break;
+      if (keys.length >= this.maxEvents || size + n > maxBytes) break;
       keys.push(k);
       events.push(e);
       parts.push(v!);
       size += n;
     }
     if (keys.length === 0) return undefined;
-    return { keys, events, body: `{"events":[${parts.join(',')}],"sent_at":"${new Date().toISOString()}"}` };
+    const body = `{"events":[${parts.join(',')}],"sent_at":"${new Date().toISOString()}"}`;
+    return { keys, events, body, bytes: size };
   }
 
-  /** Keys of events this page may send now: owned, and in no request or recent beacon. */
+  /** Keys of events this page may send now: owned, in no request or recent beacon, and not left by a page just now. */
   private sendable(): string[] {
     const now = Date.now();
-    return this.store.eventKeys().filter((k) => this.own.has(ownerOf(k)) && !((this.busy.get(k) ?? 0) > now));
+    for (const [k, until] of this.busy) if (until <= now) this.busy.delete(k);
+    const held = new Set([...this.own].filter((o) => o === this.owner || !(this.store.number(`f.${o}`) > now)));
+    return this.store.eventKeys().filter((k) => held.has(ownerOf(k)) && !this.busy.has(k));
   }
 
   /**
    * The page is hidden or going away. A keepalive fetch outlives the page and, when the page
    * stays (a tab switch), its answer is still read, so nothing is sent twice. While one is in
-   * flight, or when the page is leaving, the rest goes by sendBeacon; its answer is never
-   * known, so its events stay stored and are sent again later (and stored once).
+   * flight, or when the page is leaving, the rest goes by sendBeacon, within what is left of
+   * the browser's 64 KiB. Neither answer is read by a page that is gone: the events stay
+   * stored, and another page sends them again after LEAVE_GRACE_MS if they are still there.
    */
   private leave(unloading: boolean): void {
     if (this.store.number('r') > Date.now() || this.w.navigator.onLine === false) return;
+    // A page whose requests fail has likely not reached the gateway now either: no grace.
+    if (this.failures === 0) for (const o of this.own) this.store.setNumber(`f.${o}`, Date.now() + LEAVE_GRACE_MS);
     if (!unloading && !this.sending) {
-      this.notBefore = 0;
-      void this.pump();
+      if (this.notBefore <= Date.now()) void this.pump();
       return;
     }
-    const batch = this.batch();
+    const batch = this.batch(MAX_REQUEST_BYTES - this.inflightBytes);
     if (!batch) return;
     let sent = false;
     try {
@@ -308,31 +383,36 @@ export class TelemetryClient {
     } catch {
       // A beacon over the browser's quota throws in some browsers, returns false in others.
     }
-    if (sent) for (const k of batch.keys) this.busy.set(k, Date.now() + BEACON_GRACE_MS);
+    if (sent) for (const k of batch.keys) this.busy.set(k, Date.now() + LEAVE_GRACE_MS);
   }
 
   /** Takes the lock of `owner` (this page's, or a closed page's) and, once granted, sends its events. */
   private claim(owner: string): void {
-    const locks = this.w.navigator.locks as LockManager | undefined;
-    if (!locks) {
+    const mine = owner === this.owner;
+    const own = (): void => {
       this.own.add(owner);
-      return;
-    }
+      if (mine) this.isReady();
+      this.schedule(0);
+    };
+    const locks = this.w.navigator.locks as LockManager | undefined;
+    if (!locks) return own();
     locks
-      .request(`${this.store.prefix}${owner}`, { ifAvailable: owner !== this.owner }, (lock) => {
+      .request(`${this.store.prefix}${owner}`, { ifAvailable: !mine }, (lock) => {
         if (!lock) return undefined;
-        this.own.add(owner);
-        this.schedule(0);
-        // Held for as long as this page lives; the browser releases it when the page goes.
-        return new Promise<void>(() => undefined);
+        own();
+        // Held until the page hides for good (pagehide) or goes.
+        return new Promise<void>((resolve) => this.releases.set(owner, resolve));
       })
-      .catch(() => undefined);
+      // No lock manager here (an opaque origin): this page sends its own events all the same.
+      .catch(() => mine && own());
   }
 
   /** Takes over the events of pages that are gone (their lock is neither held nor wanted). */
   private async scan(): Promise<void> {
     const first = this.lastScan === 0;
     this.lastScan = Date.now();
+    for (const k of this.store.keysUnder('f.'))
+      if (!(this.store.number(k.slice(this.store.prefix.length)) > Date.now())) this.store.remove(k);
     const owners = new Set(this.store.eventKeys().map(ownerOf));
     for (const o of this.own) owners.delete(o);
     owners.delete(this.owner);
@@ -382,4 +462,12 @@ function fnv1a(s: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
   return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/** How deeply objects and arrays nest in `v` (1 for a flat object), stopping past the limit. */
+function depth(v: unknown, level = 0): number {
+  if (typeof v !== 'object' || v === null || level > MAX_PAYLOAD_DEPTH) return level;
+  let max = level + 1;
+  for (const x of Object.values(v)) max = Math.max(max, depth(x, level + 1));
+  return max;
 }

@@ -13,7 +13,8 @@ if (!stub?.init || stub.q) {
   w.Telemetry = api;
   for (const [name, args, time] of stub?.q ?? []) {
     if (name === 'init') api.init(args[0] as TelemetryOptions);
-    if (name === 'track') api.track(args[0] as string, args[1] as Record<string, unknown>, time);
+    if (name === 'track')
+      api.track(args[0] as string, args[1] as Record<string, unknown>, (args[2] as number | undefined) ?? time);
     if (name === 'flush') void api.flush();
   }
 }

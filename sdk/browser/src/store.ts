@@ -63,7 +63,12 @@ export class EventStore {
 
   /** The keys of this store's events, oldest first (UUIDv7 ids sort by time). */
   eventKeys(): string[] {
-    const head = `${this.prefix}e.`;
+    return this.keysUnder('e.').sort((a, b) => (idOf(a) < idOf(b) ? -1 : idOf(a) > idOf(b) ? 1 : 0));
+  }
+
+  /** Every key of this store that begins with `<prefix><head>`. */
+  keysUnder(head: string): string[] {
+    head = this.prefix + head;
     const out = new Set<string>();
     try {
       const s = this.local;
@@ -75,7 +80,7 @@ export class EventStore {
       // As above: the memory map still counts.
     }
     for (const k of this.memory.keys()) if (k.startsWith(head)) out.add(k);
-    return [...out].sort((a, b) => (idOf(a) < idOf(b) ? -1 : idOf(a) > idOf(b) ? 1 : 0));
+    return [...out];
   }
 
   number(name: string): number {

@@ -44,10 +44,23 @@ export function sdkRoute(app: Express, bundle: SdkBundle | undefined, cacheSecon
     res.setHeader('Cache-Control', `public, max-age=${cacheSeconds}`);
     res.setHeader('Vary', 'Accept-Encoding');
     res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
-    if (answeredNotModified(req, res, bundle.etag)) return;
-    const gzip = /\bgzip\b/i.test(req.get('accept-encoding') ?? '');
+    const gzip = acceptsGzip(req.get('accept-encoding'));
+    // One strong validator per content coding (RFC 9110, 8.8.3).
+    if (answeredNotModified(req, res, gzip ? `${bundle.etag.slice(0, -1)}-gz"` : bundle.etag)) return;
     if (gzip) res.setHeader('Content-Encoding', 'gzip');
-    res.status(200).end(gzip ? bundle.gzip : bundle.body);
+    const body = gzip ? bundle.gzip : bundle.body;
+    // Set by hand: Node leaves it out of a HEAD answer otherwise.
+    res.setHeader('Content-Length', String(body.length));
+    res.status(200).end(req.method === 'HEAD' ? undefined : body);
   });
   methodNotAllowed(app, SDK_ROUTE, ['GET', 'HEAD']);
+}
+
+/** Whether `Accept-Encoding` takes gzip (not `gzip;q=0`). */
+function acceptsGzip(header: string | undefined): boolean {
+  return (header ?? '').split(',').some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    const q = params.map((p) => /^\s*q=([\d.]+)/.exec(p)?.[1]).find((v) => v !== undefined);
+    return (coding === 'gzip' || coding === 'x-gzip') && (q === undefined || Number(q) > 0);
+  });
 }
