@@ -31,6 +31,9 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
   /** What the browser sends to each gateway, recorded on the way (test/support/recording-proxy.ts). */
   let front: RecordingProxy;
   let limitedFront: RecordingProxy;
+  /** A gateway that takes 2 events per request, and its proxy. */
+  let small: Running;
+  let smallFront: RecordingProxy;
   let consumer: Running;
   let browser: Browser;
   let site: Server;
@@ -84,6 +87,14 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
       end: () => ctx.unroute('**/api/telemetry/events*', refuse),
     };
     return net;
+  }
+
+  /** Pages of `ctx` as in a browser without the Web Locks API (or a page on plain http:). */
+  async function withoutWebLocks(ctx: BrowserContext): Promise<void> {
+    // As text: a function would carry what the test's compiler adds to it (tsx's __name).
+    await ctx.addInitScript({
+      content: "Object.defineProperty(Navigator.prototype, 'locks', { get: () => undefined });",
+    });
   }
 
   function idsIn(x: Exchange): string[] {
@@ -147,14 +158,16 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
     await ch.close();
     key = await newKey({ tenantId, kind: 'telemetry', name: 'browser sdk' });
     // One gateway as deployed, one whose key may send one request a second (for the 429).
-    [gateway, limited, consumer] = await Promise.all([
+    [gateway, limited, small, consumer] = await Promise.all([
       runGateway(),
       runGateway({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '1' }),
+      runGateway({ MAX_EVENTS_PER_REQUEST: '2' }),
       runConsumer(),
     ]);
     front = new RecordingProxy(gateway.url);
     limitedFront = new RecordingProxy(limited.url);
-    await Promise.all([front.start(), limitedFront.start()]);
+    smallFront = new RecordingProxy(small.url);
+    await Promise.all([front.start(), limitedFront.start(), smallFront.start()]);
     site = createServer((req, res) => {
       if (req.url === '/favicon.ico') return void res.writeHead(204).end();
       const name = /^\/shop\/([\w-]+)/.exec(req.url ?? '')?.[1];
@@ -174,6 +187,7 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
   beforeEach(() => {
     front.seen.length = 0;
     limitedFront.seen.length = 0;
+    smallFront.seen.length = 0;
   });
 
   afterEach(() => {
@@ -183,8 +197,8 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
   after(async () => {
     await browser?.close();
     await new Promise((resolve) => site?.close(resolve));
-    await Promise.all([front?.stop(), limitedFront?.stop()]);
-    await Promise.all([gateway?.stop(), limited?.stop(), consumer?.stop()]);
+    await Promise.all([front?.stop(), limitedFront?.stop(), smallFront?.stop()]);
+    await Promise.all([gateway?.stop(), limited?.stop(), small?.stop(), consumer?.stop()]);
   });
 
   it('serves /sdk/v1.js from the gateway: JavaScript, cached, at most 6 KB gzipped', async () => {
@@ -235,31 +249,38 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
     }
   });
 
-  it('keeps events tracked while the gateway is unreachable, and delivers them after a reload', async () => {
-    pages.set('offline', shopPage(front.url, { flushIntervalMs: 100, retryMinMs: 100, retryMaxMs: 500 }));
-    const ctx = await browser.newContext();
-    const net = outage(ctx);
-    try {
-      const page = await open(ctx, 'offline');
-      await net.start();
-      const ids = await track(page, 'page_view', 6);
-      await eventually('two refused attempts', () => (net.refused >= 2 ? true : undefined));
-      expect(await stats(page)).to.deep.equal({ queued: 6, dropped: 0 });
-      // The gateway is still unreachable while the page reloads: the new page finds them.
-      await page.reload();
-      await page.waitForFunction(
-        () => typeof (globalThis as unknown as { Telemetry: { stats?: unknown } }).Telemetry.stats === 'function',
-      );
-      expect(await stats(page)).to.deep.equal({ queued: 6, dropped: 0 });
-      const before = net.refused;
-      await eventually('the new page retries', () => (net.refused > before ? true : undefined));
-      await net.end();
-      await storedOnce(ids);
-      await eventually('the queue empties', async () => ((await stats(page)).queued === 0 ? true : undefined));
-    } finally {
-      await ctx.close();
-    }
-  });
+  for (const locks of [true, false]) {
+    it(`keeps events tracked while the gateway is unreachable, and delivers them after a reload${locks ? '' : ' (a browser without Web Locks)'}`, async () => {
+      pages.set('offline', shopPage(front.url, { flushIntervalMs: 100, retryMinMs: 100, retryMaxMs: 500 }));
+      const ctx = await browser.newContext();
+      if (!locks) await withoutWebLocks(ctx);
+      const net = outage(ctx);
+      try {
+        const page = await open(ctx, 'offline');
+        expect(
+          await page.evaluate(() => (globalThis as unknown as { navigator: { locks?: unknown } }).navigator.locks),
+          'navigator.locks',
+        ).to.satisfy((l: unknown) => (l === undefined) !== locks);
+        await net.start();
+        const ids = await track(page, 'page_view', 6);
+        await eventually('two refused attempts', () => (net.refused >= 2 ? true : undefined));
+        expect(await stats(page)).to.deep.equal({ queued: 6, dropped: 0 });
+        // The gateway is still unreachable while the page reloads: the new page finds them.
+        await page.reload();
+        await page.waitForFunction(
+          () => typeof (globalThis as unknown as { Telemetry: { stats?: unknown } }).Telemetry.stats === 'function',
+        );
+        expect(await stats(page)).to.deep.equal({ queued: 6, dropped: 0 });
+        const before = net.refused;
+        await eventually('the new page retries', () => (net.refused > before ? true : undefined));
+        await net.end();
+        await storedOnce(ids);
+        await eventually('the queue empties', async () => ((await stats(page)).queued === 0 ? true : undefined));
+      } finally {
+        await ctx.close();
+      }
+    });
+  }
 
   it('never sends one event from two tabs of the same site', async () => {
     pages.set('tabs', shopPage(front.url, { flushIntervalMs: 50, batchSize: 4 }));
@@ -337,6 +358,41 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
         expect(next, 'a request after the 429').to.not.equal(undefined);
         expect(next!.at - r.answeredAt, 'ms from a 429 to the next request').to.be.at.least(950);
       }
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('waits while the browser is offline and sends when it is online again', async () => {
+    pages.set('navigator-offline', shopPage(front.url, { flushIntervalMs: 20, retryMinMs: 60_000 }));
+    const ctx = await browser.newContext();
+    try {
+      const page = await open(ctx, 'navigator-offline');
+      await ctx.setOffline(true);
+      const ids = await track(page, 'page_view', 3);
+      // Offline, flush sends nothing and keeps everything; a minute of backoff would follow a failed attempt.
+      await page.evaluate(() => (globalThis as unknown as { Telemetry: { flush(): Promise<void> } }).Telemetry.flush());
+      expect(await stats(page)).to.deep.equal({ queued: 3, dropped: 0 });
+      expect(front.events().length).to.equal(0);
+      await ctx.setOffline(false);
+      await storedOnce(ids);
+      expect(front.events().length, 'requests').to.equal(1);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('sends fewer events per request when the gateway refuses a batch as too large (413), losing none', async () => {
+    pages.set('small', shopPage(smallFront.url, { flushIntervalMs: 20, batchSize: 7 }));
+    const ctx = await browser.newContext();
+    try {
+      const page = await open(ctx, 'small');
+      const ids = await track(page, 'add_to_cart', 7);
+      await storedOnce(ids);
+      const seen = smallFront.events();
+      expect(seen[0]!.status, 'the first request, 7 events').to.equal(413);
+      expect(seen.filter((x) => x.status === 200).every((x) => idsIn(x).length <= 2)).to.equal(true);
+      expect(await page.evaluate(() => (globalThis as unknown as { refused: unknown[] }).refused)).to.deep.equal([]);
     } finally {
       await ctx.close();
     }
