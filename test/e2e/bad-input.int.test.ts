@@ -306,6 +306,9 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     paused: 0,
     webhooks: 'https://corpus-bad.example/hook',
     webhook_secret: 1234567890123456,
+    type: ['tcp'],
+    tcp_send: 7,
+    tcp_expect: { reply: 'PONG' },
   };
   const missing = 'corpus-missing-monitor';
 
@@ -795,6 +798,36 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     invalidCreate('URL with a tab', { url: 'https://corpus-bad\t.example/' }),
     invalidCreate('URL of 2049 chars', { url: `https://${MARK}.example/`.padEnd(2049, 'a') }),
     invalidChange('javascript: URL', { url: 'javascript:alert(1)' }),
+    // monitor types (docs/monitors.md, "Monitor types")
+    invalidCreate('unknown type', { type: 'icmp' }),
+    invalidCreate('type in capitals', { type: 'TCP' }),
+    invalidCreate('tcp type with an https URL', { type: 'tcp' }),
+    invalidCreate('tcp URL without a port', { type: 'tcp', url: `tcp://${MARK}.example` }),
+    invalidCreate('tcp URL with a path', { type: 'tcp', url: `tcp://${MARK}.example:25/relay` }),
+    invalidCreate('tcp URL with a query', { type: 'tcp', url: `tcp://${MARK}.example:25?x=1` }),
+    invalidCreate('tcp URL with credentials', { type: 'tcp', url: `tcp://u:p@${MARK}.example:25` }),
+    invalidCreate('tcp URL on an http monitor', { url: `tcp://${MARK}.example:25` }),
+    invalidCreate('tcp_send on an http monitor', { tcp_send: 'PING' }),
+    invalidCreate('tcp_expect on an http monitor', { tcp_expect: 'PONG' }),
+    invalidCreate('keyword on a tcp monitor', { type: 'tcp', url: `tcp://${MARK}.example:25`, keyword: 'x' }),
+    invalidCreate('headers on a tcp monitor', {
+      type: 'tcp',
+      url: `tcp://${MARK}.example:25`,
+      headers: { 'X-A': 'b' },
+    }),
+    invalidCreate('empty tcp_send', { type: 'tcp', url: `tcp://${MARK}.example:25`, tcp_send: '' }),
+    invalidCreate('tcp_expect of 1025 chars', {
+      type: 'tcp',
+      url: `tcp://${MARK}.example:25`,
+      tcp_expect: 'e'.repeat(1025),
+    }),
+    create(
+      'tcp monitor aimed at a denied literal',
+      good({ type: 'tcp', url: 'tcp://169.254.169.254:80' }),
+      400,
+      'TARGET_NOT_ALLOWED',
+    ),
+    invalidChange('tcp type on the stored https monitor', { type: 'tcp' }),
     // keyword and body
     invalidCreate('empty keyword', { keyword: '' }),
     invalidCreate('keyword of 1025 chars', { keyword: 'k'.repeat(1025) }),

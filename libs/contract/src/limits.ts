@@ -47,6 +47,9 @@ export const MONITOR_LIMITS = {
   maxTimeoutMs: 60_000,
   maxExpectedStatusCodes: 20,
   maxKeywordLength: 1024,
+  /** Bytes a tcp monitor sends, and characters of the reply it expects. */
+  maxTcpSendLength: 1024,
+  maxTcpExpectLength: 1024,
   maxHeaders: 20,
   maxHeaderValueLength: 1024,
   maxBodyBytes: 64 * 1024,
@@ -73,6 +76,13 @@ export const STATUS_PAGE_LIMITS = {
 
 /** A status page's slug: lower-case letters, digits and inner hyphens. */
 export const STATUS_PAGE_SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$';
+
+/**
+ * What a monitor checks (docs/monitors.md, "Monitor types"): `http` a URL's answer, `tcp`
+ * that a port accepts a connection (and, optionally, answers what it is sent).
+ */
+export const MONITOR_TYPES = ['http', 'tcp'] as const;
+export type MonitorType = (typeof MONITOR_TYPES)[number];
 
 /** Methods a monitor may use. */
 export const MONITOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -112,6 +122,8 @@ export const CHECK_ERRORS = [
   'target_not_allowed',
   // A redirect from https to http.
   'insecure_redirect',
+  // A tcp monitor's reply did not contain its tcp_expect.
+  'unexpected_reply',
 ] as const;
 export type CheckError = (typeof CHECK_ERRORS)[number];
 

@@ -8,6 +8,7 @@ import {
   MONITOR_LIMITS,
   MONITOR_METHODS,
   MONITOR_STATUSES,
+  MONITOR_TYPES,
   NAME_PATTERN,
   STATUS_PAGE_LIMITS,
   STATUS_PAGE_SLUG_PATTERN,
@@ -141,6 +142,8 @@ const httpUrl = {
   pattern: '^https?://[^\\s]+$',
   format: 'uri',
 } as const;
+/** What a monitor checks: an http(s) URL, or tcp://host:port (the scheme must match `type`). */
+const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp)://[^\\s]+$' } as const;
 const threshold = { type: 'integer', minimum: 1, maximum: M.maxThreshold } as const;
 const statusCodeRule = {
   oneOf: [
@@ -152,7 +155,8 @@ const statusCodeRule = {
 /** The settings of a monitor: what POST takes, PATCH changes and GET returns (plus id and times). */
 const monitorSettings = {
   name: { type: 'string', minLength: 1, maxLength: M.maxNameLength, pattern: '\\S' },
-  url: httpUrl,
+  type: { type: 'string', enum: MONITOR_TYPES },
+  url: monitorUrl,
   method: { type: 'string', enum: MONITOR_METHODS },
   interval_seconds: { type: 'integer', minimum: M.minIntervalSeconds, maximum: M.maxIntervalSeconds },
   timeout_ms: { type: 'integer', minimum: M.minTimeoutMs, maximum: M.maxTimeoutMs },
@@ -181,6 +185,8 @@ const monitorSettings = {
   body: { type: ['string', 'null'], maxLength: M.maxBodyBytes },
   paused: { type: 'boolean' },
   webhooks: { type: 'array', maxItems: M.maxWebhooks, uniqueItems: true, items: httpUrl },
+  tcp_send: { type: ['string', 'null'], minLength: 1, maxLength: M.maxTcpSendLength },
+  tcp_expect: { type: ['string', 'null'], minLength: 1, maxLength: M.maxTcpExpectLength },
 } as const;
 
 const webhookSecret = {
@@ -216,6 +222,7 @@ export const monitorSchema = {
   required: [
     'id',
     'name',
+    'type',
     'url',
     'method',
     'interval_seconds',
@@ -230,6 +237,8 @@ export const monitorSchema = {
     'body',
     'paused',
     'webhooks',
+    'tcp_send',
+    'tcp_expect',
     'status',
     'last_check_at',
     'created_at',

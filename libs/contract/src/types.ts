@@ -3,6 +3,7 @@ import type {
   CheckError,
   CheckStatus,
   MonitorMethod,
+  MonitorType,
   MonitorStatus,
   WebhookDeliveryStatus,
 } from './limits.js';
@@ -61,6 +62,8 @@ export type StatusCodeRule = number | string;
 
 export interface MonitorSettings {
   name: string;
+  /** What it checks (default http); `url` follows it: http(s)://… or tcp://host:port. */
+  type: MonitorType;
   url: string;
   method: MonitorMethod;
   interval_seconds: number;
@@ -75,6 +78,9 @@ export interface MonitorSettings {
   body: string | null;
   paused: boolean;
   webhooks: string[];
+  /** tcp only: what to send once connected (null: nothing), and what the reply must contain. */
+  tcp_send: string | null;
+  tcp_expect: string | null;
 }
 
 export type MonitorCreate = Partial<MonitorSettings> &

@@ -113,6 +113,7 @@ export function unmaskPatch(current: StoredMonitor, patch: MonitorPatch): Monito
 }
 
 export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
+  type: 'http',
   method: 'GET',
   interval_seconds: 60,
   timeout_ms: 10_000,
@@ -126,7 +127,12 @@ export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
   body: null,
   paused: false,
   webhooks: [],
+  tcp_send: null,
+  tcp_expect: null,
 };
+
+/** The settings a monitor stored before they existed gets (its type and the tcp fields). */
+const ADDED_SETTINGS = { type: 'http', tcp_send: null, tcp_expect: null } as const;
 
 /** A new monitor id: `mon_` and 16 hex digits. */
 export function newMonitorId(): string {
@@ -155,6 +161,34 @@ export function monitorProblems(s: MonitorSettings): Problem[] {
       problems.push({ path: `/headers/${name}`, message: 'is set by the connection itself and may not be set' });
     }
   }
+  return [...problems, ...typeProblems(s)];
+}
+
+/** Each type's URL form, and the fields that belong to another type. */
+function typeProblems(s: MonitorSettings): Problem[] {
+  const problems: Problem[] = [];
+  const only = (path: string, type: string): void => {
+    problems.push({ path, message: `applies to ${type} monitors only` });
+  };
+  let url: URL | undefined;
+  try {
+    url = new URL(s.url);
+  } catch {
+    // The schema's format check reports it.
+  }
+  if (s.type === 'http') {
+    if (url && url.protocol !== 'http:' && url.protocol !== 'https:')
+      problems.push({ path: '/url', message: 'an http monitor checks an http:// or https:// URL' });
+    if (s.tcp_send !== null) only('/tcp_send', 'tcp');
+    if (s.tcp_expect !== null) only('/tcp_expect', 'tcp');
+  } else {
+    const plain = url && url.protocol === 'tcp:' && url.port !== '' && (url.pathname === '' || url.pathname === '/');
+    if (url && (!plain || url.search || url.hash || url.username || url.password))
+      problems.push({ path: '/url', message: 'a tcp monitor checks tcp://host:port, with nothing else' });
+    if (s.keyword !== null) only('/keyword', 'http');
+    if (s.body !== null) only('/body', 'http');
+    if (Object.keys(s.headers).length > 0) only('/headers', 'http');
+  }
   return problems;
 }
 
@@ -176,6 +210,7 @@ export function deniedTargets(s: Pick<MonitorSettings, 'url' | 'webhooks'>, poli
 function settingsOf(m: MonitorSettings): MonitorSettings {
   return {
     name: m.name,
+    type: m.type,
     url: m.url,
     method: m.method,
     interval_seconds: m.interval_seconds,
@@ -190,6 +225,8 @@ function settingsOf(m: MonitorSettings): MonitorSettings {
     body: m.body,
     paused: m.paused,
     webhooks: m.webhooks,
+    tcp_send: m.tcp_send,
+    tcp_expect: m.tcp_expect,
   };
 }
 
@@ -357,7 +394,7 @@ export class MonitorStore {
   }
 
   private decode(r: Row): StoredMonitor {
-    const spec = JSON.parse(r.s) as Omit<StoredMonitor, 'version'>;
+    const spec = { ...ADDED_SETTINGS, ...(JSON.parse(r.s) as Omit<StoredMonitor, 'version'>) };
     const m: StoredMonitor = { ...spec, tenant_id: spec.tenant_id ?? DEFAULT_TENANT, version: Number(r.v) };
     // A row from before sealing (migration 4) holds its secrets in `spec`.
     if (r.x === '') return m;

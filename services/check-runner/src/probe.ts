@@ -8,6 +8,7 @@ import {
   type StatusCodeRule,
 } from '@telemetry/contract';
 import { httpCall, HttpCallError, type HttpAnswer } from './http-client.js';
+import { tcpProbe } from './tcp-probe.js';
 import type { EgressPolicy } from '@telemetry/platform';
 
 export interface ProbeResult {
@@ -50,6 +51,7 @@ export interface ProbeContext {
 
 /** Runs one check of `m`: never throws; a failure is a `down` result with its `error`. */
 export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
+  if (m.type === 'tcp') return tcpProbe(m, ctx);
   const started = performance.now();
   const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
   try {

@@ -13,7 +13,8 @@ interface Field {
 
 const FIELDS: Field[] = [
   { name: 'name', label: 'Name', kind: 'text', required: true },
-  { name: 'url', label: 'URL', kind: 'url', required: true, hint: 'http:// or https://' },
+  { name: 'type', label: 'Type', kind: 'select', options: ['http', 'tcp'] },
+  { name: 'url', label: 'URL', kind: 'url', required: true, hint: 'http(s)://… for http, tcp://host:port for tcp' },
   {
     name: 'method',
     label: 'Method',
@@ -40,6 +41,8 @@ const FIELDS: Field[] = [
     hint: 'one per line, Name: value; stored values show as ****',
   },
   { name: 'webhooks', label: 'Webhook URLs', kind: 'lines', hint: 'comma-separated' },
+  { name: 'tcp_send', label: 'TCP: send once connected', kind: 'text', hint: 'tcp monitors only' },
+  { name: 'tcp_expect', label: 'TCP: the reply must contain', kind: 'text', hint: 'tcp monitors only' },
   { name: 'paused', label: 'Paused', kind: 'checkbox' },
 ];
 
@@ -89,7 +92,8 @@ function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> 
     const raw = el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value.trim();
     if (f.kind === 'checkbox') out[f.name] = raw;
     else if (raw === '') {
-      if (editing && ['keyword', 'degraded_threshold_ms'].includes(f.name)) out[f.name] = null;
+      if (editing && ['keyword', 'degraded_threshold_ms', 'tcp_send', 'tcp_expect'].includes(f.name))
+        out[f.name] = null;
       else if (editing && ['headers', 'webhooks'].includes(f.name)) out[f.name] = f.name === 'headers' ? {} : [];
     } else if (f.kind === 'number') out[f.name] = Number(raw);
     else if (f.kind === 'lines') {

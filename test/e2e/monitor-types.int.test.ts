@@ -1,0 +1,173 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { expect } from 'chai';
+import type { CheckMessage, Monitor } from '@telemetry/contract';
+import { collectTopic, eventually, newKey, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import { spawnService, type ServiceProcess } from '../support/processes.js';
+
+interface Envelope<T> {
+  success: boolean;
+  data: T;
+  code?: string;
+  details?: { problems?: { path: string; message: string }[] };
+}
+
+/** A loopback TCP service: to "PING" it answers "PONG" (or "NOPE" when told to), and it counts connections. */
+class TcpService {
+  reply = 'PONG ready\n';
+  connections = 0;
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  async start(): Promise<void> {
+    this.server = createServer((s) => {
+      this.connections++;
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+      s.on('error', () => undefined);
+      s.on('data', (d: Buffer) => {
+        if (d.toString().startsWith('PING')) s.end(this.reply);
+      });
+    });
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+  }
+}
+
+/**
+ * Monitor types beyond HTTP on the real pipeline (a check runner process, Kafka,
+ * ClickHouse), against loopback services that the runner's egress policy allows by name.
+ */
+describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)', function () {
+  this.timeout(120_000);
+  const service = new TcpService();
+  /** A port with nothing listening: allowed, and refused by the kernel. */
+  const closed = new TcpService();
+  let query: Running;
+  let runner: ServiceProcess;
+  let checks: Awaited<ReturnType<typeof collectTopic>>;
+  let key: string;
+
+  async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
+    const r = await fetch(`${query.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: (await r.json()) as Envelope<T> };
+  }
+
+  const create = (m: Record<string, unknown>) =>
+    api<Monitor>('POST', '/api/monitors', {
+      name: uid('tcp'),
+      type: 'tcp',
+      interval_seconds: 1,
+      timeout_ms: 800,
+      ...m,
+    });
+
+  /** Waits for a check of `id` that `match` accepts, among those published after `since`. */
+  function checkOf(id: string, match: (c: CheckMessage) => boolean, since = 0): Promise<CheckMessage> {
+    return eventually(
+      `a matching check of ${id}`,
+      () =>
+        (checks.values as CheckMessage[]).find(
+          (c) => c.monitor_id === id && Date.parse(c.created_at) >= since && match(c),
+        ),
+      30_000,
+    );
+  }
+
+  before(async () => {
+    await Promise.all([service.start(), closed.start()]);
+    await closed.stop();
+    const egress = { EGRESS_ALLOW: `127.0.0.1:${service.port},127.0.0.1:${closed.port}` };
+    query = await runQuery(egress);
+    checks = await collectTopic(testStack().checksTopic);
+    key = await newKey({ kind: 'api', name: 'tcp', scopes: ['checks:read', 'monitors:read', 'monitors:write'] });
+    runner = await spawnService('check-runner', {
+      ...egress,
+      RUNNER_ID: uid('tcp-runner'),
+      RUNNER_GROUP_ID: uid('tcp-runners'),
+      WEBHOOK_GROUP_ID: uid('tcp-webhooks'),
+      REGISTRY_REFRESH_MS: '1000',
+    });
+    await eventually('the key loaded', async () =>
+      (await api('GET', '/api/monitors?limit=1')).status === 200 ? true : undefined,
+    );
+  });
+
+  after(async () => {
+    await Promise.all([runner?.kill('SIGTERM'), query?.stop(), checks?.stop()]);
+    await service.stop();
+  });
+
+  it('validates a tcp monitor: its URL form, and the fields of the other type', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ url: `http://127.0.0.1:${service.port}/` }, '/url'],
+      [{ url: `tcp://127.0.0.1` }, '/url'],
+      [{ url: `tcp://127.0.0.1:${service.port}/path` }, '/url'],
+      [{ url: `tcp://127.0.0.1:${service.port}`, keyword: 'x' }, '/keyword'],
+      [{ url: `tcp://127.0.0.1:${service.port}`, headers: { 'X-A': 'b' } }, '/headers'],
+      [{ url: `tcp://127.0.0.1:${service.port}`, type: 'http' }, '/url'],
+      [{ url: `http://127.0.0.1:${service.port}/`, type: 'http', tcp_send: 'PING' }, '/tcp_send'],
+      [{ url: `tcp://127.0.0.1:${service.port}`, type: 'ftp' }, '/type'],
+    ];
+    for (const [body, path] of cases) {
+      const r = await create({ paused: true, ...body });
+      expect([r.status, r.body.code], JSON.stringify(body)).to.deep.equal([400, 'VALIDATION_FAILED']);
+      expect(
+        r.body.details?.problems?.map((p) => p.path),
+        JSON.stringify(body),
+      ).to.include(path);
+    }
+    // A denied address is refused at once, as for http.
+    const denied = await create({ url: 'tcp://10.0.0.1:22', paused: true });
+    expect([denied.status, denied.body.code]).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
+    // An http monitor says its type, and has no tcp fields.
+    const web = await api<Monitor>('POST', '/api/monitors', {
+      name: uid('web'),
+      url: `http://127.0.0.1:${service.port}/`,
+      paused: true,
+    });
+    expect(web.body.data).to.include({ type: 'http', tcp_send: null, tcp_expect: null });
+  });
+
+  it('is up while the port accepts connections, and down connection_refused when nothing listens', async () => {
+    const up = await create({ url: `tcp://127.0.0.1:${service.port}` });
+    const refused = await create({ url: `tcp://127.0.0.1:${closed.port}` });
+    expect([up.status, refused.status]).to.deep.equal([201, 201]);
+    expect(up.body.data).to.include({ type: 'tcp', url: `tcp://127.0.0.1:${service.port}`, tcp_send: null });
+    const ok = await checkOf(up.body.data.id, () => true);
+    expect(ok).to.include({ status: 'up', status_code: 0 });
+    expect(ok.error).to.equal(undefined);
+    const bad = await checkOf(refused.body.data.id, () => true);
+    expect(bad).to.include({ status: 'down', status_code: 0, error: 'connection_refused' });
+    // Read back through the API as any check is.
+    const listed = await eventually('the check in ClickHouse', async () => {
+      const r = await api<{ status: string; error: string | null }[]>(
+        'GET',
+        `/api/monitors/${refused.body.data.id}/checks?limit=1`,
+      );
+      return r.body.data?.length ? r.body.data : undefined;
+    });
+    expect(listed[0]).to.include({ status: 'down', error: 'connection_refused' });
+  });
+
+  it('sends tcp_send and is up when the reply holds tcp_expect, down unexpected_reply when it does not', async () => {
+    const m = await create({ url: `tcp://127.0.0.1:${service.port}`, tcp_send: 'PING\n', tcp_expect: 'PONG' });
+    expect(m.status, JSON.stringify(m.body)).to.equal(201);
+    await checkOf(m.body.data.id, (c) => c.status === 'up');
+    service.reply = 'NOPE\n';
+    const since = Date.now();
+    const down = await checkOf(m.body.data.id, (c) => c.status === 'down', since);
+    expect(down).to.include({ status_code: 0, error: 'unexpected_reply' });
+    service.reply = 'PONG again\n';
+    await checkOf(m.body.data.id, (c) => c.status === 'up', Date.now());
+  });
+});
