@@ -309,6 +309,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     type: ['tcp'],
     tcp_send: 7,
     tcp_expect: { reply: 'PONG' },
+    tls_min_days: '14',
   };
   const missing = 'corpus-missing-monitor';
 
@@ -828,6 +829,18 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       'TARGET_NOT_ALLOWED',
     ),
     invalidChange('tcp type on the stored https monitor', { type: 'tcp' }),
+    invalidCreate('tls URL with a path', { type: 'tls', url: `tls://${MARK}.example/health` }),
+    invalidCreate('tls type with an https URL', { type: 'tls' }),
+    invalidCreate('tls_min_days on an http monitor', { tls_min_days: 14 }),
+    invalidCreate('negative tls_min_days', { type: 'tls', url: `tls://${MARK}.example`, tls_min_days: -1 }),
+    invalidCreate('tls_min_days of 3651', { type: 'tls', url: `tls://${MARK}.example`, tls_min_days: 3651 }),
+    invalidCreate('fractional tls_min_days', { type: 'tls', url: `tls://${MARK}.example`, tls_min_days: 1.5 }),
+    create(
+      'tls monitor aimed at a denied literal',
+      good({ type: 'tls', url: 'tls://10.0.0.1' }),
+      400,
+      'TARGET_NOT_ALLOWED',
+    ),
     // keyword and body
     invalidCreate('empty keyword', { keyword: '' }),
     invalidCreate('keyword of 1025 chars', { keyword: 'k'.repeat(1025) }),

@@ -1,4 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { expect } from 'chai';
 import type { CheckMessage, Monitor } from '@telemetry/contract';
 import { collectTopic, eventually, newKey, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
@@ -40,10 +45,88 @@ class TcpService {
 }
 
 /**
+ * Certificates made for the test with openssl: a CA the runner trusts (NODE_EXTRA_CA_CERTS),
+ * a leaf it signed for 127.0.0.1 and localhost, valid 30 days, and a self-signed one nobody trusts.
+ */
+function certificates(dir: string): {
+  ca: string;
+  leaf: { key: Buffer; cert: Buffer };
+  rogue: { key: Buffer; cert: Buffer };
+} {
+  const run = (...args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  run(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '365',
+    '-subj',
+    '/CN=Monitor test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  );
+  run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost');
+  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  run(
+    'x509',
+    '-req',
+    '-in',
+    'leaf.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'leaf.pem',
+    '-days',
+    '30',
+    '-extfile',
+    'san.ext',
+  );
+  run(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'rogue.key',
+    '-out',
+    'rogue.pem',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost',
+  );
+  const read = (f: string): Buffer => readFileSync(join(dir, f));
+  return {
+    ca: join(dir, 'ca.pem'),
+    leaf: { key: read('leaf.key'), cert: read('leaf.pem') },
+    rogue: { key: read('rogue.key'), cert: read('rogue.pem') },
+  };
+}
+
+async function listen(server: Server | TlsServer): Promise<number> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return (server.address() as { port: number }).port;
+}
+
+/**
  * Monitor types beyond HTTP on the real pipeline (a check runner process, Kafka,
  * ClickHouse), against loopback services that the runner's egress policy allows by name.
  */
-describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)', function () {
+describe('monitor types: tcp and tls (real Kafka and ClickHouse, a check runner process)', function () {
   this.timeout(120_000);
   const service = new TcpService();
   /** A port with nothing listening: allowed, and refused by the kernel. */
@@ -52,6 +135,12 @@ describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)
   let runner: ServiceProcess;
   let checks: Awaited<ReturnType<typeof collectTopic>>;
   let key: string;
+  const dir = mkdtempSync(join(tmpdir(), 'monitor-certs-'));
+  let trusted: TlsServer;
+  let rogue: TlsServer;
+  let trustedPort = 0;
+  let roguePort = 0;
+  const LOCATION = 'test-east';
 
   async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
     const r = await fetch(`${query.url}${path}`, {
@@ -86,7 +175,13 @@ describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)
   before(async () => {
     await Promise.all([service.start(), closed.start()]);
     await closed.stop();
-    const egress = { EGRESS_ALLOW: `127.0.0.1:${service.port},127.0.0.1:${closed.port}` };
+    const certs = certificates(dir);
+    trusted = createTlsServer(certs.leaf, (s) => s.end());
+    rogue = createTlsServer(certs.rogue, (s) => s.end());
+    [trustedPort, roguePort] = await Promise.all([listen(trusted), listen(rogue)]);
+    const egress = {
+      EGRESS_ALLOW: [service.port, closed.port, trustedPort, roguePort].map((p) => `127.0.0.1:${p}`).join(','),
+    };
     query = await runQuery(egress);
     checks = await collectTopic(testStack().checksTopic);
     key = await newKey({ kind: 'api', name: 'tcp', scopes: ['checks:read', 'monitors:read', 'monitors:write'] });
@@ -96,6 +191,8 @@ describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)
       RUNNER_GROUP_ID: uid('tcp-runners'),
       WEBHOOK_GROUP_ID: uid('tcp-webhooks'),
       REGISTRY_REFRESH_MS: '1000',
+      RUNNER_LOCATION: LOCATION,
+      NODE_EXTRA_CA_CERTS: certs.ca,
     });
     await eventually('the key loaded', async () =>
       (await api('GET', '/api/monitors?limit=1')).status === 200 ? true : undefined,
@@ -105,6 +202,8 @@ describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)
   after(async () => {
     await Promise.all([runner?.kill('SIGTERM'), query?.stop(), checks?.stop()]);
     await service.stop();
+    await Promise.all([trusted, rogue].map((t) => new Promise((r) => t?.close(r))));
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('validates a tcp monitor: its URL form, and the fields of the other type', async () => {
@@ -144,7 +243,7 @@ describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)
     expect([up.status, refused.status]).to.deep.equal([201, 201]);
     expect(up.body.data).to.include({ type: 'tcp', url: `tcp://127.0.0.1:${service.port}`, tcp_send: null });
     const ok = await checkOf(up.body.data.id, () => true);
-    expect(ok).to.include({ status: 'up', status_code: 0 });
+    expect(ok).to.include({ status: 'up', status_code: 0, location: LOCATION });
     expect(ok.error).to.equal(undefined);
     const bad = await checkOf(refused.body.data.id, () => true);
     expect(bad).to.include({ status: 'down', status_code: 0, error: 'connection_refused' });
@@ -156,7 +255,12 @@ describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)
       );
       return r.body.data?.length ? r.body.data : undefined;
     });
-    expect(listed[0]).to.include({ status: 'down', error: 'connection_refused' });
+    expect(listed[0]).to.include({
+      status: 'down',
+      error: 'connection_refused',
+      location: LOCATION,
+      tls_days_left: null,
+    });
   });
 
   it('sends tcp_send and is up when the reply holds tcp_expect, down unexpected_reply when it does not', async () => {
@@ -169,5 +273,41 @@ describe('monitor types: tcp (real Kafka and ClickHouse, a check runner process)
     expect(down).to.include({ status_code: 0, error: 'unexpected_reply' });
     service.reply = 'PONG again\n';
     await checkOf(m.body.data.id, (c) => c.status === 'up', Date.now());
+  });
+
+  it('checks a tls certificate: up with the days it has left, down when it expires too soon or is not trusted', async () => {
+    const bad = await create({ type: 'tls', url: `tls://127.0.0.1:${trustedPort}/x`, paused: true });
+    expect(bad.body.details?.problems?.map((p) => p.path)).to.include('/url');
+    const misplaced = await api<Monitor>('POST', '/api/monitors', {
+      name: uid('web'),
+      url: `http://127.0.0.1:${service.port}/`,
+      tls_min_days: 3,
+      paused: true,
+    });
+    expect(misplaced.body.details?.problems?.map((p) => p.path)).to.include('/tls_min_days');
+
+    const fine = await create({ type: 'tls', url: `tls://127.0.0.1:${trustedPort}`, tls_min_days: 7 });
+    const byName = await create({ type: 'tls', url: `tls://localhost:${trustedPort}` });
+    const soon = await create({ type: 'tls', url: `tls://127.0.0.1:${trustedPort}`, tls_min_days: 60 });
+    const untrusted = await create({ type: 'tls', url: `tls://127.0.0.1:${roguePort}` });
+    for (const m of [fine, byName, soon, untrusted]) expect(m.status, JSON.stringify(m.body)).to.equal(201);
+    expect(byName.body.data).to.include({ type: 'tls', tls_min_days: 14 });
+
+    const up = await checkOf(fine.body.data.id, () => true);
+    expect(up).to.include({ status: 'up', status_code: 0, location: LOCATION });
+    expect(up.tls_days_left).to.be.within(29, 30);
+    expect(await checkOf(byName.body.data.id, () => true)).to.include({ status: 'up' });
+    const expiring = await checkOf(soon.body.data.id, () => true);
+    expect(expiring).to.include({ status: 'down', error: 'certificate_expiring' });
+    expect(expiring.tls_days_left).to.be.within(29, 30);
+    expect(await checkOf(untrusted.body.data.id, () => true)).to.include({ status: 'down', error: 'tls' });
+    const listed = await eventually('the check in ClickHouse', async () => {
+      const r = await api<{ status: string; tls_days_left: number | null }[]>(
+        'GET',
+        `/api/monitors/${soon.body.data.id}/checks?limit=1`,
+      );
+      return r.body.data?.length ? r.body.data : undefined;
+    });
+    expect(listed[0]!.tls_days_left).to.be.within(29, 30);
   });
 });

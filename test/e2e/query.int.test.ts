@@ -112,6 +112,8 @@ describe('query service (real ClickHouse)', () => {
       response_time: 109,
       status_code: 503,
       error: null,
+      location: null,
+      tls_days_left: null,
       created_at: '2026-01-01T00:09:00Z',
     });
   });
@@ -400,6 +402,8 @@ describe('query service (real ClickHouse)', () => {
       response_time: 100,
       status_code: 503,
       error: null,
+      location: null,
+      tls_days_left: null,
       created_at: '2026-01-01T00:00:00Z',
     });
     expect(lines.map((c) => c.id)).to.deep.equal(rows.map((r) => r.id));
@@ -408,9 +412,11 @@ describe('query service (real ClickHouse)', () => {
     });
     expect(csv.headers.get('content-type')).to.contain('text/csv');
     const csvLines = (await csv.text()).trim().split('\n');
-    expect(csvLines[0]).to.equal('id,monitor_id,status,response_time,status_code,error,created_at');
+    expect(csvLines[0]).to.equal(
+      'id,monitor_id,status,response_time,status_code,error,created_at,location,tls_days_left',
+    );
     expect(csvLines).to.have.length(251);
-    expect(csvLines[1]).to.equal(`c000000,${m},down,100,503,,2026-01-01T00:00:00Z`);
+    expect(csvLines[1]).to.equal(`c000000,${m},down,100,503,,2026-01-01T00:00:00Z,,`);
     const badFormat = await get(`/api/monitors/${m}/checks/export?format=xml`);
     expect([badFormat.status, badFormat.body.code]).to.deep.equal([400, 'INVALID_PARAMETER']);
   });

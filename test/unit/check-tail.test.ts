@@ -96,7 +96,17 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
       const id = `c${String(Math.floor(rnd() * 1e6)).padStart(6, '0')}-${i}`;
       return {
         t,
-        row: { id, monitor_id: monitorId, status, response_time: 1 + i, status_code: 200, error: '', ts: t },
+        row: {
+          id,
+          monitor_id: monitorId,
+          status,
+          response_time: 1 + i,
+          status_code: 200,
+          error: '',
+          location: i % 2 ? 'eu-west' : '',
+          tls_days_left: i % 3 ? null : i,
+          ts: t,
+        },
       };
     });
     // ClickHouse holds the first part (loaded), Kafka brings the rest in a shuffled order with copies.
@@ -131,6 +141,8 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
         status: s.row.status,
         response_time: s.row.response_time,
         status_code: 200,
+        ...(s.row.location ? { location: s.row.location } : {}),
+        ...(s.row.tls_days_left !== null ? { tls_days_left: Number(s.row.tls_days_left) } : {}),
         created_at: new Date(s.t * 1000).toISOString(),
       };
       tail.onRecords(0, [{ offset, value: Buffer.from(JSON.stringify(message)) }]);

@@ -11,6 +11,8 @@ describe('query service rows (unit)', () => {
         response_time: 1.3599999999999999,
         status_code: 0,
         error: 'connection_refused',
+        location: 'eu-west',
+        tls_days_left: '12',
         ts: '1795326543',
       }),
     ).to.deep.equal({
@@ -20,10 +22,28 @@ describe('query service rows (unit)', () => {
       response_time: 1.36,
       status_code: 0,
       error: 'connection_refused',
+      location: 'eu-west',
+      tls_days_left: 12,
       created_at: '2026-11-22T05:49:03Z',
     });
     expect(
-      rowToCheck({ id: 'c', monitor_id: 'm', status: 'up', response_time: 5012.5, status_code: 200, error: '', ts: 0 }),
-    ).to.include({ response_time: 5012.5, error: null, created_at: '1970-01-01T00:00:00Z' });
+      rowToCheck({
+        id: 'c',
+        monitor_id: 'm',
+        status: 'up',
+        response_time: 5012.5,
+        status_code: 200,
+        error: '',
+        location: '',
+        tls_days_left: null,
+        ts: 0,
+      }),
+    ).to.include({
+      response_time: 5012.5,
+      error: null,
+      location: null,
+      tls_days_left: null,
+      created_at: '1970-01-01T00:00:00Z',
+    });
   });
 });

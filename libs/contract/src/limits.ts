@@ -50,6 +50,8 @@ export const MONITOR_LIMITS = {
   /** Bytes a tcp monitor sends, and characters of the reply it expects. */
   maxTcpSendLength: 1024,
   maxTcpExpectLength: 1024,
+  /** A tls monitor's warning time, in days (default DEFAULT_TLS_MIN_DAYS). */
+  maxTlsMinDays: 3650,
   maxHeaders: 20,
   maxHeaderValueLength: 1024,
   maxBodyBytes: 64 * 1024,
@@ -79,10 +81,17 @@ export const STATUS_PAGE_SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$';
 
 /**
  * What a monitor checks (docs/monitors.md, "Monitor types"): `http` a URL's answer, `tcp`
- * that a port accepts a connection (and, optionally, answers what it is sent).
+ * that a port accepts a connection (and, optionally, answers what it is sent), `tls` that
+ * a server's certificate chain is valid for its host and does not expire too soon.
  */
-export const MONITOR_TYPES = ['http', 'tcp'] as const;
+export const MONITOR_TYPES = ['http', 'tcp', 'tls'] as const;
 export type MonitorType = (typeof MONITOR_TYPES)[number];
+
+/** A runner's location (RUNNER_LOCATION) and a monitor's `locations`: `eu-west`, `us-east-1`. */
+export const LOCATION_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$';
+
+/** The days a tls monitor's certificate must still be valid when its monitor does not say. */
+export const DEFAULT_TLS_MIN_DAYS = 14;
 
 /** Methods a monitor may use. */
 export const MONITOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -124,6 +133,8 @@ export const CHECK_ERRORS = [
   'insecure_redirect',
   // A tcp monitor's reply did not contain its tcp_expect.
   'unexpected_reply',
+  // A tls monitor's certificate expires within its tls_min_days.
+  'certificate_expiring',
 ] as const;
 export type CheckError = (typeof CHECK_ERRORS)[number];
 

@@ -3,6 +3,7 @@ import {
   CHECK_ERRORS,
   CHECK_STATUSES,
   ID_PATTERN,
+  LOCATION_PATTERN,
   TENANT_ID_PATTERN,
   LIMITS,
   MONITOR_LIMITS,
@@ -105,6 +106,10 @@ const checkProperties = {
   status_code: { type: 'integer', minimum: 0, maximum: 999 },
   /** Why the check failed; absent (message) or null (API) when it passed. */
   error: { type: 'string', enum: CHECK_ERRORS },
+  /** Where it ran: the runner's RUNNER_LOCATION; absent (message) or null (API) for checks made before locations. */
+  location: { type: 'string', pattern: LOCATION_PATTERN },
+  /** A tls monitor's check: whole days until the certificate expires (negative once expired). */
+  tls_days_left: { type: 'integer', minimum: -1_000_000, maximum: 1_000_000 },
 } as const;
 
 /** Value of a message on the check-results topic (JSON, UTF-8). Written by check runners. */
@@ -128,6 +133,8 @@ export const checkSchema = {
   properties: {
     ...checkProperties,
     error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
+    location: { oneOf: [checkProperties.location, { type: 'null' }] },
+    tls_days_left: { type: ['integer', 'null'], minimum: -1_000_000, maximum: 1_000_000 },
     created_at: isoSeconds,
   },
 } as const;
@@ -143,7 +150,7 @@ const httpUrl = {
   format: 'uri',
 } as const;
 /** What a monitor checks: an http(s) URL, or tcp://host:port (the scheme must match `type`). */
-const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp)://[^\\s]+$' } as const;
+const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp|tls)://[^\\s]+$' } as const;
 const threshold = { type: 'integer', minimum: 1, maximum: M.maxThreshold } as const;
 const statusCodeRule = {
   oneOf: [
@@ -187,6 +194,7 @@ const monitorSettings = {
   webhooks: { type: 'array', maxItems: M.maxWebhooks, uniqueItems: true, items: httpUrl },
   tcp_send: { type: ['string', 'null'], minLength: 1, maxLength: M.maxTcpSendLength },
   tcp_expect: { type: ['string', 'null'], minLength: 1, maxLength: M.maxTcpExpectLength },
+  tls_min_days: { type: ['integer', 'null'], minimum: 0, maximum: M.maxTlsMinDays },
 } as const;
 
 const webhookSecret = {
@@ -239,6 +247,7 @@ export const monitorSchema = {
     'webhooks',
     'tcp_send',
     'tcp_expect',
+    'tls_min_days',
     'status',
     'last_check_at',
     'created_at',

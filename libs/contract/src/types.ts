@@ -43,6 +43,8 @@ export interface CheckMessage {
   response_time: number;
   status_code: number;
   error?: CheckError;
+  location?: string;
+  tls_days_left?: number;
   created_at: string;
 }
 
@@ -54,6 +56,10 @@ export interface Check {
   response_time: number;
   status_code: number;
   error?: CheckError | null;
+  /** Where it ran (RUNNER_LOCATION); null for checks made before locations. */
+  location?: string | null;
+  /** tls monitors: whole days until the certificate expires; null otherwise. */
+  tls_days_left?: number | null;
   created_at: string;
 }
 
@@ -81,6 +87,8 @@ export interface MonitorSettings {
   /** tcp only: what to send once connected (null: nothing), and what the reply must contain. */
   tcp_send: string | null;
   tcp_expect: string | null;
+  /** tls only: the certificate must be valid for at least this many more days (null: DEFAULT_TLS_MIN_DAYS). */
+  tls_min_days: number | null;
 }
 
 export type MonitorCreate = Partial<MonitorSettings> &

@@ -111,7 +111,7 @@ function unbracket(host: string): string {
 /** The port a URL connects to. */
 export function portOf(url: URL): number {
   if (url.port) return Number(url.port);
-  return url.protocol === 'https:' ? 443 : 80;
+  return url.protocol === 'https:' || url.protocol === 'tls:' ? 443 : 80;
 }
 
 export interface EgressPolicyOptions {

@@ -84,6 +84,10 @@ export const checksMigrations: MigrationsByVersion = {
     },
   ],
   8: (db, _name, engine) => lowCardinality(db, engine, 'checks', ['status']),
+  10: () => [
+    { addColumn: { table: 'checks', column: 'location', type: 'String' } },
+    { addColumn: { table: 'checks', column: 'tls_days_left', type: 'Nullable(Int32)' } },
+  ],
 };
 
 /** A row of `checks` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */
@@ -96,6 +100,9 @@ export interface CheckRow {
   response_time: number;
   status_code: number;
   error: string;
+  /** The runner's location; '' for checks made before locations (migration 10). */
+  location: string;
+  tls_days_left: number | null;
   inserted_at: number;
 }
 
@@ -109,6 +116,8 @@ export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckR
     response_time: c.response_time,
     status_code: c.status_code,
     error: c.error ?? '',
+    location: c.location ?? '',
+    tls_days_left: c.tls_days_left ?? null,
     inserted_at: now,
   }));
 }
@@ -143,7 +152,8 @@ export function checksSql(database: string, q: ChecksQuery): string {
     const t = `toDateTime(${sqlNumber(q.cursor.t)})`;
     where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);
   }
-  return `SELECT id, monitor_id, status, response_time, status_code, error, toUnixTimestamp(created_at) AS ts
+  return `SELECT id, monitor_id, status, response_time, status_code, error, location, tls_days_left,
+      toUnixTimestamp(created_at) AS ts
     FROM ${sqlIdentifier(database)}.checks
     WHERE ${where.join(' AND ')}
     ORDER BY created_at ${dir}, id ${dir}
@@ -158,6 +168,8 @@ export interface CheckHistoryRow {
   response_time: number;
   status_code: number;
   error: string;
+  location: string;
+  tls_days_left: number | string | null;
   ts: number | string;
 }
 
@@ -171,6 +183,8 @@ export function rowToCheck(r: CheckHistoryRow): Check {
     response_time: Math.round(Number(r.response_time) * 1000) / 1000,
     status_code: Number(r.status_code),
     error: (r.error || null) as Check['error'],
+    location: r.location || null,
+    tls_days_left: r.tls_days_left === null ? null : Number(r.tls_days_left),
     created_at: toIsoSeconds(Number(r.ts)),
   };
 }

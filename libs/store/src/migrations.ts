@@ -38,6 +38,7 @@ const VERSIONS: Record<number, string> = {
   7: 'events keyed by what every copy shares (id_time); first-seen times; the modern shape on current ClickHouse',
   8: 'LowCardinality statuses of checks, alerts and webhook deliveries on current ClickHouse',
   9: 'public status pages',
+  10: 'checks: location and tls_days_left',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [

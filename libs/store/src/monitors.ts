@@ -8,7 +8,7 @@ import type {
   MonitorStatus,
   Problem,
 } from '@telemetry/contract';
-import { DEFAULT_TENANT, isForbiddenMonitorHeader, toIsoSeconds } from '@telemetry/contract';
+import { DEFAULT_TENANT, DEFAULT_TLS_MIN_DAYS, isForbiddenMonitorHeader, toIsoSeconds } from '@telemetry/contract';
 import {
   sqlIdentifier,
   sqlNumber,
@@ -129,10 +129,11 @@ export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
   webhooks: [],
   tcp_send: null,
   tcp_expect: null,
+  tls_min_days: null,
 };
 
 /** The settings a monitor stored before they existed gets (its type and the tcp fields). */
-const ADDED_SETTINGS = { type: 'http', tcp_send: null, tcp_expect: null } as const;
+const ADDED_SETTINGS = { type: 'http', tcp_send: null, tcp_expect: null, tls_min_days: null } as const;
 
 /** A new monitor id: `mon_` and 16 hex digits. */
 export function newMonitorId(): string {
@@ -176,19 +177,36 @@ function typeProblems(s: MonitorSettings): Problem[] {
   } catch {
     // The schema's format check reports it.
   }
+  if (s.type !== 'tcp') {
+    if (s.tcp_send !== null) only('/tcp_send', 'tcp');
+    if (s.tcp_expect !== null) only('/tcp_expect', 'tcp');
+  }
+  if (s.type !== 'tls' && s.tls_min_days !== null) only('/tls_min_days', 'tls');
   if (s.type === 'http') {
     if (url && url.protocol !== 'http:' && url.protocol !== 'https:')
       problems.push({ path: '/url', message: 'an http monitor checks an http:// or https:// URL' });
-    if (s.tcp_send !== null) only('/tcp_send', 'tcp');
-    if (s.tcp_expect !== null) only('/tcp_expect', 'tcp');
-  } else {
-    const plain = url && url.protocol === 'tcp:' && url.port !== '' && (url.pathname === '' || url.pathname === '/');
-    if (url && (!plain || url.search || url.hash || url.username || url.password))
-      problems.push({ path: '/url', message: 'a tcp monitor checks tcp://host:port, with nothing else' });
-    if (s.keyword !== null) only('/keyword', 'http');
-    if (s.body !== null) only('/body', 'http');
-    if (Object.keys(s.headers).length > 0) only('/headers', 'http');
+    return problems;
   }
+  const plain =
+    url &&
+    url.protocol === `${s.type}:` &&
+    (url.port !== '' || s.type === 'tls') &&
+    (url.pathname === '' || url.pathname === '/') &&
+    !url.search &&
+    !url.hash &&
+    !url.username &&
+    !url.password;
+  if (url && !plain)
+    problems.push({
+      path: '/url',
+      message:
+        s.type === 'tcp'
+          ? 'a tcp monitor checks tcp://host:port, with nothing else'
+          : 'a tls monitor checks tls://host or tls://host:port (443 by default), with nothing else',
+    });
+  if (s.keyword !== null) only('/keyword', 'http');
+  if (s.body !== null) only('/body', 'http');
+  if (Object.keys(s.headers).length > 0) only('/headers', 'http');
   return problems;
 }
 
@@ -227,13 +245,15 @@ function settingsOf(m: MonitorSettings): MonitorSettings {
     webhooks: m.webhooks,
     tcp_send: m.tcp_send,
     tcp_expect: m.tcp_expect,
+    tls_min_days: m.tls_min_days,
   };
 }
 
 /** Settings of a new monitor: the request's, defaults for the rest. */
 export function createSettings(body: MonitorCreate): MonitorSettings {
   const { webhook_secret: _secret, ...given } = body;
-  return fitTimeout(settingsOf({ ...DEFAULT_MONITOR, ...given }), given.timeout_ms);
+  const typed = given.type === 'tls' ? { tls_min_days: DEFAULT_TLS_MIN_DAYS } : {};
+  return fitTimeout(settingsOf({ ...DEFAULT_MONITOR, ...typed, ...given }), given.timeout_ms);
 }
 
 /** Settings after a PATCH: the request's fields replace the stored ones. */

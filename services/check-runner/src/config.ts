@@ -1,3 +1,4 @@
+import { LOCATION_PATTERN } from '@telemetry/contract';
 import { hostname } from 'node:os';
 import {
   clickhouseSpec,
@@ -24,6 +25,12 @@ export const runnerSpec = {
   ...egressSpec,
   shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
   runnerId: v.str('RUNNER_ID', '', 'name of this runner in logs, metrics and the User-Agent (default host-pid)'),
+  location: v.str(
+    'RUNNER_LOCATION',
+    'default',
+    'where this runner checks from (e.g. eu-west): recorded in every check it makes (lower-case letters, digits, -)',
+    new RegExp(LOCATION_PATTERN),
+  ),
   groupId: v.str(
     'RUNNER_GROUP_ID',
     'telemetry-check-runners',

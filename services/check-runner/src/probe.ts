@@ -8,7 +8,7 @@ import {
   type StatusCodeRule,
 } from '@telemetry/contract';
 import { httpCall, HttpCallError, type HttpAnswer } from './http-client.js';
-import { tcpProbe } from './tcp-probe.js';
+import { socketProbe } from './socket-probe.js';
 import type { EgressPolicy } from '@telemetry/platform';
 
 export interface ProbeResult {
@@ -17,6 +17,8 @@ export interface ProbeResult {
   /** Milliseconds from the start of the request to the end of the (read part of the) body. */
   response_time: number;
   error?: CheckError;
+  /** tls monitors: whole days until the certificate expires. */
+  tls_days_left?: number;
 }
 
 /** Does `code` match one of the rules (200, "2xx")? */
@@ -51,7 +53,7 @@ export interface ProbeContext {
 
 /** Runs one check of `m`: never throws; a failure is a `down` result with its `error`. */
 export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
-  if (m.type === 'tcp') return tcpProbe(m, ctx);
+  if (m.type !== 'http') return socketProbe(m, ctx);
   const started = performance.now();
   const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
   try {
@@ -103,6 +105,7 @@ export function checkMessage(
   id: string,
   startedAt: Date,
   r: ProbeResult,
+  location: string,
 ): CheckMessage {
   return {
     id,
@@ -112,6 +115,8 @@ export function checkMessage(
     response_time: r.response_time,
     status_code: r.status_code,
     ...(r.error ? { error: r.error } : {}),
+    location,
+    ...(r.tls_days_left !== undefined ? { tls_days_left: r.tls_days_left } : {}),
     created_at: startedAt.toISOString(),
   };
 }

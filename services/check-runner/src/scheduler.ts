@@ -19,6 +19,8 @@ export interface SchedulerDeps {
   logger: Logger;
   registry: Registry;
   runnerId: string;
+  /** RUNNER_LOCATION: recorded in every check. */
+  location: string;
   maxConcurrentChecks: number;
   maxBodyBytes: number;
   /**
@@ -251,7 +253,7 @@ export class Scheduler implements Component {
       this.skipped.inc({ reason: 'handed_over' });
       return;
     }
-    const check = checkMessage(m, id, startedAt, result);
+    const check = checkMessage(m, id, startedAt, result, this.deps.location);
     try {
       await this.deps.publishCheck(check);
     } catch (err) {

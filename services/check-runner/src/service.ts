@@ -86,6 +86,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     logger,
     registry,
     runnerId: config.runnerId,
+    location: config.location,
     maxConcurrentChecks: config.maxConcurrentChecks,
     maxBodyBytes: config.maxBodyBytes,
     stateSettleMs: config.stateSettleMs,

@@ -159,6 +159,8 @@ export function tailCheckOf(r: CheckRow): TailCheck {
       response_time: r.response_time,
       status_code: r.status_code,
       error: r.error,
+      location: r.location,
+      tls_days_left: r.tls_days_left,
       ts: r.created_at,
     }),
   };

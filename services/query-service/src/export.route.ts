@@ -16,7 +16,8 @@ import type { VerifiedKey } from '@telemetry/store';
 import { monitorIdOf, rangeParams, statusesParam, tenantOf } from './params.js';
 
 const KNOWN = new Set(['from', 'to', 'status', 'format']);
-const CSV_HEADER = 'id,monitor_id,status,response_time,status_code,error,created_at\n';
+/** The seed's fields, then ours (added at the end, so that readers by position keep working). */
+const CSV_HEADER = 'id,monitor_id,status,response_time,status_code,error,created_at,location,tls_days_left\n';
 
 function csvField(s: string): string {
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
@@ -118,7 +119,7 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
           const check = rowToCheck(row.json<CheckHistoryRow>());
           chunk +=
             format === 'csv'
-              ? `${csvField(check.id)},${csvField(check.monitor_id)},${check.status},${check.response_time},${check.status_code},${check.error ?? ''},${check.created_at}\n`
+              ? `${csvField(check.id)},${csvField(check.monitor_id)},${check.status},${check.response_time},${check.status_code},${check.error ?? ''},${check.created_at},${check.location ?? ''},${check.tls_days_left ?? ''}\n`
               : `${JSON.stringify(check)}\n`;
         }
         // A client that stops reading is cut off, so it cannot hold a slot and a

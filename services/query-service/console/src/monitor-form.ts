@@ -13,8 +13,14 @@ interface Field {
 
 const FIELDS: Field[] = [
   { name: 'name', label: 'Name', kind: 'text', required: true },
-  { name: 'type', label: 'Type', kind: 'select', options: ['http', 'tcp'] },
-  { name: 'url', label: 'URL', kind: 'url', required: true, hint: 'http(s)://… for http, tcp://host:port for tcp' },
+  { name: 'type', label: 'Type', kind: 'select', options: ['http', 'tcp', 'tls'] },
+  {
+    name: 'url',
+    label: 'URL',
+    kind: 'url',
+    required: true,
+    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls',
+  },
   {
     name: 'method',
     label: 'Method',
@@ -43,6 +49,12 @@ const FIELDS: Field[] = [
   { name: 'webhooks', label: 'Webhook URLs', kind: 'lines', hint: 'comma-separated' },
   { name: 'tcp_send', label: 'TCP: send once connected', kind: 'text', hint: 'tcp monitors only' },
   { name: 'tcp_expect', label: 'TCP: the reply must contain', kind: 'text', hint: 'tcp monitors only' },
+  {
+    name: 'tls_min_days',
+    label: 'TLS: days the certificate must still be valid',
+    kind: 'number',
+    hint: 'tls monitors only; 14 when empty',
+  },
   { name: 'paused', label: 'Paused', kind: 'checkbox' },
 ];
 
@@ -92,7 +104,7 @@ function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> 
     const raw = el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value.trim();
     if (f.kind === 'checkbox') out[f.name] = raw;
     else if (raw === '') {
-      if (editing && ['keyword', 'degraded_threshold_ms', 'tcp_send', 'tcp_expect'].includes(f.name))
+      if (editing && ['keyword', 'degraded_threshold_ms', 'tcp_send', 'tcp_expect', 'tls_min_days'].includes(f.name))
         out[f.name] = null;
       else if (editing && ['headers', 'webhooks'].includes(f.name)) out[f.name] = f.name === 'headers' ? {} : [];
     } else if (f.kind === 'number') out[f.name] = Number(raw);

@@ -1,0 +1,101 @@
+import { connect as netConnect, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { DEFAULT_TLS_MIN_DAYS, type CheckError, type MonitorSettings } from '@telemetry/contract';
+import { portOf } from '@telemetry/platform';
+import { classify, StreamSearch } from './http-client.js';
+import type { ProbeContext, ProbeResult } from './probe.js';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * A tcp or tls monitor's check (docs/monitors.md, "Monitor types"). Both connect to
+ * host:port through the egress policy (a name is resolved once and its address judged and
+ * pinned; an IP literal is judged before anything is sent), within `timeout_ms`.
+ * - tcp: then, if the monitor says so, sends `tcp_send` and reads the reply until it holds
+ *   `tcp_expect` (at most the runner's body limit). The response time is the time to
+ *   connect, or to the expected reply.
+ * - tls: completes a handshake, verifies the chain and the host name (`tls` when they fail,
+ *   `certificate_expiring` when it has expired) and reads how many days the certificate
+ *   has left: fewer than `tls_min_days` is `certificate_expiring` too.
+ *   The response time is the time to the end of the handshake.
+ * Never throws.
+ */
+export function socketProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
+  const url = new URL(m.url);
+  const port = portOf(url);
+  const started = performance.now();
+  const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
+  const literal = ctx.policy.checkLiteral(url);
+  if (literal && !literal.allowed) return Promise.resolve(down('target_not_allowed', 0));
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  const lookup = ctx.policy.pinnedLookup(port);
+  return new Promise((resolve) => {
+    let timedOut = false;
+    let done = false;
+    const search = m.type === 'tcp' && m.tcp_expect !== null ? new StreamSearch(m.tcp_expect) : undefined;
+    let read = 0;
+    const socket: Socket =
+      m.type === 'tls'
+        ? tlsConnect({ host, port, lookup, servername: isIP(host) ? undefined : host, rejectUnauthorized: false })
+        : netConnect({ host, port, lookup });
+    const finish = (r: ProbeResult): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      ctx.signal?.removeEventListener('abort', onAbort);
+      socket.destroy();
+      resolve(r);
+    };
+    const passed = (extra: Partial<ProbeResult> = {}): ProbeResult => {
+      const t = elapsed();
+      const slow = m.degraded_threshold_ms !== null && t > m.degraded_threshold_ms;
+      return { status: slow ? 'degraded' : 'up', status_code: 0, response_time: t, ...extra };
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      finish(down('timeout', elapsed()));
+    }, m.timeout_ms);
+    const onAbort = (): void => finish(down('network', elapsed()));
+    ctx.signal?.addEventListener('abort', onAbort, { once: true });
+    if (m.type === 'tls') {
+      socket.once('secureConnect', () => {
+        // Verified here rather than by rejectUnauthorized, so that a check of a bad or
+        // expired certificate still says how many days it has (had) left. Nothing is sent.
+        const tlsSocket = socket as TLSSocket;
+        const days = Math.floor((Date.parse(tlsSocket.getPeerCertificate().valid_to) - Date.now()) / DAY_MS);
+        const known = Number.isFinite(days) ? { tls_days_left: days } : {};
+        if (!tlsSocket.authorized) {
+          const expired = String(tlsSocket.authorizationError) === 'CERT_HAS_EXPIRED';
+          return finish({ ...down(expired ? 'certificate_expiring' : 'tls', elapsed()), ...known });
+        }
+        finish(
+          !(days >= (m.tls_min_days ?? DEFAULT_TLS_MIN_DAYS))
+            ? { ...down('certificate_expiring', elapsed()), ...known }
+            : passed(known),
+        );
+      });
+    } else {
+      socket.once('connect', () => {
+        if (m.tcp_send !== null) socket.write(m.tcp_send);
+        if (!search) finish(passed());
+      });
+      socket.on('data', (chunk: Buffer) => {
+        if (!search) return;
+        search.push(chunk);
+        read += chunk.length;
+        if (search.found) finish(passed());
+        else if (read >= ctx.maxBodyBytes) finish(down('unexpected_reply', elapsed()));
+      });
+      // The other side closed before the reply held what was expected.
+      socket.once('end', () => finish(down('unexpected_reply', elapsed())));
+    }
+    socket.once('error', (err) => {
+      const kind = classify(err, timedOut);
+      finish(down(kind, kind === 'target_not_allowed' ? 0 : elapsed()));
+    });
+  });
+}
+
+function down(error: CheckError, responseTime: number): ProbeResult {
+  return { status: 'down', status_code: 0, response_time: responseTime, error };
+}
