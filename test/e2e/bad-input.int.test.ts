@@ -310,6 +310,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     tcp_send: 7,
     tcp_expect: { reply: 'PONG' },
     tls_min_days: '14',
+    confirm_delay_ms: '2000',
   };
   const missing = 'corpus-missing-monitor';
 
@@ -829,6 +830,14 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       'TARGET_NOT_ALLOWED',
     ),
     invalidChange('tcp type on the stored https monitor', { type: 'tcp' }),
+    invalidCreate('negative confirm_delay_ms', { confirm_delay_ms: -1 }),
+    invalidCreate('confirm_delay_ms of 60001', { confirm_delay_ms: 60_001 }),
+    invalidCreate('null confirm_delay_ms', { confirm_delay_ms: null }),
+    invalidCreate('confirm_delay_ms and two timeouts longer than the interval', {
+      interval_seconds: 10,
+      timeout_ms: 4000,
+      confirm_delay_ms: 2001,
+    }),
     invalidCreate('tls URL with a path', { type: 'tls', url: `tls://${MARK}.example/health` }),
     invalidCreate('tls type with an https URL', { type: 'tls' }),
     invalidCreate('tls_min_days on an http monitor', { tls_min_days: 14 }),

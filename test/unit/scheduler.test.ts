@@ -154,6 +154,33 @@ describe('check scheduler with a fake clock (unit)', () => {
     await h.scheduler.stop();
   });
 
+  it('tries a failing check again after confirm_delay_ms: only a second failure counts', async () => {
+    const h = new Harness();
+    const slot = await h.startWith(monitor('mon_a', { failure_threshold: 1, confirm_delay_ms: 2000 }));
+    // A blip: down, then up on the confirmation; the slot's check is up, no alert.
+    h.results.push(DOWN, UP);
+    await h.at(slot);
+    expect(h.probes).to.have.length(1);
+    expect(h.checks).to.deep.equal([]);
+    await h.at(slot + 1999);
+    expect(h.probes).to.have.length(1);
+    await h.at(slot + 2000);
+    expect(h.probes.map((p) => p.ctx.checkId)).to.deep.equal([checkIdFor('mon_a', slot), checkIdFor('mon_a', slot)]);
+    expect(h.checks.map((c) => [c.id, c.status])).to.deep.equal([[checkIdFor('mon_a', slot), 'up']]);
+    expect(h.alerts).to.deep.equal([]);
+    // Down twice: the confirmation's result is the check, and the monitor goes down.
+    h.results.push(DOWN, DOWN);
+    await h.at(slot + 12_000);
+    expect(h.checks.map((c) => c.status)).to.deep.equal(['up', 'down']);
+    expect(h.alerts.map((a) => a.type)).to.deep.equal(['monitor.down']);
+    // A refused target is not tried again.
+    h.results.push({ ...DOWN, error: 'target_not_allowed' });
+    await h.at(slot + 20_000);
+    expect(h.probes).to.have.length(5);
+    expect(h.checks.map((c) => c.error)).to.deep.equal([undefined, 'connection_refused', 'target_not_allowed']);
+    await h.scheduler.stop();
+  });
+
   it('continues from the loaded state: no second down alert for a monitor already down', async () => {
     const h = new Harness();
     h.states = new Map([['mon_a', { state: 'down', failures: 0, passes: 0, incidentId: 'chk_old' }]]);

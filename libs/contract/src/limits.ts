@@ -52,6 +52,8 @@ export const MONITOR_LIMITS = {
   maxTcpExpectLength: 1024,
   /** A tls monitor's warning time, in days (default DEFAULT_TLS_MIN_DAYS). */
   maxTlsMinDays: 3650,
+  /** How long a failing check waits before its confirmation try (0: no confirmation). */
+  maxConfirmDelayMs: 60_000,
   maxHeaders: 20,
   maxHeaderValueLength: 1024,
   maxBodyBytes: 64 * 1024,

@@ -195,6 +195,7 @@ const monitorSettings = {
   tcp_send: { type: ['string', 'null'], minLength: 1, maxLength: M.maxTcpSendLength },
   tcp_expect: { type: ['string', 'null'], minLength: 1, maxLength: M.maxTcpExpectLength },
   tls_min_days: { type: ['integer', 'null'], minimum: 0, maximum: M.maxTlsMinDays },
+  confirm_delay_ms: { type: 'integer', minimum: 0, maximum: M.maxConfirmDelayMs },
 } as const;
 
 const webhookSecret = {
@@ -248,6 +249,7 @@ export const monitorSchema = {
     'tcp_send',
     'tcp_expect',
     'tls_min_days',
+    'confirm_delay_ms',
     'status',
     'last_check_at',
     'created_at',

@@ -89,6 +89,8 @@ export interface MonitorSettings {
   tcp_expect: string | null;
   /** tls only: the certificate must be valid for at least this many more days (null: DEFAULT_TLS_MIN_DAYS). */
   tls_min_days: number | null;
+  /** A failing check is tried again after this many ms, and counts only if it fails again (0: never). */
+  confirm_delay_ms: number;
 }
 
 export type MonitorCreate = Partial<MonitorSettings> &

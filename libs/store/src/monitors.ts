@@ -130,10 +130,17 @@ export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
   tcp_send: null,
   tcp_expect: null,
   tls_min_days: null,
+  confirm_delay_ms: 0,
 };
 
 /** The settings a monitor stored before they existed gets (its type and the tcp fields). */
-const ADDED_SETTINGS = { type: 'http', tcp_send: null, tcp_expect: null, tls_min_days: null } as const;
+const ADDED_SETTINGS = {
+  type: 'http',
+  tcp_send: null,
+  tcp_expect: null,
+  tls_min_days: null,
+  confirm_delay_ms: 0,
+} as const;
 
 /** A new monitor id: `mon_` and 16 hex digits. */
 export function newMonitorId(): string {
@@ -150,6 +157,12 @@ export function monitorProblems(s: MonitorSettings): Problem[] {
   const problems: Problem[] = [];
   if (s.timeout_ms > s.interval_seconds * 1000) {
     problems.push({ path: '/timeout_ms', message: 'must not be longer than interval_seconds' });
+  }
+  if (s.confirm_delay_ms > 0 && s.confirm_delay_ms + 2 * s.timeout_ms > s.interval_seconds * 1000) {
+    problems.push({
+      path: '/confirm_delay_ms',
+      message: 'with two timeouts (the check and its confirmation) must fit in interval_seconds',
+    });
   }
   if (s.degraded_threshold_ms !== null && s.degraded_threshold_ms >= s.timeout_ms) {
     problems.push({ path: '/degraded_threshold_ms', message: 'must be shorter than timeout_ms' });
@@ -246,6 +259,7 @@ function settingsOf(m: MonitorSettings): MonitorSettings {
     tcp_send: m.tcp_send,
     tcp_expect: m.tcp_expect,
     tls_min_days: m.tls_min_days,
+    confirm_delay_ms: m.confirm_delay_ms,
   };
 }
 

@@ -80,6 +80,7 @@ export class Scheduler implements Component {
   private reloadAgain = false;
   private readonly checks: Counter<'status'>;
   private readonly skipped: Counter<'reason'>;
+  private readonly confirmations: Counter<'outcome'>;
   private readonly alerts: Counter<'type'>;
   private readonly duration: Histogram<'status'>;
   private readonly lateness: Histogram;
@@ -92,6 +93,12 @@ export class Scheduler implements Component {
     this.checks = counter(r, 'runner_checks_total', 'Checks run and published, by status', ['status']);
     // reason: overlap, busy, unpublished, handed_over
     this.skipped = counter(r, 'runner_checks_skipped_total', 'Check slots not run or not published', ['reason']);
+    this.confirmations = counter(
+      r,
+      'runner_check_confirmations_total',
+      'Failing checks tried again after confirm_delay_ms, by what the second try found (confirmed: down again)',
+      ['outcome'],
+    );
     this.alerts = counter(r, 'runner_alerts_total', 'State changes published to the alerts topic', ['type']);
     this.duration = histogram(r, 'runner_check_duration_seconds', 'Response time of checks', ['status'], CHECK_SECONDS);
     this.lateness = histogram(r, 'runner_check_start_delay_seconds', 'Check start after its slot', [], LATE_SECONDS);
@@ -241,13 +248,23 @@ export class Scheduler implements Component {
     const m = e.monitor;
     const id = checkIdFor(m.id, slot);
     const startedAt = new Date(this.clock.now());
-    const result = await this.deps.probe(m, {
+    const ctx = {
       userAgent: `telemetry-check-runner/0.1 (+runner=${this.deps.runnerId})`,
       checkId: id,
       monitorId: m.id,
       maxBodyBytes: this.deps.maxBodyBytes,
       signal,
-    });
+    };
+    let result = await this.deps.probe(m, ctx);
+    // Confirmation (docs/monitors.md): a failure counts only if a second try after
+    // confirm_delay_ms fails too; that try is the slot's check. A refused target is final.
+    if (result.status === 'down' && result.error !== 'target_not_allowed' && m.confirm_delay_ms > 0) {
+      await sleepOn(this.clock, m.confirm_delay_ms);
+      if (!signal.aborted) {
+        result = await this.deps.probe(m, ctx);
+        this.confirmations.inc({ outcome: result.status === 'down' ? 'confirmed' : 'recovered' });
+      }
+    }
     if (signal.aborted || this.entries.get(m.id) !== e || !this.deps.owns(m.id)) {
       // Handed over (or removed) while it ran: the new owner runs the next slot.
       this.skipped.inc({ reason: 'handed_over' });

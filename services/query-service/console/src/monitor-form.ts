@@ -38,6 +38,12 @@ const FIELDS: Field[] = [
   { name: 'keyword', label: 'Keyword the body must contain', kind: 'text' },
   { name: 'degraded_threshold_ms', label: 'Degraded above (ms)', kind: 'number' },
   { name: 'failure_threshold', label: 'Failing checks before down', kind: 'number' },
+  {
+    name: 'confirm_delay_ms',
+    label: 'Confirm a failure after (ms)',
+    kind: 'number',
+    hint: 'a failing check is tried again after this long, and counts only if it fails again; 0: no retry',
+  },
   { name: 'recovery_threshold', label: 'Passing checks before up', kind: 'number' },
   { name: 'follow_redirects', label: 'Follow redirects', kind: 'checkbox' },
   {
