@@ -311,6 +311,9 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     tcp_expect: { reply: 'PONG' },
     tls_min_days: '14',
     confirm_delay_ms: '2000',
+    dns_record_type: 1,
+    dns_expected: '192.0.2.1',
+    dns_resolver: ['192.0.2.53'],
   };
   const missing = 'corpus-missing-monitor';
 
@@ -838,6 +841,30 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       timeout_ms: 4000,
       confirm_delay_ms: 2001,
     }),
+    invalidCreate('dns URL with a port', { type: 'dns', url: `dns://${MARK}.example:53` }),
+    invalidCreate('dns URL with a path', { type: 'dns', url: `dns://${MARK}.example/a` }),
+    invalidCreate('dns record type ANY', { type: 'dns', url: `dns://${MARK}.example`, dns_record_type: 'ANY' }),
+    invalidCreate('dns record type in lower case', { type: 'dns', url: `dns://${MARK}.example`, dns_record_type: 'a' }),
+    invalidCreate('dns resolver as a name', { type: 'dns', url: `dns://${MARK}.example`, dns_resolver: 'ns.example' }),
+    invalidCreate('dns resolver with a bad port', {
+      type: 'dns',
+      url: `dns://${MARK}.example`,
+      dns_resolver: '192.0.2.53:99999',
+    }),
+    invalidCreate('dns resolver 999.1.1.1', { type: 'dns', url: `dns://${MARK}.example`, dns_resolver: '999.1.1.1' }),
+    invalidCreate('21 dns values', {
+      type: 'dns',
+      url: `dns://${MARK}.example`,
+      dns_expected: Array.from({ length: 21 }, (_, i) => `192.0.2.${i}`),
+    }),
+    invalidCreate('dns value with a newline', { type: 'dns', url: `dns://${MARK}.example`, dns_expected: ['a\nb'] }),
+    invalidCreate('dns fields on an http monitor', { dns_expected: ['192.0.2.1'] }),
+    create(
+      'dns resolver at a denied address',
+      good({ type: 'dns', url: `dns://${MARK}.example`, dns_resolver: '169.254.169.254' }),
+      400,
+      'TARGET_NOT_ALLOWED',
+    ),
     invalidCreate('tls URL with a path', { type: 'tls', url: `tls://${MARK}.example/health` }),
     invalidCreate('tls type with an https URL', { type: 'tls' }),
     invalidCreate('tls_min_days on an http monitor', { tls_min_days: 14 }),

@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import type { CheckMessage, Monitor } from '@telemetry/contract';
 import { collectTopic, eventually, newKey, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
+import { TestDnsServer } from '../support/dns-server.js';
 
 interface Envelope<T> {
   success: boolean;
@@ -126,7 +127,7 @@ async function listen(server: Server | TlsServer): Promise<number> {
  * Monitor types beyond HTTP on the real pipeline (a check runner process, Kafka,
  * ClickHouse), against loopback services that the runner's egress policy allows by name.
  */
-describe('monitor types: tcp and tls (real Kafka and ClickHouse, a check runner process)', function () {
+describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check runner process)', function () {
   this.timeout(120_000);
   const service = new TcpService();
   /** A port with nothing listening: allowed, and refused by the kernel. */
@@ -141,6 +142,7 @@ describe('monitor types: tcp and tls (real Kafka and ClickHouse, a check runner 
   let trustedPort = 0;
   let roguePort = 0;
   const LOCATION = 'test-east';
+  const dns = new TestDnsServer();
 
   async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
     const r = await fetch(`${query.url}${path}`, {
@@ -173,14 +175,17 @@ describe('monitor types: tcp and tls (real Kafka and ClickHouse, a check runner 
   }
 
   before(async () => {
-    await Promise.all([service.start(), closed.start()]);
+    await Promise.all([service.start(), closed.start(), dns.start()]);
+    dns.records.set('shop.test', { A: ['192.0.2.10', '192.0.2.11'], TXT: ['v=spf1 -all'] });
     await closed.stop();
     const certs = certificates(dir);
     trusted = createTlsServer(certs.leaf, (s) => s.end());
     rogue = createTlsServer(certs.rogue, (s) => s.end());
     [trustedPort, roguePort] = await Promise.all([listen(trusted), listen(rogue)]);
     const egress = {
-      EGRESS_ALLOW: [service.port, closed.port, trustedPort, roguePort].map((p) => `127.0.0.1:${p}`).join(','),
+      EGRESS_ALLOW: [service.port, closed.port, trustedPort, roguePort, dns.port]
+        .map((p) => `127.0.0.1:${p}`)
+        .join(','),
     };
     query = await runQuery(egress);
     checks = await collectTopic(testStack().checksTopic);
@@ -201,7 +206,7 @@ describe('monitor types: tcp and tls (real Kafka and ClickHouse, a check runner 
 
   after(async () => {
     await Promise.all([runner?.kill('SIGTERM'), query?.stop(), checks?.stop()]);
-    await service.stop();
+    await Promise.all([service.stop(), dns.stop()]);
     await Promise.all([trusted, rogue].map((t) => new Promise((r) => t?.close(r))));
     rmSync(dir, { recursive: true, force: true });
   });
@@ -309,5 +314,58 @@ describe('monitor types: tcp and tls (real Kafka and ClickHouse, a check runner 
       return r.body.data?.length ? r.body.data : undefined;
     });
     expect(listed[0]!.tls_days_left).to.be.within(29, 30);
+  });
+
+  it('resolves a name: up when the answer holds the expected values, down otherwise, and asks no denied resolver', async () => {
+    const resolver = `127.0.0.1:${dns.port}`;
+    const invalid: [Record<string, unknown>, string][] = [
+      [{ url: 'dns://shop.test:53' }, '/url'],
+      [{ url: 'dns://shop.test/a' }, '/url'],
+      [{ url: 'dns://shop.test', dns_resolver: 'resolver.example' }, '/dns_resolver'],
+      [{ url: 'dns://shop.test', dns_record_type: 'ANY' }, '/dns_record_type'],
+      [{ type: 'http', url: `http://127.0.0.1:${service.port}/`, dns_expected: ['x'] }, '/dns_expected'],
+    ];
+    for (const [body, path] of invalid) {
+      const r = await create({ type: 'dns', paused: true, ...body });
+      expect(
+        r.body.details?.problems?.map((p) => p.path),
+        JSON.stringify(body),
+      ).to.include(path);
+    }
+    const before = dns.questions;
+    const denied = await create({ type: 'dns', url: 'dns://shop.test', dns_resolver: '10.0.0.1', paused: true });
+    expect([denied.status, denied.body.code]).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
+
+    const a = await create({
+      type: 'dns',
+      url: 'dns://shop.test',
+      dns_resolver: resolver,
+      dns_expected: ['192.0.2.11'],
+    });
+    const txt = await create({
+      type: 'dns',
+      url: 'dns://SHOP.test',
+      dns_resolver: resolver,
+      dns_record_type: 'TXT',
+      dns_expected: ['v=spf1 -all'],
+    });
+    const wrong = await create({
+      type: 'dns',
+      url: 'dns://shop.test',
+      dns_resolver: resolver,
+      dns_expected: ['192.0.2.99'],
+    });
+    const unknown = await create({ type: 'dns', url: 'dns://nowhere.test', dns_resolver: resolver });
+    for (const m of [a, txt, wrong, unknown]) expect(m.status, JSON.stringify(m.body)).to.equal(201);
+    expect(a.body.data).to.include({ type: 'dns', dns_record_type: 'A', dns_resolver: resolver });
+    expect(await checkOf(a.body.data.id, () => true)).to.include({ status: 'up', status_code: 0, location: LOCATION });
+    expect(await checkOf(txt.body.data.id, () => true)).to.include({ status: 'up' });
+    expect(await checkOf(wrong.body.data.id, () => true)).to.include({ status: 'down', error: 'unexpected_answer' });
+    expect(await checkOf(unknown.body.data.id, () => true)).to.include({ status: 'down', error: 'dns' });
+    // The records change: the monitor follows.
+    dns.records.set('shop.test', { A: ['192.0.2.10'] });
+    const since = Date.now();
+    expect(await checkOf(a.body.data.id, (c) => c.status === 'down', since)).to.include({ error: 'unexpected_answer' });
+    expect(dns.questions).to.be.greaterThan(before);
   });
 });

@@ -54,6 +54,9 @@ export const MONITOR_LIMITS = {
   maxTlsMinDays: 3650,
   /** How long a failing check waits before its confirmation try (0: no confirmation). */
   maxConfirmDelayMs: 60_000,
+  /** Values a dns monitor expects, and the length of each. */
+  maxDnsExpected: 20,
+  maxDnsValueLength: 255,
   maxHeaders: 20,
   maxHeaderValueLength: 1024,
   maxBodyBytes: 64 * 1024,
@@ -84,9 +87,14 @@ export const STATUS_PAGE_SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$';
 /**
  * What a monitor checks (docs/monitors.md, "Monitor types"): `http` a URL's answer, `tcp`
  * that a port accepts a connection (and, optionally, answers what it is sent), `tls` that
- * a server's certificate chain is valid for its host and does not expire too soon.
+ * a server's certificate chain is valid for its host and does not expire too soon, `dns`
+ * that a name resolves (to the expected values).
  */
-export const MONITOR_TYPES = ['http', 'tcp', 'tls'] as const;
+export const MONITOR_TYPES = ['http', 'tcp', 'tls', 'dns'] as const;
+
+/** Record types a dns monitor may ask for. */
+export const DNS_RECORD_TYPES = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT'] as const;
+export type DnsRecordType = (typeof DNS_RECORD_TYPES)[number];
 export type MonitorType = (typeof MONITOR_TYPES)[number];
 
 /** A runner's location (RUNNER_LOCATION) and a monitor's `locations`: `eu-west`, `us-east-1`. */
@@ -137,6 +145,8 @@ export const CHECK_ERRORS = [
   'unexpected_reply',
   // A tls monitor's certificate expires within its tls_min_days.
   'certificate_expiring',
+  // A dns monitor's answer lacked one of its dns_expected values.
+  'unexpected_answer',
 ] as const;
 export type CheckError = (typeof CHECK_ERRORS)[number];
 

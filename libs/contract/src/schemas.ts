@@ -2,6 +2,7 @@ import {
   ALERT_TYPES,
   CHECK_ERRORS,
   CHECK_STATUSES,
+  DNS_RECORD_TYPES,
   ID_PATTERN,
   LOCATION_PATTERN,
   TENANT_ID_PATTERN,
@@ -150,7 +151,7 @@ const httpUrl = {
   format: 'uri',
 } as const;
 /** What a monitor checks: an http(s) URL, or tcp://host:port (the scheme must match `type`). */
-const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp|tls)://[^\\s]+$' } as const;
+const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp|tls|dns)://[^\\s]+$' } as const;
 const threshold = { type: 'integer', minimum: 1, maximum: M.maxThreshold } as const;
 const statusCodeRule = {
   oneOf: [
@@ -196,6 +197,19 @@ const monitorSettings = {
   tcp_expect: { type: ['string', 'null'], minLength: 1, maxLength: M.maxTcpExpectLength },
   tls_min_days: { type: ['integer', 'null'], minimum: 0, maximum: M.maxTlsMinDays },
   confirm_delay_ms: { type: 'integer', minimum: 0, maximum: M.maxConfirmDelayMs },
+  dns_record_type: { type: ['string', 'null'], enum: [...DNS_RECORD_TYPES, null] },
+  dns_expected: {
+    type: 'array',
+    maxItems: M.maxDnsExpected,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: M.maxDnsValueLength, pattern: '^[\\x20-\\x7e]+$' },
+  },
+  /** An IP literal, with an optional port: 192.0.2.53, 192.0.2.53:5353, [2001:db8::53]:53. */
+  dns_resolver: {
+    type: ['string', 'null'],
+    maxLength: 64,
+    pattern: '^(?:[0-9.]+|\\[[0-9A-Fa-f:.]+\\])(?::[0-9]{1,5})?$',
+  },
 } as const;
 
 const webhookSecret = {
@@ -250,6 +264,9 @@ export const monitorSchema = {
     'tcp_expect',
     'tls_min_days',
     'confirm_delay_ms',
+    'dns_record_type',
+    'dns_expected',
+    'dns_resolver',
     'status',
     'last_check_at',
     'created_at',

@@ -4,6 +4,7 @@ import type {
   CheckStatus,
   MonitorMethod,
   MonitorType,
+  DnsRecordType,
   MonitorStatus,
   WebhookDeliveryStatus,
 } from './limits.js';
@@ -91,6 +92,12 @@ export interface MonitorSettings {
   tls_min_days: number | null;
   /** A failing check is tried again after this many ms, and counts only if it fails again (0: never). */
   confirm_delay_ms: number;
+  /** dns only: the record type asked for (A when the monitor was created without one). */
+  dns_record_type: DnsRecordType | null;
+  /** dns only: values the answer must all hold (empty: any answer). */
+  dns_expected: string[];
+  /** dns only: the resolver to ask, an IP literal with an optional port (null: the runner's own). */
+  dns_resolver: string | null;
 }
 
 export type MonitorCreate = Partial<MonitorSettings> &

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type {
@@ -131,6 +132,9 @@ export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
   tcp_expect: null,
   tls_min_days: null,
   confirm_delay_ms: 0,
+  dns_record_type: null,
+  dns_expected: [],
+  dns_resolver: null,
 };
 
 /** The settings a monitor stored before they existed gets (its type and the tcp fields). */
@@ -140,7 +144,10 @@ const ADDED_SETTINGS = {
   tcp_expect: null,
   tls_min_days: null,
   confirm_delay_ms: 0,
-} as const;
+  dns_record_type: null,
+  dns_expected: [],
+  dns_resolver: null,
+};
 
 /** A new monitor id: `mon_` and 16 hex digits. */
 export function newMonitorId(): string {
@@ -178,6 +185,24 @@ export function monitorProblems(s: MonitorSettings): Problem[] {
   return [...problems, ...typeProblems(s)];
 }
 
+const URL_FORMS: Record<string, string> = {
+  tcp: 'a tcp monitor checks tcp://host:port, with nothing else',
+  tls: 'a tls monitor checks tls://host or tls://host:port (443 by default), with nothing else',
+  dns: 'a dns monitor checks dns://name (the name to resolve), with nothing else',
+};
+
+/**
+ * A dns monitor's resolver as an address and a port (53 by default), or undefined when it
+ * is not an IP literal with an optional port.
+ */
+export function resolverAddress(resolver: string): { address: string; port: number } | undefined {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([0-9.]+))(?::(\d{1,5}))?$/.exec(resolver);
+  const address = m?.[1] ?? m?.[2];
+  const port = m?.[3] === undefined ? 53 : Number(m[3]);
+  if (!address || isIP(address) === 0 || port < 1 || port > 65_535) return undefined;
+  return { address, port };
+}
+
 /** Each type's URL form, and the fields that belong to another type. */
 function typeProblems(s: MonitorSettings): Problem[] {
   const problems: Problem[] = [];
@@ -195,6 +220,13 @@ function typeProblems(s: MonitorSettings): Problem[] {
     if (s.tcp_expect !== null) only('/tcp_expect', 'tcp');
   }
   if (s.type !== 'tls' && s.tls_min_days !== null) only('/tls_min_days', 'tls');
+  if (s.type !== 'dns') {
+    if (s.dns_record_type !== null) only('/dns_record_type', 'dns');
+    if (s.dns_expected.length > 0) only('/dns_expected', 'dns');
+    if (s.dns_resolver !== null) only('/dns_resolver', 'dns');
+  } else if (s.dns_resolver !== null && resolverAddress(s.dns_resolver) === undefined) {
+    problems.push({ path: '/dns_resolver', message: 'must be an IP address, with an optional port' });
+  }
   if (s.type === 'http') {
     if (url && url.protocol !== 'http:' && url.protocol !== 'https:')
       problems.push({ path: '/url', message: 'an http monitor checks an http:// or https:// URL' });
@@ -203,7 +235,7 @@ function typeProblems(s: MonitorSettings): Problem[] {
   const plain =
     url &&
     url.protocol === `${s.type}:` &&
-    (url.port !== '' || s.type === 'tls') &&
+    (s.type === 'dns' ? url.port === '' : url.port !== '' || s.type === 'tls') &&
     (url.pathname === '' || url.pathname === '/') &&
     !url.search &&
     !url.hash &&
@@ -212,10 +244,7 @@ function typeProblems(s: MonitorSettings): Problem[] {
   if (url && !plain)
     problems.push({
       path: '/url',
-      message:
-        s.type === 'tcp'
-          ? 'a tcp monitor checks tcp://host:port, with nothing else'
-          : 'a tls monitor checks tls://host or tls://host:port (443 by default), with nothing else',
+      message: URL_FORMS[s.type] ?? 'does not fit the monitor type',
     });
   if (s.keyword !== null) only('/keyword', 'http');
   if (s.body !== null) only('/body', 'http');
@@ -227,13 +256,22 @@ function typeProblems(s: MonitorSettings): Problem[] {
  * The monitor's URL and webhook URLs that are IP literals the policy denies (names are
  * judged when a check connects): JSON pointers and why.
  */
-export function deniedTargets(s: Pick<MonitorSettings, 'url' | 'webhooks'>, policy: EgressPolicy): Problem[] {
+export function deniedTargets(
+  s: Pick<MonitorSettings, 'url' | 'webhooks'> & Partial<Pick<MonitorSettings, 'type' | 'dns_resolver'>>,
+  policy: EgressPolicy,
+): Problem[] {
   const problems: Problem[] = [];
   const judge = (path: string, raw: string): void => {
     const verdict = policy.checkLiteral(new URL(raw));
     if (verdict && !verdict.allowed) problems.push({ path, message: verdict.reason });
   };
-  judge('/url', s.url);
+  // A dns monitor's URL names what to resolve, not where to connect: its resolver is judged.
+  if (s.type !== 'dns') judge('/url', s.url);
+  const resolver = s.dns_resolver ? resolverAddress(s.dns_resolver) : undefined;
+  if (resolver) {
+    const verdict = policy.check(resolver.address, resolver.port);
+    if (!verdict.allowed) problems.push({ path: '/dns_resolver', message: verdict.reason });
+  }
   s.webhooks.forEach((w, i) => judge(`/webhooks/${i}`, w));
   return problems;
 }
@@ -260,13 +298,21 @@ function settingsOf(m: MonitorSettings): MonitorSettings {
     tcp_expect: m.tcp_expect,
     tls_min_days: m.tls_min_days,
     confirm_delay_ms: m.confirm_delay_ms,
+    dns_record_type: m.dns_record_type,
+    dns_expected: m.dns_expected,
+    dns_resolver: m.dns_resolver,
   };
 }
 
 /** Settings of a new monitor: the request's, defaults for the rest. */
 export function createSettings(body: MonitorCreate): MonitorSettings {
   const { webhook_secret: _secret, ...given } = body;
-  const typed = given.type === 'tls' ? { tls_min_days: DEFAULT_TLS_MIN_DAYS } : {};
+  const typed =
+    given.type === 'tls'
+      ? { tls_min_days: DEFAULT_TLS_MIN_DAYS }
+      : given.type === 'dns'
+        ? { dns_record_type: 'A' as const }
+        : {};
   return fitTimeout(settingsOf({ ...DEFAULT_MONITOR, ...typed, ...given }), given.timeout_ms);
 }
 

@@ -9,6 +9,7 @@ import {
 } from '@telemetry/contract';
 import { httpCall, HttpCallError, type HttpAnswer } from './http-client.js';
 import { socketProbe } from './socket-probe.js';
+import { dnsProbe } from './dns-probe.js';
 import type { EgressPolicy } from '@telemetry/platform';
 
 export interface ProbeResult {
@@ -53,6 +54,7 @@ export interface ProbeContext {
 
 /** Runs one check of `m`: never throws; a failure is a `down` result with its `error`. */
 export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
+  if (m.type === 'dns') return dnsProbe(m, ctx);
   if (m.type !== 'http') return socketProbe(m, ctx);
   const started = performance.now();
   const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;

@@ -13,13 +13,13 @@ interface Field {
 
 const FIELDS: Field[] = [
   { name: 'name', label: 'Name', kind: 'text', required: true },
-  { name: 'type', label: 'Type', kind: 'select', options: ['http', 'tcp', 'tls'] },
+  { name: 'type', label: 'Type', kind: 'select', options: ['http', 'tcp', 'tls', 'dns'] },
   {
     name: 'url',
     label: 'URL',
     kind: 'url',
     required: true,
-    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls',
+    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns',
   },
   {
     name: 'method',
@@ -60,6 +60,25 @@ const FIELDS: Field[] = [
     label: 'TLS: days the certificate must still be valid',
     kind: 'number',
     hint: 'tls monitors only; 14 when empty',
+  },
+  {
+    name: 'dns_record_type',
+    label: 'DNS: record type',
+    kind: 'select',
+    options: ['', 'A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT'],
+    hint: 'dns monitors only; A when empty',
+  },
+  {
+    name: 'dns_expected',
+    label: 'DNS: values the answer must hold',
+    kind: 'lines',
+    hint: 'dns monitors only; comma-separated; empty: any answer',
+  },
+  {
+    name: 'dns_resolver',
+    label: 'DNS: resolver',
+    kind: 'text',
+    hint: 'dns monitors only; an IP[:port]; empty: the runner’s',
   },
   { name: 'paused', label: 'Paused', kind: 'checkbox' },
 ];
@@ -110,9 +129,21 @@ function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> 
     const raw = el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value.trim();
     if (f.kind === 'checkbox') out[f.name] = raw;
     else if (raw === '') {
-      if (editing && ['keyword', 'degraded_threshold_ms', 'tcp_send', 'tcp_expect', 'tls_min_days'].includes(f.name))
+      if (
+        editing &&
+        [
+          'keyword',
+          'degraded_threshold_ms',
+          'tcp_send',
+          'tcp_expect',
+          'tls_min_days',
+          'dns_record_type',
+          'dns_resolver',
+        ].includes(f.name)
+      )
         out[f.name] = null;
-      else if (editing && ['headers', 'webhooks'].includes(f.name)) out[f.name] = f.name === 'headers' ? {} : [];
+      else if (editing && ['headers', 'webhooks', 'dns_expected'].includes(f.name))
+        out[f.name] = f.name === 'headers' ? {} : [];
     } else if (f.kind === 'number') out[f.name] = Number(raw);
     else if (f.kind === 'lines') {
       out[f.name] = String(raw)
