@@ -314,6 +314,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     dns_record_type: 1,
     dns_expected: '192.0.2.1',
     dns_resolver: ['192.0.2.53'],
+    maintenance_windows: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' },
   };
   const missing = 'corpus-missing-monitor';
 
@@ -865,6 +866,37 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       400,
       'TARGET_NOT_ALLOWED',
     ),
+    invalidCreate('maintenance window ending before it starts', {
+      maintenance_windows: [{ from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' }],
+    }),
+    invalidCreate('maintenance window at 25:00', {
+      maintenance_windows: [{ start: '25:00', duration_minutes: 60, time_zone: 'UTC' }],
+    }),
+    invalidCreate('maintenance window of 0 minutes', {
+      maintenance_windows: [{ start: '01:00', duration_minutes: 0, time_zone: 'UTC' }],
+    }),
+    invalidCreate('maintenance window longer than a week', {
+      maintenance_windows: [{ start: '01:00', duration_minutes: 10_081, time_zone: 'UTC' }],
+    }),
+    invalidCreate('maintenance window in an unknown time zone', {
+      maintenance_windows: [{ start: '01:00', duration_minutes: 60, time_zone: 'Mars/Olympus_Mons' }],
+    }),
+    invalidCreate('maintenance window with a time zone of ../../etc', {
+      maintenance_windows: [{ start: '01:00', duration_minutes: 60, time_zone: '../../etc/passwd' }],
+    }),
+    invalidCreate('maintenance window on a day named funday', {
+      maintenance_windows: [{ days: ['funday'], start: '01:00', duration_minutes: 60, time_zone: 'UTC' }],
+    }),
+    invalidCreate('maintenance window mixing both forms', {
+      maintenance_windows: [{ from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z', start: '01:00' }],
+    }),
+    invalidCreate('11 maintenance windows', {
+      maintenance_windows: Array.from({ length: 11 }, () => ({
+        start: '01:00',
+        duration_minutes: 60,
+        time_zone: 'UTC',
+      })),
+    }),
     invalidCreate('tls URL with a path', { type: 'tls', url: `tls://${MARK}.example/health` }),
     invalidCreate('tls type with an https URL', { type: 'tls' }),
     invalidCreate('tls_min_days on an http monitor', { tls_min_days: 14 }),

@@ -1,12 +1,22 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { expect } from 'chai';
 import type { CheckMessage, Monitor } from '@telemetry/contract';
-import { collectTopic, eventually, newKey, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import {
+  collectTopic,
+  eventually,
+  newKey,
+  runConsumer,
+  runQuery,
+  testStack,
+  uid,
+  type Running,
+} from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestDnsServer } from '../support/dns-server.js';
 
@@ -133,6 +143,8 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
   /** A port with nothing listening: allowed, and refused by the kernel. */
   const closed = new TcpService();
   let query: Running;
+  /** Writes checks and alerts to ClickHouse (incidents are read from there). */
+  let consumer: Running;
   let runner: ServiceProcess;
   let checks: Awaited<ReturnType<typeof collectTopic>>;
   let key: string;
@@ -143,6 +155,10 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
   let roguePort = 0;
   const LOCATION = 'test-east';
   const dns = new TestDnsServer();
+  /** Webhook deliveries received: the alert bodies. */
+  const hooks: { type: string; incident_id: string }[] = [];
+  let hookServer: HttpServer;
+  let hookPort = 0;
 
   async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
     const r = await fetch(`${query.url}${path}`, {
@@ -181,13 +197,21 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
     const certs = certificates(dir);
     trusted = createTlsServer(certs.leaf, (s) => s.end());
     rogue = createTlsServer(certs.rogue, (s) => s.end());
-    [trustedPort, roguePort] = await Promise.all([listen(trusted), listen(rogue)]);
+    hookServer = createHttpServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (d: Buffer) => parts.push(d));
+      req.on('end', () => {
+        hooks.push(JSON.parse(Buffer.concat(parts).toString()) as { type: string; incident_id: string });
+        res.writeHead(200).end();
+      });
+    });
+    [trustedPort, roguePort, hookPort] = await Promise.all([listen(trusted), listen(rogue), listen(hookServer)]);
     const egress = {
-      EGRESS_ALLOW: [service.port, closed.port, trustedPort, roguePort, dns.port]
+      EGRESS_ALLOW: [service.port, closed.port, trustedPort, roguePort, dns.port, hookPort]
         .map((p) => `127.0.0.1:${p}`)
         .join(','),
     };
-    query = await runQuery(egress);
+    [query, consumer] = await Promise.all([runQuery(egress), runConsumer()]);
     checks = await collectTopic(testStack().checksTopic);
     key = await newKey({ kind: 'api', name: 'tcp', scopes: ['checks:read', 'monitors:read', 'monitors:write'] });
     runner = await spawnService('check-runner', {
@@ -205,9 +229,10 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
   });
 
   after(async () => {
-    await Promise.all([runner?.kill('SIGTERM'), query?.stop(), checks?.stop()]);
+    await Promise.all([runner?.kill('SIGTERM'), query?.stop(), consumer?.stop(), checks?.stop()]);
     await Promise.all([service.stop(), dns.stop()]);
-    await Promise.all([trusted, rogue].map((t) => new Promise((r) => t?.close(r))));
+    hookServer?.closeAllConnections();
+    await Promise.all([trusted, rogue, hookServer].map((t) => new Promise((r) => t?.close(r))));
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -266,6 +291,15 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
       location: LOCATION,
       tls_days_left: null,
     });
+    // Its alert went through Kafka and the consumer like any other: the incident is open.
+    const incidents = await eventually('the incident in ClickHouse', async () => {
+      const r = await api<{ status: string; cause: { error: string | null } }[]>(
+        'GET',
+        `/api/monitors/${refused.body.data.id}/incidents`,
+      );
+      return r.body.data?.length ? r.body.data : undefined;
+    });
+    expect(incidents[0]).to.deep.include({ status: 'open', cause: { status_code: 0, error: 'connection_refused' } });
   });
 
   it('sends tcp_send and is up when the reply holds tcp_expect, down unexpected_reply when it does not', async () => {
@@ -367,5 +401,56 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
     const since = Date.now();
     expect(await checkOf(a.body.data.id, (c) => c.status === 'down', since)).to.include({ error: 'unexpected_answer' });
     expect(dns.questions).to.be.greaterThan(before);
+  });
+
+  it('holds alerts in a maintenance window (the incident is marked), and pages when the monitor is still down after it', async () => {
+    const invalid = await create({
+      url: `tcp://127.0.0.1:${closed.port}`,
+      maintenance_windows: [
+        { from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' },
+        { start: '01:00', duration_minutes: 60, time_zone: 'Nowhere/Land' },
+      ],
+      paused: true,
+    });
+    expect(invalid.body.details?.problems?.map((p) => p.path)).to.include.members([
+      '/maintenance_windows/0/to',
+      '/maintenance_windows/1/time_zone',
+    ]);
+    const now = Date.now();
+    const m = await create({
+      url: `tcp://127.0.0.1:${closed.port}`,
+      failure_threshold: 1,
+      webhooks: [`http://127.0.0.1:${hookPort}/hook`],
+      maintenance_windows: [
+        { from: new Date(now - 3_600_000).toISOString(), to: new Date(now + 3_600_000).toISOString() },
+      ],
+    });
+    expect(m.status, JSON.stringify(m.body)).to.equal(201);
+    const id = m.body.data.id;
+    type IncidentBody = { id: string; status: string; maintenance: boolean }[];
+    const incidents = (): Promise<IncidentBody> =>
+      api<IncidentBody>('GET', `/api/monitors/${id}/incidents`).then((r) => r.body.data ?? []);
+    const held = await eventually('the held incident', async () => {
+      const list = await incidents();
+      return list.length > 0 ? list : undefined;
+    });
+    expect(held).to.have.length(1);
+    expect(held[0]).to.include({ status: 'open', maintenance: true });
+    // The window ends (it is taken away): the held incident closes, a new one opens and pages.
+    expect((await api('PATCH', `/api/monitors/${id}`, { maintenance_windows: [] })).status).to.equal(200);
+    const hook = await eventually('the webhook of the new incident', () =>
+      hooks.find((h) => h.type === 'monitor.down'),
+    );
+    expect(hook.incident_id).to.not.equal(held[0]!.id);
+    // Alerts of one monitor are delivered in order: the held ones came first and were not delivered.
+    expect(hooks.filter((h) => h.incident_id === held[0]!.id)).to.deep.equal([]);
+    const after = await eventually('both incidents', async () => {
+      const list = await incidents();
+      return list.length === 2 ? list : undefined;
+    });
+    expect(after.map((i) => [i.id === held[0]!.id, i.status, i.maintenance])).to.have.deep.members([
+      [true, 'resolved', true],
+      [false, 'open', false],
+    ]);
   });
 });

@@ -181,6 +181,31 @@ describe('check scheduler with a fake clock (unit)', () => {
     await h.scheduler.stop();
   });
 
+  it('marks changes made in a maintenance window, and pages once the window is over and the monitor still down', async () => {
+    const h = new Harness();
+    const now = h.clock.now();
+    const window = { from: new Date(now).toISOString(), to: new Date(now + 30_000).toISOString() };
+    const slot = await h.startWith(monitor('mon_a', { failure_threshold: 1, maintenance_windows: [window] }));
+    h.results.push(DOWN, DOWN, DOWN, DOWN, DOWN);
+    await h.at(slot);
+    expect(h.alerts.map((a) => [a.type, a.maintenance])).to.deep.equal([['monitor.down', true]]);
+    const held = h.alerts[0]!.incident_id;
+    // Still in the window: nothing more.
+    await h.at(slot + 10_000);
+    expect(h.alerts).to.have.length(1);
+    // Past it, still down: the held incident closes and a new one opens, unmarked.
+    let t = slot + 10_000;
+    while (t < now + 30_000) t += 10_000;
+    await h.at(t);
+    expect(h.alerts.map((a) => [a.type, a.incident_id === held, a.maintenance ?? false])).to.deep.equal([
+      ['monitor.down', true, true],
+      ['monitor.up', true, true],
+      ['monitor.down', false, false],
+    ]);
+    expect(h.alerts[2]!.incident_id).to.equal(checkIdFor('mon_a', t));
+    await h.scheduler.stop();
+  });
+
   it('continues from the loaded state: no second down alert for a monitor already down', async () => {
     const h = new Harness();
     h.states = new Map([['mon_a', { state: 'down', failures: 0, passes: 0, incidentId: 'chk_old' }]]);

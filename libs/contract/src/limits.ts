@@ -57,6 +57,9 @@ export const MONITOR_LIMITS = {
   /** Values a dns monitor expects, and the length of each. */
   maxDnsExpected: 20,
   maxDnsValueLength: 255,
+  /** Maintenance windows per monitor, and the longest recurring one (a week). */
+  maxMaintenanceWindows: 10,
+  maxMaintenanceMinutes: 10_080,
   maxHeaders: 20,
   maxHeaderValueLength: 1024,
   maxBodyBytes: 64 * 1024,
@@ -102,6 +105,10 @@ export const LOCATION_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$';
 
 /** The days a tls monitor's certificate must still be valid when its monitor does not say. */
 export const DEFAULT_TLS_MIN_DAYS = 14;
+
+/** Days of a recurring maintenance window. */
+export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+export type Weekday = (typeof WEEKDAYS)[number];
 
 /** Methods a monitor may use. */
 export const MONITOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;

@@ -6,6 +6,7 @@ import {
   ID_PATTERN,
   LOCATION_PATTERN,
   TENANT_ID_PATTERN,
+  WEEKDAYS,
   LIMITS,
   MONITOR_LIMITS,
   MONITOR_METHODS,
@@ -204,6 +205,33 @@ const monitorSettings = {
     uniqueItems: true,
     items: { type: 'string', minLength: 1, maxLength: M.maxDnsValueLength, pattern: '^[\\x20-\\x7e]+$' },
   },
+  maintenance_windows: {
+    type: 'array',
+    maxItems: M.maxMaintenanceWindows,
+    items: {
+      oneOf: [
+        // One-off: from and to, absolute times.
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['from', 'to'],
+          properties: { from: dateTime, to: dateTime },
+        },
+        // Recurring: at `start` (local time in `time_zone`) on `days` (every day when absent), for `duration_minutes`.
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['start', 'duration_minutes', 'time_zone'],
+          properties: {
+            days: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: WEEKDAYS } },
+            start: { type: 'string', pattern: '^(?:[01][0-9]|2[0-3]):[0-5][0-9]$' },
+            duration_minutes: { type: 'integer', minimum: 1, maximum: M.maxMaintenanceMinutes },
+            time_zone: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z][A-Za-z0-9_+/-]*$' },
+          },
+        },
+      ],
+    },
+  },
   /** An IP literal, with an optional port: 192.0.2.53, 192.0.2.53:5353, [2001:db8::53]:53. */
   dns_resolver: {
     type: ['string', 'null'],
@@ -267,6 +295,7 @@ export const monitorSchema = {
     'dns_record_type',
     'dns_expected',
     'dns_resolver',
+    'maintenance_windows',
     'status',
     'last_check_at',
     'created_at',
@@ -297,6 +326,8 @@ export const alertMessageSchema = {
     monitor_id: monitorId,
     /** The monitor's tenant; absent in messages written before tenants (the default tenant). */
     tenant_id: tenantId,
+    /** Made during a maintenance window of the monitor: stored, not delivered to webhooks. */
+    maintenance: { type: 'boolean' },
     /** The id of the check that opened the incident; shared by its down and up alerts. */
     incident_id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
     created_at: dateTime,
@@ -317,7 +348,7 @@ export const alertMessageSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['name', 'url'],
-      properties: { name: monitorSettings.name, url: httpUrl },
+      properties: { name: monitorSettings.name, url: monitorUrl },
     },
   },
 } as const;
@@ -329,6 +360,8 @@ export const incidentSchema = {
   additionalProperties: false,
   required: ['id', 'monitor_id', 'status', 'started_at', 'resolved_at', 'duration_seconds', 'cause'],
   properties: {
+    /** Opened during a maintenance window: nobody was paged for it. */
+    maintenance: { type: 'boolean' },
     id: { type: 'string' },
     monitor_id: monitorId,
     status: { type: 'string', enum: ['open', 'resolved'] },

@@ -5,6 +5,7 @@ import type {
   MonitorMethod,
   MonitorType,
   DnsRecordType,
+  Weekday,
   MonitorStatus,
   WebhookDeliveryStatus,
 } from './limits.js';
@@ -98,7 +99,13 @@ export interface MonitorSettings {
   dns_expected: string[];
   /** dns only: the resolver to ask, an IP literal with an optional port (null: the runner's own). */
   dns_resolver: string | null;
+  /** Times when checks run and are stored but nobody is paged (docs/monitors.md, "Maintenance windows"). */
+  maintenance_windows: MaintenanceWindow[];
 }
+
+/** A one-off window (absolute times) or a recurring one (local time in a time zone). */
+export type MaintenanceWindow =
+  { from: string; to: string } | { days?: Weekday[]; start: string; duration_minutes: number; time_zone: string };
 
 export type MonitorCreate = Partial<MonitorSettings> &
   Pick<MonitorSettings, 'name' | 'url'> & { webhook_secret?: string };
@@ -153,6 +160,8 @@ export interface AlertMessage {
   monitor_id: string;
   tenant_id?: string;
   incident_id: string;
+  /** Made during a maintenance window: stored, not delivered to webhooks. */
+  maintenance?: boolean;
   created_at: string;
   check: {
     id: string;
@@ -173,6 +182,8 @@ export interface Incident {
   resolved_at: string | null;
   duration_seconds: number;
   cause: { status_code: number; error: CheckError | null };
+  /** Opened during a maintenance window: nobody was paged for it. */
+  maintenance?: boolean;
 }
 
 interface WebhookDeliveryFields {

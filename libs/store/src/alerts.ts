@@ -39,6 +39,7 @@ export const alertsMigrations: MigrationsByVersion = {
     },
   ],
   8: (db, _name, engine) => lowCardinality(db, engine, 'alerts', ['status']),
+  11: () => [{ addColumn: { table: 'alerts', column: 'maintenance', type: 'UInt8' } }],
 };
 
 /** A row of `alerts` as inserted: one state change of a monitor. */
@@ -54,6 +55,8 @@ export interface AlertRow {
   status_code: number;
   error: string;
   response_time: number;
+  /** 1: made during a maintenance window (migration 11). */
+  maintenance: number;
   inserted_at: number;
 }
 
@@ -70,6 +73,7 @@ export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertR
     status_code: a.check.status_code,
     error: a.check.error ?? '',
     response_time: a.check.response_time,
+    maintenance: a.maintenance ? 1 : 0,
     inserted_at: now,
   }));
 }
@@ -82,7 +86,8 @@ export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertR
 export function lastAlertsSql(database: string, ids: readonly string[], tenantId?: string): string {
   return `SELECT monitor_id,
       argMax(type, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS t,
-      argMax(incident_id, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS i
+      argMax(incident_id, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS i,
+      argMax(maintenance, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS h
     FROM ${sqlIdentifier(database)}.alerts
     WHERE ${tenantId === undefined ? '' : `tenant_id = ${sqlString(tenantId)} AND `}monitor_id IN ${sqlStringList(ids)}
     GROUP BY monitor_id`;
@@ -93,6 +98,8 @@ export interface LastAlertRow {
   monitor_id: string;
   t: string;
   i: string;
+  /** 1 when that alert was made in a maintenance window. */
+  h: number | string;
 }
 
 /**
@@ -114,7 +121,8 @@ export function incidentsSql(
       toUnixTimestamp(maxIf(created_at, type = 'monitor.up')) AS resolved,
       countIf(type = 'monitor.up') AS ups,
       anyIf(status_code, type = 'monitor.down') AS code,
-      anyIf(error, type = 'monitor.down') AS err
+      anyIf(error, type = 'monitor.down') AS err,
+      maxIf(maintenance, type = 'monitor.down') AS mw
     FROM ${sqlIdentifier(database)}.alerts
     WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id = ${sqlString(monitorId)}
     GROUP BY incident_id
@@ -131,6 +139,7 @@ export interface IncidentRow {
   ups: number | string;
   code: number | string;
   err: string;
+  mw: number | string;
 }
 
 export function rowToIncident(r: IncidentRow, monitorId: string, now: number): Incident {
@@ -144,6 +153,7 @@ export function rowToIncident(r: IncidentRow, monitorId: string, now: number): I
     resolved_at: resolved === null ? null : toIsoSeconds(resolved),
     duration_seconds: Math.max(0, (resolved ?? now) - started),
     cause: { status_code: Number(r.code), error: (r.err || null) as Incident['cause']['error'] },
+    maintenance: Number(r.mw) === 1,
   };
 }
 

@@ -39,6 +39,7 @@ const VERSIONS: Record<number, string> = {
   8: 'LowCardinality statuses of checks, alerts and webhook deliveries on current ClickHouse',
   9: 'public status pages',
   10: 'checks: location and tls_days_left',
+  11: 'alerts: maintenance',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [

@@ -135,6 +135,7 @@ export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
   dns_record_type: null,
   dns_expected: [],
   dns_resolver: null,
+  maintenance_windows: [],
 };
 
 /** The settings a monitor stored before they existed gets (its type and the tcp fields). */
@@ -147,6 +148,7 @@ const ADDED_SETTINGS = {
   dns_record_type: null,
   dns_expected: [],
   dns_resolver: null,
+  maintenance_windows: [],
 };
 
 /** A new monitor id: `mon_` and 16 hex digits. */
@@ -182,6 +184,14 @@ export function monitorProblems(s: MonitorSettings): Problem[] {
       problems.push({ path: `/headers/${name}`, message: 'is set by the connection itself and may not be set' });
     }
   }
+  s.maintenance_windows.forEach((w, i) => {
+    if ('from' in w) {
+      if (!(Date.parse(w.to) > Date.parse(w.from)))
+        problems.push({ path: `/maintenance_windows/${i}/to`, message: 'must be after from' });
+    } else if (!knownTimeZone(w.time_zone)) {
+      problems.push({ path: `/maintenance_windows/${i}/time_zone`, message: 'is not a time zone this server knows' });
+    }
+  });
   return [...problems, ...typeProblems(s)];
 }
 
@@ -201,6 +211,16 @@ export function resolverAddress(resolver: string): { address: string; port: numb
   const port = m?.[3] === undefined ? 53 : Number(m[3]);
   if (!address || isIP(address) === 0 || port < 1 || port > 65_535) return undefined;
   return { address, port };
+}
+
+/** An IANA time zone name that Intl knows here (Europe/Berlin, UTC). */
+export function knownTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Each type's URL form, and the fields that belong to another type. */
@@ -301,6 +321,7 @@ function settingsOf(m: MonitorSettings): MonitorSettings {
     dns_record_type: m.dns_record_type,
     dns_expected: m.dns_expected,
     dns_resolver: m.dns_resolver,
+    maintenance_windows: m.maintenance_windows,
   };
 }
 

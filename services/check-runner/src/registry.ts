@@ -1,5 +1,5 @@
 import { Snapshot, type ClickHouseClient, type Clock, type Logger } from '@telemetry/platform';
-import { lastAlertsSql, type MonitorStore, type StoredMonitor } from '@telemetry/store';
+import { lastAlertsSql, type LastAlertRow, type MonitorStore, type StoredMonitor } from '@telemetry/store';
 
 /**
  * The runner's copy of the monitor registry: all monitors (the webhook dispatcher needs
@@ -72,9 +72,9 @@ export async function lastAlerts(
   client: ClickHouseClient,
   database: string,
   ids: readonly string[],
-): Promise<Map<string, { type: string; incident_id: string }>> {
+): Promise<Map<string, { type: string; incident_id: string; maintenance: boolean }>> {
   if (ids.length === 0) return new Map();
   const rs = await client.query({ query: lastAlertsSql(database, ids), format: 'JSONEachRow' });
-  const rows = await rs.json<{ monitor_id: string; t: string; i: string }>();
-  return new Map(rows.map((r) => [r.monitor_id, { type: r.t, incident_id: r.i }]));
+  const rows = await rs.json<LastAlertRow>();
+  return new Map(rows.map((r) => [r.monitor_id, { type: r.t, incident_id: r.i, maintenance: Number(r.h) === 1 }]));
 }

@@ -5,6 +5,7 @@ import { counter, histogram, sleepOn, systemClock, type Clock, type Component, t
 import { maskUrl, type StoredMonitor } from '@telemetry/store';
 import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
 import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
+import { inMaintenance } from './maintenance.js';
 
 export interface SchedulerDeps {
   monitors: { all(): Iterable<StoredMonitor> };
@@ -280,30 +281,30 @@ export class Scheduler implements Component {
     }
     this.checks.inc({ status: result.status });
     this.duration.observe({ status: result.status }, result.response_time / 1000);
-    const { next, transition } = decide(e.state ?? INITIAL_STATE, check, m);
-    if (transition) {
-      const alert: AlertMessage = {
-        id: alertIdFor(m.id, transition),
-        type: transition.type,
-        monitor_id: m.id,
-        tenant_id: m.tenant_id,
-        incident_id: transition.incidentId,
-        created_at: new Date(this.clock.now()).toISOString(),
-        check: {
-          id: check.id,
-          status: check.status,
-          response_time: check.response_time,
-          status_code: check.status_code,
-          ...(check.error ? { error: check.error } : {}),
-          created_at: check.created_at,
-        },
-        // The URL's password stays out of Kafka and webhook bodies.
-        monitor: { name: m.name, url: maskUrl(m.url) },
-      };
+    const state = e.state ?? INITIAL_STATE;
+    const decided = decide(state, check, m);
+    let next = decided.next;
+    // Maintenance windows (docs/monitors.md): changes made in one are published marked, and
+    // not delivered to webhooks. A monitor still down when its window ends closes that
+    // incident and opens a new one, which pages.
+    const inWindow = inMaintenance(m.maintenance_windows, startedAt);
+    const changes: { transition: Transition; maintenance: boolean }[] = [];
+    if (decided.transition) {
+      const up = decided.transition.type === 'monitor.up';
+      changes.push({ transition: decided.transition, maintenance: inWindow || (up && state.held === true) });
+      if (!up) next = { ...next, held: inWindow };
+    } else if (!inWindow && next.state === 'down' && next.held && check.status === 'down') {
+      changes.push({ transition: { type: 'monitor.up', incidentId: next.incidentId ?? check.id }, maintenance: true });
+      changes.push({ transition: { type: 'monitor.down', incidentId: check.id }, maintenance: false });
+      next = { ...next, incidentId: check.id, streakStart: check.id, held: false };
+    }
+    for (const change of changes) {
+      const alert = this.alertOf(m, check, change.transition, change.maintenance);
       try {
         await this.deps.publishAlert(alert);
       } catch (err) {
-        // Not published: keep the old state, so the next check makes the change again.
+        // Not published: keep the old state, so the next check makes the change again
+        // (alert ids are derived from the change: one already published is stored once).
         this.deps.logger.warn('alert not published; retrying with the next check', {
           monitor_id: m.id,
           type: alert.type,
@@ -316,8 +317,31 @@ export class Scheduler implements Component {
         monitor_id: m.id,
         type: alert.type,
         incident_id: alert.incident_id,
+        ...(alert.maintenance ? { maintenance: true } : {}),
       });
     }
     e.state = next;
+  }
+
+  private alertOf(m: StoredMonitor, check: CheckMessage, transition: Transition, maintenance: boolean): AlertMessage {
+    return {
+      id: alertIdFor(m.id, transition),
+      type: transition.type,
+      monitor_id: m.id,
+      tenant_id: m.tenant_id,
+      incident_id: transition.incidentId,
+      ...(maintenance ? { maintenance: true } : {}),
+      created_at: new Date(this.clock.now()).toISOString(),
+      check: {
+        id: check.id,
+        status: check.status,
+        response_time: check.response_time,
+        status_code: check.status_code,
+        ...(check.error ? { error: check.error } : {}),
+        created_at: check.created_at,
+      },
+      // The URL's password stays out of Kafka and webhook bodies.
+      monitor: { name: m.name, url: maskUrl(m.url) },
+    };
   }
 }

@@ -15,6 +15,8 @@ export interface AlertState {
   streakStart?: string;
   /** While down: the open incident. */
   incidentId?: string;
+  /** While down: the incident opened in a maintenance window (nobody was paged for it). */
+  held?: boolean;
 }
 
 export const INITIAL_STATE: AlertState = { state: 'unknown', failures: 0, passes: 0 };
@@ -65,9 +67,11 @@ export function decide(
 }
 
 /** The state a runner starts from when it takes a monitor over: its last alert. */
-export function stateFromLastAlert(last: { type: string; incident_id: string } | undefined): AlertState {
+export function stateFromLastAlert(
+  last: { type: string; incident_id: string; maintenance?: boolean } | undefined,
+): AlertState {
   if (last?.type === 'monitor.down') {
-    return { state: 'down', failures: 0, passes: 0, incidentId: last.incident_id };
+    return { state: 'down', failures: 0, passes: 0, incidentId: last.incident_id, held: last.maintenance === true };
   }
   return last ? { state: 'up', failures: 0, passes: 0 } : INITIAL_STATE;
 }

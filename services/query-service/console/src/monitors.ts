@@ -311,6 +311,7 @@ function incidentList(incidents: Incident[]): HTMLElement {
         ` (${formatDuration(i.duration_seconds)}). Cause: `,
         [i.cause.status_code ? `HTTP ${i.cause.status_code}` : '', i.cause.error ?? ''].filter((c) => c).join(', ') ||
           'unknown',
+        i.maintenance ? ' In a maintenance window: nobody was paged.' : '',
       ),
     ),
   );

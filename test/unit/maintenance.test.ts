@@ -1,0 +1,46 @@
+import { expect } from 'chai';
+import { inMaintenance } from '../../services/check-runner/src/maintenance.js';
+
+describe('maintenance windows (unit)', () => {
+  it('holds a one-off window from its start up to (not including) its end', () => {
+    const w = [{ from: '2026-11-23T10:00:00Z', to: '2026-11-23T11:00:00Z' }];
+    expect(inMaintenance(w, new Date('2026-11-23T09:59:59Z'))).to.equal(false);
+    expect(inMaintenance(w, new Date('2026-11-23T10:00:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-11-23T10:59:59Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-11-23T11:00:00Z'))).to.equal(false);
+    expect(inMaintenance([], new Date('2026-11-23T10:30:00Z'))).to.equal(false);
+  });
+
+  it('holds a recurring window by the wall clock of its time zone, on its days only', () => {
+    // Sundays 02:00-04:00 in New York (UTC-5 in November): 07:00-09:00 UTC.
+    const w = [{ days: ['sun' as const], start: '02:00', duration_minutes: 120, time_zone: 'America/New_York' }];
+    expect(inMaintenance(w, new Date('2026-11-22T06:59:00Z'))).to.equal(false);
+    expect(inMaintenance(w, new Date('2026-11-22T07:00:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-11-22T08:59:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-11-22T09:00:00Z'))).to.equal(false);
+    // The same hours on a Monday are not in it.
+    expect(inMaintenance(w, new Date('2026-11-23T07:30:00Z'))).to.equal(false);
+    // Every day when no days are given.
+    const daily = [{ start: '02:00', duration_minutes: 120, time_zone: 'America/New_York' }];
+    expect(inMaintenance(daily, new Date('2026-11-23T07:30:00Z'))).to.equal(true);
+  });
+
+  it('runs past midnight and over days, counted from the day it started', () => {
+    // Saturdays 23:00 for 3 hours, Berlin (UTC+1 in November): Sat 22:00 UTC to Sun 01:00 UTC.
+    const w = [{ days: ['sat' as const], start: '23:00', duration_minutes: 180, time_zone: 'Europe/Berlin' }];
+    expect(inMaintenance(w, new Date('2026-11-21T22:30:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-11-22T00:59:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-11-22T01:00:00Z'))).to.equal(false);
+    // A Friday 23:00 is not a Saturday's start.
+    expect(inMaintenance(w, new Date('2026-11-20T22:30:00Z'))).to.equal(false);
+    // Two days long, from Friday 18:00 UTC.
+    const long = [{ days: ['fri' as const], start: '18:00', duration_minutes: 2880, time_zone: 'UTC' }];
+    expect(inMaintenance(long, new Date('2026-11-22T17:59:00Z'))).to.equal(true);
+    expect(inMaintenance(long, new Date('2026-11-22T18:00:00Z'))).to.equal(false);
+  });
+
+  it('counts a time zone it does not know as no window', () => {
+    const w = [{ start: '00:00', duration_minutes: 1440, time_zone: 'Mars/Olympus_Mons' }];
+    expect(inMaintenance(w, new Date('2026-11-23T12:00:00Z'))).to.equal(false);
+  });
+});
