@@ -203,6 +203,27 @@ describe('check scheduler with a fake clock (unit)', () => {
       ['monitor.down', false, false],
     ]);
     expect(h.alerts[2]!.incident_id).to.equal(checkIdFor('mon_a', t));
+    // The held incident's end is dated before the new incident's start.
+    expect(Date.parse(h.alerts[1]!.created_at)).to.be.below(Date.parse(h.alerts[2]!.created_at));
+    await h.scheduler.stop();
+  });
+
+  it('delivers the recovery of an incident that paged before a window, even inside the window', async () => {
+    const h = new Harness();
+    const now = h.clock.now();
+    const slot = await h.startWith(monitor('mon_a', { failure_threshold: 1 }));
+    h.results.push(DOWN, UP);
+    await h.at(slot);
+    expect(h.alerts.map((a) => [a.type, a.maintenance ?? false])).to.deep.equal([['monitor.down', false]]);
+    // A window begins; the monitor recovers in it.
+    const window = { from: new Date(now).toISOString(), to: new Date(slot + 60_000).toISOString() };
+    h.monitors = [monitor('mon_a', { failure_threshold: 1, maintenance_windows: [window] })];
+    h.scheduler.reconcile();
+    await h.at(slot + 10_000);
+    expect(h.alerts.map((a) => [a.type, a.maintenance ?? false])).to.deep.equal([
+      ['monitor.down', false],
+      ['monitor.up', false],
+    ]);
     await h.scheduler.stop();
   });
 

@@ -108,6 +108,17 @@ function unbracket(host: string): string {
   return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
 
+/**
+ * Where a URL of another scheme than http(s) (tcp://, tls://) connects, as an http URL:
+ * its host then goes through the WHATWG host parser that http URLs get, so `127.1`,
+ * `2130706433` and `0x7f.0.0.1` become the IP literal `127.0.0.1` they stand for, and
+ * the policy judges them as such.
+ */
+export function connectUrl(url: URL): URL {
+  if (url.protocol === 'http:' || url.protocol === 'https:') return url;
+  return new URL(`http://${url.hostname}:${portOf(url)}/`);
+}
+
 /** The port a URL connects to. */
 export function portOf(url: URL): number {
   if (url.port) return Number(url.port);

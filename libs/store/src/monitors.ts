@@ -18,6 +18,7 @@ import {
   type MigrationsByVersion,
   type EgressPolicy,
   type SecretBox,
+  connectUrl,
 } from '@telemetry/platform';
 import { registryDatabase, tableIn } from './databases.js';
 
@@ -282,7 +283,7 @@ export function deniedTargets(
 ): Problem[] {
   const problems: Problem[] = [];
   const judge = (path: string, raw: string): void => {
-    const verdict = policy.checkLiteral(new URL(raw));
+    const verdict = policy.checkLiteral(connectUrl(new URL(raw)));
     if (verdict && !verdict.allowed) problems.push({ path, message: verdict.reason });
   };
   // A dns monitor's URL names what to resolve, not where to connect: its resolver is judged.
@@ -328,20 +329,37 @@ function settingsOf(m: MonitorSettings): MonitorSettings {
 /** Settings of a new monitor: the request's, defaults for the rest. */
 export function createSettings(body: MonitorCreate): MonitorSettings {
   const { webhook_secret: _secret, ...given } = body;
-  const typed =
-    given.type === 'tls'
-      ? { tls_min_days: DEFAULT_TLS_MIN_DAYS }
-      : given.type === 'dns'
-        ? { dns_record_type: 'A' as const }
-        : {};
-  return fitTimeout(settingsOf({ ...DEFAULT_MONITOR, ...typed, ...given }), given.timeout_ms);
+  return fitTimeout(settingsOf({ ...DEFAULT_MONITOR, ...typeDefaults(given.type), ...given }), given.timeout_ms);
 }
 
 /** Settings after a PATCH: the request's fields replace the stored ones. */
 export function patchSettings(current: MonitorSettings, patch: MonitorPatch): MonitorSettings {
   const { webhook_secret: _secret, ...given } = patch;
+  // Another type: the old type's fields go back to their defaults, the new one's get theirs,
+  // unless the request sets them.
+  const base =
+    given.type !== undefined && given.type !== current.type
+      ? { ...current, ...TYPE_FIELDS, ...typeDefaults(given.type) }
+      : current;
   // A stored timeout may have been chosen: a shorter interval does not change it (400).
-  return settingsOf({ ...current, ...given });
+  return settingsOf({ ...base, ...given });
+}
+
+/** The fields that belong to one type only, as a monitor of another type has them. */
+const TYPE_FIELDS = {
+  tcp_send: null,
+  tcp_expect: null,
+  tls_min_days: null,
+  dns_record_type: null,
+  dns_expected: [],
+  dns_resolver: null,
+} satisfies Partial<MonitorSettings>;
+
+/** A type's own defaults: 14 days of a tls monitor, the A record of a dns one. */
+function typeDefaults(type: MonitorSettings['type'] | undefined): Partial<MonitorSettings> {
+  if (type === 'tls') return { tls_min_days: DEFAULT_TLS_MIN_DAYS };
+  if (type === 'dns') return { dns_record_type: 'A' };
+  return {};
 }
 
 /**

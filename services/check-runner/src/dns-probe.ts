@@ -1,4 +1,5 @@
 import { Resolver } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import type { CheckError, MonitorSettings } from '@telemetry/contract';
 import { resolverAddress } from '@telemetry/store';
 import type { ProbeContext, ProbeResult } from './probe.js';
@@ -6,49 +7,69 @@ import type { ProbeContext, ProbeResult } from './probe.js';
 /**
  * A dns monitor's check (docs/monitors.md, "Monitor types"): asks the monitor's resolver
  * (or the runner's own) for `dns_record_type` of the name in `dns://name`, once, within
- * `timeout_ms`. Up when there is an answer holding every `dns_expected` value (names
- * compared without case or a final dot). A resolver the egress policy denies is not asked.
- * Never throws.
+ * `timeout_ms`. Up when there is an answer holding every `dns_expected` value. A resolver
+ * the egress policy denies is not asked. Through the runner's own resolver, an answer that
+ * holds an address the policy denies is reported as `target_not_allowed`, whatever was
+ * expected, so that a monitor cannot map the runner's private network with it. Never throws.
  */
 export async function dnsProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
   const name = new URL(m.url).hostname;
+  const type = m.dns_record_type ?? 'A';
   const resolver = new Resolver({ timeout: m.timeout_ms, tries: 1 });
   if (m.dns_resolver !== null) {
     const at = resolverAddress(m.dns_resolver);
     if (!at || !ctx.policy.check(at.address, at.port).allowed) return down('target_not_allowed', 0);
     resolver.setServers([at.address.includes(':') ? `[${at.address}]:${at.port}` : `${at.address}:${at.port}`]);
   }
+  let timedOut = false;
+  // c-ares asks each server of the list in turn: the monitor's timeout bounds them all.
+  const timer = setTimeout(() => {
+    timedOut = true;
+    resolver.cancel();
+  }, m.timeout_ms);
   const onAbort = (): void => resolver.cancel();
   ctx.signal?.addEventListener('abort', onAbort, { once: true });
   const started = performance.now();
   const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
   try {
-    const answers = normalise((await resolver.resolve(name, m.dns_record_type ?? 'A')) as unknown[]);
+    const answers = normalise(type, (await resolver.resolve(name, type)) as unknown[]);
     const t = elapsed();
     if (answers.length === 0) return down('dns', t);
-    const missing = m.dns_expected.some((v) => !answers.includes(canonical(v)));
+    // Through the runner's own resolver, private answers stay private (see above).
+    const own = m.dns_resolver === null;
+    if (own && answers.some((a) => isIP(a) !== 0 && !ctx.policy.check(a, 0).allowed)) {
+      return down('target_not_allowed', 0);
+    }
+    const missing = m.dns_expected.some((v) => !answers.includes(comparable(type, v)));
     if (missing) return down('unexpected_answer', t);
     const slow = m.degraded_threshold_ms !== null && t > m.degraded_threshold_ms;
     return { status: slow ? 'degraded' : 'up', status_code: 0, response_time: t };
   } catch (err) {
     const code = String((err as { code?: string }).code ?? '');
-    return down(code === 'ETIMEOUT' ? 'timeout' : code === 'ECONNREFUSED' ? 'connection_refused' : 'dns', elapsed());
+    if (timedOut || code === 'ETIMEOUT') return down('timeout', elapsed());
+    return down(code === 'ECONNREFUSED' ? 'connection_refused' : 'dns', elapsed());
   } finally {
+    clearTimeout(timer);
     ctx.signal?.removeEventListener('abort', onAbort);
   }
 }
 
-/** Each record as one comparable string: addresses and names as they are, MX by exchange, TXT joined. */
-function normalise(records: unknown[]): string[] {
+/** Each record as one comparable string: MX by its exchange, TXT's strings joined. */
+function normalise(type: string, records: unknown[]): string[] {
   return records.map((r) => {
-    if (typeof r === 'string') return canonical(r);
-    if (Array.isArray(r)) return r.join('');
-    return canonical(String((r as { exchange?: string }).exchange ?? ''));
+    if (Array.isArray(r)) return comparable(type, r.join(''));
+    if (typeof r === 'string') return comparable(type, r);
+    return comparable(type, String((r as { exchange?: string }).exchange ?? ''));
   });
 }
 
-/** Names compare without case and without a final dot. */
-function canonical(v: string): string {
+/**
+ * What two values are compared as: TXT exactly as it is, an address in its canonical form
+ * (2001:db8:0::1 is 2001:db8::1), a name without case or final dot.
+ */
+function comparable(type: string, v: string): string {
+  if (type === 'TXT') return v;
+  if (isIP(v) === 6) return new URL(`http://[${v}]`).hostname.slice(1, -1);
   return v.toLowerCase().replace(/\.$/, '');
 }
 

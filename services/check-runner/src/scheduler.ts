@@ -260,7 +260,11 @@ export class Scheduler implements Component {
     // Confirmation (docs/monitors.md): a failure counts only if a second try after
     // confirm_delay_ms fails too; that try is the slot's check. A refused target is final.
     if (result.status === 'down' && result.error !== 'target_not_allowed' && m.confirm_delay_ms > 0) {
-      await sleepOn(this.clock, m.confirm_delay_ms);
+      // A handover or stop ends the wait at once.
+      await Promise.race([
+        sleepOn(this.clock, m.confirm_delay_ms),
+        new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
+      ]);
       if (!signal.aborted) {
         result = await this.deps.probe(m, ctx);
         this.confirmations.inc({ outcome: result.status === 'down' ? 'confirmed' : 'recovered' });
@@ -288,18 +292,26 @@ export class Scheduler implements Component {
     // not delivered to webhooks. A monitor still down when its window ends closes that
     // incident and opens a new one, which pages.
     const inWindow = inMaintenance(m.maintenance_windows, startedAt);
-    const changes: { transition: Transition; maintenance: boolean }[] = [];
+    const changes: { transition: Transition; maintenance: boolean; earlierMs?: number }[] = [];
     if (decided.transition) {
       const up = decided.transition.type === 'monitor.up';
-      changes.push({ transition: decided.transition, maintenance: inWindow || (up && state.held === true) });
+      // An up is held exactly when its down was: a page that went out gets its resolution.
+      changes.push({ transition: decided.transition, maintenance: up ? state.held === true : inWindow });
       if (!up) next = { ...next, held: inWindow };
     } else if (!inWindow && next.state === 'down' && next.held && check.status === 'down') {
-      changes.push({ transition: { type: 'monitor.up', incidentId: next.incidentId ?? check.id }, maintenance: true });
+      // The held incident's up is dated a second before the new down: the last alert (the
+      // monitor's status, and the state a new owner loads) is then the down, whatever the
+      // order of two alerts made in the same second.
+      changes.push({
+        transition: { type: 'monitor.up', incidentId: next.incidentId ?? check.id },
+        maintenance: true,
+        earlierMs: 1000,
+      });
       changes.push({ transition: { type: 'monitor.down', incidentId: check.id }, maintenance: false });
       next = { ...next, incidentId: check.id, streakStart: check.id, held: false };
     }
     for (const change of changes) {
-      const alert = this.alertOf(m, check, change.transition, change.maintenance);
+      const alert = this.alertOf(m, check, change.transition, change.maintenance, change.earlierMs ?? 0);
       try {
         await this.deps.publishAlert(alert);
       } catch (err) {
@@ -323,7 +335,13 @@ export class Scheduler implements Component {
     e.state = next;
   }
 
-  private alertOf(m: StoredMonitor, check: CheckMessage, transition: Transition, maintenance: boolean): AlertMessage {
+  private alertOf(
+    m: StoredMonitor,
+    check: CheckMessage,
+    transition: Transition,
+    maintenance: boolean,
+    earlierMs: number,
+  ): AlertMessage {
     return {
       id: alertIdFor(m.id, transition),
       type: transition.type,
@@ -331,7 +349,7 @@ export class Scheduler implements Component {
       tenant_id: m.tenant_id,
       incident_id: transition.incidentId,
       ...(maintenance ? { maintenance: true } : {}),
-      created_at: new Date(this.clock.now()).toISOString(),
+      created_at: new Date(this.clock.now() - earlierMs).toISOString(),
       check: {
         id: check.id,
         status: check.status,

@@ -1,7 +1,7 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { DEFAULT_TLS_MIN_DAYS, type CheckError, type MonitorSettings } from '@telemetry/contract';
-import { portOf } from '@telemetry/platform';
+import { connectUrl, portOf } from '@telemetry/platform';
 import { classify, StreamSearch } from './http-client.js';
 import type { ProbeContext, ProbeResult } from './probe.js';
 
@@ -21,7 +21,8 @@ const DAY_MS = 86_400_000;
  * Never throws.
  */
 export function socketProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
-  const url = new URL(m.url);
+  // tcp:// and tls:// hosts parsed as http ones are: 127.1 is the literal 127.0.0.1.
+  const url = connectUrl(new URL(m.url));
   const port = portOf(url);
   const started = performance.now();
   const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
