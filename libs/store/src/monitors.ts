@@ -114,8 +114,25 @@ export function unmaskPatch(current: StoredMonitor, patch: MonitorPatch): Monito
   return out;
 }
 
-export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
+/** The fields that belong to one type only, as a monitor of another type has them. */
+const TYPE_FIELDS = {
+  tcp_send: null,
+  tcp_expect: null,
+  tls_min_days: null,
+  dns_record_type: null,
+  dns_expected: [],
+  dns_resolver: null,
+} satisfies Partial<MonitorSettings>;
+
+/** The settings added since monitors were first stored: what a monitor stored before them gets. */
+const ADDED_SETTINGS = {
   type: 'http',
+  ...TYPE_FIELDS,
+  confirm_delay_ms: 0,
+  maintenance_windows: [],
+} satisfies Partial<MonitorSettings>;
+
+export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
   method: 'GET',
   interval_seconds: 60,
   timeout_ms: 10_000,
@@ -129,27 +146,7 @@ export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
   body: null,
   paused: false,
   webhooks: [],
-  tcp_send: null,
-  tcp_expect: null,
-  tls_min_days: null,
-  confirm_delay_ms: 0,
-  dns_record_type: null,
-  dns_expected: [],
-  dns_resolver: null,
-  maintenance_windows: [],
-};
-
-/** The settings a monitor stored before they existed gets (its type and the tcp fields). */
-const ADDED_SETTINGS = {
-  type: 'http',
-  tcp_send: null,
-  tcp_expect: null,
-  tls_min_days: null,
-  confirm_delay_ms: 0,
-  dns_record_type: null,
-  dns_expected: [],
-  dns_resolver: null,
-  maintenance_windows: [],
+  ...ADDED_SETTINGS,
 };
 
 /** A new monitor id: `mon_` and 16 hex digits. */
@@ -344,16 +341,6 @@ export function patchSettings(current: MonitorSettings, patch: MonitorPatch): Mo
   // A stored timeout may have been chosen: a shorter interval does not change it (400).
   return settingsOf({ ...base, ...given });
 }
-
-/** The fields that belong to one type only, as a monitor of another type has them. */
-const TYPE_FIELDS = {
-  tcp_send: null,
-  tcp_expect: null,
-  tls_min_days: null,
-  dns_record_type: null,
-  dns_expected: [],
-  dns_resolver: null,
-} satisfies Partial<MonitorSettings>;
 
 /** A type's own defaults: 14 days of a tls monitor, the A record of a dns one. */
 function typeDefaults(type: MonitorSettings['type'] | undefined): Partial<MonitorSettings> {
