@@ -39,6 +39,26 @@ describe('maintenance windows (unit)', () => {
     expect(inMaintenance(long, new Date('2026-11-22T18:00:00Z'))).to.equal(false);
   });
 
+  it('lasts duration_minutes of real time on the days the clocks change', () => {
+    // Daily 01:00 for 2 hours, Berlin. Spring forward on 2026-03-29 (02:00 CET -> 03:00 CEST):
+    // 00:00Z to 02:00Z.
+    const w = [{ start: '01:00', duration_minutes: 120, time_zone: 'Europe/Berlin' }];
+    expect(inMaintenance(w, new Date('2026-03-28T23:59:00Z'))).to.equal(false);
+    expect(inMaintenance(w, new Date('2026-03-29T00:00:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-03-29T01:30:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-03-29T02:00:00Z'))).to.equal(false);
+    // Fall back on 2026-10-25 (03:00 CEST -> 02:00 CET): 01:00 CEST is 23:00Z, so 23:00Z to 01:00Z.
+    expect(inMaintenance(w, new Date('2026-10-24T22:59:00Z'))).to.equal(false);
+    expect(inMaintenance(w, new Date('2026-10-24T23:00:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-10-25T00:59:00Z'))).to.equal(true);
+    expect(inMaintenance(w, new Date('2026-10-25T01:00:00Z'))).to.equal(false);
+    // The clocks show 02:30 twice that night (00:30Z and 01:30Z): a 30-minute window at 02:30 runs once.
+    const short = [{ start: '02:30', duration_minutes: 30, time_zone: 'Europe/Berlin' }];
+    const first = inMaintenance(short, new Date('2026-10-25T00:45:00Z'));
+    const second = inMaintenance(short, new Date('2026-10-25T01:45:00Z'));
+    expect([first, second].filter(Boolean)).to.have.length(1);
+  });
+
   it('counts a time zone it does not know as no window', () => {
     const w = [{ start: '00:00', duration_minutes: 1440, time_zone: 'Mars/Olympus_Mons' }];
     expect(inMaintenance(w, new Date('2026-11-23T12:00:00Z'))).to.equal(false);
