@@ -104,7 +104,7 @@ export function ipLiteralOf(url: URL): string | undefined {
 }
 
 /** An IPv6 literal without its URL brackets; anything else as it is. */
-function unbracket(host: string): string {
+export function unbracket(host: string): string {
   return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
 

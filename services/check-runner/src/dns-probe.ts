@@ -1,8 +1,9 @@
 import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { CheckError, MonitorSettings } from '@telemetry/contract';
+import type { MonitorSettings } from '@telemetry/contract';
 import { resolverAddress } from '@telemetry/store';
-import type { ProbeContext, ProbeResult } from './probe.js';
+import type { ProbeContext } from './probe.js';
+import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
 /**
  * A dns monitor's check (docs/monitors.md, "Monitor types"): asks the monitor's resolver
@@ -18,7 +19,7 @@ export async function dnsProbe(m: MonitorSettings, ctx: ProbeContext): Promise<P
   const resolver = new Resolver({ timeout: m.timeout_ms, tries: 1 });
   if (m.dns_resolver !== null) {
     const at = resolverAddress(m.dns_resolver);
-    if (!at || !ctx.policy.check(at.address, at.port).allowed) return down('target_not_allowed', 0);
+    if (!at || !ctx.policy.check(at.address, at.port).allowed) return failed('target_not_allowed', 0);
     resolver.setServers([at.address.includes(':') ? `[${at.address}]:${at.port}` : `${at.address}:${at.port}`]);
   }
   let timedOut = false;
@@ -29,25 +30,23 @@ export async function dnsProbe(m: MonitorSettings, ctx: ProbeContext): Promise<P
   }, m.timeout_ms);
   const onAbort = (): void => resolver.cancel();
   ctx.signal?.addEventListener('abort', onAbort, { once: true });
-  const started = performance.now();
-  const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
+  const elapsed = stopwatch();
   try {
     const answers = normalise(type, (await resolver.resolve(name, type)) as unknown[]);
     const t = elapsed();
-    if (answers.length === 0) return down('dns', t);
+    if (answers.length === 0) return failed('dns', t);
     // Through the runner's own resolver, private answers stay private (see above).
     const own = m.dns_resolver === null;
     if (own && answers.some((a) => isIP(a) !== 0 && !ctx.policy.check(a, 0).allowed)) {
-      return down('target_not_allowed', 0);
+      return failed('target_not_allowed', 0);
     }
     const missing = m.dns_expected.some((v) => !answers.includes(comparable(type, v)));
-    if (missing) return down('unexpected_answer', t);
-    const slow = m.degraded_threshold_ms !== null && t > m.degraded_threshold_ms;
-    return { status: slow ? 'degraded' : 'up', status_code: 0, response_time: t };
+    if (missing) return failed('unexpected_answer', t);
+    return passed(m, t);
   } catch (err) {
     const code = String((err as { code?: string }).code ?? '');
-    if (timedOut || code === 'ETIMEOUT') return down('timeout', elapsed());
-    return down(code === 'ECONNREFUSED' ? 'connection_refused' : 'dns', elapsed());
+    if (timedOut || code === 'ETIMEOUT') return failed('timeout', elapsed());
+    return failed(code === 'ECONNREFUSED' ? 'connection_refused' : 'dns', elapsed());
   } finally {
     clearTimeout(timer);
     ctx.signal?.removeEventListener('abort', onAbort);
@@ -71,8 +70,4 @@ function comparable(type: string, v: string): string {
   if (type === 'TXT') return v;
   if (isIP(v) === 6) return new URL(`http://[${v}]`).hostname.slice(1, -1);
   return v.toLowerCase().replace(/\.$/, '');
-}
-
-function down(error: CheckError, responseTime: number): ProbeResult {
-  return { status: 'down', status_code: 0, response_time: responseTime, error };
 }

@@ -1,26 +1,17 @@
 import { createHash } from 'node:crypto';
 import {
   isForbiddenMonitorHeader,
-  type CheckError,
   type CheckMessage,
-  type CheckStatus,
   type MonitorSettings,
   type StatusCodeRule,
 } from '@telemetry/contract';
 import { httpCall, HttpCallError, type HttpAnswer } from './http-client.js';
 import { socketProbe } from './socket-probe.js';
 import { dnsProbe } from './dns-probe.js';
+import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 import type { EgressPolicy } from '@telemetry/platform';
 
-export interface ProbeResult {
-  status: CheckStatus;
-  status_code: number;
-  /** Milliseconds from the start of the request to the end of the (read part of the) body. */
-  response_time: number;
-  error?: CheckError;
-  /** tls monitors: whole days until the certificate expires. */
-  tls_days_left?: number;
-}
+export type { ProbeResult } from './verdict.js';
 
 /** Does `code` match one of the rules (200, "2xx")? */
 export function statusExpected(code: number, rules: readonly StatusCodeRule[]): boolean {
@@ -36,10 +27,7 @@ export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: numb
   if (m.keyword !== null && answer.keywordFound !== true) {
     return { ...base, status: 'down', error: answer.truncated ? 'body_too_large' : 'keyword_missing' };
   }
-  if (m.degraded_threshold_ms !== null && responseTime > m.degraded_threshold_ms) {
-    return { ...base, status: 'degraded' };
-  }
-  return { ...base, status: 'up' };
+  return passed(m, responseTime, { status_code: answer.statusCode });
 }
 
 export interface ProbeContext {
@@ -56,8 +44,7 @@ export interface ProbeContext {
 export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
   if (m.type === 'dns') return dnsProbe(m, ctx);
   if (m.type !== 'http') return socketProbe(m, ctx);
-  const started = performance.now();
-  const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
+  const elapsed = stopwatch();
   try {
     const answer = await httpCall({
       url: m.url,
@@ -82,10 +69,7 @@ export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<Prob
     });
     return judge(m, answer, elapsed());
   } catch (err) {
-    const error = err instanceof HttpCallError ? err.kind : 'network';
-    // A refused target tells nothing more: no timing (it could time the address).
-    const responseTime = error === 'target_not_allowed' ? 0 : elapsed();
-    return { status: 'down', status_code: 0, response_time: responseTime, error };
+    return failed(err instanceof HttpCallError ? err.kind : 'network', elapsed());
   }
 }
 

@@ -1,9 +1,10 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
-import { DEFAULT_TLS_MIN_DAYS, type CheckError, type MonitorSettings } from '@telemetry/contract';
-import { connectUrl, portOf } from '@telemetry/platform';
+import { DEFAULT_TLS_MIN_DAYS, type MonitorSettings } from '@telemetry/contract';
+import { connectUrl, portOf, unbracket } from '@telemetry/platform';
 import { classify, StreamSearch } from './http-client.js';
-import type { ProbeContext, ProbeResult } from './probe.js';
+import type { ProbeContext } from './probe.js';
+import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
 const DAY_MS = 86_400_000;
 
@@ -24,11 +25,10 @@ export function socketProbe(m: MonitorSettings, ctx: ProbeContext): Promise<Prob
   // tcp:// and tls:// hosts parsed as http ones are: 127.1 is the literal 127.0.0.1.
   const url = connectUrl(new URL(m.url));
   const port = portOf(url);
-  const started = performance.now();
-  const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
+  const elapsed = stopwatch();
   const literal = ctx.policy.checkLiteral(url);
-  if (literal && !literal.allowed) return Promise.resolve(down('target_not_allowed', 0));
-  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  if (literal && !literal.allowed) return Promise.resolve(failed('target_not_allowed', 0));
+  const host = unbracket(url.hostname);
   const lookup = ctx.policy.pinnedLookup(port);
   return new Promise((resolve) => {
     let timedOut = false;
@@ -47,16 +47,11 @@ export function socketProbe(m: MonitorSettings, ctx: ProbeContext): Promise<Prob
       socket.destroy();
       resolve(r);
     };
-    const passed = (extra: Partial<ProbeResult> = {}): ProbeResult => {
-      const t = elapsed();
-      const slow = m.degraded_threshold_ms !== null && t > m.degraded_threshold_ms;
-      return { status: slow ? 'degraded' : 'up', status_code: 0, response_time: t, ...extra };
-    };
     const timer = setTimeout(() => {
       timedOut = true;
-      finish(down('timeout', elapsed()));
+      finish(failed('timeout', elapsed()));
     }, m.timeout_ms);
-    const onAbort = (): void => finish(down('network', elapsed()));
+    const onAbort = (): void => finish(failed('network', elapsed()));
     ctx.signal?.addEventListener('abort', onAbort, { once: true });
     if (m.type === 'tls') {
       socket.once('secureConnect', () => {
@@ -67,36 +62,31 @@ export function socketProbe(m: MonitorSettings, ctx: ProbeContext): Promise<Prob
         const known = Number.isFinite(days) ? { tls_days_left: days } : {};
         if (!tlsSocket.authorized) {
           const expired = String(tlsSocket.authorizationError) === 'CERT_HAS_EXPIRED';
-          return finish({ ...down(expired ? 'certificate_expiring' : 'tls', elapsed()), ...known });
+          return finish(failed(expired ? 'certificate_expiring' : 'tls', elapsed(), known));
         }
         finish(
           !(days >= (m.tls_min_days ?? DEFAULT_TLS_MIN_DAYS))
-            ? { ...down('certificate_expiring', elapsed()), ...known }
-            : passed(known),
+            ? failed('certificate_expiring', elapsed(), known)
+            : passed(m, elapsed(), known),
         );
       });
     } else {
       socket.once('connect', () => {
         if (m.tcp_send !== null) socket.write(m.tcp_send);
-        if (!search) finish(passed());
+        if (!search) finish(passed(m, elapsed()));
       });
       socket.on('data', (chunk: Buffer) => {
         if (!search) return;
         search.push(chunk);
         read += chunk.length;
-        if (search.found) finish(passed());
-        else if (read >= ctx.maxBodyBytes) finish(down('unexpected_reply', elapsed()));
+        if (search.found) finish(passed(m, elapsed()));
+        else if (read >= ctx.maxBodyBytes) finish(failed('unexpected_reply', elapsed()));
       });
       // The other side closed before the reply held what was expected.
-      socket.once('end', () => finish(down('unexpected_reply', elapsed())));
+      socket.once('end', () => finish(failed('unexpected_reply', elapsed())));
     }
     socket.once('error', (err) => {
-      const kind = classify(err, timedOut);
-      finish(down(kind, kind === 'target_not_allowed' ? 0 : elapsed()));
+      finish(failed(classify(err, timedOut), elapsed()));
     });
   });
-}
-
-function down(error: CheckError, responseTime: number): ProbeResult {
-  return { status: 'down', status_code: 0, response_time: responseTime, error };
 }

@@ -1,0 +1,39 @@
+import type { CheckError, CheckStatus, MonitorSettings } from '@telemetry/contract';
+
+/** What one check found, whatever the monitor's type. */
+export interface ProbeResult {
+  status: CheckStatus;
+  status_code: number;
+  /** Milliseconds from the start of the request to the end of the (read part of the) body. */
+  response_time: number;
+  error?: CheckError;
+  /** tls monitors: whole days until the certificate expires. */
+  tls_days_left?: number;
+}
+
+/** Milliseconds since it was made, to a hundredth: a check's response time. */
+export function stopwatch(): () => number {
+  const started = performance.now();
+  return () => Math.round((performance.now() - started) * 100) / 100;
+}
+
+/** A passing check: `degraded` when slower than the monitor's degraded_threshold_ms, else `up`. */
+export function passed(
+  m: Pick<MonitorSettings, 'degraded_threshold_ms'>,
+  responseTime: number,
+  extra: Partial<ProbeResult> = {},
+): ProbeResult {
+  const slow = m.degraded_threshold_ms !== null && responseTime > m.degraded_threshold_ms;
+  return { status: slow ? 'degraded' : 'up', status_code: 0, response_time: responseTime, ...extra };
+}
+
+/** A failing check. A refused target tells nothing more: no timing (it could time the address). */
+export function failed(error: CheckError, responseTime: number, extra: Partial<ProbeResult> = {}): ProbeResult {
+  return {
+    status: 'down',
+    status_code: 0,
+    response_time: error === 'target_not_allowed' ? 0 : responseTime,
+    error,
+    ...extra,
+  };
+}
