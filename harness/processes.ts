@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * The one child-process module of the benchmarks, the fault suite, the soak and the tests:
  * how a service or one of our scripts is started (compiled or from source), a process that
@@ -21,6 +22,9 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
  * the tests start: made anew per process, since their data lives no longer than the run.
  */
 export const RUN_SECRETS_KEYS = newSealingKeyText('run');
+
+/** The heartbeat key (HEARTBEAT_KEY) of the services a run starts. */
+export const RUN_HEARTBEAT_KEY = randomBytes(32).toString('hex');
 
 /** A SecretBox with RUN_SECRETS_KEYS: writes monitors those services can read. */
 export function runSecretBox(): SecretBox {

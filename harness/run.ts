@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { createClickHouse } from '@telemetry/platform';
 import { KAFKA_VERSION, startStack, type Stack, type StackOptions } from '../tools/devstack/stack.js';
-import { build, PRODUCTION_ENV, RUN_SECRETS_KEYS } from './processes.js';
+import { build, PRODUCTION_ENV, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS } from './processes.js';
 import { BENCHMARKS_MD, writeSection } from './report.js';
 import { stackPids } from './sampler.js';
 
@@ -166,6 +166,7 @@ export function serviceEnv(
     HOST: '127.0.0.1',
     PORT: String(port),
     SECRETS_KEYS: RUN_SECRETS_KEYS,
+    HEARTBEAT_KEY: RUN_HEARTBEAT_KEY,
     ...extra,
   };
 }

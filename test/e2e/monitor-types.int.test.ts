@@ -175,6 +175,8 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
       type: 'tcp',
       interval_seconds: 1,
       timeout_ms: 800,
+      // Checked by the runner of this location only.
+      locations: [LOCATION],
       ...m,
     });
 

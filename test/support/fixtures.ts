@@ -13,7 +13,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor, type NewKey } from '@telemetry/store';
-import { runSecretBox, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
+import { runSecretBox, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
 import { clickhouseEnv, type ServiceUsers } from '../../tools/devstack/users.js';
 
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
@@ -98,6 +98,7 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     KEY_REFRESH_MS: '200',
     MIGRATE_ON_START: 'false',
     SECRETS_KEYS: RUN_SECRETS_KEYS,
+    HEARTBEAT_KEY: RUN_HEARTBEAT_KEY,
     // The tests' targets and webhook receivers listen on loopback; Kafka and ClickHouse
     // stay denied (they always are). test/e2e/egress.int.test.ts runs the default policy.
     EGRESS_ALLOW: '127.0.0.1/32,::1/128',

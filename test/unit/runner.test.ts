@@ -257,18 +257,28 @@ describe('check runner (unit)', () => {
 
   describe('registry rules', () => {
     it('fills defaults, applies patches, and states the cross-field rules', () => {
-      const s = createSettings({ name: 'n', url: 'https://example.com/' });
+      const s = createSettings({ name: 'n', url: 'https://example.com/' }, 'mon_00000000000000a1');
       expect(s).to.include({ method: 'GET', interval_seconds: 60, failure_threshold: 2, paused: false });
-      expect(patchSettings(s, { keyword: 'x', webhook_secret: 'ignored-here-1234' })).to.include({ keyword: 'x' });
+      expect(
+        patchSettings({ ...s, id: 'mon_00000000000000a1' }, { keyword: 'x', webhook_secret: 'ignored-here-1234' }),
+      ).to.include({ keyword: 'x' });
       expect(monitorProblems(s)).to.deep.equal([]);
       // An unset timeout fits a short interval; a given one is checked as given.
-      expect(createSettings({ name: 'n', url: 'https://example.com/', interval_seconds: 5 }).timeout_ms).to.equal(5000);
+      expect(
+        createSettings({ name: 'n', url: 'https://example.com/', interval_seconds: 5 }, 'mon_00000000000000a1')
+          .timeout_ms,
+      ).to.equal(5000);
       expect(
         monitorProblems(
-          createSettings({ name: 'n', url: 'https://example.com/', interval_seconds: 5, timeout_ms: 6000 }),
+          createSettings(
+            { name: 'n', url: 'https://example.com/', interval_seconds: 5, timeout_ms: 6000 },
+            'mon_00000000000000a1',
+          ),
         ),
       ).to.have.length(1);
-      expect(monitorProblems(patchSettings(s, { interval_seconds: 2 }))).to.have.length(1);
+      expect(
+        monitorProblems(patchSettings({ ...s, id: 'mon_00000000000000a1' }, { interval_seconds: 2 })),
+      ).to.have.length(1);
       expect(monitorProblems({ ...s, interval_seconds: 1, timeout_ms: 2000 }).map((p) => p.path)).to.deep.equal([
         '/timeout_ms',
       ]);

@@ -63,6 +63,7 @@ class Harness {
         }
         return this.results.shift() ?? UP;
       },
+      slotChecks: () => Promise.resolve([]),
       publishCheck: (c) => {
         if (this.failChecks > 0) {
           this.failChecks--;
@@ -82,7 +83,7 @@ class Harness {
       logger: silentLogger,
       registry: new Registry(),
       runnerId: 'r1',
-      location: 'test',
+      location: 'default',
       maxConcurrentChecks: 10,
       maxBodyBytes: 1024,
       stateSettleMs: SETTLE_MS,
@@ -324,6 +325,7 @@ describe('check scheduler with a fake clock (unit)', () => {
       owns: () => true,
       loadStates: () => Promise.reject(new Error('ClickHouse is away')),
       probe: () => Promise.resolve(UP),
+      slotChecks: () => Promise.resolve([]),
       publishCheck: (c) => {
         h.checks.push(c);
         return Promise.resolve();
@@ -335,7 +337,7 @@ describe('check scheduler with a fake clock (unit)', () => {
       logger: silentLogger,
       registry: new Registry(),
       runnerId: 'r1',
-      location: 'test',
+      location: 'default',
       maxConcurrentChecks: 10,
       maxBodyBytes: 1024,
       stateSettleMs: SETTLE_MS,

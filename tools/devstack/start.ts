@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * npm start: the whole stack on this machine.
  *
@@ -129,7 +130,8 @@ async function main(): Promise<void> {
       MIGRATE_ON_START: 'false',
     };
     // The query service and the runner seal monitor secrets with this key ring.
-    const secrets = { SECRETS_KEYS: devSecretsKeys() };
+    // The gateway and the query service share the key of heartbeat tokens.
+    const secrets = { SECRETS_KEYS: devSecretsKeys(), HEARTBEAT_KEY: devHeartbeatKey() };
     writeLocalEnv({
       ...shared,
       GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
@@ -228,6 +230,14 @@ function devSecretsKeys(): string {
   if (env.SECRETS_KEYS) return env.SECRETS_KEYS;
   const file = join(root, '.stack', 'secrets-keys');
   if (!existsSync(file)) writeFileSync(file, `${newSealingKeyText('dev1')}\n`, { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
+}
+
+/** The development heartbeat key: made once and kept in .stack/heartbeat-key (mode 600). HEARTBEAT_KEY wins. */
+function devHeartbeatKey(): string {
+  if (env.HEARTBEAT_KEY) return env.HEARTBEAT_KEY;
+  const file = join(root, '.stack', 'heartbeat-key');
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
   return readFileSync(file, 'utf8').trim();
 }
 

@@ -56,6 +56,11 @@ export const ERROR_CODES = {
     status: 404,
     description: 'No status page with this slug (never created, deleted, or of another tenant).',
   },
+  HEARTBEAT_NOT_FOUND: {
+    status: 404,
+    description:
+      "No heartbeat monitor has this token (malformed, made with another HEARTBEAT_KEY, or the gateway has no HEARTBEAT_KEY); the monitor's `heartbeat_token` is the one to call.",
+  },
   METHOD_NOT_ALLOWED: { status: 405, description: 'The route exists but not with this method; see `Allow`.' },
   // 409
   SLUG_TAKEN: {

@@ -60,6 +60,10 @@ export const MONITOR_LIMITS = {
   /** Maintenance windows per monitor, and the longest recurring one (a week). */
   maxMaintenanceWindows: 10,
   maxMaintenanceMinutes: 10_080,
+  /** Locations a monitor is checked from. */
+  maxLocations: 8,
+  /** A heartbeat monitor's grace for a late call, in seconds (a week). */
+  maxHeartbeatGraceSeconds: 604_800,
   maxHeaders: 20,
   maxHeaderValueLength: 1024,
   maxBodyBytes: 64 * 1024,
@@ -91,9 +95,10 @@ export const STATUS_PAGE_SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$';
  * What a monitor checks (docs/monitors.md, "Monitor types"): `http` a URL's answer, `tcp`
  * that a port accepts a connection (and, optionally, answers what it is sent), `tls` that
  * a server's certificate chain is valid for its host and does not expire too soon, `dns`
- * that a name resolves (to the expected values).
+ * that a name resolves (to the expected values), `heartbeat` that a job calls
+ * POST /api/heartbeats/{token} at least every interval_seconds (plus a grace time).
  */
-export const MONITOR_TYPES = ['http', 'tcp', 'tls', 'dns'] as const;
+export const MONITOR_TYPES = ['http', 'tcp', 'tls', 'dns', 'heartbeat'] as const;
 
 /** Record types a dns monitor may ask for. */
 export const DNS_RECORD_TYPES = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT'] as const;
@@ -102,6 +107,15 @@ export type MonitorType = (typeof MONITOR_TYPES)[number];
 
 /** A runner's location (RUNNER_LOCATION) and a monitor's `locations`: `eu-west`, `us-east-1`. */
 export const LOCATION_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$';
+
+/** Where monitors are checked from unless they say (and runners are, unless RUNNER_LOCATION says). */
+export const DEFAULT_LOCATION = 'default';
+
+/** The grace a heartbeat monitor gives a late call when it does not say, in seconds. */
+export const DEFAULT_HEARTBEAT_GRACE_SECONDS = 60;
+
+/** A heartbeat token: `hb_`, the tenant (without `ten_`), the monitor (without `mon_`), 32 hex of its MAC. */
+export const HEARTBEAT_TOKEN_PATTERN = '^hb_[0-9a-z]{1,32}_[0-9a-f]{16}_[0-9a-f]{32}$';
 
 /** The days a tls monitor's certificate must still be valid when its monitor does not say. */
 export const DEFAULT_TLS_MIN_DAYS = 14;
@@ -154,6 +168,8 @@ export const CHECK_ERRORS = [
   'certificate_expiring',
   // A dns monitor's answer lacked one of its dns_expected values.
   'unexpected_answer',
+  // A heartbeat monitor's job did not call within interval_seconds + heartbeat_grace_seconds.
+  'heartbeat_missing',
 ] as const;
 export type CheckError = (typeof CHECK_ERRORS)[number];
 

@@ -1,6 +1,7 @@
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 import {
   CHECK_STATUSES,
+  HEARTBEAT_TOKEN_PATTERN,
   LIMITS,
   MONITOR_LIMITS,
   STATUS_PAGE_LIMITS,
@@ -215,6 +216,46 @@ const gatewayPaths: Json = {
           },
         ]),
       ),
+    },
+  },
+  '/api/heartbeats/{token}': {
+    post: {
+      operationId: 'heartbeat',
+      summary: 'A monitored job says it ran (heartbeat monitors, docs/monitors.md)',
+      description:
+        "The token is the heartbeat monitor's `heartbeat_token`; it is the credential (no key). The call is stored as an `up` check of the monitor once Kafka acknowledged it. A body, if any, is not read. A monitor may call 10 times at once, then once a second.",
+      security: [],
+      parameters: [
+        {
+          name: 'token',
+          in: 'path',
+          required: true,
+          schema: { type: 'string', pattern: HEARTBEAT_TOKEN_PATTERN, maxLength: 100 },
+        },
+      ],
+      responses: {
+        '200': {
+          description: 'Stored (acknowledged by Kafka).',
+          headers: rateHeaders,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['success', 'data'],
+                properties: { success: { const: true }, data: { type: 'null' } },
+              },
+            },
+          },
+        },
+        ...errors([
+          'HEARTBEAT_NOT_FOUND',
+          'RATE_LIMITED',
+          'INTERNAL_ERROR',
+          'KAFKA_REJECTED',
+          'KAFKA_UNAVAILABLE',
+          'OVERLOADED',
+        ]),
+      },
     },
   },
   '/sdk/v1.js': {

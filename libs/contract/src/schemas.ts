@@ -4,6 +4,7 @@ import {
   CHECK_STATUSES,
   DNS_RECORD_TYPES,
   ID_PATTERN,
+  HEARTBEAT_TOKEN_PATTERN,
   LOCATION_PATTERN,
   TENANT_ID_PATTERN,
   WEEKDAYS,
@@ -151,8 +152,8 @@ const httpUrl = {
   pattern: '^https?://[^\\s]+$',
   format: 'uri',
 } as const;
-/** What a monitor checks: an http(s) URL, or tcp://host:port (the scheme must match `type`). */
-const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp|tls|dns)://[^\\s]+$' } as const;
+/** What a monitor checks: an http(s) URL, or tcp://host:port (the scheme must match `type`); heartbeat://<id> is set by the server. */
+const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp|tls|dns|heartbeat)://[^\\s]+$' } as const;
 const threshold = { type: 'integer', minimum: 1, maximum: M.maxThreshold } as const;
 const statusCodeRule = {
   oneOf: [
@@ -232,6 +233,16 @@ const monitorSettings = {
       ],
     },
   },
+  heartbeat_grace_seconds: { type: ['integer', 'null'], minimum: 0, maximum: M.maxHeartbeatGraceSeconds },
+  locations: {
+    type: 'array',
+    minItems: 1,
+    maxItems: M.maxLocations,
+    uniqueItems: true,
+    items: { type: 'string', pattern: LOCATION_PATTERN, maxLength: 32 },
+  },
+  /** Failing locations that open an incident (null: a majority of `locations`). */
+  quorum: { type: ['integer', 'null'], minimum: 1, maximum: M.maxLocations },
   /** An IP literal, with an optional port: 192.0.2.53, 192.0.2.53:5353, [2001:db8::53]:53. */
   dns_resolver: {
     type: ['string', 'null'],
@@ -252,7 +263,8 @@ export const monitorCreateSchema = {
   $id: 'MonitorCreate',
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'url'],
+  // url: every type but heartbeat (monitorProblems says so).
+  required: ['name'],
   properties: { ...monitorSettings, webhook_secret: webhookSecret },
 } as const;
 
@@ -296,6 +308,9 @@ export const monitorSchema = {
     'dns_expected',
     'dns_resolver',
     'maintenance_windows',
+    'heartbeat_grace_seconds',
+    'locations',
+    'quorum',
     'status',
     'last_check_at',
     'created_at',
@@ -305,6 +320,8 @@ export const monitorSchema = {
     id: monitorId,
     ...monitorSettings,
     webhook_secret: webhookSecret,
+    /** heartbeat monitors: the token of POST /api/heartbeats/{token} on the gateway. */
+    heartbeat_token: { type: 'string', pattern: HEARTBEAT_TOKEN_PATTERN },
     /** pending: no check yet; up: no open incident; down: an open incident; paused. */
     status: { type: 'string', enum: MONITOR_STATUSES },
     last_check_at: { oneOf: [isoSeconds, { type: 'null' }] },

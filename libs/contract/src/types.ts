@@ -101,20 +101,28 @@ export interface MonitorSettings {
   dns_resolver: string | null;
   /** Times when checks run and are stored but nobody is paged (docs/monitors.md, "Maintenance windows"). */
   maintenance_windows: MaintenanceWindow[];
+  /** heartbeat only: how late a call may be after interval_seconds (null: DEFAULT_HEARTBEAT_GRACE_SECONDS). */
+  heartbeat_grace_seconds: number | null;
+  /** Where it is checked from: RUNNER_LOCATION of the runners (default ["default"]). */
+  locations: string[];
+  /** Failing locations that open an incident (null: a majority of `locations`). */
+  quorum: number | null;
 }
 
 /** A one-off window (absolute times) or a recurring one (local time in a time zone). */
 export type MaintenanceWindow =
   { from: string; to: string } | { days?: Weekday[]; start: string; duration_minutes: number; time_zone: string };
 
-export type MonitorCreate = Partial<MonitorSettings> &
-  Pick<MonitorSettings, 'name' | 'url'> & { webhook_secret?: string };
+/** url is required of every type but heartbeat (whose url the server sets). */
+export type MonitorCreate = Partial<MonitorSettings> & Pick<MonitorSettings, 'name'> & { webhook_secret?: string };
 export type MonitorPatch = Partial<MonitorSettings> & { webhook_secret?: string };
 
 export interface Monitor extends MonitorSettings {
   id: string;
   /** Only in the response that created (or changed) it. */
   webhook_secret?: string;
+  /** heartbeat monitors: what its job calls, POST /api/heartbeats/{heartbeat_token} on the gateway. */
+  heartbeat_token?: string;
   status: MonitorStatus;
   last_check_at: string | null;
   created_at: string;

@@ -33,8 +33,11 @@ export const v = {
     });
   },
   /** A secret: never echoed back in an error message. */
-  secret(name: string, def: string | undefined, doc: string): VarSpec<string> {
-    return spec(name, def, doc, (raw) => raw);
+  secret(name: string, def: string | undefined, doc: string, check?: (raw: string) => void): VarSpec<string> {
+    return spec(name, def, doc, (raw) => {
+      check?.(raw);
+      return raw;
+    });
   },
   int(name: string, def: number | undefined, doc: string, min: number, max: number): VarSpec<number> {
     return spec(name, def === undefined ? undefined : String(def), doc, (raw) => {

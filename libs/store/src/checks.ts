@@ -133,6 +133,8 @@ export interface ChecksQuery {
   to: number | undefined;
   statuses: string[];
   cursor: { t: number; id: string } | undefined;
+  /** Only these check ids (the runner reading other locations' checks of a slot). */
+  ids?: readonly string[];
 }
 
 /**
@@ -148,6 +150,7 @@ export function checksSql(database: string, q: ChecksQuery): string {
   if (q.from !== undefined) where.push(`created_at >= toDateTime(${sqlNumber(q.from)})`);
   if (q.to !== undefined) where.push(`created_at < toDateTime(${sqlNumber(q.to)})`);
   if (q.statuses.length > 0) where.push(`status IN ${sqlStringList(q.statuses)}`);
+  if (q.ids !== undefined) where.push(`id IN ${sqlStringList(q.ids)}`);
   if (q.cursor) {
     const t = `toDateTime(${sqlNumber(q.cursor.t)})`;
     where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);

@@ -13,3 +13,4 @@ export * from './status-pages.js';
 export * from './tenants.js';
 export * from './webhook-deliveries.js';
 export * from './first-seen.js';
+export * from './heartbeats.js';

@@ -9,7 +9,14 @@ import type {
   MonitorStatus,
   Problem,
 } from '@telemetry/contract';
-import { DEFAULT_TENANT, DEFAULT_TLS_MIN_DAYS, isForbiddenMonitorHeader, toIsoSeconds } from '@telemetry/contract';
+import {
+  DEFAULT_HEARTBEAT_GRACE_SECONDS,
+  DEFAULT_LOCATION,
+  DEFAULT_TENANT,
+  DEFAULT_TLS_MIN_DAYS,
+  isForbiddenMonitorHeader,
+  toIsoSeconds,
+} from '@telemetry/contract';
 import {
   sqlIdentifier,
   sqlNumber,
@@ -122,6 +129,7 @@ const TYPE_FIELDS = {
   dns_record_type: null,
   dns_expected: [],
   dns_resolver: null,
+  heartbeat_grace_seconds: null,
 } satisfies Partial<MonitorSettings>;
 
 /** The settings added since monitors were first stored: what a monitor stored before them gets. */
@@ -130,6 +138,8 @@ const ADDED_SETTINGS = {
   ...TYPE_FIELDS,
   confirm_delay_ms: 0,
   maintenance_windows: [],
+  locations: [DEFAULT_LOCATION],
+  quorum: null,
 } satisfies Partial<MonitorSettings>;
 
 export const DEFAULT_MONITOR: Omit<MonitorSettings, 'name' | 'url'> = {
@@ -190,7 +200,20 @@ export function monitorProblems(s: MonitorSettings): Problem[] {
       problems.push({ path: `/maintenance_windows/${i}/time_zone`, message: 'is not a time zone this server knows' });
     }
   });
+  if (s.quorum !== null && s.quorum > s.locations.length) {
+    problems.push({ path: '/quorum', message: 'must not be more than the locations listed' });
+  }
   return [...problems, ...typeProblems(s)];
+}
+
+/** Failing locations that open an incident: `quorum`, or a majority of `locations`. */
+export function quorumOf(s: Pick<MonitorSettings, 'locations' | 'quorum'>): number {
+  return s.quorum ?? Math.floor(s.locations.length / 2) + 1;
+}
+
+/** A heartbeat monitor's URL: it names the monitor (its job calls the gateway, see heartbeatToken). */
+export function heartbeatUrl(monitorId: string): string {
+  return `heartbeat://${monitorId}`;
 }
 
 const URL_FORMS: Record<string, string> = {
@@ -238,12 +261,33 @@ function typeProblems(s: MonitorSettings): Problem[] {
     if (s.tcp_expect !== null) only('/tcp_expect', 'tcp');
   }
   if (s.type !== 'tls' && s.tls_min_days !== null) only('/tls_min_days', 'tls');
+  if (s.type !== 'heartbeat' && s.heartbeat_grace_seconds !== null) only('/heartbeat_grace_seconds', 'heartbeat');
+  if (s.url === '' && s.type !== 'heartbeat') problems.push({ path: '/url', message: 'is required' });
+  if (s.type === 'heartbeat') {
+    // Its URL is the server's (a heartbeat:// URL sent back from a GET is taken as it is).
+    if (s.url !== '' && !s.url.startsWith('heartbeat://')) {
+      problems.push({
+        path: '/url',
+        message: 'a heartbeat monitor has no url: its job calls POST /api/heartbeats/{heartbeat_token}',
+      });
+    }
+    if (s.locations.length > 1) {
+      problems.push({ path: '/locations', message: 'a heartbeat monitor is watched from one location' });
+    }
+    if (s.confirm_delay_ms > 0) only('/confirm_delay_ms', 'http, tcp, tls and dns');
+  } else if (url?.protocol === 'heartbeat:') {
+    problems.push({ path: '/url', message: 'heartbeat:// is the URL of heartbeat monitors only' });
+  }
   if (s.type !== 'dns') {
     if (s.dns_record_type !== null) only('/dns_record_type', 'dns');
     if (s.dns_expected.length > 0) only('/dns_expected', 'dns');
     if (s.dns_resolver !== null) only('/dns_resolver', 'dns');
   } else if (s.dns_resolver !== null && resolverAddress(s.dns_resolver) === undefined) {
     problems.push({ path: '/dns_resolver', message: 'must be an IP address, with an optional port' });
+  }
+  if (s.type === 'heartbeat') {
+    httpOnly(s, only);
+    return problems;
   }
   if (s.type === 'http') {
     if (url && url.protocol !== 'http:' && url.protocol !== 'https:')
@@ -264,10 +308,15 @@ function typeProblems(s: MonitorSettings): Problem[] {
       path: '/url',
       message: URL_FORMS[s.type] ?? 'does not fit the monitor type',
     });
+  httpOnly(s, only);
+  return problems;
+}
+
+/** The fields of http monitors, set on another type. */
+function httpOnly(s: MonitorSettings, only: (path: string, type: string) => void): void {
   if (s.keyword !== null) only('/keyword', 'http');
   if (s.body !== null) only('/body', 'http');
   if (Object.keys(s.headers).length > 0) only('/headers', 'http');
-  return problems;
 }
 
 /**
@@ -284,7 +333,7 @@ export function deniedTargets(
     if (verdict && !verdict.allowed) problems.push({ path, message: verdict.reason });
   };
   // A dns monitor's URL names what to resolve, not where to connect: its resolver is judged.
-  if (s.type !== 'dns') judge('/url', s.url);
+  if (s.type !== 'dns' && s.type !== 'heartbeat') judge('/url', s.url);
   const resolver = s.dns_resolver ? resolverAddress(s.dns_resolver) : undefined;
   if (resolver) {
     const verdict = policy.check(resolver.address, resolver.port);
@@ -320,17 +369,28 @@ function settingsOf(m: MonitorSettings): MonitorSettings {
     dns_expected: m.dns_expected,
     dns_resolver: m.dns_resolver,
     maintenance_windows: m.maintenance_windows,
+    heartbeat_grace_seconds: m.heartbeat_grace_seconds,
+    locations: m.locations,
+    quorum: m.quorum,
   };
 }
 
 /** Settings of a new monitor: the request's, defaults for the rest. */
-export function createSettings(body: MonitorCreate): MonitorSettings {
+export function createSettings(body: MonitorCreate, id: string): MonitorSettings {
   const { webhook_secret: _secret, ...given } = body;
-  return fitTimeout(settingsOf({ ...DEFAULT_MONITOR, ...typeDefaults(given.type), ...given }), given.timeout_ms);
+  const s = settingsOf({ url: '', ...DEFAULT_MONITOR, ...typeDefaults(given.type), ...given });
+  return fitTimeout(withHeartbeatUrl(s, id), given.timeout_ms);
+}
+
+/** A heartbeat monitor's URL is its own (heartbeatUrl), whatever was sent. */
+function withHeartbeatUrl(s: MonitorSettings, id: string): MonitorSettings {
+  return s.type === 'heartbeat' && (s.url === '' || s.url.startsWith('heartbeat://'))
+    ? { ...s, url: heartbeatUrl(id) }
+    : s;
 }
 
 /** Settings after a PATCH: the request's fields replace the stored ones. */
-export function patchSettings(current: MonitorSettings, patch: MonitorPatch): MonitorSettings {
+export function patchSettings(current: MonitorSettings & { id: string }, patch: MonitorPatch): MonitorSettings {
   const { webhook_secret: _secret, ...given } = patch;
   // Another type: the old type's fields go back to their defaults, the new one's get theirs,
   // unless the request sets them.
@@ -339,13 +399,15 @@ export function patchSettings(current: MonitorSettings, patch: MonitorPatch): Mo
       ? { ...current, ...TYPE_FIELDS, ...typeDefaults(given.type) }
       : current;
   // A stored timeout may have been chosen: a shorter interval does not change it (400).
-  return settingsOf({ ...base, ...given });
+  const url = given.type === 'heartbeat' && given.url === undefined ? '' : (given.url ?? base.url);
+  return withHeartbeatUrl(settingsOf({ ...base, ...given, url }), current.id);
 }
 
 /** A type's own defaults: 14 days of a tls monitor, the A record of a dns one. */
 function typeDefaults(type: MonitorSettings['type'] | undefined): Partial<MonitorSettings> {
   if (type === 'tls') return { tls_min_days: DEFAULT_TLS_MIN_DAYS };
   if (type === 'dns') return { dns_record_type: 'A' };
+  if (type === 'heartbeat') return { heartbeat_grace_seconds: DEFAULT_HEARTBEAT_GRACE_SECONDS };
   return {};
 }
 

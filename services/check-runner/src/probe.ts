@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  DEFAULT_LOCATION,
   isForbiddenMonitorHeader,
   type CheckMessage,
   type MonitorSettings,
@@ -79,11 +80,15 @@ function monitorHeaders(headers: Record<string, string>): Record<string, string>
 }
 
 /**
- * The id of the check of `monitorId` in the slot starting at `slotStartMs`: the same on
- * every runner, so a check run twice (a handover) is stored once.
+ * The id of the check of `monitorId` in the slot starting at `slotStartMs` from
+ * `location`: the same on every runner of the location, so a check run twice (a
+ * handover) is stored once.
  */
-export function checkIdFor(monitorId: string, slotStartMs: number): string {
-  return `chk_${createHash('sha256').update(`${monitorId}\n${slotStartMs}`).digest('hex').slice(0, 24)}`;
+export function checkIdFor(monitorId: string, slotStartMs: number, location = DEFAULT_LOCATION): string {
+  // Each location checks the slot: its id is its own (the default location's as before locations).
+  const text =
+    location === DEFAULT_LOCATION ? `${monitorId}\n${slotStartMs}` : `${monitorId}\n${slotStartMs}\n${location}`;
+  return `chk_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
 }
 
 export function checkMessage(

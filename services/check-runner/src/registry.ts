@@ -1,5 +1,15 @@
 import { Snapshot, type ClickHouseClient, type Clock, type Logger } from '@telemetry/platform';
-import { lastAlertsSql, type LastAlertRow, type MonitorStore, type StoredMonitor } from '@telemetry/store';
+import type { CheckMessage } from '@telemetry/contract';
+import {
+  checksSql,
+  lastAlertsSql,
+  rowToCheck,
+  type CheckHistoryRow,
+  type ChecksQuery,
+  type LastAlertRow,
+  type MonitorStore,
+  type StoredMonitor,
+} from '@telemetry/store';
 
 /**
  * The runner's copy of the monitor registry: all monitors (the webhook dispatcher needs
@@ -77,4 +87,54 @@ export async function lastAlerts(
   const rs = await client.query({ query: lastAlertsSql(database, ids), format: 'JSONEachRow' });
   const rows = await rs.json<LastAlertRow>();
   return new Map(rows.map((r) => [r.monitor_id, { type: r.t, incident_id: r.i, maintenance: Number(r.h) === 1 }]));
+}
+
+/** Stored checks of `m` (its tenant) by the query `q` leaves open: the runner's reads of its checks. */
+async function storedChecks(
+  client: ClickHouseClient,
+  database: string,
+  m: Pick<StoredMonitor, 'id' | 'tenant_id'>,
+  q: Pick<ChecksQuery, 'from' | 'statuses' | 'ids' | 'limit' | 'order'>,
+): Promise<CheckMessage[]> {
+  const sql = checksSql(database, { tenantId: m.tenant_id, monitorId: m.id, to: undefined, cursor: undefined, ...q });
+  const rs = await client.query({ query: sql, format: 'JSONEachRow' });
+  return (await rs.json<CheckHistoryRow>()).map((r) => {
+    const { tls_days_left: _days, error, location, ...c } = rowToCheck(r);
+    return { ...c, tenant_id: m.tenant_id, ...(error ? { error } : {}), ...(location ? { location } : {}) };
+  });
+}
+
+/** Other locations' checks of a slot, by id (from a second before the slot). */
+export function slotChecks(
+  client: ClickHouseClient,
+  database: string,
+  m: StoredMonitor,
+  ids: string[],
+  slot: number,
+): Promise<CheckMessage[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return storedChecks(client, database, m, {
+    ids,
+    from: Math.floor(slot / 1000) - 1,
+    statuses: [],
+    limit: null,
+    order: 'asc',
+  });
+}
+
+/** A heartbeat monitor's newest call since `sinceSeconds`: its newest `up` check. */
+export async function lastHeartbeat(
+  client: ClickHouseClient,
+  database: string,
+  m: StoredMonitor,
+  sinceSeconds: number,
+): Promise<{ id: string; created_at: string } | undefined> {
+  const [c] = await storedChecks(client, database, m, {
+    from: sinceSeconds,
+    statuses: ['up'],
+    // A page asks one row more than its limit: LIMIT 1.
+    limit: 0,
+    order: 'desc',
+  });
+  return c ? { id: c.id, created_at: c.created_at } : undefined;
 }

@@ -6,6 +6,7 @@ import { maskUrl, type StoredMonitor } from '@telemetry/store';
 import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
 import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
 import { inMaintenance } from './maintenance.js';
+import { slotVerdict } from './quorum.js';
 
 export interface SchedulerDeps {
   monitors: { all(): Iterable<StoredMonitor> };
@@ -16,12 +17,19 @@ export interface SchedulerDeps {
   /** Runs one check (the service binds the egress policy). */
   probe(m: StoredMonitor, ctx: Omit<ProbeContext, 'policy'>): Promise<ProbeResult>;
   publishCheck(check: CheckMessage): Promise<void>;
+  /**
+   * The stored checks of `m` among `ids` (other locations' checks of the slot starting at
+   * `slot`): the runner of a monitor's first location decides on all of them.
+   */
+  slotChecks(m: StoredMonitor, ids: string[], slot: number): Promise<CheckMessage[]>;
   publishAlert(alert: AlertMessage): Promise<void>;
   logger: Logger;
   registry: Registry;
   runnerId: string;
-  /** RUNNER_LOCATION: recorded in every check. */
+  /** RUNNER_LOCATION: recorded in every check; the runner checks the monitors that list it. */
   location: string;
+  /** How often the decider reads the other locations' checks of a slot while it waits for them. */
+  slotPollMs?: number;
   maxConcurrentChecks: number;
   maxBodyBytes: number;
   /**
@@ -83,6 +91,7 @@ export class Scheduler implements Component {
   private readonly skipped: Counter<'reason'>;
   private readonly confirmations: Counter<'outcome'>;
   private readonly alerts: Counter<'type'>;
+  private readonly missingLocations: Counter;
   private readonly duration: Histogram<'status'>;
   private readonly lateness: Histogram;
   private readonly ownedGauge: Gauge;
@@ -101,6 +110,12 @@ export class Scheduler implements Component {
       ['outcome'],
     );
     this.alerts = counter(r, 'runner_alerts_total', 'State changes published to the alerts topic', ['type']);
+    this.missingLocations = counter(
+      r,
+      'runner_location_checks_missing_total',
+      "Another location's check of a slot not stored in time for the decision (a listed location without runners, or late)",
+      [],
+    );
     this.duration = histogram(r, 'runner_check_duration_seconds', 'Response time of checks', ['status'], CHECK_SECONDS);
     this.lateness = histogram(r, 'runner_check_start_delay_seconds', 'Check start after its slot', [], LATE_SECONDS);
     this.ownedGauge = new Gauge({
@@ -124,7 +139,7 @@ export class Scheduler implements Component {
     if (this.stopping) return;
     const desired = new Map<string, StoredMonitor>();
     for (const m of this.deps.monitors.all()) {
-      if (!m.paused && this.deps.owns(m.id)) desired.set(m.id, m);
+      if (!m.paused && m.locations.includes(this.deps.location) && this.deps.owns(m.id)) desired.set(m.id, m);
     }
     for (const [id, e] of this.entries) {
       if (!desired.has(id)) this.drop(id, e);
@@ -247,10 +262,10 @@ export class Scheduler implements Component {
 
   private async run(e: Entry, slot: number, signal: AbortSignal): Promise<void> {
     const m = e.monitor;
-    const id = checkIdFor(m.id, slot);
+    const id = checkIdFor(m.id, slot, this.deps.location);
     const startedAt = new Date(this.clock.now());
     const ctx = {
-      userAgent: `telemetry-check-runner/0.1 (+runner=${this.deps.runnerId})`,
+      userAgent: `telemetry-check-runner/0.1 (+runner=${this.deps.runnerId}; location=${this.deps.location})`,
       checkId: id,
       monitorId: m.id,
       maxBodyBytes: this.deps.maxBodyBytes,
@@ -260,11 +275,9 @@ export class Scheduler implements Component {
     // Confirmation (docs/monitors.md): a failure counts only if a second try after
     // confirm_delay_ms fails too; that try is the slot's check. A refused target is final.
     if (result.status === 'down' && result.error !== 'target_not_allowed' && m.confirm_delay_ms > 0) {
+      // (heartbeat monitors refuse confirm_delay_ms: their downs come from no call.)
       // A handover or stop ends the wait at once.
-      await Promise.race([
-        sleepOn(this.clock, m.confirm_delay_ms),
-        new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
-      ]);
+      await this.sleepUnlessAborted(m.confirm_delay_ms, signal);
       if (!signal.aborted) {
         result = await this.deps.probe(m, ctx);
         this.confirmations.inc({ outcome: result.status === 'down' ? 'confirmed' : 'recovered' });
@@ -275,16 +288,25 @@ export class Scheduler implements Component {
       this.skipped.inc({ reason: 'handed_over' });
       return;
     }
-    const check = checkMessage(m, id, startedAt, result, this.deps.location);
-    try {
-      await this.deps.publishCheck(check);
-    } catch (err) {
-      this.skipped.inc({ reason: 'unpublished' });
-      this.deps.logger.warn('check result not published', { monitor_id: m.id, check_id: id, err: String(err) });
-      return;
+    if (result.pending) return;
+    const own = result.stored
+      ? { ...checkMessage(m, result.stored.id, new Date(result.stored.created_at), result, this.deps.location) }
+      : checkMessage(m, id, startedAt, result, this.deps.location);
+    if (!result.stored) {
+      try {
+        await this.deps.publishCheck(own);
+      } catch (err) {
+        this.skipped.inc({ reason: 'unpublished' });
+        this.deps.logger.warn('check result not published', { monitor_id: m.id, check_id: id, err: String(err) });
+        return;
+      }
+      this.checks.inc({ status: result.status });
+      this.duration.observe({ status: result.status }, result.response_time / 1000);
     }
-    this.checks.inc({ status: result.status });
-    this.duration.observe({ status: result.status }, result.response_time / 1000);
+    // The runners of a monitor's first location decide; the others only check.
+    if (m.locations[0] !== this.deps.location) return;
+    const check = m.locations.length > 1 ? await this.acrossLocations(m, slot, own, signal) : own;
+    if (signal.aborted || this.entries.get(m.id) !== e) return;
     const state = e.state ?? INITIAL_STATE;
     const decided = decide(state, check, m);
     let next = decided.next;
@@ -333,6 +355,54 @@ export class Scheduler implements Component {
       });
     }
     e.state = next;
+  }
+
+  /**
+   * The slot's check as all locations see it: waits (up to 80% of the interval after the
+   * slot) until the other locations' checks of the slot are stored, then judges them
+   * with this one by the monitor's quorum.
+   */
+  private async acrossLocations(
+    m: StoredMonitor,
+    slot: number,
+    own: CheckMessage,
+    signal: AbortSignal,
+  ): Promise<CheckMessage> {
+    const others = new Map(
+      m.locations.filter((l) => l !== this.deps.location).map((l) => [checkIdFor(m.id, slot, l), l]),
+    );
+    const deadline = slot + m.interval_seconds * 800;
+    const pollMs = this.deps.slotPollMs ?? 250;
+    let found: CheckMessage[] = [];
+    for (;;) {
+      try {
+        found = (await this.deps.slotChecks(m, [...others.keys()], slot)).map((c) => ({
+          ...c,
+          location: others.get(c.id) ?? c.location,
+        }));
+      } catch (err) {
+        this.deps.logger.warn("could not read the other locations' checks", { monitor_id: m.id, err: String(err) });
+      }
+      if (found.length >= others.size || signal.aborted || this.clock.now() + pollMs >= deadline) break;
+      await this.sleepUnlessAborted(pollMs, signal);
+    }
+    const verdict = slotVerdict(m, [own, ...found]);
+    if (verdict.missing.length > 0) {
+      this.missingLocations.inc(verdict.missing.length);
+      this.deps.logger.warn('checks of some locations missing from a slot', {
+        monitor_id: m.id,
+        locations: verdict.missing,
+      });
+    }
+    return verdict.check;
+  }
+
+  /** Waits `ms`; a handover or stop ends the wait at once. */
+  private async sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+    await Promise.race([
+      sleepOn(this.clock, ms),
+      new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
+    ]);
   }
 
   private alertOf(

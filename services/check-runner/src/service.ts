@@ -1,4 +1,4 @@
-import { createValidators } from '@telemetry/contract';
+import { createValidators, DEFAULT_LOCATION } from '@telemetry/contract';
 import {
   BatchingPublisher,
   clickhouseComponent,
@@ -16,7 +16,8 @@ import { MonitorStore } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
 import type { RunnerConfig } from './config.js';
 import { probe } from './probe.js';
-import { lastAlerts, RegistryCache } from './registry.js';
+import { lastAlerts, lastHeartbeat, RegistryCache, slotChecks } from './registry.js';
+import { heartbeatProbe } from './heartbeat.js';
 import { Scheduler } from './scheduler.js';
 import { stateFromLastAlert } from './state.js';
 import { WebhookDispatcher } from './webhooks.js';
@@ -46,7 +47,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
       help: 'Check results and alerts handed to Kafka and not yet acknowledged',
     },
   });
-  const userAgent = `telemetry-check-runner/0.1 (+runner=${config.runnerId})`;
+  const userAgent = `telemetry-check-runner/0.1 (+runner=${config.runnerId}; location=${config.location})`;
   // What checks and webhooks may reach: never Kafka, ClickHouse or this runner itself.
   const policy = await egressPolicyFor(config, [`127.0.0.1:${config.port}`]);
 
@@ -64,7 +65,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     logger,
     registry,
     topic: config.monitorChangesTopic,
-    groupId: config.groupId,
+    // The runners of one location divide its monitors among them.
+    groupId: config.location === DEFAULT_LOCATION ? config.groupId : `${config.groupId}.${config.location}`,
     sessionTimeoutMs: config.sessionTimeoutMs,
     onNotice: (change) => {
       monitors.reload(change.id).catch((err: unknown) => {
@@ -80,7 +82,11 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
       const last = await lastAlerts(ch.client, config.clickhouseDatabase, ids);
       return new Map(ids.map((id) => [id, stateFromLastAlert(last.get(id))]));
     },
-    probe: (m, ctx) => probe(m, { ...ctx, policy }),
+    probe: (m, ctx) =>
+      m.type === 'heartbeat'
+        ? heartbeatProbe(m, Date.now(), (hm, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, hm, since))
+        : probe(m, { ...ctx, policy }),
+    slotChecks: (m, ids, slot) => slotChecks(ch.client, config.clickhouseDatabase, m, ids, slot),
     publishCheck: (c) => publisher.send(config.checksTopic, [{ key: c.monitor_id, value: JSON.stringify(c) }]),
     publishAlert: (a) => publisher.send(config.alertsTopic, [{ key: a.monitor_id, value: JSON.stringify(a) }]),
     logger,

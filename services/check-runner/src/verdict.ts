@@ -9,6 +9,10 @@ export interface ProbeResult {
   error?: CheckError;
   /** tls monitors: whole days until the certificate expires. */
   tls_days_left?: number;
+  /** The verdict rests on a check already stored (a heartbeat call): nothing is published. */
+  stored?: { id: string; created_at: string };
+  /** Nothing to judge yet (a heartbeat monitor whose first call is not due): no check, no verdict. */
+  pending?: true;
 }
 
 /** Milliseconds since it was made, to a hundredth: a check's response time. */

@@ -19,8 +19,9 @@ import { type KeyStore, type VerifiedKey } from '@telemetry/store';
 import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';
 
-import { RateLimiter } from './rate-limit.js';
+import { applyLimit, RateLimiter } from './rate-limit.js';
 import { sdkRoute, type SdkBundle } from './sdk.route.js';
+import { heartbeatRoute } from './heartbeat.route.js';
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -109,6 +110,12 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   });
 
   sdkRoute(app, deps.sdk, config.sdkCacheSeconds);
+  heartbeatRoute(app, {
+    key: config.heartbeatKey,
+    publisher: deps.publisher,
+    checksTopic: config.checksTopic,
+    registry,
+  });
   methodNotAllowed(app, EVENTS_ROUTE, ['POST', 'OPTIONS']);
   methodNotAllowed(app, PIXEL_ROUTE, ['GET', 'HEAD']);
   return endApp(app, logger);
@@ -206,22 +213,7 @@ function authenticate(keys: Pick<KeyStore, 'authenticate'>, limiter: RateLimiter
     if (key.allowedOrigins.size > 0 && (!origin || !key.allowedOrigins.has(origin))) {
       throw new AppError('ORIGIN_NOT_ALLOWED', 'this access key may not be used from this origin');
     }
-    if (limiter.enabled) {
-      const d = limiter.take(key.keyId);
-      res.setHeader('RateLimit-Limit', String(d.limit));
-      res.setHeader('RateLimit-Remaining', String(d.remaining));
-      res.setHeader('RateLimit-Reset', String(d.resetSeconds));
-      if (!d.allowed) {
-        throw new AppError(
-          'RATE_LIMITED',
-          'too many requests for this access key',
-          { limit: 'rateLimit' },
-          {
-            'Retry-After': String(d.resetSeconds),
-          },
-        );
-      }
-    }
+    applyLimit(limiter, key.keyId, res, 'too many requests for this access key');
     res.locals.key = key;
     next();
   };

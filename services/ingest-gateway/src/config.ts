@@ -2,11 +2,15 @@ import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, serviceSpec, topicSpec } 
 import { loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 import { LIMITS } from '@telemetry/contract';
+import { heartbeatSpec } from '@telemetry/store';
 
 export const gatewaySpec = {
   ...logSpec,
   ...kafkaSpec,
   eventsTopic: topicSpec.eventsTopic,
+  // Heartbeat calls are stored as checks of their monitor.
+  checksTopic: topicSpec.checksTopic,
+  ...heartbeatSpec,
   ...clickhouseSpec,
   ...serviceSpec,
   ...httpSpec(8080),

@@ -1,3 +1,6 @@
+import type { Response } from 'express';
+import { AppError } from '@telemetry/platform';
+
 /**
  * A token bucket per access key, in this process's memory: `ratePerSecond` requests per
  * second on average, bursts up to `burst`. With N gateway replicas behind a load
@@ -64,5 +67,17 @@ export class RateLimiter {
     for (const [k, b] of this.buckets) {
       if (b.tokens + ((now - b.updatedMs) / 1000) * this.ratePerSecond >= this.burst) this.buckets.delete(k);
     }
+  }
+}
+
+/** Takes a request of `id` from `limiter`: RateLimit headers, and 429 with Retry-After when it is over. */
+export function applyLimit(limiter: RateLimiter, id: string, res: Response, message: string): void {
+  if (!limiter.enabled) return;
+  const d = limiter.take(id);
+  res.setHeader('RateLimit-Limit', String(d.limit));
+  res.setHeader('RateLimit-Remaining', String(d.remaining));
+  res.setHeader('RateLimit-Reset', String(d.resetSeconds));
+  if (!d.allowed) {
+    throw new AppError('RATE_LIMITED', message, { limit: 'rateLimit' }, { 'Retry-After': String(d.resetSeconds) });
   }
 }

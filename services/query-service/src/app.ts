@@ -93,6 +93,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     known,
     quotaOf: monitorQuotaOf(deps.config),
     minIntervalSeconds: deps.config.minIntervalSeconds,
+    heartbeatKey: deps.config.heartbeatKey,
   });
   app.get(
     '/api/monitors/:id/incidents',

@@ -1,3 +1,4 @@
+import { heartbeatSpec } from '@telemetry/store';
 import {
   clickhouseSpec,
   egressSpec,
@@ -17,6 +18,7 @@ export const querySpec = {
   ...clickhouseSpec,
   ...serviceSpec,
   ...secretsSpec,
+  ...heartbeatSpec,
   // The same as the check runners': IP literals it denies are refused at once.
   ...egressSpec,
   kafkaBrokers: kafkaSpec.kafkaBrokers,

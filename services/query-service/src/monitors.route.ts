@@ -4,6 +4,7 @@ import {
   MONITOR_LIMITS,
   ok,
   toIsoSeconds,
+  type Monitor,
   type MonitorCreate,
   type MonitorPatch,
   type MonitorSettings,
@@ -23,6 +24,7 @@ import {
 } from '@telemetry/platform';
 import {
   createSettings,
+  heartbeatToken,
   deniedTargets,
   tenantMonitorCountSql,
   monitorProblems,
@@ -60,6 +62,8 @@ export interface MonitorRoutesDeps extends ReadDeps {
   quotaOf: (tenantId: string) => number;
   /** Shortest interval a monitor may be given (MIN_INTERVAL_SECONDS). */
   minIntervalSeconds: number;
+  /** HEARTBEAT_KEY: makes heartbeat monitors' tokens ('': heartbeat monitors are refused). */
+  heartbeatKey: string;
 }
 
 /** A monitor's ETag: its version, quoted. */
@@ -135,10 +139,22 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     storeCall(req, 'monitor status', () =>
       monitorActivity(deps.reader, deps.database, tenantId, ids, AbortSignal.timeout(deps.queryTimeoutMs)),
     );
+  /** The API's view of a monitor: a heartbeat monitor's with its token. */
+  const view = (m: StoredMonitor, seen: MonitorActivity | undefined, withSecret = false): Monitor => {
+    const out = publicMonitor(m, seen, withSecret);
+    return m.type === 'heartbeat' && deps.heartbeatKey !== ''
+      ? { ...out, heartbeat_token: heartbeatToken(deps.heartbeatKey, m.tenant_id, m.id) }
+      : out;
+  };
   const shown = async (req: Request, res: Response, m: StoredMonitor, withSecret = false) => {
     res.setHeader('ETag', etagOf(m.version));
-    return publicMonitor(m, (await activity(req, m.tenant_id, [m.id])).get(m.id), withSecret);
+    return view(m, (await activity(req, m.tenant_id, [m.id])).get(m.id), withSecret);
   };
+  /** Heartbeat monitors need HEARTBEAT_KEY: without it their jobs would have nothing to call. */
+  const heartbeatProblems = (s: MonitorSettings): { path: string; message: string }[] =>
+    s.type === 'heartbeat' && deps.heartbeatKey === ''
+      ? [{ path: '/type', message: 'heartbeat monitors need HEARTBEAT_KEY, which this server does not have' }]
+      : [];
 
   /** The monitor of the path, in the key's tenant (`known` ran first). */
   const load = async (req: Request, res: Response): Promise<StoredMonitor> => {
@@ -164,8 +180,13 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     const body = await jsonBody(req);
     if (!deps.validators.monitorCreate(body)) throw invalid(describeErrors(deps.validators.monitorCreate.errors));
     const create: MonitorCreate = body;
-    const settings = createSettings(create);
-    const problems = [...intervalProblems(settings.interval_seconds), ...monitorProblems(settings)];
+    const id = newMonitorId();
+    const settings = createSettings(create, id);
+    const problems = [
+      ...intervalProblems(settings.interval_seconds),
+      ...monitorProblems(settings),
+      ...heartbeatProblems(settings),
+    ];
     if (problems.length > 0) throw invalid(problems);
     refuseDeniedTargets(settings, deps.policy);
     const tenantId = tenantOf(res);
@@ -188,7 +209,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     const now = nowIso();
     const m = {
       tenant_id: tenantId,
-      id: newMonitorId(),
+      id,
       ...settings,
       webhook_secret: create.webhook_secret ?? newWebhookSecret(),
       created_at: now,
@@ -199,7 +220,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     await announce(req, { id: m.id, version, deleted: false });
     res.status(201).setHeader('Location', `/api/monitors/${m.id}`);
     res.setHeader('ETag', etagOf(version));
-    res.json(ok(publicMonitor({ ...m, version }, {}, true)));
+    res.json(ok(view({ ...m, version }, {}, true)));
   });
 
   app.get('/api/monitors', deps.auth.read, async (req, res) => {
@@ -224,7 +245,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       tenantOf(res),
       page.map((m) => m.id),
     );
-    res.json({ success: true, data: page.map((m) => publicMonitor(m, seen.get(m.id))), next_cursor: next });
+    res.json({ success: true, data: page.map((m) => view(m, seen.get(m.id))), next_cursor: next });
   });
 
   app.get('/api/monitors/:id', deps.auth.read, deps.known, async (req, res) => {
@@ -250,6 +271,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       const problems = [
         ...(patch.interval_seconds !== undefined ? intervalProblems(settings.interval_seconds) : []),
         ...monitorProblems(settings),
+        ...(patch.type !== undefined ? heartbeatProblems(settings) : []),
       ];
       if (problems.length > 0) throw invalid(problems);
       refuseDeniedTargets(settings, deps.policy);
