@@ -183,7 +183,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
 
     await page.getByRole('link', { name: 'New monitor' }).click();
     await page.getByLabel('Name (required)').fill(name);
-    await page.getByLabel('URL (required)').fill('ftp://example.invalid/');
+    await page.getByLabel('URL', { exact: true }).fill('ftp://example.invalid/');
     await page.getByLabel('Interval (seconds)').fill('1');
     await page.getByLabel('Failing checks before down').fill('2');
     await page.getByLabel('Request headers').fill(`${secretHeader}: ${secretValue}`);
@@ -192,11 +192,11 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     const urlError = page.locator('#e-url');
     await urlError.filter({ hasText: /\S/ }).waitFor();
     expectingHttpErrors = false;
-    expect(await page.getByLabel('URL (required)').getAttribute('aria-invalid')).to.not.equal(null);
+    expect(await page.getByLabel('URL', { exact: true }).getAttribute('aria-invalid')).to.not.equal(null);
     await accessible(page, 'new monitor form with an error');
     await photograph(page, 'monitor-form');
 
-    await page.getByLabel('URL (required)').fill(target.url('/site'));
+    await page.getByLabel('URL', { exact: true }).fill(target.url('/site'));
     await page.getByRole('button', { name: 'Create monitor' }).click();
     await page.waitForURL(/#\/monitors\/mon_[0-9a-f]{16}$/);
     monitorId = /mon_[0-9a-f]{16}/.exec(page.url())![0];

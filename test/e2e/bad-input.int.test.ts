@@ -315,6 +315,9 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     dns_expected: '192.0.2.1',
     dns_resolver: ['192.0.2.53'],
     maintenance_windows: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' },
+    heartbeat_grace_seconds: '60',
+    locations: 'eu-west',
+    quorum: '2',
   };
   const missing = 'corpus-missing-monitor';
 
@@ -429,6 +432,55 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     post('huge X-Request-Id is replaced', { 'x-request-id': 'x'.repeat(5000) }, body([ev()]), 200),
     post('X-Request-Id with CRLF-ish bytes is replaced', { 'x-request-id': 'a%0d%0aSet-Cookie: x' }, body([ev()]), 200),
     post('charset latin1 declared', { 'content-type': 'application/json; charset=latin1' }, body([ev()]), 200),
+    // --- heartbeats (the token is the credential)
+    {
+      name: 'heartbeat: malformed token',
+      service: 'gateway',
+      method: 'POST',
+      path: '/api/heartbeats/hb_x',
+      status: 404,
+      code: 'HEARTBEAT_NOT_FOUND',
+    },
+    {
+      name: 'heartbeat: forged MAC',
+      service: 'gateway',
+      method: 'POST',
+      path: `/api/heartbeats/hb_default_0123456789abcdef_${'0'.repeat(32)}`,
+      status: 404,
+      code: 'HEARTBEAT_NOT_FOUND',
+    },
+    {
+      name: 'heartbeat: token of 2000 chars',
+      service: 'gateway',
+      method: 'POST',
+      path: `/api/heartbeats/${'a'.repeat(2000)}`,
+      status: 404,
+      code: 'HEARTBEAT_NOT_FOUND',
+    },
+    {
+      name: 'heartbeat: token with NUL',
+      service: 'gateway',
+      method: 'POST',
+      path: '/api/heartbeats/hb_default%00',
+      status: 404,
+      code: 'HEARTBEAT_NOT_FOUND',
+    },
+    {
+      name: 'heartbeat: token with a slash',
+      service: 'gateway',
+      method: 'POST',
+      path: '/api/heartbeats/hb_a%2Fb',
+      status: 404,
+      code: 'HEARTBEAT_NOT_FOUND',
+    },
+    {
+      name: 'heartbeat: GET',
+      service: 'gateway',
+      method: 'GET',
+      path: '/api/heartbeats/hb_x',
+      status: 405,
+      code: 'METHOD_NOT_ALLOWED',
+    },
     // --- pixel
     {
       name: 'GET pixel: no key',
@@ -897,6 +949,45 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         time_zone: 'UTC',
       })),
     }),
+    // heartbeat monitors (docs/monitors.md, "Heartbeat monitors")
+    invalidCreate('heartbeat monitor with an https URL', { type: 'heartbeat' }),
+    invalidCreate('heartbeat_grace_seconds on an http monitor', { heartbeat_grace_seconds: 60 }),
+    invalidCreate('negative heartbeat_grace_seconds', {
+      type: 'heartbeat',
+      url: undefined,
+      heartbeat_grace_seconds: -1,
+    }),
+    invalidCreate('heartbeat_grace_seconds over a week', {
+      type: 'heartbeat',
+      url: undefined,
+      heartbeat_grace_seconds: 604_801,
+    }),
+    invalidCreate('heartbeat monitor from two locations', {
+      type: 'heartbeat',
+      url: undefined,
+      locations: ['eu-west', 'us-east'],
+    }),
+    invalidCreate('heartbeat monitor with confirm_delay_ms', {
+      type: 'heartbeat',
+      url: undefined,
+      confirm_delay_ms: 500,
+    }),
+    invalidCreate('heartbeat:// URL on an http monitor', { url: 'heartbeat://mon_0123456789abcdef' }),
+    invalidCreate('client-chosen heartbeat_token', {
+      heartbeat_token: `hb_default_0123456789abcdef_${'0'.repeat(32)}`,
+    }),
+    invalidCreate('no url on an http monitor', { url: undefined }),
+    // locations and quorum (docs/monitors.md, "Locations and quorum")
+    invalidCreate('no locations', { locations: [] }),
+    invalidCreate('9 locations', { locations: Array.from({ length: 9 }, (_, i) => `loc-${i}`) }),
+    invalidCreate('the same location twice', { locations: ['eu-west', 'eu-west'] }),
+    invalidCreate('location in capitals', { locations: ['EU-West'] }),
+    invalidCreate('location with a slash', { locations: ['eu/west'] }),
+    invalidCreate('location of 33 chars', { locations: ['l'.repeat(33)] }),
+    invalidCreate('quorum 0', { locations: ['eu-west', 'us-east'], quorum: 0 }),
+    invalidCreate('quorum above the locations', { locations: ['eu-west', 'us-east'], quorum: 3 }),
+    invalidCreate('fractional quorum', { locations: ['eu-west', 'us-east'], quorum: 1.5 }),
+    invalidChange('quorum above the stored locations', { quorum: 2 }),
     invalidCreate('tls URL with a path', { type: 'tls', url: `tls://${MARK}.example/health` }),
     invalidCreate('tls type with an https URL', { type: 'tls' }),
     invalidCreate('tls_min_days on an http monitor', { tls_min_days: 14 }),

@@ -61,7 +61,7 @@ export class TestTarget {
       this.seen.push({
         path,
         method: req.method ?? '',
-        runner: /runner=([^)\s]+)/.exec(req.headers['user-agent'] ?? '')?.[1] ?? '',
+        runner: /runner=([^);\s]+)/.exec(req.headers['user-agent'] ?? '')?.[1] ?? '',
         checkId: String(req.headers['x-check-id'] ?? ''),
         monitorId: String(req.headers['x-monitor-id'] ?? ''),
         at: Date.now(),

@@ -13,13 +13,12 @@ interface Field {
 
 const FIELDS: Field[] = [
   { name: 'name', label: 'Name', kind: 'text', required: true },
-  { name: 'type', label: 'Type', kind: 'select', options: ['http', 'tcp', 'tls', 'dns'] },
+  { name: 'type', label: 'Type', kind: 'select', options: ['http', 'tcp', 'tls', 'dns', 'heartbeat'] },
   {
     name: 'url',
     label: 'URL',
     kind: 'url',
-    required: true,
-    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns',
+    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns; none for heartbeat',
   },
   {
     name: 'method',
@@ -80,6 +79,24 @@ const FIELDS: Field[] = [
     kind: 'text',
     hint: 'dns monitors only; an IP[:port]; empty: the runner’s',
   },
+  {
+    name: 'heartbeat_grace_seconds',
+    label: 'Heartbeat: grace for a late call (seconds)',
+    kind: 'number',
+    hint: 'heartbeat monitors only: the job calls at least every interval; 60 when empty',
+  },
+  {
+    name: 'locations',
+    label: 'Locations',
+    kind: 'lines',
+    hint: 'comma-separated runner locations (RUNNER_LOCATION); default when empty',
+  },
+  {
+    name: 'quorum',
+    label: 'Failing locations that open an incident',
+    kind: 'number',
+    hint: 'a majority of the locations when empty',
+  },
   { name: 'paused', label: 'Paused', kind: 'checkbox' },
 ];
 
@@ -139,6 +156,8 @@ function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> 
           'tls_min_days',
           'dns_record_type',
           'dns_resolver',
+          'heartbeat_grace_seconds',
+          'quorum',
         ].includes(f.name)
       )
         out[f.name] = null;

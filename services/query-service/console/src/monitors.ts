@@ -504,9 +504,20 @@ export async function monitorPage(
         h(
           'p',
           { class: 'muted url' },
-          `${m.method} ${m.url} every ${m.interval_seconds} s · last check `,
+          m.type === 'heartbeat'
+            ? `a call expected every ${m.interval_seconds} s (+ ${m.heartbeat_grace_seconds ?? 60} s grace) · last check `
+            : `${m.type === 'http' ? `${m.method} ` : ''}${m.url} every ${m.interval_seconds} s from ${m.locations.join(', ')} · last check `,
           time(m.last_check_at),
         ),
+        m.heartbeat_token
+          ? h(
+              'p',
+              { class: 'muted url' },
+              'Your job calls POST /api/heartbeats/',
+              h('code', { class: 'heartbeat-token' }, m.heartbeat_token),
+              ' on the ingest gateway',
+            )
+          : null,
       );
       const unit = range.id === '1h' ? 'minute' : range.seconds <= 7 * DAY ? 'hour' : 'day';
       show(
