@@ -189,12 +189,23 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
     }
     const wrongMethod = await beat(token, 'GET');
     expect([wrongMethod.status, wrongMethod.headers.get('allow')]).to.deep.equal([405, 'POST']);
+    // A read-only key does not see the token (whoever holds it can say the job ran).
+    const reader = await newKey({ kind: 'api', name: 'reader', scopes: ['monitors:read'] });
+    const asReader = await eventually('the read-only key loaded', async () => {
+      const r = await fetch(`${query.url}/api/monitors/${m.id}`, { headers: { authorization: `Bearer ${reader}` } });
+      return r.status === 200 ? r : undefined;
+    });
+    const readerView = ((await asReader.json()) as Envelope<Monitor>).data;
+    expect([asReader.status, readerView.type, readerView.heartbeat_token]).to.deep.equal([200, 'heartbeat', undefined]);
     const ok = await beat(token);
     expect([ok.status, await ok.json()]).to.deep.equal([200, { success: true, data: null }]);
     const stored = await eventually('the call stored as an up check', () =>
       checksOf(m.id).find((c) => c.status === 'up'),
     );
     expect(stored).to.include({ tenant_id: 'ten_default', response_time: 0, status_code: 0 });
+    // The gateway logs the route of a call, never its token.
+    expect(gateway.logs.lines.some((l) => l.includes('/api/heartbeats/:token'))).to.equal(true);
+    expect(gateway.logs.lines.filter((l) => l.includes(token.slice(-32)))).to.deep.equal([]);
   });
 
   it('is pending until its first call is due, up while its job calls, down when the calls stop, and up again', async () => {

@@ -85,12 +85,15 @@ describe('heartbeat monitors and quorum (unit)', () => {
 
   describe('heartbeat verdict', () => {
     const created = Date.parse('2026-11-23T10:00:00Z');
-    const allowed = (60 + 30) * 1000;
+    const SETTLE = 500;
+    const allowed = (60 + 30) * 1000 + SETTLE;
 
     it('is pending until the first call is due, then down without one', async () => {
       const none = (): Promise<undefined> => Promise.resolve(undefined);
-      expect(await heartbeatProbe(heartbeatMonitor(), created + allowed - 1, none)).to.include({ pending: true });
-      const late = await heartbeatProbe(heartbeatMonitor(), created + allowed + 1, none);
+      expect(await heartbeatProbe(heartbeatMonitor(), created + allowed - 1, none, SETTLE)).to.include({
+        pending: true,
+      });
+      const late = await heartbeatProbe(heartbeatMonitor(), created + allowed + 1, none, SETTLE);
       expect(late).to.include({ status: 'down', error: 'heartbeat_missing' });
       expect(late.pending).to.equal(undefined);
     });
@@ -104,15 +107,15 @@ describe('heartbeat monitors and quorum (unit)', () => {
         return Promise.resolve(call);
       };
       const t = Date.parse(at);
-      const up = await heartbeatProbe(heartbeatMonitor(), t + 1000 + allowed - 1, last);
+      const up = await heartbeatProbe(heartbeatMonitor(), t + 1000 + allowed - 1, last, SETTLE);
       expect(up).to.deep.include({ status: 'up', stored: call });
-      const down = await heartbeatProbe(heartbeatMonitor(), t + 1000 + allowed, last);
+      const down = await heartbeatProbe(heartbeatMonitor(), t + 1000 + allowed, last, SETTLE);
       expect(down).to.include({ status: 'down', error: 'heartbeat_missing' });
       // It asks only for calls that could still count.
       expect(since[0]).to.equal(Math.floor((t + 1000 - 1) / 1000));
       // The default grace applies to a monitor without one.
       const noGrace = heartbeatMonitor({ heartbeat_grace_seconds: null });
-      expect(await heartbeatProbe(noGrace, t + 1000 + 120_000 - 1, last)).to.include({ status: 'up' });
+      expect(await heartbeatProbe(noGrace, t + 1000 + 120_000 + SETTLE - 1, last, SETTLE)).to.include({ status: 'up' });
     });
   });
 
@@ -135,6 +138,8 @@ describe('heartbeat monitors and quorum (unit)', () => {
       const missing = slotVerdict(m, [check('eu', 'down')]);
       expect([missing.check.status, missing.missing]).to.deep.equal(['up', ['us', 'ap']]);
       // Degraded is passing, and kept.
+      const below = slotVerdict(m, [{ ...check('eu', 'down'), error: 'timeout' }]).check;
+      expect([below.status, below.error]).to.deep.equal(['up', undefined]);
       const slow = slotVerdict(m, [check('eu', 'degraded'), check('us', 'up'), check('ap', 'down')]);
       expect(slow.check).to.include({ status: 'degraded', location: 'eu' });
       // A check of a location the monitor does not list is ignored.

@@ -45,6 +45,10 @@ class Harness {
   readonly alerts: AlertMessage[] = [];
   failChecks = 0;
   failAlerts = 0;
+  /** What the other locations' stored checks of a slot say, and how many of them are stored. */
+  peerStatus: CheckMessage['status'] = 'up';
+  peersStored = 99;
+  readonly slotReads: string[][] = [];
   readonly scheduler: Scheduler;
 
   constructor() {
@@ -63,7 +67,20 @@ class Harness {
         }
         return this.results.shift() ?? UP;
       },
-      slotChecks: () => Promise.resolve([]),
+      slotChecks: (m, ids) => {
+        this.slotReads.push(ids);
+        const stored = ids.slice(0, this.peersStored).map((id) => ({
+          id,
+          monitor_id: m.id,
+          tenant_id: m.tenant_id,
+          status: this.peerStatus,
+          response_time: 4,
+          status_code: this.peerStatus === 'down' ? 500 : 200,
+          location: 'eu',
+          created_at: new Date(this.clock.now()).toISOString(),
+        }));
+        return Promise.resolve(stored);
+      },
       publishCheck: (c) => {
         if (this.failChecks > 0) {
           this.failChecks--;
@@ -348,5 +365,62 @@ describe('check scheduler with a fake clock (unit)', () => {
     expect(h.checks).to.have.length(1);
     expect(h.alerts, 'a first up from unknown says nothing').to.deep.equal([]);
     await s.stop();
+  });
+
+  describe('several locations', () => {
+    const QUORUM = { locations: ['default', 'eu'], failure_threshold: 1, timeout_ms: 2000 };
+
+    it('decides a slot after its slowest check and the settle time, on every location’s check, by the quorum', async () => {
+      const h = new Harness();
+      const slot = await h.startWith(monitor('mon_q', QUORUM));
+      h.results.push(DOWN);
+      await h.at(slot);
+      await settle();
+      // Its own check is published at once; the decision waits for the other location's.
+      expect(h.checks.map((c) => [c.id, c.status, c.location])).to.deep.equal([
+        [checkIdFor('mon_q', slot, 'default'), 'down', 'default'],
+      ]);
+      await h.at(slot + 2000 + SETTLE_MS - 1);
+      expect(h.slotReads).to.deep.equal([]);
+      await h.at(slot + 2000 + SETTLE_MS);
+      expect(h.slotReads).to.deep.equal([[checkIdFor('mon_q', slot, 'eu')]]);
+      // 1 of 2 down is below the quorum (2): no incident.
+      expect(h.alerts).to.deep.equal([]);
+      // Next slot: both down. The incident is named after the first location's check.
+      h.results.push(DOWN);
+      h.peerStatus = 'down';
+      await h.at(slot + 10_000 + 2000 + SETTLE_MS);
+      expect(h.alerts.map((a) => [a.type, a.incident_id])).to.deep.equal([
+        ['monitor.down', checkIdFor('mon_q', slot + 10_000, 'default')],
+      ]);
+    });
+
+    it('reads again after the settle time for a missing location, then counts it as not failing', async () => {
+      const h = new Harness();
+      const slot = await h.startWith(monitor('mon_q', { ...QUORUM, quorum: 2 }));
+      h.results.push(DOWN);
+      h.peersStored = 0;
+      await h.at(slot + 2000 + SETTLE_MS);
+      await h.at(slot + 2000 + 2 * SETTLE_MS);
+      expect(h.slotReads).to.have.length(2);
+      expect(h.alerts).to.deep.equal([]);
+    });
+
+    it('leaves deciding to the first location, and loads the state again when it becomes the decider', async () => {
+      const h = new Harness();
+      const slot = await h.startWith(monitor('mon_q', { ...QUORUM, locations: ['eu', 'default'] }));
+      h.results.push(DOWN);
+      h.peerStatus = 'down';
+      await h.at(slot + 2000 + SETTLE_MS);
+      // It checks (and publishes) but does not decide: no read, no alert.
+      expect(h.checks).to.have.length(1);
+      expect([h.slotReads, h.alerts]).to.deep.equal([[], []]);
+      expect(h.stateLoads).to.have.length(1);
+      // The locations are reordered: it decides now, from the monitor's last alert.
+      h.monitors = [monitor('mon_q', { ...QUORUM, version: 2 })];
+      h.scheduler.reconcile();
+      await h.clock.advance(SETTLE_MS);
+      expect(h.stateLoads).to.have.length(2);
+    });
   });
 });

@@ -91,7 +91,7 @@ export function requestContext(logger: Logger, metrics: HttpMetrics): RequestHan
       logger.info('request', {
         request_id: req.id,
         method: req.method,
-        path: req.path,
+        path: loggedPath(req.path, route),
         route,
         status: res.statusCode,
         code: code || undefined,
@@ -100,6 +100,14 @@ export function requestContext(logger: Logger, metrics: HttpMetrics): RequestHan
     });
     next();
   };
+}
+
+/**
+ * The path as logged: a route with a `:token` parameter (a credential in the path, such as
+ * a heartbeat token) is logged as its template, never with the value.
+ */
+export function loggedPath(path: string, route: string): string {
+  return route.includes(':token') ? route : path;
 }
 
 function routeLabel(route: { path?: string } | undefined, baseUrl: string): string {
@@ -169,7 +177,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     } else {
       logger.error('unhandled error', {
         request_id: req.id,
-        path: req.path,
+        path: loggedPath(req.path, routeLabel(req.route as { path?: string } | undefined, req.baseUrl)),
         err: err instanceof Error ? (err.stack ?? err.message) : String(err),
       });
       appErr = new AppError('INTERNAL_ERROR', 'internal error', undefined, {}, false);

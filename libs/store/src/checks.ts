@@ -135,6 +135,8 @@ export interface ChecksQuery {
   cursor: { t: number; id: string } | undefined;
   /** Only these check ids (the runner reading other locations' checks of a slot). */
   ids?: readonly string[];
+  /** Only checks from these locations ('' : heartbeat calls, and checks made before locations). */
+  locations?: readonly string[];
 }
 
 /**
@@ -151,6 +153,7 @@ export function checksSql(database: string, q: ChecksQuery): string {
   if (q.to !== undefined) where.push(`created_at < toDateTime(${sqlNumber(q.to)})`);
   if (q.statuses.length > 0) where.push(`status IN ${sqlStringList(q.statuses)}`);
   if (q.ids !== undefined) where.push(`id IN ${sqlStringList(q.ids)}`);
+  if (q.locations !== undefined) where.push(`location IN ${sqlStringList(q.locations)}`);
   if (q.cursor) {
     const t = `toDateTime(${sqlNumber(q.cursor.t)})`;
     where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);

@@ -382,11 +382,13 @@ export function createSettings(body: MonitorCreate, id: string): MonitorSettings
   return fitTimeout(withHeartbeatUrl(s, id), given.timeout_ms);
 }
 
-/** A heartbeat monitor's URL is its own (heartbeatUrl), whatever was sent. */
+/** A heartbeat monitor's URL is its own (heartbeatUrl), whatever was sent; a grace cleared with null is the default. */
 function withHeartbeatUrl(s: MonitorSettings, id: string): MonitorSettings {
-  return s.type === 'heartbeat' && (s.url === '' || s.url.startsWith('heartbeat://'))
-    ? { ...s, url: heartbeatUrl(id) }
-    : s;
+  if (s.type !== 'heartbeat') return s;
+  const grace = s.heartbeat_grace_seconds ?? DEFAULT_HEARTBEAT_GRACE_SECONDS;
+  return s.url === '' || s.url.startsWith('heartbeat://')
+    ? { ...s, url: heartbeatUrl(id), heartbeat_grace_seconds: grace }
+    : { ...s, heartbeat_grace_seconds: grace };
 }
 
 /** Settings after a PATCH: the request's fields replace the stored ones. */

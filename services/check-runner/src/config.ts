@@ -28,7 +28,7 @@ export const runnerSpec = {
   location: v.str(
     'RUNNER_LOCATION',
     'default',
-    'where this runner checks from (e.g. eu-west): recorded in every check it makes (lower-case letters, digits, -)',
+    'where this runner checks from (e.g. eu-west; lower-case letters, digits, -): it checks the monitors whose locations list it, and records it in every check',
     new RegExp(LOCATION_PATTERN),
   ),
   groupId: v.str(
@@ -60,7 +60,7 @@ export const runnerSpec = {
   stateSettleMs: v.int(
     'RUNNER_STATE_SETTLE_MS',
     2000,
-    "wait before reading a newly owned monitor's last alert (lets the previous owner's last alert reach ClickHouse)",
+    "wait before reading a newly owned monitor's last alert (lets the previous owner's last alert reach ClickHouse); also how long other locations' checks of a slot get to reach ClickHouse before it is decided",
     0,
     60_000,
   ),

@@ -15,8 +15,15 @@ export type LastCall = (
  * else down (`heartbeat_missing`). Its calls are its `up` checks: the runner stores only
  * the downs.
  */
-export async function heartbeatProbe(m: StoredMonitor, now: number, lastCall: LastCall): Promise<ProbeResult> {
-  const allowedMs = (m.interval_seconds + (m.heartbeat_grace_seconds ?? DEFAULT_HEARTBEAT_GRACE_SECONDS)) * 1000;
+export async function heartbeatProbe(
+  m: StoredMonitor,
+  now: number,
+  lastCall: LastCall,
+  /** RUNNER_STATE_SETTLE_MS: a call needs that long to reach ClickHouse, so it is given that much more. */
+  settleMs: number,
+): Promise<ProbeResult> {
+  const graceSeconds = m.heartbeat_grace_seconds ?? DEFAULT_HEARTBEAT_GRACE_SECONDS;
+  const allowedMs = (m.interval_seconds + graceSeconds) * 1000 + settleMs;
   // Stored times are whole seconds: a call is taken as made at the end of its second.
   const last = await lastCall(m, Math.floor((now - allowedMs) / 1000));
   if (last && Date.parse(last.created_at) + 1000 + allowedMs > now) {

@@ -27,6 +27,8 @@ export function slotVerdict(
   const missing = m.locations.filter((l) => !byLocation.has(l));
   const failing = down.length >= quorumOf(m);
   const agreeing = ordered.find((c) => (c.status === 'down') === failing) ?? ordered[0] ?? checks[0]!;
-  const status = failing ? 'down' : agreeing.status === 'down' ? 'up' : agreeing.status;
-  return { check: { ...agreeing, status }, down, missing };
+  if (failing || agreeing.status !== 'down') return { check: agreeing, down, missing };
+  // Every check there failed, below the quorum: the slot passes, without their error.
+  const { error: _error, ...passing } = agreeing;
+  return { check: { ...passing, status: 'up' }, down, missing };
 }

@@ -94,7 +94,7 @@ async function storedChecks(
   client: ClickHouseClient,
   database: string,
   m: Pick<StoredMonitor, 'id' | 'tenant_id'>,
-  q: Pick<ChecksQuery, 'from' | 'statuses' | 'ids' | 'limit' | 'order'>,
+  q: Pick<ChecksQuery, 'from' | 'statuses' | 'ids' | 'locations' | 'limit' | 'order'>,
 ): Promise<CheckMessage[]> {
   const sql = checksSql(database, { tenantId: m.tenant_id, monitorId: m.id, to: undefined, cursor: undefined, ...q });
   const rs = await client.query({ query: sql, format: 'JSONEachRow' });
@@ -122,7 +122,7 @@ export function slotChecks(
   });
 }
 
-/** A heartbeat monitor's newest call since `sinceSeconds`: its newest `up` check. */
+/** A heartbeat monitor's newest call since `sinceSeconds`: its newest `up` check of no location (runners' checks have one). */
 export async function lastHeartbeat(
   client: ClickHouseClient,
   database: string,
@@ -132,6 +132,7 @@ export async function lastHeartbeat(
   const [c] = await storedChecks(client, database, m, {
     from: sinceSeconds,
     statuses: ['up'],
+    locations: [''],
     // A page asks one row more than its limit: LIMIT 1.
     limit: 0,
     order: 'desc',

@@ -28,14 +28,13 @@ export interface SchedulerDeps {
   runnerId: string;
   /** RUNNER_LOCATION: recorded in every check; the runner checks the monitors that list it. */
   location: string;
-  /** How often the decider reads the other locations' checks of a slot while it waits for them. */
-  slotPollMs?: number;
   maxConcurrentChecks: number;
   maxBodyBytes: number;
   /**
    * Wait before reading the state of monitors just taken on: an alert the previous owner
    * published moments before handing over must reach ClickHouse first (the consumer
-   * writes within BATCH_MAX_AGE_MS), or it would be made again.
+   * writes within BATCH_MAX_AGE_MS), or it would be made again. Also the time other
+   * locations' checks of a slot are given to reach ClickHouse before the slot is decided.
    */
   stateSettleMs: number;
   /** Time and timers (the system clock; a fake in unit tests). */
@@ -49,6 +48,15 @@ interface Entry {
   state?: AlertState;
   running?: Promise<void>;
   abort?: AbortController;
+  /** Decisions of multi-location slots waiting for the other locations' checks, in slot order. */
+  deciding?: Promise<void>;
+  /** Their timers (cleared when the entry goes). */
+  decisionTimers?: Set<object>;
+}
+
+/** Does the runner of `location` decide on `m` (it is the monitor's first location)? */
+function decidesHere(m: StoredMonitor, location: string): boolean {
+  return m.locations[0] === location;
 }
 
 /** Where a monitor's checks fall within its interval: spreads monitors over time. */
@@ -87,6 +95,7 @@ export class Scheduler implements Component {
   private stopping = false;
   private loading: Promise<void> | undefined;
   private reloadAgain = false;
+  private warnedNoMonitor = false;
   private readonly checks: Counter<'status'>;
   private readonly skipped: Counter<'reason'>;
   private readonly confirmations: Counter<'outcome'>;
@@ -151,18 +160,41 @@ export class Scheduler implements Component {
         this.entries.set(id, { monitor: m });
         pending = true;
       } else if (e.monitor.version !== m.version) {
+        const wasDecider = decidesHere(e.monitor, this.deps.location);
         e.monitor = m;
-        if (e.state) this.arm(id, e);
+        if (wasDecider !== decidesHere(m, this.deps.location)) {
+          // It decides here now (or no longer): start from its last alert, as on a handover.
+          this.clearDecisions(e);
+          this.clock.clearTimeout(e.timer);
+          e.state = undefined;
+          pending = true;
+        } else if (e.state) this.arm(id, e);
       }
     }
     this.ownedGauge.set(this.entries.size);
+    this.warnIfNoMonitorHere();
     if (pending) this.loadPending();
+  }
+
+  /** Once: a runner whose location no monitor lists checks nothing (RUNNER_LOCATION set after monitors were made?). */
+  private warnIfNoMonitorHere(): void {
+    if (this.warnedNoMonitor) return;
+    const all = [...this.deps.monitors.all()];
+    if (all.length === 0 || all.some((m) => m.locations.includes(this.deps.location))) return;
+    this.warnedNoMonitor = true;
+    this.deps.logger.warn("no monitor lists this runner's location: it checks nothing until one does", {
+      location: this.deps.location,
+      hint: 'set the monitors\' locations, or RUNNER_LOCATION (docs/monitors.md, "Locations and quorum")',
+    });
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const e of this.entries.values()) this.clock.clearTimeout(e.timer);
-    const running = [...this.entries.values()].flatMap((e) => (e.running ? [e.running] : []));
+    for (const e of this.entries.values()) {
+      this.clock.clearTimeout(e.timer);
+      this.clearDecisions(e);
+    }
+    const running = [...this.entries.values()].flatMap((e) => [e.running, e.deciding].filter((p) => p !== undefined));
     // Checks in flight finish (and publish) if they can within 5 s; then they are cut.
     const grace = new Promise((r) => this.clock.setTimeout(() => r(undefined), 5000, { unref: true }));
     await Promise.race([Promise.all(running), grace]);
@@ -178,6 +210,7 @@ export class Scheduler implements Component {
 
   private drop(id: string, e: Entry): void {
     this.clock.clearTimeout(e.timer);
+    this.clearDecisions(e);
     e.abort?.abort();
     this.entries.delete(id);
   }
@@ -304,9 +337,14 @@ export class Scheduler implements Component {
       this.duration.observe({ status: result.status }, result.response_time / 1000);
     }
     // The runners of a monitor's first location decide; the others only check.
-    if (m.locations[0] !== this.deps.location) return;
-    const check = m.locations.length > 1 ? await this.acrossLocations(m, slot, own, signal) : own;
-    if (signal.aborted || this.entries.get(m.id) !== e) return;
+    if (!decidesHere(m, this.deps.location)) return;
+    if (m.locations.length > 1) this.decideLater(e, slot, own, startedAt);
+    else await this.apply(e, own, startedAt);
+  }
+
+  /** Moves the monitor's state on the slot's check, and publishes the alerts of the change. */
+  private async apply(e: Entry, check: CheckMessage, startedAt: Date): Promise<void> {
+    const m = e.monitor;
     const state = e.state ?? INITIAL_STATE;
     const decided = decide(state, check, m);
     let next = decided.next;
@@ -358,43 +396,79 @@ export class Scheduler implements Component {
   }
 
   /**
-   * The slot's check as all locations see it: waits (up to 80% of the interval after the
-   * slot) until the other locations' checks of the slot are stored, then judges them
-   * with this one by the monitor's quorum.
+   * A slot of a monitor with several locations is decided once every location's check of
+   * it can be stored: when the slowest possible check has ended (timeout_ms, or the
+   * confirmation and a second timeout) and RUNNER_STATE_SETTLE_MS more have passed for
+   * it to reach ClickHouse. Then the other locations' checks of the slot are read (once,
+   * and once more after the settle time for those missing) and judged with this one by
+   * the monitor's quorum. Decisions run in slot order and hold no check slot.
    */
-  private async acrossLocations(
-    m: StoredMonitor,
-    slot: number,
-    own: CheckMessage,
-    signal: AbortSignal,
-  ): Promise<CheckMessage> {
-    const others = new Map(
-      m.locations.filter((l) => l !== this.deps.location).map((l) => [checkIdFor(m.id, slot, l), l]),
+  private decideLater(e: Entry, slot: number, own: CheckMessage, startedAt: Date): void {
+    const m = e.monitor;
+    const longest = m.confirm_delay_ms > 0 ? m.confirm_delay_ms + 2 * m.timeout_ms : m.timeout_ms;
+    const settle = this.deps.stateSettleMs;
+    const at = slot + longest + settle;
+    const timers = (e.decisionTimers ??= new Set());
+    const timer = this.clock.setTimeout(
+      () => {
+        timers.delete(timer);
+        e.deciding = (e.deciding ?? Promise.resolve())
+          .then(async () => {
+            if (!this.stillDeciding(e)) return;
+            const others = new Map(
+              m.locations.filter((l) => l !== this.deps.location).map((l) => [checkIdFor(m.id, slot, l), l]),
+            );
+            let found = await this.readSlot(m, others, slot);
+            if (found.length < others.size && this.stillDeciding(e)) {
+              await sleepOn(this.clock, settle);
+              found = await this.readSlot(m, others, slot);
+            }
+            if (!this.stillDeciding(e)) return;
+            const verdict = slotVerdict(m, [own, ...found]);
+            if (verdict.missing.length > 0) {
+              this.missingLocations.inc(verdict.missing.length);
+              this.deps.logger.warn('checks of some locations missing from a slot', {
+                monitor_id: m.id,
+                locations: verdict.missing,
+              });
+            }
+            await this.apply(e, verdict.check, startedAt);
+          })
+          .catch((err: unknown) => {
+            this.deps.logger.error('slot decision failed', { monitor_id: m.id, err: String(err) });
+          });
+      },
+      Math.max(0, at - this.clock.now()),
     );
-    const deadline = slot + m.interval_seconds * 800;
-    const pollMs = this.deps.slotPollMs ?? 250;
-    let found: CheckMessage[] = [];
-    for (;;) {
-      try {
-        found = (await this.deps.slotChecks(m, [...others.keys()], slot)).map((c) => ({
-          ...c,
-          location: others.get(c.id) ?? c.location,
-        }));
-      } catch (err) {
-        this.deps.logger.warn("could not read the other locations' checks", { monitor_id: m.id, err: String(err) });
-      }
-      if (found.length >= others.size || signal.aborted || this.clock.now() + pollMs >= deadline) break;
-      await this.sleepUnlessAborted(pollMs, signal);
+    timers.add(timer);
+  }
+
+  /** Still the monitor's decider here: not stopped, not handed over, not removed. */
+  private stillDeciding(e: Entry): boolean {
+    const m = e.monitor;
+    return (
+      !this.stopping &&
+      this.entries.get(m.id) === e &&
+      this.deps.owns(m.id) &&
+      decidesHere(m, this.deps.location) &&
+      e.state !== undefined
+    );
+  }
+
+  /** The other locations' checks of a slot that are stored (none when ClickHouse does not answer). */
+  private async readSlot(m: StoredMonitor, others: Map<string, string>, slot: number): Promise<CheckMessage[]> {
+    try {
+      const found = await this.deps.slotChecks(m, [...others.keys()], slot);
+      return found.map((c) => ({ ...c, location: others.get(c.id) ?? c.location }));
+    } catch (err) {
+      this.deps.logger.warn("could not read the other locations' checks", { monitor_id: m.id, err: String(err) });
+      return [];
     }
-    const verdict = slotVerdict(m, [own, ...found]);
-    if (verdict.missing.length > 0) {
-      this.missingLocations.inc(verdict.missing.length);
-      this.deps.logger.warn('checks of some locations missing from a slot', {
-        monitor_id: m.id,
-        locations: verdict.missing,
-      });
-    }
-    return verdict.check;
+  }
+
+  private clearDecisions(e: Entry): void {
+    for (const t of e.decisionTimers ?? []) this.clock.clearTimeout(t);
+    e.decisionTimers?.clear();
   }
 
   /** Waits `ms`; a handover or stop ends the wait at once. */

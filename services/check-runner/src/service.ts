@@ -84,7 +84,12 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     },
     probe: (m, ctx) =>
       m.type === 'heartbeat'
-        ? heartbeatProbe(m, Date.now(), (hm, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, hm, since))
+        ? heartbeatProbe(
+            m,
+            Date.now(),
+            (hm, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, hm, since),
+            config.stateSettleMs,
+          )
         : probe(m, { ...ctx, policy }),
     slotChecks: (m, ids, slot) => slotChecks(ch.client, config.clickhouseDatabase, m, ids, slot),
     publishCheck: (c) => publisher.send(config.checksTopic, [{ key: c.monitor_id, value: JSON.stringify(c) }]),

@@ -139,16 +139,19 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     storeCall(req, 'monitor status', () =>
       monitorActivity(deps.reader, deps.database, tenantId, ids, AbortSignal.timeout(deps.queryTimeoutMs)),
     );
-  /** The API's view of a monitor: a heartbeat monitor's with its token. */
-  const view = (m: StoredMonitor, seen: MonitorActivity | undefined, withSecret = false): Monitor => {
+  /**
+   * The API's view of a monitor: a heartbeat monitor's with its token, for keys that may
+   * change the monitor (whoever holds the token can say the job ran).
+   */
+  const view = (res: Response, m: StoredMonitor, seen: MonitorActivity | undefined, withSecret = false): Monitor => {
     const out = publicMonitor(m, seen, withSecret);
-    return m.type === 'heartbeat' && deps.heartbeatKey !== ''
+    return m.type === 'heartbeat' && deps.heartbeatKey !== '' && keyOf(res).scopes.has('monitors:write')
       ? { ...out, heartbeat_token: heartbeatToken(deps.heartbeatKey, m.tenant_id, m.id) }
       : out;
   };
   const shown = async (req: Request, res: Response, m: StoredMonitor, withSecret = false) => {
     res.setHeader('ETag', etagOf(m.version));
-    return view(m, (await activity(req, m.tenant_id, [m.id])).get(m.id), withSecret);
+    return view(res, m, (await activity(req, m.tenant_id, [m.id])).get(m.id), withSecret);
   };
   /** Heartbeat monitors need HEARTBEAT_KEY: without it their jobs would have nothing to call. */
   const heartbeatProblems = (s: MonitorSettings): { path: string; message: string }[] =>
@@ -220,7 +223,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     await announce(req, { id: m.id, version, deleted: false });
     res.status(201).setHeader('Location', `/api/monitors/${m.id}`);
     res.setHeader('ETag', etagOf(version));
-    res.json(ok(view({ ...m, version }, {}, true)));
+    res.json(ok(view(res, { ...m, version }, {}, true)));
   });
 
   app.get('/api/monitors', deps.auth.read, async (req, res) => {
@@ -245,7 +248,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       tenantOf(res),
       page.map((m) => m.id),
     );
-    res.json({ success: true, data: page.map((m) => view(m, seen.get(m.id))), next_cursor: next });
+    res.json({ success: true, data: page.map((m) => view(res, m, seen.get(m.id))), next_cursor: next });
   });
 
   app.get('/api/monitors/:id', deps.auth.read, deps.known, async (req, res) => {
