@@ -143,3 +143,49 @@ export function allReady(r: Record<string, number | string>): boolean {
 export async function metricSum(url: string, name: string): Promise<number> {
   return sumOf(await metricsText(url), name);
 }
+
+/** What the stored events say of the acknowledged and refused ids: found, lost, read twice, landed though refused, never sent. */
+export function judge(
+  counts: ReadCounts,
+  acked: Set<string>,
+  failed: Set<string>,
+): {
+  found: number;
+  lost: number;
+  duplicatedAsRead: number;
+  landedDespiteError: number;
+  unexpected: number;
+  lostSample: string[];
+  dupSample: string[];
+} & {
+  lostSample: string[];
+  dupSample: string[];
+} {
+  let found = 0;
+  const lostSample: string[] = [];
+  for (const id of acked) {
+    if ((counts.perId.get(id) ?? 0) > 0) found++;
+    else if (lostSample.length < 5) lostSample.push(id);
+  }
+  let duplicatedAsRead = 0;
+  let landedDespiteError = 0;
+  let unexpected = 0;
+  const dupSample: string[] = [];
+  for (const [id, n] of counts.perId) {
+    if (n > 1) {
+      duplicatedAsRead++;
+      if (dupSample.length < 5) dupSample.push(`${id} x${n}`);
+    }
+    if (failed.has(id)) landedDespiteError++;
+    else if (!acked.has(id)) unexpected++;
+  }
+  return {
+    found,
+    lost: acked.size - found,
+    duplicatedAsRead,
+    landedDespiteError,
+    unexpected,
+    lostSample,
+    dupSample,
+  };
+}

@@ -41,7 +41,7 @@ import {
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics, SMOKE } from '../../harness/run.js';
 import { LoadGenerator, type Outcome } from './load.js';
-import { allReady, Observer, readiness, type ReadCounts } from './observe.js';
+import { allReady, judge, Observer, readiness } from './observe.js';
 import { renderSection, type RunFigures, type ScenarioFigures } from './report.js';
 import { scenarios, type Ctx, type Scenario, type Timings } from './scenarios.js';
 
@@ -423,43 +423,6 @@ async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigu
   // Do not leave the second consumer behind after a failure.
   if (consumer2.running) await consumer2.stop('SIGTERM', 40_000);
   return fig;
-}
-
-function judge(
-  counts: ReadCounts,
-  acked: Set<string>,
-  failed: Set<string>,
-): Pick<ScenarioFigures, 'found' | 'lost' | 'duplicatedAsRead' | 'landedDespiteError' | 'unexpected'> & {
-  lostSample: string[];
-  dupSample: string[];
-} {
-  let found = 0;
-  const lostSample: string[] = [];
-  for (const id of acked) {
-    if ((counts.perId.get(id) ?? 0) > 0) found++;
-    else if (lostSample.length < 5) lostSample.push(id);
-  }
-  let duplicatedAsRead = 0;
-  let landedDespiteError = 0;
-  let unexpected = 0;
-  const dupSample: string[] = [];
-  for (const [id, n] of counts.perId) {
-    if (n > 1) {
-      duplicatedAsRead++;
-      if (dupSample.length < 5) dupSample.push(`${id} x${n}`);
-    }
-    if (failed.has(id)) landedDespiteError++;
-    else if (!acked.has(id)) unexpected++;
-  }
-  return {
-    found,
-    lost: acked.size - found,
-    duplicatedAsRead,
-    landedDespiteError,
-    unexpected,
-    lostSample,
-    dupSample,
-  };
 }
 
 interface Recovery {

@@ -22,8 +22,8 @@ import { promisify } from 'node:util';
 import { createClickHouse } from '@telemetry/platform';
 import { createUsersWithSql, sameUserForAll, waitForUsers, writeUsersFile, type ServiceUsers } from './users.js';
 
-const run = promisify(execFile);
-const here = dirname(fileURLToPath(import.meta.url));
+export const run = promisify(execFile);
+export const here = dirname(fileURLToPath(import.meta.url));
 
 export const KAFKA_VERSION = '4.1.1';
 export const KAFKA_IMAGE = `apache/kafka:${KAFKA_VERSION}`;
@@ -104,7 +104,12 @@ export function freePort(): Promise<number> {
   });
 }
 
-async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: number, logHint: string): Promise<void> {
+export async function waitFor(
+  what: string,
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+  logHint: string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe().catch(() => false)) return;
@@ -169,7 +174,7 @@ async function which(cmd: string): Promise<string | undefined> {
 }
 
 /** Debian's clickhouse-server, installed with apt-get when missing. */
-async function ensureClickHouse(log: (l: string) => void): Promise<string> {
+export async function ensureClickHouse(log: (l: string) => void): Promise<string> {
   const found = await which('clickhouse-server');
   if (found) return found;
   if (process.getuid?.() !== 0) {
@@ -190,7 +195,7 @@ async function ensureClickHouse(log: (l: string) => void): Promise<string> {
 }
 
 /** Apache Kafka's jars from Maven Central, fetched once into the cache. */
-function ensureKafkaJars(env: NodeJS.ProcessEnv, log: (l: string) => void): Promise<string> {
+export function ensureKafkaJars(env: NodeJS.ProcessEnv, log: (l: string) => void): Promise<string> {
   return ensureMavenJars(env, log, 'kafka', `kafka-${KAFKA_VERSION}`, `Apache Kafka ${KAFKA_VERSION}`);
 }
 
@@ -203,7 +208,7 @@ export function ensureKafkaTools(env: NodeJS.ProcessEnv = process.env, log = (_:
 }
 
 /** The runtime jars of tools/devstack/<pom>/pom.xml, copied from Maven Central into the cache once. */
-async function ensureMavenJars(
+export async function ensureMavenJars(
   env: NodeJS.ProcessEnv,
   log: (l: string) => void,
   pom: string,
@@ -229,7 +234,7 @@ async function ensureMavenJars(
   return dir;
 }
 
-class ManagedProcess {
+export class ManagedProcess {
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
 
@@ -302,7 +307,8 @@ async function usersWithSql(url: string, database: string, fallBack: boolean): P
   }
 }
 
-function clickhouseConfig(dir: string, httpPort: number, tcpPort: number): void {
+/** A ClickHouse server's config.xml and users.xml in `dir`; `extraXml` adds elements (a cluster's). */
+export function clickhouseConfig(dir: string, httpPort: number, tcpPort: number, extraXml = ''): void {
   writeFileSync(
     join(dir, 'config.xml'),
     `<?xml version="1.0"?>
@@ -321,7 +327,7 @@ function clickhouseConfig(dir: string, httpPort: number, tcpPort: number): void 
   <timezone>UTC</timezone>
   <mark_cache_size>268435456</mark_cache_size>
   <max_concurrent_queries>200</max_concurrent_queries>
-</yandex>
+${extraXml}</yandex>
 `,
   );
   // The services' users come in users.d/<database>.xml (users.ts), with these profiles:
@@ -373,12 +379,12 @@ function kafkaConfig(dir: string, port: number, controllerPort: number): string 
   return file;
 }
 
-async function httpOk(url: string): Promise<boolean> {
+export async function httpOk(url: string): Promise<boolean> {
   const r = await fetch(url, { signal: AbortSignal.timeout(1000) });
   return r.ok;
 }
 
-async function kafkaAnswers(port: number): Promise<boolean> {
+export async function kafkaAnswers(port: number): Promise<boolean> {
   const { Kafka, logLevel } = await import('kafkajs');
   const admin = new Kafka({
     brokers: [`127.0.0.1:${port}`],

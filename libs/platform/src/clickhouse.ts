@@ -110,6 +110,8 @@ export interface ClickHouseConfig {
   clickhouseUser: string;
   clickhousePassword: string;
   clickhouseDatabase: string;
+  /** CLICKHOUSE_CLUSTER: migrations run ON CLUSTER and replicate ('' : one server). */
+  clickhouseCluster?: string;
 }
 
 export interface ClickHouseComponentOptions extends Pick<

@@ -168,6 +168,12 @@ export const clickhouseSpec = {
     'ClickHouse database of the data tables; the registry and the keys live in its siblings `<name>_registry` and `<name>_keys` (at most 55 characters)',
     /^[A-Za-z_][A-Za-z0-9_]{0,54}$/,
   ),
+  clickhouseCluster: v.str(
+    'CLICKHOUSE_CLUSTER',
+    '',
+    'a cluster of remote_servers: migrations then run ON CLUSTER and create replicated tables (docs/clickhouse.md, "On a cluster"); empty: one server',
+    /^(?:[A-Za-z_][A-Za-z0-9_]{0,63})?$/,
+  ),
 } satisfies ConfigSpec;
 
 export const serviceSpec = {

@@ -99,19 +99,64 @@ export function asideName(table: string): string {
 /** One table family's statements, by the migration version that applies them. */
 export type MigrationsByVersion = Record<number, (db: string, name: string, engine: Engine) => Statement[]>;
 
+/**
+ * A DDL statement as it runs on the cluster `cluster` (CLICKHOUSE_CLUSTER; docs/clickhouse.md,
+ * "On a cluster"): `ON CLUSTER` after the object it creates, alters, drops or renames, so
+ * every server of the cluster runs it (ClickHouse's distributed DDL queue in ZooKeeper),
+ * and every MergeTree family engine replicated: `ReplacingMergeTree(v)` becomes
+ * `ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/<db>.<table>/<tag>', '{replica}', v)`.
+ * `tag` (the migration) makes the ZooKeeper path of a table rebuilt under its old name a
+ * new one. Other statements (INSERT, SELECT) are returned as they are. Without a
+ * cluster, the statement is returned as it is.
+ */
+export function clusterDdl(sql: string, cluster: string, tag: string): string {
+  if (cluster === '') return sql;
+  const on = ` ON CLUSTER ${sqlIdentifier(cluster)}`;
+  const name = '((?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(?:\\.(?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*))?)';
+  const head = new RegExp(
+    `^(\\s*(?:CREATE\\s+(?:TABLE|DATABASE|MATERIALIZED\\s+VIEW|VIEW)\\s+IF\\s+NOT\\s+EXISTS|DROP\\s+TABLE\\s+IF\\s+EXISTS|DROP\\s+TABLE|ALTER\\s+TABLE)\\s+)${name}`,
+    'i',
+  );
+  let out: string;
+  const rename = new RegExp(`^(\\s*RENAME\\s+TABLE\\s+${name}\\s+TO\\s+${name})`, 'i');
+  if (head.test(sql)) {
+    out = sql.replace(head, (_m, verb: string, object: string) => `${verb}${object}${on}`);
+  } else if (rename.test(sql)) {
+    out = sql.replace(rename, (m: string) => `${m}${on}`);
+  } else {
+    return sql;
+  }
+  const table = head.exec(sql)?.[2] ?? '';
+  const path = `/clickhouse/tables/{shard}/${table.replace(/`/g, '')}/${tag}`;
+  return out.replace(
+    /ENGINE\s*=\s*(Replacing|Summing|Aggregating|Collapsing|)MergeTree\s*\(([^)]*)\)/,
+    (_m, kind: string, args: string) =>
+      `ENGINE = Replicated${kind}MergeTree(${[sqlString(path), "'{replica}'", ...(args.trim() ? [args.trim()] : [])].join(', ')})`,
+  );
+}
+
+/** The migration runner's options: the cluster its DDL runs on ('' or absent: this server only). */
+export interface MigrationOptions {
+  cluster?: string;
+}
+
 export async function runMigrations(
   client: ClickHouseClient,
   database: string,
   migrations: readonly Migration[],
   logger: Logger,
+  options: MigrationOptions = {},
 ): Promise<number[]> {
+  const cluster = options.cluster ?? '';
+  const ddl = (sql: string, tag: string): Promise<unknown> => client.command({ query: clusterDdl(sql, cluster, tag) });
   const db = sqlIdentifier(database);
-  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${db}` });
-  await client.command({
-    query: `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (
+  await ddl(`CREATE DATABASE IF NOT EXISTS ${db}`, 'v0');
+  await ddl(
+    `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (
       version UInt32, name String, applied_at DateTime('UTC')
     ) ENGINE = ReplacingMergeTree() ORDER BY version`,
-  });
+    'v0',
+  );
   const rs = await client.query({
     query: `SELECT DISTINCT version FROM ${db}.schema_migrations`,
     format: 'JSONEachRow',
@@ -121,12 +166,13 @@ export async function runMigrations(
   const engine = await detectEngine(client);
   for (const m of migrations) {
     if (done.has(m.version)) continue;
+    const run = (sql: string): Promise<unknown> => ddl(sql, `v${m.version}`);
     for (const statement of m.statements(db, database, engine)) {
-      if (typeof statement === 'string') await client.command({ query: statement });
-      else if ('addColumn' in statement) await addColumn(client, database, statement.addColumn);
-      else if ('setAside' in statement) await setAside(client, database, statement.setAside, logger);
-      else if ('copyBack' in statement) await copyBack(client, database, statement.copyBack, logger);
-      else await moveTable(client, database, statement.moveTable, logger);
+      if (typeof statement === 'string') await run(statement);
+      else if ('addColumn' in statement) await addColumn(client, run, database, statement.addColumn);
+      else if ('setAside' in statement) await setAside(client, run, database, statement.setAside, logger);
+      else if ('copyBack' in statement) await copyBack(client, run, database, statement.copyBack, logger);
+      else await moveTable(client, run, database, statement.moveTable, logger);
     }
     await client.command({
       query: `INSERT INTO ${db}.schema_migrations (version, name, applied_at) VALUES (${sqlNumber(m.version)}, ${sqlString(m.name)}, now())`,
@@ -145,7 +191,16 @@ async function tableExists(client: ClickHouseClient, database: string, table: st
   return Number((await rs.json<{ n: number | string }>())[0]?.n ?? 0) > 0;
 }
 
-async function setAside(client: ClickHouseClient, database: string, s: SetAside, logger: Logger): Promise<void> {
+/** Runs DDL (on the cluster, when there is one). */
+type Ddl = (sql: string) => Promise<unknown>;
+
+async function setAside(
+  client: ClickHouseClient,
+  ddl: Ddl,
+  database: string,
+  s: SetAside,
+  logger: Logger,
+): Promise<void> {
   if (!(await tableExists(client, database, s.table))) return;
   if (s.marker !== undefined && (await columnExists(client, database, s.table, s.marker))) return;
   if (s.whileRebuilding !== undefined) {
@@ -158,31 +213,41 @@ async function setAside(client: ClickHouseClient, database: string, s: SetAside,
       `${database}.${s.table} has the old shape but ${asideName(s.table)} exists too; see docs/operations.md`,
     );
   }
-  await client.command({
-    query: `RENAME TABLE ${db}.${sqlIdentifier(s.table)} TO ${db}.${sqlIdentifier(asideName(s.table))}`,
-  });
+  await ddl(`RENAME TABLE ${db}.${sqlIdentifier(s.table)} TO ${db}.${sqlIdentifier(asideName(s.table))}`);
   logger.info('migration set a table aside to rebuild it', { table: s.table, aside: asideName(s.table) });
 }
 
-async function copyBack(client: ClickHouseClient, database: string, c: CopyBack, logger: Logger): Promise<void> {
+async function copyBack(
+  client: ClickHouseClient,
+  ddl: Ddl,
+  database: string,
+  c: CopyBack,
+  logger: Logger,
+): Promise<void> {
   const aside = asideName(c.table);
   if (!(await tableExists(client, database, aside))) return;
   const from = `${sqlIdentifier(database)}.${sqlIdentifier(aside)}`;
   await client.command({ query: c.sql(from) });
-  await client.command({ query: `DROP TABLE ${from}` });
+  await ddl(`DROP TABLE ${from}`);
   logger.info('migration copied a rebuilt table back', { table: c.table });
 }
 
-async function moveTable(client: ClickHouseClient, database: string, m: MoveTable, logger: Logger): Promise<void> {
+async function moveTable(
+  client: ClickHouseClient,
+  ddl: Ddl,
+  database: string,
+  m: MoveTable,
+  logger: Logger,
+): Promise<void> {
   const here = await tableExists(client, database, m.table);
   const there = await tableExists(client, m.to, m.table);
   if (!here) return;
   if (there) {
     throw new Error(`${m.table} exists in both ${database} and ${m.to}; see docs/operations.md`);
   }
-  await client.command({
-    query: `RENAME TABLE ${sqlIdentifier(database)}.${sqlIdentifier(m.table)} TO ${sqlIdentifier(m.to)}.${sqlIdentifier(m.table)}`,
-  });
+  await ddl(
+    `RENAME TABLE ${sqlIdentifier(database)}.${sqlIdentifier(m.table)} TO ${sqlIdentifier(m.to)}.${sqlIdentifier(m.table)}`,
+  );
   logger.info('migration moved a table', { table: m.table, from: database, to: m.to });
 }
 
@@ -201,13 +266,14 @@ async function columnExists(
 
 async function addColumn(
   client: ClickHouseClient,
+  ddl: Ddl,
   database: string,
   c: { table: string; column: string; type: string },
 ): Promise<void> {
   if (await columnExists(client, database, c.table, c.column)) return;
   const target = `${sqlIdentifier(database)}.${sqlIdentifier(c.table)}`;
   try {
-    await client.command({ query: `ALTER TABLE ${target} ADD COLUMN ${sqlIdentifier(c.column)} ${c.type}` });
+    await ddl(`ALTER TABLE ${target} ADD COLUMN ${sqlIdentifier(c.column)} ${c.type}`);
   } catch (err) {
     // Another service migrating at the same moment added it first.
     if (!(await columnExists(client, database, c.table, c.column))) throw err;

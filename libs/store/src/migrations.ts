@@ -61,8 +61,8 @@ export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v
 }));
 
 /** Applies every migration of MIGRATIONS not yet applied to `database`. */
-export function migrate(client: ClickHouseClient, database: string, logger: Logger): Promise<number[]> {
-  return runMigrations(client, database, MIGRATIONS, logger);
+export function migrate(client: ClickHouseClient, database: string, logger: Logger, cluster = ''): Promise<number[]> {
+  return runMigrations(client, database, MIGRATIONS, logger, { cluster });
 }
 
 /**
@@ -78,7 +78,7 @@ export async function migrateWith(config: ClickHouseConfig, logger: Logger): Pro
     database: 'default',
   });
   try {
-    return await migrate(client, config.clickhouseDatabase, logger);
+    return await migrate(client, config.clickhouseDatabase, logger, config.clickhouseCluster ?? '');
   } finally {
     await client.close();
   }

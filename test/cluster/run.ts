@@ -1,0 +1,435 @@
+/**
+ * `npm run test:cluster`: the pipeline on a cluster, under failure (docs/operations.md,
+ * "Clusters"). On the cluster harness (tools/devstack/cluster.ts: three KRaft brokers
+ * with replication factor 3 and min.insync.replicas=2, ZooKeeper, two ClickHouse
+ * replicas of the cluster `telemetry`, HAProxy):
+ *
+ *   1. migrates a fresh database ON CLUSTER (CLICKHOUSE_CLUSTER: replicated tables),
+ *      creates the topics (replication factor 3), issues a telemetry key;
+ *   2. starts two gateways behind HAProxy, two consumers in one group, and HAProxy in
+ *      front of the two ClickHouse servers (every service reads and writes through it);
+ *   3. per scenario: steady load through the gateways' balancer (test/faults/load.ts:
+ *      unique client ids, nothing retried), the failure, the recovery, more load; then
+ *      waits for the consumer group to commit everything, and reads every acknowledged
+ *      id back (FINAL): lost must be 0 and duplicates as read 0. It counts the 5xx answers
+ *      and the time from the recovery's start to the first acknowledged request after
+ *      it that is readable;
+ *   4. writes the figures to RELIABILITY.md (between `<!-- cluster -->` markers), prints
+ *      them, and ends with one JSON line; exits non-zero when a scenario lost or
+ *      duplicated an event or did not recover. Everything it started is stopped.
+ *
+ * CLUSTER_ONLY=name,name runs only those scenarios; CLUSTER_WRITE=0 leaves RELIABILITY.md
+ * alone; `--short` shortens the holds. Only 127.0.0.1 is used.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_TENANT } from '@telemetry/contract';
+import {
+  createClickHouse,
+  createKafka,
+  createLogger,
+  ensureTopics,
+  sqlIdentifier,
+  sqlString,
+  type ClickHouseClient,
+} from '@telemetry/platform';
+import { issueKey, migrate } from '@telemetry/store';
+import { CLUSTER_NAME, startCluster, type Balancer, type Cluster } from '../../tools/devstack/cluster.js';
+import { Child, freePort, RUN_SECRETS_KEYS, serviceCommand, sleep, until } from '../../harness/processes.js';
+import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
+import { pipelineTopics } from '../../harness/run.js';
+import { LoadGenerator } from '../faults/load.js';
+import { judge, Observer } from '../faults/observe.js';
+
+const SHORT = process.argv.includes('--short') || process.env.CLUSTER_SHORT === '1';
+const HOLD_MS = SHORT ? 4000 : 10_000;
+const LOAD_AROUND_MS = SHORT ? 2000 : 4000;
+const LOAD = { loops: 4, batchSize: 10, intervalMs: 100, requestTimeoutMs: 15_000 };
+const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
+
+const log = (line: string): void => {
+  process.stderr.write(`[cluster ${new Date().toISOString().slice(11, 23)}] ${line}\n`);
+};
+
+interface Services {
+  gateways: Child[];
+  consumers: Child[];
+  gatewayLb: Balancer;
+}
+
+interface Ctx {
+  cluster: Cluster;
+  database: string;
+  services: Services;
+  notes: string[];
+}
+
+interface Scenario {
+  name: string;
+  fault: string;
+  inject(ctx: Ctx): Promise<void>;
+  recover(ctx: Ctx): Promise<void>;
+}
+
+interface Figures {
+  name: string;
+  fault: string;
+  acknowledged: number;
+  refused: number;
+  found: number;
+  lost: number;
+  duplicatedAsRead: number;
+  /** Answers 500-599 (HAProxy's 502/503 included) while the load ran. */
+  status5xx: number;
+  /** From the start of the recovery to the first acknowledged request after it, readable. */
+  recoverySeconds: number | null;
+  notes: string[];
+  problems: string[];
+  ok: boolean;
+}
+
+const scenarios: Scenario[] = [
+  {
+    name: 'broker-killed',
+    fault: 'a Kafka broker (not the active controller) killed with SIGKILL, restarted after the hold',
+    inject: async ({ cluster, notes }) => {
+      const controller = await cluster.activeController();
+      const victim = cluster.brokers.find((b) => b.id !== controller)!;
+      notes.push(`killed broker ${victim.id} (controller ${controller})`);
+      await victim.kill('SIGKILL');
+    },
+    recover: async ({ cluster }) => {
+      await Promise.all(cluster.brokers.filter((b) => !b.running).map((b) => b.start()));
+    },
+  },
+  {
+    name: 'controller-killed',
+    fault: 'the active KRaft controller (also a broker) killed with SIGKILL, restarted after the hold',
+    inject: async ({ cluster, notes }) => {
+      const controller = await cluster.activeController();
+      const victim = cluster.brokers.find((b) => b.id === controller) ?? cluster.brokers[0]!;
+      await victim.kill('SIGKILL');
+      notes.push(`killed controller ${victim.id}; the new one is ${await cluster.activeController().catch(() => -1)}`);
+    },
+    recover: async ({ cluster }) => {
+      await Promise.all(cluster.brokers.filter((b) => !b.running).map((b) => b.start()));
+    },
+  },
+  {
+    name: 'clickhouse-replica-killed',
+    fault:
+      'a ClickHouse replica killed with SIGKILL (inserts go on through HAProxy to the other), restarted; it catches up',
+    inject: async ({ cluster }) => {
+      await cluster.clickhouse[1]!.kill('SIGKILL');
+    },
+    recover: async ({ cluster }) => {
+      await cluster.clickhouse[1]!.start();
+    },
+  },
+  {
+    name: 'gateway-killed',
+    fault: 'one of the two gateways behind HAProxy killed with SIGKILL, restarted after the hold',
+    inject: async ({ services }) => {
+      await services.gateways[0]!.stop('SIGKILL', 10_000);
+    },
+    recover: async ({ services }) => {
+      await services.gateways[0]!.start().ready(60_000);
+    },
+  },
+  {
+    name: 'consumers-2-1-2',
+    fault: 'the consumers scaled from 2 to 1 (SIGTERM) and back to 2',
+    inject: async ({ services }) => {
+      await services.consumers[1]!.stop('SIGTERM', 40_000);
+    },
+    recover: async ({ services }) => {
+      await services.consumers[1]!.start().ready(60_000);
+    },
+  },
+];
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const run = randomBytes(3).toString('hex');
+  const logDir = mkdtempSync(join(tmpdir(), `cluster-${run}-`));
+  log(`run ${run}; logs in ${logDir}`);
+  let cluster: Cluster | undefined;
+  let ch: ClickHouseClient | undefined;
+  const children: Child[] = [];
+  let ok = false;
+  const cleanup = async (): Promise<void> => {
+    await Promise.all(children.map((c) => c.stop('SIGTERM', 20_000).catch(() => undefined)));
+    await ch?.close().catch(() => undefined);
+    await cluster?.stop().catch((err: unknown) => log(`stopping the cluster failed: ${String(err)}`));
+    if (ok) rmSync(join(logDir, 'cluster'), { recursive: true, force: true });
+  };
+  try {
+    cluster = await startCluster({ dataDir: join(logDir, 'cluster'), keepData: true, log });
+    const chLb = await cluster.balancer(
+      'clickhouse',
+      cluster.clickhouse.map((c) => Number(new URL(c.url).port)),
+      '/ping',
+    );
+    const database = `cluster_${run}`;
+    const topics = pipelineTopics(`cluster.${run}`);
+    const group = `cluster-${run}`;
+    // Migrations ON CLUSTER, from one server; every replica gets every table.
+    const admin = createClickHouse({
+      url: cluster.clickhouse[0]!.url,
+      username: 'default',
+      password: '',
+      database: 'default',
+    });
+    const migrated = Date.now();
+    try {
+      await migrate(admin, database, createLogger({ service: 'cluster', level: 'warn' }), CLUSTER_NAME);
+    } finally {
+      await admin.close();
+    }
+    log(`migrated ${database} on cluster ${CLUSTER_NAME} in ${Date.now() - migrated} ms`);
+    const kafka = createKafka({
+      brokers: cluster.kafkaBrokers.split(','),
+      clientId: 'cluster-provision',
+      logger: createLogger({ service: 'cluster', level: 'silent' }),
+    });
+    await ensureTopics(
+      kafka,
+      topics.list.map((topic) => ({ topic, numPartitions: 4 })),
+    );
+    ch = createClickHouse({ url: chLb.url, username: 'default', password: '', database });
+    const key = (await issueKey(ch, database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'cluster' })).key;
+
+    const common: Record<string, string> = {
+      KAFKA_BROKERS: cluster.kafkaBrokers,
+      CLICKHOUSE_URL: chLb.url,
+      CLICKHOUSE_DATABASE: database,
+      ...topics.env,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      MIGRATE_ON_START: 'false',
+      KEY_REFRESH_MS: '500',
+      SECRETS_KEYS: RUN_SECRETS_KEYS,
+    };
+    const svc = async (label: string, name: 'ingest-gateway' | 'stream-consumer', env: Record<string, string>) => {
+      const port = await freePort();
+      const child = new Child({
+        name: label,
+        command: serviceCommand(name),
+        env: { ...process.env, ...common, ...env, PORT: String(port) },
+        url: `http://127.0.0.1:${port}`,
+        logFile: join(logDir, `${label}.log`),
+      });
+      children.push(child);
+      return child;
+    };
+    const gateways = [
+      await svc('gateway-1', 'ingest-gateway', { KAFKA_ACK_TIMEOUT_MS: '5000' }),
+      await svc('gateway-2', 'ingest-gateway', { KAFKA_ACK_TIMEOUT_MS: '5000' }),
+    ];
+    const consumerEnv = { CONSUMER_GROUP_ID: group, CONSUMER_SESSION_TIMEOUT_MS: '10000' };
+    const consumers = [
+      await svc('consumer-1', 'stream-consumer', consumerEnv),
+      await svc('consumer-2', 'stream-consumer', consumerEnv),
+    ];
+    await Promise.all([...gateways, ...consumers].map((c) => c.start().ready(90_000)));
+    const gatewayLb = await cluster.balancer(
+      'gateways',
+      gateways.map((g) => g.port),
+      '/readyz',
+    );
+    log(`services ready: gateways behind ${gatewayLb.url}, ClickHouse behind ${chLb.url}`);
+    const services: Services = { gateways, consumers, gatewayLb };
+    const obs = new Observer(ch, database, cluster.kafkaBrokers, topics.topics.events, group);
+
+    const only = (process.env.CLUSTER_ONLY ?? '').split(',').filter(Boolean);
+    const chosen = only.length > 0 ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
+    const results: Figures[] = [];
+    for (const scenario of chosen) {
+      const r = await runScenario(scenario, { cluster, database, services, notes: [] }, obs, key, run);
+      results.push(r);
+      log(
+        `${r.name}: ${r.ok ? 'pass' : 'FAIL'}; acknowledged ${r.acknowledged}, lost ${r.lost}, duplicated ${r.duplicatedAsRead}, ` +
+          `5xx ${r.status5xx}, recovery ${r.recoverySeconds ?? '-'} s${r.problems.length > 0 ? `; ${r.problems.join('; ')}` : ''}`,
+      );
+    }
+    ok = results.length > 0 && results.every((r) => r.ok);
+    const figures = {
+      command: `npm run test:cluster${SHORT ? ' -- --short' : ''}`,
+      date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      machine: { nproc: cpus().length },
+      durationSeconds: Math.round((Date.now() - started) / 1000),
+      ok,
+      scenarios: results,
+    };
+    const section = render(figures);
+    if (process.env.CLUSTER_WRITE !== '0') writeSection(RELIABILITY_MD, 'cluster', section, RELIABILITY_TITLE);
+    process.stdout.write(`${section}\n`);
+    await cleanup();
+    cluster = undefined;
+    children.length = 0;
+    ch = undefined;
+    figures.durationSeconds = Math.round((Date.now() - started) / 1000);
+    process.stdout.write(`${JSON.stringify(figures)}\n`);
+    return ok ? 0 : 1;
+  } catch (err) {
+    log(`run failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    log(`logs and the servers' data are kept in ${logDir}`);
+    return 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+async function runScenario(scenario: Scenario, ctx: Ctx, obs: Observer, key: string, run: string): Promise<Figures> {
+  const source = `cluster.${scenario.name}.${run}`;
+  const load = new LoadGenerator({
+    port: ctx.services.gatewayLb.port,
+    key,
+    source,
+    idPrefix: `${scenario.name}-${run}`,
+    ...LOAD,
+  });
+  const fig: Figures = {
+    name: scenario.name,
+    fault: scenario.fault,
+    acknowledged: 0,
+    refused: 0,
+    found: 0,
+    lost: 0,
+    duplicatedAsRead: 0,
+    status5xx: 0,
+    recoverySeconds: null,
+    notes: ctx.notes,
+    problems: [],
+    ok: false,
+  };
+  log(`${scenario.name}: ${scenario.fault}`);
+  let liftAt = 0;
+  try {
+    load.start();
+    await sleep(LOAD_AROUND_MS);
+    await scenario.inject(ctx);
+    await sleep(HOLD_MS);
+    liftAt = Date.now();
+    await scenario.recover(ctx);
+    await until('a request acknowledged after the recovery began', () => load.firstAckedSince(liftAt), 90_000);
+    await sleep(LOAD_AROUND_MS);
+  } catch (err) {
+    fig.problems.push(`scenario error: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    await load.stop();
+  }
+  const acked = new Set<string>();
+  const refused = new Set<string>();
+  for (const o of load.outcomes) {
+    for (const id of o.ids) (o.ok ? acked : refused).add(id);
+    if (/^5\d\d/.test(o.kind)) fig.status5xx++;
+  }
+  fig.acknowledged = acked.size;
+  fig.refused = refused.size;
+  try {
+    let prevEnd = -1;
+    await until(
+      'the consumer group to commit every message',
+      async () => {
+        const p = await obs.progress();
+        const done = p.uncommitted === 0 && p.end === prevEnd;
+        prevEnd = p.end;
+        return done ? p : undefined;
+      },
+      180_000,
+      1000,
+    );
+    let verdict = judge(await obs.counts(source), acked, refused);
+    const deadline = Date.now() + 15_000;
+    while (verdict.lost > 0 && Date.now() < deadline) {
+      await sleep(1000);
+      verdict = judge(await obs.counts(source), acked, refused);
+    }
+    fig.found = verdict.found;
+    fig.lost = verdict.lost;
+    fig.duplicatedAsRead = verdict.duplicatedAsRead;
+    if (verdict.lost > 0)
+      fig.problems.push(`${verdict.lost} acknowledged events not found, e.g. ${verdict.lostSample.join(', ')}`);
+    if (verdict.duplicatedAsRead > 0) fig.problems.push(`${verdict.duplicatedAsRead} ids read twice`);
+    const first = load.firstAckedSince(liftAt);
+    if (first && liftAt > 0) {
+      const seen = await until(
+        'the first event acknowledged after the recovery readable',
+        async () => ((await obs.present(source, first.ids)) === first.ids.length ? Date.now() : undefined),
+        60_000,
+        200,
+      );
+      fig.recoverySeconds = Math.round((Math.max(first.end, Math.min(seen, first.end)) - liftAt) / 100) / 10;
+    }
+    await replicasAgree(ctx, source, fig);
+  } catch (err) {
+    fig.problems.push(err instanceof Error ? err.message : String(err));
+  }
+  fig.ok = fig.problems.length === 0;
+  return fig;
+}
+
+/** Both ClickHouse replicas hold the same events of the scenario (the restarted one caught up). */
+async function replicasAgree(ctx: Ctx, source: string, fig: Figures): Promise<void> {
+  const urls = ctx.cluster.clickhouse.map((c) => c.url);
+  const t0 = Date.now();
+  const counts = await until(
+    'both replicas to hold the same events',
+    async () => {
+      const n = await Promise.all(urls.map((u) => replicaCount(u, ctx.database, source)));
+      return n.every((x) => x === n[0]) && n[0]! >= fig.found ? n : undefined;
+    },
+    120_000,
+    500,
+  ).catch(() => undefined);
+  if (!counts) fig.problems.push('the ClickHouse replicas did not agree within 120 s');
+  else
+    fig.notes.push(
+      `replicas agree on ${counts[0]} events (${Math.round((Date.now() - t0) / 100) / 10} s after the check began)`,
+    );
+}
+
+/** Distinct events of `source` on one replica (asked directly, not through HAProxy). */
+async function replicaCount(url: string, database: string, source: string): Promise<number> {
+  const sql = `SELECT uniqExact(event_id) FROM ${sqlIdentifier(database)}.events WHERE source = ${sqlString(source)}`;
+  const r = await fetch(url, { method: 'POST', body: sql, signal: AbortSignal.timeout(5000) });
+  return r.ok ? Number((await r.text()).trim()) : -1;
+}
+
+function render(f: {
+  command: string;
+  date: string;
+  durationSeconds: number;
+  ok: boolean;
+  scenarios: Figures[];
+}): string {
+  const rows = f.scenarios
+    .map(
+      (s) =>
+        `| ${s.name} | ${s.acknowledged} | ${s.lost} | ${s.duplicatedAsRead} | ${s.status5xx} | ${s.recoverySeconds ?? '-'} | ${s.ok ? 'yes' : '**no**'} |`,
+    )
+    .join('\n');
+  const notes = f.scenarios
+    .flatMap((s) => [...s.notes.map((n) => `- ${s.name}: ${n}`), ...s.problems.map((p) => `- ${s.name}: **${p}**`)])
+    .join('\n');
+  return `## On a cluster (\`${f.command}\`)
+
+Written by \`test/cluster/run.ts\` on ${f.date.slice(0, 10)}: three Kafka brokers (KRaft, replication factor 3, min.insync.replicas=2), two ClickHouse 18.16 replicas through ZooKeeper behind HAProxy, two gateways behind HAProxy, two consumers; steady load of about 400 events/s through the gateways' balancer. ${f.ok ? 'Every scenario passed' : 'Not every scenario passed'} (${f.durationSeconds} s).
+
+| scenario | acknowledged | lost | duplicates as read | 5xx answers | recovery (s) | ok |
+|---|---|---|---|---|---|---|
+${rows}
+
+${notes}`;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    log(String(err));
+    process.exit(1);
+  },
+);
