@@ -22,6 +22,7 @@
  * alone; `--short` shortens the holds. Only 127.0.0.1 is used.
  */
 import { randomBytes } from 'node:crypto';
+import { Agent, createServer, request } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,13 +38,27 @@ import {
 } from '@telemetry/platform';
 import { issueKey, migrate } from '@telemetry/store';
 import { CLUSTER_NAME, startCluster, type Balancer, type Cluster } from '../../tools/devstack/cluster.js';
-import { Child, freePort, RUN_SECRETS_KEYS, serviceCommand, sleep, until } from '../../harness/processes.js';
+import {
+  build,
+  Child,
+  freePort,
+  RUN_HEARTBEAT_KEY,
+  RUN_SECRETS_KEYS,
+  serviceCommand,
+  sleep,
+  until,
+  type ServiceName,
+} from '../../harness/processes.js';
+import { procCpu } from '../../harness/sampler.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics } from '../../harness/run.js';
 import { LoadGenerator } from '../faults/load.js';
 import { judge, Observer } from '../faults/observe.js';
 
-const SHORT = process.argv.includes('--short') || process.env.CLUSTER_SHORT === '1';
+/** `--smoke` (what `npm test` runs): one scenario, short, from source, nothing measured or written. */
+const SMOKE = process.argv.includes('--smoke');
+const SHORT = SMOKE || process.argv.includes('--short') || process.env.CLUSTER_SHORT === '1';
+const THROUGHPUT_SECONDS = SHORT ? 3 : 10;
 const HOLD_MS = SHORT ? 4000 : 10_000;
 const LOAD_AROUND_MS = SHORT ? 2000 : 4000;
 const LOAD = { loops: 4, batchSize: 10, intervalMs: 100, requestTimeoutMs: 15_000 };
@@ -56,7 +71,23 @@ const log = (line: string): void => {
 interface Services {
   gateways: Child[];
   consumers: Child[];
+  queries: Child[];
+  runners: Child[];
   gatewayLb: Balancer;
+  queryLb: Balancer;
+}
+
+/** Two against one, as measured by measureThroughput. */
+interface Throughput {
+  seconds: number;
+  gateways: { one: Side; two: Side; ratio: number };
+  consumers: { one: Side; two: Side; ratio: number };
+}
+
+interface Side {
+  eventsPerSecond: number;
+  /** CPU of the gateways (or consumers) per event, all of them together. */
+  cpuMicrosPerEvent: number;
 }
 
 interface Ctx {
@@ -159,9 +190,12 @@ async function main(): Promise<number> {
   let ch: ClickHouseClient | undefined;
   const children: Child[] = [];
   let ok = false;
+  let target: Awaited<ReturnType<typeof loopbackTarget>> | undefined;
   const cleanup = async (): Promise<void> => {
     await Promise.all(children.map((c) => c.stop('SIGTERM', 20_000).catch(() => undefined)));
     await ch?.close().catch(() => undefined);
+    await target?.close();
+    target = undefined;
     await cluster?.stop().catch((err: unknown) => log(`stopping the cluster failed: ${String(err)}`));
     if (ok) rmSync(join(logDir, 'cluster'), { recursive: true, force: true });
   };
@@ -211,12 +245,16 @@ async function main(): Promise<number> {
       MIGRATE_ON_START: 'false',
       KEY_REFRESH_MS: '500',
       SECRETS_KEYS: RUN_SECRETS_KEYS,
+      HEARTBEAT_KEY: RUN_HEARTBEAT_KEY,
     };
-    const svc = async (label: string, name: 'ingest-gateway' | 'stream-consumer', env: Record<string, string>) => {
+    // Measured figures come from the compiled build; the smoke runs from source.
+    if (!SMOKE) await build(log);
+    target = await loopbackTarget();
+    const svc = async (label: string, name: ServiceName, env: Record<string, string>) => {
       const port = await freePort();
       const child = new Child({
         name: label,
-        command: serviceCommand(name),
+        command: serviceCommand(name, !SMOKE),
         env: { ...process.env, ...common, ...env, PORT: String(port) },
         url: `http://127.0.0.1:${port}`,
         logFile: join(logDir, `${label}.log`),
@@ -233,17 +271,46 @@ async function main(): Promise<number> {
       await svc('consumer-1', 'stream-consumer', consumerEnv),
       await svc('consumer-2', 'stream-consumer', consumerEnv),
     ];
-    await Promise.all([...gateways, ...consumers].map((c) => c.start().ready(90_000)));
+    // The query services refuse monitors aimed where the runners may not go: the same policy.
+    const egress = { EGRESS_ALLOW: `127.0.0.1:${target.port}`, MIN_INTERVAL_SECONDS: '1' };
+    const queries = [await svc('query-1', 'query-service', egress), await svc('query-2', 'query-service', egress)];
+    const runnerEnv = {
+      ...egress,
+      RUNNER_GROUP_ID: `runners-${run}`,
+      REGISTRY_REFRESH_MS: '2000',
+    };
+    const runners = [
+      await svc('runner-1', 'check-runner', { ...runnerEnv, RUNNER_ID: 'runner-1' }),
+      await svc('runner-2', 'check-runner', { ...runnerEnv, RUNNER_ID: 'runner-2' }),
+    ];
+    await Promise.all([...gateways, ...consumers, ...queries, ...runners].map((c) => c.start().ready(90_000)));
     const gatewayLb = await cluster.balancer(
       'gateways',
       gateways.map((g) => g.port),
       '/readyz',
     );
-    log(`services ready: gateways behind ${gatewayLb.url}, ClickHouse behind ${chLb.url}`);
-    const services: Services = { gateways, consumers, gatewayLb };
+    const queryLb = await cluster.balancer(
+      'queries',
+      queries.map((q) => q.port),
+      '/readyz',
+    );
+    log(
+      `services ready: gateways behind ${gatewayLb.url}, query services behind ${queryLb.url}, ClickHouse behind ${chLb.url}`,
+    );
+    const services: Services = { gateways, consumers, queries, runners, gatewayLb, queryLb };
+    const apiKey = (
+      await issueKey(ch, database, {
+        tenantId: DEFAULT_TENANT,
+        kind: 'api',
+        name: 'cluster',
+        scopes: ['checks:read', 'monitors:read', 'monitors:write'],
+      })
+    ).key;
+    const monitorChecked = await checkedThroughCluster(queryLb.url, apiKey, target.url);
+    log(monitorChecked);
     const obs = new Observer(ch, database, cluster.kafkaBrokers, topics.topics.events, group);
 
-    const only = (process.env.CLUSTER_ONLY ?? '').split(',').filter(Boolean);
+    const only = SMOKE ? ['broker-killed'] : (process.env.CLUSTER_ONLY ?? '').split(',').filter(Boolean);
     const chosen = only.length > 0 ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
     const results: Figures[] = [];
     for (const scenario of chosen) {
@@ -254,6 +321,9 @@ async function main(): Promise<number> {
           `5xx ${r.status5xx}, recovery ${r.recoverySeconds ?? '-'} s${r.problems.length > 0 ? `; ${r.problems.join('; ')}` : ''}`,
       );
     }
+    const throughput = SMOKE
+      ? undefined
+      : await measureThroughput({ cluster, database, services, notes: [] }, key, run, topics.topics.events);
     ok = results.length > 0 && results.every((r) => r.ok);
     const figures = {
       command: `npm run test:cluster${SHORT ? ' -- --short' : ''}`,
@@ -261,10 +331,13 @@ async function main(): Promise<number> {
       machine: { nproc: cpus().length },
       durationSeconds: Math.round((Date.now() - started) / 1000),
       ok,
+      monitorChecked,
       scenarios: results,
+      throughput,
     };
     const section = render(figures);
-    if (process.env.CLUSTER_WRITE !== '0') writeSection(RELIABILITY_MD, 'cluster', section, RELIABILITY_TITLE);
+    if (process.env.CLUSTER_WRITE !== '0' && !SMOKE)
+      writeSection(RELIABILITY_MD, 'cluster', section, RELIABILITY_TITLE);
     process.stdout.write(`${section}\n`);
     await cleanup();
     cluster = undefined;
@@ -385,16 +458,21 @@ async function replicasAgree(ctx: Ctx, source: string, fig: Figures): Promise<vo
     120_000,
     500,
   ).catch(() => undefined);
-  if (!counts) fig.problems.push('the ClickHouse replicas did not agree within 120 s');
-  else
-    fig.notes.push(
-      `replicas agree on ${counts[0]} events (${Math.round((Date.now() - t0) / 100) / 10} s after the check began)`,
-    );
+  if (!counts) {
+    fig.problems.push('the ClickHouse replicas did not agree within 120 s');
+    return;
+  }
+  fig.notes.push(
+    `replicas agree on ${counts[0]} events (${Math.round((Date.now() - t0) / 100) / 10} s after the check began)`,
+  );
+  // The Distributed table over the cluster reads the same events.
+  const viaAll = await replicaCount(urls[0]!, ctx.database, source, 'events_all');
+  if (viaAll !== counts[0]) fig.problems.push(`events_all reads ${viaAll} events, the replicas ${counts[0]}`);
 }
 
 /** Distinct events of `source` on one replica (asked directly, not through HAProxy). */
-async function replicaCount(url: string, database: string, source: string): Promise<number> {
-  const sql = `SELECT uniqExact(event_id) FROM ${sqlIdentifier(database)}.events WHERE source = ${sqlString(source)}`;
+async function replicaCount(url: string, database: string, source: string, table = 'events'): Promise<number> {
+  const sql = `SELECT uniqExact(event_id) FROM ${sqlIdentifier(database)}.${sqlIdentifier(table)} WHERE source = ${sqlString(source)}`;
   const r = await fetch(url, { method: 'POST', body: sql, signal: AbortSignal.timeout(5000) });
   return r.ok ? Number((await r.text()).trim()) : -1;
 }
@@ -404,12 +482,29 @@ function render(f: {
   date: string;
   durationSeconds: number;
   ok: boolean;
+  monitorChecked: string;
   scenarios: Figures[];
+  throughput: Throughput | undefined;
 }): string {
+  const t = f.throughput;
+  const side = (s: Side): string =>
+    `${Math.round(s.eventsPerSecond)} events/s, ${Math.round(s.cpuMicrosPerEvent)} µs CPU per event`;
+  const tp = t
+    ? `
+
+Throughput, two against one (${t.seconds} s each for the gateways, 100-event batches, 8 requests in flight; the compiled build):
+
+| tier | one | two | two / one |
+|---|---|---|---|
+| gateways behind HAProxy | ${side(t.gateways.one)} | ${side(t.gateways.two)} | ${t.gateways.ratio.toFixed(2)}x |
+| consumers (a fresh group draining the events topic; from their start, joining the group included) | ${side(t.consumers.one)} | ${side(t.consumers.two)} | ${t.consumers.ratio.toFixed(2)}x |
+
+Everything (three brokers, two ClickHouse servers, ZooKeeper, HAProxy, eight services and the load) shares this machine's ${cpus().length} cores: a second gateway or consumer adds capacity only where one did not already have a core to itself, so these ratios say little of real clusters; the CPU per event is the figure that carries over.`
+    : '';
   const rows = f.scenarios
     .map(
       (s) =>
-        `| ${s.name} | ${s.acknowledged} | ${s.lost} | ${s.duplicatedAsRead} | ${s.status5xx} | ${s.recoverySeconds ?? '-'} | ${s.ok ? 'yes' : '**no**'} |`,
+        `| ${s.name} | ${s.acknowledged} | ${s.refused} | ${s.lost} | ${s.duplicatedAsRead} | ${s.status5xx} | ${s.recoverySeconds ?? '-'} | ${s.ok ? 'yes' : '**no**'} |`,
     )
     .join('\n');
   const notes = f.scenarios
@@ -419,11 +514,189 @@ function render(f: {
 
 Written by \`test/cluster/run.ts\` on ${f.date.slice(0, 10)}: three Kafka brokers (KRaft, replication factor 3, min.insync.replicas=2), two ClickHouse 18.16 replicas through ZooKeeper behind HAProxy, two gateways behind HAProxy, two consumers; steady load of about 400 events/s through the gateways' balancer. ${f.ok ? 'Every scenario passed' : 'Not every scenario passed'} (${f.durationSeconds} s).
 
-| scenario | acknowledged | lost | duplicates as read | 5xx answers | recovery (s) | ok |
-|---|---|---|---|---|---|---|
+| scenario | acknowledged | refused | lost | duplicates as read | 5xx answers | recovery (s) | ok |
+|---|---|---|---|---|---|---|---|
 ${rows}
 
-${notes}`;
+${notes}
+- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.${tp}`;
+}
+
+/** A loopback HTTP target that answers 200: what the cluster's runners check. */
+async function loopbackTarget(): Promise<{ port: number; url: string; close(): Promise<void> }> {
+  const server = createServer((_req, res) => res.writeHead(200).end('ok'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** Creates a monitor through the query services' balancer and waits for its first checks there. */
+async function checkedThroughCluster(queryUrl: string, apiKey: string, targetUrl: string): Promise<string> {
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  // Round robin: four answers in a row are both query services' (the key loaded by both).
+  await until(
+    'the API key loaded by both query services',
+    async () => {
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push((await fetch(`${queryUrl}/api/monitors?limit=1`, { headers })).ok);
+      return answers.every(Boolean) ? true : undefined;
+    },
+    30_000,
+  );
+  const made = await fetch(`${queryUrl}/api/monitors`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name: 'cluster target', url: targetUrl, interval_seconds: 1, timeout_ms: 500 }),
+  });
+  if (made.status !== 201) throw new Error(`creating a monitor answered ${made.status}: ${await made.text()}`);
+  const id = ((await made.json()) as { data: { id: string } }).data.id;
+  const checks = await until(
+    'the monitor checked and its checks readable through the balancer',
+    async () => {
+      const r = await fetch(`${queryUrl}/api/monitors/${id}/checks?limit=5`, { headers });
+      const data = r.ok ? ((await r.json()) as { data: { status: string }[] }).data : [];
+      return data.length >= 3 ? data : undefined;
+    },
+    60_000,
+    500,
+  );
+  return `monitor ${id} had ${checks.length} checks readable within a minute (${checks.map((c) => c.status).join(', ')})`;
+}
+
+/** Closed-loop load: 8 loops POST 100-event batches to `port` for `seconds`; acknowledged events per second. */
+async function saturate(port: number, key: string, source: string, seconds: number): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  const end = Date.now() + seconds * 1000;
+  let acked = 0;
+  let seq = 0;
+  const one = (): Promise<boolean> =>
+    new Promise((resolve) => {
+      const events = Array.from({ length: 100 }, () => ({
+        id: `${source}.${seq++}`,
+        source,
+        category: 'throughput',
+        payload: { n: seq },
+      }));
+      const body = JSON.stringify({ events });
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/api/telemetry/events',
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            'x-access-key': key,
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode === 200));
+        },
+      );
+      req.on('error', () => resolve(false));
+      req.end(body);
+    });
+  const started = Date.now();
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (Date.now() < end) if (await one()) acked += 100;
+    }),
+  );
+  agent.destroy();
+  return acked / ((Date.now() - started) / 1000);
+}
+
+/** CPU seconds (user + system) of `children` together. */
+function cpuOf(children: Child[]): number {
+  return children.reduce((n, c) => {
+    const t = c.running ? procCpu(c.pid) : undefined;
+    return n + (t ? t.user + t.system : 0);
+  }, 0);
+}
+
+/**
+ * Two against one: the gateways (HAProxy over one, then over both; closed-loop load) and
+ * the consumers (a fresh group of one, then of two, draining the events topic from the
+ * start). Events per second, and CPU per event of the tier.
+ */
+async function measureThroughput(ctx: Ctx, key: string, run: string, eventsTopic: string): Promise<Throughput> {
+  const { cluster, services } = ctx;
+  const oneLb = await cluster.balancer('one-gateway', [services.gateways[0]!.port], '/readyz');
+  const gatewaySide = async (port: number, label: string): Promise<Side> => {
+    const cpu0 = cpuOf(services.gateways);
+    const eps = await saturate(port, key, `cluster.throughput.${label}.${run}`, THROUGHPUT_SECONDS);
+    const cpu = cpuOf(services.gateways) - cpu0;
+    return { eventsPerSecond: eps, cpuMicrosPerEvent: (cpu * 1e6) / Math.max(1, eps * THROUGHPUT_SECONDS) };
+  };
+  const gOne = await gatewaySide(oneLb.port, 'one');
+  const gTwo = await gatewaySide(services.gatewayLb.port, 'two');
+  await oneLb.stop();
+  log(`gateways: one ${Math.round(gOne.eventsPerSecond)} events/s, two ${Math.round(gTwo.eventsPerSecond)} events/s`);
+
+  // Consumers: fresh groups read the whole events topic again (stored once: the table dedups).
+  const admin = createClickHouse({
+    url: cluster.clickhouse[0]!.url,
+    username: 'default',
+    password: '',
+    database: ctx.database,
+  });
+  const consumerSide = async (count: number): Promise<Side> => {
+    const group = `throughput-${count}-${run}`;
+    const members: Child[] = [];
+    for (let i = 0; i < count; i++) {
+      const port = await freePort();
+      const base = services.consumers[0]!.o;
+      members.push(
+        new Child({
+          name: `throughput-consumer-${count}-${i}`,
+          command: base.command,
+          env: { ...base.env, CONSUMER_GROUP_ID: group, PORT: String(port) },
+          url: `http://127.0.0.1:${port}`,
+          logFile: base.logFile,
+        }),
+      );
+    }
+    const obs = new Observer(admin, ctx.database, cluster.kafkaBrokers, eventsTopic, group);
+    const started = Date.now();
+    await Promise.all(members.map((m) => m.start().ready(60_000)));
+    // Fresh processes: their CPU from their start (the start-up is counted too).
+    const cpu0 = 0;
+    const total = (await obs.progress()).end;
+    await until(
+      `a group of ${count} consumer(s) through the topic`,
+      async () => ((await obs.progress()).uncommitted === 0 ? true : undefined),
+      600_000,
+      200,
+    );
+    const seconds = (Date.now() - started) / 1000;
+    const cpu = cpuOf(members) - cpu0;
+    await Promise.all(members.map((m) => m.stop('SIGTERM', 40_000)));
+    return { eventsPerSecond: total / seconds, cpuMicrosPerEvent: (cpu * 1e6) / Math.max(1, total) };
+  };
+  try {
+    const cOne = await consumerSide(1);
+    const cTwo = await consumerSide(2);
+    log(
+      `consumers: one ${Math.round(cOne.eventsPerSecond)} events/s, two ${Math.round(cTwo.eventsPerSecond)} events/s`,
+    );
+    return {
+      seconds: THROUGHPUT_SECONDS,
+      gateways: { one: gOne, two: gTwo, ratio: gTwo.eventsPerSecond / gOne.eventsPerSecond },
+      consumers: { one: cOne, two: cTwo, ratio: cTwo.eventsPerSecond / cOne.eventsPerSecond },
+    };
+  } finally {
+    await admin.close();
+  }
 }
 
 main().then(

@@ -12,6 +12,9 @@ import { needsFirstSeen, rowTime, type EventRow, type RowTime } from './events.j
  * Kafka partition (messages are keyed by event id), so one consumer at a time resolves
  * them, in order. Kept as long as the events (at least 8 days): the retry window.
  */
+/** Event ids per look-up query: 2,000 quoted UUIDs are about 80 KB of SQL. */
+export const LOOKUP_SLICE = 2000;
+
 export class FirstSeen {
   /** First-seen times lately resolved, as rows hold them (oldest first). */
   private readonly recent = new Map<string, RowTime>();
@@ -30,13 +33,17 @@ export class FirstSeen {
     if (pending.length === 0) return;
     const unknown = [...new Set(pending.filter((r) => !this.recent.has(r.event_id)).map((r) => r.event_id))];
     if (unknown.length > 0) {
-      const rs = await this.client.query({
-        query: `SELECT toString(event_id) AS id, ${this.modern ? 'toUnixTimestamp64Milli(min(id_time))' : 'toUInt32(min(id_time)) * 1000'} AS ms
-                FROM ${this.table} WHERE event_id IN (${sqlStringList(unknown)}) GROUP BY event_id`,
-        format: 'JSONEachRow',
-      });
-      for (const r of await rs.json<{ id: string; ms: string | number }>())
-        this.remember(r.id, rowTime(Number(r.ms), this.modern));
+      // A batch of a consumer catching up holds tens of thousands of ids: asked in slices,
+      // each query stays far below ClickHouse's max_query_size (256 KiB).
+      for (let i = 0; i < unknown.length; i += LOOKUP_SLICE) {
+        const rs = await this.client.query({
+          query: `SELECT toString(event_id) AS id, ${this.modern ? 'toUnixTimestamp64Milli(min(id_time))' : 'toUInt32(min(id_time)) * 1000'} AS ms
+                  FROM ${this.table} WHERE event_id IN ${sqlStringList(unknown.slice(i, i + LOOKUP_SLICE))} GROUP BY event_id`,
+          format: 'JSONEachRow',
+        });
+        for (const r of await rs.json<{ id: string; ms: string | number }>())
+          this.remember(r.id, rowTime(Number(r.ms), this.modern));
+      }
       const firsts: { tenant_id: string; event_id: string; id_time: EventRow['id_time'] }[] = [];
       for (const r of pending) {
         if (this.recent.has(r.event_id)) continue;

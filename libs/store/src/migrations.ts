@@ -2,6 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import {
   createClickHouse,
   runMigrations,
+  sqlIdentifier,
   type ClickHouseConfig,
   type Logger,
   type Migration,
@@ -61,8 +62,41 @@ export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v
 }));
 
 /** Applies every migration of MIGRATIONS not yet applied to `database`. */
-export function migrate(client: ClickHouseClient, database: string, logger: Logger, cluster = ''): Promise<number[]> {
-  return runMigrations(client, database, MIGRATIONS, logger, { cluster });
+export async function migrate(
+  client: ClickHouseClient,
+  database: string,
+  logger: Logger,
+  cluster = '',
+): Promise<number[]> {
+  const applied = await runMigrations(client, database, MIGRATIONS, logger, { cluster });
+  if (cluster !== '') {
+    for (const sql of distributedTables(sqlIdentifier(database), database, cluster))
+      await client.command({ query: sql });
+  }
+  return applied;
+}
+
+/**
+ * The data tables analysts read, each with a Distributed table `<table>_all` over the
+ * cluster (docs/clickhouse.md, "On a cluster"). With one shard every replica holds every
+ * row and the services read their own tables; with several shards, `_all` reads them all.
+ * Rows are spread by their id, so the copies of a row meet in one shard, where the
+ * table's dedup (FINAL, LIMIT 1 BY) sees them.
+ */
+export const DISTRIBUTED_TABLES: Record<string, string> = {
+  events: 'cityHash64(event_id)',
+  checks: 'cityHash64(id)',
+  alerts: 'cityHash64(id)',
+  webhook_deliveries: 'cityHash64(id)',
+};
+
+export function distributedTables(db: string, name: string, cluster: string): string[] {
+  const c = sqlIdentifier(cluster);
+  return Object.entries(DISTRIBUTED_TABLES).map(
+    ([table, key]) =>
+      `CREATE TABLE IF NOT EXISTS ${db}.${sqlIdentifier(`${table}_all`)} ON CLUSTER ${c} AS ${db}.${sqlIdentifier(table)}
+        ENGINE = Distributed(${c}, ${sqlIdentifier(name)}, ${sqlIdentifier(table)}, ${key})`,
+  );
 }
 
 /**

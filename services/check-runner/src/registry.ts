@@ -3,6 +3,7 @@ import type { CheckMessage } from '@telemetry/contract';
 import {
   checksSql,
   lastAlertsSql,
+  LOOKUP_SLICE,
   rowToCheck,
   type CheckHistoryRow,
   type ChecksQuery,
@@ -83,9 +84,15 @@ export async function lastAlerts(
   database: string,
   ids: readonly string[],
 ): Promise<Map<string, { type: string; incident_id: string; maintenance: boolean }>> {
-  if (ids.length === 0) return new Map();
-  const rs = await client.query({ query: lastAlertsSql(database, ids), format: 'JSONEachRow' });
-  const rows = await rs.json<LastAlertRow>();
+  const rows: LastAlertRow[] = [];
+  // A runner taking on thousands of monitors asks in slices (ClickHouse's max_query_size is 256 KiB).
+  for (let i = 0; i < ids.length; i += LOOKUP_SLICE) {
+    const rs = await client.query({
+      query: lastAlertsSql(database, ids.slice(i, i + LOOKUP_SLICE)),
+      format: 'JSONEachRow',
+    });
+    rows.push(...(await rs.json<LastAlertRow>()));
+  }
   return new Map(rows.map((r) => [r.monitor_id, { type: r.t, incident_id: r.i, maintenance: Number(r.h) === 1 }]));
 }
 
