@@ -45,15 +45,27 @@ describe('migrations on a cluster: clusterDdl (unit)', () => {
     expect(() => clusterDdl('DROP TABLE IF EXISTS `db`.x', 'a`b', 'v1')).to.throw(/plain identifier/);
   });
 
-  it('turns every table of every migration into a replicated one', () => {
-    const engine = { version: '18.16.1', modern: false };
-    for (const m of MIGRATIONS) {
-      for (const st of m.statements('`db`', 'db', engine)) {
-        if (typeof st !== 'string' || !/ENGINE\s*=/.test(st)) continue;
-        const out = clusterDdl(st, 'telemetry', `v${m.version}`);
-        expect(out, st).to.match(/ON CLUSTER `telemetry`/);
-        expect(out, st).to.match(/ENGINE = Replicated\w*MergeTree\('\/clickhouse\/tables\/\{shard\}\//);
-      }
+  it('refuses DDL of a form it cannot run ON CLUSTER, rather than run it on one server', () => {
+    for (const sql of ['CREATE TABLE `db`.t (a String) ENGINE = Log', 'TRUNCATE TABLE `db`.t', 'DETACH TABLE `db`.t']) {
+      expect(() => clusterDdl(sql, 'telemetry', 'v1'), sql).to.throw(/ON CLUSTER/);
     }
   });
+
+  for (const engine of [
+    { version: '18.16.1', modern: false },
+    { version: '25.8.1', modern: true },
+  ]) {
+    it(`runs every migration's DDL ON CLUSTER and replicates every table (ClickHouse ${engine.version})`, () => {
+      for (const m of MIGRATIONS) {
+        for (const st of m.statements('`db`', 'db', engine)) {
+          if (typeof st !== 'string') continue;
+          // Throws for DDL it cannot run ON CLUSTER.
+          const out = clusterDdl(st, 'telemetry', `v${m.version}`);
+          if (!/ENGINE\s*=/.test(st)) continue;
+          expect(out, st).to.match(/ON CLUSTER `telemetry`/);
+          expect(out, st).to.match(/ENGINE = Replicated\w*MergeTree\('\/clickhouse\/tables\/\{shard\}\//);
+        }
+      }
+    });
+  }
 });

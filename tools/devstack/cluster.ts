@@ -21,6 +21,7 @@ import {
   clickhouseConfig,
   ensureClickHouse,
   ensureKafkaJars,
+  ensureKafkaTools,
   ensureMavenJars,
   freePort,
   here,
@@ -62,6 +63,10 @@ export interface Balancer {
 export interface Cluster {
   /** All three brokers, comma-separated. */
   kafkaBrokers: string;
+  /** Leads no partition any more (fenced after broker.session.timeout.ms). */
+  leadsNothing(brokerId: number): Promise<boolean>;
+  /** Every partition of every topic has all three replicas in sync. */
+  fullyInSync(): Promise<boolean>;
   brokers: Broker[];
   zookeeper: Node;
   clickhouse: ClickHouseNode[];
@@ -109,10 +114,10 @@ function zookeeperAnswers(port: number): Promise<boolean> {
   });
 }
 
-/** Every broker is registered and unfenced, and every partition has a leader. */
-async function brokersAnswer(brokers: string, count: number): Promise<boolean> {
+/** `broker` answers, `count` brokers are registered and unfenced, and every partition has a leader. */
+async function brokersAnswer(broker: string, count: number): Promise<boolean> {
   const admin = new Kafka({
-    brokers: brokers.split(','),
+    brokers: [broker],
     logLevel: logLevel.NOTHING,
     retry: { retries: 0 },
     connectionTimeout: 1000,
@@ -152,6 +157,9 @@ function brokerProperties(dir: string, id: number, port: number, controllerPort:
       'group.initial.rebalance.delay.ms=0',
       'auto.create.topics.enable=false',
       'unclean.leader.election.enable=false',
+      // A killed broker is fenced (its partitions led elsewhere) after 3 s, not 9.
+      'broker.session.timeout.ms=3000',
+      'broker.heartbeat.interval.ms=500',
       'num.partitions=1',
       'log.flush.interval.messages=9223372036854775807',
       '',
@@ -178,9 +186,10 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const root = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'telemetry-cluster-'));
   mkdirSync(root, { recursive: true });
   const haproxyBin = await ensureHaproxy(log);
-  const [chBin, kafkaJars, zkJars] = await Promise.all([
+  const [chBin, kafkaJars, toolsJars, zkJars] = await Promise.all([
     ensureClickHouse(log),
     ensureKafkaJars(env, log),
+    ensureKafkaTools(env, log),
     ensureMavenJars(env, log, 'zookeeper', `zookeeper-${ZOOKEEPER_VERSION}`, `Apache ZooKeeper ${ZOOKEEPER_VERSION}`),
   ]);
   const javaOpts = (heap: string, jars: string, logDir: string): string[] => [
@@ -238,13 +247,20 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     const args = javaOpts('384m', kafkaJars, dir);
     await run('java', [...args, 'kafka.tools.StorageTool', 'format', '-t', clusterId.trim(), '-c', props]);
     const proc = new ManagedProcess('java', [...args, 'kafka.Kafka', props], join(dir, 'stdout.log'));
-    brokers.push({
-      id,
-      port: ports[i]!.port,
-      ...node(`kafka-${id}`, proc, () =>
-        waitFor(`Kafka broker ${id}`, () => brokersAnswer(kafkaBrokers, 3), 120_000, join(dir, 'server.log')),
+    // Object.assign keeps node()'s `running` getter (a spread would copy its value once).
+    brokers.push(
+      Object.assign(
+        node(`kafka-${id}`, proc, () =>
+          waitFor(
+            `Kafka broker ${id}`,
+            () => brokersAnswer(`127.0.0.1:${ports[i]!.port}`, 3),
+            120_000,
+            join(dir, 'server.log'),
+          ),
+        ),
+        { id, port: ports[i]!.port },
       ),
-    });
+    );
   }
 
   // ClickHouse: two replicas of one shard.
@@ -267,13 +283,12 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     );
     const url = `http://127.0.0.1:${p.http}`;
     const proc = new ManagedProcess(chBin, [`--config-file=${join(dir, 'config.xml')}`], join(dir, 'stdout.log'));
-    return {
-      url,
-      tcpPort: p.tcp,
-      ...node(`clickhouse-${i + 1}`, proc, () =>
+    return Object.assign(
+      node(`clickhouse-${i + 1}`, proc, () =>
         waitFor(`ClickHouse ${i + 1}`, () => httpOk(`${url}/ping`), 60_000, join(dir, 'error.log')),
       ),
-    };
+      { url, tcpPort: p.tcp },
+    );
   });
 
   const balancers: ManagedProcess[] = [];
@@ -296,25 +311,29 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     clickhouse,
     dir: root,
     activeController: async () => {
-      const admin = new Kafka({ brokers: kafkaBrokers.split(','), logLevel: logLevel.NOTHING }).admin();
-      await admin.connect();
-      try {
-        // kafkajs reports the KRaft controller a broker forwards to; describeQuorum is
-        // not in kafkajs, so ask the metadata quorum tool of the broker's own jars.
-        const { stdout } = await run('java', [
-          ...javaOpts('64m', kafkaJars, root),
-          'org.apache.kafka.tools.MetadataQuorumCommand',
-          '--bootstrap-server',
-          kafkaBrokers,
-          'describe',
-          '--status',
-        ]).catch(() => ({ stdout: '' }));
-        const leader = /LeaderId:\s*(\d+)/.exec(stdout)?.[1];
-        if (leader) return Number(leader);
-        return (await admin.describeCluster()).controller ?? -1;
-      } finally {
-        await admin.disconnect();
-      }
+      // The quorum's leader, as Kafka's own tool reports it (kafkajs' describeCluster
+      // names some broker in KRaft mode, not the active controller).
+      const { stdout } = await run('java', [
+        '-Xmx128m',
+        '-cp',
+        `${toolsJars}/*:${kafkaJars}/*`,
+        'org.apache.kafka.tools.MetadataQuorumCommand',
+        '--bootstrap-server',
+        kafkaBrokers,
+        'describe',
+        '--status',
+      ]);
+      const leader = /LeaderId:\s*(\d+)/.exec(stdout)?.[1];
+      if (!leader) throw new Error(`no LeaderId in the metadata quorum's status: ${stdout.slice(0, 500)}`);
+      return Number(leader);
+    },
+    leadsNothing: async (brokerId) => {
+      const partitions = await partitionsOf(kafkaBrokers);
+      return partitions !== undefined && partitions.every((p) => p.leader !== brokerId);
+    },
+    fullyInSync: async () => {
+      const partitions = await partitionsOf(kafkaBrokers);
+      return partitions !== undefined && partitions.every((p) => p.isr.length === 3);
     },
     balancer: async (name, backends, checkPath) => {
       const port = await freePort();
@@ -358,6 +377,32 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       if (!opts.keepData) rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Every partition's leader and in-sync replicas, or undefined when no broker answers.
+ * Each broker is asked alone in turn: kafkajs gives up on its first seed when that one
+ * is down (the one a scenario just killed, maybe).
+ */
+async function partitionsOf(brokers: string): Promise<{ leader: number; isr: number[] }[] | undefined> {
+  for (const broker of brokers.split(',')) {
+    const admin = new Kafka({
+      brokers: [broker],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+      connectionTimeout: 1000,
+    }).admin();
+    try {
+      await admin.connect();
+      const { topics } = await admin.fetchTopicMetadata();
+      return topics.flatMap((t) => t.partitions.map((p) => ({ leader: p.leader, isr: p.isr })));
+    } catch {
+      // The next broker.
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  }
+  return undefined;
 }
 
 function portOpen(port: number): Promise<boolean> {

@@ -123,6 +123,9 @@ export function clusterDdl(sql: string, cluster: string, tag: string): string {
     out = sql.replace(head, (_m, verb: string, object: string) => `${verb}${object}${on}`);
   } else if (rename.test(sql)) {
     out = sql.replace(rename, (m: string) => `${m}${on}`);
+  } else if (/^\s*(CREATE|ALTER|DROP|RENAME|TRUNCATE|EXCHANGE|ATTACH|DETACH)\b/i.test(sql)) {
+    // DDL of a form not handled here would run on one server only: refuse it.
+    throw new Error(`clusterDdl: cannot run this statement ON CLUSTER: ${sql.slice(0, 80)}`);
   } else {
     return sql;
   }
@@ -150,13 +153,17 @@ export async function runMigrations(
   const cluster = options.cluster ?? '';
   const ddl = (sql: string, tag: string): Promise<unknown> => client.command({ query: clusterDdl(sql, cluster, tag) });
   const db = sqlIdentifier(database);
-  await ddl(`CREATE DATABASE IF NOT EXISTS ${db}`, 'v0');
-  await ddl(
-    `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (
-      version UInt32, name String, applied_at DateTime('UTC')
-    ) ENGINE = ReplacingMergeTree() ORDER BY version`,
-    'v0',
-  );
+  // Only when missing: on a cluster, DDL waits for every server (a replica that is down
+  // would hold up every start of a service that migrates).
+  if (!(await databaseExists(client, database))) await ddl(`CREATE DATABASE IF NOT EXISTS ${db}`, 'v0');
+  if (!(await tableExists(client, database, 'schema_migrations'))) {
+    await ddl(
+      `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (
+        version UInt32, name String, applied_at DateTime('UTC')
+      ) ENGINE = ReplacingMergeTree() ORDER BY version`,
+      'v0',
+    );
+  }
   const rs = await client.query({
     query: `SELECT DISTINCT version FROM ${db}.schema_migrations`,
     format: 'JSONEachRow',
@@ -183,7 +190,24 @@ export async function runMigrations(
   return applied;
 }
 
-async function tableExists(client: ClickHouseClient, database: string, table: string): Promise<boolean> {
+async function databaseExists(client: ClickHouseClient, database: string): Promise<boolean> {
+  const rs = await client.query({
+    query: `SELECT count() AS n FROM system.databases WHERE name = ${sqlString(database)}`,
+    format: 'JSONEachRow',
+  });
+  return Number((await rs.json<{ n: number | string }>())[0]?.n ?? 0) > 0;
+}
+
+/** The columns of a table, in order ('' when it does not exist). */
+export async function columnsOf(client: ClickHouseClient, database: string, table: string): Promise<string> {
+  const rs = await client.query({
+    query: `SELECT name, type FROM system.columns WHERE database = ${sqlString(database)} AND table = ${sqlString(table)}`,
+    format: 'JSONEachRow',
+  });
+  return (await rs.json<{ name: string; type: string }>()).map((c) => `${c.name} ${c.type}`).join(', ');
+}
+
+export async function tableExists(client: ClickHouseClient, database: string, table: string): Promise<boolean> {
   const rs = await client.query({
     query: `SELECT count() AS n FROM system.tables WHERE database = ${sqlString(database)} AND name = ${sqlString(table)}`,
     format: 'JSONEachRow',

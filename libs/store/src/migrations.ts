@@ -2,6 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import {
   createClickHouse,
   runMigrations,
+  columnsOf,
   sqlIdentifier,
   type ClickHouseConfig,
   type Logger,
@@ -69,10 +70,7 @@ export async function migrate(
   cluster = '',
 ): Promise<number[]> {
   const applied = await runMigrations(client, database, MIGRATIONS, logger, { cluster });
-  if (cluster !== '') {
-    for (const sql of distributedTables(sqlIdentifier(database), database, cluster))
-      await client.command({ query: sql });
-  }
+  if (cluster !== '') await distributedTablesOn(client, database, cluster);
   return applied;
 }
 
@@ -90,13 +88,24 @@ export const DISTRIBUTED_TABLES: Record<string, string> = {
   webhook_deliveries: 'cityHash64(id)',
 };
 
-export function distributedTables(db: string, name: string, cluster: string): string[] {
+/**
+ * Creates each `_all` table that is missing, and makes again one whose columns are no
+ * longer its table's (a migration added one; a Distributed table holds no data).
+ */
+async function distributedTablesOn(client: ClickHouseClient, database: string, cluster: string): Promise<void> {
+  const db = sqlIdentifier(database);
   const c = sqlIdentifier(cluster);
-  return Object.entries(DISTRIBUTED_TABLES).map(
-    ([table, key]) =>
-      `CREATE TABLE IF NOT EXISTS ${db}.${sqlIdentifier(`${table}_all`)} ON CLUSTER ${c} AS ${db}.${sqlIdentifier(table)}
-        ENGINE = Distributed(${c}, ${sqlIdentifier(name)}, ${sqlIdentifier(table)}, ${key})`,
-  );
+  for (const [table, key] of Object.entries(DISTRIBUTED_TABLES)) {
+    const all = `${table}_all`;
+    const [want, have] = await Promise.all([columnsOf(client, database, table), columnsOf(client, database, all)]);
+    if (have === want) continue;
+    if (have !== '')
+      await client.command({ query: `DROP TABLE IF EXISTS ${db}.${sqlIdentifier(all)} ON CLUSTER ${c}` });
+    await client.command({
+      query: `CREATE TABLE IF NOT EXISTS ${db}.${sqlIdentifier(all)} ON CLUSTER ${c} AS ${db}.${sqlIdentifier(table)}
+        ENGINE = Distributed(${c}, ${db}, ${sqlIdentifier(table)}, ${key})`,
+    });
+  }
 }
 
 /**
