@@ -16,7 +16,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
 import {
   clickhouseConfig,
   ensureClickHouse,
@@ -26,9 +25,11 @@ import {
   freePort,
   here,
   httpOk,
+  kafkaAnswers,
   ManagedProcess,
   run,
   waitFor,
+  withBrokerAdmin,
 } from './stack.js';
 
 export const CLUSTER_NAME = 'telemetry';
@@ -112,27 +113,6 @@ function zookeeperAnswers(port: number): Promise<boolean> {
     socket.on('close', () => resolve(text === 'imok'));
     socket.on('error', () => resolve(false));
   });
-}
-
-/** `broker` answers, `count` brokers are registered and unfenced, and every partition has a leader. */
-async function brokersAnswer(broker: string, count: number): Promise<boolean> {
-  const admin = new Kafka({
-    brokers: [broker],
-    logLevel: logLevel.NOTHING,
-    retry: { retries: 0 },
-    connectionTimeout: 1000,
-  }).admin();
-  try {
-    await admin.connect();
-    const c = await admin.describeCluster();
-    if (c.brokers.length < count || c.controller === null) return false;
-    const { topics } = await admin.fetchTopicMetadata();
-    return topics.every((t) => t.partitions.every((p) => p.leader >= 0));
-  } catch {
-    return false;
-  } finally {
-    await admin.disconnect().catch(() => undefined);
-  }
 }
 
 function brokerProperties(dir: string, id: number, port: number, controllerPort: number, voters: string): string {
@@ -251,12 +231,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     brokers.push(
       Object.assign(
         node(`kafka-${id}`, proc, () =>
-          waitFor(
-            `Kafka broker ${id}`,
-            () => brokersAnswer(`127.0.0.1:${ports[i]!.port}`, 3),
-            120_000,
-            join(dir, 'server.log'),
-          ),
+          waitFor(`Kafka broker ${id}`, () => kafkaAnswers(ports[i]!.port, 3), 120_000, join(dir, 'server.log')),
         ),
         { id, port: ports[i]!.port },
       ),
@@ -386,20 +361,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
  */
 async function partitionsOf(brokers: string): Promise<{ leader: number; isr: number[] }[] | undefined> {
   for (const broker of brokers.split(',')) {
-    const admin = new Kafka({
-      brokers: [broker],
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 0 },
-      connectionTimeout: 1000,
-    }).admin();
     try {
-      await admin.connect();
-      const { topics } = await admin.fetchTopicMetadata();
-      return topics.flatMap((t) => t.partitions.map((p) => ({ leader: p.leader, isr: p.isr })));
+      return await withBrokerAdmin(broker, async (admin) => {
+        const { topics } = await admin.fetchTopicMetadata();
+        return topics.flatMap((t) => t.partitions.map((p) => ({ leader: p.leader, isr: p.isr })));
+      });
     } catch {
       // The next broker.
-    } finally {
-      await admin.disconnect().catch(() => undefined);
     }
   }
   return undefined;

@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
+import type { Admin } from 'kafkajs';
 import { createClickHouse } from '@telemetry/platform';
 import { createUsersWithSql, sameUserForAll, waitForUsers, writeUsersFile, type ServiceUsers } from './users.js';
 
@@ -384,25 +385,33 @@ export async function httpOk(url: string): Promise<boolean> {
   return r.ok;
 }
 
-export async function kafkaAnswers(port: number): Promise<boolean> {
+/** Runs `fn` with a kafkajs admin client of `broker` alone that gives up at once (for probes). */
+export async function withBrokerAdmin<T>(broker: string, fn: (admin: Admin) => Promise<T>): Promise<T> {
   const { Kafka, logLevel } = await import('kafkajs');
   const admin = new Kafka({
-    brokers: [`127.0.0.1:${port}`],
+    brokers: [broker],
     logLevel: logLevel.NOTHING,
     retry: { retries: 0 },
     connectionTimeout: 1000,
   }).admin();
   try {
     await admin.connect();
+    return await fn(admin);
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/** The broker on `port` answers, sees at least `brokers` brokers and a controller, and every partition has a leader. */
+export function kafkaAnswers(port: number, brokers = 1): Promise<boolean> {
+  return withBrokerAdmin(`127.0.0.1:${port}`, async (admin) => {
     const c = await admin.describeCluster();
-    if (c.brokers.length === 0 || c.controller === null) return false;
+    if (c.brokers.length < brokers || c.controller === null) return false;
     // After a restart the broker is fenced until it has caught up; it is ready for
     // clients once every partition it knows has a leader again.
     const { topics } = await admin.fetchTopicMetadata();
     return topics.every((t) => t.partitions.every((p) => p.leader >= 0));
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }
 
 async function startLocal(opts: StackOptions): Promise<Stack> {
