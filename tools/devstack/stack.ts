@@ -12,7 +12,7 @@
  * whose path is printed with the error.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -93,14 +93,50 @@ async function dockerAnswers(): Promise<boolean> {
   }
 }
 
-export function freePort(): Promise<number> {
+/**
+ * A free loopback port below the kernel's ephemeral range (ip_local_port_range), so
+ * that no outgoing connection (a Kafka client's, a health check's) can take it between
+ * now and the moment a server listens on it, as one from port 0 could.
+ */
+export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let i = 0; i < 50; i++) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    // Never the same port twice in one process: two servers not yet listening would share it.
+    if (!handedOut.has(port) && (await canListen(port))) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  return listenOn(0);
+}
+
+const handedOut = new Set<number>();
+
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 11_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return listenOn(port).then(
+    () => true,
+    () => false,
+  );
+}
+
+function listenOn(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
+    srv.listen(port, '127.0.0.1', () => {
+      const bound = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(bound));
     });
   });
 }
