@@ -11,14 +11,9 @@ import {
   testStack,
   uid,
   type Running,
+  type Envelope,
 } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
-
-interface Envelope<T> {
-  success: boolean;
-  data: T;
-  code?: string;
-}
 
 /** A loopback listener that records every request it gets (path and headers). */
 class Listener {

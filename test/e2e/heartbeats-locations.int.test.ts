@@ -11,15 +11,9 @@ import {
   testStack,
   uid,
   type Running,
+  type Envelope,
 } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
-
-interface Envelope<T> {
-  success: boolean;
-  data: T;
-  code?: string;
-  details?: { problems?: { path: string; message: string }[] };
-}
 
 interface Incident {
   id: string;

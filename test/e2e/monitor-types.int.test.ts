@@ -16,16 +16,10 @@ import {
   testStack,
   uid,
   type Running,
+  type Envelope,
 } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestDnsServer } from '../support/dns-server.js';
-
-interface Envelope<T> {
-  success: boolean;
-  data: T;
-  code?: string;
-  details?: { problems?: { path: string; message: string }[] };
-}
 
 /** A loopback TCP service: to "PING" it answers "PONG" (or "NOPE" when told to), and it counts connections. */
 class TcpService {

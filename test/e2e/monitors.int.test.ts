@@ -16,18 +16,10 @@ import {
   runQuery,
   testStack,
   type Running,
+  type Envelope,
 } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
-
-interface Envelope<T> {
-  success: boolean;
-  data: T;
-  code?: string;
-  error?: string;
-  next_cursor?: string | null;
-  details?: { problems?: { path: string }[] };
-}
 
 describe('monitors, check runners and alerts (real Kafka and ClickHouse)', function () {
   this.timeout(180_000);

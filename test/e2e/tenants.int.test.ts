@@ -13,13 +13,8 @@ import {
   testStack,
   uid,
   type Running,
+  type Envelope,
 } from '../support/fixtures.js';
-
-interface Envelope<T> {
-  success: boolean;
-  data: T;
-  code?: string;
-}
 
 /**
  * Two tenants, A and B, each with an API key and a telemetry key, on the real pipeline:

@@ -16,6 +16,16 @@ import { issueKey, MonitorStore, placeholderMonitor, type NewKey } from '@teleme
 import { runSecretBox, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
 import { clickhouseEnv, type ServiceUsers } from '../../tools/devstack/users.js';
 
+/** Our response envelope as the tests read it (docs/api.md): `data` on success, `code` and `details` on failure. */
+export interface Envelope<T> {
+  success: boolean;
+  data: T;
+  code?: string;
+  error?: string;
+  next_cursor?: string | null;
+  details?: { problems?: { path: string; message: string }[] };
+}
+
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
 
 /** What global-setup started for this run. */
