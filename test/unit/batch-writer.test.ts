@@ -50,9 +50,15 @@ describe('batch writer: permanent vs transient insert errors (unit)', () => {
       'rejected',
     );
     expect(classifyInsertError(Object.assign(new Error('x'), { code: '376' }))).to.equal('rejected');
+    // Too many partitions in one block (current ClickHouse) or too many parts: the batch is split.
     expect(classifyInsertError(new Error('Code: 252, e.displayText() = DB::Exception: Too many parts'))).to.equal(
-      'transient',
+      'split',
     );
+    expect(
+      classifyInsertError(
+        Object.assign(new Error('Too many partitions for single INSERT block (more than 100)'), { code: '252' }),
+      ),
+    ).to.equal('split');
     // An unknown field is a migration not yet applied, not bad data: keep retrying.
     expect(classifyInsertError(new Error('Code: 117, e.displayText() = DB::Exception: Unknown field'))).to.equal(
       'transient',
@@ -72,6 +78,67 @@ describe('batch writer: permanent vs transient insert errors (unit)', () => {
     expect(rejected[0]!.reason).to.contain('Cannot parse uuid row-3');
     // Bisection, not one insert per row: far fewer attempts than rows.
     expect(sink.attempts).to.be.lessThan(25);
+  });
+
+  it('splits a batch ClickHouse refuses whole for its partitions until each part goes in; nothing is retried as it was', async () => {
+    // As current ClickHouse answers an insert block spanning more than 100 partitions
+    // (max_partitions_per_insert_block): here, more than 8 distinct months.
+    const inserted: number[][] = [];
+    let attempts = 0;
+    const sink: RowSink = {
+      insert: (_t, rows) => {
+        attempts++;
+        const months = new Set((rows as { month: number }[]).map((r) => r.month));
+        if (months.size > 8) {
+          const err = Object.assign(new Error(`Too many partitions for single INSERT block (more than 8)`), {
+            code: '252',
+          });
+          return Promise.reject(err);
+        }
+        inserted.push((rows as { month: number }[]).map((r) => r.month));
+        return Promise.resolve();
+      },
+    };
+    const registry = new Registry();
+    const rejected: { rows: readonly object[]; reason: string }[] = [];
+    const w = new BatchWriter({
+      sink,
+      logger,
+      registry,
+      maxRows: 1000,
+      maxAgeMs: 5,
+      retryMaxMs: 5,
+      onRejected: (_t, rows, reason) => {
+        rejected.push({ rows, reason });
+        return Promise.resolve();
+      },
+    });
+    const rows = Array.from({ length: 300 }, (_, month) => ({ month }));
+    await w.write('events', rows);
+    expect(
+      inserted
+        .flat()
+        .sort((a, b) => a - b)
+        .join(),
+    ).to.equal(rows.map((r) => r.month).join());
+    expect(rejected).to.deep.equal([]);
+    expect(attempts).to.be.lessThan(130); // halving, not one insert per row
+    const splits = await registry.getSingleMetric('consumer_insert_splits_total')!.get();
+    expect(splits.values.reduce((n, v) => n + v.value, 0)).to.be.greaterThan(0);
+  });
+
+  it('dead-letters a single row ClickHouse still refuses whole (too many parts), with the reason', async () => {
+    const sink: RowSink = {
+      insert: () =>
+        Promise.reject(
+          new Error('Code: 252, e.displayText() = DB::Exception: Too many parts (300). Merges are processing'),
+        ),
+    };
+    const rejected: { rows: readonly object[]; reason: string }[] = [];
+    const w = writerFor(sink, rejected);
+    await w.write('events', [{ n: 1 }, { n: 2 }]);
+    expect(rejected.map((r) => r.rows)).to.deep.equal([[{ n: 1 }], [{ n: 2 }]]);
+    expect(rejected[0]!.reason).to.contain('Too many parts');
   });
 
   it('retries transient errors without splitting the batch', async () => {

@@ -12,8 +12,8 @@ class ControlledWriter implements RowWriter {
   write(table: string, rows: readonly object[]): Promise<void> {
     return new Promise((resolve, reject) => this.writes.push({ table, rows, resolve, reject }));
   }
-  waitForRoom(): Promise<void> {
-    return Promise.resolve();
+  waitForRoom(): Promise<boolean> {
+    return Promise.resolve(true);
   }
   drain(): void {
     this.drained = true;

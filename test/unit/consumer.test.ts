@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { createValidators } from '@telemetry/contract';
 import { createLogger } from '@telemetry/platform';
-import { decodeCheck, decodeEvent, eventTime } from '@telemetry/store';
+import { clientTimeZone, decodeCheck, decodeEvent, eventTime, needsFirstSeen } from '@telemetry/store';
 import { BatchWriter, type RowSink } from '@telemetry/stream-consumer';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
@@ -31,6 +31,55 @@ describe('stream consumer (unit)', () => {
     expect(eventTime(1000, 5000, 5010)).to.equal(990); // client 4010 s ahead; event 10 s before send
     expect(eventTime(1000, 900, null)).to.equal(900);
     expect(eventTime(1000, 10, 5_000_000_000)).to.equal(1000); // would be negative
+  });
+
+  it('keys an event by its own time only inside the window around its receive time (CLIENT_TIME_WINDOW)', () => {
+    const v = createValidators();
+    const received = Date.UTC(2026, 10, 22, 10);
+    const day = 86_400_000;
+    const row = (clientTs: number, id = 'order-1') => {
+      const d = decodeEvent(
+        v,
+        Buffer.from(
+          JSON.stringify({
+            v: 1,
+            event_id: '6f1b5a8e-0000-4000-8000-000000000001',
+            key_id: 'k',
+            source: 's',
+            category: 'c',
+            payload: {},
+            client_event_id: id,
+            client_ts: new Date(clientTs).toISOString(),
+            received_at: new Date(received).toISOString(),
+          }),
+        ),
+      );
+      if (!d.ok) throw new Error(d.reason);
+      return d.row;
+    };
+    const s = (ms: number): number => Math.floor(ms / 1000);
+    // Inside: the client's time keys the event; no first-seen look-up.
+    const inside = row(received - 3 * day);
+    expect(inside.id_time).to.equal(s(received - 3 * day));
+    expect(inside.event_time).to.equal(s(received - 3 * day));
+    expect(needsFirstSeen(inside)).to.equal(false);
+    // Outside (25 years back, or a week ahead): the receive time, through first-seen; the client's time kept.
+    for (const far of [Date.UTC(2001, 0, 1), received + 7 * day]) {
+      const out = row(far);
+      expect(out.id_time).to.equal(s(received));
+      expect(out.event_time).to.equal(s(received));
+      expect(out.client_ts).to.equal(s(far));
+      expect(needsFirstSeen(out)).to.equal(true);
+    }
+    // Near either edge: the client's time, recorded through first-seen for later copies.
+    for (const edge of [received - 29.5 * day, received + 1.5 * day]) {
+      const e = row(edge);
+      expect(e.id_time).to.equal(s(edge));
+      expect(needsFirstSeen(e)).to.equal(true);
+    }
+    expect(clientTimeZone(received + 2 * day + 1000, received)).to.equal('outside');
+    expect(clientTimeZone(received - 30 * day - 1000, received)).to.equal('outside');
+    expect(clientTimeZone(received + 60_000, received)).to.equal('inside'); // a clock a minute fast
   });
 
   it('decodes valid messages and explains invalid ones', () => {
@@ -123,7 +172,7 @@ describe('batch writer back-pressure (unit)', () => {
     const first = w.write('t', [{ a: 1 }, { a: 2 }]); // full batch: flushes, insert blocked
     expect(w.pendingRows).to.equal(2);
     let through = false;
-    const waiting = w.waitForRoom(2).then(() => (through = true));
+    const waiting = w.waitForRoom('t', 2).then(() => (through = true));
     await new Promise((r) => setTimeout(r, 20));
     expect(through).to.equal(false);
     release();
@@ -132,5 +181,21 @@ describe('batch writer back-pressure (unit)', () => {
     expect(through).to.equal(true);
     expect(w.pendingRows).to.equal(0);
     await w.stop();
+  });
+
+  it('gives each table its own room: a table whose inserts hang never holds another', async () => {
+    const sink: RowSink = {
+      insert: (table) => (table === 'stuck' ? new Promise<void>(() => undefined) : Promise.resolve()),
+    };
+    const w = writer(sink, 2, 60_000);
+    void w.write('stuck', [{ a: 1 }, { a: 2 }]);
+    expect(w.pendingRowsOf('stuck')).to.equal(2);
+    // The stuck table has no room (a bounded wait says so)...
+    expect(await w.waitForRoom('stuck', 2, 30)).to.equal(false);
+    // ...and the other table still has all of its own.
+    expect(await w.waitForRoom('free', 2, 30)).to.equal(true);
+    await w.write('free', [{ a: 3 }, { a: 4 }]);
+    expect(w.pendingRowsOf('free')).to.equal(0);
+    w.abort();
   });
 });

@@ -19,6 +19,21 @@ export const LIMITS = {
   maxMonitorIdLength: 128,
 } as const;
 
+/**
+ * The window around an event's receive time in which its own time (a UUIDv7 `id`'s, else
+ * its `timestamp`) decides where the event is kept (`id_time`, the key and the monthly
+ * partition of `events`): from 30 days before to 2 days after. An event whose time lies
+ * outside is kept as one without a time, under its first copy's receive time, so that no
+ * request can spread its events over many partitions. Within `edgeMs` of either end the
+ * first copy's choice is recorded, so copies received within a day of each other agree
+ * (docs/api.md, "Event times"; docs/clickhouse.md, `id_time`).
+ */
+export const CLIENT_TIME_WINDOW = {
+  pastMs: 30 * 86_400_000,
+  futureMs: 2 * 86_400_000,
+  edgeMs: 86_400_000,
+} as const;
+
 /** `source`, `category`: start with a letter or digit, then letters, digits and . _ : / - */
 export const NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:/-]*$';
 /** Client event ids and monitor ids: letters, digits and . _ : - */

@@ -162,8 +162,10 @@ export function clickhouseComponent(
 /**
  * ClickHouse error codes that say the rows themselves cannot be stored (a value that
  * does not parse as its column's type, or is out of its range): retrying the same rows
- * fails the same way. Every other error (connection refused or reset, timeouts, too
- * many parts, memory, a server restarting) is transient and worth retrying.
+ * fails the same way. SPLIT_ERROR_CODES say the batch as a whole is refused (too many
+ * partitions in one insert block, too many parts): retried whole, it fails for ever, so it
+ * is split. Every other error (connection refused or reset, timeouts, memory, a server
+ * restarting) is transient and worth retrying.
  * NOTE: 117 INCORRECT_DATA is left out on purpose: ClickHouse also answers it for a
  * field the table lacks, which is a migration not yet applied, not bad data.
  */
@@ -184,6 +186,15 @@ const DATA_ERROR_CODES = new Set([
   376, // CANNOT_PARSE_UUID
 ]);
 
+/**
+ * 252 TOO_MANY_PARTS: current ClickHouse refuses an insert block spanning more than
+ * `max_partitions_per_insert_block` (100) partitions with it, and every server refuses
+ * an insert into a partition holding `parts_to_throw_insert` parts. Retrying the same
+ * batch cannot help in the first case and makes the second worse: the batch is split,
+ * and a single row still refused is dead-lettered with the reason (BatchWriter).
+ */
+const SPLIT_ERROR_CODES = new Set([252]);
+
 /** The server's error code: `code` of the client's ClickHouseError, or `Code: N` in the text (18.16). */
 export function clickhouseErrorCode(err: unknown): number | undefined {
   const own = (err as { code?: unknown } | null)?.code;
@@ -192,9 +203,17 @@ export function clickhouseErrorCode(err: unknown): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** `rejected`: the insert's rows cannot be stored as they are; `transient`: retry them. */
-export function classifyInsertError(err: unknown): 'rejected' | 'transient' {
+/**
+ * What an insert error says of its rows: `rejected`, some row cannot be stored as it is;
+ * `split`, the batch as a whole is refused (smaller batches may go in); `transient`,
+ * retry them.
+ */
+export type InsertErrorClass = 'rejected' | 'split' | 'transient';
+
+export function classifyInsertError(err: unknown): InsertErrorClass {
   if (err instanceof RowEncodingError) return 'rejected';
   const code = clickhouseErrorCode(err);
-  return code !== undefined && DATA_ERROR_CODES.has(code) ? 'rejected' : 'transient';
+  if (code === undefined) return 'transient';
+  if (DATA_ERROR_CODES.has(code)) return 'rejected';
+  return SPLIT_ERROR_CODES.has(code) ? 'split' : 'transient';
 }

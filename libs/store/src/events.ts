@@ -1,4 +1,10 @@
-import { DEFAULT_TENANT, isCanonicalEventMessage, type EventMessage, type Validators } from '@telemetry/contract';
+import {
+  CLIENT_TIME_WINDOW,
+  DEFAULT_TENANT,
+  isCanonicalEventMessage,
+  type EventMessage,
+  type Validators,
+} from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, type Engine, type MigrationsByVersion } from '@telemetry/platform';
 import { decodeTimed, MAX_TS, MIN_TS, toMillis, type Decoded } from './rows.js';
 
@@ -228,14 +234,47 @@ export function v7Millis(id: string): number | null {
  * between a request and its retry). Null when neither exists: an event with a client id
  * then takes its first copy's receive time (FirstSeen), one without takes its own (a
  * message Kafka delivers twice or a consumer replays carries the same receive time).
+ * Whether the time may be used depends on the receive time (clientTimeZone).
  */
 export function idTimeMillis(clientId: string | undefined, clientTsMs: number | null): number | null {
   return (clientId === undefined ? null : v7Millis(clientId)) ?? clientTsMs;
 }
 
-/** Whether the row's id_time must be its first copy's receive time (see FirstSeen). */
+/**
+ * Where a client's time lies against CLIENT_TIME_WINDOW around the receive time:
+ * `inside` (it is the event's id_time), `edge` (it is, unless an earlier copy recorded
+ * another: the first copy's choice is recorded in FirstSeen), `outside` (it is ignored;
+ * the event is kept as one without a time).
+ */
+export type ClientTimeZone = 'inside' | 'edge' | 'outside';
+
+export function clientTimeZone(clientMs: number, receivedMs: number): ClientTimeZone {
+  const { pastMs, futureMs, edgeMs } = CLIENT_TIME_WINDOW;
+  const ahead = clientMs - receivedMs;
+  if (ahead > futureMs || ahead < -pastMs) return 'outside';
+  return ahead > futureMs - edgeMs || ahead < -pastMs + edgeMs ? 'edge' : 'inside';
+}
+
+/** A row time (rowTime's form) as unix milliseconds. */
+function rowTimeMillis(t: RowTime): number {
+  return typeof t === 'number' ? t * 1000 : Math.round(Number(t) * 1000);
+}
+
+/** The client's time of a row (its UUIDv7 id's, else its `timestamp`) and its zone, if it has one. */
+function clientTimeOf(row: EventRow): { ms: number; zone: ClientTimeZone } | null {
+  const ms = v7Millis(row.client_event_id) ?? (row.client_ts === null ? null : rowTimeMillis(row.client_ts));
+  return ms === null ? null : { ms, zone: clientTimeZone(ms, rowTimeMillis(row.received_at)) };
+}
+
+/**
+ * Whether the row's id_time must be its first copy's (see FirstSeen): an event with a
+ * client id whose own time is missing, outside the window or near its edge. The row's
+ * id_time then holds what it would record as the first copy.
+ */
 export function needsFirstSeen(row: EventRow): boolean {
-  return row.client_event_id !== '' && row.client_ts === null && v7Millis(row.client_event_id) === null;
+  if (row.client_event_id === '') return false;
+  const c = clientTimeOf(row);
+  return c === null || c.zone !== 'inside';
 }
 
 /**
@@ -267,7 +306,7 @@ function eventRow(modern: boolean) {
     const clientTsMs = toMillis(e.client_ts);
     const sentAtMs = toMillis(e.sent_at);
     const t = (ms: number): RowTime => rowTime(ms, modern);
-    return {
+    const row: EventRow = {
       tenant_id: e.tenant_id ?? DEFAULT_TENANT,
       event_id: e.event_id,
       key_id: e.key_id,
@@ -275,13 +314,21 @@ function eventRow(modern: boolean) {
       category: e.category,
       payload: JSON.stringify(e.payload),
       client_event_id: e.client_event_id ?? '',
-      id_time: t(idTimeMillis(e.client_event_id, clientTsMs) ?? receivedMs),
-      event_time: t(eventTime(receivedMs, clientTsMs, sentAtMs, 1000)),
+      id_time: t(receivedMs),
+      event_time: t(receivedMs),
       client_ts: clientTsMs === null ? null : t(clientTsMs),
       sent_at: sentAtMs === null ? null : t(sentAtMs),
       received_at: t(receivedMs),
       inserted_at: now,
     };
+    // NOTE: the zone is judged on the row's own values (whole seconds on 18.16), as
+    // needsFirstSeen judges it, so both always agree.
+    const c = clientTimeOf(row);
+    if (c !== null && c.zone !== 'outside') {
+      row.id_time = t(c.ms);
+      row.event_time = t(eventTime(receivedMs, clientTsMs, sentAtMs, 1000));
+    }
+    return row;
   };
 }
 

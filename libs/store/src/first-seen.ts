@@ -3,8 +3,10 @@ import { sqlStringList } from '@telemetry/platform';
 import { needsFirstSeen, rowTime, type EventRow, type RowTime } from './events.js';
 
 /**
- * The first copy's receive time, for events whose client id carries no time and that
- * came without a timestamp: their id_time (the time in the events' keys) must be the
+ * The first copy's time, for events with a client id whose own time (a UUIDv7 id's or
+ * a `timestamp`) is missing or outside CLIENT_TIME_WINDOW (the first copy's receive
+ * time), or near the window's edge (that time itself, so that a later copy, outside by
+ * then, finds it): their id_time (the time in the events' keys) must be the
  * same for every copy, and only the first copy's receive time is. The stream consumer
  * resolves each batch here before inserting it: times it saw lately come from memory,
  * the others from `event_first_seen`, and an event seen for the first time is recorded
@@ -47,9 +49,10 @@ export class FirstSeen {
       const firsts: { tenant_id: string; event_id: string; id_time: EventRow['id_time'] }[] = [];
       for (const r of pending) {
         if (this.recent.has(r.event_id)) continue;
-        // The first copy: its receive time, as the row holds it.
-        this.remember(r.event_id, r.received_at);
-        firsts.push({ tenant_id: r.tenant_id, event_id: r.event_id, id_time: r.received_at });
+        // The first copy: the time its row holds (its receive time, or its own time near
+        // the window's edge: needsFirstSeen).
+        this.remember(r.event_id, r.id_time);
+        firsts.push({ tenant_id: r.tenant_id, event_id: r.event_id, id_time: r.id_time });
       }
       if (firsts.length > 0) await this.client.insert({ table: this.table, values: firsts, format: 'JSONEachRow' });
     }

@@ -1,5 +1,12 @@
 import type { Counter, Histogram, Registry } from 'prom-client';
-import { classifyInsertError, counter, histogram, retryDelayMs, type Logger } from '@telemetry/platform';
+import {
+  classifyInsertError,
+  counter,
+  histogram,
+  retryDelayMs,
+  type InsertErrorClass,
+  type Logger,
+} from '@telemetry/platform';
 
 /** Where rows go. ClickHouse in production (ClickHouseInserter); a fake in unit tests. */
 export interface RowSink {
@@ -23,15 +30,22 @@ export interface BatchWriterOptions {
   concurrency?: number;
   retryMaxMs: number;
   onRejected: RejectedRowsHandler;
-  /** Whether an insert error is about the rows (never retried) or passing; ClickHouse's codes by default. */
-  classify?: (err: unknown) => 'rejected' | 'transient';
+  /** Whether an insert error is about the rows, the batch as a whole (both never retried as they are) or passing; ClickHouse's codes by default. */
+  classify?: (err: unknown) => InsertErrorClass;
 }
 
 const INSERT_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_ROWS = [1, 10, 100, 500, 1000, 2500, 5000, 10_000, 25_000, 50_000, 100_000];
 
-/** ClickHouse refused these rows for their data: retrying them cannot help. */
-class RowsRejectedError extends Error {}
+/** ClickHouse refused these rows (for their data, or the batch as a whole): retrying them as they are cannot help. */
+class RowsRejectedError extends Error {
+  constructor(
+    message: string,
+    readonly kind: 'rejected' | 'split',
+  ) {
+    super(message);
+  }
+}
 
 interface Waiter {
   resolve(): void;
@@ -40,6 +54,8 @@ interface Waiter {
 
 interface Buffer {
   rows: object[];
+  /** Rows of this table written and not yet inserted (buffered or in an insert). */
+  pending: number;
   waiters: Waiter[];
   timer: NodeJS.Timeout | undefined;
   /** Flushes of this table under way; at most `concurrency` of them insert at once. */
@@ -65,12 +81,13 @@ export class BatchWriter {
   private readonly buffers = new Map<string, Buffer>();
   private draining = false;
   private stopped = false;
-  /** Rows written and not yet inserted (buffered or in an insert). */
+  /** Rows written and not yet inserted (buffered or in an insert), of every table. */
   private pending = 0;
   private roomWaiters: (() => void)[] = [];
   private readonly rowsWritten: Counter<'table'>;
   private readonly retries: Counter<'table'>;
   private readonly rejected: Counter<'table'>;
+  private readonly splits: Counter<'table'>;
   private readonly insertSeconds: Histogram<'table'>;
   private readonly batchRows: Histogram<'table'>;
   /** Per table: when its last insert succeeded (unix seconds). */
@@ -82,6 +99,12 @@ export class BatchWriter {
     this.rowsWritten = counter(r, 'consumer_rows_written_total', 'Rows inserted into ClickHouse', by);
     this.retries = counter(r, 'consumer_insert_retries_total', 'Inserts (or dead-letter sends) retried', by);
     this.rejected = counter(r, 'consumer_rows_rejected_total', 'Rows ClickHouse refused, dead-lettered', by);
+    this.splits = counter(
+      r,
+      'consumer_insert_splits_total',
+      'Batches split because ClickHouse refused them whole (too many partitions or parts)',
+      by,
+    );
     this.insertSeconds = histogram(r, 'consumer_insert_duration_seconds', 'One successful insert', by, INSERT_SECONDS);
     this.batchRows = histogram(r, 'consumer_insert_batch_rows', 'Rows per ClickHouse insert', by, BATCH_ROWS);
   }
@@ -92,6 +115,7 @@ export class BatchWriter {
     if (rows.length === 0) return Promise.resolve();
     const buf = this.bufferOf(table);
     this.pending += rows.length;
+    buf.pending += rows.length;
     const done = new Promise<void>((resolve, reject) => buf.waiters.push({ resolve, reject }));
     for (const r of rows) buf.rows.push(r);
     if (this.draining || buf.rows.length >= this.opts.maxRows) this.flush(table);
@@ -108,20 +132,43 @@ export class BatchWriter {
     return this.pending;
   }
 
-  /** Resolves once fewer than `limit` rows are waiting for an insert. */
-  waitForRoom(limit: number): Promise<void> {
-    if (this.pending < limit || this.stopped) return Promise.resolve();
+  /** Rows of `table` written and not yet inserted. */
+  pendingRowsOf(table: string): number {
+    return this.buffers.get(table)?.pending ?? 0;
+  }
+
+  /**
+   * Resolves true once fewer than `limit` rows of `table` are waiting for an insert, or
+   * false after `timeoutMs` (if given) without room. Each table has its own room: a
+   * table whose inserts keep failing never holds another's writes.
+   */
+  waitForRoom(table: string, limit: number, timeoutMs?: number): Promise<boolean> {
+    const room = (): boolean => this.pendingRowsOf(table) < limit || this.stopped;
+    if (room()) return Promise.resolve(true);
     return new Promise((resolve) => {
+      let settled = false;
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              settled = true;
+              resolve(false);
+            }, timeoutMs);
       const check = (): void => {
-        if (this.pending < limit || this.stopped) resolve();
-        else this.roomWaiters.push(check);
+        if (settled) return;
+        if (room()) {
+          settled = true;
+          clearTimeout(timer);
+          resolve(true);
+        } else this.roomWaiters.push(check);
       };
       this.roomWaiters.push(check);
     });
   }
 
-  private released(n: number): void {
+  private released(buf: Buffer, n: number): void {
     this.pending -= n;
+    buf.pending -= n;
     for (const w of this.roomWaiters.splice(0)) w();
   }
 
@@ -144,7 +191,7 @@ export class BatchWriter {
     for (const b of this.buffers.values()) {
       clearTimeout(b.timer);
       for (const w of b.waiters.splice(0)) w.reject(new WriterStoppedError('writer aborted'));
-      this.released(b.rows.length);
+      this.released(b, b.rows.length);
       b.rows = [];
     }
   }
@@ -152,7 +199,7 @@ export class BatchWriter {
   private bufferOf(table: string): Buffer {
     let b = this.buffers.get(table);
     if (!b) {
-      b = { rows: [], waiters: [], timer: undefined, flushes: new Set(), inserting: 0, queued: [] };
+      b = { rows: [], pending: 0, waiters: [], timer: undefined, flushes: new Set(), inserting: 0, queued: [] };
       this.buffers.set(table, b);
     }
     return b;
@@ -177,7 +224,7 @@ export class BatchWriter {
       } catch (err) {
         for (const w of waiters) w.reject(err as Error);
       } finally {
-        this.released(rows.length);
+        this.released(buf, rows.length);
         // The slot passes straight to the next queued flush, or is given back.
         const next = buf.queued.shift();
         if (next) next();
@@ -199,7 +246,12 @@ export class BatchWriter {
     else await new Promise<void>((r) => buf.queued.push(r));
   }
 
-  /** Inserts `rows`; when ClickHouse rejects them for their data, each half on its own. */
+  /**
+   * Inserts `rows`; when ClickHouse rejects them for their data, or refuses the batch as
+   * a whole (too many partitions in one block, too many parts), each half on its own. A
+   * single row still refused is dead-lettered with ClickHouse's reason: the partition
+   * keeps flowing, and `npm run dlq:replay` sends it back once the cause is gone.
+   */
   private async insertOrBisect(table: string, rows: object[]): Promise<void> {
     try {
       await this.insertWithRetry(table, rows);
@@ -209,6 +261,7 @@ export class BatchWriter {
         await this.deadLetter(table, rows, err.message);
         return;
       }
+      if (err.kind === 'split') this.splits.inc({ table });
       const half = Math.ceil(rows.length / 2);
       await this.insertOrBisect(table, rows.slice(0, half));
       await this.insertOrBisect(table, rows.slice(half));
@@ -228,7 +281,8 @@ export class BatchWriter {
         this.batchRows.observe({ table }, rows.length);
         return;
       } catch (err) {
-        if (classify(err) === 'rejected') throw new RowsRejectedError(String(err).slice(0, 500));
+        const kind = classify(err);
+        if (kind !== 'transient') throw new RowsRejectedError(String(err).slice(0, 500), kind);
         await this.backoff('insert failed, retrying', table, rows.length, attempt, err);
       }
     }

@@ -33,7 +33,7 @@ export const consumerSpec = {
   maxBufferedRows: v.int(
     'MAX_BUFFERED_ROWS',
     20_000,
-    'rows held for insert before fetching waits (bounds memory)',
+    'rows of one table held for insert before the batches of its topic wait (bounds memory per table)',
     1,
     10_000_000,
   ),

@@ -16,6 +16,9 @@ import {
 /** At most this much is fetched from one partition per request (bench:consume reads with it too). */
 export const FETCH_BYTES_PER_PARTITION = 2 * 1024 * 1024;
 
+/** How long a batch waits for its table's room before it is handed back to be read again. */
+export const ROOM_WAIT_MS = 1000;
+
 export interface DeadLetterPublisher {
   send(topic: string, messages: Message[]): Promise<void>;
 }
@@ -44,7 +47,7 @@ export interface ConsumerDeps {
   maxMessageBytes: number;
   partitionsConcurrently: number;
   sessionTimeoutMs: number;
-  /** Rows the writer may hold (buffered or being inserted) before eachBatch waits. */
+  /** Rows of one table the writer may hold (buffered or being inserted) before eachBatch waits. */
   maxBufferedRows: number;
   /** Event times with milliseconds (the modern events table, see Engine). */
   modernEvents: boolean;
@@ -167,16 +170,21 @@ export class KafkaToClickHouse extends OnGroupConsumer {
    * inserting overlap). A partition's offset becomes committable only once every row
    * up to it is in ClickHouse (chained per partition, in offset order); commits of all
    * partitions go out together, one request at a time (scheduleCommit). The
-   * writer holds at most `maxBufferedRows`; past that, eachBatch waits (heartbeating).
+   * writer holds at most `maxBufferedRows` of each table; past that, eachBatch waits
+   * (heartbeating) up to ROOM_WAIT_MS, then hands the batch back unresolved (the group
+   * consumer reads it again) so that a table whose inserts keep failing holds its own
+   * partitions only, never the handling slots of the other topics'.
    */
   private async eachBatch(payload: GroupBatch): Promise<void> {
     const { batch } = payload;
     if (batch.messages.length === 0 || this.stopping) return;
     const { topic, partition } = batch;
-    this.messages.inc({ topic }, batch.messages.length);
     this.lag.set({ topic, partition: String(partition) }, Number(batch.offsetLag()));
     const route = this.routes.get(topic);
     if (!route) return; // not subscribed to it
+    // Bounded memory per table: wait while the writer already holds enough of its rows.
+    if (!(await this.roomFor(route.table, payload))) return;
+    this.messages.inc({ topic }, batch.messages.length);
     const rows: object[] = [];
     const dead: Message[] = [];
     for (const m of batch.messages) {
@@ -188,8 +196,6 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     }
     const beat = setInterval(() => payload.heartbeat().catch(() => undefined), 3000);
     try {
-      // Bounded memory: wait while the writer already holds enough rows.
-      await this.deps.writer.waitForRoom(this.deps.maxBufferedRows);
       if (route.prepare && rows.length > 0) {
         const prepare = route.prepare;
         if (!(await this.untilDone(() => prepare(rows), payload, topic))) return;
@@ -223,6 +229,20 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     void next.finally(() => {
       if (this.chains.get(key) === next) this.chains.delete(key);
     });
+  }
+
+  /**
+   * Waits (heartbeating) until the writer has room for `table`'s rows; false after
+   * ROOM_WAIT_MS without, or once the batch is revoked or the consumer stops.
+   */
+  private async roomFor(table: string, payload: GroupBatch): Promise<boolean> {
+    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), 3000);
+    try {
+      const room = await this.deps.writer.waitForRoom(table, this.deps.maxBufferedRows, ROOM_WAIT_MS);
+      return room && !this.stopping && payload.isRunning() && !payload.isStale();
+    } finally {
+      clearInterval(beat);
+    }
   }
 
   /**
