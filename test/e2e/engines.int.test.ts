@@ -537,6 +537,138 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
       }
     });
 
+    it('a request spreading its events over 300 months is kept under its receive time, read once after a retry, and never stops the current engine', async () => {
+      // Issue 36, item 1: client times in 300 different months chose 300 partitions of
+      // `events` (304 active parts on 18.16); current ClickHouse refused the insert block
+      // (252, more than 100 partitions) and the consumer retried it for ever.
+      const source = uid('months');
+      const request: IngestRequest = {
+        events: Array.from({ length: 300 }, (_, i) => ({
+          source,
+          category: 'far',
+          payload: { i },
+          id: `far-${i}`,
+          timestamp: new Date(Date.UTC(2000, i, 15, 12)).toISOString(),
+        })),
+      };
+      const first = await eventually('the key loaded and the request accepted', async () => {
+        const r = await post(request);
+        return r.status === 200 ? r : undefined;
+      });
+      const ids = ((await first.json()) as { data: string[] }).data;
+      const sentAt = Date.now();
+      // The client's retry: more than a second later, so every copy's receive time differs.
+      await eventually('1.1 s passed', () => (Date.now() - sentAt >= 1100 ? true : undefined), 5000);
+      const retry = await post(request);
+      expect(retry.status).to.equal(200);
+      expect(((await retry.json()) as { data: string[] }).data).to.deep.equal(ids);
+      for (const g of groups) await drained(g);
+      const db = (e: Engine): string => (e.name === '18.16' ? testStack().database : modernDb);
+      const where = `source = '${source}'`;
+      for (const e of engines) {
+        expect(await patterns(e, db(e), where, source), e.name).to.deep.equal({
+          final: 300,
+          limitBy: 300,
+          rollup: 300,
+        });
+        // Every copy under its first copy's receive time: one partition (two across a month's end).
+        const months = await count(e, `SELECT uniqExact(toYYYYMM(id_time)) AS n FROM ${db(e)}.events WHERE ${where}`);
+        expect(months, e.name).to.be.at.most(2);
+        // The client's own times are kept, in their own column.
+        expect(
+          await count(
+            e,
+            `SELECT uniqExact(toYYYYMM(assumeNotNull(client_ts))) AS n FROM ${db(e)}.events WHERE ${where}`,
+          ),
+          e.name,
+        ).to.equal(300);
+        await e.ch.command({ query: `OPTIMIZE TABLE ${db(e)}.events FINAL` });
+        expect(await count(e, `SELECT count() AS n FROM ${db(e)}.events WHERE ${where}`), e.name).to.equal(300);
+      }
+    });
+
+    it('a batch ClickHouse refuses whole for its partitions is split on the current engine, and a stuck table holds no other topic', async () => {
+      // Check results are written by our runners, but a replay or a bug can carry any
+      // time: 150 checks in 150 months are one insert block over current ClickHouse's
+      // limit of 100 partitions. The consumer splits it; every row goes in.
+      const monitor = uid('months');
+      const checks = Array.from({ length: 150 }, (_, i) => ({
+        id: `chk_m${String(i).padStart(3, '0')}`,
+        monitor_id: monitor,
+        status: 'up',
+        response_time: 5,
+        status_code: 200,
+        created_at: new Date(Date.UTC(2010, i, 3)).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      }));
+      await produce(testStack().checksTopic, checks, 0);
+      await drained(groups[1]!, [testStack().checksTopic]);
+      const current = engines[1]!;
+      expect(
+        await count(current, `SELECT count() AS n FROM ${modernDb}.checks FINAL WHERE monitor_id = '${monitor}'`),
+      ).to.equal(150);
+      // A table whose inserts keep failing (here: moved away) holds its own topic only:
+      // with room for 20 rows per table, the deliveries wait while events keep flowing.
+      const isolated = uid('isolated').replace(/-/g, '_');
+      await migrate(current.ch, isolated, logger);
+      await current.ch.command({
+        query: `RENAME TABLE ${isolated}.webhook_deliveries TO ${isolated}.webhook_deliveries_away`,
+      });
+      const group = uid('isolated');
+      const consumer = await runConsumer({
+        CLICKHOUSE_URL: chdb.url,
+        CLICKHOUSE_DATABASE: isolated,
+        CONSUMER_GROUP_ID: group,
+        MAX_BUFFERED_ROWS: '20',
+        INSERT_RETRY_MAX_MS: '200',
+      });
+      try {
+        const attempted = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+        const deliveries = Array.from({ length: 60 }, (_, i) => ({
+          id: `dlv_${uid('x')}_${i}`,
+          monitor_id: monitor,
+          alert_id: `alr_${i}`,
+          alert_type: 'monitor.down',
+          url: 'http://127.0.0.1:9/hook',
+          attempt: 1,
+          status: 'failed',
+          status_code: 0,
+          duration_ms: 1,
+          error: 'connection_refused',
+          attempted_at: attempted,
+        }));
+        await produce(testStack().webhookDeliveriesTopic, deliveries);
+        const source = uid('flowing');
+        const r = await post({ events: [{ source, category: 'c', payload: {}, id: 'flow-1' }] });
+        expect(r.status).to.equal(200);
+        await eventually(
+          'the event stored while the deliveries table cannot be written',
+          async () =>
+            (await count(current, `SELECT count() AS n FROM ${isolated}.events WHERE source = '${source}'`)) === 1
+              ? true
+              : undefined,
+          60_000,
+        );
+        // Nothing was lost: once the table is back, the held deliveries go in.
+        await current.ch.command({
+          query: `RENAME TABLE ${isolated}.webhook_deliveries_away TO ${isolated}.webhook_deliveries`,
+        });
+        await eventually(
+          'the held deliveries stored once the table is back',
+          async () =>
+            (await count(
+              current,
+              `SELECT count() AS n FROM ${isolated}.webhook_deliveries WHERE monitor_id = '${monitor}'`,
+            )) >= 60
+              ? true
+              : undefined,
+          60_000,
+        );
+      } finally {
+        await consumer.stop();
+        await dropDatabases(current, isolated);
+      }
+    });
+
     it('every statement the query service generates gives the same answers on both engines', async () => {
       const m = uid('eng');
       const base = Date.UTC(2026, 10, 20, 9, 0, 0);
