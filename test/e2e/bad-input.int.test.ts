@@ -389,6 +389,30 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       'VALIDATION_FAILED',
     ),
     post('bad timestamp', {}, body([ev({ timestamp: '2026-13-99' })]), 400, 'VALIDATION_FAILED'),
+    // Accepted, and kept under the receive time (docs/api.md, "Event times: the window"):
+    // test/e2e/engines.int.test.ts reads them back.
+    post(
+      '300 events in 300 months (accepted, kept under the receive time)',
+      {},
+      body(
+        Array.from({ length: 300 }, (_, i) =>
+          ev({ id: `corpus-months-${i}`, timestamp: new Date(Date.UTC(2000, i, 1)).toISOString() }),
+        ),
+      ),
+      200,
+    ),
+    post(
+      'a timestamp in 2105 (accepted, kept under the receive time)',
+      {},
+      body([ev({ timestamp: '2105-12-31T23:59:59Z' })]),
+      200,
+    ),
+    post(
+      'a UUIDv7 id dated 1970 (accepted, kept under the receive time)',
+      {},
+      body([ev({ id: '00000000-0001-7000-8000-000000000000' })]),
+      200,
+    ),
     post('client id with spaces', {}, body([ev({ id: 'a b' })]), 400, 'VALIDATION_FAILED'),
     post('bad sent_at', {}, body([ev()], { sent_at: 'now' }), 400, 'VALIDATION_FAILED'),
     post(
