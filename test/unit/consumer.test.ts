@@ -67,7 +67,7 @@ describe('stream consumer (unit)', () => {
     for (const far of [Date.UTC(2001, 0, 1), received + 7 * day]) {
       const out = row(far);
       expect(out.id_time).to.equal(s(received));
-      expect(out.event_time).to.equal(s(received));
+      expect(out.event_time).to.equal(s(far)); // not a key: the client's time, as before
       expect(out.client_ts).to.equal(s(far));
       expect(needsFirstSeen(out)).to.equal(true);
     }

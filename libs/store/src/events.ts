@@ -315,7 +315,8 @@ function eventRow(modern: boolean) {
       payload: JSON.stringify(e.payload),
       client_event_id: e.client_event_id ?? '',
       id_time: t(receivedMs),
-      event_time: t(receivedMs),
+      // Not a key: the skew-corrected time is kept whatever the window says of the raw one.
+      event_time: t(eventTime(receivedMs, clientTsMs, sentAtMs, 1000)),
       client_ts: clientTsMs === null ? null : t(clientTsMs),
       sent_at: sentAtMs === null ? null : t(sentAtMs),
       received_at: t(receivedMs),
@@ -324,10 +325,7 @@ function eventRow(modern: boolean) {
     // NOTE: the zone is judged on the row's own values (whole seconds on 18.16), as
     // needsFirstSeen judges it, so both always agree.
     const c = clientTimeOf(row);
-    if (c !== null && c.zone !== 'outside') {
-      row.id_time = t(c.ms);
-      row.event_time = t(eventTime(receivedMs, clientTsMs, sentAtMs, 1000));
-    }
+    if (c !== null && c.zone !== 'outside') row.id_time = t(c.ms);
     return row;
   };
 }
