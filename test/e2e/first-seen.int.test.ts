@@ -33,7 +33,8 @@ describe('first-seen times for a large batch (real ClickHouse)', function () {
       category: 'c',
       payload: '{}',
       client_event_id: `order-${i}`,
-      id_time: rowTime(0, false),
+      // As decodeEvent leaves it: what the first copy records (its receive time).
+      id_time: rowTime(now - i * 1000, false),
       event_time: rowTime(now, false),
       client_ts: null,
       sent_at: null,
@@ -44,7 +45,11 @@ describe('first-seen times for a large batch (real ClickHouse)', function () {
     await new FirstSeen(ch, table, false).resolve(rows);
     expect(rows.every((r, i) => r.id_time === rowTime(now - i * 1000, false))).to.equal(true);
     // A consumer without them in memory (a restart) reads the recorded times back.
-    const later = rows.map((r) => ({ ...r, received_at: rowTime(now + 60_000, false), id_time: rowTime(0, false) }));
+    const later = rows.map((r) => ({
+      ...r,
+      received_at: rowTime(now + 60_000, false),
+      id_time: rowTime(now + 60_000, false),
+    }));
     await new FirstSeen(ch, table, false).resolve(later);
     expect(later.every((r, i) => r.id_time === rowTime(now - i * 1000, false))).to.equal(true);
   });
