@@ -18,7 +18,7 @@ const FIELDS: Field[] = [
     name: 'url',
     label: 'URL',
     kind: 'url',
-    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns; none for heartbeat',
+    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns; none for heartbeat. Stored query values show as ****; another host drops the stored headers and credentials',
   },
   {
     name: 'method',
@@ -51,7 +51,12 @@ const FIELDS: Field[] = [
     kind: 'pairs',
     hint: 'one per line, Name: value; stored values show as ****',
   },
-  { name: 'webhooks', label: 'Webhook URLs', kind: 'lines', hint: 'comma-separated' },
+  {
+    name: 'webhooks',
+    label: 'Webhook URLs',
+    kind: 'lines',
+    hint: 'comma-separated; stored URLs show as scheme and host only, and kept as shown',
+  },
   { name: 'tcp_send', label: 'TCP: send once connected', kind: 'text', hint: 'tcp monitors only' },
   { name: 'tcp_expect', label: 'TCP: the reply must contain', kind: 'text', hint: 'tcp monitors only' },
   {
