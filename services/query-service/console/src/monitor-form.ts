@@ -200,11 +200,12 @@ function showProblems(form: HTMLFormElement, problems: Problem[]): void {
   }
 }
 
-/** Create (`id` undefined) or edit a monitor. */
+/** Create (`id` undefined) or edit a monitor; `notice` shows above the buttons (after a save). */
 export async function monitorForm(
   main: HTMLElement,
   id: string | undefined,
   navigate: (hash: string) => void,
+  notice?: string,
 ): Promise<void> {
   const title = id ? 'Edit monitor' : 'New monitor';
   show(main, h('h1', {}, title), loading());
@@ -221,7 +222,7 @@ export async function monitorForm(
       return;
     }
   }
-  const summary = h('div', { id: 'form-error', role: 'alert' });
+  const summary = h('div', { id: 'form-error', role: 'alert' }, notice ? h('p', {}, notice) : null);
   const form = h(
     'form',
     { novalidate: true, class: 'monitor-form' },
@@ -261,7 +262,18 @@ export async function monitorForm(
       : call<Monitor>('POST', '/api/monitors', body);
     done.then(
       (r) => {
-        navigate(`#/monitors/${r.data.id}`);
+        const dropped = r.data.dropped_secrets ?? [];
+        if (dropped.length === 0) {
+          navigate(`#/monitors/${r.data.id}`);
+          return;
+        }
+        // The URL moved to another origin: say what stayed behind, on the form as stored now.
+        void monitorForm(
+          main,
+          r.data.id,
+          navigate,
+          `Saved. The URL moved to another host, so these stored secrets were dropped: ${dropped.join(', ')}. Enter them again to send them there.`,
+        );
       },
       (err: unknown) => {
         button.disabled = false;
