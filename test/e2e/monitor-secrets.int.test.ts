@@ -157,8 +157,12 @@ describe('monitor credentials: a moved URL, tokens inside URLs (real Kafka and C
     ]);
     expect(moved.body.data).to.include({ url: elsewhere.url('/moved') });
     expect(moved.body.data.headers).to.deep.equal({});
-    for (const secret of [apiKey, user, pass, query_])
-      expect(elsewhere.seen.map((r) => JSON.stringify(r)).join()).not.to.include(secret);
+    const logged = query.logs.lines.filter((l) => l.includes('monitor secrets dropped'));
+    expect(logged.some((l) => l.includes(id) && l.includes('url.userinfo'))).to.equal(true);
+    for (const secret of [apiKey, user, pass, query_]) {
+      expect(query.logs.lines.join('\n'), 'query service logs').not.to.include(secret);
+      expect(elsewhere.seen.map((r) => JSON.stringify(r)).join(), 'the new origin').not.to.include(secret);
+    }
     await api('PATCH', `/api/monitors/${id}`, { paused: true });
   });
 

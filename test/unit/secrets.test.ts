@@ -95,6 +95,11 @@ describe('secrets at rest and in answers (unit)', () => {
     expect(
       unmaskPatch(hooks, { webhooks: ['https://hooks.slack.com', 'https://new.example.test/h'] }).patch.webhooks,
     ).to.deep.equal([...hooks.webhooks, 'https://new.example.test/h']);
+    const bare = { ...stored, webhooks: ['https://hooks.slack.com', 'https://hooks.slack.com/a/secret'] };
+    expect(
+      unmaskPatch(bare, { webhooks: ['https://hooks.slack.com'] }).patch.webhooks,
+      'one shown as it is',
+    ).to.deep.equal(bare.webhooks);
     expect(unmaskPatch(hooks, { webhooks: ['https://hooks.slack.com/a/secret'] }).patch.webhooks).to.deep.equal([
       'https://hooks.slack.com/a/secret',
     ]);

@@ -144,7 +144,7 @@ export function unmaskPatch(current: Secrets, patch: MonitorPatch): UnmaskedPatc
 function unmaskWebhooks(stored: readonly string[], sent: readonly string[]): string[] {
   const out: string[] = [];
   for (const w of sent) {
-    const same = stored.filter((s) => s !== w && maskWebhookUrl(s) === w);
+    const same = stored.filter((s) => maskWebhookUrl(s) === w);
     out.push(...(same.length > 0 ? same : [w]));
   }
   return [...new Set(out)];

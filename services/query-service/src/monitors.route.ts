@@ -290,6 +290,14 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       const version = await storeCall(req, 'monitor update', () => deps.store.save(next, false, current.version));
       return { monitor: { ...next, version }, dropped };
     });
+    if (m.dropped.length > 0) {
+      // Names only, never values.
+      deps.logger.info('monitor secrets dropped: the url moved to another origin', {
+        request_id: req.id,
+        id: m.monitor.id,
+        dropped: m.dropped,
+      });
+    }
     await announce(req, { id: m.monitor.id, version: m.monitor.version, deleted: false });
     const out = await shown(req, res, m.monitor, body.webhook_secret !== undefined);
     res.json(ok({ ...out, dropped_secrets: m.dropped }));
