@@ -303,6 +303,34 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     }
   });
 
+  it('says which stored secrets a save dropped when the URL moves to another host, and keeps them on the same host', async () => {
+    const edit = async (): Promise<void> => {
+      await page.goto(`${query.url}/#/monitors/${monitorId}/edit`);
+      await page.getByRole('heading', { name: 'Edit monitor' }).waitFor();
+      await page.getByLabel('URL', { exact: true }).waitFor();
+    };
+    // Another path on the same host: the stored header stays.
+    await edit();
+    expect(await page.getByLabel('Request headers').inputValue()).to.equal(`${secretHeader}: ****`);
+    await page.getByLabel('URL', { exact: true }).fill(target.url('/site?v=1'));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(/#\/monitors\/mon_[0-9a-f]{16}$/);
+    expect((await api('GET', `/api/monitors/${monitorId}`)).body.data).to.deep.include({
+      headers: { [secretHeader]: '****' },
+    });
+    // Another host (localhost for 127.0.0.1): the form stays, names what was dropped, shows no header.
+    await edit();
+    await page.getByLabel('URL', { exact: true }).fill(target.url('/site').replace('127.0.0.1', 'localhost'));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('#form-error', { hasText: `headers.${secretHeader}` }).waitFor();
+    expect(await page.getByLabel('Request headers').inputValue()).to.equal('');
+    expect((await api('GET', `/api/monitors/${monitorId}`)).body.data).to.deep.include({ headers: {} });
+    await accessible(page, 'monitor form after dropped secrets');
+    await page.getByLabel('URL', { exact: true }).fill(target.url('/site'));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(/#\/monitors\/mon_[0-9a-f]{16}$/);
+  });
+
   it('pauses, resumes and deletes the monitor', async () => {
     await page.goto(`${query.url}/#/monitors/${monitorId}`);
     await page.getByRole('button', { name: 'Pause' }).click();

@@ -1081,6 +1081,9 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     create('name given twice', JSON.stringify(good()).replace(/}$/, ',"name":42}'), 400, 'VALIDATION_FAILED'),
     invalidChange('client-chosen id', { id: 'tenant-b-monitor' }),
     invalidChange('unknown field', { owner: 'me' }),
+    // dropped_secrets is in a PATCH's answer only: a request may not set it
+    invalidCreate('dropped_secrets (an answer field)', { dropped_secrets: [] }),
+    invalidChange('dropped_secrets (an answer field)', { dropped_secrets: ['headers.Authorization'] }),
     change('__proto__ key', '{"__proto__":{"paused":false}}', 400, 'VALIDATION_FAILED'),
     change('constructor key', '{"constructor":{"name":"x"}}', 400, 'VALIDATION_FAILED'),
     change('empty object', {}, 400, 'VALIDATION_FAILED'),

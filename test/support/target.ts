@@ -5,6 +5,8 @@ export type TargetMode = 'ok' | 'error' | 'hang';
 
 export interface SeenRequest {
   path: string;
+  /** The request target as sent: path and query. */
+  url: string;
   method: string;
   runner: string;
   checkId: string;
@@ -60,6 +62,7 @@ export class TestTarget {
       const path = (req.url ?? '/').split('?')[0]!;
       this.seen.push({
         path,
+        url: req.url ?? '/',
         method: req.method ?? '',
         runner: /runner=([^);\s]+)/.exec(req.headers['user-agent'] ?? '')?.[1] ?? '',
         checkId: String(req.headers['x-check-id'] ?? ''),

@@ -13,7 +13,6 @@ import {
   nextSlot,
   phaseOf,
   probe,
-  redactUrl,
   retriable,
   signature,
   stateFromLastAlert,
@@ -25,6 +24,7 @@ import { EgressPolicy } from '@telemetry/platform';
 import {
   createSettings,
   DEFAULT_MONITOR,
+  maskWebhookUrl,
   monitorPartition,
   monitorProblems,
   monitorStatus,
@@ -250,8 +250,10 @@ describe('check runner (unit)', () => {
       expect([400, 401, 404, 410].some(retriable)).to.equal(false);
     });
 
-    it('never logs a webhook URL’s query string or credentials', () => {
-      expect(redactUrl('https://user:pw@hooks.example.com/p/x?token=secret')).to.equal('https://hooks.example.com/p/x');
+    it('never logs a webhook URL’s path, query string or credentials', () => {
+      expect(maskWebhookUrl('https://user:pw@hooks.example.com/p/x?token=secret')).to.equal(
+        'https://hooks.example.com',
+      );
     });
   });
 

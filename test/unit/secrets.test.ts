@@ -1,6 +1,14 @@
 import { expect } from 'chai';
 import { newSealingKeyText, parseSealingKeys, SecretBox } from '@telemetry/platform';
-import { DEFAULT_MONITOR, MASK, maskUrl, publicMonitor, unmaskPatch, type StoredMonitor } from '@telemetry/store';
+import {
+  DEFAULT_MONITOR,
+  MASK,
+  maskUrl,
+  maskWebhookUrl,
+  publicMonitor,
+  unmaskPatch,
+  type StoredMonitor,
+} from '@telemetry/store';
 
 const stored: StoredMonitor = {
   ...DEFAULT_MONITOR,
@@ -46,26 +54,97 @@ describe('secrets at rest and in answers (unit)', () => {
     }
   });
 
-  it('masks header values and URL passwords in answers, and shows the webhook secret only when asked', () => {
-    const shown = publicMonitor(stored);
+  it('shows no header value, URL userinfo, query value or webhook path, and the webhook secret only when asked', () => {
+    const shown = publicMonitor({
+      ...stored,
+      url: 'https://tok123@example.test/x?y=1&key=k-456&flag&empty=',
+      webhooks: [
+        'https://hooks.slack.com/services/T0/B0/slacksecret',
+        'https://hooks.slack.com/services/T1/B1/other',
+        'https://api.telegram.org/bot123:telegramsecret/sendMessage?chat_id=1',
+      ],
+    });
     expect(shown.headers).to.deep.equal({ Authorization: MASK, 'X-Api-Key': MASK });
-    expect(shown.url).to.equal('https://bob:****@example.test/x?y=1');
+    expect(shown.url).to.equal('https://example.test/x?y=****&key=****&****&empty=');
+    expect(shown.webhooks, 'scheme and host, each once').to.deep.equal([
+      'https://hooks.slack.com',
+      'https://api.telegram.org',
+    ]);
     expect(shown).to.not.have.property('webhook_secret');
-    expect(JSON.stringify(shown)).to.not.match(/s3cret|k-123|hunter2|whsec_abc/);
+    expect(JSON.stringify(shown)).to.not.match(/s3cret|k-123|tok123|k-456|slacksecret|telegramsecret|whsec_abc/);
     expect(publicMonitor(stored, {}, true).webhook_secret).to.equal('whsec_abc');
+    expect(publicMonitor(stored).url).to.equal('https://example.test/x?y=****');
     expect(maskUrl('https://example.test/')).to.equal('https://example.test/');
+    expect(maskUrl('tcp://db.example.test:5432'), 'other types as sent').to.equal('tcp://db.example.test:5432');
+    expect(maskWebhookUrl('http://127.0.0.1:8080/discord/123/abc')).to.equal('http://127.0.0.1:8080');
   });
 
   it('keeps a stored secret when a PATCH sends back its mask, and replaces it otherwise', () => {
-    const patch = unmaskPatch(stored, {
-      url: 'https://bob:****@example.test/x?y=1',
+    const { patch, dropped } = unmaskPatch(stored, {
+      url: 'https://example.test/x?y=****',
       headers: { authorization: MASK, 'X-New': 'v' },
     });
     expect(patch.url).to.equal(stored.url);
     expect(patch.headers).to.deep.equal({ authorization: 'Bearer s3cret', 'X-New': 'v' });
-    expect(unmaskPatch(stored, { headers: { 'X-Other': MASK } }).headers, 'no such header: as sent').to.deep.equal({
-      'X-Other': MASK,
+    expect(dropped).to.deep.equal([]);
+    expect(
+      unmaskPatch(stored, { headers: { 'X-Other': MASK } }).patch.headers,
+      'no such header: as sent',
+    ).to.deep.equal({ 'X-Other': MASK });
+    const hooks = { ...stored, webhooks: ['https://hooks.slack.com/a/secret', 'https://hooks.slack.com/b/secret'] };
+    expect(
+      unmaskPatch(hooks, { webhooks: ['https://hooks.slack.com', 'https://new.example.test/h'] }).patch.webhooks,
+    ).to.deep.equal([...hooks.webhooks, 'https://new.example.test/h']);
+    const bare = { ...stored, webhooks: ['https://hooks.slack.com', 'https://hooks.slack.com/a/secret'] };
+    expect(
+      unmaskPatch(bare, { webhooks: ['https://hooks.slack.com'] }).patch.webhooks,
+      'one shown as it is',
+    ).to.deep.equal(bare.webhooks);
+    expect(unmaskPatch(hooks, { webhooks: ['https://hooks.slack.com/a/secret'] }).patch.webhooks).to.deep.equal([
+      'https://hooks.slack.com/a/secret',
+    ]);
+  });
+
+  it('keeps the URL credentials within the origin: a new path keeps userinfo and masked query values', () => {
+    const { patch, dropped } = unmaskPatch(stored, { url: 'https://example.test/other?y=****&z=2' });
+    expect(patch.url).to.equal('https://bob:hunter2@example.test/other?y=1&z=2');
+    expect(patch.headers, 'headers untouched').to.equal(undefined);
+    expect(dropped).to.deep.equal([]);
+    expect(unmaskPatch(stored, { url: 'https://@example.test/x' }).patch.url, 'an empty userinfo removes it').to.equal(
+      'https://@example.test/x',
+    );
+    expect(unmaskPatch(stored, { url: 'https://bob:****@example.test/z' }).patch.url, 'the older mask').to.equal(
+      'https://bob:hunter2@example.test/z',
+    );
+    expect(unmaskPatch(stored, { url: 'https://bob:****@other.test/z' }).dropped).to.deep.equal([
+      'url.userinfo',
+      'headers.Authorization',
+      'headers.X-Api-Key',
+    ]);
+    expect(unmaskPatch(stored, { url: 'https://eve:pw@example.test/x' }).patch.url, 'new userinfo').to.equal(
+      'https://eve:pw@example.test/x',
+    );
+  });
+
+  it('drops the stored header values and URL credentials when the URL moves to another origin, and says which', () => {
+    const moved = unmaskPatch(stored, { url: 'https://other.test/x?y=****' });
+    expect(moved.patch.url).to.equal('https://other.test/x');
+    expect(moved.patch.headers).to.deep.equal({});
+    expect(moved.dropped.sort()).to.deep.equal([
+      'headers.Authorization',
+      'headers.X-Api-Key',
+      'url.query.y',
+      'url.userinfo',
+    ]);
+    // Another port or scheme is another origin too; headers sent again go along.
+    const port = unmaskPatch(stored, {
+      url: 'https://example.test:8443/x',
+      headers: { Authorization: 'Bearer new', 'X-Api-Key': MASK },
     });
-    expect(unmaskPatch(stored, { url: 'https://example.test/new' }).url).to.equal('https://example.test/new');
+    expect(port.patch.headers).to.deep.equal({ Authorization: 'Bearer new' });
+    expect(port.dropped.sort()).to.deep.equal(['headers.X-Api-Key', 'url.userinfo']);
+    expect(unmaskPatch(stored, { url: 'http://example.test/x' }).dropped).to.include('url.userinfo');
+    // The default port is the same origin.
+    expect(unmaskPatch(stored, { url: 'https://example.test:443/z' }).dropped).to.deep.equal([]);
   });
 });

@@ -390,7 +390,8 @@ const monitorPaths: Json = {
       parameters: [monitorPath],
       responses: {
         '200': {
-          description: 'The monitor; header values and a URL password masked, never the webhook secret.',
+          description:
+            "The monitor; header values and the URL's query values shown as ****, the URL without userinfo, webhook URLs as scheme and host only, never the webhook secret.",
           headers: etagHeader,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
         },
@@ -400,13 +401,14 @@ const monitorPaths: Json = {
     patch: {
       operationId: 'updateMonitor',
       summary: 'Change some settings of a monitor',
-      description: 'Fields not sent keep their value; null clears keyword, degraded_threshold_ms and body.',
+      description:
+        'Fields not sent keep their value; null clears keyword, degraded_threshold_ms and body. A masked value sent back (a header value ****, the URL or a webhook as shown) keeps the stored one. A url on another origin (scheme, host, port) drops the stored header values and URL credentials unless the request sends them again; the answer names them in dropped_secrets.',
       security: [{ apiKey: ['monitors:write'] }],
       parameters: [monitorPath, ifMatch],
       requestBody: jsonBody('MonitorPatch'),
       responses: {
         '200': {
-          description: 'The monitor as changed.',
+          description: 'The monitor as changed, with dropped_secrets (empty when none).',
           headers: etagHeader,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
         },

@@ -322,6 +322,14 @@ export const monitorSchema = {
     webhook_secret: webhookSecret,
     /** heartbeat monitors: the token of POST /api/heartbeats/{token} on the gateway. */
     heartbeat_token: { type: 'string', pattern: HEARTBEAT_TOKEN_PATTERN },
+    /**
+     * Only in a PATCH's answer: the stored secrets the change dropped because the URL moved
+     * to another origin (`headers.<Name>`, `url.userinfo`, `url.query.<name>`); [] when none.
+     */
+    dropped_secrets: {
+      type: 'array',
+      items: { type: 'string', pattern: '^(headers\\.|url\\.userinfo$|url\\.query(\\.|$))' },
+    },
     /** pending: no check yet; up: no open incident; down: an open incident; paused. */
     status: { type: 'string', enum: MONITOR_STATUSES },
     last_check_at: { oneOf: [isoSeconds, { type: 'null' }] },

@@ -123,6 +123,8 @@ export interface Monitor extends MonitorSettings {
   webhook_secret?: string;
   /** heartbeat monitors: what its job calls, POST /api/heartbeats/{heartbeat_token} on the gateway. */
   heartbeat_token?: string;
+  /** Only in a PATCH's answer: stored secrets dropped because the URL moved to another origin. */
+  dropped_secrets?: string[];
   status: MonitorStatus;
   last_check_at: string | null;
   created_at: string;

@@ -5,6 +5,7 @@ export * from './events.js';
 export * from './freshness.js';
 export * from './keys.js';
 export * from './migrations.js';
+export * from './monitor-secrets.js';
 export * from './monitors.js';
 export * from './provision.js';
 export * from './retention.js';

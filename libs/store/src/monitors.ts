@@ -28,6 +28,7 @@ import {
   connectUrl,
 } from '@telemetry/platform';
 import { registryDatabase, tableIn } from './databases.js';
+import { maskHeaders, maskUrl, maskWebhooks } from './monitor-secrets.js';
 
 /**
  * The monitor registry, stored in ClickHouse's `monitors` table (docs/clickhouse.md):
@@ -78,47 +79,6 @@ export interface StoredMonitor extends Omit<Monitor, 'status' | 'last_check_at'>
   tenant_id: string;
   webhook_secret: string;
   version: number;
-}
-
-/**
- * What an answer shows instead of a header value or the password in a monitor's URL
- * (docs/api.md, "Secrets"): ASCII, so it is a valid header value and URL part.
- */
-export const MASK = '****';
-
-/** `url` with its password (if any) replaced by MASK. */
-export function maskUrl(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return url;
-  }
-  if (u.password === '') return url;
-  return `${u.protocol}//${u.username}:${MASK}@${u.host}${u.pathname}${u.search}${u.hash}`;
-}
-
-export function maskHeaders(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.keys(headers).map((k) => [k, MASK]));
-}
-
-/**
- * A PATCH that sends back what an answer showed keeps the stored secret: a header whose
- * value is MASK keeps its stored value, and the masked URL keeps the stored URL.
- */
-export function unmaskPatch(current: StoredMonitor, patch: MonitorPatch): MonitorPatch {
-  const out: MonitorPatch = { ...patch };
-  if (patch.url !== undefined && patch.url !== current.url && patch.url === maskUrl(current.url)) out.url = current.url;
-  if (patch.headers !== undefined) {
-    const stored = new Map(Object.entries(current.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    out.headers = Object.fromEntries(
-      Object.entries(patch.headers).map(([k, v]) => [
-        k,
-        v === MASK && stored.has(k.toLowerCase()) ? stored.get(k.toLowerCase())! : v,
-      ]),
-    );
-  }
-  return out;
 }
 
 /** The fields that belong to one type only, as a monitor of another type has them. */
@@ -438,15 +398,15 @@ export function monitorStatus(m: Pick<MonitorSettings, 'paused'>, a: MonitorActi
 }
 
 /**
- * What the API returns: header values and a URL's password masked, never the webhook
- * secret unless `withSecret` (the response that set it).
+ * What the API returns: header values, the URL's userinfo and query values masked,
+ * webhooks as scheme and host (monitor-secrets.ts), never the webhook secret unless
+ * `withSecret` (the response that set it).
  */
 export function publicMonitor(m: StoredMonitor, activity: MonitorActivity = {}, withSecret = false): Monitor {
   return {
     id: m.id,
     ...settingsOf(m),
-    url: maskUrl(m.url),
-    headers: maskHeaders(m.headers),
+    ...shownSecrets(m),
     ...(withSecret ? { webhook_secret: m.webhook_secret } : {}),
     status: monitorStatus(m, activity),
     last_check_at: activity.lastCheckAt ?? null,
@@ -484,11 +444,27 @@ interface Row {
   d: number | string;
 }
 
-/** What `sealed` holds: the secrets that `spec` shows masked. */
+/**
+ * What `sealed` holds: the secrets that `spec` shows masked. `webhooks` is absent in
+ * rows sealed before webhook URLs were secrets: theirs are in `spec`.
+ */
 interface Sealed {
   url: string;
   headers: Record<string, string>;
   webhook_secret: string;
+  webhooks?: string[];
+}
+
+/**
+ * In `spec` of rows whose webhook URLs are sealed (and shown there as scheme and host):
+ * a row without it is re-sealed at start (MonitorStore.reseal).
+ */
+const WEBHOOKS_SEALED = 'webhooks_sealed';
+const WEBHOOKS_SEALED_MARK = `"${WEBHOOKS_SEALED}":true`;
+
+/** The secrets' shown forms (monitor-secrets.ts): what answers and `spec` hold. */
+function shownSecrets(m: Pick<MonitorSettings, 'url' | 'headers' | 'webhooks'>) {
+  return { url: maskUrl(m.url), headers: maskHeaders(m.headers), webhooks: maskWebhooks(m.webhooks) };
 }
 
 function toUnixSeconds(iso: string): number {
@@ -503,14 +479,18 @@ export interface ListOptions {
   limit?: number;
   /** Deleted monitors too (their last row): for re-sealing. */
   includeDeleted?: boolean;
-  /** Only monitors whose newest row is not sealed with this key (plain, or another key). */
+  /**
+   * Only monitors whose newest row is not sealed with this key (plain, or another key),
+   * or whose webhook URLs are not sealed yet.
+   */
   notSealedWith?: string;
 }
 
 /**
- * The registry's rows. Secrets (header values, the URL, the webhook secret) are sealed
- * with `box` into the `sealed` column, bound to the monitor's tenant and id; `spec`
- * holds the rest, with the secrets masked, so analysts reading the table see none.
+ * The registry's rows. Secrets (header values, the URL, webhook URLs, the webhook
+ * secret) are sealed with `box` into the `sealed` column, bound to the monitor's tenant
+ * and id; `spec` holds the rest, with the secrets masked, so analysts reading the table
+ * see none.
  */
 export class MonitorStore {
   private readonly table: string;
@@ -543,7 +523,10 @@ export class MonitorStore {
     const having = opts.includeDeleted ? [] : ['argMax(deleted, version) = 0'];
     if (opts.notSealedWith !== undefined) {
       const prefix = `v1.${opts.notSealedWith}.`;
-      having.push(`substring(argMax(sealed, version), 1, ${sqlNumber(prefix.length)}) != ${sqlString(prefix)}`);
+      having.push(
+        `(substring(argMax(sealed, version), 1, ${sqlNumber(prefix.length)}) != ${sqlString(prefix)}
+          OR position(argMax(spec, version), ${sqlString(WEBHOOKS_SEALED_MARK)}) = 0)`,
+      );
     }
     // NOTE: aliases differ from the columns: ClickHouse would substitute an alias named
     // like a column into the aggregate's own argument.
@@ -564,12 +547,22 @@ export class MonitorStore {
   }
 
   private decode(r: Row): StoredMonitor {
-    const spec = { ...ADDED_SETTINGS, ...(JSON.parse(r.s) as Omit<StoredMonitor, 'version'>) };
+    const { [WEBHOOKS_SEALED]: _mark, ...spec } = {
+      ...ADDED_SETTINGS,
+      ...(JSON.parse(r.s) as Omit<StoredMonitor, 'version'> & { [WEBHOOKS_SEALED]?: true }),
+    };
     const m: StoredMonitor = { ...spec, tenant_id: spec.tenant_id ?? DEFAULT_TENANT, version: Number(r.v) };
     // A row from before sealing (migration 4) holds its secrets in `spec`.
     if (r.x === '') return m;
     const secrets = JSON.parse(this.box.open(r.x, sealContext(m))) as Sealed;
-    return { ...m, url: secrets.url, headers: secrets.headers, webhook_secret: secrets.webhook_secret };
+    return {
+      ...m,
+      url: secrets.url,
+      headers: secrets.headers,
+      webhook_secret: secrets.webhook_secret,
+      // Sealed before webhook URLs were secrets: they are still in `spec`.
+      webhooks: secrets.webhooks ?? m.webhooks,
+    };
   }
 
   async get(id: string, tenantId?: string): Promise<StoredMonitor | undefined> {
@@ -592,8 +585,13 @@ export class MonitorStore {
       table: this.table,
       format: 'JSONEachRow',
       values: monitors.map((m, i) => {
-        const secrets: Sealed = { url: m.url, headers: m.headers, webhook_secret: m.webhook_secret };
-        const shown = { ...m, url: maskUrl(m.url), headers: maskHeaders(m.headers), webhook_secret: '' };
+        const secrets: Sealed = {
+          url: m.url,
+          headers: m.headers,
+          webhook_secret: m.webhook_secret,
+          webhooks: m.webhooks,
+        };
+        const shown = { ...m, ...shownSecrets(m), webhook_secret: '', [WEBHOOKS_SEALED]: true };
         return {
           tenant_id: m.tenant_id,
           id: m.id,
@@ -610,8 +608,9 @@ export class MonitorStore {
   }
 
   /**
-   * Re-seals every monitor whose newest row holds plain secrets (copied by migration 4)
-   * or was sealed with a key other than the ring's first (a key rotation), then merges
+   * Re-seals every monitor whose newest row holds plain secrets (copied by migration 4,
+   * or webhook URLs written before they were sealed) or was sealed with a key other than
+   * the ring's first (a key rotation), then merges
    * the table so that the older rows are gone. Returns how many were re-sealed, and
    * whether the merge ran (OPTIMIZE is DDL, which the registry's user may be refused:
    * then the older rows go with ClickHouse's own merges, or an operator's OPTIMIZE).

@@ -4,4 +4,4 @@ export { checkIdFor, judge, probe, statusExpected } from './probe.js';
 export { alertIdFor, nextSlot, phaseOf } from './scheduler.js';
 export { startCheckRunner, type CheckRunner } from './service.js';
 export { decide, INITIAL_STATE, stateFromLastAlert, type AlertState } from './state.js';
-export { redactUrl, retriable, signature } from './webhooks.js';
+export { retriable, signature } from './webhooks.js';

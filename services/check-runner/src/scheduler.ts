@@ -502,7 +502,7 @@ export class Scheduler implements Component {
         ...(check.error ? { error: check.error } : {}),
         created_at: check.created_at,
       },
-      // The URL's password stays out of Kafka and webhook bodies.
+      // Only the URL as shown goes to Kafka and webhook bodies: no userinfo, query values masked.
       monitor: { name: m.name, url: maskUrl(m.url) },
     };
   }

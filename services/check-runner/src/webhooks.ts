@@ -5,7 +5,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { AlertMessage, CheckError, Validators, WebhookDeliveryMessage } from '@telemetry/contract';
 import { counter, KeyedQueue, OnGroupConsumer } from '@telemetry/platform';
 import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
-import type { StoredMonitor } from '@telemetry/store';
+import { maskWebhookUrl, type StoredMonitor } from '@telemetry/store';
 import { httpCall, HttpCallError } from './http-client.js';
 import type { EgressPolicy } from '@telemetry/platform';
 
@@ -246,7 +246,7 @@ export class WebhookDispatcher extends OnGroupConsumer {
       ...(alert.tenant_id === undefined ? {} : { tenant_id: alert.tenant_id }),
       alert_id: alert.id,
       alert_type: alert.type,
-      url: redactUrl(url),
+      url: maskWebhookUrl(url),
       attempt,
       status: outcome.status,
       status_code: outcome.statusCode,
@@ -290,14 +290,14 @@ export class WebhookDispatcher extends OnGroupConsumer {
         records.push(this.record(alert, url, attempt, started, { status, statusCode }));
         if (ok) {
           this.deliveries.inc({ outcome: 'delivered' });
-          this.deps.logger.info('webhook delivered', { alert_id: alert.id, url: redactUrl(url), attempt });
+          this.deps.logger.info('webhook delivered', { alert_id: alert.id, url: maskWebhookUrl(url), attempt });
           return;
         }
         if (!retriable(statusCode)) {
           this.deliveries.inc({ outcome: 'failed' });
           this.deps.logger.warn('webhook refused; not retried', {
             alert_id: alert.id,
-            url: redactUrl(url),
+            url: maskWebhookUrl(url),
             status_code: statusCode,
           });
           return;
@@ -311,7 +311,7 @@ export class WebhookDispatcher extends OnGroupConsumer {
           this.deliveries.inc({ outcome: 'failed' });
           this.deps.logger.warn('webhook target not allowed by the egress policy; not retried', {
             alert_id: alert.id,
-            url: redactUrl(url),
+            url: maskWebhookUrl(url),
           });
           return;
         }
@@ -321,7 +321,7 @@ export class WebhookDispatcher extends OnGroupConsumer {
       // it must not be delivered again.
       if (last(attempt)) {
         this.deliveries.inc({ outcome: 'failed' });
-        this.deps.logger.warn('webhook given up', { alert_id: alert.id, url: redactUrl(url), attempt, outcome });
+        this.deps.logger.warn('webhook given up', { alert_id: alert.id, url: maskWebhookUrl(url), attempt, outcome });
         return;
       }
       if (this.stopping) {
@@ -352,14 +352,4 @@ interface Outcome {
   status: WebhookDeliveryMessage['status'];
   statusCode: number;
   error?: CheckError;
-}
-
-/** A webhook URL for logs: no query string or credentials (they often hold tokens). */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return '(invalid url)';
-  }
 }

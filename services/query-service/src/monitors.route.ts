@@ -6,7 +6,6 @@ import {
   toIsoSeconds,
   type Monitor,
   type MonitorCreate,
-  type MonitorPatch,
   type MonitorSettings,
   type Validators,
 } from '@telemetry/contract';
@@ -269,7 +268,9 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     const m = await queue.run(monitorIdOf(req), async () => {
       const current = await load(req, res);
       checkIfMatch(req, current);
-      const patch: MonitorPatch = unmaskPatch(current, body);
+      // What the PATCH sent masked is the stored secret; a URL moved to another origin
+      // leaves the stored header values and URL credentials behind (named in the answer).
+      const { patch, dropped } = unmaskPatch(current, body);
       const settings = patchSettings(current, patch);
       const problems = [
         ...(patch.interval_seconds !== undefined ? intervalProblems(settings.interval_seconds) : []),
@@ -287,10 +288,19 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
         updated_at: nowIso(),
       };
       const version = await storeCall(req, 'monitor update', () => deps.store.save(next, false, current.version));
-      return { ...next, version };
+      return { monitor: { ...next, version }, dropped };
     });
-    await announce(req, { id: m.id, version: m.version, deleted: false });
-    res.json(ok(await shown(req, res, m, body.webhook_secret !== undefined)));
+    if (m.dropped.length > 0) {
+      // Names only, never values.
+      deps.logger.info('monitor secrets dropped: the url moved to another origin', {
+        request_id: req.id,
+        id: m.monitor.id,
+        dropped: m.dropped,
+      });
+    }
+    await announce(req, { id: m.monitor.id, version: m.monitor.version, deleted: false });
+    const out = await shown(req, res, m.monitor, body.webhook_secret !== undefined);
+    res.json(ok({ ...out, dropped_secrets: m.dropped }));
   });
 
   app.delete('/api/monitors/:id', deps.auth.write, deps.known, async (req, res) => {

@@ -18,7 +18,7 @@ const FIELDS: Field[] = [
     name: 'url',
     label: 'URL',
     kind: 'url',
-    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns; none for heartbeat',
+    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns; none for heartbeat. Stored query values show as ****; another host drops the stored headers and credentials',
   },
   {
     name: 'method',
@@ -51,7 +51,12 @@ const FIELDS: Field[] = [
     kind: 'pairs',
     hint: 'one per line, Name: value; stored values show as ****',
   },
-  { name: 'webhooks', label: 'Webhook URLs', kind: 'lines', hint: 'comma-separated' },
+  {
+    name: 'webhooks',
+    label: 'Webhook URLs',
+    kind: 'lines',
+    hint: 'comma-separated; stored URLs show as scheme and host only, and kept as shown',
+  },
   { name: 'tcp_send', label: 'TCP: send once connected', kind: 'text', hint: 'tcp monitors only' },
   { name: 'tcp_expect', label: 'TCP: the reply must contain', kind: 'text', hint: 'tcp monitors only' },
   {
@@ -195,11 +200,12 @@ function showProblems(form: HTMLFormElement, problems: Problem[]): void {
   }
 }
 
-/** Create (`id` undefined) or edit a monitor. */
+/** Create (`id` undefined) or edit a monitor; `notice` shows above the buttons (after a save). */
 export async function monitorForm(
   main: HTMLElement,
   id: string | undefined,
   navigate: (hash: string) => void,
+  notice?: string,
 ): Promise<void> {
   const title = id ? 'Edit monitor' : 'New monitor';
   show(main, h('h1', {}, title), loading());
@@ -216,7 +222,7 @@ export async function monitorForm(
       return;
     }
   }
-  const summary = h('div', { id: 'form-error', role: 'alert' });
+  const summary = h('div', { id: 'form-error', role: 'alert' }, notice ? h('p', {}, notice) : null);
   const form = h(
     'form',
     { novalidate: true, class: 'monitor-form' },
@@ -256,7 +262,18 @@ export async function monitorForm(
       : call<Monitor>('POST', '/api/monitors', body);
     done.then(
       (r) => {
-        navigate(`#/monitors/${r.data.id}`);
+        const dropped = r.data.dropped_secrets ?? [];
+        if (dropped.length === 0) {
+          navigate(`#/monitors/${r.data.id}`);
+          return;
+        }
+        // The URL moved to another origin: say what stayed behind, on the form as stored now.
+        void monitorForm(
+          main,
+          r.data.id,
+          navigate,
+          `Saved. The URL moved to another host, so these stored secrets were dropped: ${dropped.join(', ')}. Enter them again to send them there.`,
+        );
       },
       (err: unknown) => {
         button.disabled = false;
