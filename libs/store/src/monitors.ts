@@ -334,7 +334,7 @@ export function deniedTargets(
   const judge = (path: string, raw: string): void => {
     // One that does not parse is a validation problem (monitorProblems), not a target.
     if (!parsesAsUrl(raw)) return;
-    const verdict = policy.checkLiteral(connectUrl(new URL(raw)));
+    const verdict = policy.checkUrl(connectUrl(new URL(raw)));
     if (verdict && !verdict.allowed) problems.push({ path, message: verdict.reason });
   };
   // A dns monitor's URL names what to resolve, not where to connect: its resolver is judged.
