@@ -39,6 +39,8 @@ export interface ProbeContext {
   signal?: AbortSignal;
   /** The egress policy every connection of the check is judged by. */
   policy: EgressPolicy;
+  /** The servers of the runner's own resolver for dns checks (undefined: the system's). */
+  dnsServers?: readonly string[];
 }
 
 /** Runs one check of `m`: never throws; a failure is a `down` result with its `error`. */
