@@ -92,6 +92,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       ).data.map((r) => ({ id: r.id, tenantId: r.t })),
     config.monitorCacheMs,
     logger,
+    undefined,
+    registry,
   );
   const validators = createValidators();
   const tail = config.tailChecksPerMonitor > 0 ? hotTail(config, logger, registry, reader, validators) : [];
