@@ -210,6 +210,16 @@ describe('check runner (unit)', () => {
       expect(await probe(settings({ url: `${base}/loop` }), ctx)).to.include({ status: 'down', status_code: 302 });
     });
 
+    it('checks a stored URL whose host does not parse as down dns, of every type, without throwing', async () => {
+      for (const m of [
+        settings({ url: 'http://1.2.3.4.5/' }),
+        settings({ type: 'tcp', url: 'tcp://1.2.3.4.5:80' }),
+        settings({ type: 'tls', url: 'tls://256.1.1.1:443' }),
+      ]) {
+        expect(await probe(m, ctx), m.url).to.include({ status: 'down', status_code: 0, error: 'dns' });
+      }
+    });
+
     it('records timeouts and refused connections as down with status code 0', async () => {
       const t = await probe(settings({ url: `${base}/slow`, timeout_ms: 200 }), ctx);
       expect(t).to.include({ status: 'down', status_code: 0, error: 'timeout' });
