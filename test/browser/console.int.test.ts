@@ -21,6 +21,53 @@ import { TestTarget } from '../support/target.js';
 import { buildConsole, launchChromium } from '../support/browser.js';
 
 /**
+ * Records where each chart draws its text (page script: this file has no DOM types). uPlot
+ * draws its tick labels on its canvas with fillText, which no DOM box shows, so each call's
+ * text box (measured as it is drawn, through the context's transform) is kept on the canvas
+ * as `textBoxes` until the canvas is cleared whole.
+ */
+const RECORD_CANVAS_TEXT = `(() => {
+  const proto = CanvasRenderingContext2D.prototype;
+  const fillText = proto.fillText;
+  const clearRect = proto.clearRect;
+  const boxes = (c) => (c.textBoxes ??= []);
+  proto.fillText = function (text, x, y, max) {
+    const m = this.measureText(text);
+    const t = this.getTransform();
+    boxes(this.canvas).push({
+      text: String(text),
+      left: t.a * (x - m.actualBoundingBoxLeft) + t.e,
+      right: t.a * (x + m.actualBoundingBoxRight) + t.e,
+      top: t.d * (y - m.actualBoundingBoxAscent) + t.f,
+      bottom: t.d * (y + m.actualBoundingBoxDescent) + t.f,
+    });
+    return max === undefined ? fillText.call(this, text, x, y) : fillText.call(this, text, x, y, max);
+  };
+  proto.clearRect = function (x, y, w, h) {
+    if (x <= 0 && y <= 0 && x + w >= this.canvas.width && y + h >= this.canvas.height) boxes(this.canvas).length = 0;
+    return clearRect.call(this, x, y, w, h);
+  };
+})()`;
+
+interface ChartCanvas {
+  /** The canvas's pixel size, the right edge of its box and the page's width (CSS px). */
+  width: number;
+  height: number;
+  right: number;
+  page: number;
+  labels: { text: string; left: number; right: number; top: number; bottom: number }[];
+}
+
+/** Every chart canvas of the page (page script), as a ChartCanvas. */
+const CHART_CANVASES = `[...document.querySelectorAll('figure.chart canvas')].map((c) => ({
+  width: c.width,
+  height: c.height,
+  right: c.getBoundingClientRect().right,
+  page: document.documentElement.clientWidth,
+  labels: c.textBoxes ?? [],
+}))`;
+
+/**
  * The console and the public status pages in a real Chromium (Debian's), against the real
  * query service, stream consumer, check runner, Kafka and ClickHouse, and a local target.
  * With CONSOLE_SCREENSHOTS=dir (npm run docs:screenshots) every page is also photographed
@@ -89,6 +136,35 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await p.setViewportSize({ width: 1280, height: 900 });
   }
 
+  /**
+   * At 1280 and 360 px wide, every chart of the page has drawn its tick labels, each wholly
+   * inside its canvas (a y-axis too narrow for "3.5 ms" cut it to ".5 ms"), and no canvas is
+   * wider than the page.
+   */
+  async function chartsFit(p: Page, what: string): Promise<void> {
+    for (const width of [1280, 360]) {
+      await p.setViewportSize({ width, height: 900 });
+      let last = '';
+      // Charts redraw to their new width: read them once two looks agree.
+      const drawn = await eventually(`${what}: charts drawn at ${width} px`, async () => {
+        const now = await p.evaluate<ChartCanvas[]>(CHART_CANVASES);
+        const json = JSON.stringify(now);
+        const stable = json === last && now.length > 0 && now.every((c) => c.labels.length > 0);
+        last = json;
+        return stable ? now : undefined;
+      });
+      for (const [i, c] of drawn.entries()) {
+        const out = c.labels.filter((l) => l.left < 0 || l.top < 0 || l.right > c.width || l.bottom > c.height);
+        expect(
+          out.map((l) => `"${l.text}" at ${l.left.toFixed(1)}..${l.right.toFixed(1)} of 0..${c.width}`),
+          `${what}, chart ${i + 1} at ${width} px: tick labels outside the canvas`,
+        ).to.deep.equal([]);
+        expect(c.right, `${what}, chart ${i + 1} at ${width} px: wider than the page`).to.be.at.most(c.page);
+      }
+    }
+    await p.setViewportSize({ width: 1280, height: 900 });
+  }
+
   async function api(
     method: string,
     path: string,
@@ -141,6 +217,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     });
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.addInitScript(RECORD_CANVAS_TEXT);
     page = await context.newPage();
     watch(page);
   });
@@ -232,6 +309,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await page.locator('.timeline li.resolved').waitFor({ timeout: 60_000 });
     expect(await page.locator('.timeline li.open').count()).to.equal(0);
     await page.locator('h1 .badge', { hasText: 'up' }).waitFor();
+    await chartsFit(page, 'monitor page');
     await photograph(page, 'monitor');
   });
 
@@ -265,6 +343,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     );
     expect(Number(await page.locator('figure.chart').getAttribute('data-points'))).to.be.greaterThan(0);
     await accessible(page, 'events');
+    await chartsFit(page, 'events');
     await photograph(page, 'events');
   });
 

@@ -880,6 +880,25 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     invalidCreate('URL with a tab', { url: 'https://corpus-bad\t.example/' }),
     invalidCreate('URL of 2049 chars', { url: `https://${MARK}.example/`.padEnd(2049, 'a') }),
     invalidChange('javascript: URL', { url: 'javascript:alert(1)' }),
+    // hosts the URL format took and the WHATWG parser refuses (they answered 500)
+    invalidCreate('URL host 1.2.3.4.5', { url: 'http://1.2.3.4.5/' }),
+    invalidCreate('URL host 256.1.1.1', { url: 'https://256.1.1.1/health' }),
+    invalidChange('URL host 1.2.3.4.5', { url: 'http://1.2.3.4.5/' }),
+    invalidCreate('tcp URL host 1.2.3.4.5', { type: 'tcp', url: 'tcp://1.2.3.4.5:80' }),
+    invalidCreate('tls URL host 256.1.1.1', { type: 'tls', url: 'tls://256.1.1.1' }),
+    invalidCreate('dns URL host 1.2.3.4.5', { type: 'dns', url: 'dns://1.2.3.4.5' }),
+    invalidCreate('webhook host 1.2.3.4.5', { webhooks: ['http://1.2.3.4.5/hook'] }),
+    invalidChange('webhook host 1.2.3.4.5', { webhooks: ['http://1.2.3.4.5/hook'] }),
+    // port 25 is denied on every host by default (EGRESS_DENY_PORTS): no SMTP from the runners
+    create(
+      'tcp monitor on port 25',
+      good({ type: 'tcp', url: `tcp://${MARK}.example:25`, tcp_send: 'HELO x' }),
+      400,
+      'TARGET_NOT_ALLOWED',
+    ),
+    create('http monitor on port 25', good({ url: `http://${MARK}.example:25/` }), 400, 'TARGET_NOT_ALLOWED'),
+    create('webhook on port 25', good({ webhooks: [`http://${MARK}.example:25/hook`] }), 400, 'TARGET_NOT_ALLOWED'),
+    change('url on port 25', { url: `https://${MARK}.example:25/` }, 400, 'TARGET_NOT_ALLOWED'),
     // monitor types (docs/monitors.md, "Monitor types")
     invalidCreate('unknown type', { type: 'icmp' }),
     invalidCreate('type in capitals', { type: 'TCP' }),

@@ -1,4 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { expect } from 'chai';
 import type { CheckMessage, Monitor } from '@telemetry/contract';
 import { sqlString } from '@telemetry/platform';
@@ -221,5 +222,101 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
     const sameHop = a.seen.filter((r) => r.path === '/ok' && r.headers['x-monitor-id'] === same.body.data.id);
     expect(sameHop.length).to.be.greaterThan(0);
     expect(sameHop[0]!.headers).to.include({ authorization: 'Bearer s3cret' });
+  });
+});
+
+/**
+ * EGRESS_DENY_PORTS on the real pipeline, with loopback allowed (the tests' usual policy)
+ * and the port of a loopback TCP listener denied: a monitor or webhook on that port is
+ * refused at once, whatever its host, and a stored one is checked as down
+ * target_not_allowed without a connection reaching the listener.
+ */
+describe('EGRESS_DENY_PORTS (real Kafka and ClickHouse, a check runner process)', function () {
+  this.timeout(120_000);
+  const location = 'deny-ports';
+  let connections = 0;
+  const listener = createNetServer((socket) => {
+    connections++;
+    socket.on('error', () => undefined);
+    socket.end('220 smtp.test ESMTP\r\n');
+  });
+  let port = 0;
+  let open: Running;
+  let denying: Running;
+  let runner: ServiceProcess;
+  let checks: Awaited<ReturnType<typeof collectTopic>>;
+  let key: string;
+
+  async function create(q: Running, m: Record<string, unknown>) {
+    const r = await fetch(`${q.url}/api/monitors`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: uid('ports'), interval_seconds: 5, locations: [location], ...m }),
+    });
+    return { status: r.status, body: (await r.json()) as Envelope<Monitor> };
+  }
+
+  before(async () => {
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+    port = (listener.address() as { port: number }).port;
+    const deny = { EGRESS_DENY_PORTS: `25,${port}` };
+    [open, denying] = await Promise.all([runQuery(), runQuery(deny)]);
+    checks = await collectTopic(testStack().checksTopic);
+    key = await newKey({ kind: 'api', name: 'ports', scopes: ['monitors:read', 'monitors:write'] });
+    // Checks only the monitors of its own location: the other runners never see these.
+    runner = await spawnService('check-runner', {
+      ...deny,
+      RUNNER_ID: 'deny-ports',
+      RUNNER_LOCATION: location,
+      RUNNER_GROUP_ID: uid('ports-runners'),
+      WEBHOOK_GROUP_ID: uid('ports-webhooks'),
+      REGISTRY_REFRESH_MS: '1000',
+    });
+    await eventually('the key loaded', async () =>
+      (await fetch(`${denying.url}/api/monitors?limit=1`, { headers: { authorization: `Bearer ${key}` } })).status ===
+      200
+        ? true
+        : undefined,
+    );
+  });
+  after(async () => {
+    await Promise.all([runner?.kill('SIGTERM'), open?.stop(), denying?.stop(), checks?.stop()]);
+    await new Promise<void>((r) => listener.close(() => r()));
+  });
+
+  it('refuses a monitor or webhook on a denied port, named or literal (400 TARGET_NOT_ALLOWED)', async () => {
+    const targets: Record<string, unknown>[] = [
+      { type: 'tcp', url: `tcp://127.0.0.1:${port}`, tcp_send: 'EHLO x\r\n' },
+      { type: 'tcp', url: `tcp://localhost:${port}` },
+      { type: 'tls', url: `tls://localhost:${port}` },
+      { url: `http://localhost:${port}/` },
+      { url: `http://[::1]:${port}/` },
+      { url: 'http://127.0.0.1:9/', webhooks: [`http://localhost:${port}/hook`] },
+      { type: 'tcp', url: 'tcp://localhost:25' },
+    ];
+    for (const m of targets) {
+      const r = await create(denying, { ...m, paused: true });
+      expect([r.status, r.body.code], JSON.stringify(m)).to.deep.equal([400, 'TARGET_NOT_ALLOWED']);
+      expect(r.body.error, JSON.stringify(m)).to.match(/EGRESS_DENY_PORTS/);
+    }
+    // The next port is not denied.
+    const next = await create(denying, { type: 'tcp', url: `tcp://localhost:${port + 1}`, paused: true });
+    expect(next.status).to.equal(201);
+  });
+
+  it('checks a stored monitor on a denied port as down target_not_allowed, and no connection reaches the port', async () => {
+    // Stored through a query service without the rule (as a monitor made before it was set).
+    const m = await create(open, { type: 'tcp', url: `tcp://localhost:${port}`, tcp_send: 'EHLO x\r\n' });
+    expect(m.status, JSON.stringify(m.body)).to.equal(201);
+    const [c] = await eventually(
+      'a check of the monitor',
+      () => {
+        const mine = (checks.values as CheckMessage[]).filter((x) => x.monitor_id === m.body.data.id);
+        return mine.length > 0 ? mine : undefined;
+      },
+      30_000,
+    );
+    expect(c).to.include({ status: 'down', status_code: 0, response_time: 0, error: 'target_not_allowed' });
+    expect(connections, 'connections that reached the denied port').to.equal(0);
   });
 });

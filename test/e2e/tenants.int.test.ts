@@ -161,6 +161,68 @@ describe('tenants (real Kafka and ClickHouse)', function () {
     expect(summary.status).to.equal(200);
   });
 
+  it("answers B's requests for A's monitor and for an id nobody has with the same work, in the same time", async () => {
+    // A query service of its own, whose set of ids is not reloaded during the test: a reload
+    // forgets the ids found missing, which would add a lookup to one side only.
+    const q = await runQuery({ MONITOR_CACHE_MS: '600000' });
+    try {
+      const get = async (id: string): Promise<number> => {
+        const t = performance.now();
+        const r = await fetch(`${q.url}/api/monitors/${id}/checks`, { headers: { authorization: `Bearer ${B.api}` } });
+        const body = (await r.json()) as Envelope<unknown>;
+        const ms = performance.now() - t;
+        expect([r.status, body.code], id).to.deep.equal([404, 'MONITOR_NOT_FOUND']);
+        return ms;
+      };
+      const lookups = async (): Promise<Record<string, number>> => {
+        const text = await (await fetch(`${q.url}/metrics`)).text();
+        return Object.fromEntries(
+          [...text.matchAll(/^query_monitor_lookups_total\{[^}]*answer="(\w+)"[^}]*\} (\d+)/gm)].map((m) => [
+            m[1]!,
+            Number(m[2]),
+          ]),
+        );
+      };
+      const diff = (a: Record<string, number>, b: Record<string, number>): Record<string, number> =>
+        Object.fromEntries(
+          Object.entries(b)
+            .map(([k, n]): [string, number] => [k, n - (a[k] ?? 0)])
+            .filter(([, n]) => n !== 0),
+        );
+      const unknown = `mon_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      await eventually('the key loaded', async () =>
+        (await fetch(`${q.url}/api/monitors?limit=1`, { headers: { authorization: `Bearer ${B.api}` } })).status === 200
+          ? true
+          : undefined,
+      );
+      // The work, counted: one lookup each (a ClickHouse read), then the remembered answer.
+      const n = 150;
+      const times: Record<'foreign' | 'unknown', number[]> = { foreign: [], unknown: [] };
+      const work: Record<string, Record<string, number>> = {};
+      for (const [side, id] of [
+        ['foreign', monitor.id],
+        ['unknown', unknown],
+      ] as const) {
+        const before = await lookups();
+        for (let i = 0; i < n; i++) times[side].push(await get(id));
+        work[side] = diff(before, await lookups());
+      }
+      expect(work.foreign).to.deep.equal({ looked_up: 1, not_held_cached: n - 1 });
+      expect(work.unknown, 'the same work as for the foreign id').to.deep.equal(work.foreign);
+      // The time, interleaved so that the machine's load falls on both alike.
+      for (let i = 0; i < n; i++) {
+        times.foreign.push(await get(monitor.id));
+        times.unknown.push(await get(unknown));
+      }
+      const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      const [f, u] = [median(times.foreign.slice(n)), median(times.unknown.slice(n))];
+      process.stdout.write(`      median 404 time: foreign ${f.toFixed(2)} ms, unknown ${u.toFixed(2)} ms\n`);
+      expect(Math.abs(f - u), `foreign ${f} ms, unknown ${u} ms`).to.be.lessThan(Math.max(0.5, 0.3 * Math.max(f, u)));
+    } finally {
+      await q.stop();
+    }
+  });
+
   it("keeps A's and B's events with the same source apart, in events and in the rollup", async () => {
     const source = `shared-${uid()}`;
     const post = async (key: string, n: number): Promise<void> => {

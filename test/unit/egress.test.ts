@@ -1,6 +1,7 @@
 import type { LookupAddress } from 'node:dns';
 import { expect } from 'chai';
-import { embeddedIpv4, EgressPolicy, parseEgressAllow } from '@telemetry/platform';
+import { egressPolicyFor, embeddedIpv4, EgressPolicy, parseEgressAllow, parsePorts } from '@telemetry/platform';
+import { silentLogger, until } from './support/fakes.js';
 
 /**
  * The egress policy's address classifier, on IP literals only: nothing here opens a
@@ -8,7 +9,7 @@ import { embeddedIpv4, EgressPolicy, parseEgressAllow } from '@telemetry/platfor
  */
 describe('egress policy (unit)', () => {
   const policy = new EgressPolicy();
-  const verdict = (url: string) => policy.checkLiteral(new URL(url));
+  const verdict = (url: string) => policy.checkUrl(new URL(url));
 
   it('denies every non-public range, in every literal notation', () => {
     const denied = [
@@ -74,7 +75,7 @@ describe('egress policy (unit)', () => {
     expect(p.check('127.0.0.1', 8080).allowed).to.equal(true);
     expect(p.check('127.0.0.1', 8081).allowed).to.equal(false);
     expect(p.check('::ffff:127.0.0.1', 8080).allowed).to.equal(true);
-    expect(p.checkLiteral(new URL('http://2130706433:8080/'))!.allowed).to.equal(true);
+    expect(p.checkUrl(new URL('http://2130706433:8080/'))!.allowed).to.equal(true);
     expect(p.check('::1', 9000).allowed).to.equal(true);
     expect(p.check('::1', 9001).allowed).to.equal(false);
   });
@@ -82,7 +83,7 @@ describe('egress policy (unit)', () => {
   it('denies our own services whatever is allowed', () => {
     const p = new EgressPolicy({ allow: ['127.0.0.0/8'], alwaysDeny: [{ address: '127.0.0.1', port: 8123 }] });
     expect(p.check('127.0.0.1', 8123)).to.include({ allowed: false });
-    expect(p.checkLiteral(new URL('http://[::ffff:127.0.0.1]:8123/'))).to.include({ allowed: false });
+    expect(p.checkUrl(new URL('http://[::ffff:127.0.0.1]:8123/'))).to.include({ allowed: false });
     expect(p.check('127.0.0.1', 8124).allowed).to.equal(true);
   });
 
@@ -114,6 +115,68 @@ describe('egress policy (unit)', () => {
     expect(parseEgressAllow('')).to.deep.equal([]);
     for (const bad of ['10.0.0.0/33', 'example.com', 'localhost:80', '127.0.0.1:0', '::1:80/200']) {
       expect(() => parseEgressAllow(bad), bad).to.throw();
+    }
+  });
+
+  it('denies the ports of EGRESS_DENY_PORTS on every address, names included, but an allowed address:port pair', () => {
+    const p = new EgressPolicy({ allow: ['10.1.0.0/16', '10.2.0.5:25'], denyPorts: [25, 465] });
+    expect(p.check('93.184.216.34', 25)).to.deep.equal({
+      allowed: false,
+      reason: 'port 25 is denied (EGRESS_DENY_PORTS)',
+    });
+    expect(p.check('93.184.216.34', 465).allowed).to.equal(false);
+    expect(p.check('93.184.216.34', 587).allowed).to.equal(true);
+    expect(p.check('10.1.0.9', 25).allowed, 'an allowed range is no exception').to.equal(false);
+    expect(p.check('10.2.0.5', 25).allowed, 'an allowed pair is').to.equal(true);
+    // Judged from the URL alone, before any lookup: a name on a denied port too.
+    expect(p.checkUrl(new URL('tcp://mail.example.com:25'))).to.include({ allowed: false });
+    expect(p.checkUrl(new URL('http://mail.example.com:465/'))).to.include({ allowed: false });
+    expect(p.checkUrl(new URL('http://mail.example.com:587/'))).to.equal(undefined);
+    expect(p.checkUrl(new URL('http://93.184.216.34:25/'))).to.include({ allowed: false });
+    expect(new EgressPolicy().check('93.184.216.34', 25).allowed, 'no list, no denied port').to.equal(true);
+  });
+
+  it('reads EGRESS_DENY_PORTS', () => {
+    expect(parsePorts('25')).to.deep.equal([25]);
+    expect(parsePorts(' 25, 465,25 ')).to.deep.equal([25, 465]);
+    expect(parsePorts('')).to.deep.equal([]);
+    for (const bad of ['0', '65536', 'smtp', '25-30', '-1', '2.5']) expect(() => parsePorts(bad), bad).to.throw();
+  });
+
+  it('resolves our own services again on its timer, keeping the last addresses of a name that fails', async () => {
+    let answer: LookupAddress[] | undefined = [{ address: '10.9.0.1', family: 4 }];
+    let asked = 0;
+    const lookup = (_host: string, _opts: object, cb: (err: Error | null, a: LookupAddress[]) => void): void => {
+      asked++;
+      if (answer) cb(null, answer);
+      else cb(Object.assign(new Error('queryA ESERVFAIL'), { code: 'ESERVFAIL' }), []);
+    };
+    const config = {
+      egressAllow: ['10.0.0.0/8'],
+      egressDenyPorts: [],
+      egressRefreshMs: 10,
+      kafkaBrokers: ['kafka.internal:9092'],
+      clickhouseUrl: 'http://10.8.0.1:8123',
+    };
+    const { policy, refresh } = await egressPolicyFor(config, silentLogger, [], lookup as never);
+    expect(policy.check('10.9.0.1', 9092).allowed, 'Kafka as resolved at start').to.equal(false);
+    expect(policy.check('10.8.0.1', 8123).allowed, 'ClickHouse, a literal').to.equal(false);
+    expect(policy.check('10.9.0.2', 9092).allowed).to.equal(true);
+    // Kafka comes back at another address.
+    answer = [{ address: '10.9.0.2', family: 4 }];
+    await refresh.start();
+    try {
+      await until(() => !policy.check('10.9.0.2', 9092).allowed, 'the new address denied');
+      expect(policy.check('10.9.0.1', 9092).allowed, 'the old one no longer ours').to.equal(true);
+      // The name stops resolving: its last addresses stay denied.
+      answer = undefined;
+      const before = asked;
+      await until(() => asked > before + 2, 'resolved again');
+      expect(policy.check('10.9.0.2', 9092).allowed).to.equal(false);
+      expect(policy.check('10.8.0.1', 8123).allowed).to.equal(false);
+      expect(refresh.health()).to.equal(true);
+    } finally {
+      await refresh.stop();
     }
   });
 });

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { Registry as PromRegistry } from 'prom-client';
 import { MonitorDirectory } from '../../services/query-service/src/monitor-directory.js';
 import { FakeClock, settle, silentLogger } from './support/fakes.js';
 
@@ -48,9 +49,47 @@ describe('monitor directory (unit)', () => {
     expect(await d.exists('mon_a', 'ten_b'), 'of ten_a').to.equal(false);
     registry.others.push('mon_y'); // created on another replica, for ten_b
     expect(await d.exists('mon_y', T), 'looked up').to.equal(false);
-    expect(registry.lookups.slice(1)).to.deep.equal([['mon_y']]);
     expect(await d.exists('mon_y', 'ten_b'), 'now held').to.equal(true);
-    expect(registry.lookups, 'no second lookup').to.have.length(2);
+    // Each (tenant, id) not the tenant's is looked up once, held in the set or not.
+    expect(registry.lookups.slice(1)).to.deep.equal([['mon_x'], ['mon_a'], ['mon_y']]);
+    await d.stop();
+  });
+
+  it("does the same work for another tenant's id as for an unknown one, and looks each up once until the next reload", async () => {
+    const registry = new Registry();
+    const clock = new FakeClock();
+    const metrics = new PromRegistry();
+    const d = new MonitorDirectory(registry.lookup, 5000, silentLogger, clock, metrics);
+    await d.start();
+    const answers = async (): Promise<Record<string, number>> =>
+      Object.fromEntries(
+        ((await metrics.getSingleMetric('query_monitor_lookups_total')?.get())?.values ?? []).map((v) => [
+          String(v.labels.answer),
+          v.value,
+        ]),
+      );
+    const work = async (id: string): Promise<{ lookups: number; answers: Record<string, number> }> => {
+      const lookups = registry.lookups.length;
+      const before = await answers();
+      for (let i = 0; i < 50; i++) expect(await d.exists(id, T), id).to.equal(false);
+      const after = await answers();
+      return {
+        lookups: registry.lookups.length - lookups,
+        answers: Object.fromEntries(Object.entries(after).map(([k, n]) => [k, n - (before[k] ?? 0)])),
+      };
+    };
+    const foreign = await work('mon_x'); // held, of ten_b
+    const unknown = await work('mon_none');
+    expect(foreign).to.deep.equal({ lookups: 1, answers: { looked_up: 1, not_held_cached: 49 } });
+    expect(unknown, 'the same as for the foreign id').to.deep.equal(foreign);
+    // A reload forgets what was not found: a monitor created since on another replica shows.
+    registry.ids.push('mon_none');
+    await clock.advance(5000);
+    expect(await d.exists('mon_none', T)).to.equal(true);
+    // A monitor created here is found at once, though it was not found before.
+    expect(await d.exists('mon_here', T)).to.equal(false);
+    d.remember('mon_here', T);
+    expect(await d.exists('mon_here', T)).to.equal(true);
     await d.stop();
   });
 

@@ -19,11 +19,12 @@ import {
   statusExpected,
   type AlertState,
 } from '@telemetry/check-runner';
-import { createValidators, type CheckStatus, type MonitorSettings } from '@telemetry/contract';
+import { createValidators, describeErrors, type CheckStatus, type MonitorSettings } from '@telemetry/contract';
 import { EgressPolicy } from '@telemetry/platform';
 import {
   createSettings,
   DEFAULT_MONITOR,
+  deniedTargets,
   maskWebhookUrl,
   monitorPartition,
   monitorProblems,
@@ -209,6 +210,16 @@ describe('check runner (unit)', () => {
       expect(await probe(settings({ url: `${base}/loop` }), ctx)).to.include({ status: 'down', status_code: 302 });
     });
 
+    it('checks a stored URL whose host does not parse as down dns, of every type, without throwing', async () => {
+      for (const m of [
+        settings({ url: 'http://1.2.3.4.5/' }),
+        settings({ type: 'tcp', url: 'tcp://1.2.3.4.5:80' }),
+        settings({ type: 'tls', url: 'tls://256.1.1.1:443' }),
+      ]) {
+        expect(await probe(m, ctx), m.url).to.include({ status: 'down', status_code: 0, error: 'dns' });
+      }
+    });
+
     it('records timeouts and refused connections as down with status code 0', async () => {
       const t = await probe(settings({ url: `${base}/slow`, timeout_ms: 200 }), ctx);
       expect(t).to.include({ status: 'down', status_code: 0, error: 'timeout' });
@@ -296,6 +307,32 @@ describe('check runner (unit)', () => {
         v.monitorCreate({ name: 'n', url: 'https://example.com/', headers: { 'X-Token': value } });
       expect(['Bearer abc', 'café', 'a\tb', ''].every(ok)).to.equal(true);
       expect(['日本', 'x\r\ny', 'x\ny', 'x\u0000'].some(ok)).to.equal(false);
+    });
+
+    it('refuses URLs whose host the WHATWG parser refuses, as a problem of the field, never a throw', () => {
+      const v = createValidators();
+      const problemsOf = (body: object): string[] =>
+        v.monitorCreate(body) ? [] : describeErrors(v.monitorCreate.errors).map((p) => p.path);
+      const bad: [object, string][] = [
+        [{ url: 'http://1.2.3.4.5/' }, '/url'],
+        [{ url: 'https://256.1.1.1/x' }, '/url'],
+        [{ type: 'tcp', url: 'tcp://1.2.3.4.5:80' }, '/url'],
+        [{ type: 'tls', url: 'tls://256.1.1.1' }, '/url'],
+        [{ type: 'dns', url: 'dns://1.2.3.4.5' }, '/url'],
+        [{ url: 'https://example.com/', webhooks: ['http://1.2.3.4.5/hook'] }, '/webhooks/0'],
+      ];
+      for (const [body, path] of bad) {
+        expect(problemsOf({ name: 'n', ...body }), JSON.stringify(body)).to.include(path);
+        expect(v.monitorPatch(body), JSON.stringify(body)).to.equal(false);
+      }
+      for (const url of ['https://example.com/', 'http://1.2.3.4/', 'https://[::1]:8443/a']) {
+        expect(problemsOf({ name: 'n', url }), url).to.deep.equal([]);
+      }
+      expect(problemsOf({ name: 'n', type: 'tcp', url: 'tcp://db.example:5432' })).to.deep.equal([]);
+      // A monitor stored before the check, patched now: a problem, and nothing that throws.
+      const stored = settings({ url: 'http://1.2.3.4.5/', webhooks: ['http://1.2.3.4.5/hook'] });
+      expect(monitorProblems(stored).map((p) => p.path)).to.have.members(['/url', '/webhooks/0']);
+      expect(deniedTargets(stored, new EgressPolicy())).to.deep.equal([]);
     });
 
     it('derives a monitor’s status from pause, open incident and checks', () => {

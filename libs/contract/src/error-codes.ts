@@ -18,7 +18,7 @@ export const ERROR_CODES = {
   TARGET_NOT_ALLOWED: {
     status: 400,
     description:
-      "A monitor's URL or a webhook URL is an IP address the egress policy denies (loopback, private, link-local, ... in any notation); `details.path` names the field. Names are judged when a check connects.",
+      "A monitor's URL or a webhook URL is an IP address the egress policy denies (loopback, private, link-local, ... in any notation), or its port is one EGRESS_DENY_PORTS denies (25 by default), whatever its host; `details.path` names the field. Names are judged when a check connects.",
   },
   // 401: who are you?
   MISSING_CREDENTIALS: {

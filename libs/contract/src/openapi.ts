@@ -362,7 +362,7 @@ const monitorPaths: Json = {
       operationId: 'createMonitor',
       summary: 'Create a monitor',
       description:
-        'Only name and url are required; the rest take the defaults shown in the schema. The response (and only it) shows webhook_secret, generated unless given. Runners start checking within seconds. A url or webhook that is an IP address the egress policy denies (loopback, private, link-local, ...) is 400 TARGET_NOT_ALLOWED; a name that resolves to one gives down checks with error target_not_allowed. Monitors may not set Host, Content-Length, Transfer-Encoding, Connection or other hop-by-hop headers.',
+        'Only name and url are required; the rest take the defaults shown in the schema. The response (and only it) shows webhook_secret, generated unless given. Runners start checking within seconds. A url or webhook that is an IP address the egress policy denies (loopback, private, link-local, ...), or on a port it denies (EGRESS_DENY_PORTS, 25 by default), is 400 TARGET_NOT_ALLOWED; one whose host the URL parser refuses (http://1.2.3.4.5/) is 400 VALIDATION_FAILED; a name that resolves to one gives down checks with error target_not_allowed. Monitors may not set Host, Content-Length, Transfer-Encoding, Connection or other hop-by-hop headers.',
       security: [{ apiKey: ['monitors:write'] }],
       requestBody: jsonBody('MonitorCreate'),
       responses: {

@@ -21,10 +21,26 @@ import type {
 
 // NOTE: ajv-formats is CommonJS with a default export; under NodeNext its default
 // import is the module object on some toolchains and the function on others.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as ((
   ajv: Ajv,
   formats: string[],
-) => Ajv;
+) => Ajv) & { get(name: string): (s: string) => boolean };
+
+/**
+ * A URL the WHATWG parser (the one every connection and check is made with) takes, host
+ * included: tcp://, tls:// and dns:// hosts, which it keeps opaque, must also parse as an
+ * http URL's host. ajv-formats' "uri" takes `http://1.2.3.4.5/` and `tcp://256.1.1.1:80`,
+ * which `new URL` refuses: without this they reached the services' parsing as a 500.
+ */
+export function parsesAsUrl(raw: string): boolean {
+  try {
+    const url = new URL(raw);
+    if (url.hostname !== '' && !['http:', 'https:'].includes(url.protocol)) new URL(`http://${url.hostname}/`);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export interface Validators {
   ingestRequest: ValidateFunction<IngestRequest>;
@@ -47,7 +63,10 @@ export interface Validators {
 /** Compiles every schema once. Call it in a composition root, not per request. */
 export function createValidators(): Validators {
   const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, schemas: [...ALL_SCHEMAS] });
-  addFormats(ajv, ['date-time', 'uuid', 'uri']);
+  addFormats(ajv, ['date-time', 'uuid']);
+  // ajv-formats' RFC 3986 check, and a URL the services can parse (parsesAsUrl).
+  const uri = addFormats.get('uri');
+  ajv.addFormat('uri', (s: string) => uri(s) && parsesAsUrl(s));
   const get = <T>(id: string): ValidateFunction<T> => {
     const fn = ajv.getSchema<T>(id);
     if (!fn) throw new Error(`schema ${id} missing`);

@@ -1,6 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
-import type { VarSpec } from './config.js';
+import { v, type VarSpec } from './config.js';
+import type { Logger } from './logger.js';
+import { PeriodicJob } from './periodic.js';
 
 /**
  * The egress policy: which addresses an outbound connection made on a customer's behalf
@@ -11,7 +13,10 @@ import type { VarSpec } from './config.js';
  * form: IPv4-mapped, -compatible and NAT64 IPv6 addresses are judged as the IPv4 address
  * they carry. Operators allow ranges (`10.1.0.0/16`) or single `host:port` pairs
  * (`127.0.0.1:8080`, `[::1]:9000`) with EGRESS_ALLOW. Some `host:port` pairs are denied
- * whatever is allowed: our own Kafka and ClickHouse (EgressPolicy's `alwaysDeny`).
+ * whatever is allowed: our own Kafka and ClickHouse (EgressPolicy's `alwaysDeny`), whose
+ * names are resolved again every EGRESS_REFRESH_MS (OwnServicesRefresh). Ports in
+ * EGRESS_DENY_PORTS (25 by default: a tcp check could otherwise speak SMTP to any mail
+ * server) are denied on every address but an EGRESS_ALLOW `host:port` pair.
  *
  * The address judged is the one connected to: `pinnedLookup` resolves a name once,
  * judges the address and hands exactly that address to the socket, so a name whose DNS
@@ -130,13 +135,16 @@ export interface EgressPolicyOptions {
   allow?: readonly string[];
   /** `host:port` pairs (IP literals) denied whatever `allow` says: our own services. */
   alwaysDeny?: readonly HostPort[];
+  /** EGRESS_DENY_PORTS: ports denied on every address but an `allow` `host:port` pair. */
+  denyPorts?: readonly number[];
 }
 
 export class EgressPolicy {
   private readonly denied = new BlockList();
   private readonly allowedRanges = new BlockList();
   private readonly allowedPairs: HostPort[] = [];
-  private readonly deniedPairs: HostPort[];
+  private deniedPairs: HostPort[];
+  private readonly deniedPorts: ReadonlySet<number>;
 
   constructor(opts: EgressPolicyOptions = {}) {
     for (const cidr of DENIED_BY_DEFAULT) addRange(this.denied, cidr);
@@ -145,7 +153,13 @@ export class EgressPolicy {
       if (pair) this.allowedPairs.push(pair);
       else addRange(this.allowedRanges, entry);
     }
-    this.deniedPairs = (opts.alwaysDeny ?? []).map((p) => ({ ...p, address: canonical(p.address) }));
+    this.deniedPairs = canonicalPairs(opts.alwaysDeny ?? []);
+    this.deniedPorts = new Set(opts.denyPorts ?? []);
+  }
+
+  /** Replaces the `alwaysDeny` pairs (our own services, resolved again: OwnServicesRefresh). */
+  setAlwaysDeny(pairs: readonly HostPort[]): void {
+    this.deniedPairs = canonicalPairs(pairs);
   }
 
   /** May a connection go to `address` (an IP literal), port `port`? */
@@ -155,6 +169,7 @@ export class EgressPolicy {
       return { allowed: false, reason: `${address}:${port} is one of our own services` };
     }
     if (this.allowedPairs.some((p) => p.address === ip && p.port === port)) return { allowed: true };
+    if (this.deniedPorts.has(port)) return portDenied(port);
     const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
     if (this.allowedRanges.check(ip, family)) return { allowed: true };
     if (this.denied.check(ip, family)) return { allowed: false, reason: `${address} is in a denied range` };
@@ -162,12 +177,14 @@ export class EgressPolicy {
   }
 
   /**
-   * The verdict on a URL whose host is an IP literal (the API refuses those at once);
-   * undefined when the host is a name (judged when the connection is made).
+   * The verdict on what a URL says before any lookup (the API refuses those at once): its
+   * host when it is an IP literal, its port when EGRESS_DENY_PORTS denies it; undefined
+   * when the host is a name on another port (judged when the connection is made).
    */
-  checkLiteral(url: URL): EgressVerdict | undefined {
+  checkUrl(url: URL): EgressVerdict | undefined {
     const ip = ipLiteralOf(url);
-    return ip === undefined ? undefined : this.check(ip, portOf(url));
+    if (ip !== undefined) return this.check(ip, portOf(url));
+    return this.deniedPorts.has(portOf(url)) ? portDenied(portOf(url)) : undefined;
   }
 
   /**
@@ -211,6 +228,14 @@ export function egressDenied(target: string): NodeJS.ErrnoException {
   return err;
 }
 
+function portDenied(port: number): EgressVerdict {
+  return { allowed: false, reason: `port ${port} is denied (EGRESS_DENY_PORTS)` };
+}
+
+function canonicalPairs(pairs: readonly HostPort[]): HostPort[] {
+  return pairs.map((p) => ({ ...p, address: canonical(p.address) }));
+}
+
 /** An address judged as the IPv4 address it carries, if any; IPv6 lower-cased. */
 function canonical(address: string): string {
   const a = unbracket(address);
@@ -252,6 +277,20 @@ export function parseEgressAllow(raw: string): string[] {
   return entries;
 }
 
+/** EGRESS_DENY_PORTS: port numbers, comma-separated ('' for none). */
+export function parsePorts(raw: string): number[] {
+  const ports = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => {
+      const n = /^\d{1,5}$/.test(s) ? Number(s) : NaN;
+      if (!(n >= 1 && n <= 65_535)) throw new Error(`not a port: ${JSON.stringify(s)}`);
+      return n;
+    });
+  return [...new Set(ports)];
+}
+
 export const egressSpec = {
   egressAllow: {
     name: 'EGRESS_ALLOW',
@@ -259,38 +298,93 @@ export const egressSpec = {
     doc: 'what checks and webhooks may reach beyond the public internet: CIDR ranges or IP:port pairs, comma-separated (e.g. 10.1.0.0/16,127.0.0.1:8080); Kafka and ClickHouse stay denied',
     parse: parseEgressAllow,
   } satisfies VarSpec<string[]>,
+  egressDenyPorts: {
+    name: 'EGRESS_DENY_PORTS',
+    default: '25',
+    doc: 'ports checks and webhooks may not connect to on any address, comma-separated (25: no SMTP to mail servers); an EGRESS_ALLOW IP:port pair is still allowed; empty for none',
+    parse: parsePorts,
+  } satisfies VarSpec<number[]>,
+  egressRefreshMs: v.int(
+    'EGRESS_REFRESH_MS',
+    60_000,
+    'how often the names of our own Kafka and ClickHouse (denied to checks and webhooks) are resolved again',
+    1000,
+    3_600_000,
+  ),
 };
 
-/**
- * The `host:port` pairs of our own services (`host:port` or URLs, e.g. KAFKA_BROKERS and
- * CLICKHOUSE_URL), names resolved now, for EgressPolicy's `alwaysDeny`.
- */
-export async function ownServices(targets: readonly string[], resolve = dnsLookup): Promise<HostPort[]> {
-  const pairs: HostPort[] = [];
-  for (const t of targets) {
-    const url = new URL(/^[a-z]+:\/\//i.test(t) ? t : `tcp://${t}`);
-    const port = portOf(url);
-    const host = unbracket(url.hostname);
-    const addresses = isIP(host)
-      ? [host]
-      : await new Promise<string[]>((ok) =>
-          resolve(host, { all: true }, (err, list) => ok(err ? [] : list.map((a) => a.address))),
-        );
-    for (const address of addresses) pairs.push({ address, port });
-  }
-  return pairs;
+/** The addresses of one of our own services (`host:port` or a URL); undefined when its name does not resolve. */
+async function resolveService(target: string, resolve: typeof dnsLookup): Promise<HostPort[] | undefined> {
+  const url = new URL(/^[a-z]+:\/\//i.test(target) ? target : `tcp://${target}`);
+  const port = portOf(url);
+  const host = unbracket(url.hostname);
+  const addresses = isIP(host)
+    ? [host]
+    : await new Promise<string[] | undefined>((ok) =>
+        resolve(host, { all: true }, (err, list) => ok(err ? undefined : list.map((a) => a.address))),
+      );
+  return addresses?.map((address) => ({ address, port }));
 }
 
 /**
- * A service's policy: EGRESS_ALLOW, with Kafka, ClickHouse and `alsoDeny` (e.g. the
- * service's own address) denied whatever it allows.
+ * The `host:port` pairs of our own services (`host:port` or URLs, e.g. KAFKA_BROKERS and
+ * CLICKHOUSE_URL), for EgressPolicy's `alwaysDeny`. Resolved again on every `resolve()`,
+ * since a Kafka broker or ClickHouse rescheduled on Kubernetes comes back at a new
+ * address; a name that does not resolve this time keeps the addresses it had (a DNS
+ * failure must not let checks reach what it hid).
+ */
+export class OwnServices {
+  private readonly known = new Map<string, HostPort[]>();
+
+  constructor(
+    private readonly targets: readonly string[],
+    private readonly lookup: typeof dnsLookup = dnsLookup,
+  ) {}
+
+  async resolve(): Promise<HostPort[]> {
+    for (const t of this.targets) {
+      const pairs = await resolveService(t, this.lookup);
+      if (pairs) this.known.set(t, pairs);
+    }
+    return [...this.known.values()].flat();
+  }
+}
+
+/** A service's egress policy, and the job that keeps its own services' addresses current. */
+export interface ServiceEgress {
+  policy: EgressPolicy;
+  /** Resolves Kafka's and ClickHouse's names again every EGRESS_REFRESH_MS: a Component. */
+  refresh: PeriodicJob;
+}
+
+/**
+ * A service's policy: EGRESS_ALLOW and EGRESS_DENY_PORTS, with Kafka, ClickHouse and
+ * `alsoDeny` (e.g. the service's own address) denied whatever it allows; their names are
+ * resolved now and again by `refresh`.
  */
 export async function egressPolicyFor(
-  config: { egressAllow: readonly string[]; kafkaBrokers: readonly string[]; clickhouseUrl: string },
+  config: {
+    egressAllow: readonly string[];
+    egressDenyPorts: readonly number[];
+    egressRefreshMs: number;
+    kafkaBrokers: readonly string[];
+    clickhouseUrl: string;
+  },
+  logger: Logger,
   alsoDeny: readonly string[] = [],
-): Promise<EgressPolicy> {
-  return new EgressPolicy({
+  lookup: typeof dnsLookup = dnsLookup,
+): Promise<ServiceEgress> {
+  const own = new OwnServices([...config.kafkaBrokers, config.clickhouseUrl, ...alsoDeny], lookup);
+  const policy = new EgressPolicy({
     allow: config.egressAllow,
-    alwaysDeny: await ownServices([...config.kafkaBrokers, config.clickhouseUrl, ...alsoDeny]),
+    alwaysDeny: await own.resolve(),
+    denyPorts: config.egressDenyPorts,
   });
+  const refresh = new PeriodicJob(
+    'egress-own-services',
+    config.egressRefreshMs,
+    async () => policy.setAlwaysDeny(await own.resolve()),
+    logger,
+  );
+  return { policy, refresh };
 }

@@ -33,6 +33,13 @@ export class ByteLru<V> {
     }
   }
 
+  delete(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.bytes -= e.bytes;
+  }
+
   /** Entries and their total weight. */
   size(): { entries: number; bytes: number } {
     return { entries: this.entries.size, bytes: this.bytes };

@@ -15,6 +15,7 @@ import {
   DEFAULT_TENANT,
   DEFAULT_TLS_MIN_DAYS,
   isForbiddenMonitorHeader,
+  parsesAsUrl,
   toIsoSeconds,
 } from '@telemetry/contract';
 import {
@@ -152,6 +153,9 @@ export function monitorProblems(s: MonitorSettings): Problem[] {
       problems.push({ path: `/headers/${name}`, message: 'is set by the connection itself and may not be set' });
     }
   }
+  s.webhooks.forEach((w, i) => {
+    if (!parsesAsUrl(w)) problems.push({ path: `/webhooks/${i}`, message: 'is not a URL this server can parse' });
+  });
   s.maintenance_windows.forEach((w, i) => {
     if ('from' in w) {
       if (!(Date.parse(w.to) > Date.parse(w.from)))
@@ -211,11 +215,10 @@ function typeProblems(s: MonitorSettings): Problem[] {
     problems.push({ path, message: `applies to ${type} monitors only` });
   };
   let url: URL | undefined;
-  try {
-    url = new URL(s.url);
-  } catch {
-    // The schema's format check reports it.
-  }
+  if (s.url !== '' && parsesAsUrl(s.url)) url = new URL(s.url);
+  // The schema's format check refuses it in a request; a monitor stored before that check
+  // and patched now is refused here.
+  else if (s.url !== '') problems.push({ path: '/url', message: 'is not a URL this server can parse' });
   if (s.type !== 'tcp') {
     if (s.tcp_send !== null) only('/tcp_send', 'tcp');
     if (s.tcp_expect !== null) only('/tcp_expect', 'tcp');
@@ -289,7 +292,9 @@ export function deniedTargets(
 ): Problem[] {
   const problems: Problem[] = [];
   const judge = (path: string, raw: string): void => {
-    const verdict = policy.checkLiteral(connectUrl(new URL(raw)));
+    // One that does not parse is a validation problem (monitorProblems), not a target.
+    if (!parsesAsUrl(raw)) return;
+    const verdict = policy.checkUrl(connectUrl(new URL(raw)));
     if (verdict && !verdict.allowed) problems.push({ path, message: verdict.reason });
   };
   // A dns monitor's URL names what to resolve, not where to connect: its resolver is judged.

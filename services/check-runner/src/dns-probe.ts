@@ -10,13 +10,15 @@ import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
  * (or the runner's own) for `dns_record_type` of the name in `dns://name`, once, within
  * `timeout_ms`. Up when there is an answer holding every `dns_expected` value. A resolver
  * the egress policy denies is not asked. Through the runner's own resolver, an answer that
- * holds an address the policy denies is reported as `target_not_allowed`, whatever was
- * expected, so that a monitor cannot map the runner's private network with it. Never throws.
+ * holds an address the policy denies is reported exactly as a name that does not exist
+ * (`dns`, timed the same way), whatever was expected: a monitor cannot tell an internal
+ * name from a missing one, so it cannot map the runner's private network. Never throws.
  */
 export async function dnsProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
   const name = new URL(m.url).hostname;
   const type = m.dns_record_type ?? 'A';
   const resolver = new Resolver({ timeout: m.timeout_ms, tries: 1 });
+  if (m.dns_resolver === null && ctx.dnsServers) resolver.setServers([...ctx.dnsServers]);
   if (m.dns_resolver !== null) {
     const at = resolverAddress(m.dns_resolver);
     if (!at || !ctx.policy.check(at.address, at.port).allowed) return failed('target_not_allowed', 0);
@@ -34,12 +36,10 @@ export async function dnsProbe(m: MonitorSettings, ctx: ProbeContext): Promise<P
   try {
     const answers = normalise(type, (await resolver.resolve(name, type)) as unknown[]);
     const t = elapsed();
-    if (answers.length === 0) return failed('dns', t);
-    // Through the runner's own resolver, private answers stay private (see above).
+    // Through the runner's own resolver, private answers stay private: no answer (see above).
     const own = m.dns_resolver === null;
-    if (own && answers.some((a) => isIP(a) !== 0 && !ctx.policy.check(a, 0).allowed)) {
-      return failed('target_not_allowed', 0);
-    }
+    const denied = own && answers.some((a) => isIP(a) !== 0 && !ctx.policy.check(a, 0).allowed);
+    if (answers.length === 0 || denied) return failed('dns', t);
     const missing = m.dns_expected.some((v) => !answers.includes(comparable(type, v)));
     if (missing) return failed('unexpected_answer', t);
     return passed(m, t);

@@ -169,8 +169,8 @@ function once(
   const keepBytes = Math.min(call.keepBytes ?? 0, maxBodyBytes);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const port = portOf(url);
-  // An IP literal never reaches a lookup: judge it here, before anything is sent.
-  const literal = policy.checkLiteral(url);
+  // An IP literal or a denied port never reaches a lookup: judge them here, before anything is sent.
+  const literal = policy.checkUrl(url);
   if (literal && !literal.allowed) return Promise.reject(egressDenied(`${url.host}`));
   return new Promise((resolve, reject) => {
     const req = send(

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   DEFAULT_LOCATION,
   isForbiddenMonitorHeader,
+  parsesAsUrl,
   type CheckMessage,
   type MonitorSettings,
   type StatusCodeRule,
@@ -39,10 +40,14 @@ export interface ProbeContext {
   signal?: AbortSignal;
   /** The egress policy every connection of the check is judged by. */
   policy: EgressPolicy;
+  /** The servers of the runner's own resolver for dns checks (undefined: the system's). */
+  dnsServers?: readonly string[];
 }
 
 /** Runs one check of `m`: never throws; a failure is a `down` result with its `error`. */
 export async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
+  // A host no resolver could be asked for (a monitor stored before the API refused it): as unresolvable.
+  if (!parsesAsUrl(m.url)) return failed('dns', 0);
   if (m.type === 'dns') return dnsProbe(m, ctx);
   if (m.type !== 'http') return socketProbe(m, ctx);
   const elapsed = stopwatch();

@@ -49,7 +49,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   });
   const userAgent = `telemetry-check-runner/0.1 (+runner=${config.runnerId}; location=${config.location})`;
   // What checks and webhooks may reach: never Kafka, ClickHouse or this runner itself.
-  const policy = await egressPolicyFor(config, [`127.0.0.1:${config.port}`]);
+  const { policy, refresh: egressRefresh } = await egressPolicyFor(config, logger, [`127.0.0.1:${config.port}`]);
 
   // The registry and the group call the scheduler (built below) when they change.
   const reconcile = (): void => scheduler.reconcile();
@@ -124,8 +124,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   // Start in this order; stop in reverse: the scheduler stops checking (in-flight checks
   // finish and publish), then the runner leaves the group (its monitors move to the
   // others at once), then webhooks stop (uncommitted alerts are delivered by another),
-  // then the producer, the registry, ClickHouse, and HTTP last.
-  runner.use(http, ch, monitors, producer, webhooks, assignment, scheduler);
+  // then the producer, the registry, ClickHouse, the egress re-resolution, and HTTP last.
+  runner.use(http, egressRefresh, ch, monitors, producer, webhooks, assignment, scheduler);
   await runner.start();
   logger.info('check runner running', { port: http.boundPort, runner_id: config.runnerId });
   return { runner, http, scheduler, assignment };

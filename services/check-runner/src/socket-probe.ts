@@ -11,7 +11,7 @@ const DAY_MS = 86_400_000;
 /**
  * A tcp or tls monitor's check (docs/monitors.md, "Monitor types"). Both connect to
  * host:port through the egress policy (a name is resolved once and its address judged and
- * pinned; an IP literal is judged before anything is sent), within `timeout_ms`.
+ * pinned; an IP literal and a denied port are judged before anything is sent), within `timeout_ms`.
  * - tcp: then, if the monitor says so, sends `tcp_send` and reads the reply until it holds
  *   `tcp_expect` (at most the runner's body limit). The response time is the time to
  *   connect, or to the expected reply.
@@ -26,7 +26,7 @@ export function socketProbe(m: MonitorSettings, ctx: ProbeContext): Promise<Prob
   const url = connectUrl(new URL(m.url));
   const port = portOf(url);
   const elapsed = stopwatch();
-  const literal = ctx.policy.checkLiteral(url);
+  const literal = ctx.policy.checkUrl(url);
   if (literal && !literal.allowed) return Promise.resolve(failed('target_not_allowed', 0));
   const host = unbracket(url.hostname);
   const lookup = ctx.policy.pinnedLookup(port);

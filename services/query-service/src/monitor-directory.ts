@@ -1,28 +1,56 @@
 import type { RequestHandler } from 'express';
-import { AppError, Snapshot, StoreUnavailableError, type Clock, type Logger } from '@telemetry/platform';
+import type { Counter, Registry } from 'prom-client';
+import {
+  AppError,
+  ByteLru,
+  counter,
+  Snapshot,
+  StoreUnavailableError,
+  type Clock,
+  type Logger,
+} from '@telemetry/platform';
 import type { VerifiedKey } from '@telemetry/store';
 import { monitorIdOf } from './params.js';
 
 /** Current monitors (id and tenant): all of them, or those among `ids`. */
 export type IdLookup = (ids?: readonly string[]) => Promise<{ id: string; tenantId: string }[]>;
 
+/** How a directory answer was found (the `answer` label of query_monitor_lookups_total). */
+type LookupAnswer = 'held' | 'not_held_cached' | 'looked_up';
+
+/** Bytes of (tenant, id) pairs the directory remembers as not the tenant's. */
+const ABSENT_CACHE_BYTES = 1024 * 1024;
+
 /**
  * Which monitor ids exist, and in which tenant, for the 404 of every
  * /api/monitors/{id}/... route: a monitor of another tenant does not exist for a key.
  * It holds a map of all current ids to their tenants, reloaded every `refreshMs` (one
- * query, however many requests), so the check routes pay a Map lookup. An id not in
- * the map is looked up on its own, so a monitor just created on another replica is
- * found at once; a monitor deleted on another replica still answers for up to `refreshMs`.
+ * query, however many requests), so the check routes pay a Map lookup. An id that is not
+ * the key's tenant's is looked up on its own, so a monitor just created on another replica
+ * is found at once; a monitor deleted on another replica still answers for up to `refreshMs`.
+ *
+ * NOTE: an id of another tenant and an id that does not exist take the same path and cost
+ * the same work, so that how long a 404 takes does not tell which ids exist: the first
+ * request of a (tenant, id) pair looks the id up (one ClickHouse read, whether or not the map
+ * holds it for another tenant), and the answer is remembered in a bounded LRU until the next
+ * reload, so a stream of requests for unknown ids does not cost a read each.
  */
 export class MonitorDirectory extends Snapshot<Map<string, string>> {
   /** Before the first load: ids found one by one (that load replaces them). */
   private readonly empty = new Map<string, string>();
+  /**
+   * "tenant\nid" pairs found not to be the tenant's, each with the map it was found against:
+   * an entry counts only while that map is current, so a reload forgets them all.
+   */
+  private readonly absent = new ByteLru<Map<string, string>>(ABSENT_CACHE_BYTES);
+  private readonly answers: Counter<'answer'> | undefined;
 
   constructor(
     private readonly lookup: IdLookup,
     refreshMs: number,
     logger: Logger,
     clock?: Clock,
+    registry?: Registry,
   ) {
     super({
       name: 'monitor-directory',
@@ -37,6 +65,14 @@ export class MonitorDirectory extends Snapshot<Map<string, string>> {
       staleAfterMs: refreshMs * 3 + 10_000,
       clock,
     });
+    this.answers =
+      registry &&
+      counter(
+        registry,
+        'query_monitor_lookups_total',
+        'monitor ids of /api/monitors/{id}/... requests by how they were answered',
+        ['answer'],
+      );
   }
 
   private get ids(): Map<string, string> {
@@ -45,15 +81,26 @@ export class MonitorDirectory extends Snapshot<Map<string, string>> {
 
   /** Whether monitor `id` exists in `tenantId` (a monitor never changes tenant). */
   async exists(id: string, tenantId: string): Promise<boolean> {
-    const known = this.ids.get(id);
-    if (known !== undefined) return known === tenantId;
+    const ids = this.ids;
+    if (ids.get(id) === tenantId) return this.answered('held', true);
+    // Another tenant's or unknown: the same steps either way (see the NOTE above).
+    const key = `${tenantId}\n${id}`;
+    if (this.absent.get(key) === ids) return this.answered('not_held_cached', false);
     const [found] = await this.lookup([id]);
-    if (found) this.ids.set(found.id, found.tenantId);
-    return found?.tenantId === tenantId;
+    if (found) ids.set(found.id, found.tenantId);
+    if (found?.tenantId === tenantId) return this.answered('looked_up', true);
+    this.absent.set(key, ids, key.length);
+    return this.answered('looked_up', false);
+  }
+
+  private answered(answer: LookupAnswer, found: boolean): boolean {
+    this.answers?.inc({ answer });
+    return found;
   }
 
   remember(id: string, tenantId: string): void {
     this.ids.set(id, tenantId);
+    this.absent.delete(`${tenantId}\n${id}`);
   }
 
   forget(id: string): void {

@@ -92,13 +92,15 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       ).data.map((r) => ({ id: r.id, tenantId: r.t })),
     config.monitorCacheMs,
     logger,
+    undefined,
+    registry,
   );
   const validators = createValidators();
   const tail = config.tailChecksPerMonitor > 0 ? hotTail(config, logger, registry, reader, validators) : [];
   const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
   // Monitor and webhook URLs that are IP literals the runners would refuse, or our own
   // Kafka and ClickHouse, are refused at once (the runners judge names when they connect).
-  const policy = await egressPolicyFor(config);
+  const { policy, refresh: egressRefresh } = await egressPolicyFor(config, logger);
   const statusPages = new StatusPageStore(registryCh.client, config.clickhouseDatabase);
   const statusDirectory = new Snapshot({
     name: 'status-pages',
@@ -134,8 +136,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> change
   // notices -> status pages -> directory -> the tail's topic reader -> the tail -> reader sockets ->
-  // ClickHouse clients.
-  runner.use(ch, registryCh, exports, reader, ...tail, directory, statusDirectory, changes, keys, http);
+  // the egress re-resolution -> ClickHouse clients.
+  runner.use(ch, registryCh, exports, egressRefresh, reader, ...tail, directory, statusDirectory, changes, keys, http);
   await runner.start();
   // Monitors copied by migration 4 (plain secrets) or sealed with a retired key are
   // sealed anew with the ring's first key; then the older rows are merged away.
