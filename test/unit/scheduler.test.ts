@@ -39,8 +39,11 @@ class Harness {
   readonly probes: { id: string; ctx: Omit<ProbeContext, 'policy'> }[] = [];
   /** Results the next probes return, in order (then UP). */
   readonly results: ProbeResult[] = [];
-  /** When set, probes wait for it (or for their abort). */
+  /** When set, probes wait for it (or for their abort)... */
   gate: Promise<void> | undefined;
+  /** ...those of the monitors this says (all by default). */
+  gated: (m: StoredMonitor) => boolean = () => true;
+  readonly registry = new Registry();
   readonly checks: CheckMessage[] = [];
   readonly alerts: AlertMessage[] = [];
   failChecks = 0;
@@ -61,7 +64,7 @@ class Harness {
       },
       probe: async (m, ctx) => {
         this.probes.push({ id: m.id, ctx });
-        if (this.gate) {
+        if (this.gate && this.gated(m)) {
           const aborted = new Promise<void>((resolve) => ctx.signal?.addEventListener('abort', () => resolve()));
           await Promise.race([this.gate, aborted]);
         }
@@ -98,7 +101,7 @@ class Harness {
         return Promise.resolve();
       },
       logger: silentLogger,
-      registry: new Registry(),
+      registry: this.registry,
       runnerId: 'r1',
       location: 'default',
       maxConcurrentChecks: 10,
@@ -315,6 +318,39 @@ describe('check scheduler with a fake clock (unit)', () => {
     await h.at(slot + 30_000);
     expect(h.probes).to.have.length(2);
     await h.scheduler.stop();
+  });
+
+  it("gives each tenant a fair share of the check slots: one tenant's hung checks never skip another's", async () => {
+    const h = new Harness();
+    // Tenant A: 30 monitors whose targets never answer (a host that drops SYNs); the
+    // runner has 10 check slots. Tenant B: one monitor that answers.
+    const hogs = Array.from({ length: 30 }, (_, i) => monitor(`mon_hog_${i}`, { tenant_id: 'ten_a' }));
+    const b = monitor('mon_b', { tenant_id: 'ten_b' });
+    h.gate = new Promise(() => undefined);
+    h.gated = (m) => m.tenant_id === 'ten_a';
+    await h.startWith(b, ...hogs);
+    await h.clock.advance(30_000);
+    const probed = (tenant: string) => h.probes.filter((p) => p.id.startsWith(tenant)).length;
+    expect(probed('mon_b'), "B's check ran at each of its three slots").to.equal(3);
+    expect(h.checks.filter((c) => c.monitor_id === 'mon_b')).to.have.length(3);
+    // A borrowed every slot B cannot use (work-conserving): 10 − B's one.
+    expect(probed('mon_hog_'), "A's checks in flight").to.equal(9);
+    const skipped = (await h.registry.getSingleMetric('runner_tenant_checks_skipped_total')!.get()).values;
+    const byTenant = new Map(skipped.map((v) => [v.labels.tenant, v.value]));
+    // Every slot of the 21 monitors that never got a check slot (the 9 running ones skip as overlap).
+    expect(byTenant.get('ten_a'), "A's skipped slots").to.equal(21 * 3);
+    expect(byTenant.get('ten_b') ?? 0).to.equal(0);
+  });
+
+  it('lets a tenant alone use every check slot', async () => {
+    const h = new Harness();
+    const hogs = Array.from({ length: 30 }, (_, i) => monitor(`mon_hog_${i}`, { tenant_id: 'ten_a' }));
+    h.gate = new Promise(() => undefined);
+    await h.startWith(...hogs);
+    await h.clock.advance(10_000);
+    expect(h.probes).to.have.length(10);
+    const skipped = (await h.registry.getSingleMetric('runner_checks_skipped_total')!.get()).values;
+    expect(skipped.map((v) => [v.labels.reason, v.value])).to.deep.equal([['busy', 20]]);
   });
 
   it('on stop runs nothing more, lets a check in flight finish within 5 s, then cuts it', async () => {
