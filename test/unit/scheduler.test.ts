@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
-import { alertIdFor, nextSlot, Scheduler } from '../../services/check-runner/src/scheduler.js';
+import { alertIdFor, MAX_TENANT_LABELS, nextSlot, Scheduler } from '../../services/check-runner/src/scheduler.js';
 import { checkIdFor, type ProbeContext, type ProbeResult } from '../../services/check-runner/src/probe.js';
 import type { AlertState } from '../../services/check-runner/src/state.js';
 import { FakeClock, settle, silentLogger } from './support/fakes.js';
@@ -340,6 +340,21 @@ describe('check scheduler with a fake clock (unit)', () => {
     // Every slot of the 21 monitors that never got a check slot (the 9 running ones skip as overlap).
     expect(byTenant.get('ten_a'), "A's skipped slots").to.equal(21 * 3);
     expect(byTenant.get('ten_b') ?? 0).to.equal(0);
+  });
+
+  it(`names at most ${MAX_TENANT_LABELS} tenants in runner_tenant_checks_skipped_total, the rest as _other`, async () => {
+    const h = new Harness();
+    const many = Array.from({ length: MAX_TENANT_LABELS + 50 }, (_, i) =>
+      monitor(`mon_t${i}`, { tenant_id: `ten_${i}` }),
+    );
+    h.gate = new Promise(() => undefined);
+    await h.startWith(...many);
+    await h.clock.advance(10_000);
+    const values = (await h.registry.getSingleMetric('runner_tenant_checks_skipped_total')!.get()).values;
+    const total = values.reduce((n, v) => n + v.value, 0);
+    expect(total, 'every slot but the 10 running').to.equal(many.length - 10);
+    expect(values).to.have.length(MAX_TENANT_LABELS + 1);
+    expect(values.some((v) => v.labels.tenant === '_other')).to.equal(true);
   });
 
   it('lets a tenant alone use every check slot', async () => {
