@@ -28,15 +28,15 @@ CREATE DATABASE IF NOT EXISTS ${db};
 CREATE DATABASE IF NOT EXISTS ${db}_registry;
 CREATE DATABASE IF NOT EXISTS ${db}_keys;
 
--- ingest gateway (CLICKHOUSE_USER): authenticates telemetry keys; events go to Kafka, not ClickHouse
+-- ingest gateway (CLICKHOUSE_USER): authenticates telemetry keys (events go to Kafka, not ClickHouse)
 CREATE USER OR REPLACE ingest IDENTIFIED WITH sha256_password BY '${INGEST_PASSWORD}' SETTINGS readonly = 2;
 GRANT SELECT ON ${db}_keys.access_keys TO ingest;
 
 -- stream consumer (CLICKHOUSE_USER): writes the data tables and applies their retention
 CREATE USER OR REPLACE consumer IDENTIFIED WITH sha256_password BY '${CONSUMER_PASSWORD}';
-GRANT SELECT, INSERT, ALTER DROP PARTITION, ALTER TTL ON ${db}.* TO consumer;
+GRANT SELECT, INSERT, ALTER DELETE, ALTER TTL ON ${db}.* TO consumer;
 
--- query service (CLICKHOUSE_USER): reads the data, the registry and the API keys; never writes
+-- query service (CLICKHOUSE_USER): reads the data, the registry and the API keys, never writes
 CREATE USER OR REPLACE query IDENTIFIED WITH sha256_password BY '${QUERY_PASSWORD}' SETTINGS readonly = 2;
 GRANT SELECT ON ${db}.* TO query;
 GRANT SELECT ON ${db}_registry.monitors TO query;

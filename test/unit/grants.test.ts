@@ -56,7 +56,7 @@ function accessesOf(sql: string): Access[] {
   const out: Access[] = [];
   const alter = new RegExp(`^\\s*ALTER TABLE ${QUALIFIED}\\s+(DROP PARTITION|MODIFY TTL|REMOVE TTL)`, 'i').exec(sql);
   if (alter) {
-    out.push(...access(alter[1]!, alter[2]!, /PARTITION/i.test(alter[3]!) ? 'ALTER DROP PARTITION' : 'ALTER TTL', sql));
+    out.push(...access(alter[1]!, alter[2]!, /PARTITION/i.test(alter[3]!) ? 'ALTER DELETE' : 'ALTER TTL', sql));
   } else if (/^\s*ALTER/i.test(sql)) throw new Error(`an ALTER this test does not know: ${sql}`);
   for (const m of sql.matchAll(new RegExp(`\\bINSERT INTO ${QUALIFIED}`, 'gi'))) {
     out.push(...access(m[1]!, m[2]!, 'INSERT', sql));

@@ -42,10 +42,11 @@ export function tableIn(data: string, role: DatabaseRole, table: string): string
 
 /**
  * What a ClickHouse user may do on a table (the privilege names of current ClickHouse's
- * GRANT). `ALTER DROP PARTITION` is retention on 18.16, `ALTER TTL` (MODIFY TTL and
- * REMOVE TTL) retention on current ClickHouse (retention.ts).
+ * GRANT). `ALTER DELETE` is what ClickHouse asks of `ALTER TABLE … DROP PARTITION`
+ * (retention on 18.16; there is no privilege named ALTER DROP PARTITION), `ALTER TTL` of
+ * MODIFY TTL and REMOVE TTL (retention on current ClickHouse; retention.ts).
  */
-export type Privilege = 'SELECT' | 'INSERT' | 'ALTER DROP PARTITION' | 'ALTER TTL';
+export type Privilege = 'SELECT' | 'INSERT' | 'ALTER DELETE' | 'ALTER TTL';
 
 /** Privileges on some tables of one database: `'*'` is every table in it, present and future. */
 export interface Grant {
@@ -72,12 +73,12 @@ export interface ServiceAccess {
 export const SERVICE_USERS = {
   ingest: {
     grants: [{ database: 'keys', tables: ['access_keys'], privileges: ['SELECT'] }],
-    usedBy: 'ingest gateway (CLICKHOUSE_USER): authenticates telemetry keys; events go to Kafka, not ClickHouse',
+    usedBy: 'ingest gateway (CLICKHOUSE_USER): authenticates telemetry keys (events go to Kafka, not ClickHouse)',
   },
   consumer: {
     // Inserting into events and checks feeds the rollups their views write; retention
     // drops partitions (18.16) or sets the tables' TTL (current ClickHouse).
-    grants: [{ database: 'data', tables: '*', privileges: ['SELECT', 'INSERT', 'ALTER DROP PARTITION', 'ALTER TTL'] }],
+    grants: [{ database: 'data', tables: '*', privileges: ['SELECT', 'INSERT', 'ALTER DELETE', 'ALTER TTL'] }],
     usedBy: 'stream consumer (CLICKHOUSE_USER): writes the data tables and applies their retention',
   },
   query: {
@@ -86,7 +87,7 @@ export const SERVICE_USERS = {
       { database: 'registry', tables: ['monitors'], privileges: ['SELECT'] },
       { database: 'keys', tables: ['access_keys'], privileges: ['SELECT'] },
     ],
-    usedBy: 'query service (CLICKHOUSE_USER): reads the data, the registry and the API keys; never writes',
+    usedBy: 'query service (CLICKHOUSE_USER): reads the data, the registry and the API keys, never writes',
   },
   registry: {
     grants: [{ database: 'registry', tables: ['monitors', 'status_pages'], privileges: ['SELECT', 'INSERT'] }],
@@ -165,6 +166,11 @@ export function grantStatements(opts: {
 
 /** The users section of deploy/clickhouse/users.sh (`npm run docs` writes it). */
 export function usersScriptSql(): string {
+  // NOTE: a usedBy text becomes a `--` comment there: no semicolon, which a reader
+  // splitting the script on statements would take for the end of one.
+  for (const u of SERVICE_USER_NAMES) {
+    if (SERVICE_USERS[u].usedBy.includes(';')) throw new Error(`usedBy of ${u}: no semicolon`);
+  }
   const shellDb = (role: DatabaseRole): string => (role === 'data' ? '${db}' : `\${db}_${role}`);
   return grantStatements({
     db: shellDb,
