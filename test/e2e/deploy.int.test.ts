@@ -1,10 +1,36 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { loadRunnerConfig } from '@telemetry/check-runner';
+import { loadGatewayConfig } from '@telemetry/ingest-gateway';
+import { ConfigError, newSealingKeyText, type Env } from '@telemetry/platform';
+import { loadQueryConfig } from '@telemetry/query-service';
+import { loadConsumerConfig } from '@telemetry/stream-consumer';
 
 const run = promisify(execFile);
+
+/** The secrets docker-compose.yml requires (.env.example documents them): our own, here. */
+const COMPOSE_SECRETS = { HEARTBEAT_KEY: randomBytes(32).toString('hex'), SECRETS_KEYS: newSealingKeyText('k1') };
+
+/** docker-compose with the project's file; `env` replaces the required secrets. */
+function compose(args: string[], env: Record<string, string | undefined> = COMPOSE_SECRETS) {
+  return run('docker-compose', ['-f', 'docker-compose.yml', ...args], {
+    env: { ...process.env, HEARTBEAT_KEY: undefined, SECRETS_KEYS: undefined, ...env },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+}
+
+interface ComposeService {
+  build?: { args?: Record<string, string> };
+  environment?: Record<string, string>;
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+  ports?: (string | { host_ip?: string })[];
+  volumes?: (string | { target: string })[];
+}
 
 /** Every metric name our code registers, read from the sources (plus Node defaults and `up`). */
 function definedMetrics(): Set<string> {
@@ -62,8 +88,8 @@ describe('deploy material (real validators)', function () {
   });
 
   it('docker-compose.yml is valid for docker-compose', async () => {
-    await run('docker-compose', ['-f', 'docker-compose.yml', 'config', '-q']);
-    const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config', '--services']);
+    await compose(['config', '-q']);
+    const { stdout } = await compose(['config', '--services']);
     expect(stdout.split('\n').filter(Boolean).sort()).to.deep.equal([
       'check-runner',
       'clickhouse',
@@ -76,19 +102,9 @@ describe('deploy material (real validators)', function () {
   });
 
   it('docker-compose runs the check runner and gives the query service Kafka and a registry user', async () => {
-    const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config']);
+    const { stdout } = await compose(['config']);
     const { parse } = await import('yaml');
-    const { services } = parse(stdout) as {
-      services: Record<
-        string,
-        {
-          build?: { args?: Record<string, string> };
-          environment?: Record<string, string>;
-          depends_on?: Record<string, { condition: string }>;
-          healthcheck?: { test: string[] };
-        }
-      >;
-    };
+    const { services } = parse(stdout) as { services: Record<string, ComposeService> };
     const runner = services['check-runner']!;
     expect(runner.build?.args?.SERVICE).to.equal('check-runner');
     expect(runner.environment?.PORT).to.equal('8083');
@@ -109,18 +125,9 @@ describe('deploy material (real validators)', function () {
   });
 
   it('docker-compose: no service runs as the ClickHouse admin, each has its own user, ClickHouse is on loopback only', async () => {
-    const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config']);
+    const { stdout } = await compose(['config']);
     const { parse } = await import('yaml');
-    const { services } = parse(stdout) as {
-      services: Record<
-        string,
-        {
-          environment?: Record<string, string>;
-          ports?: (string | { host_ip?: string })[];
-          volumes?: (string | { target: string })[];
-        }
-      >;
-    };
+    const { services } = parse(stdout) as { services: Record<string, ComposeService> };
     const clickhouse = services.clickhouse!;
     const admin = clickhouse.environment!.CLICKHOUSE_USER;
     expect(services.provision!.environment!.CLICKHOUSE_USER).to.equal(admin);
@@ -147,6 +154,57 @@ describe('deploy material (real validators)', function () {
     expect(clickhouse.ports!.map(hostIp)).to.deep.equal(['127.0.0.1']);
     const target = (v: string | { target: string }) => (typeof v === 'string' ? v.split(':')[1] : v.target);
     expect(clickhouse.volumes!.map(target)).to.include('/docker-entrypoint-initdb.d/users.sh');
+  });
+
+  it('docker-compose: the secrets come from .env (no default), and every published port is on loopback', async () => {
+    for (const missing of ['HEARTBEAT_KEY', 'SECRETS_KEYS'] as const) {
+      const err = await compose(['config', '-q'], { ...COMPOSE_SECRETS, [missing]: undefined }).then(
+        () => undefined,
+        (e: unknown) => e as Error & { stderr: string },
+      );
+      expect(err, `config without ${missing}`).to.be.instanceOf(Error);
+      expect(err!.stderr).to.contain(`set ${missing} in .env, see .env.example`);
+    }
+    const { stdout } = await compose(['config']);
+    const { parse } = await import('yaml');
+    const { services } = parse(stdout) as { services: Record<string, ComposeService> };
+    // The compose file holds no secret of its own: what .env says is what the services get.
+    expect(readFileSync('docker-compose.yml', 'utf8')).not.to.match(/replace-me/);
+    expect(services['ingest-gateway']!.environment!.HEARTBEAT_KEY).to.equal(COMPOSE_SECRETS.HEARTBEAT_KEY);
+    expect(services['query-service']!.environment!).to.include(COMPOSE_SECRETS);
+    expect(services['check-runner']!.environment!.SECRETS_KEYS).to.equal(COMPOSE_SECRETS.SECRETS_KEYS);
+    const hostIp = (p: string | { host_ip?: string }) => (typeof p === 'string' ? p.split(':')[0] : p.host_ip);
+    const published = Object.entries(services).flatMap(([name, s]) => (s.ports ?? []).map((p) => [name, hostIp(p)]));
+    expect(published.map(([name]) => name).sort()).to.deep.equal(['clickhouse', 'ingest-gateway', 'query-service']);
+    for (const [name, ip] of published) expect(ip, name).to.equal('127.0.0.1');
+  });
+
+  it('docker-compose with the values of .env.example: every service that reads them refuses to start', async () => {
+    const { stdout } = await compose(['--env-file', '.env.example', 'config'], {});
+    const { parse } = await import('yaml');
+    const { services } = parse(stdout) as { services: Record<string, ComposeService> };
+    const loaders: Record<string, (env: Env) => unknown> = {
+      'ingest-gateway': loadGatewayConfig,
+      'stream-consumer': loadConsumerConfig,
+      'query-service': loadQueryConfig,
+      'check-runner': loadRunnerConfig,
+    };
+    const refused: string[] = [];
+    for (const [name, load] of Object.entries(loaders)) {
+      try {
+        load(services[name]!.environment!);
+      } catch (e) {
+        expect(e, name).to.be.instanceOf(ConfigError);
+        refused.push(...(e as ConfigError).problems.map((p) => `${name}: ${p.split(' ')[0]}`));
+        expect((e as Error).message, name).not.to.contain('replace-me');
+      }
+    }
+    expect(refused.sort()).to.deep.equal([
+      'check-runner: SECRETS_KEYS',
+      'ingest-gateway: HEARTBEAT_KEY',
+      'query-service: HEARTBEAT_KEY',
+      'query-service: SECRETS_KEYS',
+    ]);
   });
 
   it('the example overlay builds with kustomize and validates against the Kubernetes 1.33 schemas', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { Monitor } from '@telemetry/contract';
 import { createClickHouse, sqlIdentifier, sqlString, sqlStringList } from '@telemetry/platform';
-import { createTenant, databasesOf, issueKey, SERVICE_USERS, tableIn, type ServiceUser } from '@telemetry/store';
+import { createTenant, databaseAccess, databasesOf, issueKey, tableIn, type ServiceUser } from '@telemetry/store';
 import {
   adminClickHouse,
   eventually,
@@ -406,7 +406,7 @@ describe('tenants (real Kafka and ClickHouse)', function () {
         url: s.clickhouseUrl,
         username: creds.user,
         password: creds.password,
-        database: databasesOf(s.database)[SERVICE_USERS[service].databases[0]],
+        database: databasesOf(s.database)[databaseAccess(service).databases[0]!],
       });
       try {
         for (const sql of c.allowed) await client.command({ query: sql });

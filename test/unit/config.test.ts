@@ -1,6 +1,10 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { ConfigError } from '@telemetry/platform';
+import { ConfigError, newSealingKeyText, type Env } from '@telemetry/platform';
 import { loadGatewayConfig } from '@telemetry/ingest-gateway';
+import { loadQueryConfig } from '@telemetry/query-service';
+import { loadRunnerConfig } from '@telemetry/check-runner';
 
 describe('config (unit)', () => {
   const base = { KAFKA_BROKERS: 'localhost:9092', CLICKHOUSE_URL: 'http://localhost:8123' };
@@ -31,6 +35,57 @@ describe('config (unit)', () => {
       expect((e as Error).message).not.to.contain('hunter2');
     }
   });
+});
+
+/** The example secrets we publish: .env.example (docker-compose) and the Kubernetes example overlay. */
+function publishedExamples(): { HEARTBEAT_KEY: string[]; SECRETS_KEYS: string[] } {
+  const env = readFileSync('.env.example', 'utf8');
+  const overlay = readFileSync('deploy/k8s/overlays/example/kustomization.yaml', 'utf8');
+  const all = (text: string, re: RegExp) => [...text.matchAll(re)].map((m) => m[1]!);
+  return {
+    HEARTBEAT_KEY: [...all(env, /^HEARTBEAT_KEY=(\S+)$/gm), ...all(overlay, /^\s+- key=(\S+)$/gm)],
+    SECRETS_KEYS: [...all(env, /^SECRETS_KEYS=(\S+)$/gm), ...all(overlay, /^\s+- keys=(\S+)$/gm)],
+  };
+}
+
+describe('published example secrets (unit)', () => {
+  const base = { KAFKA_BROKERS: 'localhost:9092', CLICKHOUSE_URL: 'http://localhost:8123' };
+  const own = { HEARTBEAT_KEY: randomBytes(32).toString('hex'), SECRETS_KEYS: newSealingKeyText('k1') };
+  const loaders: [string, (env: Env) => unknown, ('HEARTBEAT_KEY' | 'SECRETS_KEYS')[]][] = [
+    ['ingest gateway', loadGatewayConfig, ['HEARTBEAT_KEY']],
+    ['query service', loadQueryConfig, ['HEARTBEAT_KEY', 'SECRETS_KEYS']],
+    ['check runner', loadRunnerConfig, ['SECRETS_KEYS']],
+  ];
+  const examples = publishedExamples();
+
+  it('are found in .env.example and the example overlay', () => {
+    expect(examples.HEARTBEAT_KEY).to.have.length(2);
+    expect(examples.SECRETS_KEYS).to.have.length(2);
+  });
+
+  for (const [service, load, vars] of loaders) {
+    it(`stop the ${service} at start-up with a message naming the variable, never the value`, () => {
+      expect(() => load({ ...base, ...own })).not.to.throw();
+      for (const name of vars) {
+        for (const example of examples[name]) {
+          // Also as one key of a ring whose first key is good.
+          const values = name === 'SECRETS_KEYS' ? [example, `${own.SECRETS_KEYS},${example}`] : [example];
+          for (const value of values) {
+            let err: unknown;
+            try {
+              load({ ...base, ...own, [name]: value });
+            } catch (e) {
+              err = e;
+            }
+            expect(err, `${service} ${name}=${value}`).to.be.instanceOf(ConfigError);
+            const message = (err as Error).message;
+            expect(message).to.contain(`${name} is the published example value`);
+            expect(message).not.to.contain(example.split(':').at(-1));
+          }
+        }
+      }
+    });
+  }
 });
 
 describe('runtime (unit)', () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
-import { alertIdFor, nextSlot, Scheduler } from '../../services/check-runner/src/scheduler.js';
+import { alertIdFor, MAX_TENANT_LABELS, nextSlot, Scheduler } from '../../services/check-runner/src/scheduler.js';
 import { checkIdFor, type ProbeContext, type ProbeResult } from '../../services/check-runner/src/probe.js';
 import type { AlertState } from '../../services/check-runner/src/state.js';
 import { FakeClock, settle, silentLogger } from './support/fakes.js';
@@ -39,8 +39,11 @@ class Harness {
   readonly probes: { id: string; ctx: Omit<ProbeContext, 'policy'> }[] = [];
   /** Results the next probes return, in order (then UP). */
   readonly results: ProbeResult[] = [];
-  /** When set, probes wait for it (or for their abort). */
+  /** When set, probes wait for it (or for their abort)... */
   gate: Promise<void> | undefined;
+  /** ...those of the monitors this says (all by default). */
+  gated: (m: StoredMonitor) => boolean = () => true;
+  readonly registry = new Registry();
   readonly checks: CheckMessage[] = [];
   readonly alerts: AlertMessage[] = [];
   failChecks = 0;
@@ -61,7 +64,7 @@ class Harness {
       },
       probe: async (m, ctx) => {
         this.probes.push({ id: m.id, ctx });
-        if (this.gate) {
+        if (this.gate && this.gated(m)) {
           const aborted = new Promise<void>((resolve) => ctx.signal?.addEventListener('abort', () => resolve()));
           await Promise.race([this.gate, aborted]);
         }
@@ -98,7 +101,7 @@ class Harness {
         return Promise.resolve();
       },
       logger: silentLogger,
-      registry: new Registry(),
+      registry: this.registry,
       runnerId: 'r1',
       location: 'default',
       maxConcurrentChecks: 10,
@@ -315,6 +318,54 @@ describe('check scheduler with a fake clock (unit)', () => {
     await h.at(slot + 30_000);
     expect(h.probes).to.have.length(2);
     await h.scheduler.stop();
+  });
+
+  it("gives each tenant a fair share of the check slots: one tenant's hung checks never skip another's", async () => {
+    const h = new Harness();
+    // Tenant A: 30 monitors whose targets never answer (a host that drops SYNs); the
+    // runner has 10 check slots. Tenant B: one monitor that answers.
+    const hogs = Array.from({ length: 30 }, (_, i) => monitor(`mon_hog_${i}`, { tenant_id: 'ten_a' }));
+    const b = monitor('mon_b', { tenant_id: 'ten_b' });
+    h.gate = new Promise(() => undefined);
+    h.gated = (m) => m.tenant_id === 'ten_a';
+    await h.startWith(b, ...hogs);
+    await h.clock.advance(30_000);
+    const probed = (tenant: string) => h.probes.filter((p) => p.id.startsWith(tenant)).length;
+    expect(probed('mon_b'), "B's check ran at each of its three slots").to.equal(3);
+    expect(h.checks.filter((c) => c.monitor_id === 'mon_b')).to.have.length(3);
+    // A borrowed every slot B cannot use (work-conserving): 10 − B's one.
+    expect(probed('mon_hog_'), "A's checks in flight").to.equal(9);
+    const skipped = (await h.registry.getSingleMetric('runner_tenant_checks_skipped_total')!.get()).values;
+    const byTenant = new Map(skipped.map((v) => [v.labels.tenant, v.value]));
+    // Every slot of the 21 monitors that never got a check slot (the 9 running ones skip as overlap).
+    expect(byTenant.get('ten_a'), "A's skipped slots").to.equal(21 * 3);
+    expect(byTenant.get('ten_b') ?? 0).to.equal(0);
+  });
+
+  it(`names at most ${MAX_TENANT_LABELS} tenants in runner_tenant_checks_skipped_total, the rest as _other`, async () => {
+    const h = new Harness();
+    const many = Array.from({ length: MAX_TENANT_LABELS + 50 }, (_, i) =>
+      monitor(`mon_t${i}`, { tenant_id: `ten_${i}` }),
+    );
+    h.gate = new Promise(() => undefined);
+    await h.startWith(...many);
+    await h.clock.advance(10_000);
+    const values = (await h.registry.getSingleMetric('runner_tenant_checks_skipped_total')!.get()).values;
+    const total = values.reduce((n, v) => n + v.value, 0);
+    expect(total, 'every slot but the 10 running').to.equal(many.length - 10);
+    expect(values).to.have.length(MAX_TENANT_LABELS + 1);
+    expect(values.some((v) => v.labels.tenant === '_other')).to.equal(true);
+  });
+
+  it('lets a tenant alone use every check slot', async () => {
+    const h = new Harness();
+    const hogs = Array.from({ length: 30 }, (_, i) => monitor(`mon_hog_${i}`, { tenant_id: 'ten_a' }));
+    h.gate = new Promise(() => undefined);
+    await h.startWith(...hogs);
+    await h.clock.advance(10_000);
+    expect(h.probes).to.have.length(10);
+    const skipped = (await h.registry.getSingleMetric('runner_checks_skipped_total')!.get()).values;
+    expect(skipped.map((v) => [v.labels.reason, v.value])).to.deep.equal([['busy', 20]]);
   });
 
   it('on stop runs nothing more, lets a check in flight finish within 5 s, then cuts it', async () => {

@@ -6,7 +6,8 @@
  * - local ClickHouse 18.16: a `users.d/<database>.xml` next to users.xml (ClickHouse
  *   reloads it within seconds), each user limited with `allow_databases`, read-only
  *   users with readonly=2 and the registry writer with allow_ddl=0;
- * - a server that manages users with SQL (current ClickHouse): CREATE USER ... GRANT.
+ * - a server that manages users with SQL (current ClickHouse): CREATE USER ... GRANT,
+ *   table by table, the statements deploy/clickhouse/users.sh runs.
  *
  * Users are named `<database>_<service>`, so runs on one server do not share them.
  */
@@ -14,7 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClickHouse, sqlIdentifier, sqlString, type ClickHouseClient } from '@telemetry/platform';
-import { databasesOf, SERVICE_USER_NAMES, SERVICE_USERS, type ServiceUser } from '@telemetry/store';
+import { databaseAccess, databasesOf, grantStatements, SERVICE_USER_NAMES, type ServiceUser } from '@telemetry/store';
 import type { ServiceName } from '../../harness/processes.js';
 
 export interface Credentials {
@@ -41,7 +42,7 @@ export function writeUsersFile(usersDir: string, database: string): ServiceUsers
   const creds = newCredentials(database);
   const dbs = databasesOf(database);
   const users = SERVICE_USER_NAMES.map((s) => {
-    const access = SERVICE_USERS[s];
+    const access = databaseAccess(s);
     const profile = access.write ? (access.ddl ? 'default' : 'svc_writer') : 'svc_reader';
     const allowed = access.databases.map((d) => `<database>${dbs[d]}</database>`).join('');
     const hash = createHash('sha256').update(creds[s].password).digest('hex');
@@ -64,17 +65,14 @@ ${users.join('\n')}
 export async function createUsersWithSql(admin: ClickHouseClient, database: string): Promise<ServiceUsers> {
   const creds = newCredentials(database);
   const dbs = databasesOf(database);
-  for (const s of SERVICE_USER_NAMES) {
-    const access = SERVICE_USERS[s];
-    const user = sqlIdentifier(creds[s].user);
-    await admin.command({
-      query: `CREATE USER OR REPLACE ${user} IDENTIFIED WITH sha256_password BY ${sqlString(creds[s].password)}
-              HOST LOCAL SETTINGS readonly = ${access.write ? 0 : 2}`,
-    });
-    const privileges = ['SELECT', ...(access.write ? ['INSERT'] : []), ...(access.ddl ? ['ALTER'] : [])].join(', ');
-    for (const d of access.databases) {
-      await admin.command({ query: `GRANT ${privileges} ON ${sqlIdentifier(dbs[d])}.* TO ${user}` });
-    }
+  const users = grantStatements({
+    db: (role) => sqlIdentifier(dbs[role]),
+    name: (u) => sqlIdentifier(creds[u].user),
+    password: (u) => sqlString(creds[u].password),
+    host: 'HOST LOCAL',
+  });
+  for (const { statements } of users) {
+    for (const query of statements) await admin.command({ query });
   }
   return creds;
 }
@@ -89,7 +87,7 @@ export async function waitForUsers(
   const dbs = databasesOf(database);
   const deadline = Date.now() + timeoutMs;
   for (const s of SERVICE_USER_NAMES) {
-    const first = dbs[SERVICE_USERS[s].databases[0]];
+    const first = dbs[databaseAccess(s).databases[0]!];
     const c = createClickHouse({ url, username: users[s].user, password: users[s].password, database: first });
     try {
       while (

@@ -1,6 +1,7 @@
 /**
  * Generates the tables in docs/configuration.md and docs/errors.md from the code (the
- * config specs and ERROR_CODES), between <!-- generated:NAME --> markers.
+ * config specs and ERROR_CODES), between <!-- generated:NAME --> markers, docs/openapi.json,
+ * and deploy/clickhouse/users.sh (the ClickHouse users and grants, SERVICE_USERS).
  * `npm run docs` rewrites them; test/unit/docs.test.ts fails when they are stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { querySpec } from '@telemetry/query-service';
 import { type ConfigSpec } from '@telemetry/platform';
 import { provisionSpec } from '@telemetry/store';
 import { consumerSpec } from '@telemetry/stream-consumer';
+import { USERS_SCRIPT_FILE, usersScript } from '../deploy/users-sh.js';
 
 const specs: [string, ConfigSpec][] = [
   ['ingest-gateway', gatewaySpec],
@@ -74,4 +76,5 @@ if (process.argv[1]?.endsWith('generate.ts')) {
     writeFileSync(file, replaceGenerated(readFileSync(file, 'utf8'), name, make()));
   }
   writeFileSync(OPENAPI_FILE, openapiText());
+  writeFileSync(USERS_SCRIPT_FILE, usersScript());
 }

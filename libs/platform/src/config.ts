@@ -21,6 +21,21 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * What every example secret we publish says (.env.example, deploy/k8s/overlays/example):
+ * anyone can read those, so a service refuses to start with one (refuseDocumentedExample).
+ */
+export const EXAMPLE_SECRET_MARK = 'replace-me';
+
+/** Throws when `value` (a secret, or a key's bytes as text) is one of our published examples. */
+export function refuseDocumentedExample(value: string): void {
+  if (value.toLowerCase().includes(EXAMPLE_SECRET_MARK)) {
+    throw new Error(
+      'is the published example value (.env.example, deploy/k8s/overlays/example), which anyone can read: make your own',
+    );
+  }
+}
+
 function spec<T>(name: string, def: string | undefined, doc: string, parse: (raw: string) => T): VarSpec<T> {
   return { name, default: def, doc, parse };
 }

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { type VarSpec } from './config.js';
+import { refuseDocumentedExample, type VarSpec } from './config.js';
 
 /**
  * Encryption at rest for customer secrets (AES-256-GCM). A key ring holds one or more
@@ -37,7 +37,17 @@ export function parseSealingKeys(raw: string): SealingKey[] {
 
 /** A config variable holding a key ring (see parseSealingKeys). */
 export function sealingKeysVar(name: string, doc: string): VarSpec<SealingKey[]> {
-  return { name, default: undefined, doc, parse: parseSealingKeys };
+  return {
+    name,
+    default: undefined,
+    doc,
+    parse: (raw) => {
+      const keys = parseSealingKeys(raw);
+      // The published examples' keys are text that says so (base64 of "...replace-me...").
+      for (const k of keys) refuseDocumentedExample(k.key.toString('latin1'));
+      return keys;
+    },
+  };
 }
 
 /** A fresh key ring entry, as `id:base64`: for development stacks and tests. */
@@ -86,6 +96,6 @@ export class SecretBox {
 export const secretsSpec = {
   secretsKeys: sealingKeysVar(
     'SECRETS_KEYS',
-    'key ring sealing customer secrets at rest (AES-256-GCM): id:base64(32 bytes), comma-separated, the first seals; e.g. k1:$(openssl rand -base64 32)',
+    'key ring sealing customer secrets at rest (AES-256-GCM): id:base64(32 bytes), comma-separated, the first seals; e.g. k1:$(openssl rand -base64 32) (the published examples, whose keys say replace-me, are refused)',
   ),
 };

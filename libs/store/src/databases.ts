@@ -41,40 +41,142 @@ export function tableIn(data: string, role: DatabaseRole, table: string): string
 }
 
 /**
+ * What a ClickHouse user may do on a table (the privilege names of current ClickHouse's
+ * GRANT). `ALTER DELETE` is what ClickHouse asks of `ALTER TABLE … DROP PARTITION`
+ * (retention on 18.16; there is no privilege named ALTER DROP PARTITION), `ALTER TTL` of
+ * MODIFY TTL and REMOVE TTL (retention on current ClickHouse; retention.ts).
+ */
+export type Privilege = 'SELECT' | 'INSERT' | 'ALTER DELETE' | 'ALTER TTL';
+
+/** Privileges on some tables of one database: `'*'` is every table in it, present and future. */
+export interface Grant {
+  database: DatabaseRole;
+  tables: '*' | readonly string[];
+  privileges: readonly Privilege[];
+}
+
+/**
  * One ClickHouse user per service, with only what it needs (docs/operations.md,
- * "ClickHouse users"). `write` users may INSERT; `ddl` adds ALTER (the consumer drops
- * expired partitions); every other user is read-only (readonly=2: it may still set
- * query settings). The devstack creates these users for every database it provisions;
- * deploy/clickhouse/users.sql and the Kubernetes secrets do the same in production.
+ * "ClickHouse users"): the one definition of who may do what. From it come
+ * - deploy/clickhouse/users.sh (current ClickHouse: CREATE USER and these GRANTs;
+ *   `npm run docs` writes it, test/unit/grants.test.ts fails when it is stale);
+ * - the devstack's users (tools/devstack/users.ts): on 18.16, which grants per database
+ *   only, `allow_databases` of every database named here, read-only unless it INSERTs;
+ * - test/unit/grants.test.ts, which checks every statement each service sends against it.
  */
 export interface ServiceAccess {
-  /** Which databases the user may use. */
-  databases: readonly DatabaseRole[];
-  write: boolean;
-  ddl: boolean;
+  grants: readonly Grant[];
   /** The service (and variable) that uses it. */
   usedBy: string;
 }
 
 export const SERVICE_USERS = {
-  ingest: { databases: ['keys'], write: false, ddl: false, usedBy: 'ingest gateway (CLICKHOUSE_USER)' },
-  consumer: { databases: ['data'], write: true, ddl: true, usedBy: 'stream consumer (CLICKHOUSE_USER)' },
+  ingest: {
+    grants: [{ database: 'keys', tables: ['access_keys'], privileges: ['SELECT'] }],
+    usedBy: 'ingest gateway (CLICKHOUSE_USER): authenticates telemetry keys (events go to Kafka, not ClickHouse)',
+  },
+  consumer: {
+    // Inserting into events and checks feeds the rollups their views write; retention
+    // drops partitions (18.16) or sets the tables' TTL (current ClickHouse).
+    grants: [{ database: 'data', tables: '*', privileges: ['SELECT', 'INSERT', 'ALTER DELETE', 'ALTER TTL'] }],
+    usedBy: 'stream consumer (CLICKHOUSE_USER): writes the data tables and applies their retention',
+  },
   query: {
-    databases: ['data', 'registry', 'keys'],
-    write: false,
-    ddl: false,
-    usedBy: 'query service (CLICKHOUSE_USER)',
+    grants: [
+      { database: 'data', tables: '*', privileges: ['SELECT'] },
+      { database: 'registry', tables: ['monitors'], privileges: ['SELECT'] },
+      { database: 'keys', tables: ['access_keys'], privileges: ['SELECT'] },
+    ],
+    usedBy: 'query service (CLICKHOUSE_USER): reads the data, the registry and the API keys, never writes',
   },
   registry: {
-    databases: ['registry'],
-    write: true,
-    ddl: false,
-    usedBy: 'query service (REGISTRY_CLICKHOUSE_USER): writes monitors',
+    grants: [{ database: 'registry', tables: ['monitors', 'status_pages'], privileges: ['SELECT', 'INSERT'] }],
+    usedBy: 'query service (REGISTRY_CLICKHOUSE_USER): writes monitors and status pages (and nothing else)',
   },
-  runner: { databases: ['registry', 'data'], write: false, ddl: false, usedBy: 'check runner (CLICKHOUSE_USER)' },
-  analyst: { databases: ['data'], write: false, ddl: false, usedBy: 'people and dashboards reading the tables' },
+  runner: {
+    // Its checks: the last alert of each monitor it takes on, the last call of a heartbeat
+    // monitor, and the other locations' checks of a slot.
+    grants: [
+      { database: 'registry', tables: ['monitors'], privileges: ['SELECT'] },
+      { database: 'data', tables: ['alerts', 'checks'], privileges: ['SELECT'] },
+    ],
+    usedBy: 'check runner (CLICKHOUSE_USER): reads the registry, the last alerts and checks',
+  },
+  analyst: {
+    grants: [{ database: 'data', tables: '*', privileges: ['SELECT'] }],
+    usedBy: 'people and dashboards reading the data tables (docs/clickhouse.md), never keys or monitors',
+  },
 } as const satisfies Record<string, ServiceAccess>;
 
 export type ServiceUser = keyof typeof SERVICE_USERS;
 
 export const SERVICE_USER_NAMES = Object.keys(SERVICE_USERS) as ServiceUser[];
+
+/**
+ * A user's grants as 18.16 can state them (users.xml): the databases it may use, in the
+ * order of its grants, and whether it writes (INSERT) or alters (ALTER ...) anything.
+ */
+export function databaseAccess(user: ServiceUser): { databases: DatabaseRole[]; write: boolean; ddl: boolean } {
+  const grants: readonly Grant[] = SERVICE_USERS[user].grants;
+  const privileges = new Set(grants.flatMap((g) => g.privileges));
+  return {
+    databases: [...new Set(grants.map((g) => g.database))],
+    write: privileges.has('INSERT'),
+    ddl: [...privileges].some((p) => p.startsWith('ALTER')),
+  };
+}
+
+/** Does `user` hold `privilege` on `table` of database `database`? */
+export function isGranted(user: ServiceUser, database: DatabaseRole, table: string, privilege: Privilege): boolean {
+  const grants: readonly Grant[] = SERVICE_USERS[user].grants;
+  return grants.some(
+    (g) =>
+      g.database === database && (g.tables === '*' || g.tables.includes(table)) && g.privileges.includes(privilege),
+  );
+}
+
+/**
+ * CREATE USER and GRANT statements for every user, on current ClickHouse. `db` is the
+ * data database's name as the SQL should hold it (a shell `${db}` in users.sh, a quoted
+ * identifier elsewhere), `password(user)` the password's SQL string literal and `name(user)`
+ * the user's name in SQL.
+ */
+export function grantStatements(opts: {
+  db: (role: DatabaseRole) => string;
+  name: (user: ServiceUser) => string;
+  password: (user: ServiceUser) => string;
+  /** e.g. `HOST LOCAL` */
+  host?: string;
+}): { user: ServiceUser; usedBy: string; statements: string[] }[] {
+  return SERVICE_USER_NAMES.map((user) => {
+    const { grants, usedBy } = SERVICE_USERS[user];
+    const name = opts.name(user);
+    const readonly = databaseAccess(user).write ? '' : ' SETTINGS readonly = 2';
+    const statements = [
+      `CREATE USER OR REPLACE ${name} IDENTIFIED WITH sha256_password BY ${opts.password(user)}${opts.host ? ` ${opts.host}` : ''}${readonly}`,
+      ...(grants as readonly Grant[]).flatMap((g) =>
+        (g.tables === '*' ? ['*'] : g.tables).map(
+          (t) => `GRANT ${g.privileges.join(', ')} ON ${opts.db(g.database)}.${t} TO ${name}`,
+        ),
+      ),
+    ];
+    return { user, usedBy, statements };
+  });
+}
+
+/** The users section of deploy/clickhouse/users.sh (`npm run docs` writes it). */
+export function usersScriptSql(): string {
+  // NOTE: a usedBy text becomes a `--` comment there: no semicolon, which a reader
+  // splitting the script on statements would take for the end of one.
+  for (const u of SERVICE_USER_NAMES) {
+    if (SERVICE_USERS[u].usedBy.includes(';')) throw new Error(`usedBy of ${u}: no semicolon`);
+  }
+  const shellDb = (role: DatabaseRole): string => (role === 'data' ? '${db}' : `\${db}_${role}`);
+  return grantStatements({
+    db: shellDb,
+    name: (u) => u,
+    password: (u) => `'\${${u.toUpperCase()}_PASSWORD}'`,
+  })
+    .map(({ usedBy, statements }) => [`-- ${usedBy}`, ...statements.map((s) => `${s};`)].join('\n'))
+    .join('\n\n');
+}

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { HEARTBEAT_TOKEN_PATTERN } from '@telemetry/contract';
-import { v } from '@telemetry/platform';
+import { refuseDocumentedExample, v } from '@telemetry/platform';
 
 /**
  * Heartbeat tokens (docs/monitors.md, "Heartbeat monitors"). A heartbeat monitor's job
@@ -14,9 +14,10 @@ export const heartbeatSpec = {
   heartbeatKey: v.secret(
     'HEARTBEAT_KEY',
     '',
-    'key of the heartbeat tokens, shared by the gateway and the query service (at least 32 characters, e.g. $(openssl rand -hex 32)); empty: heartbeat monitors are refused',
+    'key of the heartbeat tokens, shared by the gateway and the query service (at least 32 characters, e.g. $(openssl rand -hex 32); the published examples, which say replace-me, are refused); empty: heartbeat monitors are refused',
     (raw) => {
       if (raw !== '' && raw.length < 32) throw new Error('must be at least 32 characters');
+      refuseDocumentedExample(raw);
     },
   ),
 };

@@ -64,7 +64,13 @@ export const runnerSpec = {
     0,
     60_000,
   ),
-  maxConcurrentChecks: v.int('MAX_CONCURRENT_CHECKS', 500, 'checks in flight at once; more are skipped', 1, 100_000),
+  maxConcurrentChecks: v.int(
+    'MAX_CONCURRENT_CHECKS',
+    500,
+    'checks in flight at once, shared fairly among tenants (docs/operations.md, "Fair check slots"); a check without a slot is skipped',
+    1,
+    100_000,
+  ),
   maxBodyBytes: v.int(
     'CHECK_MAX_BODY_BYTES',
     1024 * 1024,

@@ -1,7 +1,16 @@
 import { createHash } from 'node:crypto';
 import { Gauge, type Counter, type Histogram, type Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
-import { counter, histogram, sleepOn, systemClock, type Clock, type Component, type Logger } from '@telemetry/platform';
+import {
+  counter,
+  FairSlots,
+  histogram,
+  sleepOn,
+  systemClock,
+  type Clock,
+  type Component,
+  type Logger,
+} from '@telemetry/platform';
 import { maskUrl, type StoredMonitor } from '@telemetry/store';
 import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
 import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
@@ -80,6 +89,12 @@ export function alertIdFor(monitorId: string, t: Transition): string {
   return `alr_${h.slice(0, 24)}`;
 }
 
+/**
+ * Tenants named in runner_tenant_checks_skipped_total; the skips of any further tenant are
+ * counted under `_other` (a label value per tenant would grow without bound).
+ */
+export const MAX_TENANT_LABELS = 100;
+
 const CHECK_SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const LATE_SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5];
 
@@ -91,13 +106,16 @@ const LATE_SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5];
 export class Scheduler implements Component {
   readonly name = 'scheduler';
   private readonly entries = new Map<string, Entry>();
-  private inFlight = 0;
+  /** MAX_CONCURRENT_CHECKS, shared fairly among the tenants of the monitors scheduled here. */
+  private readonly slots: FairSlots;
+  private readonly tenantLabels = new Set<string>();
   private stopping = false;
   private loading: Promise<void> | undefined;
   private reloadAgain = false;
   private warnedNoMonitor = false;
   private readonly checks: Counter<'status'>;
   private readonly skipped: Counter<'reason'>;
+  private readonly tenantSkipped: Counter<'tenant'>;
   private readonly confirmations: Counter<'outcome'>;
   private readonly alerts: Counter<'type'>;
   private readonly missingLocations: Counter;
@@ -108,10 +126,17 @@ export class Scheduler implements Component {
 
   constructor(private readonly deps: SchedulerDeps) {
     this.clock = deps.clock ?? systemClock;
+    this.slots = new FairSlots(deps.maxConcurrentChecks);
     const r = deps.registry;
     this.checks = counter(r, 'runner_checks_total', 'Checks run and published, by status', ['status']);
-    // reason: overlap, busy, unpublished, handed_over
+    // reason: overlap, busy, tenant_share, unpublished, handed_over
     this.skipped = counter(r, 'runner_checks_skipped_total', 'Check slots not run or not published', ['reason']);
+    this.tenantSkipped = counter(
+      r,
+      'runner_tenant_checks_skipped_total',
+      `Check slots skipped for want of a check slot (busy or tenant_share), by tenant (the first ${MAX_TENANT_LABELS} tenants skipped; then _other)`,
+      ['tenant'],
+    );
     this.confirmations = counter(
       r,
       'runner_check_confirmations_total',
@@ -153,6 +178,9 @@ export class Scheduler implements Component {
     for (const [id, e] of this.entries) {
       if (!desired.has(id)) this.drop(id, e);
     }
+    const perTenant = new Map<string, number>();
+    for (const m of desired.values()) perTenant.set(m.tenant_id, (perTenant.get(m.tenant_id) ?? 0) + 1);
+    this.slots.setDemand(perTenant);
     let pending = false;
     for (const [id, m] of desired) {
       const e = this.entries.get(id);
@@ -201,6 +229,14 @@ export class Scheduler implements Component {
     for (const e of this.entries.values()) e.abort?.abort();
     await Promise.all(running);
     this.entries.clear();
+  }
+
+  /** The tenant's label in runner_tenant_checks_skipped_total. */
+  private tenantLabel(tenant: string): string {
+    if (this.tenantLabels.has(tenant)) return tenant;
+    if (this.tenantLabels.size >= MAX_TENANT_LABELS) return '_other';
+    this.tenantLabels.add(tenant);
+    return tenant;
   }
 
   /** Monitors scheduled here now (for tests and logs). */
@@ -274,12 +310,22 @@ export class Scheduler implements Component {
       this.skipped.inc({ reason: 'overlap' });
       return;
     }
-    if (this.inFlight >= this.deps.maxConcurrentChecks) {
-      this.skipped.inc({ reason: 'busy' });
-      this.deps.logger.warn('check skipped: too many in flight', { monitor_id: id });
+    const tenant = e.monitor.tenant_id;
+    const taken = this.slots.tryTake(tenant);
+    if ('refused' in taken) {
+      const reason = taken.refused === 'total' ? 'busy' : 'tenant_share';
+      this.skipped.inc({ reason });
+      this.tenantSkipped.inc({ tenant: this.tenantLabel(tenant) });
+      // A tenant beyond its share is the expected case (the metric counts it): not a warning.
+      if (reason === 'busy')
+        this.deps.logger.warn('check skipped: too many in flight', { monitor_id: id, tenant_id: tenant });
+      else
+        this.deps.logger.debug("check skipped: the free check slots are other tenants' share", {
+          monitor_id: id,
+          tenant_id: tenant,
+        });
       return;
     }
-    this.inFlight++;
     const abort = new AbortController();
     e.abort = abort;
     e.running = this.run(e, slot, abort.signal)
@@ -287,7 +333,7 @@ export class Scheduler implements Component {
         this.deps.logger.error('check failed unexpectedly', { monitor_id: id, err: String(err) });
       })
       .finally(() => {
-        this.inFlight--;
+        taken.release();
         e.running = undefined;
         e.abort = undefined;
       });

@@ -1,0 +1,220 @@
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { newSealingKeyText, parseSealingKeys, SecretBox } from '@telemetry/platform';
+import {
+  applyRetention,
+  ClickHouseKeySource,
+  checksSql,
+  currentMonitorIdsSql,
+  dailyCountsSql,
+  databasesOf,
+  DEFAULT_MONITOR,
+  eventsPerMinuteSql,
+  incidentsSql,
+  lastAlertsSql,
+  lastChecksSql,
+  MonitorStore,
+  openIncidentsSql,
+  placeholderMonitor,
+  retentionRules,
+  SERVICE_USER_NAMES,
+  StatusPageStore,
+  summarySql,
+  webhookDeliveriesSql,
+  type DatabaseRole,
+  type Privilege,
+  type ServiceUser,
+} from '@telemetry/store';
+import { lastAlerts, lastHeartbeat, slotChecks } from '../../services/check-runner/src/registry.js';
+import { USERS_SCRIPT_FILE, usersScript } from '../../tools/deploy/users-sh.js';
+import { silentLogger } from './support/fakes.js';
+
+const DB = 'telemetry';
+const ROLES = new Map<string, DatabaseRole>(
+  Object.entries(databasesOf(DB)).map(([role, name]) => [name, role as DatabaseRole]),
+);
+
+interface Access {
+  database: DatabaseRole;
+  table: string;
+  privilege: Privilege;
+}
+
+const IDENT = '`?([A-Za-z_][A-Za-z0-9_]*)`?';
+const QUALIFIED = `${IDENT}\\.${IDENT}`;
+
+function access(db: string, table: string, privilege: Privilege, sql: string): Access[] {
+  if (db === 'system') return []; // readable by anyone (rows of the tables they may use)
+  const database = ROLES.get(db);
+  if (!database) throw new Error(`a statement names database ${db}: ${sql}`);
+  return [{ database, table, privilege }];
+}
+
+/** What a statement needs: the privilege per table it names (database-qualified, as our SQL always is). */
+function accessesOf(sql: string): Access[] {
+  const out: Access[] = [];
+  const alter = new RegExp(`^\\s*ALTER TABLE ${QUALIFIED}\\s+(DROP PARTITION|MODIFY TTL|REMOVE TTL)`, 'i').exec(sql);
+  if (alter) {
+    out.push(...access(alter[1]!, alter[2]!, /PARTITION/i.test(alter[3]!) ? 'ALTER DELETE' : 'ALTER TTL', sql));
+  } else if (/^\s*ALTER/i.test(sql)) throw new Error(`an ALTER this test does not know: ${sql}`);
+  for (const m of sql.matchAll(new RegExp(`\\bINSERT INTO ${QUALIFIED}`, 'gi'))) {
+    out.push(...access(m[1]!, m[2]!, 'INSERT', sql));
+  }
+  for (const m of sql.matchAll(new RegExp(`\\b(?:FROM|JOIN)\\s+(${QUALIFIED}|${IDENT}\\s*\\(?)`, 'gi'))) {
+    if (m[2] !== undefined) out.push(...access(m[2], m[3]!, 'SELECT', sql));
+    else if (!m[1]!.endsWith('(')) throw new Error(`a table without its database: ${m[1]} in ${sql}`);
+  }
+  return out;
+}
+
+/** A ClickHouse client that records what it is asked and answers from `answer`. */
+function recordingClient(answer: (sql: string) => object[] = () => []) {
+  const statements: string[] = [];
+  const client = {
+    query: ({ query }: { query: string }) => {
+      statements.push(query);
+      return Promise.resolve({ json: () => Promise.resolve(answer(query)) });
+    },
+    command: ({ query }: { query: string }) => {
+      statements.push(query);
+      return Promise.resolve({});
+    },
+    insert: ({ table }: { table: string }) => {
+      statements.push(`INSERT INTO ${table}`);
+      return Promise.resolve({});
+    },
+  };
+  return { client: client as unknown as ClickHouseClient, statements };
+}
+
+const box = new SecretBox(parseSealingKeys(newSealingKeyText('k1')));
+const monitor = { ...placeholderMonitor('mon_a', 'a', 'ten_a'), ...DEFAULT_MONITOR, version: 1 };
+
+/**
+ * The statements each service's ClickHouse user sends, made by the code that sends them
+ * (the store's SQL builders and components, the runner's reads, retention on both engines).
+ */
+async function statementsOf(user: ServiceUser): Promise<string[]> {
+  const r = recordingClient((sql) =>
+    // Retention: a partition past its time (18.16), a table without a TTL (current ClickHouse).
+    /system\.parts/.test(sql)
+      ? [{ partition: '20200101', newest: 0 }]
+      : /system\.tables/.test(sql)
+        ? [{ engine_full: 'ReplacingMergeTree ORDER BY (tenant_id, id)' }]
+        : [],
+  );
+  const ids = ['mon_a'];
+  const q = { tenantId: 'ten_a', monitorId: 'mon_a' };
+  switch (user) {
+    case 'ingest':
+      await new ClickHouseKeySource(r.client, DB).loadAll();
+      break;
+    case 'runner':
+      await new MonitorStore(r.client, DB, box).list();
+      await lastAlerts(r.client, DB, ids);
+      await slotChecks(r.client, DB, monitor, ['chk_a'], Date.now());
+      await lastHeartbeat(r.client, DB, monitor, 0);
+      break;
+    case 'consumer': {
+      const days = { events: 30, checks: 90, rollups: 365 };
+      await applyRetention(r.client, DB, retentionRules(days), silentLogger, { version: '18.16.1', modern: false });
+      await applyRetention(r.client, DB, retentionRules(days), silentLogger, { version: '25.8.1', modern: true });
+      const withTtl = recordingClient((sql) =>
+        /system\.tables/.test(sql) ? [{ engine_full: 'MergeTree TTL toDateTime(x) + toIntervalDay(3) SETTINGS' }] : [],
+      );
+      await applyRetention(withTtl.client, DB, retentionRules({ events: 0, checks: 0, rollups: 0 }), silentLogger, {
+        version: '25.8.1',
+        modern: true,
+      });
+      r.statements.push(...withTtl.statements);
+      // Its inserts: each topic's table (service.ts), the first-seen times and its freshness rows.
+      for (const t of ['events', 'checks', 'alerts', 'webhook_deliveries', 'event_first_seen', 'freshness']) {
+        r.statements.push(`INSERT INTO ${DB}.${t}`);
+      }
+      r.statements.push(`SELECT event_id FROM ${DB}.event_first_seen`);
+      break;
+    }
+    case 'query': {
+      const checks = { ...q, limit: 10, order: 'desc' as const, from: 0, to: 1, statuses: [], cursor: undefined };
+      r.statements.push(
+        checksSql(DB, checks),
+        ...Object.values(summarySql(DB, { ...q, interval: 'hour', from: 0, to: 1 })),
+        incidentsSql(DB, 'ten_a', 'mon_a', 10),
+        eventsPerMinuteSql(DB, 'ten_a', 0, 1, 10),
+        webhookDeliveriesSql(DB, { ...q, limit: 10 }),
+        lastChecksSql(DB, 'ten_a', ids),
+        lastAlertsSql(DB, ids, 'ten_a'),
+        dailyCountsSql(DB, 'ten_a', ids, 0, 1),
+        openIncidentsSql(DB, 'ten_a', ids),
+        currentMonitorIdsSql(DB, ids),
+      );
+      await new ClickHouseKeySource(r.client, DB).loadAll();
+      break;
+    }
+    case 'registry': {
+      const monitors = new MonitorStore(r.client, DB, box);
+      await monitors.list();
+      await monitors.saveMany([monitor]);
+      const pages = new StatusPageStore(r.client, DB);
+      await pages.all();
+      const page = { slug: 'p', tenant_id: 'ten_a', title: 't', description: '', monitor_ids: ids };
+      await pages.save({ ...page, created_at: '2026-11-25T00:00:00Z', updated_at: '2026-11-25T00:00:00Z' });
+      break;
+    }
+    case 'analyst':
+      break;
+  }
+  return r.statements;
+}
+
+/** The GRANTs deploy/clickhouse/users.sh makes, per user. */
+function scriptGrants(script: string): Map<string, Access[]> {
+  const grants = new Map<string, Access[]>();
+  for (const [, privileges, suffix, table, user] of script.matchAll(
+    /^GRANT (.+) ON \$\{db\}(_[a-z]+)?\.(\*|[a-z_]+) TO ([a-z]+);$/gm,
+  )) {
+    const database = (suffix ? suffix.slice(1) : 'data') as DatabaseRole;
+    const list = grants.get(user!) ?? [];
+    for (const p of privileges!.split(', ')) list.push({ database, table: table!, privilege: p as Privilege });
+    grants.set(user!, list);
+  }
+  return grants;
+}
+
+describe('ClickHouse users and grants (unit)', () => {
+  it(`${USERS_SCRIPT_FILE} is made from SERVICE_USERS (npm run docs)`, () => {
+    expect(readFileSync(USERS_SCRIPT_FILE, 'utf8'), `run npm run docs to refresh ${USERS_SCRIPT_FILE}`).to.equal(
+      usersScript(),
+    );
+  });
+
+  it(`every statement each service sends is covered by its grants in ${USERS_SCRIPT_FILE}`, async () => {
+    const grants = scriptGrants(readFileSync(USERS_SCRIPT_FILE, 'utf8'));
+    const missing: string[] = [];
+    for (const user of SERVICE_USER_NAMES) {
+      const statements = await statementsOf(user);
+      if (user !== 'analyst') expect(statements.length, user).to.be.greaterThan(0);
+      for (const sql of statements) {
+        for (const a of accessesOf(sql)) {
+          const ok = (grants.get(user) ?? []).some(
+            (g) => g.database === a.database && (g.table === '*' || g.table === a.table) && g.privilege === a.privilege,
+          );
+          if (!ok) missing.push(`${user}: ${a.privilege} on ${a.database}.${a.table}`);
+        }
+      }
+    }
+    expect([...new Set(missing)]).to.deep.equal([]);
+  });
+
+  it('reads what a statement needs', () => {
+    expect(
+      accessesOf(`ALTER TABLE \`${DB}\`.\`checks\` MODIFY TTL toDateTime(created_at) + toIntervalDay(3)`),
+    ).to.deep.equal([{ database: 'data', table: 'checks', privilege: 'ALTER TTL' }]);
+    expect(accessesOf(`INSERT INTO ${DB}.a SELECT * FROM ${DB}_registry.b JOIN system.parts`)).to.deep.equal([
+      { database: 'data', table: 'a', privilege: 'INSERT' },
+      { database: 'registry', table: 'b', privilege: 'SELECT' },
+    ]);
+    expect(() => accessesOf('SELECT 1 FROM checks')).to.throw(/without its database/);
+  });
+});
