@@ -181,7 +181,10 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/status-pages/:slug', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id/webhook-secret', ['POST']);
-  return endApp(app, deps.logger);
+  return endApp(app, deps.logger, {
+    maxBytes: deps.config.discardBodyMaxBytes,
+    timeoutMs: deps.config.discardBodyTimeoutMs,
+  });
 }
 
 /**

@@ -2,6 +2,7 @@ import { heartbeatSpec } from '@telemetry/store';
 import {
   clickhouseSpec,
   egressSpec,
+  discardBodySpec,
   httpSpec,
   kafkaSpec,
   logSpec,
@@ -103,6 +104,7 @@ export const querySpec = {
     600_000,
   ),
   ...httpSpec(8082),
+  ...discardBodySpec,
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),
   maxQueriesInFlight: v.int(
     'MAX_QUERIES_IN_FLIGHT',
