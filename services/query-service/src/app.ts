@@ -157,6 +157,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     ...read,
     auth: registryAuth,
     cacheSeconds: deps.config.statusPageCacheSeconds,
+    registry: deps.registry,
   });
   app.get(
     '/api/events/per-minute',

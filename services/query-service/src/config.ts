@@ -92,7 +92,7 @@ export const querySpec = {
   statusPageCacheSeconds: v.int(
     'STATUS_PAGE_CACHE_SECONDS',
     30,
-    'a public status page is computed at most this often per replica, and browsers and proxies may keep it this long',
+    'a public status page is computed at most this often per replica (a failed computation is tried again no sooner; the last good page is answered stale meanwhile), and browsers and proxies may keep it this long',
     1,
     3600,
   ),
