@@ -71,7 +71,8 @@ export interface DiscardLimits {
 export function discardRest(req: Request, res: Response, limits: DiscardLimits): void {
   if (req.complete || limits.maxBytes === 0) return;
   const socket = req.socket;
-  const declared = Number(req.headers['content-length'] ?? NaN);
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared === 0 && req.headers['transfer-encoding'] === undefined) return; // no body
   if (declared > limits.maxBytes) return; // Node's own close, at once
   const destroySoon = socket.destroySoon.bind(socket);
   let closeWanted = false;
@@ -89,6 +90,7 @@ export function discardRest(req: Request, res: Response, limits: DiscardLimits):
     over = true;
     clearTimeout(timer);
     req.off('data', count);
+    socket.off('close', closed);
     socket.destroySoon = destroySoon;
     if (cut) socket.destroy();
     else if (closeWanted) destroySoon();
@@ -106,7 +108,8 @@ export function discardRest(req: Request, res: Response, limits: DiscardLimits):
     req.once('end', () => done(false));
     req.resume();
   });
-  socket.once('close', () => clearTimeout(timer));
+  const closed = (): void => clearTimeout(timer);
+  socket.once('close', closed);
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
