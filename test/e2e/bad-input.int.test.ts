@@ -452,6 +452,8 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       'UNSUPPORTED_MEDIA_TYPE',
     ),
     post('Content-Length lies (too big)', { 'content-length': '99999999' }, '{}', 413, 'PAYLOAD_TOO_LARGE'),
+    // Answered early; the rest is read and discarded (DISCARD_BODY_MAX_BYTES) before the close.
+    post('body of 12 MB', {}, 'x'.repeat(12 * 1024 * 1024), 413, 'PAYLOAD_TOO_LARGE'),
     // --- header abuse
     post('huge X-Request-Id is replaced', { 'x-request-id': 'x'.repeat(5000) }, body([ev()]), 200),
     post('X-Request-Id with CRLF-ish bytes is replaced', { 'x-request-id': 'a%0d%0aSet-Cookie: x' }, body([ev()]), 200),
@@ -1113,6 +1115,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     // sizes, nesting, encodings
     create('body of 300 KiB', good({ method: 'POST', body: 'b'.repeat(300 * 1024) }), 413, 'PAYLOAD_TOO_LARGE'),
     create('Content-Length lies (too big)', good(), 413, 'PAYLOAD_TOO_LARGE', { 'content-length': '99999999' }),
+    create('body of 12 MB', 'x'.repeat(12 * 1024 * 1024), 413, 'PAYLOAD_TOO_LARGE'),
     change('body of 300 KiB', { name: 'n'.repeat(300 * 1024) }, 413, 'PAYLOAD_TOO_LARGE'),
     create(
       'nesting depth 9',

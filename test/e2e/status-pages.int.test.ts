@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import type { Envelope, PublicStatusPage, StatusPage } from '@telemetry/contract';
 import { createTenant, issueKey } from '@telemetry/store';
-import { adminClickHouse, eventually, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import { adminClickHouse, eventually, ownUser, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import { TcpGate } from '../support/tcp-gate.js';
 
 /** The status page API and the public route, on real ClickHouse (the console's own tests are in test/browser). */
 describe('status pages and the events overview API (real ClickHouse)', function () {
@@ -170,5 +171,158 @@ describe('status pages and the events overview API (real ClickHouse)', function 
     const tooLong = await api('GET', '/api/events/per-minute?from=2026-01-01T00:00:00Z&to=2026-01-03T00:00:00Z');
     expect(tooLong.status).to.equal(400);
     expect(tooLong.text).to.contain('INVALID_PARAMETER');
+  });
+});
+
+/** Public pages read by crowds without a key: one render at a time, stale over failed, evictions per page. */
+describe('public status pages under anonymous load (real ClickHouse)', function () {
+  this.timeout(90_000);
+  /** A long page time: what is rendered stays, unless an edit evicts it. */
+  let cached: Running;
+  const keys = { a: '', b: '' };
+  const monitorOf = { a: '', b: '' };
+
+  const get = (s: Running, slug: string): Promise<Response> => fetch(`${s.url}/api/status/${slug}`);
+  async function call<T>(s: Running, key: string, method: string, path: string, body?: unknown): Promise<T> {
+    const r = await fetch(`${s.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+    return (JSON.parse(text) as { data: T }).data;
+  }
+  const createPage = async (s: Running, tenant: 'a' | 'b', title: string): Promise<string> => {
+    const slug = uid(`load-${tenant}`);
+    await call(s, keys[tenant], 'POST', '/api/status-pages', { slug, title, monitor_ids: [monitorOf[tenant]] });
+    return slug;
+  };
+  /** status_page_renders_total{outcome} of one service. */
+  async function renders(s: Running, outcome: 'ok' | 'failed'): Promise<number> {
+    const text = await (await fetch(`${s.url}/metrics`)).text();
+    const m = new RegExp(`^status_page_renders_total\\{outcome="${outcome}"[^}]*\\} (\\d+)$`, 'm').exec(text);
+    return Number(m?.[1] ?? 0);
+  }
+  const keysLoaded = (s: Running): Promise<true> =>
+    eventually('keys loaded', async () =>
+      (await fetch(`${s.url}/api/status-pages`, { headers: { authorization: `Bearer ${keys.b}` } })).status === 200
+        ? true
+        : undefined,
+    );
+
+  before(async () => {
+    const s = testStack();
+    const ch = adminClickHouse();
+    try {
+      const scopes = ['monitors:read', 'monitors:write'];
+      for (const t of ['a', 'b'] as const) {
+        const tenantId = (await createTenant(ch, s.database, uid('tenant'))).tenant_id;
+        keys[t] = (await issueKey(ch, s.database, { tenantId, kind: 'api', name: t, scopes })).key;
+      }
+    } finally {
+      await ch.close();
+    }
+    cached = await runQuery({ STATUS_PAGE_CACHE_SECONDS: '600' });
+    await keysLoaded(cached);
+    for (const t of ['a', 'b'] as const) {
+      monitorOf[t] = (
+        await call<{ id: string }>(cached, keys[t], 'POST', '/api/monitors', {
+          name: `Monitor ${t}`,
+          url: 'https://shop.example.com/health',
+          paused: true,
+        })
+      ).id;
+    }
+  });
+
+  after(async () => {
+    await cached?.stop();
+  });
+
+  it('renders a cold page once for 25 concurrent anonymous requests', async () => {
+    const slug = await createPage(cached, 'a', 'Crowd');
+    const before = await renders(cached, 'ok');
+    const answers = await Promise.all(Array.from({ length: 25 }, () => get(cached, slug)));
+    expect(answers.map((r) => r.status)).to.deep.equal(Array(25).fill(200));
+    const bodies = await Promise.all(answers.map((r) => r.json() as Promise<{ data: { title: string } }>));
+    expect(new Set(bodies.map((b) => b.data.title))).to.deep.equal(new Set(['Crowd']));
+    expect((await renders(cached, 'ok')) - before).to.equal(1);
+  });
+
+  it("evicts only the edited page: tenant A's edits leave tenant B's (and A's other) pages cached", async () => {
+    const [a, a2, b] = [
+      await createPage(cached, 'a', 'A'),
+      await createPage(cached, 'a', 'A2'),
+      await createPage(cached, 'b', 'B'),
+    ];
+    for (const slug of [a, a2, b]) expect((await get(cached, slug)).status).to.equal(200);
+    const before = await renders(cached, 'ok');
+    await call(cached, keys.a, 'PATCH', `/api/status-pages/${a}`, { title: 'A renamed' });
+    await call(cached, keys.a, 'PATCH', `/api/monitors/${monitorOf.a}`, { name: 'Monitor a renamed' });
+    for (const slug of [b, a2]) expect((await get(cached, slug)).status).to.equal(200);
+    expect((await renders(cached, 'ok')) - before, 'renders for the pages not edited').to.equal(0);
+    const edited = (await (await get(cached, a)).json()) as { data: { title: string } };
+    expect(edited.data.title).to.equal('A renamed');
+    expect((await renders(cached, 'ok')) - before).to.equal(1);
+  });
+
+  it('answers the last good page, marked stale, while ClickHouse cannot be read, and retries once per interval', async () => {
+    const gate = TcpGate.for(testStack().clickhouseUrl);
+    await gate.start();
+    const gated = await runQuery({
+      ...ownUser('query-service'),
+      CLICKHOUSE_URL: gate.rewrite(testStack().clickhouseUrl),
+      STATUS_PAGE_CACHE_SECONDS: '3',
+    });
+    try {
+      await keysLoaded(gated);
+      const [good, never] = [await createPage(gated, 'b', 'Good'), await createPage(gated, 'b', 'Never')];
+      const first = await get(gated, good);
+      expect(first.status).to.equal(200);
+      expect(first.headers.get('x-status-page-stale')).to.equal(null);
+      const fresh = (await first.json()) as { data: PublicStatusPage };
+      expect(fresh.data.stale).to.equal(false);
+
+      gate.shut();
+      const failedBefore = await renders(gated, 'failed');
+      // After the page's time (3 s), one request tries, fails and answers the last good page.
+      const stale = await eventually('a stale answer', async () => {
+        const r = await get(gated, good);
+        return r.headers.get('x-status-page-stale') === '1' ? r : undefined;
+      });
+      expect(stale.status).to.equal(200);
+      expect(stale.headers.get('warning')).to.equal('110 - "Response is Stale"');
+      expect(stale.headers.get('cache-control')).to.match(/^public, max-age=[0-3]$/);
+      const body = (await stale.json()) as { success: boolean; data: PublicStatusPage };
+      expect(body).to.deep.equal({ success: true, data: { ...fresh.data, stale: true } });
+      expect((await renders(gated, 'failed')) - failedBefore).to.equal(1);
+      // Until the interval is over, no request tries again, however many come.
+      const burst = await Promise.all(Array.from({ length: 20 }, () => get(gated, good)));
+      expect(burst.map((r) => [r.status, r.headers.get('x-status-page-stale')])).to.deep.equal(
+        Array(20).fill([200, '1']),
+      );
+      expect((await renders(gated, 'failed')) - failedBefore).to.equal(1);
+      // A page never rendered answers the error, as before; and it too is tried once per interval.
+      for (let i = 0; i < 3; i++) {
+        const r = await get(gated, never);
+        expect(r.status).to.equal(503);
+        expect(await r.json()).to.deep.include({ success: false, code: 'STORE_UNAVAILABLE' });
+      }
+      expect((await renders(gated, 'failed')) - failedBefore).to.equal(2);
+
+      gate.reopen();
+      await eventually('a fresh page again', async () => {
+        const r = await get(gated, good);
+        return r.headers.get('x-status-page-stale') === null &&
+          ((await r.json()) as { data: PublicStatusPage }).data.stale === false
+          ? true
+          : undefined;
+      });
+    } finally {
+      gate.reopen();
+      await gated.stop();
+      await gate.stop();
+    }
   });
 });

@@ -613,13 +613,23 @@ const consolePaths: Json = {
       operationId: 'getPublicStatusPage',
       summary: 'A published status page, for anyone (no key)',
       description:
-        'Names and statuses only: no monitor id, URL, header, status code or error. Computed at most once per STATUS_PAGE_CACHE_SECONDS per replica; Cache-Control lets browsers and proxies keep it as long.',
+        'Names and statuses only: no monitor id, URL, header, status code or error. Computed at most once per STATUS_PAGE_CACHE_SECONDS per replica, by one computation however many ask at once; Cache-Control lets browsers and proxies keep it as long. When ClickHouse cannot be read, the last page computed is answered with `stale: true` and X-Status-Page-Stale: 1, and the computation is tried again at most once per STATUS_PAGE_CACHE_SECONDS; a page never computed answers 503 STORE_UNAVAILABLE.',
       security: [],
       parameters: [slugPath],
       responses: {
         '200': {
           description: 'The page.',
-          headers: { 'Cache-Control': { description: '`public, max-age=N`.', schema: { type: 'string' } } },
+          headers: {
+            'Cache-Control': {
+              description: '`public, max-age=N`: until the next computation (a stale page: until the next try).',
+              schema: { type: 'string' },
+            },
+            'X-Status-Page-Stale': {
+              description: '`1` when the page is stale (also `stale: true`); absent otherwise.',
+              schema: { type: 'string', enum: ['1'] },
+            },
+            Warning: { description: '`110 - "Response is Stale"` when the page is stale.', schema: { type: 'string' } },
+          },
           content: { 'application/json': { schema: envelopeOf({ $ref: '#/components/schemas/PublicStatusPage' }) } },
         },
         ...errors(['INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', ...storeErrors]),

@@ -510,7 +510,7 @@ export const publicStatusPageSchema = {
   $id: 'PublicStatusPage',
   type: 'object',
   additionalProperties: false,
-  required: ['slug', 'title', 'description', 'status', 'generated_at', 'days', 'monitors', 'incidents'],
+  required: ['slug', 'title', 'description', 'status', 'generated_at', 'stale', 'days', 'monitors', 'incidents'],
   properties: {
     slug: statusPageSlug,
     title: statusPageSettings.title,
@@ -518,6 +518,11 @@ export const publicStatusPageSchema = {
     /** up: every monitor up (or paused or pending); down: one or more down. */
     status: { type: 'string', enum: ['up', 'down'] },
     generated_at: isoSeconds,
+    /**
+     * true: the current statuses could not be read (ClickHouse failed); this is the last
+     * page computed, as of generated_at. Also said by the header X-Status-Page-Stale: 1.
+     */
+    stale: { type: 'boolean' },
     /** The first day (UTC) of the uptime bars, and how many there are. */
     days: { type: 'integer', minimum: 1 },
     monitors: {

@@ -154,6 +154,8 @@ export interface PublicStatusPage {
   description: string | null;
   status: 'up' | 'down';
   generated_at: string;
+  /** True: the current state could not be read; this is the page of generated_at. */
+  stale: boolean;
   days: number;
   monitors: {
     name: string;

@@ -1,5 +1,5 @@
 import { gunzipSync } from 'node:zlib';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { LIMITS } from '@telemetry/contract';
 import { AppError } from './errors.js';
 
@@ -11,7 +11,8 @@ export interface BodyLimits {
 }
 
 function tooLarge(limit: string, max: number, message: string): AppError {
-  // Close the connection rather than read (and discard) the rest of a huge body.
+  // The connection closes after the answer: at most DISCARD_BODY_MAX_BYTES of the rest of
+  // the body is read and thrown away first (discardRest), never kept.
   return new AppError('PAYLOAD_TOO_LARGE', message, { limit, max }, { Connection: 'close' });
 }
 
@@ -26,7 +27,9 @@ export async function readBody(req: Request, limits: BodyLimits): Promise<Buffer
   }
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  // NOTE: not `for await (... of req)`: leaving that loop early destroys the request and,
+  // with it, the socket, before the 413 is written. The rest is discardRest's.
+  for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     total += chunk.length;
     if (total > limits.maxBytes) {
       throw tooLarge('maxBodyBytes', limits.maxBytes, `body is larger than ${limits.maxBytes} bytes`);
@@ -49,6 +52,64 @@ export async function readBody(req: Request, limits: BodyLimits): Promise<Buffer
     throw tooLarge('maxCompressionRatio', limits.maxRatio, `gzip compression ratio is above ${limits.maxRatio}`);
   }
   return inflated;
+}
+
+/** How much of a refused body's rest is read and discarded, and for how long (config: DISCARD_BODY_*). */
+export interface DiscardLimits {
+  maxBytes: number;
+  timeoutMs: number;
+}
+
+/**
+ * Call before answering a request whose body is not all read (a 413): once the answer is
+ * written, the rest of the body is read and discarded, up to `limits`, before the connection
+ * closes, as nginx's lingering close does. Without it a client that writes the whole body
+ * before reading (Python's urllib and requests) gets a broken pipe or a reset instead of the
+ * answer: the kernel resets a closed socket that still receives. A rest declared larger
+ * than `maxBytes`, one that turns out larger, or one slower than `timeoutMs`, is cut.
+ */
+export function discardRest(req: Request, res: Response, limits: DiscardLimits): void {
+  if (req.complete || limits.maxBytes === 0) return;
+  const socket = req.socket;
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared === 0 && req.headers['transfer-encoding'] === undefined) return; // no body
+  if (declared > limits.maxBytes) return; // Node's own close, at once
+  const destroySoon = socket.destroySoon.bind(socket);
+  let closeWanted = false;
+  // NOTE: Node closes the socket of a `Connection: close` answer (ours, or the client
+  // asked for it) with destroySoon() as soon as the answer is written. Until the rest of
+  // the body is read, that closes only our half: the answer and a FIN, no reset.
+  socket.destroySoon = () => {
+    closeWanted = true;
+    if (socket.writable) socket.end();
+  };
+  let timer: NodeJS.Timeout | undefined;
+  let over = false;
+  const done = (cut: boolean): void => {
+    if (over) return;
+    over = true;
+    clearTimeout(timer);
+    req.off('data', count);
+    socket.off('close', closed);
+    socket.destroySoon = destroySoon;
+    if (cut) socket.destroy();
+    else if (closeWanted) destroySoon();
+  };
+  let discarded = 0;
+  const count = (chunk: Buffer): void => {
+    discarded += chunk.length;
+    if (discarded > limits.maxBytes) done(true);
+  };
+  res.once('finish', () => {
+    if (req.complete) return done(false);
+    timer = setTimeout(() => done(true), limits.timeoutMs);
+    // After Node's own finish handler (which may dump the body and drop 'data' listeners).
+    req.on('data', count);
+    req.once('end', () => done(false));
+    req.resume();
+  });
+  const closed = (): void => clearTimeout(timer);
+  socket.once('close', closed);
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });

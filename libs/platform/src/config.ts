@@ -196,6 +196,29 @@ export const serviceSpec = {
   shutdownTimeoutMs: v.int('SHUTDOWN_TIMEOUT_MS', 25_000, 'hard deadline for a graceful shutdown', 1000, 600_000),
 } satisfies ConfigSpec;
 
+/**
+ * What an API does with the rest of a body it answered before reading it all (a 413): it
+ * reads and discards up to this much for up to this long before it closes the connection
+ * (nginx's lingering close), so that clients which write the whole body before they read
+ * (Python's urllib and requests) read the answer instead of a broken pipe.
+ */
+export const discardBodySpec = {
+  discardBodyMaxBytes: v.int(
+    'DISCARD_BODY_MAX_BYTES',
+    32 * 1024 * 1024,
+    'after an early answer (413), the rest of the body read and discarded before the connection closes; a larger declared rest is cut at once (0: always cut)',
+    0,
+    1024 * 1024 * 1024,
+  ),
+  discardBodyTimeoutMs: v.int(
+    'DISCARD_BODY_TIMEOUT_MS',
+    10_000,
+    'how long that discarding may take before the connection is cut',
+    0,
+    120_000,
+  ),
+} satisfies ConfigSpec;
+
 /** Every service's HTTP listener: the API, or /healthz, /readyz and /metrics alone. */
 export function httpSpec(defaultPort: number, portHelp = 'HTTP port (0 picks a free one)') {
   return {

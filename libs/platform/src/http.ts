@@ -10,6 +10,7 @@ import express, {
 } from 'express';
 import { fail } from '@telemetry/contract';
 import type { Registry } from 'prom-client';
+import { discardRest, type DiscardLimits } from './body.js';
 import { AppError } from './errors.js';
 import type { Component, ServiceRunner } from './lifecycle.js';
 import type { Logger } from './logger.js';
@@ -166,8 +167,11 @@ export const notFound: RequestHandler = (_req, _res, next) => {
   next(new AppError('NOT_FOUND', 'no such route'));
 };
 
-/** The one error middleware: every error becomes our envelope. */
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+/**
+ * The one error middleware: every error becomes our envelope. With `discard`, an answer
+ * given before the request's body was all read is followed by discardRest (body.ts).
+ */
+export function errorHandler(logger: Logger, discard?: DiscardLimits): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     let appErr: AppError;
     if (err instanceof AppError) {
@@ -188,6 +192,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     res.locals.errorCode = appErr.code;
     for (const [h, v] of Object.entries(appErr.headers)) res.setHeader(h, v);
+    if (discard) discardRest(req, res, discard);
     res
       .status(appErr.status)
       .json(fail(appErr.code, appErr.expose ? appErr.message : 'internal error', appErr.details));
@@ -319,8 +324,8 @@ export function beginApp(opts: HealthOptions & { logger: Logger }): Express {
 }
 
 /** After the routes: 404 NOT_FOUND for the rest, and the one error middleware. */
-export function endApp(app: Express, logger: Logger): Express {
+export function endApp(app: Express, logger: Logger, discard?: DiscardLimits): Express {
   app.use(notFound);
-  app.use(errorHandler(logger));
+  app.use(errorHandler(logger, discard));
   return app;
 }

@@ -118,7 +118,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   });
   methodNotAllowed(app, EVENTS_ROUTE, ['POST', 'OPTIONS']);
   methodNotAllowed(app, PIXEL_ROUTE, ['GET', 'HEAD']);
-  return endApp(app, logger);
+  return endApp(app, logger, { maxBytes: config.discardBodyMaxBytes, timeoutMs: config.discardBodyTimeoutMs });
 }
 
 /**

@@ -1,4 +1,12 @@
-import { clickhouseSpec, httpSpec, kafkaSpec, logSpec, serviceSpec, topicSpec } from '@telemetry/platform';
+import {
+  clickhouseSpec,
+  discardBodySpec,
+  httpSpec,
+  kafkaSpec,
+  logSpec,
+  serviceSpec,
+  topicSpec,
+} from '@telemetry/platform';
 import { loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 import { LIMITS } from '@telemetry/contract';
@@ -14,6 +22,7 @@ export const gatewaySpec = {
   ...clickhouseSpec,
   ...serviceSpec,
   ...httpSpec(8080),
+  ...discardBodySpec,
   ackTimeoutMs: v.int(
     'KAFKA_ACK_TIMEOUT_MS',
     5000,

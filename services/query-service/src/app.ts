@@ -157,6 +157,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     ...read,
     auth: registryAuth,
     cacheSeconds: deps.config.statusPageCacheSeconds,
+    registry: deps.registry,
   });
   app.get(
     '/api/events/per-minute',
@@ -181,7 +182,10 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/status-pages/:slug', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id/webhook-secret', ['POST']);
-  return endApp(app, deps.logger);
+  return endApp(app, deps.logger, {
+    maxBytes: deps.config.discardBodyMaxBytes,
+    timeoutMs: deps.config.discardBodyTimeoutMs,
+  });
 }
 
 /**

@@ -2,6 +2,7 @@ import { heartbeatSpec } from '@telemetry/store';
 import {
   clickhouseSpec,
   egressSpec,
+  discardBodySpec,
   httpSpec,
   kafkaSpec,
   logSpec,
@@ -91,7 +92,7 @@ export const querySpec = {
   statusPageCacheSeconds: v.int(
     'STATUS_PAGE_CACHE_SECONDS',
     30,
-    'a public status page is computed at most this often per replica, and browsers and proxies may keep it this long',
+    'a public status page is computed at most this often per replica (a failed computation is tried again no sooner; the last good page is answered stale meanwhile), and browsers and proxies may keep it this long',
     1,
     3600,
   ),
@@ -103,6 +104,7 @@ export const querySpec = {
     600_000,
   ),
   ...httpSpec(8082),
+  ...discardBodySpec,
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),
   maxQueriesInFlight: v.int(
     'MAX_QUERIES_IN_FLIGHT',

@@ -1,4 +1,5 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
+import { Counter, type Registry } from 'prom-client';
 import {
   describeErrors,
   ok,
@@ -31,6 +32,7 @@ import {
   uptimePercent,
 } from '@telemetry/store';
 import { monitorActivity } from './monitor-activity.js';
+import { RenderCache } from './render-cache.js';
 import { storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
 
 export interface StatusPageRoutesDeps extends ReadDeps {
@@ -42,6 +44,7 @@ export interface StatusPageRoutesDeps extends ReadDeps {
   auth: { read: RequestHandler; write: RequestHandler };
   /** How long a public page is answered from memory (and may be kept by browsers and proxies). */
   cacheSeconds: number;
+  registry: Registry;
 }
 
 const SLUG = new RegExp(STATUS_PAGE_SLUG_PATTERN);
@@ -114,8 +117,9 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     );
     if (problems.length > 0) throw invalid(problems);
   };
-  const changed = async (req: Request): Promise<void> => {
-    rendered.clear();
+  /** After a page changed: its public page is rendered anew (no other page, no other tenant's). */
+  const changed = async (req: Request, slug: string): Promise<void> => {
+    rendered.evict(slug);
     // The public directory of this replica follows at once; others within their refresh.
     await storeCall(req, 'status page directory', () => deps.directory.refresh());
   };
@@ -150,7 +154,7 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
       const version = await storeCall(req, 'status page insert', () => deps.store.save(p));
       return { ...p, version };
     });
-    await changed(req);
+    await changed(req, page.slug);
     res.status(201).setHeader('Location', `/api/status-pages/${page.slug}`);
     res.json(ok(publicStatusPageOf(page)));
   });
@@ -184,7 +188,7 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
       const version = await storeCall(req, 'status page update', () => deps.store.save(next, false, current.version));
       return { ...next, version };
     });
-    await changed(req);
+    await changed(req, slug);
     res.json(ok(publicStatusPageOf(page)));
   });
 
@@ -198,13 +202,28 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
         deps.store.save({ ...current, updated_at: nowIso() }, true, current.version),
       );
     });
-    await changed(req);
+    await changed(req, slug);
     res.json(ok(null));
   });
 
-  // Public pages, rendered at most once per cacheSeconds per replica: no key, so no
-  // request reaches ClickHouse more often than that, and an unknown slug never does.
-  const rendered = new Map<string, { at: number; body: { success: true; data: PublicStatusPage } }>();
+  // Public pages, rendered at most once per cacheSeconds per replica and one at a time per
+  // slug: no key, so no crowd of readers reaches ClickHouse more often than that, and an
+  // unknown slug never does. A failed render is tried again at most once per cacheSeconds;
+  // meanwhile the last good page is answered, marked stale.
+  const renders = new Counter({
+    name: 'status_page_renders_total',
+    help: 'Public status pages computed from ClickHouse, by outcome (ok, failed)',
+    labelNames: ['outcome'],
+    registers: [deps.registry],
+  });
+  const staleAnswers = new Counter({
+    name: 'status_page_stale_answers_total',
+    help: 'Public status pages answered stale (the last good page) because a render failed',
+    registers: [deps.registry],
+  });
+  const rendered = new RenderCache<PublicStatusPage>(deps.cacheSeconds * 1000, deps.cacheSeconds * 1000, (outcome) =>
+    renders.inc({ outcome }),
+  );
   const render = async (req: Request, page: StoredStatusPage): Promise<PublicStatusPage> => {
     const now = Math.floor(Date.now() / 1000);
     const to = Math.floor(now / DAY) * DAY + DAY;
@@ -266,6 +285,7 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
       description: page.description,
       status: list.some((m) => m.status === 'down') ? 'down' : 'up',
       generated_at: toIsoSeconds(now),
+      stale: false,
       days: STATUS_PAGE_LIMITS.days,
       monitors: list,
       incidents: open.map((r) => ({
@@ -282,15 +302,16 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     if (!pagesBySlug) throw new StoreUnavailableError();
     const page = pagesBySlug.get(slug);
     if (!page) throw new AppError('STATUS_PAGE_NOT_FOUND', `there is no status page ${slug}`);
-    let kept = rendered.get(slug);
-    if (!kept || Date.now() - kept.at >= deps.cacheSeconds * 1000) {
-      kept = { at: Date.now(), body: { success: true, data: await render(req, page) } };
-      rendered.set(slug, kept);
+    const kept = await rendered.get(slug, () => render(req, page));
+    if (kept.stale) {
+      staleAnswers.inc();
+      res.setHeader('X-Status-Page-Stale', '1');
+      res.setHeader('Warning', '110 - "Response is Stale"');
     }
-    // Anyone may keep it as long as this replica does.
-    const age = Math.floor((Date.now() - kept.at) / 1000);
-    res.setHeader('Cache-Control', `public, max-age=${Math.max(0, deps.cacheSeconds - age)}`);
-    res.json(kept.body);
+    // Anyone may keep it as long as this replica does (a stale page: until the next try).
+    const maxAge = Math.max(0, Math.floor((kept.until - Date.now()) / 1000));
+    res.setHeader('Cache-Control', `public, max-age=${maxAge}`);
+    res.json(ok(kept.stale ? { ...kept.value, stale: true } : kept.value));
   });
 }
 

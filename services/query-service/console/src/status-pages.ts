@@ -146,6 +146,16 @@ export async function publicStatusPage(main: HTMLElement, slug: string): Promise
       { class: `banner ${page.status}`, role: 'status' },
       page.status === 'up' ? 'All systems operational' : 'Some systems are down',
     ),
+    // The service could not read the current statuses: say how old these are.
+    page.stale
+      ? h(
+          'p',
+          { class: 'banner stale', role: 'alert' },
+          'These statuses are from ',
+          time(page.generated_at),
+          ': the current ones cannot be read right now.',
+        )
+      : null,
     page.incidents.length
       ? h(
           'section',
