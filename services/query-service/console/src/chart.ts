@@ -28,6 +28,21 @@ function yAxisSize(values: string[] | null): number {
   return Math.ceil(widest + TICK_SIZE + AXIS_GAP + 4);
 }
 
+/** The widest time labels uPlot's x-axis draws (seconds, minutes, days, years). */
+const X_LABEL_SAMPLES = ['12:00:00pm', '12:00pm', '12/31', 'Sep 30', '2026'];
+
+/**
+ * Room right of the plot for half of the widest x label: uPlot centres each label on its
+ * tick, so a tick at the right edge drew "11:30pm" past the canvas.
+ */
+function rightPadding(): number {
+  measurer ??= document.createElement('canvas').getContext('2d');
+  if (!measurer) return 32;
+  measurer.font = AXIS_FONT;
+  const widest = Math.max(...X_LABEL_SAMPLES.map((v) => measurer!.measureText(v).width));
+  return Math.ceil(widest / 2) + 4;
+}
+
 function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
 }
@@ -68,6 +83,7 @@ export function lineChart(
       {
         width,
         height: 240,
+        padding: [null, rightPadding(), null, null],
         // The whole chosen range, even when only a few points are in it yet.
         scales: { x: { time: true, range: (): uPlot.Range.MinMax => span } },
         series: [
