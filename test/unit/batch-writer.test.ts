@@ -127,18 +127,37 @@ describe('batch writer: permanent vs transient insert errors (unit)', () => {
     expect(splits.values.reduce((n, v) => n + v.value, 0)).to.be.greaterThan(0);
   });
 
-  it('dead-letters a single row ClickHouse still refuses whole (too many parts), with the reason', async () => {
+  it('retries a single row ClickHouse still refuses whole (too many parts) until the table takes it, never dead-letters it', async () => {
+    let refusals = 3;
+    const inserted: object[][] = [];
     const sink: RowSink = {
-      insert: () =>
-        Promise.reject(
-          new Error('Code: 252, e.displayText() = DB::Exception: Too many parts (300). Merges are processing'),
-        ),
+      insert: (_t, rows) => {
+        if (refusals-- > 0) {
+          return Promise.reject(
+            new Error('Code: 252, e.displayText() = DB::Exception: Too many parts (300). Merges are processing'),
+          );
+        }
+        inserted.push([...rows]);
+        return Promise.resolve();
+      },
     };
     const rejected: { rows: readonly object[]; reason: string }[] = [];
     const w = writerFor(sink, rejected);
-    await w.write('events', [{ n: 1 }, { n: 2 }]);
-    expect(rejected.map((r) => r.rows)).to.deep.equal([[{ n: 1 }], [{ n: 2 }]]);
-    expect(rejected[0]!.reason).to.contain('Too many parts');
+    await w.write('events', [{ n: 1 }]);
+    expect(inserted).to.deep.equal([[{ n: 1 }]]);
+    expect(rejected).to.deep.equal([]);
+  });
+
+  it('forgets a room wait that timed out: a stuck table leaves no waiter behind', async () => {
+    const sink: RowSink = { insert: () => new Promise<void>(() => undefined) };
+    const w = writerFor(sink, []);
+    void w.write(
+      'stuck',
+      Array.from({ length: 100 }, (_, n) => ({ n })),
+    );
+    for (let i = 0; i < 5; i++) expect(await w.waitForRoom('stuck', 50, 5)).to.equal(false);
+    expect((w as unknown as { roomWaiters: unknown[] }).roomWaiters).to.have.length(0);
+    w.abort();
   });
 
   it('retries transient errors without splitting the batch', async () => {

@@ -15,6 +15,9 @@ class ControlledWriter implements RowWriter {
   waitForRoom(): Promise<boolean> {
     return Promise.resolve(true);
   }
+  pendingRowsOf(): number {
+    return 0;
+  }
   drain(): void {
     this.drained = true;
   }

@@ -76,6 +76,8 @@ describe('secrets at rest and in answers (unit)', () => {
     expect(publicMonitor(stored).url).to.equal('https://example.test/x?y=****');
     expect(maskUrl('https://example.test/')).to.equal('https://example.test/');
     expect(maskUrl('tcp://db.example.test:5432'), 'other types as sent').to.equal('tcp://db.example.test:5432');
+    // A stored URL the parser refuses is never shown raw: no userinfo, no query.
+    expect(maskUrl('http://tok:pw@1.2.3.4.5/x?key=sec')).to.equal('http://1.2.3.4.5/x');
     expect(maskWebhookUrl('http://127.0.0.1:8080/discord/123/abc')).to.equal('http://127.0.0.1:8080');
   });
 

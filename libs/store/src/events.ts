@@ -85,7 +85,7 @@ export const eventsMigrations: MigrationsByVersion = {
   ], // Copies of an event (a client's retry, a message Kafka delivered twice, a replay) must
   // share every value of the sort and partition keys, or ReplacingMergeTree never merges
   // them and FINAL counts them twice. received_at differs between a request and its
-  // retry, so both keys now use id_time (idTimeMillis): the UUIDv7 id's time, else the
+  // retry, so both keys now use id_time (clientTimeZone): the UUIDv7 id's time, else the
   // client's timestamp as sent, else the first copy's receive time (event_first_seen).
   // The copy keeps every row, computing id_time the way the consumer does; copies already
   // stored get the same keys and are read once. On current ClickHouse the table takes the
@@ -171,7 +171,7 @@ function v7MillisSql(col: string): string {
   return `reinterpretAsUInt64(reverse(unhex(concat(substring(${col}, 1, 8), substring(${col}, 10, 4)))))`;
 }
 
-/** SQL: id_time as idTimeMillis computes it, from columns (or expressions) of the previous shape (seconds). */
+/** SQL: id_time as the consumer computed it before the event-time window (migration 7), from columns (or expressions) of the previous shape (seconds). */
 export function idTimeSql(
   engine: Engine,
   clientId: string,
@@ -210,7 +210,7 @@ export interface EventRow {
   category: string;
   payload: string;
   client_event_id: string;
-  /** The time in both keys: the same for every copy of the event (idTimeMillis). */
+  /** The time in both keys: the same for every copy of the event (clientTimeZone). */
   id_time: RowTime;
   event_time: RowTime;
   client_ts: RowTime | null;
@@ -229,18 +229,12 @@ export function v7Millis(id: string): number | null {
 }
 
 /**
- * The time every copy of an event shares, from what the client sent: a UUIDv7 id's
+ * The time every copy of an event shares comes from what the client sent: a UUIDv7 id's
  * time, else the client's `timestamp` as sent (not skew-corrected: `sent_at` may differ
- * between a request and its retry). Null when neither exists: an event with a client id
- * then takes its first copy's receive time (FirstSeen), one without takes its own (a
- * message Kafka delivers twice or a consumer replays carries the same receive time).
- * Whether the time may be used depends on the receive time (clientTimeZone).
- */
-export function idTimeMillis(clientId: string | undefined, clientTsMs: number | null): number | null {
-  return (clientId === undefined ? null : v7Millis(clientId)) ?? clientTsMs;
-}
-
-/**
+ * between a request and its retry); an event without either with a client id takes its
+ * first copy's receive time (FirstSeen), one without takes its own (a message Kafka
+ * delivers twice or a consumer replays carries the same receive time).
+ *
  * Where a client's time lies against CLIENT_TIME_WINDOW around the receive time:
  * `inside` (it is the event's id_time), `edge` (it is, unless an earlier copy recorded
  * another: the first copy's choice is recorded in FirstSeen), `outside` (it is ignored;

@@ -58,7 +58,8 @@ function parsed(url: string): URL | undefined {
  */
 export function maskUrl(url: string): string {
   const u = parsed(url);
-  if (!u) return url;
+  // A stored URL the parser refuses: shown without what may be userinfo or a query.
+  if (!u) return url.replace(/\/\/[^/?#]*@/, '//').replace(/[?#].*$/, '');
   const items = queryItems(u.search);
   if (u.username === '' && u.password === '' && items.every((q) => q.value === '')) return url;
   return `${u.protocol}//${u.host}${u.pathname}${queryText(maskedItems(items))}${u.hash}`;

@@ -26,8 +26,9 @@ const ABSENT_CACHE_BYTES = 1024 * 1024;
  * /api/monitors/{id}/... route: a monitor of another tenant does not exist for a key.
  * It holds a map of all current ids to their tenants, reloaded every `refreshMs` (one
  * query, however many requests), so the check routes pay a Map lookup. An id that is not
- * the key's tenant's is looked up on its own, so a monitor just created on another replica
- * is found at once; a monitor deleted on another replica still answers for up to `refreshMs`.
+ * the key's tenant's is looked up on its own (then remembered as absent until the next
+ * reload), so a monitor created on another replica is found within `refreshMs`; a monitor
+ * deleted on another replica still answers for up to `refreshMs`.
  *
  * NOTE: an id of another tenant and an id that does not exist take the same path and cost
  * the same work, so that how long a 404 takes does not tell which ids exist: the first
@@ -39,10 +40,11 @@ export class MonitorDirectory extends Snapshot<Map<string, string>> {
   /** Before the first load: ids found one by one (that load replaces them). */
   private readonly empty = new Map<string, string>();
   /**
-   * "tenant\nid" pairs found not to be the tenant's, each with the map it was found against:
-   * an entry counts only while that map is current, so a reload forgets them all.
+   * "tenant\nid" pairs found not to be the tenant's, each with the map it was found against
+   * held weakly (an entry counts only while that map is current, so a reload forgets them
+   * all, and an old map is never kept alive by the cache).
    */
-  private readonly absent = new ByteLru<Map<string, string>>(ABSENT_CACHE_BYTES);
+  private readonly absent = new ByteLru<WeakRef<Map<string, string>>>(ABSENT_CACHE_BYTES);
   private readonly answers: Counter<'answer'> | undefined;
 
   constructor(
@@ -85,11 +87,11 @@ export class MonitorDirectory extends Snapshot<Map<string, string>> {
     if (ids.get(id) === tenantId) return this.answered('held', true);
     // Another tenant's or unknown: the same steps either way (see the NOTE above).
     const key = `${tenantId}\n${id}`;
-    if (this.absent.get(key) === ids) return this.answered('not_held_cached', false);
+    if (this.absent.get(key)?.deref() === ids) return this.answered('not_held_cached', false);
     const [found] = await this.lookup([id]);
     if (found) ids.set(found.id, found.tenantId);
     if (found?.tenantId === tenantId) return this.answered('looked_up', true);
-    this.absent.set(key, ids, key.length);
+    this.absent.set(key, new WeakRef(ids), key.length);
     return this.answered('looked_up', false);
   }
 

@@ -119,9 +119,11 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
   };
   /** After a page changed: its public page is rendered anew (no other page, no other tenant's). */
   const changed = async (req: Request, slug: string): Promise<void> => {
-    rendered.evict(slug);
     // The public directory of this replica follows at once; others within their refresh.
+    // NOTE: evicted after the refresh: a public read between the two would render the old
+    // page from the old directory and keep it as good.
     await storeCall(req, 'status page directory', () => deps.directory.refresh());
+    rendered.evict(slug);
   };
   const body = (req: Request): Promise<unknown> => readJsonBody(req, { maxBytes: 64 * 1024, maxRatio: 100 }, 4);
 

@@ -152,6 +152,9 @@ export class BatchWriter {
           ? undefined
           : setTimeout(() => {
               settled = true;
+              // Not left behind in the list (a stuck table would add one a second).
+              const i = this.roomWaiters.indexOf(check);
+              if (i >= 0) this.roomWaiters.splice(i, 1);
               resolve(false);
             }, timeoutMs);
       const check = (): void => {
@@ -249,14 +252,21 @@ export class BatchWriter {
   /**
    * Inserts `rows`; when ClickHouse rejects them for their data, or refuses the batch as
    * a whole (too many partitions in one block, too many parts), each half on its own. A
-   * single row still refused is dead-lettered with ClickHouse's reason: the partition
-   * keeps flowing, and `npm run dlq:replay` sends it back once the cause is gone.
+   * single row rejected for its data is dead-lettered with ClickHouse's reason (the
+   * partition keeps flowing; `npm run dlq:replay` sends it back once fixed); a single row
+   * still refused whole is retried with backoff until the table takes it.
    */
   private async insertOrBisect(table: string, rows: object[]): Promise<void> {
     try {
       await this.insertWithRetry(table, rows);
     } catch (err) {
       if (!(err instanceof RowsRejectedError)) throw err;
+      if (rows.length === 1 && err.kind === 'split') {
+        // One row spans one partition: what is still refused is the table's state (too many
+        // parts, merges behind), not the row. Retried with backoff, as a transient error.
+        await this.insertWithRetry(table, rows, true);
+        return;
+      }
       if (rows.length === 1) {
         await this.deadLetter(table, rows, err.message);
         return;
@@ -268,7 +278,7 @@ export class BatchWriter {
     }
   }
 
-  private async insertWithRetry(table: string, rows: object[]): Promise<void> {
+  private async insertWithRetry(table: string, rows: object[], splitIsTransient = false): Promise<void> {
     const classify = this.opts.classify ?? classifyInsertError;
     for (let attempt = 0; ; attempt++) {
       if (this.stopped) throw new WriterStoppedError('writer stopped during retries');
@@ -282,7 +292,9 @@ export class BatchWriter {
         return;
       } catch (err) {
         const kind = classify(err);
-        if (kind !== 'transient') throw new RowsRejectedError(String(err).slice(0, 500), kind);
+        if (kind === 'rejected' || (kind === 'split' && !splitIsTransient)) {
+          throw new RowsRejectedError(String(err).slice(0, 500), kind);
+        }
         await this.backoff('insert failed, retrying', table, rows.length, attempt, err);
       }
     }

@@ -24,7 +24,7 @@ export interface DeadLetterPublisher {
 }
 
 /** What the consumer needs of the batch writer (a fake in unit tests). */
-export type RowWriter = Pick<BatchWriter, 'write' | 'waitForRoom' | 'drain'>;
+export type RowWriter = Pick<BatchWriter, 'write' | 'waitForRoom' | 'pendingRowsOf' | 'drain'>;
 
 export interface ConsumerDeps {
   /** Builds the group member (serviceKafka(...).groupConsumers in production: KAFKA_CLIENT picks the library). */
@@ -236,6 +236,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
    * ROOM_WAIT_MS without, or once the batch is revoked or the consumer stops.
    */
   private async roomFor(table: string, payload: GroupBatch): Promise<boolean> {
+    if (this.deps.writer.pendingRowsOf(table) < this.deps.maxBufferedRows) return true;
     const beat = setInterval(() => payload.heartbeat().catch(() => undefined), 3000);
     try {
       const room = await this.deps.writer.waitForRoom(table, this.deps.maxBufferedRows, ROOM_WAIT_MS);
