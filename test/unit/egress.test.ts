@@ -144,7 +144,7 @@ describe('egress policy (unit)', () => {
   });
 
   it('resolves our own services again on its timer, keeping the last addresses of a name that fails', async () => {
-    let answer: LookupAddress[] | undefined = [{ address: '10.9.0.1', family: 4 }];
+    let answer: LookupAddress[] | undefined = [{ address: '127.0.9.1', family: 4 }];
     let asked = 0;
     const lookup = (_host: string, _opts: object, cb: (err: Error | null, a: LookupAddress[]) => void): void => {
       asked++;
@@ -152,28 +152,28 @@ describe('egress policy (unit)', () => {
       else cb(Object.assign(new Error('queryA ESERVFAIL'), { code: 'ESERVFAIL' }), []);
     };
     const config = {
-      egressAllow: ['10.0.0.0/8'],
+      egressAllow: ['127.0.0.0/8'],
       egressDenyPorts: [],
       egressRefreshMs: 10,
       kafkaBrokers: ['kafka.internal:9092'],
-      clickhouseUrl: 'http://10.8.0.1:8123',
+      clickhouseUrl: 'http://127.0.8.1:8123',
     };
     const { policy, refresh } = await egressPolicyFor(config, silentLogger, [], lookup as never);
-    expect(policy.check('10.9.0.1', 9092).allowed, 'Kafka as resolved at start').to.equal(false);
-    expect(policy.check('10.8.0.1', 8123).allowed, 'ClickHouse, a literal').to.equal(false);
-    expect(policy.check('10.9.0.2', 9092).allowed).to.equal(true);
+    expect(policy.check('127.0.9.1', 9092).allowed, 'Kafka as resolved at start').to.equal(false);
+    expect(policy.check('127.0.8.1', 8123).allowed, 'ClickHouse, a literal').to.equal(false);
+    expect(policy.check('127.0.9.2', 9092).allowed).to.equal(true);
     // Kafka comes back at another address.
-    answer = [{ address: '10.9.0.2', family: 4 }];
+    answer = [{ address: '127.0.9.2', family: 4 }];
     await refresh.start();
     try {
-      await until(() => !policy.check('10.9.0.2', 9092).allowed, 'the new address denied');
-      expect(policy.check('10.9.0.1', 9092).allowed, 'the old one no longer ours').to.equal(true);
+      await until(() => !policy.check('127.0.9.2', 9092).allowed, 'the new address denied');
+      expect(policy.check('127.0.9.1', 9092).allowed, 'the old one no longer ours').to.equal(true);
       // The name stops resolving: its last addresses stay denied.
       answer = undefined;
       const before = asked;
       await until(() => asked > before + 2, 'resolved again');
-      expect(policy.check('10.9.0.2', 9092).allowed).to.equal(false);
-      expect(policy.check('10.8.0.1', 8123).allowed).to.equal(false);
+      expect(policy.check('127.0.9.2', 9092).allowed).to.equal(false);
+      expect(policy.check('127.0.8.1', 8123).allowed).to.equal(false);
       expect(refresh.health()).to.equal(true);
     } finally {
       await refresh.stop();

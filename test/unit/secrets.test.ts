@@ -59,16 +59,16 @@ describe('secrets at rest and in answers (unit)', () => {
       ...stored,
       url: 'https://tok123@example.test/x?y=1&key=k-456&flag&empty=',
       webhooks: [
-        'https://hooks.slack.com/services/T0/B0/slacksecret',
-        'https://hooks.slack.com/services/T1/B1/other',
-        'https://api.telegram.org/bot123:telegramsecret/sendMessage?chat_id=1',
+        'https://hooks.chat.example.test/services/T0/B0/slacksecret',
+        'https://hooks.chat.example.test/services/T1/B1/other',
+        'https://bot-api.example.test/bot123:telegramsecret/sendMessage?chat_id=1',
       ],
     });
     expect(shown.headers).to.deep.equal({ Authorization: MASK, 'X-Api-Key': MASK });
     expect(shown.url).to.equal('https://example.test/x?y=****&key=****&****&empty=');
     expect(shown.webhooks, 'scheme and host, each once').to.deep.equal([
-      'https://hooks.slack.com',
-      'https://api.telegram.org',
+      'https://hooks.chat.example.test',
+      'https://bot-api.example.test',
     ]);
     expect(shown).to.not.have.property('webhook_secret');
     expect(JSON.stringify(shown)).to.not.match(/s3cret|k-123|tok123|k-456|slacksecret|telegramsecret|whsec_abc/);
@@ -93,18 +93,25 @@ describe('secrets at rest and in answers (unit)', () => {
       unmaskPatch(stored, { headers: { 'X-Other': MASK } }).patch.headers,
       'no such header: as sent',
     ).to.deep.equal({ 'X-Other': MASK });
-    const hooks = { ...stored, webhooks: ['https://hooks.slack.com/a/secret', 'https://hooks.slack.com/b/secret'] };
+    const hooks = {
+      ...stored,
+      webhooks: ['https://hooks.chat.example.test/a/secret', 'https://hooks.chat.example.test/b/secret'],
+    };
     expect(
-      unmaskPatch(hooks, { webhooks: ['https://hooks.slack.com', 'https://new.example.test/h'] }).patch.webhooks,
+      unmaskPatch(hooks, { webhooks: ['https://hooks.chat.example.test', 'https://new.example.test/h'] }).patch
+        .webhooks,
     ).to.deep.equal([...hooks.webhooks, 'https://new.example.test/h']);
-    const bare = { ...stored, webhooks: ['https://hooks.slack.com', 'https://hooks.slack.com/a/secret'] };
+    const bare = {
+      ...stored,
+      webhooks: ['https://hooks.chat.example.test', 'https://hooks.chat.example.test/a/secret'],
+    };
     expect(
-      unmaskPatch(bare, { webhooks: ['https://hooks.slack.com'] }).patch.webhooks,
+      unmaskPatch(bare, { webhooks: ['https://hooks.chat.example.test'] }).patch.webhooks,
       'one shown as it is',
     ).to.deep.equal(bare.webhooks);
-    expect(unmaskPatch(hooks, { webhooks: ['https://hooks.slack.com/a/secret'] }).patch.webhooks).to.deep.equal([
-      'https://hooks.slack.com/a/secret',
-    ]);
+    expect(unmaskPatch(hooks, { webhooks: ['https://hooks.chat.example.test/a/secret'] }).patch.webhooks).to.deep.equal(
+      ['https://hooks.chat.example.test/a/secret'],
+    );
   });
 
   it('keeps the URL credentials within the origin: a new path keeps userinfo and masked query values', () => {
