@@ -5,7 +5,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { AlertMessage, CheckError, Validators, WebhookDeliveryMessage } from '@telemetry/contract';
 import { counter, KeyedQueue, OnGroupConsumer } from '@telemetry/platform';
 import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
-import { maskWebhookUrl, type StoredMonitor } from '@telemetry/store';
+import { maskWebhookUrl, originOf, type StoredMonitor } from '@telemetry/store';
 import { httpCall, HttpCallError } from './http-client.js';
 import type { EgressPolicy } from '@telemetry/platform';
 
@@ -92,15 +92,6 @@ function latch(): { promise: Promise<void>; resolve: () => void } {
   let resolve = (): void => undefined;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
-}
-
-/** A webhook's endpoint: deliveries to one endpoint wait for each other, never for another's. */
-export function endpointOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return url;
-  }
 }
 
 /**
@@ -231,7 +222,12 @@ export class WebhookDispatcher extends OnGroupConsumer {
     const records: Promise<void>[] = [];
     try {
       await Promise.all(
-        m.webhooks.map((url) => this.queues.run(endpointOf(url), () => this.deliver(url, secret, alert, records))),
+        m.webhooks.map((url) =>
+          this.queues.run(
+            originOf(url), // deliveries to one endpoint (origin) wait for each other only
+            () => this.deliver(url, secret, alert, records),
+          ),
+        ),
       );
     } finally {
       await Promise.all(records);
