@@ -7,3 +7,6 @@ export * from './validators.js';
 export * from './openapi.js';
 export * from './time.js';
 export * from './fast-checks.js';
+export * from './monitor-fields.js';
+export * from './monitor-types/index.js';
+export { ipVersion } from './urls.js';

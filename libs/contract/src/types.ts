@@ -1,14 +1,6 @@
-import type {
-  AlertType,
-  CheckError,
-  CheckStatus,
-  MonitorMethod,
-  MonitorType,
-  DnsRecordType,
-  Weekday,
-  MonitorStatus,
-  WebhookDeliveryStatus,
-} from './limits.js';
+import type { AlertType, CheckError, CheckStatus, MonitorStatus, WebhookDeliveryStatus } from './limits.js';
+import type { FromSchema } from 'json-schema-to-ts';
+import type { monitorCreateSchema, monitorPatchSchema, monitorSettingsSchema } from './schemas.js';
 
 export interface TelemetryEvent {
   source: string;
@@ -68,54 +60,19 @@ export interface Check {
 /** An expected status: a code (200) or a class ("2xx"). */
 export type StatusCodeRule = number | string;
 
-export interface MonitorSettings {
-  name: string;
-  /** What it checks (default http); `url` follows it: http(s)://… or tcp://host:port. */
-  type: MonitorType;
-  url: string;
-  method: MonitorMethod;
-  interval_seconds: number;
-  timeout_ms: number;
-  expected_status_codes: StatusCodeRule[];
-  keyword: string | null;
-  degraded_threshold_ms: number | null;
-  failure_threshold: number;
-  recovery_threshold: number;
-  follow_redirects: boolean;
-  headers: Record<string, string>;
-  body: string | null;
-  paused: boolean;
-  webhooks: string[];
-  /** tcp only: what to send once connected (null: nothing), and what the reply must contain. */
-  tcp_send: string | null;
-  tcp_expect: string | null;
-  /** tls only: the certificate must be valid for at least this many more days (null: DEFAULT_TLS_MIN_DAYS). */
-  tls_min_days: number | null;
-  /** A failing check is tried again after this many ms, and counts only if it fails again (0: never). */
-  confirm_delay_ms: number;
-  /** dns only: the record type asked for (A when the monitor was created without one). */
-  dns_record_type: DnsRecordType | null;
-  /** dns only: values the answer must all hold (empty: any answer). */
-  dns_expected: string[];
-  /** dns only: the resolver to ask, an IP literal with an optional port (null: the runner's own). */
-  dns_resolver: string | null;
-  /** Times when checks run and are stored but nobody is paged (docs/monitors.md, "Maintenance windows"). */
-  maintenance_windows: MaintenanceWindow[];
-  /** heartbeat only: how late a call may be after interval_seconds (null: DEFAULT_HEARTBEAT_GRACE_SECONDS). */
-  heartbeat_grace_seconds: number | null;
-  /** Where it is checked from: RUNNER_LOCATION of the runners (default ["default"]). */
-  locations: string[];
-  /** Failing locations that open an incident (null: a majority of `locations`). */
-  quorum: number | null;
-}
+/**
+ * A monitor's settings, derived from the one hand-written definition: the JSON Schema
+ * `monitorSettingsSchema` (schemas.ts). Every field is present (the defaults fill the rest).
+ */
+export type MonitorSettings = Required<FromSchema<typeof monitorSettingsSchema>>;
 
 /** A one-off window (absolute times) or a recurring one (local time in a time zone). */
-export type MaintenanceWindow =
-  { from: string; to: string } | { days?: Weekday[]; start: string; duration_minutes: number; time_zone: string };
+export type MaintenanceWindow = MonitorSettings['maintenance_windows'][number];
 
-/** url is required of every type but heartbeat (whose url the server sets). */
-export type MonitorCreate = Partial<MonitorSettings> & Pick<MonitorSettings, 'name'> & { webhook_secret?: string };
-export type MonitorPatch = Partial<MonitorSettings> & { webhook_secret?: string };
+/** Body of POST /api/monitors (url is required of every type but heartbeat, whose url the server sets). */
+export type MonitorCreate = FromSchema<typeof monitorCreateSchema, { keepDefaultedPropertiesOptional: true }>;
+/** Body of PATCH /api/monitors/{id}. */
+export type MonitorPatch = FromSchema<typeof monitorPatchSchema, { keepDefaultedPropertiesOptional: true }>;
 
 export interface Monitor extends MonitorSettings {
   id: string;

@@ -26,21 +26,8 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
   formats: string[],
 ) => Ajv) & { get(name: string): (s: string) => boolean };
 
-/**
- * A URL the WHATWG parser (the one every connection and check is made with) takes, host
- * included: tcp://, tls:// and dns:// hosts, which it keeps opaque, must also parse as an
- * http URL's host. ajv-formats' "uri" takes `http://1.2.3.4.5/` and `tcp://256.1.1.1:80`,
- * which `new URL` refuses: without this they reached the services' parsing as a 500.
- */
-export function parsesAsUrl(raw: string): boolean {
-  try {
-    const url = new URL(raw);
-    if (url.hostname !== '' && !['http:', 'https:'].includes(url.protocol)) new URL(`http://${url.hostname}/`);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { parsesAsUrl } from './urls.js';
+import { parsesAsUrl } from './urls.js';
 
 export interface Validators {
   ingestRequest: ValidateFunction<IngestRequest>;

@@ -2,7 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { toIsoSeconds, type StatusPage } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { registryDatabase, tableIn } from './databases.js';
-import { RowVersions } from './monitors.js';
+import { RowVersions } from './row-versions.js';
 
 /**
  * Public status pages (docs/console.md), stored in the registry database's

@@ -1,0 +1,15 @@
+import { DEFAULT_TLS_MIN_DAYS } from '../limits.js';
+import { plainUrlProblems, type MonitorTypeModule } from './module.js';
+
+/** A TLS handshake: the certificate is valid for tls_min_days more days. */
+export const tlsType: MonitorTypeModule<'tls'> = {
+  type: 'tls',
+  label: 'TLS certificate',
+  urlForm: 'a tls monitor checks tls://host or tls://host:port (443 by default), with nothing else',
+  fields: ['tls_min_days', 'confirm_delay_ms'],
+  defaults: { tls_min_days: DEFAULT_TLS_MIN_DAYS },
+  problems(_s, url) {
+    return plainUrlProblems(url, 'tls', 'optional', this.urlForm);
+  },
+  targets: (s) => [{ path: '/url', url: s.url }],
+};
