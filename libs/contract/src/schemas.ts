@@ -378,6 +378,9 @@ const webhookSecret = {
   pattern: '^[\\x21-\\x7e]+$',
 } as const;
 
+/** The settings' names, in the schema's order. */
+const SETTING_KEYS = Object.keys(monitorSettings) as (keyof typeof monitorSettings)[];
+
 /** Body of POST /api/monitors. */
 export const monitorCreateSchema = {
   $id: 'MonitorCreate',
@@ -402,40 +405,8 @@ export const monitorSchema = {
   $id: 'Monitor',
   type: 'object',
   additionalProperties: false,
-  required: [
-    'id',
-    'name',
-    'type',
-    'url',
-    'method',
-    'interval_seconds',
-    'timeout_ms',
-    'expected_status_codes',
-    'keyword',
-    'degraded_threshold_ms',
-    'failure_threshold',
-    'recovery_threshold',
-    'follow_redirects',
-    'headers',
-    'body',
-    'paused',
-    'webhooks',
-    'tcp_send',
-    'tcp_expect',
-    'tls_min_days',
-    'confirm_delay_ms',
-    'dns_record_type',
-    'dns_expected',
-    'dns_resolver',
-    'maintenance_windows',
-    'heartbeat_grace_seconds',
-    'locations',
-    'quorum',
-    'status',
-    'last_check_at',
-    'created_at',
-    'updated_at',
-  ],
+  // Every setting, and what the server adds.
+  required: [...SETTING_KEYS, 'id', 'status', 'last_check_at', 'created_at', 'updated_at'],
   properties: {
     id: monitorId,
     ...monitorSettings,

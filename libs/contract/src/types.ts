@@ -1,6 +1,6 @@
 import type { AlertType, CheckError, CheckStatus, MonitorStatus, WebhookDeliveryStatus } from './limits.js';
 import type { FromSchema } from 'json-schema-to-ts';
-import type { monitorCreateSchema, monitorPatchSchema, monitorSettingsSchema } from './schemas.js';
+import type { monitorCreateSchema, monitorPatchSchema, monitorSchema, monitorSettingsSchema } from './schemas.js';
 
 export interface TelemetryEvent {
   source: string;
@@ -74,19 +74,12 @@ export type MonitorCreate = FromSchema<typeof monitorCreateSchema, { keepDefault
 /** Body of PATCH /api/monitors/{id}. */
 export type MonitorPatch = FromSchema<typeof monitorPatchSchema, { keepDefaultedPropertiesOptional: true }>;
 
-export interface Monitor extends MonitorSettings {
-  id: string;
-  /** Only in the response that created (or changed) it. */
-  webhook_secret?: string;
-  /** heartbeat monitors: what its job calls, POST /api/heartbeats/{heartbeat_token} on the gateway. */
-  heartbeat_token?: string;
-  /** Only in a PATCH's answer: stored secrets dropped because the URL moved to another origin. */
-  dropped_secrets?: string[];
-  status: MonitorStatus;
-  last_check_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/**
+ * A monitor as the API returns it (monitorSchema): its settings, id, status and times;
+ * `webhook_secret` only in the answer that set it, `heartbeat_token` for heartbeat
+ * monitors, `dropped_secrets` only in a PATCH's answer.
+ */
+export type Monitor = FromSchema<typeof monitorSchema>;
 
 export interface StatusPageSettings {
   title: string;
