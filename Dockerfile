@@ -20,7 +20,8 @@ COPY libs libs
 COPY sdk sdk
 COPY services services
 RUN npx tsc -b services/ingest-gateway services/stream-consumer services/query-service services/query-service/console services/check-runner \
- && npx tsx sdk/browser/scripts/bundle.ts
+ && npx tsx sdk/browser/scripts/bundle.ts \
+ && npx tsx services/query-service/console/scripts/bundle.ts
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app

@@ -7,11 +7,11 @@ import { chromium, type Browser } from 'playwright-core';
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**
- * Builds the console's TypeScript (what `npm test` already did through `tsc -b`), so that
- * a browser test run on its own serves the current code.
+ * Builds the console's bundles (what `npm test` already did through `npm run build:console`),
+ * so that a browser test run on its own serves the current code.
  */
 export async function buildConsole(): Promise<void> {
-  await promisify(execFile)('npx', ['tsc', '-b', 'services/query-service/console'], { timeout: 120_000 });
+  await promisify(execFile)('npx', ['tsx', 'services/query-service/console/scripts/bundle.ts'], { timeout: 120_000 });
 }
 
 /**

@@ -105,8 +105,8 @@ async function main(): Promise<void> {
       scopes: ['checks:read', 'monitors:read', 'monitors:write', 'events:read'],
     });
     await admin.close();
-    // The console's TypeScript, which the query service serves (no-op when up to date).
-    await promisify(execFile)('npx', ['tsc', '-b', 'services/query-service/console'], { timeout: 180_000 });
+    // The console's bundles, which the query service serves (docs/console.md).
+    await promisify(execFile)('npx', ['tsx', 'services/query-service/console/scripts/bundle.ts'], { timeout: 180_000 });
     // The browser SDK's bundles, which the gateway serves at /sdk/v1.js (docs/sdk.md).
     await promisify(execFile)('npx', ['tsx', 'sdk/browser/scripts/bundle.ts'], { timeout: 180_000 });
 

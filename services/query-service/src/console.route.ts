@@ -9,8 +9,8 @@ import { answeredNotModified, methodNotAllowed, type Logger } from '@telemetry/p
 /**
  * The web console (docs/console.md): static files we build and serve ourselves, from the
  * same origin as the API, so that it runs where the service runs, without internet.
- * `console/static` holds the pages and styles, `console/dist` the compiled TypeScript
- * (`npm run build`), and uPlot comes from its npm package.
+ * `console/static` holds the pages and styles, `console/dist` the two bundles esbuild makes
+ * of the TypeScript (`npm run build:console`), and uPlot comes from its npm package.
  */
 
 interface Asset {
@@ -57,7 +57,7 @@ export function loadConsoleAssets(logger: Logger): Map<string, Asset> {
   out.set('/console/vendor/uPlot.iife.min.js', asset(join(uplot, 'uPlot.iife.min.js')));
   out.set('/console/vendor/uPlot.min.css', asset(join(uplot, 'uPlot.min.css')));
   if (!out.has('/console/main.js')) {
-    logger.warn('the console is not built: / answers 404 until it is', { hint: 'npm run build' });
+    logger.warn('the console is not built: / answers 404 until it is', { hint: 'npm run build:console' });
   }
   return out;
 }

@@ -2,7 +2,8 @@ import { ApiError, get, session } from './api.js';
 import { h, show } from './dom.js';
 import { eventsOverview } from './events.js';
 import { monitorForm } from './monitor-form.js';
-import { monitorList, monitorPage } from './monitors.js';
+import { monitorList } from './monitor-list.js';
+import { monitorPage } from './monitor-page.js';
 import { statusPagesView } from './status-pages.js';
 
 const main = document.getElementById('main')!;

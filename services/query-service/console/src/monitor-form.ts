@@ -1,109 +1,102 @@
 import type { Monitor } from '@telemetry/contract';
+import {
+  MONITOR_TYPE_MODULES,
+  SETTING_NAMES,
+  settingSchema,
+  typesUsing,
+  type MonitorType,
+  type SettingName,
+  type SettingSchema,
+} from '@telemetry/contract/monitor-catalog';
 import { ApiError, call, get, type Problem } from './api.js';
 import { failure, h, loading, show } from './dom.js';
 
+/** The settings this form does not edit (the API does): every other field comes from the schema. */
+const NOT_IN_FORM: readonly SettingName[] = ['body', 'maintenance_windows'];
+
 interface Field {
-  name: string;
+  name: SettingName;
   label: string;
   hint?: string;
   kind: 'text' | 'url' | 'number' | 'select' | 'checkbox' | 'lines' | 'pairs';
-  options?: string[];
-  required?: boolean;
+  options?: { value: string; text: string }[];
+  required: boolean;
+  /** What the control shows on a new monitor: the schema's default for a select or checkbox. */
+  initial: unknown;
+  /** What an emptied field sends on edit: null, [] or {} where the schema allows it; undefined: nothing. */
+  cleared: unknown;
+  /** The types that use it (it shows for them only); undefined: every type. */
+  types?: MonitorType[];
+  /** A list whose items may be integers (status codes): digits are sent as numbers. */
+  integers?: boolean;
 }
 
-const FIELDS: Field[] = [
-  { name: 'name', label: 'Name', kind: 'text', required: true },
-  { name: 'type', label: 'Type', kind: 'select', options: ['http', 'tcp', 'tls', 'dns', 'heartbeat'] },
-  {
-    name: 'url',
-    label: 'URL',
-    kind: 'url',
-    hint: 'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns; none for heartbeat. Stored query values show as ****; another host drops the stored headers and credentials',
-  },
-  {
-    name: 'method',
-    label: 'Method',
-    kind: 'select',
-    options: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-  },
-  { name: 'interval_seconds', label: 'Interval (seconds)', kind: 'number' },
-  { name: 'timeout_ms', label: 'Timeout (ms)', kind: 'number' },
-  {
-    name: 'expected_status_codes',
-    label: 'Expected status codes',
-    kind: 'lines',
-    hint: 'comma-separated: 200, 2xx, 301',
-  },
-  { name: 'keyword', label: 'Keyword the body must contain', kind: 'text' },
-  { name: 'degraded_threshold_ms', label: 'Degraded above (ms)', kind: 'number' },
-  { name: 'failure_threshold', label: 'Failing checks before down', kind: 'number' },
-  {
-    name: 'confirm_delay_ms',
-    label: 'Confirm a failure after (ms)',
-    kind: 'number',
-    hint: 'a failing check is tried again after this long, and counts only if it fails again; 0: no retry',
-  },
-  { name: 'recovery_threshold', label: 'Passing checks before up', kind: 'number' },
-  { name: 'follow_redirects', label: 'Follow redirects', kind: 'checkbox' },
-  {
-    name: 'headers',
-    label: 'Request headers',
-    kind: 'pairs',
-    hint: 'one per line, Name: value; stored values show as ****',
-  },
-  {
-    name: 'webhooks',
-    label: 'Webhook URLs',
-    kind: 'lines',
-    hint: 'comma-separated; stored URLs show as scheme and host only, and kept as shown',
-  },
-  { name: 'tcp_send', label: 'TCP: send once connected', kind: 'text', hint: 'tcp monitors only' },
-  { name: 'tcp_expect', label: 'TCP: the reply must contain', kind: 'text', hint: 'tcp monitors only' },
-  {
-    name: 'tls_min_days',
-    label: 'TLS: days the certificate must still be valid',
-    kind: 'number',
-    hint: 'tls monitors only; 14 when empty',
-  },
-  {
-    name: 'dns_record_type',
-    label: 'DNS: record type',
-    kind: 'select',
-    options: ['', 'A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT'],
-    hint: 'dns monitors only; A when empty',
-  },
-  {
-    name: 'dns_expected',
-    label: 'DNS: values the answer must hold',
-    kind: 'lines',
-    hint: 'dns monitors only; comma-separated; empty: any answer',
-  },
-  {
-    name: 'dns_resolver',
-    label: 'DNS: resolver',
-    kind: 'text',
-    hint: 'dns monitors only; an IP[:port]; empty: the runner’s',
-  },
-  {
-    name: 'heartbeat_grace_seconds',
-    label: 'Heartbeat: grace for a late call (seconds)',
-    kind: 'number',
-    hint: 'heartbeat monitors only: the job calls at least every interval; 60 when empty',
-  },
-  {
-    name: 'locations',
-    label: 'Locations',
-    kind: 'lines',
-    hint: 'comma-separated runner locations (RUNNER_LOCATION); default when empty',
-  },
-  {
-    name: 'quorum',
-    label: 'Failing locations that open an incident',
-    kind: 'number',
-    hint: 'a majority of the locations when empty',
-  },
-  { name: 'paused', label: 'Paused', kind: 'checkbox' },
-];
+const modules = Object.values(MONITOR_TYPE_MODULES);
+const listFormat = new Intl.ListFormat('en', { type: 'conjunction' });
+
+/** Does a JSON Schema (an array's `items`) accept an integer? */
+function takesIntegers(schema: unknown): boolean {
+  const s = (schema ?? {}) as { type?: string | string[]; oneOf?: unknown[]; anyOf?: unknown[] };
+  return [s.type ?? []].flat().includes('integer') || [...(s.oneOf ?? []), ...(s.anyOf ?? [])].some(takesIntegers);
+}
+
+/** A value as a control shows it: null as empty. */
+function asText(v: unknown): string {
+  return v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** The control of a setting: a menu for an enum, else by its JSON type (and format). */
+function kindOf(s: SettingSchema): Field['kind'] {
+  const types = [s.type].flat();
+  if (s.enum) return 'select';
+  if (types.includes('boolean')) return 'checkbox';
+  if (types.includes('integer') || types.includes('number')) return 'number';
+  if (types.includes('array')) return 'lines';
+  if (types.includes('object')) return 'pairs';
+  return s.format === 'uri' ? 'url' : 'text';
+}
+
+/** One setting's field, from its schema: title, description, type, enum, format, default. */
+function field(name: SettingName): Field {
+  const s = settingSchema(name);
+  const types = [s.type].flat();
+  const kind = kindOf(s);
+  const users = typesUsing(name);
+  // What a type's module puts in when the field is left empty (a tls monitor's 14 days).
+  const typeDefaults = [...new Set(modules.flatMap((m) => (name in m.defaults ? [asText(m.defaults[name])] : [])))];
+  const hint = [
+    users ? `${listFormat.format(users)} monitors only` : undefined,
+    s.description,
+    typeDefaults.length > 0 ? `${typeDefaults.join(' or ')} when empty` : undefined,
+  ].filter((p) => p !== undefined);
+  return {
+    name,
+    label: s.title,
+    ...(hint.length > 0 ? { hint: hint.join('; ') } : {}),
+    kind,
+    ...(s.enum
+      ? {
+          options: s.enum.map((v) => ({
+            value: asText(v),
+            text: name === 'type' ? MONITOR_TYPE_MODULES[v as MonitorType].label : asText(v),
+          })),
+        }
+      : {}),
+    // A setting without a default must be given; but not the URL, which a type's server
+    // may set itself (a heartbeat monitor's).
+    required: s.default === undefined && !(name === 'url' && modules.some((m) => m.serverScheme !== undefined)),
+    initial: kind === 'select' || kind === 'checkbox' ? s.default : undefined,
+    cleared: types.includes('null')
+      ? null
+      : JSON.stringify(s.default) === '[]' || JSON.stringify(s.default) === '{}'
+        ? structuredClone(s.default)
+        : undefined,
+    ...(users ? { types: users } : {}),
+    ...(kind === 'lines' ? { integers: takesIntegers((s as { items?: unknown }).items) } : {}),
+  };
+}
+
+const FIELDS: Field[] = SETTING_NAMES.filter((name) => !NOT_IN_FORM.includes(name)).map(field);
 
 function control(f: Field, value: unknown): HTMLElement {
   const common = { id: `f-${f.name}`, name: f.name, 'aria-describedby': `e-${f.name}${f.hint ? ` h-${f.name}` : ''}` };
@@ -112,7 +105,9 @@ function control(f: Field, value: unknown): HTMLElement {
       return h(
         'select',
         common,
-        (f.options ?? []).map((o) => h('option', { value: o, selected: o === (value ?? f.options?.[0]) }, o)),
+        (f.options ?? []).map((o) =>
+          h('option', { value: o.value, selected: o.value === (value ?? f.options?.[0]?.value) }, o.text),
+        ),
       );
     case 'checkbox':
       return h('input', { ...common, type: 'checkbox', checked: value === true });
@@ -148,33 +143,19 @@ function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> 
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) {
     const el = form.elements.namedItem(f.name) as HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement;
+    // A field of another type than the one chosen is not sent (the API puts it back to its default).
+    if (el.closest('.field')?.hasAttribute('hidden')) continue;
     const raw = el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value.trim();
     if (f.kind === 'checkbox') out[f.name] = raw;
     else if (raw === '') {
-      if (
-        editing &&
-        [
-          'keyword',
-          'degraded_threshold_ms',
-          'tcp_send',
-          'tcp_expect',
-          'tls_min_days',
-          'dns_record_type',
-          'dns_resolver',
-          'heartbeat_grace_seconds',
-          'quorum',
-        ].includes(f.name)
-      )
-        out[f.name] = null;
-      else if (editing && ['headers', 'webhooks', 'dns_expected'].includes(f.name))
-        out[f.name] = f.name === 'headers' ? {} : [];
+      if (editing && f.cleared !== undefined) out[f.name] = structuredClone(f.cleared);
     } else if (f.kind === 'number') out[f.name] = Number(raw);
     else if (f.kind === 'lines') {
       out[f.name] = String(raw)
         .split(',')
         .map((s) => s.trim())
         .filter((s) => s !== '')
-        .map((s) => (f.name === 'expected_status_codes' && /^\d+$/.test(s) ? Number(s) : s));
+        .map((s) => (f.integers && /^\d+$/.test(s) ? Number(s) : s));
     } else if (f.kind === 'pairs') {
       out[f.name] = Object.fromEntries(
         String(raw)
@@ -188,6 +169,15 @@ function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> 
     } else out[f.name] = raw;
   }
   return out;
+}
+
+/** Shows the fields of the chosen type only (and those every type uses). */
+function showTypeFields(form: HTMLFormElement): void {
+  const type = (form.elements.namedItem('type') as HTMLSelectElement).value as MonitorType;
+  for (const f of FIELDS) {
+    if (f.types)
+      form.querySelector(`#f-${f.name}`)!.closest('.field')!.toggleAttribute('hidden', !f.types.includes(type));
+  }
 }
 
 /** Puts the API's problems next to their fields (a JSON pointer's first part names the field). */
@@ -231,14 +221,7 @@ export async function monitorForm(
         'div',
         { class: `field ${f.kind}` },
         h('label', { for: `f-${f.name}` }, f.label, f.required ? ' (required)' : ''),
-        control(
-          f,
-          current
-            ? (current as unknown as Record<string, unknown>)[f.name]
-            : f.name === 'follow_redirects'
-              ? true
-              : undefined,
-        ),
+        control(f, current ? (current as unknown as Record<string, unknown>)[f.name] : f.initial),
         f.hint ? h('small', { id: `h-${f.name}`, class: 'muted' }, f.hint) : null,
         h('span', { id: `e-${f.name}`, class: 'field-error' }),
       ),
@@ -251,6 +234,8 @@ export async function monitorForm(
       h('a', { class: 'button', href: id ? `#/monitors/${id}` : '#/' }, 'Cancel'),
     ),
   );
+  form.querySelector('#f-type')!.addEventListener('change', () => showTypeFields(form));
+  showTypeFields(form);
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     const button = form.querySelector<HTMLButtonElement>('button[type=submit]')!;

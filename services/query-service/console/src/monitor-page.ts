@@ -1,0 +1,191 @@
+import type { Check, Incident, Monitor, WebhookDelivery } from '@telemetry/contract';
+import { ApiError, call, get } from './api.js';
+import { lineChart } from './chart.js';
+import { failure, h, loading, show, statusBadge, time } from './dom.js';
+import { DAY, minuteBuckets, RANGES, summaryBuckets } from './monitor-data.js';
+import { checkTable, deliveryTable, incidentList, statusBars } from './monitor-tables.js';
+
+/** A monitor's page; refreshes itself every few seconds while shown. */
+export async function monitorPage(
+  main: HTMLElement,
+  id: string,
+  navigate: (hash: string) => void,
+): Promise<() => void> {
+  show(main, loading('Loading the monitor…'));
+  let range: (typeof RANGES)[number] = RANGES[0];
+  let stopped = false;
+  const sections = {
+    head: h('div'),
+    chart: h('section', { 'aria-labelledby': 'h-chart' }),
+    incidents: h('section', { 'aria-labelledby': 'h-incidents' }),
+    checks: h('section', { 'aria-labelledby': 'h-checks' }),
+    deliveries: h('section', { 'aria-labelledby': 'h-deliveries' }),
+  };
+  const notice = h('div', { role: 'status', class: 'notice' });
+  // The range picker stays while the chart under it is redrawn (keyboard focus stays on it).
+  const chartBody = h('div');
+  show(
+    sections.chart,
+    h('h2', { id: 'h-chart' }, 'Response time'),
+    h(
+      'label',
+      {},
+      'Range ',
+      h(
+        'select',
+        {
+          id: 'range',
+          onchange: (e: Event) => {
+            range = RANGES.find((r) => r.id === (e.target as HTMLSelectElement).value) ?? RANGES[0];
+            show(chartBody, loading());
+            void refresh();
+          },
+        },
+        RANGES.map((r) => h('option', { value: r.id }, r.label)),
+      ),
+    ),
+    chartBody,
+  );
+  let monitor: Monitor | undefined;
+
+  const act = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
+    show(notice, `${what}…`);
+    try {
+      await fn();
+      show(notice, `${what}: done.`);
+      await refresh();
+    } catch (err) {
+      show(notice, failure(err));
+    }
+  };
+  const head = (m: Monitor): HTMLElement =>
+    h(
+      'div',
+      { class: 'title-row' },
+      h('h1', {}, m.name, ' ', statusBadge(m.status)),
+      h(
+        'div',
+        { class: 'actions' },
+        h('a', { class: 'button', href: `#/monitors/${m.id}/edit` }, 'Edit'),
+        h(
+          'button',
+          {
+            type: 'button',
+            onclick: () =>
+              void act(m.paused ? 'Resuming' : 'Pausing', () =>
+                call('PATCH', `/api/monitors/${m.id}`, { paused: !m.paused }),
+              ),
+          },
+          m.paused ? 'Resume' : 'Pause',
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            onclick: () => {
+              if (!confirm(`Delete the monitor “${m.name}”? Its checks stop and its history is no longer shown.`))
+                return;
+              void act('Deleting', async () => {
+                await call('DELETE', `/api/monitors/${m.id}`);
+                stopped = true;
+                navigate('#/');
+              });
+            },
+          },
+          'Delete',
+        ),
+      ),
+    );
+
+  const refresh = async (): Promise<void> => {
+    if (stopped) return;
+    try {
+      const [m, buckets, incidents, checks, deliveries] = await Promise.all([
+        get<Monitor>(`/api/monitors/${id}`),
+        range.id === '1h' ? minuteBuckets(id) : summaryBuckets(id, range.seconds),
+        get<Incident[]>(`/api/monitors/${id}/incidents?limit=20`),
+        get<Check[]>(`/api/monitors/${id}/checks?limit=20`),
+        get<WebhookDelivery[]>(`/api/monitors/${id}/webhook-deliveries?limit=20`),
+      ]);
+      if (stopped) return;
+      monitor = m;
+      show(
+        sections.head,
+        head(m),
+        h(
+          'p',
+          { class: 'muted url' },
+          m.type === 'heartbeat'
+            ? `a call expected every ${m.interval_seconds} s (+ ${m.heartbeat_grace_seconds ?? 60} s grace) · last check `
+            : `${m.type === 'http' ? `${m.method} ` : ''}${m.url} every ${m.interval_seconds} s from ${m.locations.join(', ')} · last check `,
+          time(m.last_check_at),
+        ),
+        m.heartbeat_token
+          ? h(
+              'p',
+              { class: 'muted url' },
+              'Your job calls POST /api/heartbeats/',
+              h('code', { class: 'heartbeat-token' }, m.heartbeat_token),
+              ' on the ingest gateway',
+            )
+          : null,
+      );
+      const unit = range.id === '1h' ? 'minute' : range.seconds <= 7 * DAY ? 'hour' : 'day';
+      show(
+        chartBody,
+        lineChart(
+          `p50 and p95 per ${unit}, ${range.label.toLowerCase()}`,
+          'ms',
+          buckets.map((b) => b.t),
+          [
+            { label: 'p50', values: buckets.map((b) => b.p50), color: '--series-1' },
+            { label: 'p95', values: buckets.map((b) => b.p95), color: '--series-2' },
+          ],
+          [Math.floor(Date.now() / 1000) - range.seconds, Math.floor(Date.now() / 1000)],
+        ),
+        h('h3', {}, `Status per ${unit}`),
+        buckets.length ? statusBars(buckets, unit) : h('p', { class: 'empty' }, 'No checks in this range yet.'),
+      );
+      show(sections.incidents, h('h2', { id: 'h-incidents' }, 'Incidents'), incidentList(incidents));
+      show(sections.checks, h('h2', { id: 'h-checks' }, 'Recent checks'), checkTable(checks));
+      show(sections.deliveries, h('h2', { id: 'h-deliveries' }, 'Webhook deliveries'), deliveryTable(deliveries));
+      if (!main.contains(sections.head)) {
+        show(
+          main,
+          h('p', {}, h('a', { href: '#/' }, '← All monitors')),
+          sections.head,
+          notice,
+          ...Object.values(sections).slice(1),
+        );
+      }
+    } catch (err) {
+      if (stopped) return;
+      if (err instanceof ApiError && err.code === 'MONITOR_NOT_FOUND') {
+        show(
+          main,
+          h('h1', {}, 'No such monitor'),
+          h('p', {}, 'It was deleted, or never existed. ', h('a', { href: '#/' }, 'All monitors')),
+        );
+        stopped = true;
+        return;
+      }
+      // Keep what is shown; say that it is stale.
+      show(
+        notice,
+        failure(err, () => void refresh()),
+      );
+      if (!monitor)
+        show(
+          main,
+          failure(err, () => void refresh()),
+        );
+    }
+  };
+  await refresh();
+  const timer = setInterval(() => void refresh(), 3000);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+}
