@@ -1,4 +1,4 @@
-import { monitorSettingsSchema } from './schemas.js';
+import { monitorSettingsSchema } from './monitor-schema.js';
 import type { MonitorSettings } from './types.js';
 
 /**

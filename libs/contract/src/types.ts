@@ -1,6 +1,7 @@
 import type { AlertType, CheckError, CheckStatus, MonitorStatus, WebhookDeliveryStatus } from './limits.js';
 import type { FromSchema } from 'json-schema-to-ts';
-import type { monitorCreateSchema, monitorPatchSchema, monitorSchema, monitorSettingsSchema } from './schemas.js';
+import type { monitorSettingsSchema } from './monitor-schema.js';
+import type { monitorCreateSchema, monitorPatchSchema, monitorSchema } from './schemas.js';
 
 export interface TelemetryEvent {
   source: string;
@@ -62,7 +63,7 @@ export type StatusCodeRule = number | string;
 
 /**
  * A monitor's settings, derived from the one hand-written definition: the JSON Schema
- * `monitorSettingsSchema` (schemas.ts). Every field is present (the defaults fill the rest).
+ * `monitorSettingsSchema` (monitor-schema.ts). Every field is present (the defaults fill the rest).
  */
 export type MonitorSettings = Required<FromSchema<typeof monitorSettingsSchema>>;
 

@@ -1,0 +1,242 @@
+import {
+  DEFAULT_LOCATION,
+  DNS_RECORD_TYPES,
+  LOCATION_PATTERN,
+  WEEKDAYS,
+  MONITOR_LIMITS,
+  MONITOR_METHODS,
+  MONITOR_TYPES,
+} from './limits.js';
+import { dateTime } from './schema-parts.js';
+
+/**
+ * The one hand-written definition of a monitor's settings, in a module of its own so that
+ * browser code (the console, through monitor-catalog.ts) bundles it without the other
+ * schemas. schemas.ts builds the API's monitor schemas from it.
+ */
+
+export const M = MONITOR_LIMITS;
+export const httpUrl = {
+  type: 'string',
+  minLength: 8,
+  maxLength: M.maxUrlLength,
+  pattern: '^https?://[^\\s]+$',
+  format: 'uri',
+} as const;
+/** What a monitor checks: an http(s) URL, or tcp://host:port (the scheme must match `type`); heartbeat://<id> is set by the server. */
+export const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp|tls|dns|heartbeat)://[^\\s]+$' } as const;
+const threshold = { type: 'integer', minimum: 1, maximum: M.maxThreshold } as const;
+const statusCodeRule = {
+  oneOf: [
+    { type: 'integer', minimum: 100, maximum: 599 },
+    { type: 'string', pattern: '^[1-5]xx$' },
+  ],
+} as const;
+
+/** The settings of a monitor: what POST takes, PATCH changes and GET returns (plus id and times). */
+export const monitorSettings = {
+  name: { title: 'Name', type: 'string', minLength: 1, maxLength: M.maxNameLength, pattern: '\\S' },
+  type: { title: 'Type', type: 'string', enum: MONITOR_TYPES, default: 'http' },
+  url: {
+    title: 'URL',
+    description:
+      'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns; none for heartbeat. Stored query values show as ****; another host drops the stored headers and credentials',
+    ...monitorUrl,
+  },
+  method: { title: 'Method', type: 'string', enum: MONITOR_METHODS, default: 'GET' },
+  interval_seconds: {
+    title: 'Interval (seconds)',
+    type: 'integer',
+    minimum: M.minIntervalSeconds,
+    maximum: M.maxIntervalSeconds,
+    default: 60,
+  },
+  /** On create, a timeout not given shrinks to a shorter interval. */
+  timeout_ms: {
+    title: 'Timeout (ms)',
+    type: 'integer',
+    minimum: M.minTimeoutMs,
+    maximum: M.maxTimeoutMs,
+    default: 10_000,
+  },
+  expected_status_codes: {
+    title: 'Expected status codes',
+    description: 'comma-separated: 200, 2xx, 301',
+    type: 'array',
+    minItems: 1,
+    maxItems: M.maxExpectedStatusCodes,
+    items: statusCodeRule,
+    default: ['2xx'],
+  },
+  keyword: {
+    title: 'Keyword the body must contain',
+    type: ['string', 'null'],
+    minLength: 1,
+    maxLength: M.maxKeywordLength,
+    default: null,
+  },
+  degraded_threshold_ms: {
+    title: 'Degraded above (ms)',
+    type: ['integer', 'null'],
+    minimum: 1,
+    maximum: M.maxTimeoutMs,
+    default: null,
+  },
+  failure_threshold: { title: 'Failing checks before down', ...threshold, default: 2 },
+  /** A failing check is tried again after this many ms, and counts only if it fails again (0: never). */
+  confirm_delay_ms: {
+    title: 'Confirm a failure after (ms)',
+    description: 'a failing check is tried again after this long, and counts only if it fails again; 0: no retry',
+    type: 'integer',
+    minimum: 0,
+    maximum: M.maxConfirmDelayMs,
+    default: 0,
+  },
+  recovery_threshold: { title: 'Passing checks before up', ...threshold, default: 1 },
+  follow_redirects: { title: 'Follow redirects', type: 'boolean', default: true },
+  headers: {
+    title: 'Request headers',
+    description: 'one per line, Name: value; stored values show as ****',
+    type: 'object',
+    maxProperties: M.maxHeaders,
+    propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$" },
+    // What HTTP allows in a field value (tab, visible ASCII, obs-text): no CR, LF or NUL.
+    additionalProperties: {
+      type: 'string',
+      maxLength: M.maxHeaderValueLength,
+      pattern: '^[\\t\\x20-\\x7e\\x80-\\xff]*$',
+    },
+    default: {},
+  },
+  body: { title: 'Request body', type: ['string', 'null'], maxLength: M.maxBodyBytes, default: null },
+  webhooks: {
+    title: 'Webhook URLs',
+    description: 'comma-separated; stored URLs show as scheme and host only, and kept as shown',
+    type: 'array',
+    maxItems: M.maxWebhooks,
+    uniqueItems: true,
+    items: httpUrl,
+    default: [],
+  },
+  /** tcp only: what to send once connected (null: nothing). */
+  tcp_send: {
+    title: 'TCP: send once connected',
+    type: ['string', 'null'],
+    minLength: 1,
+    maxLength: M.maxTcpSendLength,
+    default: null,
+  },
+  /** tcp only: what the reply must contain (null: anything). */
+  tcp_expect: {
+    title: 'TCP: the reply must contain',
+    type: ['string', 'null'],
+    minLength: 1,
+    maxLength: M.maxTcpExpectLength,
+    default: null,
+  },
+  /** tls only: the certificate must be valid for at least this many more days (a tls monitor gets DEFAULT_TLS_MIN_DAYS). */
+  tls_min_days: {
+    title: 'TLS: days the certificate must still be valid',
+    type: ['integer', 'null'],
+    minimum: 0,
+    maximum: M.maxTlsMinDays,
+    default: null,
+  },
+  /** dns only: the record type asked for (a dns monitor gets A). */
+  dns_record_type: {
+    title: 'DNS: record type',
+    type: ['string', 'null'],
+    enum: [...DNS_RECORD_TYPES, null],
+    default: null,
+  },
+  /** dns only: values the answer must all hold (empty: any answer). */
+  dns_expected: {
+    title: 'DNS: values the answer must hold',
+    description: 'comma-separated; empty: any answer',
+    type: 'array',
+    maxItems: M.maxDnsExpected,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: M.maxDnsValueLength, pattern: '^[\\x20-\\x7e]+$' },
+    default: [],
+  },
+  /** dns only: the resolver to ask, an IP literal with an optional port: 192.0.2.53, 192.0.2.53:5353, [2001:db8::53]:53 (null: the runner's own). */
+  dns_resolver: {
+    title: 'DNS: resolver',
+    description: 'an IP[:port]; empty: the runner’s',
+    type: ['string', 'null'],
+    maxLength: 64,
+    pattern: '^(?:[0-9.]+|\\[[0-9A-Fa-f:.]+\\])(?::[0-9]{1,5})?$',
+    default: null,
+  },
+  /** heartbeat only: how late a call may be after interval_seconds (a heartbeat monitor gets DEFAULT_HEARTBEAT_GRACE_SECONDS). */
+  heartbeat_grace_seconds: {
+    title: 'Heartbeat: grace for a late call (seconds)',
+    description: 'the job calls at least every interval',
+    type: ['integer', 'null'],
+    minimum: 0,
+    maximum: M.maxHeartbeatGraceSeconds,
+    default: null,
+  },
+  /** Times when checks run and are stored but nobody is paged (docs/monitors.md, "Maintenance windows"). */
+  maintenance_windows: {
+    title: 'Maintenance windows',
+    type: 'array',
+    maxItems: M.maxMaintenanceWindows,
+    items: {
+      oneOf: [
+        // One-off: from and to, absolute times.
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['from', 'to'],
+          properties: { from: dateTime, to: dateTime },
+        },
+        // Recurring: at `start` (local time in `time_zone`) on `days` (every day when absent), for `duration_minutes`.
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['start', 'duration_minutes', 'time_zone'],
+          properties: {
+            days: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: WEEKDAYS } },
+            start: { type: 'string', pattern: '^(?:[01][0-9]|2[0-3]):[0-5][0-9]$' },
+            duration_minutes: { type: 'integer', minimum: 1, maximum: M.maxMaintenanceMinutes },
+            time_zone: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z][A-Za-z0-9_+/-]*$' },
+          },
+        },
+      ],
+    },
+    default: [],
+  },
+  /** Where it is checked from: RUNNER_LOCATION of the runners. */
+  locations: {
+    title: 'Locations',
+    description: 'comma-separated runner locations (RUNNER_LOCATION); default when empty',
+    type: 'array',
+    minItems: 1,
+    maxItems: M.maxLocations,
+    uniqueItems: true,
+    items: { type: 'string', pattern: LOCATION_PATTERN, maxLength: 32 },
+    default: [DEFAULT_LOCATION],
+  },
+  /** Failing locations that open an incident (null: a majority of `locations`). */
+  quorum: {
+    title: 'Failing locations that open an incident',
+    description: 'a majority of the locations when empty',
+    type: ['integer', 'null'],
+    minimum: 1,
+    maximum: M.maxLocations,
+    default: null,
+  },
+  paused: { title: 'Paused', type: 'boolean', default: false },
+} as const;
+
+/**
+ * The settings of a monitor as one object: the only hand-written definition of a monitor.
+ * Its TypeScript type (MonitorSettings), the defaults, the settings of old rows and the
+ * console's fields derive from it (monitor-fields.ts).
+ */
+export const monitorSettingsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: monitorSettings,
+} as const;
