@@ -12,10 +12,15 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { maskUrl, type StoredMonitor } from '@telemetry/store';
-import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
+import { isPending, storedCallCheck } from './probes/heartbeat.js';
+import type { ProbeContext, SlotResult } from './probes/index.js';
+import { checkMessage } from './probes/verdict.js';
+import { checkIdFor, nextSlot } from './slots.js';
 import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
 import { inMaintenance } from './maintenance.js';
 import { slotVerdict } from './quorum.js';
+
+export { nextSlot, phaseOf } from './slots.js';
 
 export interface SchedulerDeps {
   monitors: { all(): Iterable<StoredMonitor> };
@@ -24,7 +29,7 @@ export interface SchedulerDeps {
   /** Where each monitor's alerting state starts when this runner takes it on. */
   loadStates(ids: string[]): Promise<Map<string, AlertState>>;
   /** Runs one check (the service binds the egress policy). */
-  probe(m: StoredMonitor, ctx: Omit<ProbeContext, 'policy'>): Promise<ProbeResult>;
+  probe(m: StoredMonitor, ctx: Omit<ProbeContext, 'policy'>): Promise<SlotResult>;
   publishCheck(check: CheckMessage): Promise<void>;
   /**
    * The stored checks of `m` among `ids` (other locations' checks of the slot starting at
@@ -66,22 +71,6 @@ interface Entry {
 /** Does the runner of `location` decide on `m` (it is the monitor's first location)? */
 function decidesHere(m: StoredMonitor, location: string): boolean {
   return m.locations[0] === location;
-}
-
-/** Where a monitor's checks fall within its interval: spreads monitors over time. */
-export function phaseOf(monitorId: string, intervalMs: number): number {
-  return createHash('sha1').update(monitorId).digest().readUInt32BE(4) % intervalMs;
-}
-
-/**
- * The start of the first slot after `now`. Slots are `interval` apart at the monitor's
- * phase, the same on every runner: a runner taking a monitor over continues its grid,
- * so the slot the previous owner ran is not run again.
- */
-export function nextSlot(monitorId: string, intervalSeconds: number, now: number): number {
-  const interval = intervalSeconds * 1000;
-  const phase = phaseOf(monitorId, interval);
-  return (Math.floor((now - phase) / interval) + 1) * interval + phase;
 }
 
 export function alertIdFor(monitorId: string, t: Transition): string {
@@ -353,13 +342,14 @@ export class Scheduler implements Component {
     let result = await this.deps.probe(m, ctx);
     // Confirmation (docs/monitors.md): a failure counts only if a second try after
     // confirm_delay_ms fails too; that try is the slot's check. A refused target is final.
-    if (result.status === 'down' && result.error !== 'target_not_allowed' && m.confirm_delay_ms > 0) {
-      // (heartbeat monitors refuse confirm_delay_ms: their downs come from no call.)
+    // (Heartbeat monitors refuse confirm_delay_ms: their downs come from no call.)
+    const failing = !isPending(result) && result.status === 'down' && result.error !== 'target_not_allowed';
+    if (failing && m.confirm_delay_ms > 0) {
       // A handover or stop ends the wait at once.
       await this.sleepUnlessAborted(m.confirm_delay_ms, signal);
       if (!signal.aborted) {
         result = await this.deps.probe(m, ctx);
-        this.confirmations.inc({ outcome: result.status === 'down' ? 'confirmed' : 'recovered' });
+        this.confirmations.inc({ outcome: !isPending(result) && result.status === 'down' ? 'confirmed' : 'recovered' });
       }
     }
     if (signal.aborted || this.entries.get(m.id) !== e || !this.deps.owns(m.id)) {
@@ -367,11 +357,11 @@ export class Scheduler implements Component {
       this.skipped.inc({ reason: 'handed_over' });
       return;
     }
-    if (result.pending) return;
-    const own = result.stored
-      ? { ...checkMessage(m, result.stored.id, new Date(result.stored.created_at), result, this.deps.location) }
-      : checkMessage(m, id, startedAt, result, this.deps.location);
-    if (!result.stored) {
+    if (isPending(result)) return;
+    // A heartbeat's up rests on its call, already stored: nothing to publish.
+    const stored = storedCallCheck(m, result, this.deps.location);
+    const own = stored ?? checkMessage(m, id, startedAt, result, this.deps.location);
+    if (!stored) {
       try {
         await this.deps.publishCheck(own);
       } catch (err) {
