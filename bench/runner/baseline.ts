@@ -103,7 +103,7 @@ async function check(m: BaselineMonitor): Promise<void> {
 
 function schedule(m: BaselineMonitor): void {
   const interval = m.interval_seconds * 1000;
-  // The runner's phase (scheduler.ts phaseOf): the same spread over the interval.
+  // The runner's phase (slots.ts phaseOf): the same spread over the interval.
   const phase = createHash('sha1').update(m.id).digest().readUInt32BE(4) % interval;
   const now = Date.now();
   const first = (Math.floor((now - phase) / interval) + 1) * interval + phase - now;

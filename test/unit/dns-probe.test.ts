@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR } from '@telemetry/store';
 import type { MonitorSettings } from '@telemetry/contract';
-import { dnsProbe } from '../../services/check-runner/src/dns-probe.js';
+import { dnsProbe } from '../../services/check-runner/src/probes/dns.js';
 import { TestDnsServer } from '../support/dns-server.js';
 
 /**

@@ -12,9 +12,9 @@ import {
   type StoredMonitor,
 } from '@telemetry/store';
 import { loadConfig } from '@telemetry/platform';
-import { heartbeatProbe } from '../../services/check-runner/src/heartbeat.js';
+import { heartbeatProbe } from '../../services/check-runner/src/probes/heartbeat.js';
 import { slotVerdict } from '../../services/check-runner/src/quorum.js';
-import { checkIdFor } from '../../services/check-runner/src/probe.js';
+import { checkIdFor } from '../../services/check-runner/src/slots.js';
 
 const KEY = 'k'.repeat(64);
 const ID = 'mon_0123456789abcdef';
@@ -95,7 +95,7 @@ describe('heartbeat monitors and quorum (unit)', () => {
       });
       const late = await heartbeatProbe(heartbeatMonitor(), created + allowed + 1, none, SETTLE);
       expect(late).to.include({ status: 'down', error: 'heartbeat_missing' });
-      expect(late.pending).to.equal(undefined);
+      expect(late).to.not.have.property('pending');
     });
 
     it('is up on a call within interval + grace (a stored second counts to its end), down after', async () => {

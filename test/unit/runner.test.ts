@@ -12,7 +12,8 @@ import {
   judge,
   nextSlot,
   phaseOf,
-  probe,
+  probeMap,
+  probeWith,
   retriable,
   signature,
   stateFromLastAlert,
@@ -21,6 +22,7 @@ import {
 } from '@telemetry/check-runner';
 import { createValidators, describeErrors, type CheckStatus, type MonitorSettings } from '@telemetry/contract';
 import { EgressPolicy } from '@telemetry/platform';
+import type { ProbeContext, ProbeResult } from '../../services/check-runner/src/probes/index.js';
 import {
   createSettings,
   DEFAULT_MONITOR,
@@ -40,6 +42,25 @@ const settings = (over: Partial<MonitorSettings> = {}): MonitorSettings => ({
   url: 'http://127.0.0.1:1/',
   ...over,
 });
+
+/** Runs a check of `m` through the runner's probe map, as the scheduler does (no heartbeat monitors here). */
+const runProbe = probeWith(
+  probeMap({ lastCall: () => Promise.resolve(undefined), settleMs: 0, now: () => Date.now() }),
+);
+async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
+  const stored = {
+    ...m,
+    id: 'mon_x',
+    tenant_id: 'ten_x',
+    webhook_secret: '',
+    version: 1,
+    created_at: '',
+    updated_at: '',
+  };
+  const r = await runProbe(stored, ctx);
+  if ('pending' in r) throw new Error('a network probe is never pending');
+  return r;
+}
 
 /** Runs statuses through decide() and returns the transitions, in order. */
 function run(

@@ -2,8 +2,11 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
-import { alertIdFor, MAX_TENANT_LABELS, nextSlot, Scheduler } from '../../services/check-runner/src/scheduler.js';
-import { checkIdFor, type ProbeContext, type ProbeResult } from '../../services/check-runner/src/probe.js';
+import { alertIdFor } from '../../services/check-runner/src/alerts.js';
+import { MAX_TENANT_LABELS } from '../../services/check-runner/src/metrics.js';
+import type { ProbeContext, ProbeResult } from '../../services/check-runner/src/probes/index.js';
+import { Scheduler } from '../../services/check-runner/src/scheduler.js';
+import { checkIdFor, nextSlot } from '../../services/check-runner/src/slots.js';
 import type { AlertState } from '../../services/check-runner/src/state.js';
 import { FakeClock, settle, silentLogger } from './support/fakes.js';
 

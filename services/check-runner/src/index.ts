@@ -1,7 +1,10 @@
 export { loadRunnerConfig, runnerSpec, type RunnerConfig } from './config.js';
 export { classify, httpCall, StreamSearch } from './http-client.js';
-export { checkIdFor, judge, probe, statusExpected } from './probe.js';
-export { alertIdFor, nextSlot, phaseOf } from './scheduler.js';
+export { alertIdFor } from './alerts.js';
+export { httpProbe, judge, statusExpected } from './probes/http.js';
+export { probeMap, probeWith, type Probe, type ProbeMap } from './probes/index.js';
+export { checkIdFor, nextSlot, phaseOf } from './slots.js';
 export { startCheckRunner, type CheckRunner } from './service.js';
 export { decide, INITIAL_STATE, stateFromLastAlert, type AlertState } from './state.js';
+export { transition } from './transition.js';
 export { retriable, signature } from './webhooks.js';

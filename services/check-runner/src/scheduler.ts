@@ -1,44 +1,27 @@
-import { createHash } from 'node:crypto';
-import { Gauge, type Counter, type Histogram, type Registry } from 'prom-client';
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
-import {
-  counter,
-  FairSlots,
-  histogram,
-  sleepOn,
-  systemClock,
-  type Clock,
-  type Component,
-  type Logger,
-} from '@telemetry/platform';
-import { maskUrl, type StoredMonitor } from '@telemetry/store';
-import { checkIdFor, checkMessage, type ProbeContext, type ProbeResult } from './probe.js';
-import { decide, INITIAL_STATE, type AlertState, type Transition } from './state.js';
-import { inMaintenance } from './maintenance.js';
-import { slotVerdict } from './quorum.js';
+import { FairSlots, sleepOn, systemClock, type Clock, type Component } from '@telemetry/platform';
+import type { StoredMonitor } from '@telemetry/store';
+import { publishAlerts } from './alerts.js';
+import { runCheck, type CheckDeps } from './check.js';
+import { decidesHere, SlotDecider, type DecisionDeps, type PendingDecisions } from './decision.js';
+import { SchedulerMetrics } from './metrics.js';
+import { nextSlot } from './slots.js';
+import { INITIAL_STATE, type AlertState } from './state.js';
+import { transition } from './transition.js';
 
-export interface SchedulerDeps {
+// Where it was before slots.ts: test/e2e/fair-checks.int.test.ts reads the slot grid from here.
+export { phaseOf } from './slots.js';
+
+export interface SchedulerDeps extends CheckDeps, Omit<DecisionDeps, 'clock' | 'settleMs'> {
   monitors: { all(): Iterable<StoredMonitor> };
   /** Does this runner own the monitor now (see GroupAssignment)? */
   owns(monitorId: string): boolean;
   /** Where each monitor's alerting state starts when this runner takes it on. */
   loadStates(ids: string[]): Promise<Map<string, AlertState>>;
-  /** Runs one check (the service binds the egress policy). */
-  probe(m: StoredMonitor, ctx: Omit<ProbeContext, 'policy'>): Promise<ProbeResult>;
-  publishCheck(check: CheckMessage): Promise<void>;
-  /**
-   * The stored checks of `m` among `ids` (other locations' checks of the slot starting at
-   * `slot`): the runner of a monitor's first location decides on all of them.
-   */
-  slotChecks(m: StoredMonitor, ids: string[], slot: number): Promise<CheckMessage[]>;
   publishAlert(alert: AlertMessage): Promise<void>;
-  logger: Logger;
-  registry: Registry;
-  runnerId: string;
-  /** RUNNER_LOCATION: recorded in every check; the runner checks the monitors that list it. */
+  /** RUNNER_LOCATION: the runner checks the monitors that list it. */
   location: string;
   maxConcurrentChecks: number;
-  maxBodyBytes: number;
   /**
    * Wait before reading the state of monitors just taken on: an alert the previous owner
    * published moments before handing over must reach ClickHouse first (the consumer
@@ -57,106 +40,38 @@ interface Entry {
   state?: AlertState;
   running?: Promise<void>;
   abort?: AbortController;
-  /** Decisions of multi-location slots waiting for the other locations' checks, in slot order. */
-  deciding?: Promise<void>;
-  /** Their timers (cleared when the entry goes). */
-  decisionTimers?: Set<object>;
-}
-
-/** Does the runner of `location` decide on `m` (it is the monitor's first location)? */
-function decidesHere(m: StoredMonitor, location: string): boolean {
-  return m.locations[0] === location;
-}
-
-/** Where a monitor's checks fall within its interval: spreads monitors over time. */
-export function phaseOf(monitorId: string, intervalMs: number): number {
-  return createHash('sha1').update(monitorId).digest().readUInt32BE(4) % intervalMs;
+  /** Decisions of multi-location slots waiting for the other locations' checks (decision.ts). */
+  decisions: PendingDecisions;
 }
 
 /**
- * The start of the first slot after `now`. Slots are `interval` apart at the monitor's
- * phase, the same on every runner: a runner taking a monitor over continues its grid,
- * so the slot the previous owner ran is not run again.
- */
-export function nextSlot(monitorId: string, intervalSeconds: number, now: number): number {
-  const interval = intervalSeconds * 1000;
-  const phase = phaseOf(monitorId, interval);
-  return (Math.floor((now - phase) / interval) + 1) * interval + phase;
-}
-
-export function alertIdFor(monitorId: string, t: Transition): string {
-  const h = createHash('sha256').update(`${monitorId}\n${t.incidentId}\n${t.type}`).digest('hex');
-  return `alr_${h.slice(0, 24)}`;
-}
-
-/**
- * Tenants named in runner_tenant_checks_skipped_total; the skips of any further tenant are
- * counted under `_other` (a label value per tenant would grow without bound).
- */
-export const MAX_TENANT_LABELS = 100;
-
-const CHECK_SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-const LATE_SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5];
-
-/**
- * Runs the checks of the monitors this runner owns, each on its own slot grid, publishes
- * every result to the check-results topic and every state change to the alerts topic
- * (both acknowledged by Kafka before the next step).
+ * Runs the checks of the monitors this runner owns, each on its own slot grid (slots.ts):
+ * timers, ownership and the fair share of check slots. What a slot does lives beside it:
+ * the check (check.ts, probes/), the multi-location decision (decision.ts), the state
+ * change (transition.ts) and its alerts (alerts.ts), each published to Kafka and
+ * acknowledged before the next step.
  */
 export class Scheduler implements Component {
   readonly name = 'scheduler';
   private readonly entries = new Map<string, Entry>();
   /** MAX_CONCURRENT_CHECKS, shared fairly among the tenants of the monitors scheduled here. */
   private readonly slots: FairSlots;
-  private readonly tenantLabels = new Set<string>();
   private stopping = false;
   private loading: Promise<void> | undefined;
   private reloadAgain = false;
   private warnedNoMonitor = false;
-  private readonly checks: Counter<'status'>;
-  private readonly skipped: Counter<'reason'>;
-  private readonly tenantSkipped: Counter<'tenant'>;
-  private readonly confirmations: Counter<'outcome'>;
-  private readonly alerts: Counter<'type'>;
-  private readonly missingLocations: Counter;
-  private readonly duration: Histogram<'status'>;
-  private readonly lateness: Histogram;
-  private readonly ownedGauge: Gauge;
+  private readonly metrics: SchedulerMetrics;
+  private readonly decider: SlotDecider;
   private readonly clock: Clock;
+  /** What a slot's check and its alerts are run with (check.ts, alerts.ts). */
+  private readonly slotDeps: SchedulerDeps & { clock: Clock; metrics: SchedulerMetrics };
 
   constructor(private readonly deps: SchedulerDeps) {
     this.clock = deps.clock ?? systemClock;
     this.slots = new FairSlots(deps.maxConcurrentChecks);
-    const r = deps.registry;
-    this.checks = counter(r, 'runner_checks_total', 'Checks run and published, by status', ['status']);
-    // reason: overlap, busy, tenant_share, unpublished, handed_over
-    this.skipped = counter(r, 'runner_checks_skipped_total', 'Check slots not run or not published', ['reason']);
-    this.tenantSkipped = counter(
-      r,
-      'runner_tenant_checks_skipped_total',
-      `Check slots skipped for want of a check slot (busy or tenant_share), by tenant (the first ${MAX_TENANT_LABELS} tenants skipped; then _other)`,
-      ['tenant'],
-    );
-    this.confirmations = counter(
-      r,
-      'runner_check_confirmations_total',
-      'Failing checks tried again after confirm_delay_ms, by what the second try found (confirmed: down again)',
-      ['outcome'],
-    );
-    this.alerts = counter(r, 'runner_alerts_total', 'State changes published to the alerts topic', ['type']);
-    this.missingLocations = counter(
-      r,
-      'runner_location_checks_missing_total',
-      "Another location's check of a slot not stored in time for the decision (a listed location without runners, or late)",
-      [],
-    );
-    this.duration = histogram(r, 'runner_check_duration_seconds', 'Response time of checks', ['status'], CHECK_SECONDS);
-    this.lateness = histogram(r, 'runner_check_start_delay_seconds', 'Check start after its slot', [], LATE_SECONDS);
-    this.ownedGauge = new Gauge({
-      name: 'runner_monitors_owned',
-      help: 'Monitors whose checks this runner runs',
-      registers: [r],
-    });
+    this.metrics = new SchedulerMetrics(deps.registry);
+    this.decider = new SlotDecider({ ...deps, clock: this.clock, settleMs: deps.stateSettleMs });
+    this.slotDeps = { ...deps, clock: this.clock, metrics: this.metrics };
   }
 
   start(): Promise<void> {
@@ -185,21 +100,21 @@ export class Scheduler implements Component {
     for (const [id, m] of desired) {
       const e = this.entries.get(id);
       if (!e) {
-        this.entries.set(id, { monitor: m });
+        this.entries.set(id, { monitor: m, decisions: { timers: new Set() } });
         pending = true;
       } else if (e.monitor.version !== m.version) {
         const wasDecider = decidesHere(e.monitor, this.deps.location);
         e.monitor = m;
         if (wasDecider !== decidesHere(m, this.deps.location)) {
           // It decides here now (or no longer): start from its last alert, as on a handover.
-          this.clearDecisions(e);
+          this.decider.clear(e.decisions);
           this.clock.clearTimeout(e.timer);
           e.state = undefined;
           pending = true;
         } else if (e.state) this.arm(id, e);
       }
     }
-    this.ownedGauge.set(this.entries.size);
+    this.metrics.owned.set(this.entries.size);
     this.warnIfNoMonitorHere();
     if (pending) this.loadPending();
   }
@@ -220,23 +135,17 @@ export class Scheduler implements Component {
     this.stopping = true;
     for (const e of this.entries.values()) {
       this.clock.clearTimeout(e.timer);
-      this.clearDecisions(e);
+      this.decider.clear(e.decisions);
     }
-    const running = [...this.entries.values()].flatMap((e) => [e.running, e.deciding].filter((p) => p !== undefined));
+    const running = [...this.entries.values()].flatMap((e) =>
+      [e.running, e.decisions.chain].filter((p) => p !== undefined),
+    );
     // Checks in flight finish (and publish) if they can within 5 s; then they are cut.
     const grace = new Promise((r) => this.clock.setTimeout(() => r(undefined), 5000, { unref: true }));
     await Promise.race([Promise.all(running), grace]);
     for (const e of this.entries.values()) e.abort?.abort();
     await Promise.all(running);
     this.entries.clear();
-  }
-
-  /** The tenant's label in runner_tenant_checks_skipped_total. */
-  private tenantLabel(tenant: string): string {
-    if (this.tenantLabels.has(tenant)) return tenant;
-    if (this.tenantLabels.size >= MAX_TENANT_LABELS) return '_other';
-    this.tenantLabels.add(tenant);
-    return tenant;
   }
 
   /** Monitors scheduled here now (for tests and logs). */
@@ -246,7 +155,7 @@ export class Scheduler implements Component {
 
   private drop(id: string, e: Entry): void {
     this.clock.clearTimeout(e.timer);
-    this.clearDecisions(e);
+    this.decider.clear(e.decisions);
     e.abort?.abort();
     this.entries.delete(id);
   }
@@ -299,23 +208,22 @@ export class Scheduler implements Component {
     const e = this.entries.get(id);
     if (!e || this.stopping) return;
     const now = this.clock.now();
-    this.lateness.observe(Math.max(0, now - slot) / 1000);
+    this.metrics.lateness.observe(Math.max(0, now - slot) / 1000);
     this.arm(id, e, Math.max(now, slot));
     if (!this.deps.owns(id)) {
       // Ownership lapsed (no heartbeat): the group is about to move it.
-      this.skipped.inc({ reason: 'handed_over' });
+      this.metrics.skipped.inc({ reason: 'handed_over' });
       return;
     }
     if (e.running) {
-      this.skipped.inc({ reason: 'overlap' });
+      this.metrics.skipped.inc({ reason: 'overlap' });
       return;
     }
     const tenant = e.monitor.tenant_id;
     const taken = this.slots.tryTake(tenant);
     if ('refused' in taken) {
       const reason = taken.refused === 'total' ? 'busy' : 'tenant_share';
-      this.skipped.inc({ reason });
-      this.tenantSkipped.inc({ tenant: this.tenantLabel(tenant) });
+      this.metrics.tenantSkip(tenant, reason);
       // A tenant beyond its share is the expected case (the metric counts it): not a warning.
       if (reason === 'busy')
         this.deps.logger.warn('check skipped: too many in flight', { monitor_id: id, tenant_id: tenant });
@@ -341,152 +249,28 @@ export class Scheduler implements Component {
 
   private async run(e: Entry, slot: number, signal: AbortSignal): Promise<void> {
     const m = e.monitor;
-    const id = checkIdFor(m.id, slot, this.deps.location);
-    const startedAt = new Date(this.clock.now());
-    const ctx = {
-      userAgent: `telemetry-check-runner/0.1 (+runner=${this.deps.runnerId}; location=${this.deps.location})`,
-      checkId: id,
-      monitorId: m.id,
-      maxBodyBytes: this.deps.maxBodyBytes,
+    const ran = await runCheck(
+      this.slotDeps,
+      m,
+      slot,
       signal,
-    };
-    let result = await this.deps.probe(m, ctx);
-    // Confirmation (docs/monitors.md): a failure counts only if a second try after
-    // confirm_delay_ms fails too; that try is the slot's check. A refused target is final.
-    if (result.status === 'down' && result.error !== 'target_not_allowed' && m.confirm_delay_ms > 0) {
-      // (heartbeat monitors refuse confirm_delay_ms: their downs come from no call.)
-      // A handover or stop ends the wait at once.
-      await this.sleepUnlessAborted(m.confirm_delay_ms, signal);
-      if (!signal.aborted) {
-        result = await this.deps.probe(m, ctx);
-        this.confirmations.inc({ outcome: result.status === 'down' ? 'confirmed' : 'recovered' });
-      }
-    }
-    if (signal.aborted || this.entries.get(m.id) !== e || !this.deps.owns(m.id)) {
-      // Handed over (or removed) while it ran: the new owner runs the next slot.
-      this.skipped.inc({ reason: 'handed_over' });
-      return;
-    }
-    if (result.pending) return;
-    const own = result.stored
-      ? { ...checkMessage(m, result.stored.id, new Date(result.stored.created_at), result, this.deps.location) }
-      : checkMessage(m, id, startedAt, result, this.deps.location);
-    if (!result.stored) {
-      try {
-        await this.deps.publishCheck(own);
-      } catch (err) {
-        this.skipped.inc({ reason: 'unpublished' });
-        this.deps.logger.warn('check result not published', { monitor_id: m.id, check_id: id, err: String(err) });
-        return;
-      }
-      this.checks.inc({ status: result.status });
-      this.duration.observe({ status: result.status }, result.response_time / 1000);
-    }
-    // The runners of a monitor's first location decide; the others only check.
-    if (!decidesHere(m, this.deps.location)) return;
-    if (m.locations.length > 1) this.decideLater(e, slot, own, startedAt);
-    else await this.apply(e, own, startedAt);
-  }
-
-  /** Moves the monitor's state on the slot's check, and publishes the alerts of the change. */
-  private async apply(e: Entry, check: CheckMessage, startedAt: Date): Promise<void> {
-    const m = e.monitor;
-    const state = e.state ?? INITIAL_STATE;
-    const decided = decide(state, check, m);
-    let next = decided.next;
-    // Maintenance windows (docs/monitors.md): changes made in one are published marked, and
-    // not delivered to webhooks. A monitor still down when its window ends closes that
-    // incident and opens a new one, which pages.
-    const inWindow = inMaintenance(m.maintenance_windows, startedAt);
-    const changes: { transition: Transition; maintenance: boolean; earlierMs?: number }[] = [];
-    if (decided.transition) {
-      const up = decided.transition.type === 'monitor.up';
-      // An up is held exactly when its down was: a page that went out gets its resolution.
-      changes.push({ transition: decided.transition, maintenance: up ? state.held === true : inWindow });
-      if (!up) next = { ...next, held: inWindow };
-    } else if (!inWindow && next.state === 'down' && next.held && check.status === 'down') {
-      // The held incident's up is dated a second before the new down: the last alert (the
-      // monitor's status, and the state a new owner loads) is then the down, whatever the
-      // order of two alerts made in the same second.
-      changes.push({
-        transition: { type: 'monitor.up', incidentId: next.incidentId ?? check.id },
-        maintenance: true,
-        earlierMs: 1000,
-      });
-      changes.push({ transition: { type: 'monitor.down', incidentId: check.id }, maintenance: false });
-      next = { ...next, incidentId: check.id, streakStart: check.id, held: false };
-    }
-    for (const change of changes) {
-      const alert = this.alertOf(m, check, change.transition, change.maintenance, change.earlierMs ?? 0);
-      try {
-        await this.deps.publishAlert(alert);
-      } catch (err) {
-        // Not published: keep the old state, so the next check makes the change again
-        // (alert ids are derived from the change: one already published is stored once).
-        this.deps.logger.warn('alert not published; retrying with the next check', {
-          monitor_id: m.id,
-          type: alert.type,
-          err: String(err),
-        });
-        return;
-      }
-      this.alerts.inc({ type: alert.type });
-      this.deps.logger.info('monitor state changed', {
-        monitor_id: m.id,
-        type: alert.type,
-        incident_id: alert.incident_id,
-        ...(alert.maintenance ? { maintenance: true } : {}),
-      });
-    }
-    e.state = next;
-  }
-
-  /**
-   * A slot of a monitor with several locations is decided once every location's check of
-   * it can be stored: when the slowest possible check has ended (timeout_ms, or the
-   * confirmation and a second timeout) and RUNNER_STATE_SETTLE_MS more have passed for
-   * it to reach ClickHouse. Then the other locations' checks of the slot are read (once,
-   * and once more after the settle time for those missing) and judged with this one by
-   * the monitor's quorum. Decisions run in slot order and hold no check slot.
-   */
-  private decideLater(e: Entry, slot: number, own: CheckMessage, startedAt: Date): void {
-    const m = e.monitor;
-    const longest = m.confirm_delay_ms > 0 ? m.confirm_delay_ms + 2 * m.timeout_ms : m.timeout_ms;
-    const settle = this.deps.stateSettleMs;
-    const at = slot + longest + settle;
-    const timers = (e.decisionTimers ??= new Set());
-    const timer = this.clock.setTimeout(
-      () => {
-        timers.delete(timer);
-        e.deciding = (e.deciding ?? Promise.resolve())
-          .then(async () => {
-            if (!this.stillDeciding(e)) return;
-            const others = new Map(
-              m.locations.filter((l) => l !== this.deps.location).map((l) => [checkIdFor(m.id, slot, l), l]),
-            );
-            let found = await this.readSlot(m, others, slot);
-            if (found.length < others.size && this.stillDeciding(e)) {
-              await sleepOn(this.clock, settle);
-              found = await this.readSlot(m, others, slot);
-            }
-            if (!this.stillDeciding(e)) return;
-            const verdict = slotVerdict(m, [own, ...found]);
-            if (verdict.missing.length > 0) {
-              this.missingLocations.inc(verdict.missing.length);
-              this.deps.logger.warn('checks of some locations missing from a slot', {
-                monitor_id: m.id,
-                locations: verdict.missing,
-              });
-            }
-            await this.apply(e, verdict.check, startedAt);
-          })
-          .catch((err: unknown) => {
-            this.deps.logger.error('slot decision failed', { monitor_id: m.id, err: String(err) });
-          });
-      },
-      Math.max(0, at - this.clock.now()),
+      () => this.entries.get(m.id) === e && this.deps.owns(m.id),
     );
-    timers.add(timer);
+    // The runners of a monitor's first location decide; the others only check.
+    if (!ran || !decidesHere(m, this.deps.location)) return;
+    const apply = (check: CheckMessage): Promise<void> => this.apply(e, check, ran.startedAt);
+    if (m.locations.length === 1) return apply(ran.check);
+    // Decided on the monitor's settings as they are now (a change may have come in while it ran).
+    this.decider.later(e.decisions, e.monitor, slot, ran.check, () => this.stillDeciding(e), apply);
+  }
+
+  /** Moves the monitor's state on the slot's check (transition.ts) once its alerts are published. */
+  private async apply(e: Entry, check: CheckMessage, startedAt: Date): Promise<void> {
+    const { next, alerts } = transition(e.state ?? INITIAL_STATE, check, e.monitor, {
+      startedAt,
+      now: this.clock.now(),
+    });
+    if (await publishAlerts(this.slotDeps, alerts)) e.state = next;
   }
 
   /** Still the monitor's decider here: not stopped, not handed over, not removed. */
@@ -499,57 +283,5 @@ export class Scheduler implements Component {
       decidesHere(m, this.deps.location) &&
       e.state !== undefined
     );
-  }
-
-  /** The other locations' checks of a slot that are stored (none when ClickHouse does not answer). */
-  private async readSlot(m: StoredMonitor, others: Map<string, string>, slot: number): Promise<CheckMessage[]> {
-    try {
-      const found = await this.deps.slotChecks(m, [...others.keys()], slot);
-      return found.map((c) => ({ ...c, location: others.get(c.id) ?? c.location }));
-    } catch (err) {
-      this.deps.logger.warn("could not read the other locations' checks", { monitor_id: m.id, err: String(err) });
-      return [];
-    }
-  }
-
-  private clearDecisions(e: Entry): void {
-    for (const t of e.decisionTimers ?? []) this.clock.clearTimeout(t);
-    e.decisionTimers?.clear();
-  }
-
-  /** Waits `ms`; a handover or stop ends the wait at once. */
-  private async sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
-    await Promise.race([
-      sleepOn(this.clock, ms),
-      new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true })),
-    ]);
-  }
-
-  private alertOf(
-    m: StoredMonitor,
-    check: CheckMessage,
-    transition: Transition,
-    maintenance: boolean,
-    earlierMs: number,
-  ): AlertMessage {
-    return {
-      id: alertIdFor(m.id, transition),
-      type: transition.type,
-      monitor_id: m.id,
-      tenant_id: m.tenant_id,
-      incident_id: transition.incidentId,
-      ...(maintenance ? { maintenance: true } : {}),
-      created_at: new Date(this.clock.now() - earlierMs).toISOString(),
-      check: {
-        id: check.id,
-        status: check.status,
-        response_time: check.response_time,
-        status_code: check.status_code,
-        ...(check.error ? { error: check.error } : {}),
-        created_at: check.created_at,
-      },
-      // Only the URL as shown goes to Kafka and webhook bodies: no userinfo, query values masked.
-      monitor: { name: m.name, url: maskUrl(m.url) },
-    };
   }
 }

@@ -15,9 +15,8 @@ import {
 import { MonitorStore } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
 import type { RunnerConfig } from './config.js';
-import { probe } from './probe.js';
+import { probeMap, probeWith } from './probes/index.js';
 import { lastAlerts, lastHeartbeat, RegistryCache, slotChecks } from './registry.js';
-import { heartbeatProbe } from './heartbeat.js';
 import { Scheduler } from './scheduler.js';
 import { stateFromLastAlert } from './state.js';
 import { WebhookDispatcher } from './webhooks.js';
@@ -75,6 +74,13 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     },
     onChange: reconcile,
   });
+  const probe = probeWith(
+    probeMap({
+      lastCall: (m, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, m, since),
+      settleMs: config.stateSettleMs,
+      now: () => Date.now(),
+    }),
+  );
   const scheduler: Scheduler = new Scheduler({
     monitors,
     owns: (id) => assignment.owns(id),
@@ -82,15 +88,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
       const last = await lastAlerts(ch.client, config.clickhouseDatabase, ids);
       return new Map(ids.map((id) => [id, stateFromLastAlert(last.get(id))]));
     },
-    probe: (m, ctx) =>
-      m.type === 'heartbeat'
-        ? heartbeatProbe(
-            m,
-            Date.now(),
-            (hm, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, hm, since),
-            config.stateSettleMs,
-          )
-        : probe(m, { ...ctx, policy }),
+    probe: (m, ctx) => probe(m, { ...ctx, policy }),
     slotChecks: (m, ids, slot) => slotChecks(ch.client, config.clickhouseDatabase, m, ids, slot),
     publishCheck: (c) => publisher.send(config.checksTopic, [{ key: c.monitor_id, value: JSON.stringify(c) }]),
     publishAlert: (a) => publisher.send(config.alertsTopic, [{ key: a.monitor_id, value: JSON.stringify(a) }]),

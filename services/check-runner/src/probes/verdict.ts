@@ -1,4 +1,4 @@
-import type { CheckError, CheckStatus, MonitorSettings } from '@telemetry/contract';
+import type { CheckError, CheckMessage, CheckStatus, MonitorSettings } from '@telemetry/contract';
 
 /** What one check found, whatever the monitor's type. */
 export interface ProbeResult {
@@ -9,10 +9,6 @@ export interface ProbeResult {
   error?: CheckError;
   /** tls monitors: whole days until the certificate expires. */
   tls_days_left?: number;
-  /** The verdict rests on a check already stored (a heartbeat call): nothing is published. */
-  stored?: { id: string; created_at: string };
-  /** Nothing to judge yet (a heartbeat monitor whose first call is not due): no check, no verdict. */
-  pending?: true;
 }
 
 /** Milliseconds since it was made, to a hundredth: a check's response time. */
@@ -39,5 +35,27 @@ export function failed(error: CheckError, responseTime: number, extra: Partial<P
     response_time: error === 'target_not_allowed' ? 0 : responseTime,
     error,
     ...extra,
+  };
+}
+
+/** The check message of a result: what the runner publishes to the check-results topic. */
+export function checkMessage(
+  monitor: { id: string; tenant_id: string },
+  id: string,
+  startedAt: Date,
+  r: ProbeResult,
+  location: string,
+): CheckMessage {
+  return {
+    id,
+    monitor_id: monitor.id,
+    tenant_id: monitor.tenant_id,
+    status: r.status,
+    response_time: r.response_time,
+    status_code: r.status_code,
+    ...(r.error ? { error: r.error } : {}),
+    location,
+    ...(r.tls_days_left !== undefined ? { tls_days_left: r.tls_days_left } : {}),
+    created_at: startedAt.toISOString(),
   };
 }

@@ -1,0 +1,57 @@
+import { isForbiddenMonitorHeader, type MonitorSettings, type StatusCodeRule } from '@telemetry/contract';
+import { httpCall, HttpCallError, type HttpAnswer } from '../http-client.js';
+import type { ProbeContext } from './types.js';
+import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
+
+/** Does `code` match one of the rules (200, "2xx")? */
+export function statusExpected(code: number, rules: readonly StatusCodeRule[]): boolean {
+  return rules.some((r) => (typeof r === 'number' ? r === code : Math.floor(code / 100) === Number(r[0])));
+}
+
+/** The verdict on an answer (pure; see docs/api.md "Check statuses"). */
+export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: number): ProbeResult {
+  const base = { status_code: answer.statusCode, response_time: responseTime };
+  if (!statusExpected(answer.statusCode, m.expected_status_codes)) {
+    return { ...base, status: 'down', error: 'unexpected_status' };
+  }
+  if (m.keyword !== null && answer.keywordFound !== true) {
+    return { ...base, status: 'down', error: answer.truncated ? 'body_too_large' : 'keyword_missing' };
+  }
+  return passed(m, responseTime, { status_code: answer.statusCode });
+}
+
+/** An http monitor's check (docs/monitors.md, "Monitor types"). Never throws. */
+export async function httpProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
+  const elapsed = stopwatch();
+  try {
+    const answer = await httpCall({
+      url: m.url,
+      method: m.method,
+      headers: {
+        'User-Agent': ctx.userAgent,
+        'X-Monitor-Id': ctx.monitorId,
+        'X-Check-Id': ctx.checkId,
+        ...(m.body !== null ? { 'Content-Type': 'application/json' } : {}),
+        ...monitorHeaders(m.headers),
+      },
+      body: m.body,
+      timeoutMs: m.timeout_ms,
+      maxRedirects: m.follow_redirects ? 5 : 0,
+      maxBodyBytes: m.method === 'HEAD' ? 1 : ctx.maxBodyBytes,
+      // Searched as the body streams: no check holds its response in memory.
+      keyword: m.keyword,
+      signal: ctx.signal,
+      policy: ctx.policy,
+      // Every header value of a monitor is a secret (docs/api.md, "Secrets").
+      secretHeaders: Object.keys(m.headers),
+    });
+    return judge(m, answer, elapsed());
+  } catch (err) {
+    return failed(err instanceof HttpCallError ? err.kind : 'network', elapsed());
+  }
+}
+
+/** The monitor's headers without those only the connection may set (older rows may hold them). */
+function monitorHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([k]) => !isForbiddenMonitorHeader(k)));
+}

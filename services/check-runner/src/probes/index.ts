@@ -1,0 +1,36 @@
+import { parsesAsUrl } from '@telemetry/contract';
+import type { StoredMonitor } from '@telemetry/store';
+import { dnsProbe } from './dns.js';
+import { heartbeatProbeWith, type HeartbeatDeps } from './heartbeat.js';
+import { httpProbe } from './http.js';
+import { socketProbe } from './socket.js';
+import type { ProbeContext, ProbeMap, SlotResult } from './types.js';
+import { failed } from './verdict.js';
+
+export type { Probe, ProbeContext, ProbeMap, SlotResult } from './types.js';
+export type { ProbeResult } from './verdict.js';
+
+/**
+ * The runner's probes, one per monitor type (docs/monitors.md, "Monitor types"). A new
+ * type adds its module under probes/ and one line here; the compiler refuses the map
+ * without it (ProbeMap).
+ */
+export function probeMap(heartbeat: HeartbeatDeps): ProbeMap {
+  return {
+    http: httpProbe,
+    tcp: socketProbe,
+    tls: socketProbe,
+    dns: dnsProbe,
+    heartbeat: heartbeatProbeWith(heartbeat),
+  };
+}
+
+/** Runs one check of `m` with its type's probe: never throws; a failure is a `down` result with its `error`. */
+export function probeWith(probes: ProbeMap): (m: StoredMonitor, ctx: ProbeContext) => Promise<SlotResult> {
+  return (m, ctx) => {
+    // A host no resolver could be asked for (a monitor stored before the API refused it): as
+    // unresolvable. (A heartbeat monitor's URL is the server's heartbeat://<id>: it parses.)
+    if (!parsesAsUrl(m.url)) return Promise.resolve(failed('dns', 0));
+    return probes[m.type](m, ctx);
+  };
+}
