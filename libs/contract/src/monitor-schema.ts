@@ -23,8 +23,11 @@ export const httpUrl = {
   pattern: '^https?://[^\\s]+$',
   format: 'uri',
 } as const;
-/** What a monitor checks: an http(s) URL, or tcp://host:port (the scheme must match `type`); heartbeat://<id> is set by the server. */
-export const monitorUrl = { ...httpUrl, pattern: '^(https?|tcp|tls|dns|heartbeat)://[^\\s]+$' } as const;
+/**
+ * What a monitor checks: a URL whose form its type's module decides (http(s)://… for http,
+ * tcp://host:port for tcp…; heartbeat://<id> is set by the server).
+ */
+export const monitorUrl = { ...httpUrl, pattern: '^[a-z][a-z0-9+.-]*://[^\\s]+$' } as const;
 const threshold = { type: 'integer', minimum: 1, maximum: M.maxThreshold } as const;
 const statusCodeRule = {
   oneOf: [
