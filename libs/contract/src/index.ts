@@ -7,3 +7,4 @@ export * from './validators.js';
 export * from './openapi.js';
 export * from './time.js';
 export * from './fast-checks.js';
+export * from './channels.js';

@@ -18,6 +18,7 @@ import {
   STATUS_PAGE_SLUG_PATTERN,
   WEBHOOK_DELIVERY_STATUSES,
 } from './limits.js';
+import { CHANNEL_TYPES } from './channels.js';
 
 /**
  * JSON Schemas, written once. They drive validation (ajv) in every service and are the
@@ -439,6 +440,8 @@ export const webhookDeliveryMessageSchema = {
     /** Why the attempt failed; absent when the endpoint answered (see status_code). */
     error: checkProperties.error,
     attempted_at: dateTime,
+    /** The alert channel; absent in records published before channels (webhooks). */
+    channel: { type: 'string', enum: CHANNEL_TYPES },
   },
 } as const;
 
@@ -447,9 +450,11 @@ export const webhookDeliverySchema = {
   $id: 'WebhookDelivery',
   type: 'object',
   additionalProperties: false,
-  required: [...webhookDeliveryRequired, 'error', 'attempted_at'],
+  required: [...webhookDeliveryRequired, 'error', 'attempted_at', 'channel'],
   properties: {
     ...webhookDeliveryProperties,
+    /** The alert channel the attempt went through (`webhook`: a signed webhook). */
+    channel: { type: 'string', enum: CHANNEL_TYPES },
     /** Why the attempt failed without an answer (timeout, connection_refused, target_not_allowed, ...); null when the endpoint answered. */
     error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
     /** UTC, in milliseconds. */
