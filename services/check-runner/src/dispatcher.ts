@@ -28,7 +28,11 @@ export interface DispatcherDeps {
   validators: Validators;
   topic: string;
   groupId: string;
-  /** Where an alert goes (monitorTargets in channels/index.ts: its monitor's targets). */
+  /**
+   * Where an alert goes (monitorTargets in channels/index.ts: its monitor's targets).
+   * NOTE: must not reject: an alert whose targets cannot be found would stay pending
+   * and hold every later offset of its partition uncommitted.
+   */
   targets: (alert: AlertMessage) => Promise<readonly AnyChannelTarget[]>;
   /** The channel of each target type (CHANNELS in production). */
   channels: ChannelRegistry;
