@@ -3,12 +3,15 @@ import { expect } from 'chai';
 import {
   createValidators,
   type AlertMessage,
+  type ChannelDelivery,
   type Check,
   type Incident,
   type Monitor,
   type WebhookDelivery,
 } from '@telemetry/contract';
+import { sqlString } from '@telemetry/platform';
 import {
+  adminClickHouse,
   collectTopic,
   eventually,
   newKey,
@@ -312,6 +315,38 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     const delivered = await api<WebhookDelivery[]>('GET', `${path}?status=delivered&alert_id=${alertId}`);
     expect(delivered.body.data.map((d) => d.id)).to.deep.equal([log[0]!.id]);
     await api('PATCH', `/api/monitors/${m.id}`, { paused: true });
+  });
+
+  it('records the channel of every delivery attempt: webhook, in the API and in webhook_deliveries', async () => {
+    target.set('/channel', 'error');
+    const m = await create({
+      name: 'Delivery channel',
+      url: target.url('/channel'),
+      interval_seconds: 1,
+      timeout_ms: 500,
+      failure_threshold: 1,
+      webhooks: [hooks.url('/channel-hook')],
+    });
+    await eventually('the delivery', () => hooks.requests('/channel-hook')[0], 30_000);
+    const path = `/api/monitors/${m.id}/webhook-deliveries`;
+    const log = await eventually('a delivered attempt listed', async () => {
+      const r = await api<ChannelDelivery[]>('GET', `${path}?status=delivered`);
+      return r.body.data.length > 0 ? r.body.data : undefined;
+    });
+    await api('PATCH', `/api/monitors/${m.id}`, { paused: true });
+    expect(log.map((d) => d.channel)).to.deep.equal(log.map(() => 'webhook'));
+    const ch = adminClickHouse();
+    try {
+      const rs = await ch.query({
+        query: `SELECT channel, count() AS n FROM webhook_deliveries WHERE monitor_id = ${sqlString(m.id)} GROUP BY channel`,
+        format: 'JSONEachRow',
+      });
+      const rows = await rs.json<{ channel: string; n: string | number }>();
+      expect(rows.map((r) => r.channel)).to.deep.equal(['webhook']);
+      expect(Number(rows[0]!.n)).to.be.at.least(log.length);
+    } finally {
+      await ch.close();
+    }
   });
 
   it('hands a down monitor over on SIGTERM without alerting again for the open incident', async () => {

@@ -2,37 +2,32 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { createValidators, type AlertMessage, type WebhookDeliveryMessage } from '@telemetry/contract';
+import { createValidators, type ChannelDeliveryMessage } from '@telemetry/contract';
 import { EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
-import { OffsetWatermarks, WebhookDispatcher } from '../../services/check-runner/src/webhooks.js';
-import { fakeBatch, fakeGroupConsumers, settle, silentLogger, until, type FakeGroupConsumer } from './support/fakes.js';
+import { CHANNELS, monitorTargets } from '../../services/check-runner/src/channels/index.js';
+import { AlertDispatcher, OffsetWatermarks } from '../../services/check-runner/src/dispatcher.js';
+import { httpCall } from '../../services/check-runner/src/http-client.js';
+import {
+  fakeBatch,
+  fakeGroupConsumers,
+  sampleAlert,
+  settle,
+  silentLogger,
+  until,
+  type FakeGroupConsumer,
+} from './support/fakes.js';
 
-const alert: AlertMessage = {
-  id: 'alr_000000000000000000000001',
-  type: 'monitor.down',
-  monitor_id: 'mon_a',
-  incident_id: 'chk_1',
-  created_at: '2026-11-22T10:00:00.000Z',
-  check: {
-    id: 'chk_1',
-    status: 'down',
-    response_time: 3,
-    status_code: 0,
-    error: 'connection_refused',
-    created_at: '2026-11-22T10:00:00Z',
-  },
-  monitor: { name: 'a', url: 'http://a.test/' },
-};
+const alert = sampleAlert;
 
-describe('webhook dispatcher (unit, a local receiver)', () => {
+describe('alert dispatcher with the webhook channel (unit, a local receiver)', () => {
   let server: Server;
   let url: string;
   let hangingUrl: string;
   let answers: number[];
   const received: IncomingHttpHeaders[] = [];
   /** Records of delivery attempts, as published. */
-  const records: WebhookDeliveryMessage[] = [];
+  const records: ChannelDeliveryMessage[] = [];
   /** What publishing a record waits for (resolved at once unless a test holds it). */
   let recorded: Promise<void> = Promise.resolve();
 
@@ -80,24 +75,26 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
   function dispatcher(
     retryBaseMs: number,
     monitors: StoredMonitor[] = [monitor('mon_a', [url])],
-  ): { d: WebhookDispatcher; group: FakeGroupConsumer } {
+  ): { d: AlertDispatcher; group: FakeGroupConsumer } {
     const { factory, built } = fakeGroupConsumers();
     const byId = new Map(monitors.map((m) => [m.id, m]));
-    const d = new WebhookDispatcher({
+    // The receiver listens on loopback: allowed here.
+    const policy = new EgressPolicy({ allow: ['127.0.0.1/32', '::1/128'] });
+    const d = new AlertDispatcher({
       consumers: factory,
       logger: silentLogger,
       registry: new Registry(),
       validators: createValidators(),
       topic: 'alerts',
       groupId: 'webhooks',
-      monitors: { get: (id) => byId.get(id), reload: () => Promise.resolve() },
+      targets: monitorTargets({ get: (id) => byId.get(id), reload: () => Promise.resolve() }),
+      channels: CHANNELS,
+      http: (call) => httpCall({ ...call, policy }),
       userAgent: 'test',
       timeoutMs: 2000,
       maxAttempts: 3,
       retryBaseMs,
       maxPending: 100,
-      // The receiver listens on loopback: allowed here.
-      policy: new EgressPolicy({ allow: ['127.0.0.1/32', '::1/128'] }),
       record: (r) => {
         records.push(r);
         return recorded;
@@ -135,7 +132,7 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
     await until(() => group.commits.length === 1, 'the commit');
     for (const r of records)
       expect(v.webhookDeliveryMessage(r), JSON.stringify(v.webhookDeliveryMessage.errors)).to.equal(true);
-    const byUrl = (u: string): WebhookDeliveryMessage[] => records.filter((r) => r.url === u);
+    const byUrl = (u: string): ChannelDeliveryMessage[] => records.filter((r) => r.url === u);
     const hook = byUrl(new URL(url).origin).map(({ attempt, status, status_code, error }) => ({
       attempt,
       status,
@@ -158,9 +155,14 @@ describe('webhook dispatcher (unit, a local receiver)', () => {
       records.every((r) => r.alert_id === alert.id && r.tenant_id === 'ten_a' && r.monitor_id === 'mon_a'),
     ).to.equal(true);
     expect(records.every((r) => r.duration_ms >= 0 && Date.parse(r.attempted_at) > 0)).to.equal(true);
+    expect(records.map((r) => r.channel)).to.deep.equal(records.map(() => 'webhook'));
     expect(new Set(records.map((r) => r.id)).size).to.equal(records.length);
     expect(JSON.stringify(records)).not.to.include('s3cret');
-    expect(JSON.stringify(records), 'no path: Slack and Discord keep their secret there').not.to.match(/hook|denied/);
+    // (Without `channel`, whose value `webhook` contains the path's `hook`.)
+    const withoutChannel = records.map(({ channel: _channel, ...r }) => r);
+    expect(JSON.stringify(withoutChannel), 'no path: Slack and Discord keep their secret there').not.to.match(
+      /hook|denied/,
+    );
   });
 
   it('marks the last allowed attempt failed', async () => {

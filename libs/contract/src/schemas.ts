@@ -17,6 +17,7 @@ import { dateTime } from './schema-parts.js';
 import { monitorSettings, monitorUrl, M } from './monitor-schema.js';
 
 export { monitorSettingsSchema } from './monitor-schema.js';
+import { CHANNEL_TYPES } from './channels.js';
 
 /**
  * JSON Schemas, written once. They drive validation (ajv) in every service and are the
@@ -300,6 +301,8 @@ export const webhookDeliveryMessageSchema = {
     /** Why the attempt failed; absent when the endpoint answered (see status_code). */
     error: checkProperties.error,
     attempted_at: dateTime,
+    /** The alert channel; absent in records published before channels (webhooks). */
+    channel: { type: 'string', enum: CHANNEL_TYPES },
   },
 } as const;
 
@@ -308,9 +311,11 @@ export const webhookDeliverySchema = {
   $id: 'WebhookDelivery',
   type: 'object',
   additionalProperties: false,
-  required: [...webhookDeliveryRequired, 'error', 'attempted_at'],
+  required: [...webhookDeliveryRequired, 'error', 'attempted_at', 'channel'],
   properties: {
     ...webhookDeliveryProperties,
+    /** The alert channel the attempt went through (`webhook`: a signed webhook). */
+    channel: { type: 'string', enum: CHANNEL_TYPES },
     /** Why the attempt failed without an answer (timeout, connection_refused, target_not_allowed, ...); null when the endpoint answered. */
     error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
     /** UTC, in milliseconds. */

@@ -1,5 +1,5 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
+import { createAjv } from './ajv.js';
 import { ALL_SCHEMAS } from './schemas.js';
 import type {
   AlertMessage,
@@ -19,15 +19,7 @@ import type {
   WebhookDeliveryMessage,
 } from './types.js';
 
-// NOTE: ajv-formats is CommonJS with a default export; under NodeNext its default
-// import is the module object on some toolchains and the function on others.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as ((
-  ajv: Ajv,
-  formats: string[],
-) => Ajv) & { get(name: string): (s: string) => boolean };
-
-export { parsesAsUrl } from './urls.js';
-import { parsesAsUrl } from './urls.js';
+export { describeErrors, parsesAsUrl, type Problem } from './ajv.js';
 
 export interface Validators {
   ingestRequest: ValidateFunction<IngestRequest>;
@@ -49,11 +41,7 @@ export interface Validators {
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
 export function createValidators(): Validators {
-  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, schemas: [...ALL_SCHEMAS] });
-  addFormats(ajv, ['date-time', 'uuid']);
-  // ajv-formats' RFC 3986 check, and a URL the services can parse (parsesAsUrl).
-  const uri = addFormats.get('uri');
-  ajv.addFormat('uri', (s: string) => uri(s) && parsesAsUrl(s));
+  const ajv = createAjv(ALL_SCHEMAS);
   const get = <T>(id: string): ValidateFunction<T> => {
     const fn = ajv.getSchema<T>(id);
     if (!fn) throw new Error(`schema ${id} missing`);
@@ -76,29 +64,4 @@ export function createValidators(): Validators {
     statusPage: get<StatusPage>('StatusPage'),
     publicStatusPage: get<PublicStatusPage>('PublicStatusPage'),
   };
-}
-
-export interface Problem {
-  /** JSON pointer into the body, e.g. `/events/3/source`. */
-  path: string;
-  message: string;
-}
-
-/** Turns ajv's errors into short, stable, client-facing problems (at most `max`). */
-export function describeErrors(errors: ErrorObject[] | null | undefined, max = 50): Problem[] {
-  if (!errors) return [];
-  return errors.slice(0, max).map((e) => {
-    let path = e.instancePath || '/';
-    let message = e.message ?? 'is invalid';
-    if (e.keyword === 'additionalProperties') {
-      const extra = (e.params as { additionalProperty: string }).additionalProperty;
-      path = `${e.instancePath}/${extra}`;
-      message = 'is not an allowed field';
-    } else if (e.keyword === 'required') {
-      const missing = (e.params as { missingProperty: string }).missingProperty;
-      path = `${e.instancePath}/${missing}`;
-      message = 'is required';
-    }
-    return { path, message };
-  });
 }

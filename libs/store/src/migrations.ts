@@ -42,6 +42,7 @@ const VERSIONS: Record<number, string> = {
   9: 'public status pages',
   10: 'checks: location and tls_days_left',
   11: 'alerts: maintenance',
+  12: 'webhook deliveries: channel',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [

@@ -1,9 +1,10 @@
 import {
   DEFAULT_TENANT,
+  type ChannelDelivery,
+  type ChannelDeliveryMessage,
+  type ChannelType,
   type CheckError,
   type Validators,
-  type WebhookDelivery,
-  type WebhookDeliveryMessage,
 } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
@@ -27,6 +28,10 @@ export const webhookDeliveriesMigrations: MigrationsByVersion = {
       ORDER BY (tenant_id, monitor_id, attempted_at, id)`,
   ],
   8: (db, _name, engine) => lowCardinality(db, engine, 'webhook_deliveries', ['alert_type', 'status']),
+  // Rows from before hold webhook deliveries: the default says so.
+  12: () => [
+    { addColumn: { table: 'webhook_deliveries', column: 'channel', type: `String DEFAULT ${sqlString('webhook')}` } },
+  ],
 };
 
 /** A row of `webhook_deliveries` as inserted. */
@@ -45,6 +50,7 @@ export interface WebhookDeliveryRow {
   duration_ms: number;
   error: string;
   inserted_at: number;
+  channel: ChannelType;
 }
 
 export function decodeWebhookDelivery(v: Validators, value: Buffer | null): Decoded<WebhookDeliveryRow> {
@@ -53,7 +59,7 @@ export function decodeWebhookDelivery(v: Validators, value: Buffer | null): Deco
     'webhook delivery',
     value,
     'attempted_at',
-    (d: WebhookDeliveryMessage, at, now) => ({
+    (d: ChannelDeliveryMessage, at, now) => ({
       tenant_id: d.tenant_id ?? DEFAULT_TENANT,
       monitor_id: d.monitor_id,
       attempted_at: at,
@@ -68,6 +74,8 @@ export function decodeWebhookDelivery(v: Validators, value: Buffer | null): Deco
       duration_ms: d.duration_ms,
       error: d.error ?? '',
       inserted_at: now,
+      // Published before channels: a webhook.
+      channel: d.channel ?? 'webhook',
     }),
   );
 }
@@ -97,7 +105,7 @@ export function webhookDeliveriesSql(database: string, q: WebhookDeliveriesQuery
     where.push(`(attempted_at_ms < ${ms} OR (attempted_at_ms = ${ms} AND id < ${sqlString(q.cursor.id)}))`);
   }
   return `SELECT id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
-      attempted_at_ms
+      attempted_at_ms, channel
     FROM ${sqlIdentifier(database)}.webhook_deliveries
     WHERE ${where.join(' AND ')}
     ORDER BY attempted_at_ms DESC, id DESC
@@ -118,20 +126,22 @@ export interface WebhookDeliveryReadRow {
   duration_ms: number | string;
   error: string;
   attempted_at_ms: number | string;
+  channel: string;
 }
 
-export function rowToWebhookDelivery(r: WebhookDeliveryReadRow): WebhookDelivery {
+export function rowToWebhookDelivery(r: WebhookDeliveryReadRow): ChannelDelivery {
   return {
     id: r.id,
     monitor_id: r.monitor_id,
     alert_id: r.alert_id,
-    alert_type: r.alert_type as WebhookDelivery['alert_type'],
+    alert_type: r.alert_type as ChannelDelivery['alert_type'],
     url: r.url,
     attempt: Number(r.attempt),
-    status: r.status as WebhookDelivery['status'],
+    status: r.status as ChannelDelivery['status'],
     status_code: Number(r.status_code),
     duration_ms: Number(r.duration_ms),
     error: (r.error || null) as CheckError | null,
     attempted_at: new Date(Number(r.attempted_at_ms)).toISOString(),
+    channel: r.channel as ChannelType,
   };
 }

@@ -14,12 +14,14 @@ import {
 } from '@telemetry/platform';
 import { MonitorStore } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
+import { CHANNELS, monitorTargets } from './channels/index.js';
 import type { RunnerConfig } from './config.js';
 import { probeMap, probeWith } from './probes/index.js';
+import { AlertDispatcher } from './dispatcher.js';
+import { httpCall } from './http-client.js';
 import { lastAlerts, lastHeartbeat, RegistryCache, slotChecks } from './registry.js';
 import { Scheduler } from './scheduler.js';
 import { stateFromLastAlert } from './state.js';
-import { WebhookDispatcher } from './webhooks.js';
 
 export interface CheckRunner {
   runner: ServiceRunner;
@@ -100,20 +102,21 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     maxBodyBytes: config.maxBodyBytes,
     stateSettleMs: config.stateSettleMs,
   });
-  const webhooks = new WebhookDispatcher({
+  const webhooks = new AlertDispatcher({
     consumers: groupConsumers,
     logger,
     registry,
     validators: createValidators(),
     topic: config.alertsTopic,
     groupId: config.webhookGroupId,
-    monitors,
+    targets: monitorTargets(monitors),
+    channels: CHANNELS,
+    http: (call) => httpCall({ ...call, policy }),
     userAgent,
     timeoutMs: config.webhookTimeoutMs,
     maxAttempts: config.webhookMaxAttempts,
     retryBaseMs: config.webhookRetryBaseMs,
     maxPending: config.webhookMaxPending,
-    policy,
     record: (d) => publisher.send(config.webhookDeliveriesTopic, [{ key: d.monitor_id, value: JSON.stringify(d) }]),
   });
 

@@ -1,4 +1,5 @@
 import type { KafkaMessage } from 'kafkajs';
+import type { AlertMessage } from '@telemetry/contract';
 import {
   createLogger,
   LineCollector,
@@ -203,3 +204,21 @@ export class LineLogger {
     return this.lines.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
   }
 }
+
+/** An alert as the check runner publishes it (a monitor down, its check refused). */
+export const sampleAlert: AlertMessage = {
+  id: 'alr_000000000000000000000001',
+  type: 'monitor.down',
+  monitor_id: 'mon_a',
+  incident_id: 'chk_1',
+  created_at: '2026-11-22T10:00:00.000Z',
+  check: {
+    id: 'chk_1',
+    status: 'down',
+    response_time: 3,
+    status_code: 0,
+    error: 'connection_refused',
+    created_at: '2026-11-22T10:00:00Z',
+  },
+  monitor: { name: 'a', url: 'http://a.test/' },
+};

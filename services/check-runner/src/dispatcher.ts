@@ -1,28 +1,24 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { AlertMessage, CheckError, Validators, WebhookDeliveryMessage } from '@telemetry/contract';
+import type {
+  AlertMessage,
+  AnyChannelTarget,
+  ChannelDeliveryMessage,
+  ChannelTarget,
+  ChannelType,
+  Validators,
+} from '@telemetry/contract';
 import { counter, KeyedQueue, OnGroupConsumer } from '@telemetry/platform';
 import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
-import { maskWebhookUrl, originOf, type StoredMonitor } from '@telemetry/store';
-import { httpCall, HttpCallError } from './http-client.js';
-import type { EgressPolicy } from '@telemetry/platform';
-
-/**
- * `X-Telemetry-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with
- * the monitor's webhook secret (the scheme Stripe uses): receivers recompute it and
- * reject old timestamps to stop replays.
- */
-export function signature(secret: string, body: string, unixSeconds: number): string {
-  const mac = createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex');
-  return `t=${unixSeconds},v1=${mac}`;
-}
-
-/** A delivery attempt's answer: retry it, or not. */
-export function retriable(statusCode: number): boolean {
-  return statusCode === 408 || statusCode === 425 || statusCode === 429 || statusCode >= 500;
-}
+import {
+  channelFor,
+  type Answer,
+  type ChannelContext,
+  type ChannelHttp,
+  type ChannelRegistry,
+} from './channels/index.js';
 
 export interface DispatcherDeps {
   /** Builds the group member (serviceKafka(...).groupConsumers in production: KAFKA_CLIENT picks the library). */
@@ -32,17 +28,26 @@ export interface DispatcherDeps {
   validators: Validators;
   topic: string;
   groupId: string;
-  monitors: { get(id: string): StoredMonitor | undefined; reload(id: string): Promise<void> };
+  /**
+   * Where an alert goes (monitorTargets in channels/index.ts: its monitor's targets).
+   * NOTE: must not reject: an alert whose targets cannot be found would stay pending
+   * and hold every later offset of its partition uncommitted.
+   */
+  targets: (alert: AlertMessage) => Promise<readonly AnyChannelTarget[]>;
+  /** The channel of each target type (CHANNELS in production). */
+  channels: ChannelRegistry;
+  /** The runner's HTTP client, bound to the egress policy every delivery's connection is judged by. */
+  http: ChannelHttp;
   userAgent: string;
   timeoutMs: number;
   maxAttempts: number;
   retryBaseMs: number;
   /** Alerts read but not yet delivered or given up; reading waits beyond this. */
   maxPending: number;
-  /** The egress policy every delivery's connection is judged by. */
-  policy: EgressPolicy;
   /** Publishes the record of one delivery attempt (to the webhook-deliveries topic); resolves once it is in Kafka. */
-  record: (attempt: WebhookDeliveryMessage) => Promise<void>;
+  record: (attempt: ChannelDeliveryMessage) => Promise<void>;
+  /** The wall clock, in ms (Date.now unless a test sets it). */
+  now?: () => number;
 }
 
 /**
@@ -95,21 +100,26 @@ function latch(): { promise: Promise<void>; resolve: () => void } {
 }
 
 /**
- * Delivers each alert to its monitor's webhooks. It reads the alerts topic as its own
- * consumer group. Deliveries queue per endpoint (origin): one endpoint's deliveries go in
- * order, one at a time, retried with doubling waits (WEBHOOK_MAX_ATTEMPTS), and a dead
- * endpoint delays only its own. Offsets are committed in order, up to the oldest alert
- * whose webhooks are not all delivered or given up, so a runner that dies mid-delivery
- * leaves the alert to be delivered again: at least once, de-duplicate on
- * `X-Telemetry-Delivery` (the alert id).
+ * Delivers each alert to its targets through their channels (channels/), the same way
+ * for every channel. It reads the alerts topic as its own consumer group. Deliveries
+ * queue per endpoint (the channel's `endpoint`: a webhook's origin): one endpoint's
+ * deliveries go in order, one at a time, retried with doubling waits
+ * (WEBHOOK_MAX_ATTEMPTS), and a dead endpoint delays only its own. Offsets are committed
+ * in order, up to the oldest alert whose targets are not all delivered or given up, so a
+ * runner that dies mid-delivery leaves the alert to be delivered again: at least once
+ * (a webhook receiver de-duplicates on `X-Telemetry-Delivery`, the alert id).
+ *
+ * NOTE: its component, consumer and metric names still say `webhook`: they are what
+ * readiness output, dashboards and alerting rules (deploy/) name.
  */
-export class WebhookDispatcher extends OnGroupConsumer {
+export class AlertDispatcher extends OnGroupConsumer {
   readonly name = 'webhooks';
   protected readonly consumer: GroupConsumer;
   private stopping = false;
   /** Cuts retry waits short when the runner stops. */
   private readonly stopped = new AbortController();
-  private readonly deliveries: Counter<'outcome'>;
+  private readonly deliveries: Counter<'outcome' | 'channel'>;
+  private readonly now: () => number;
   private readonly unrecorded: Counter;
   private readonly watermarks = new OffsetWatermarks();
   private readonly queues = new KeyedQueue();
@@ -120,19 +130,21 @@ export class WebhookDispatcher extends OnGroupConsumer {
 
   constructor(private readonly deps: DispatcherDeps) {
     super();
-    // outcome: delivered, retried, failed (given up)
-    this.deliveries = counter(deps.registry, 'runner_webhook_deliveries_total', 'Webhook delivery attempts', [
+    this.now = deps.now ?? Date.now;
+    // outcome: delivered, retried, failed (given up); channel: the target's type
+    this.deliveries = counter(deps.registry, 'runner_webhook_deliveries_total', 'Alert delivery attempts', [
       'outcome',
+      'channel',
     ]);
     this.unrecorded = counter(
       deps.registry,
       'runner_webhook_records_failed_total',
-      'Webhook delivery attempts whose record could not be published (missing from the delivery log)',
+      'Delivery attempts whose record could not be published (missing from the delivery log)',
     );
     const watermarks = this.watermarks;
     new Gauge({
       name: 'runner_webhook_alerts_pending',
-      help: 'Alerts read whose webhooks are not all delivered or given up',
+      help: 'Alerts read whose targets are not all delivered or given up',
       registers: [deps.registry],
       collect(this: Gauge) {
         this.set(watermarks.size());
@@ -188,7 +200,7 @@ export class WebhookDispatcher extends OnGroupConsumer {
     this.committing = this.committing.then(() =>
       this.consumer.commitOffsets([{ topic, partition, offset: String(next) }]).catch((err: unknown) => {
         // A rebalance took the partition: its new owner resumes from the last commit.
-        this.deps.logger.debug('webhook offset not committed', { topic, partition, err: String(err) });
+        this.deps.logger.debug('alert offset not committed', { topic, partition, err: String(err) });
       }),
     );
   }
@@ -207,25 +219,21 @@ export class WebhookDispatcher extends OnGroupConsumer {
     await this.dispatch(alert);
   }
 
-  /** Delivers `alert` to every webhook of its monitor, each through its endpoint's queue. */
+  /** Delivers `alert` to each of its targets, each through its endpoint's queue. */
   async dispatch(alert: AlertMessage): Promise<void> {
     // Held: a change made during a maintenance window pages nobody (docs/monitors.md).
     if (alert.maintenance) return;
-    let m = this.deps.monitors.get(alert.monitor_id);
-    if (!m) {
-      await this.deps.monitors.reload(alert.monitor_id).catch(() => undefined);
-      m = this.deps.monitors.get(alert.monitor_id);
-    }
-    if (!m || m.webhooks.length === 0) return;
-    const secret = m.webhook_secret;
+    const targets = await this.deps.targets(alert);
+    if (targets.length === 0) return;
     // The alert is finished (its offset committable) once every attempt's record is in Kafka too.
     const records: Promise<void>[] = [];
     try {
       await Promise.all(
-        m.webhooks.map((url) =>
+        targets.map((target) =>
           this.queues.run(
-            originOf(url), // deliveries to one endpoint (origin) wait for each other only
-            () => this.deliver(url, secret, alert, records),
+            // deliveries to one endpoint wait for each other only
+            `${target.type}\u0000${channelFor(this.deps.channels, target).endpoint(target.config)}`,
+            () => this.deliver(target, alert, records),
           ),
         ),
       );
@@ -235,117 +243,111 @@ export class WebhookDispatcher extends OnGroupConsumer {
   }
 
   /** Publishes the record of one attempt; a record that cannot be published is logged and counted, never retried by re-delivering. */
-  private record(alert: AlertMessage, url: string, attempt: number, started: Start, outcome: Outcome): Promise<void> {
-    const message: WebhookDeliveryMessage = {
+  private record(
+    alert: AlertMessage,
+    channel: ChannelType,
+    shown: string,
+    attempt: number,
+    started: Start,
+    status: ChannelDeliveryMessage['status'],
+    answer: Answer,
+  ): Promise<void> {
+    const message: ChannelDeliveryMessage = {
       id: randomUUID(),
       monitor_id: alert.monitor_id,
       ...(alert.tenant_id === undefined ? {} : { tenant_id: alert.tenant_id }),
       alert_id: alert.id,
       alert_type: alert.type,
-      url: maskWebhookUrl(url),
+      url: shown,
       attempt,
-      status: outcome.status,
-      status_code: outcome.statusCode,
+      status,
+      status_code: answer.statusCode,
       duration_ms: Math.max(0, Math.round(performance.now() - started.t)),
-      ...(outcome.error === undefined ? {} : { error: outcome.error }),
+      ...(answer.error === undefined ? {} : { error: answer.error }),
       attempted_at: new Date(started.at).toISOString(),
+      channel,
     };
     return this.deps.record(message).catch((err: unknown) => {
       this.unrecorded.inc();
-      this.deps.logger.warn('webhook delivery attempt not recorded', { alert_id: alert.id, err: String(err) });
+      this.deps.logger.warn(`${channel} delivery attempt not recorded`, { alert_id: alert.id, err: String(err) });
     });
   }
 
-  private async deliver(url: string, secret: string, alert: AlertMessage, records: Promise<void>[]): Promise<void> {
-    const body = JSON.stringify(alert);
+  private async deliver<T extends ChannelType>(
+    target: ChannelTarget<T>,
+    alert: AlertMessage,
+    records: Promise<void>[],
+  ): Promise<void> {
+    const channel = channelFor(this.deps.channels, target);
+    const type = target.type;
+    const shown = channel.shown(target.config);
+    const ctx: ChannelContext = {
+      http: this.deps.http,
+      userAgent: this.deps.userAgent,
+      timeoutMs: this.deps.timeoutMs,
+      signal: this.stopped.signal,
+      now: this.now,
+    };
     const last = (attempt: number): boolean => attempt >= this.deps.maxAttempts;
+    // Log lines name the channel (`webhook delivered`); fields never hold more than `shown`.
+    const fields = { alert_id: alert.id, channel: type, url: shown };
     for (let attempt = 1; ; attempt++) {
-      let outcome: string;
-      const started: Start = { at: Date.now(), t: performance.now() };
-      try {
-        const answer = await httpCall({
-          url,
-          method: 'POST',
-          headers: {
-            'Content-Type': 'application/json',
-            'User-Agent': this.deps.userAgent,
-            'X-Telemetry-Event': alert.type,
-            'X-Telemetry-Delivery': alert.id,
-            'X-Telemetry-Attempt': String(attempt),
-            'X-Telemetry-Signature': signature(secret, body, Math.floor(Date.now() / 1000)),
-          },
-          body,
-          timeoutMs: this.deps.timeoutMs,
-          maxRedirects: 0,
-          maxBodyBytes: 1024,
-          policy: this.deps.policy,
-        });
-        const statusCode = answer.statusCode;
-        const ok = statusCode >= 200 && statusCode < 300;
-        const status = ok ? 'delivered' : retriable(statusCode) && !last(attempt) ? 'retrying' : 'failed';
-        records.push(this.record(alert, url, attempt, started, { status, statusCode }));
-        if (ok) {
-          this.deliveries.inc({ outcome: 'delivered' });
-          this.deps.logger.info('webhook delivered', { alert_id: alert.id, url: maskWebhookUrl(url), attempt });
-          return;
-        }
-        if (!retriable(statusCode)) {
-          this.deliveries.inc({ outcome: 'failed' });
-          this.deps.logger.warn('webhook refused; not retried', {
-            alert_id: alert.id,
-            url: maskWebhookUrl(url),
-            status_code: statusCode,
+      const started: Start = { at: this.now(), t: performance.now() };
+      const rendered = channel.render({ alert, attempt }, target.config, started.at);
+      const answer = await channel.send(rendered, target.config, ctx);
+      const verdict = channel.classify(answer);
+      const status =
+        verdict === 'delivered' ? 'delivered' : verdict === 'retry' && !last(attempt) ? 'retrying' : 'failed';
+      records.push(this.record(alert, type, shown, attempt, started, status, answer));
+      if (verdict === 'delivered') {
+        this.deliveries.inc({ outcome: 'delivered', channel: type });
+        this.deps.logger.info(`${type} delivered`, { ...fields, attempt });
+        return;
+      }
+      if (verdict === 'give_up') {
+        this.deliveries.inc({ outcome: 'failed', channel: type });
+        if (answer.error === 'target_not_allowed') {
+          this.deps.logger.warn(`${type} target not allowed by the egress policy; not retried`, fields);
+        } else {
+          this.deps.logger.warn(`${type} refused; not retried`, {
+            ...fields,
+            status_code: answer.statusCode,
+            ...(answer.error === undefined ? {} : { error: answer.error }),
           });
-          return;
         }
-        outcome = `status ${statusCode}`;
-      } catch (err) {
-        const error: CheckError = err instanceof HttpCallError ? err.kind : 'network';
-        const status = error === 'target_not_allowed' || last(attempt) ? 'failed' : 'retrying';
-        records.push(this.record(alert, url, attempt, started, { status, statusCode: 0, error }));
-        if (error === 'target_not_allowed') {
-          this.deliveries.inc({ outcome: 'failed' });
-          this.deps.logger.warn('webhook target not allowed by the egress policy; not retried', {
-            alert_id: alert.id,
-            url: maskWebhookUrl(url),
-          });
-          return;
-        }
-        outcome = String(err);
+        return;
       }
       // The last attempt is given up even while stopping: its record says `failed`, so
       // it must not be delivered again.
       if (last(attempt)) {
-        this.deliveries.inc({ outcome: 'failed' });
-        this.deps.logger.warn('webhook given up', { alert_id: alert.id, url: maskWebhookUrl(url), attempt, outcome });
+        this.deliveries.inc({ outcome: 'failed', channel: type });
+        this.deps.logger.warn(`${type} given up`, { ...fields, attempt, outcome: outcomeOf(answer) });
         return;
       }
       if (this.stopping) {
         // Not committed: whoever reads the alerts next delivers it again.
-        throw new Error('stopping during a webhook delivery');
+        throw new Error('stopping during a delivery');
       }
-      this.deliveries.inc({ outcome: 'retried' });
+      this.deliveries.inc({ outcome: 'retried', channel: type });
       try {
         await sleep(Math.min(60_000, this.deps.retryBaseMs * 2 ** (attempt - 1)), undefined, {
           signal: this.stopped.signal,
         });
       } catch {
         // Stopping: not committed, so whoever reads the alerts next delivers it again.
-        throw new Error('stopping during a webhook delivery');
+        throw new Error('stopping during a delivery');
       }
     }
   }
+}
+
+/** An answer in words, for the log line of a delivery given up. */
+function outcomeOf(a: Answer): string {
+  return a.error === undefined ? `status ${a.statusCode}` : (a.detail ?? a.error);
 }
 
 /** When an attempt started: wall clock (its record's time) and monotonic (its duration). */
 interface Start {
   at: number;
   t: number;
-}
-
-/** How one attempt ended, as its record says. */
-interface Outcome {
-  status: WebhookDeliveryMessage['status'];
-  statusCode: number;
-  error?: CheckError;
 }

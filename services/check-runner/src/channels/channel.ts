@@ -1,0 +1,60 @@
+import type { AlertMessage, ChannelType, CheckError, Problem } from '@telemetry/contract';
+import type { HttpAnswer, HttpCall } from '../http-client.js';
+
+/** The runner's HTTP client, bound to its egress policy: every connection a channel makes is judged by it. */
+export type ChannelHttp = (call: Omit<HttpCall, 'policy'>) => Promise<HttpAnswer>;
+
+/** What a channel's send is given by the dispatcher: it reaches nothing else. */
+export interface ChannelContext {
+  http: ChannelHttp;
+  /** The runner's User-Agent. */
+  userAgent: string;
+  /** One attempt fails after this long (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number;
+  /**
+   * Aborted when the runner stops. NOTE: for waits of the channel's own; a request in
+   * flight is left to finish within timeoutMs, so that its record tells what happened
+   * (a last attempt cut short would be recorded `failed` and never delivered again).
+   */
+  signal: AbortSignal;
+  /** The wall clock, in ms since the epoch. */
+  now: () => number;
+}
+
+/** What one attempt got: the endpoint's status (0: no answer) and, without an answer, why. */
+export interface Answer {
+  statusCode: number;
+  error?: CheckError;
+  /** For log lines only (never in a record): what went wrong, in words. */
+  detail?: string;
+}
+
+/** What an answer means: delivered, worth another attempt later, or given up now. */
+export type Verdict = 'delivered' | 'retry' | 'give_up';
+
+/** What is sent: one alert, on its n-th attempt to one target (1 for the first). */
+export interface Notification {
+  alert: AlertMessage;
+  attempt: number;
+}
+
+/**
+ * One alert channel (channels/<type>.ts): what a target of its type is sent and what the
+ * answer means. The dispatcher (dispatcher.ts) does the rest (queues, retries, records,
+ * commits) the same way for every channel. `R` is the channel's rendered notification.
+ */
+export interface Channel<C, R = unknown> {
+  readonly type: ChannelType;
+  /** Problems of a config (the contract's schema: the API validates with the same). */
+  validate(config: unknown): Problem[];
+  /** Deliveries with the same endpoint go one at a time, in order; others never wait for them. */
+  endpoint(config: C): string;
+  /** The target as the delivery log and log lines show it: no secret in it. */
+  shown(config: C): string;
+  /** The notification, as attempt `n.attempt` sends it at `now` (ms). Pure. */
+  render(n: Notification, config: C, now: number): R;
+  /** Sends it; never throws (a failure is an Answer with `error`). */
+  send(rendered: R, config: C, ctx: ChannelContext): Promise<Answer>;
+  /** Pure. The dispatcher gives up a `retry` after the last allowed attempt. */
+  classify(answer: Answer): Verdict;
+}

@@ -1,0 +1,89 @@
+import { createHmac } from 'node:crypto';
+import {
+  channelConfigProblems,
+  createChannelValidators,
+  type ChannelValidators,
+  type WebhookChannelConfig,
+} from '@telemetry/contract';
+import { maskWebhookUrl, originOf } from '@telemetry/store';
+import { HttpCallError } from '../http-client.js';
+import type { Answer, Channel, ChannelContext, Notification, Verdict } from './channel.js';
+
+/**
+ * The signed webhook (docs/monitors.md, "Webhooks"): the alert message, as JSON, POSTed
+ * to the URL with the X-Telemetry-* headers, signed with the secret.
+ */
+
+/**
+ * `X-Telemetry-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with
+ * the monitor's webhook secret (the scheme Stripe uses): receivers recompute it and
+ * reject old timestamps to stop replays.
+ */
+export function signature(secret: string, body: string, unixSeconds: number): string {
+  const mac = createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex');
+  return `t=${unixSeconds},v1=${mac}`;
+}
+
+/** A delivery attempt's answer: retry it, or not. */
+export function retriable(statusCode: number): boolean {
+  return statusCode === 408 || statusCode === 425 || statusCode === 429 || statusCode >= 500;
+}
+
+/** One attempt's request: the body and the headers of ours (Content-Type and User-Agent are added by send). */
+export interface WebhookRequest {
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** Compiled on first use (nothing runs at import time). */
+let validators: ChannelValidators | undefined;
+
+export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
+  type: 'webhook',
+
+  validate: (config: unknown) => channelConfigProblems((validators ??= createChannelValidators()), 'webhook', config),
+
+  // Deliveries to one origin wait for each other only.
+  endpoint: (c) => originOf(c.url),
+
+  // Scheme and host: Slack, Discord and Telegram keep their secret in the path.
+  shown: (c) => maskWebhookUrl(c.url),
+
+  render({ alert, attempt }: Notification, c: WebhookChannelConfig, now: number): WebhookRequest {
+    const body = JSON.stringify(alert);
+    return {
+      body,
+      headers: {
+        'X-Telemetry-Event': alert.type,
+        'X-Telemetry-Delivery': alert.id,
+        'X-Telemetry-Attempt': String(attempt),
+        'X-Telemetry-Signature': signature(c.secret, body, Math.floor(now / 1000)),
+      },
+    };
+  },
+
+  async send(r: WebhookRequest, c: WebhookChannelConfig, ctx: ChannelContext): Promise<Answer> {
+    try {
+      const answer = await ctx.http({
+        url: c.url,
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'User-Agent': ctx.userAgent, ...r.headers },
+        body: r.body,
+        timeoutMs: ctx.timeoutMs,
+        maxRedirects: 0,
+        maxBodyBytes: 1024,
+      });
+      return { statusCode: answer.statusCode };
+    } catch (err) {
+      return { statusCode: 0, error: err instanceof HttpCallError ? err.kind : 'network', detail: String(err) };
+    }
+  },
+
+  classify(a: Answer): Verdict {
+    if (a.error === undefined && a.statusCode >= 200 && a.statusCode < 300) return 'delivered';
+    // Refused before anything was sent: another attempt would be refused too.
+    if (a.error === 'target_not_allowed') return 'give_up';
+    if (a.error !== undefined) return 'retry';
+    return retriable(a.statusCode) ? 'retry' : 'give_up';
+  },
+};
