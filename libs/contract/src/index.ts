@@ -10,4 +10,4 @@ export * from './fast-checks.js';
 export * from './monitor-fields.js';
 export * from './monitor-types/index.js';
 export { ipVersion } from './urls.js';
-export * from './channels.js';
+export * from './channels/index.js';

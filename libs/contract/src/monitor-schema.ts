@@ -243,3 +243,11 @@ export const monitorSettingsSchema = {
   additionalProperties: false,
   properties: monitorSettings,
 } as const;
+
+/** A monitor's webhook signing secret (write-only: shown once). */
+export const webhookSecret = {
+  type: 'string',
+  minLength: M.minWebhookSecretLength,
+  maxLength: M.maxWebhookSecretLength,
+  pattern: '^[\\x21-\\x7e]+$',
+} as const;

@@ -14,10 +14,10 @@ import {
   WEBHOOK_DELIVERY_STATUSES,
 } from './limits.js';
 import { dateTime } from './schema-parts.js';
-import { monitorSettings, monitorUrl, M } from './monitor-schema.js';
+import { monitorSettings, monitorUrl, webhookSecret } from './monitor-schema.js';
 
 export { monitorSettingsSchema } from './monitor-schema.js';
-import { CHANNEL_TYPES } from './channels.js';
+import { CHANNEL_TYPES } from './channels/index.js';
 
 /**
  * JSON Schemas, written once. They drive validation (ajv) in every service and are the
@@ -141,13 +141,6 @@ export const checkSchema = {
 } as const;
 
 export const monitorIdSchema = monitorId;
-
-const webhookSecret = {
-  type: 'string',
-  minLength: M.minWebhookSecretLength,
-  maxLength: M.maxWebhookSecretLength,
-  pattern: '^[\\x21-\\x7e]+$',
-} as const;
 
 /** The settings' names, in the schema's order. */
 const SETTING_KEYS = Object.keys(monitorSettings) as (keyof typeof monitorSettings)[];

@@ -1,62 +1,36 @@
 import type { ValidateFunction } from 'ajv';
-import { MONITOR_LIMITS } from './limits.js';
-import type { WebhookDelivery, WebhookDeliveryMessage } from './types.js';
-import { createAjv, describeErrors, type Problem } from './ajv.js';
+import type { WebhookDelivery, WebhookDeliveryMessage } from '../types.js';
+import { createAjv, describeErrors, type Problem } from '../ajv.js';
+import { webhookChannelConfigSchema, type WebhookChannelConfig } from './webhook.js';
+
+export { webhookChannelConfigSchema, type WebhookChannelConfig } from './webhook.js';
 
 /**
  * Alert channels: where an alert is sent (docs/monitors.md, "Webhooks"). Each type owns
  * a config schema here, so that what validates a channel's config (the query service,
  * when channels become an API of their own) is the same code the check runner relies
  * on; how a channel renders, sends and judges an answer lives in the runner
- * (services/check-runner/src/channels/<type>.ts). A new channel is one more value below,
- * one schema, one entry in ChannelConfigs and CHANNEL_CONFIG_SCHEMAS, and its runner module.
+ * (services/check-runner/src/channels/<type>.ts). A new channel is its module here
+ * (channels/<type>.ts: the config schema and its type), its value in CHANNEL_TYPES, its
+ * lines in CHANNEL_CONFIG_SCHEMAS and ChannelConfigs (the compiler refuses a type missing
+ * from either), and its runner module.
  */
 export const CHANNEL_TYPES = ['webhook'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 /**
- * A signed webhook: the alert message POSTed as JSON to `url`, signed with `secret`
- * (`X-Telemetry-Signature`). A monitor's `webhooks` and `webhook_secret` are such configs.
+ * Each type's config schema, from its module (channels/<type>.ts): a type without one,
+ * or one that is not a type, does not compile.
  */
-export const webhookChannelConfigSchema = {
-  $id: 'WebhookChannelConfig',
-  type: 'object',
-  additionalProperties: false,
-  required: ['url', 'secret'],
-  properties: {
-    // As a monitor's `webhooks` entries (schemas.ts).
-    url: {
-      type: 'string',
-      minLength: 8,
-      maxLength: MONITOR_LIMITS.maxUrlLength,
-      pattern: '^https?://[^\\s]+$',
-      format: 'uri',
-    },
-    // As a monitor's `webhook_secret`.
-    secret: {
-      type: 'string',
-      minLength: MONITOR_LIMITS.minWebhookSecretLength,
-      maxLength: MONITOR_LIMITS.maxWebhookSecretLength,
-      pattern: '^[\\x21-\\x7e]+$',
-    },
-  },
-} as const;
+export const CHANNEL_CONFIG_SCHEMAS = {
+  webhook: webhookChannelConfigSchema,
+} as const satisfies { readonly [T in ChannelType]: { readonly $id: string } };
 
-export interface WebhookChannelConfig {
-  url: string;
-  secret: string;
-}
-
-/** The config of each channel type: a type missing here makes ConfigOf (and every map keyed by type) fail to compile. */
+/** The config of each channel type (each derived from its schema in its module). */
 export interface ChannelConfigs {
   webhook: WebhookChannelConfig;
 }
 export type ConfigOf<T extends ChannelType> = ChannelConfigs[T];
-
-/** Each type's config schema (exhaustive: a type without one does not compile). */
-export const CHANNEL_CONFIG_SCHEMAS: { readonly [T in ChannelType]: { readonly $id: string } } = {
-  webhook: webhookChannelConfigSchema,
-};
 
 /** Where one alert goes: a channel type and its config. */
 export interface ChannelTarget<T extends ChannelType = ChannelType> {
