@@ -25,6 +25,10 @@ const monitor = (over: Partial<MonitorSettings>): MonitorSettings => ({
   ...over,
 });
 
+/** `a, b and c`, as the problems list the types. */
+const listed = (types: readonly string[]): string =>
+  types.length === 1 ? types[0]! : `${types.slice(0, -1).join(', ')} and ${types.at(-1)!}`;
+
 describe('monitor type modules (unit)', () => {
   it('has one module per value of the schema’s type enum, each under its own type', () => {
     expect(monitorSettingsSchema.properties.type.enum).to.deep.equal(MONITOR_TYPES);
@@ -60,7 +64,8 @@ describe('monitor type modules (unit)', () => {
     expect(paths(monitor({ tcp_send: 'PING' }))).to.deep.equal(['/tcp_send applies to tcp monitors only']);
     expect(
       paths(monitor({ type: 'heartbeat', url: 'heartbeat://mon_1', heartbeat_grace_seconds: 60, confirm_delay_ms: 5 })),
-    ).to.deep.equal(['/confirm_delay_ms applies to http, tcp, tls and dns monitors only']);
+    ).to.deep.equal([`/confirm_delay_ms applies to ${listed(typesUsing('confirm_delay_ms')!)} monitors only`]);
+    expect(typesUsing('confirm_delay_ms')).to.include.members(['http', 'tcp', 'tls', 'dns']);
     expect(typesUsing('interval_seconds')).to.equal(undefined);
     expect(paths(monitor({ url: 'heartbeat://mon_1' }))).to.deep.equal([
       '/url heartbeat:// is the URL of heartbeat monitors only',

@@ -17,7 +17,7 @@ describe('probe map (unit)', () => {
     // @ts-expect-error Property 'heartbeat' is missing: a type without a probe.
     const missing: ProbeMap = { http: any, tcp: any, tls: any, dns: any };
     // @ts-expect-error Object literal may only specify known properties: a probe for no type.
-    const extra: ProbeMap = { http: any, tcp: any, tls: any, dns: any, heartbeat: any, smtp: any };
+    const extra: ProbeMap = { http: any, tcp: any, tls: any, dns: any, heartbeat: any, no_such_type: any };
     // ProbeMap is keyed by MonitorType: a value added to MONITOR_TYPES is a missing key in probeMap.
     expect([missing, extra]).to.have.length(2);
   });
