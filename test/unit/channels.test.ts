@@ -74,7 +74,9 @@ describe('alert channels (unit)', () => {
         const r = validateChannelTarget(v, value);
         return r.ok ? [] : r.problems.map((p) => `${p.path} ${p.message}`);
       };
-      expect(problems({ type: 'sms', config })).to.deep.equal(['/type must be one of webhook']);
+      expect(problems({ type: 'no_such_channel', config })).to.deep.equal([
+        `/type must be one of ${CHANNEL_TYPES.join(', ')}`,
+      ]);
       expect(problems({ config })).to.deep.equal(['/type is required']);
       expect(problems({ type: 'webhook' })).to.deep.equal(['/config is required']);
       expect(problems({ type: 'webhook', config: { url: config.url } })).to.deep.equal(['/config/secret is required']);

@@ -14,6 +14,7 @@ import type {
   ChannelRegistry,
   Notification,
 } from '../../services/check-runner/src/channels/index.js';
+import { CHANNELS } from '../../services/check-runner/src/channels/index.js';
 import { AlertDispatcher } from '../../services/check-runner/src/dispatcher.js';
 import { fakeBatch, fakeGroupConsumers, sampleAlert, settle, silentLogger, until } from './support/fakes.js';
 
@@ -75,7 +76,8 @@ describe('alert dispatcher with a fake channel (unit)', () => {
     opts: { maxAttempts?: number; retryBaseMs?: number } = {},
   ) {
     const { factory, built } = fakeGroupConsumers();
-    const channels: ChannelRegistry = { webhook: channel };
+    // The fake stands in for the webhook; every other channel is the real one (never used here).
+    const channels: ChannelRegistry = { ...CHANNELS, webhook: channel };
     const http = (): never => {
       throw new Error('the fake channel sends nothing');
     };
