@@ -3,7 +3,6 @@ import { expect } from 'chai';
 import {
   createValidators,
   type AlertMessage,
-  type ChannelDelivery,
   type Check,
   type Incident,
   type Monitor,
@@ -330,7 +329,7 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     await eventually('the delivery', () => hooks.requests('/channel-hook')[0], 30_000);
     const path = `/api/monitors/${m.id}/webhook-deliveries`;
     const log = await eventually('a delivered attempt listed', async () => {
-      const r = await api<ChannelDelivery[]>('GET', `${path}?status=delivered`);
+      const r = await api<WebhookDelivery[]>('GET', `${path}?status=delivered`);
       return r.body.data.length > 0 ? r.body.data : undefined;
     });
     await api('PATCH', `/api/monitors/${m.id}`, { paused: true });

@@ -81,6 +81,20 @@ describe('secrets at rest and in answers (unit)', () => {
     expect(maskWebhookUrl('http://127.0.0.1:8080/discord/123/abc')).to.equal('http://127.0.0.1:8080');
   });
 
+  it('names the stored secrets a change to a type whose URL the server sets leaves behind', () => {
+    // An http monitor made heartbeat: its URL becomes heartbeat://<id>, its headers go.
+    const { patch, dropped } = unmaskPatch(stored, { type: 'heartbeat' });
+    expect(dropped).to.deep.equal(['url.userinfo', 'url.query.y', 'headers.Authorization', 'headers.X-Api-Key']);
+    expect(patch.headers).to.deep.equal({});
+    // Another type with a URL of its own: as any URL change.
+    expect(unmaskPatch(stored, { type: 'tcp', url: 'tcp://example.test:25' }).dropped).to.deep.equal([
+      'url.userinfo',
+      'headers.Authorization',
+      'headers.X-Api-Key',
+    ]);
+    expect(unmaskPatch({ ...stored, type: 'heartbeat' }, { type: 'heartbeat' }).dropped).to.deep.equal([]);
+  });
+
   it('keeps a stored secret when a PATCH sends back its mask, and replaces it otherwise', () => {
     const { patch, dropped } = unmaskPatch(stored, {
       url: 'https://example.test/x?y=****',

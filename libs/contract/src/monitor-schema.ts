@@ -42,8 +42,8 @@ export const monitorSettings = {
   type: { title: 'Type', type: 'string', enum: MONITOR_TYPES, default: 'http' },
   url: {
     title: 'URL',
-    description:
-      'http(s)://… for http, tcp://host:port for tcp, tls://host[:port] for tls, dns://name for dns; none for heartbeat. Stored query values show as ****; another host drops the stored headers and credentials',
+    // The console puts each type's URL form (its module's urlHint) before it.
+    description: 'Stored query values show as ****; another host drops the stored headers and credentials',
     ...monitorUrl,
   },
   method: { title: 'Method', type: 'string', enum: MONITOR_METHODS, default: 'GET' },

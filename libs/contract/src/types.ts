@@ -1,7 +1,13 @@
-import type { AlertType, CheckError, CheckStatus, MonitorStatus, WebhookDeliveryStatus } from './limits.js';
+import type { AlertType, CheckError, CheckStatus, MonitorStatus } from './limits.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { monitorSettingsSchema } from './monitor-schema.js';
-import type { monitorCreateSchema, monitorPatchSchema, monitorSchema } from './schemas.js';
+import type {
+  monitorCreateSchema,
+  monitorPatchSchema,
+  monitorSchema,
+  webhookDeliveryMessageSchema,
+  webhookDeliverySchema,
+} from './schemas.js';
 
 export interface TelemetryEvent {
   source: string;
@@ -149,25 +155,8 @@ export interface Incident {
   maintenance?: boolean;
 }
 
-interface WebhookDeliveryFields {
-  id: string;
-  monitor_id: string;
-  alert_id: string;
-  alert_type: AlertType;
-  url: string;
-  attempt: number;
-  status: WebhookDeliveryStatus;
-  status_code: number;
-  duration_ms: number;
-}
+/** A delivery attempt's record on the webhook-deliveries topic (`channel` absent: a webhook). */
+export type WebhookDeliveryMessage = FromSchema<typeof webhookDeliveryMessageSchema>;
 
-export interface WebhookDeliveryMessage extends WebhookDeliveryFields {
-  tenant_id?: string;
-  error?: CheckError;
-  attempted_at: string;
-}
-
-export interface WebhookDelivery extends WebhookDeliveryFields {
-  error: CheckError | null;
-  attempted_at: string;
-}
+/** A delivery attempt as GET /api/monitors/{id}/webhook-deliveries returns it. */
+export type WebhookDelivery = FromSchema<typeof webhookDeliverySchema>;

@@ -1,4 +1,4 @@
-import type { MonitorPatch, MonitorSettings } from '@telemetry/contract';
+import { monitorTypeModule, type MonitorPatch, type MonitorSettings } from '@telemetry/contract';
 
 /**
  * A monitor's secrets and what is shown of them (docs/api.md, "Secrets"). Stored: the
@@ -90,7 +90,7 @@ export function originOf(url: string): string {
 }
 
 /** The stored secrets a PATCH has to do with: the monitor's URL, headers and webhooks. */
-type Secrets = Pick<MonitorSettings, 'url' | 'headers' | 'webhooks'>;
+type Secrets = Pick<MonitorSettings, 'url' | 'headers' | 'webhooks'> & Partial<Pick<MonitorSettings, 'type'>>;
 
 /** A PATCH with the stored secrets put back for what it sent masked, and the secrets it dropped. */
 export interface UnmaskedPatch {
@@ -116,7 +116,11 @@ export function unmaskPatch(current: Secrets, patch: MonitorPatch): UnmaskedPatc
   const out: MonitorPatch = { ...patch };
   const dropped: string[] = [];
   let moved = false;
-  if (patch.url !== undefined && patch.url !== current.url) {
+  // Made a type whose URL the server sets (heartbeat): the URL leaves its origin too.
+  if (patch.url === undefined && serverSetsUrl(current, patch)) {
+    moved = true;
+    dropped.push(...urlSecrets(current.url));
+  } else if (patch.url !== undefined && patch.url !== current.url) {
     if (patch.url === maskUrl(current.url)) out.url = current.url;
     else {
       moved = originOf(patch.url) !== originOf(current.url);
@@ -139,6 +143,24 @@ export function unmaskPatch(current: Secrets, patch: MonitorPatch): UnmaskedPatc
   }
   if (patch.webhooks !== undefined) out.webhooks = unmaskWebhooks(current.webhooks, patch.webhooks);
   return { patch: out, dropped };
+}
+
+/** Does the PATCH make the monitor a type whose URL the server sets (heartbeat://<id>)? */
+function serverSetsUrl(current: Secrets, patch: MonitorPatch): boolean {
+  return (
+    patch.type !== undefined && patch.type !== current.type && monitorTypeModule(patch.type).serverScheme !== undefined
+  );
+}
+
+/** The secrets a URL holds, as `dropped` names them: its userinfo and its query values. */
+function urlSecrets(raw: string): string[] {
+  const url = parsed(raw);
+  if (!url) return [];
+  const out = url.username !== '' || url.password !== '' ? ['url.userinfo'] : [];
+  for (const q of queryItems(url.search)) {
+    if (q.value !== '') out.push(q.name === undefined ? 'url.query' : `url.query.${q.name}`);
+  }
+  return out;
 }
 
 /** Each webhook sent as a stored one's scheme and host stands for every stored webhook shown so. */

@@ -144,7 +144,7 @@ export function placeholderMonitor(
   return {
     tenant_id: tenantId,
     id,
-    ...DEFAULT_MONITOR,
+    ...typeDefaults('http'),
     name,
     url: 'http://127.0.0.1:9/',
     paused: true,

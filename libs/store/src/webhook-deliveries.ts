@@ -1,7 +1,7 @@
 import {
   DEFAULT_TENANT,
-  type ChannelDelivery,
-  type ChannelDeliveryMessage,
+  type WebhookDelivery,
+  type WebhookDeliveryMessage,
   type ChannelType,
   type CheckError,
   type Validators,
@@ -59,7 +59,7 @@ export function decodeWebhookDelivery(v: Validators, value: Buffer | null): Deco
     'webhook delivery',
     value,
     'attempted_at',
-    (d: ChannelDeliveryMessage, at, now) => ({
+    (d: WebhookDeliveryMessage, at, now) => ({
       tenant_id: d.tenant_id ?? DEFAULT_TENANT,
       monitor_id: d.monitor_id,
       attempted_at: at,
@@ -129,15 +129,15 @@ export interface WebhookDeliveryReadRow {
   channel: string;
 }
 
-export function rowToWebhookDelivery(r: WebhookDeliveryReadRow): ChannelDelivery {
+export function rowToWebhookDelivery(r: WebhookDeliveryReadRow): WebhookDelivery {
   return {
     id: r.id,
     monitor_id: r.monitor_id,
     alert_id: r.alert_id,
-    alert_type: r.alert_type as ChannelDelivery['alert_type'],
+    alert_type: r.alert_type as WebhookDelivery['alert_type'],
     url: r.url,
     attempt: Number(r.attempt),
-    status: r.status as ChannelDelivery['status'],
+    status: r.status as WebhookDelivery['status'],
     status_code: Number(r.status_code),
     duration_ms: Number(r.duration_ms),
     error: (r.error || null) as CheckError | null,

@@ -5,7 +5,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type {
   AlertMessage,
   AnyChannelTarget,
-  ChannelDeliveryMessage,
+  WebhookDeliveryMessage,
   ChannelTarget,
   ChannelType,
   Validators,
@@ -45,7 +45,7 @@ export interface DispatcherDeps {
   /** Alerts read but not yet delivered or given up; reading waits beyond this. */
   maxPending: number;
   /** Publishes the record of one delivery attempt (to the webhook-deliveries topic); resolves once it is in Kafka. */
-  record: (attempt: ChannelDeliveryMessage) => Promise<void>;
+  record: (attempt: WebhookDeliveryMessage) => Promise<void>;
   /** The wall clock, in ms (Date.now unless a test sets it). */
   now?: () => number;
 }
@@ -249,10 +249,10 @@ export class AlertDispatcher extends OnGroupConsumer {
     shown: string,
     attempt: number,
     started: Start,
-    status: ChannelDeliveryMessage['status'],
+    status: WebhookDeliveryMessage['status'],
     answer: Answer,
   ): Promise<void> {
-    const message: ChannelDeliveryMessage = {
+    const message: WebhookDeliveryMessage = {
       id: randomUUID(),
       monitor_id: alert.monitor_id,
       ...(alert.tenant_id === undefined ? {} : { tenant_id: alert.tenant_id }),
@@ -265,7 +265,9 @@ export class AlertDispatcher extends OnGroupConsumer {
       duration_ms: Math.max(0, Math.round(performance.now() - started.t)),
       ...(answer.error === undefined ? {} : { error: answer.error }),
       attempted_at: new Date(started.at).toISOString(),
-      channel,
+      // A webhook's record leaves `channel` out (it reads as webhook): a stream consumer
+      // older than channels, whose schema does not know the field, still takes it.
+      ...(channel === 'webhook' ? {} : { channel }),
     };
     return this.deps.record(message).catch((err: unknown) => {
       this.unrecorded.inc();

@@ -1,5 +1,4 @@
 import type { ValidateFunction } from 'ajv';
-import type { WebhookDelivery, WebhookDeliveryMessage } from '../types.js';
 import { createAjv, describeErrors, type Problem } from '../ajv.js';
 import { webhookChannelConfigSchema, type WebhookChannelConfig } from './webhook.js';
 
@@ -85,11 +84,3 @@ export function validateChannelTarget(
   else problems.push(...channelConfigProblems(v, type, config, '/config'));
   return problems.length > 0 ? { ok: false, problems } : { ok: true, target: value as AnyChannelTarget };
 }
-
-/**
- * A delivery attempt's record with the channel it went through. NOTE: types.ts is to
- * gain `channel` itself; until then these name the message and API shapes with it.
- * `channel` is optional on the topic: records published before channels existed are webhooks.
- */
-export type ChannelDeliveryMessage = WebhookDeliveryMessage & { channel?: ChannelType };
-export type ChannelDelivery = WebhookDelivery & { channel: ChannelType };

@@ -6,6 +6,7 @@ export const httpType: MonitorTypeModule<'http'> = {
   type: 'http',
   label: 'HTTP(S)',
   urlForm: 'an http monitor checks an http:// or https:// URL',
+  urlHint: 'http(s)://…',
   fields: ['keyword', 'body', 'headers', 'confirm_delay_ms'],
   defaults: {},
   problems(s, url) {

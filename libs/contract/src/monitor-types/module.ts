@@ -18,8 +18,10 @@ export interface MonitorTypeModule<T extends MonitorType = MonitorType> {
   readonly type: T;
   /** What the console's type menu says. */
   readonly label: string;
-  /** How its URL looks: the API's problem when it does not fit, and the console's hint. */
+  /** How its URL looks: the API's problem when it does not fit. */
   readonly urlForm: string;
+  /** Its URL in short, for the console's hint (`tcp://host:port`); none when the server sets it. */
+  readonly urlHint?: string;
   /**
    * The settings this type uses that not every type does. Set on a monitor of a type
    * that does not list them, they are refused; a change of type puts the old type's ones

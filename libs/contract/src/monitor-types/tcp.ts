@@ -5,6 +5,7 @@ export const tcpType: MonitorTypeModule<'tcp'> = {
   type: 'tcp',
   label: 'TCP port',
   urlForm: 'a tcp monitor checks tcp://host:port, with nothing else',
+  urlHint: 'tcp://host:port',
   fields: ['tcp_send', 'tcp_expect', 'confirm_delay_ms'],
   defaults: {},
   problems(_s, url) {

@@ -56,6 +56,15 @@ function kindOf(s: SettingSchema): Field['kind'] {
   return s.format === 'uri' ? 'url' : 'text';
 }
 
+/** Each type's URL in short, from its module: `http(s)://… for http, …; none for heartbeat`. */
+function urlForms(): string {
+  const given = modules.filter((m) => m.urlHint !== undefined).map((m) => `${m.urlHint!} for ${m.type}`);
+  const none = modules.filter((m) => m.urlHint === undefined).map((m) => m.type);
+  return [given.join(', '), none.length > 0 ? `none for ${listFormat.format(none)}` : undefined]
+    .filter((p) => p !== undefined)
+    .join('; ');
+}
+
 /** One setting's field, from its schema: title, description, type, enum, format, default. */
 function field(name: SettingName): Field {
   const s = settingSchema(name);
@@ -66,6 +75,7 @@ function field(name: SettingName): Field {
   const typeDefaults = [...new Set(modules.flatMap((m) => (name in m.defaults ? [asText(m.defaults[name])] : [])))];
   const hint = [
     users ? `${listFormat.format(users)} monitors only` : undefined,
+    name === 'url' ? urlForms() : undefined,
     s.description,
     typeDefaults.length > 0 ? `${typeDefaults.join(' or ')} when empty` : undefined,
   ].filter((p) => p !== undefined);
@@ -76,10 +86,13 @@ function field(name: SettingName): Field {
     kind,
     ...(s.enum
       ? {
-          options: s.enum.map((v) => ({
-            value: asText(v),
-            text: name === 'type' ? MONITOR_TYPE_MODULES[v as MonitorType].label : asText(v),
-          })),
+          // An empty choice (null) first: a stored null stays null unless chosen.
+          options: [...s.enum]
+            .sort((a, b) => Number(b === null) - Number(a === null))
+            .map((v) => ({
+              value: asText(v),
+              text: name === 'type' ? MONITOR_TYPE_MODULES[v as MonitorType].label : asText(v),
+            })),
         }
       : {}),
     // A setting without a default must be given; but not the URL, which a type's server
