@@ -25,6 +25,9 @@ const config: WebhookChannelConfig = {
   secret: 'whsec_0123456789abcdef0123456789abcdef',
 };
 
+/** Compiled once, as a composition root would. */
+const validators = createChannelValidators();
+
 describe('alert channels (unit)', () => {
   describe('the registry', () => {
     it('has exactly one channel per channel type, each under its own type', () => {
@@ -56,13 +59,13 @@ describe('alert channels (unit)', () => {
 
   describe('config validation (libs/contract, usable by any service)', () => {
     it('accepts a webhook config and reports each problem at its path', () => {
-      expect(webhookChannel.validate(config)).to.deep.equal([]);
+      expect(webhookChannel.validate(config, validators)).to.deep.equal([]);
       const paths = webhookChannel
-        .validate({ url: 'ftp://hooks.example.test/', secret: 'short', extra: 1 })
+        .validate({ url: 'ftp://hooks.example.test/', secret: 'short', extra: 1 }, validators)
         .map((p) => p.path);
       expect(paths).to.include.members(['/url', '/secret', '/extra']);
       expect(
-        webhookChannel.validate({ url: 'http://1.2.3.4.5/', secret: config.secret }).map((p) => p.path),
+        webhookChannel.validate({ url: 'http://1.2.3.4.5/', secret: config.secret }, validators).map((p) => p.path),
       ).to.deep.equal(['/url']);
     });
 

@@ -1,4 +1,4 @@
-import type { AlertMessage, ChannelType, CheckError, Problem } from '@telemetry/contract';
+import type { AlertMessage, ChannelType, ChannelValidators, CheckError, Problem } from '@telemetry/contract';
 import type { HttpAnswer, HttpCall } from '../http-client.js';
 
 /** The runner's HTTP client, bound to its egress policy: every connection a channel makes is judged by it. */
@@ -45,8 +45,11 @@ export interface Notification {
  */
 export interface Channel<C, R = unknown> {
   readonly type: ChannelType;
-  /** Problems of a config (the contract's schema: the API validates with the same). */
-  validate(config: unknown): Problem[];
+  /**
+   * Problems of a config, with the contract's compiled schemas (createChannelValidators,
+   * built once in a composition root): the API validates with the same.
+   */
+  validate(config: unknown, validators: ChannelValidators): Problem[];
   /** Deliveries with the same endpoint go one at a time, in order; others never wait for them. */
   endpoint(config: C): string;
   /** The target as the delivery log and log lines show it: no secret in it. */

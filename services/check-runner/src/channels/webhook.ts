@@ -1,10 +1,5 @@
 import { createHmac } from 'node:crypto';
-import {
-  channelConfigProblems,
-  createChannelValidators,
-  type ChannelValidators,
-  type WebhookChannelConfig,
-} from '@telemetry/contract';
+import { channelConfigProblems, type ChannelValidators, type WebhookChannelConfig } from '@telemetry/contract';
 import { maskWebhookUrl, originOf } from '@telemetry/store';
 import { HttpCallError } from '../http-client.js';
 import type { Answer, Channel, ChannelContext, Notification, Verdict } from './channel.js';
@@ -35,13 +30,10 @@ export interface WebhookRequest {
   headers: Record<string, string>;
 }
 
-/** Compiled on first use (nothing runs at import time). */
-let validators: ChannelValidators | undefined;
-
 export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
   type: 'webhook',
 
-  validate: (config: unknown) => channelConfigProblems((validators ??= createChannelValidators()), 'webhook', config),
+  validate: (config: unknown, v: ChannelValidators) => channelConfigProblems(v, 'webhook', config),
 
   // Deliveries to one origin wait for each other only.
   endpoint: (c) => originOf(c.url),
