@@ -99,13 +99,21 @@ async function route(): Promise<void> {
   navigation();
   main.focus({ preventScroll: true });
   const parts = hash.slice(2).split('/');
+  // Each route renders into a view of its own: a page still loading when the person moves
+  // on (the list's monitors, a slow answer) finishes into a detached view, not over the next.
+  const view = h('div', { class: 'view' });
+  show(main, view);
   try {
-    if (parts[0] === 'monitors' && parts[1] === 'new') await monitorForm(main, undefined, navigate);
-    else if (parts[0] === 'monitors' && parts[1] && parts[2] === 'edit') await monitorForm(main, parts[1], navigate);
-    else if (parts[0] === 'monitors' && parts[1]) leave = await monitorPage(main, parts[1], navigate);
-    else if (parts[0] === 'events') await eventsOverview(main);
-    else if (parts[0] === 'status-pages') await statusPagesView(main);
-    else await monitorList(main);
+    if (parts[0] === 'monitors' && parts[1] === 'new') await monitorForm(view, undefined, navigate);
+    else if (parts[0] === 'monitors' && parts[1] && parts[2] === 'edit') await monitorForm(view, parts[1], navigate);
+    else if (parts[0] === 'monitors' && parts[1]) {
+      const stop = await monitorPage(view, parts[1], navigate);
+      // Left while it loaded: its refreshes stop at once.
+      if (view.isConnected) leave = stop;
+      else stop();
+    } else if (parts[0] === 'events') await eventsOverview(view);
+    else if (parts[0] === 'status-pages') await statusPagesView(view);
+    else await monitorList(view);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
       session.signOut();
