@@ -102,9 +102,11 @@ export function lineChart(
           {
             ...axis,
             values: (_u: uPlot, vals: number[]) => vals.map((v) => `${v} ${unit}`),
-            // NOTE: after two passes keep the size, or a width change that changes the ticks could flip forever.
+            // NOTE: after two passes the size only grows: a narrower one could flip forever with
+            // the ticks it changes, and one kept as it was cut labels that came later ("3.25 ms"
+            // after "3.5 ms" was measured).
             size: (_u: uPlot, values: string[] | null, _i: number, cycle: number) =>
-              cycle > 1 ? ySize : (ySize = yAxisSize(values)),
+              (ySize = cycle > 1 ? Math.max(ySize, yAxisSize(values)) : yAxisSize(values)),
           },
         ],
       },
