@@ -31,18 +31,29 @@ export function settingSchema(name: SettingName): SettingSchema {
 /** The settings without a default: what a request must give (name; url but for heartbeat). */
 export type RequiredSetting = 'name' | 'url';
 
+/** A setting's default (the schema's `default`), a fresh copy (arrays and objects are not shared). */
+export function settingDefault<N extends SettingName>(name: N): MonitorSettings[N] {
+  return structuredClone(PROPERTIES[name].default) as MonitorSettings[N];
+}
+
 /**
- * Each setting's default (the schema's `default`): what a new monitor gets unless its
- * type's module or the request says otherwise, and what a row stored before a setting
- * existed reads as. A fresh copy each call (arrays and objects are not shared).
+ * `given` with every setting it lacks at its default: what a row stored before a setting
+ * existed reads as. Only the missing ones are copied (a current row costs no copy).
+ */
+export function withDefaults<T extends object>(given: T): T & Omit<MonitorSettings, RequiredSetting> {
+  const out = { ...given } as Record<string, unknown>;
+  for (const name of SETTING_NAMES) {
+    if (!(name in out) && PROPERTIES[name].default !== undefined) out[name] = settingDefault(name);
+  }
+  return out as T & Omit<MonitorSettings, RequiredSetting>;
+}
+
+/**
+ * Each setting's default: what a new monitor gets unless its type's module or the request
+ * says otherwise. A fresh copy each call.
  */
 export function monitorDefaults(): Omit<MonitorSettings, RequiredSetting> {
-  const out: Record<string, unknown> = {};
-  for (const name of SETTING_NAMES) {
-    const d = PROPERTIES[name].default;
-    if (d !== undefined) out[name] = structuredClone(d);
-  }
-  return out as Omit<MonitorSettings, RequiredSetting>;
+  return withDefaults({});
 }
 
 /** Is `value` the setting's default (deep, for arrays and objects)? */

@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Monitor } from '@telemetry/contract';
-import { DEFAULT_TENANT, monitorDefaults } from '@telemetry/contract';
+import { DEFAULT_TENANT, withDefaults } from '@telemetry/contract';
 import {
   sqlIdentifier,
   sqlNumber,
@@ -171,10 +171,9 @@ export class MonitorStore {
 
   private decode(r: Row): StoredMonitor {
     // A setting added since the row was written reads as the schema's default.
-    const { [WEBHOOKS_SEALED]: _mark, ...spec } = {
-      ...monitorDefaults(),
-      ...(JSON.parse(r.s) as Omit<StoredMonitor, 'version'> & { [WEBHOOKS_SEALED]?: true }),
-    };
+    const { [WEBHOOKS_SEALED]: _mark, ...spec } = withDefaults(
+      JSON.parse(r.s) as Omit<StoredMonitor, 'version'> & { [WEBHOOKS_SEALED]?: true },
+    );
     const m: StoredMonitor = { ...spec, tenant_id: spec.tenant_id ?? DEFAULT_TENANT, version: Number(r.v) };
     // A row from before sealing (migration 4) holds its secrets in `spec`.
     if (r.x === '') return m;

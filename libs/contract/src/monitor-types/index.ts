@@ -1,5 +1,11 @@
 import { MONITOR_TYPES, type MonitorType } from '../limits.js';
-import { isDefaultSetting, monitorDefaults, SETTING_NAMES, type SettingName } from '../monitor-fields.js';
+import {
+  isDefaultSetting,
+  monitorDefaults,
+  SETTING_NAMES,
+  settingDefault,
+  type SettingName,
+} from '../monitor-fields.js';
 import type { MonitorSettings } from '../types.js';
 import { parsesAsUrl } from '../urls.js';
 import type { Problem } from '../validators.js';
@@ -86,10 +92,9 @@ export function typeDefaults(type: MonitorType): Omit<MonitorSettings, 'name' | 
  * go back to their defaults, and the new type's own defaults come.
  */
 export function retype(s: MonitorSettings, type: MonitorType): MonitorSettings {
-  const defaults = monitorDefaults() as Partial<MonitorSettings>;
   const out: Record<string, unknown> = { ...s, type };
   for (const name of monitorTypeModule(s.type).fields) {
-    if (!monitorTypeModule(type).fields.includes(name)) out[name] = defaults[name];
+    if (!monitorTypeModule(type).fields.includes(name)) out[name] = settingDefault(name);
   }
   return { ...(out as MonitorSettings), ...monitorTypeModule(type).defaults };
 }

@@ -68,3 +68,25 @@ export function percent(p: number | null | undefined): string {
 export function scroller(label: string, table: HTMLElement): HTMLElement {
   return h('div', { class: 'scroll', role: 'region', 'aria-label': label, tabindex: 0 }, table);
 }
+
+/** A table: a header row of column names, then one row per item, of the cells given. */
+export function table(attrs: Attrs, columns: readonly string[], rows: HTMLElement[][]): HTMLTableElement {
+  return h(
+    'table',
+    attrs,
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        columns.map((c) => h('th', { scope: 'col' }, c)),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      rows.map((cells) => h('tr', {}, cells)),
+    ),
+  );
+}

@@ -1,6 +1,6 @@
 import { get } from './api.js';
 import { lineChart } from './chart.js';
-import { failure, h, loading, scroller, show } from './dom.js';
+import { failure, h, loading, scroller, show, table } from './dom.js';
 
 interface PerMinute {
   from: string;
@@ -80,34 +80,15 @@ export async function eventsOverview(main: HTMLElement): Promise<void> {
         ? h('p', { class: 'empty' }, 'No events in this range.')
         : scroller(
             'Events by source and category',
-            h(
-              'table',
+            table(
               {},
-              h(
-                'thead',
-                {},
-                h(
-                  'tr',
-                  {},
-                  ['Source', 'Category', 'Events'].map((c) => h('th', { scope: 'col' }, c)),
-                ),
-              ),
-              h(
-                'tbody',
-                {},
-                [...byPair.entries()]
-                  .sort((a, b) => b[1] - a[1])
-                  .map(([k, n]) => {
-                    const [source, category] = k.split('\u0000');
-                    return h(
-                      'tr',
-                      {},
-                      h('td', {}, source),
-                      h('td', {}, category),
-                      h('td', { class: 'num' }, n.toLocaleString()),
-                    );
-                  }),
-              ),
+              ['Source', 'Category', 'Events'],
+              [...byPair.entries()]
+                .sort((a, b) => b[1] - a[1])
+                .map(([k, n]) => {
+                  const [source, category] = k.split('\u0000');
+                  return [h('td', {}, source), h('td', {}, category), h('td', { class: 'num' }, n.toLocaleString())];
+                }),
             ),
           ),
     );

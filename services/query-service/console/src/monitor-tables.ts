@@ -1,5 +1,5 @@
 import type { Check, Incident, WebhookDelivery } from '@telemetry/contract';
-import { h, scroller, statusBadge, time } from './dom.js';
+import { h, scroller, statusBadge, table, time } from './dom.js';
 import type { Bucket } from './monitor-data.js';
 
 // The monitor page's tables and lists: status bars, incidents, checks, webhook deliveries.
@@ -49,33 +49,16 @@ export function checkTable(checks: Check[]): HTMLElement {
   if (checks.length === 0) return h('p', { class: 'empty' }, 'No checks yet.');
   return scroller(
     'Recent checks',
-    h(
-      'table',
+    table(
       { id: 'checks' },
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          ['Time', 'Status', 'Response', 'HTTP', 'Error'].map((c) => h('th', { scope: 'col' }, c)),
-        ),
-      ),
-      h(
-        'tbody',
-        {},
-        checks.map((c) =>
-          h(
-            'tr',
-            {},
-            h('td', {}, time(c.created_at)),
-            h('td', {}, statusBadge(c.status)),
-            h('td', { class: 'num' }, `${c.response_time.toFixed(1)} ms`),
-            h('td', { class: 'num' }, c.status_code || '—'),
-            h('td', {}, c.error ?? ''),
-          ),
-        ),
-      ),
+      ['Time', 'Status', 'Response', 'HTTP', 'Error'],
+      checks.map((c) => [
+        h('td', {}, time(c.created_at)),
+        h('td', {}, statusBadge(c.status)),
+        h('td', { class: 'num' }, `${c.response_time.toFixed(1)} ms`),
+        h('td', { class: 'num' }, c.status_code || '—'),
+        h('td', {}, c.error ?? ''),
+      ]),
     ),
   );
 }
@@ -84,33 +67,16 @@ export function deliveryTable(deliveries: WebhookDelivery[]): HTMLElement {
   if (deliveries.length === 0) return h('p', { class: 'empty' }, 'No webhook deliveries.');
   return scroller(
     'Webhook deliveries',
-    h(
-      'table',
+    table(
       {},
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          ['Time', 'Alert', 'URL', 'Attempt', 'Result'].map((c) => h('th', { scope: 'col' }, c)),
-        ),
-      ),
-      h(
-        'tbody',
-        {},
-        deliveries.map((d) =>
-          h(
-            'tr',
-            {},
-            h('td', {}, time(d.attempted_at.replace(/\.\d{3}Z$/, 'Z'))),
-            h('td', {}, d.alert_type),
-            h('td', { class: 'url' }, d.url),
-            h('td', { class: 'num' }, d.attempt),
-            h('td', {}, d.status, d.status_code ? ` (HTTP ${d.status_code})` : '', d.error ? ` ${d.error}` : ''),
-          ),
-        ),
-      ),
+      ['Time', 'Alert', 'URL', 'Attempt', 'Result'],
+      deliveries.map((d) => [
+        h('td', {}, time(d.attempted_at.replace(/\.\d{3}Z$/, 'Z'))),
+        h('td', {}, d.alert_type),
+        h('td', { class: 'url' }, d.url),
+        h('td', { class: 'num' }, d.attempt),
+        h('td', {}, d.status, d.status_code ? ` (HTTP ${d.status_code})` : '', d.error ? ` ${d.error}` : ''),
+      ]),
     ),
   );
 }
