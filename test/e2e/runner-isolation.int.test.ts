@@ -18,6 +18,8 @@ import {
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 
 const MONITORS = 500;
+/** The runner's RUNNER_LOCATION, and the only location of the monitors it must check. */
+const LOCATION = 'isolation';
 const BODY_BYTES = 3 * 1024 * 1024;
 const KEYWORD = 'all-systems-go';
 /** The check runner's memory limit (deploy/k8s/base/check-runner.yaml). */
@@ -103,6 +105,9 @@ describe('runner isolation (real Kafka and ClickHouse, a check runner process)',
     [liveBase, deadBase, bigBase] = [liveServer.base, dead.base, big.base];
     runner = await spawnService('check-runner', {
       RUNNER_ID: 'isolation',
+      // A location of its own: it checks only the monitors this file makes for it, whatever
+      // monitors of other tenants earlier files left (fair slots would share with them).
+      RUNNER_LOCATION: LOCATION,
       RUNNER_GROUP_ID: uid('isolation-runners'),
       WEBHOOK_GROUP_ID: uid('isolation-webhooks'),
       WEBHOOK_TIMEOUT_MS: '15000',
@@ -170,6 +175,7 @@ describe('runner isolation (real Kafka and ClickHouse, a check runner process)',
         keyword: KEYWORD,
         interval_seconds: 10,
         timeout_ms: 9500,
+        locations: [LOCATION],
         paused: false,
       }));
       versions = await store.saveMany(monitors);
