@@ -78,6 +78,7 @@ import {
   type OursDrain,
   type TargetCheck,
 } from './report.js';
+import { withRegistry } from '../../tools/devstack/postgres.js';
 
 const PARTITIONS = 6;
 const EVENTS = envNumber('BENCH_EVENTS', 1_000_000, 1000, true, 2000);
@@ -430,7 +431,7 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   const { stack, pids, machine } = await bench.stack(cleanups);
   // Every topic the consumer subscribes to (events, checks, alerts) must exist, or it exits at start.
   const topics = pipelineTopics(`bench_${run}`);
-  await provision(stack, { database, topics: topics.list, partitions: PARTITIONS, logger: quiet });
+  const provisioned = await provision(stack, { database, topics: topics.list, partitions: PARTITIONS, logger: quiet });
   const ch = createClickHouse({
     url: stack.clickhouseUrl,
     username: 'default',
@@ -534,8 +535,11 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
 
   // Freshness through the real gateway.
   const rate = FRESH_RATE > 0 ? FRESH_RATE : Math.round(ours.rowsPerSecond / 2);
-  const key = (await issueKey(ch, database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'bench-consume' }))
-    .key;
+  const key = (
+    await withRegistry(provisioned.postgres!.owner, (db) =>
+      issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'bench-consume' }),
+    )
+  ).key;
   const gatewayPort = await freePort();
   const gateway = new Child({
     name: 'ingest-gateway',

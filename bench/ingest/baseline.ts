@@ -17,8 +17,8 @@ import type { Message } from 'kafkajs';
 import { Registry } from 'prom-client';
 import { createValidators, LIMITS, ok, type IngestRequest } from '@telemetry/contract';
 import { eventPartition, loadGatewayConfig, toMessages } from '@telemetry/ingest-gateway';
-import { BatchingPublisher, createClickHouse, createLogger, parseBody, serviceKafka } from '@telemetry/platform';
-import { ClickHouseKeySource, KeyStore } from '@telemetry/store';
+import { BatchingPublisher, createLogger, createPostgres, parseBody, serviceKafka } from '@telemetry/platform';
+import { KeyStore, loadKeyRecords, registryFeed } from '@telemetry/store';
 
 const ROUTE = '/api/telemetry/events';
 const OK_BODY = JSON.stringify(ok(null));
@@ -26,11 +26,13 @@ const ALLOWED_TYPES = new Set(['application/json', 'text/plain']);
 
 const config = loadGatewayConfig(process.env);
 const logger = createLogger({ service: 'bench-baseline', level: config.logLevel });
-const database = config.clickhouseDatabase;
 const topic = config.eventsTopic;
-const ch = createClickHouse({ url: config.clickhouseUrl, username: 'default', password: '', database });
-const keys = new KeyStore(new ClickHouseKeySource(ch, database), logger, config.keyRefreshMs);
+// The same copy of the keys as the gateway's: loaded from the registry, kept by its change feed.
+const pool = createPostgres(config, logger, 'bench-baseline');
+const keys = new KeyStore((ids) => loadKeyRecords(pool, ids));
 const registry = new Registry();
+const feed = registryFeed({ pool, config, name: 'bench-baseline', logger, registry });
+feed.subscribe(keys.mirror);
 const producer = serviceKafka(config, 'baseline', logger).producer({
   registry,
   ackTimeoutMs: config.ackTimeoutMs,
@@ -134,7 +136,7 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
 
-await keys.start();
+await feed.start();
 await producer.start();
 await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
 
@@ -146,8 +148,8 @@ async function stop(): Promise<void> {
   server.closeIdleConnections();
   await closed;
   await producer.stop();
-  await keys.stop();
-  await ch.close();
+  await feed.stop();
+  await pool.end();
 }
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {

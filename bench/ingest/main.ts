@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_TENANT, ok, type IngestRequest } from '@telemetry/contract';
 import { loadGatewayConfig, toMessages } from '@telemetry/ingest-gateway';
-import { createClickHouse, createKafka, createLogger } from '@telemetry/platform';
+import { createKafka, createLogger } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { autocannon } from '../../harness/load.js';
@@ -48,6 +48,7 @@ import {
   type ScenarioSummary,
   type Target,
 } from './report.js';
+import { withRegistry } from '../../tools/devstack/postgres.js';
 
 const ROUTE = '/api/telemetry/events';
 const OK_BODY = JSON.stringify(ok(null));
@@ -207,17 +208,17 @@ async function main(cleanups: Cleanups): Promise<Report> {
   const topics: Record<Target, string> = { gateway: `bench_${run}_gateway`, baseline: `bench_${run}_baseline` };
   const anchorTopic = `bench_${run}_anchor`;
   const quiet = createLogger({ service: 'bench', level: 'warn' });
-  await provision(stack, {
+  const provisioned = await provision(stack, {
     database,
     topics: [...Object.values(topics), anchorTopic],
     partitions: PARTITIONS,
     logger: quiet,
   });
-  const ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database });
   const keys: string[] = [];
-  for (let i = 0; i < KEYS; i++)
-    keys.push((await issueKey(ch, database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: `bench ${i}` })).key);
-  await ch.close();
+  await withRegistry(provisioned.postgres!.owner, async (db) => {
+    for (let i = 0; i < KEYS; i++)
+      keys.push((await issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: `bench ${i}` })).key);
+  });
 
   const start = async (target: Target): Promise<Child> => {
     const port = await freePort();

@@ -5,6 +5,7 @@
  * themselves, to the query service and, with the same SQL, straight to ClickHouse.
  */
 import { randomUUID } from 'node:crypto';
+import type { PgPool } from '@telemetry/platform';
 import type { ClickHouseClient } from '@telemetry/platform';
 import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
 import { DEFAULT_TENANT, toIsoSeconds } from '@telemetry/contract';
@@ -91,6 +92,7 @@ export interface LoadFigures {
 /** Loads the checks server-side in chunks; the materialized view fills checks_hourly meanwhile. */
 export async function loadChecks(
   admin: ClickHouseClient,
+  registry: PgPool,
   db: string,
   spec: DataSpec,
   log: (line: string) => void,
@@ -106,7 +108,7 @@ export async function loadChecks(
   }
   const insertSeconds = (performance.now() - t0) / 1000;
   // The service answers 404 for monitors the registry does not hold.
-  const store = new MonitorStore(admin, db, runSecretBox());
+  const store = new MonitorStore(registry, runSecretBox());
   for (let m = 0; m < spec.monitors; m += 1000) {
     const ids = Array.from({ length: Math.min(1000, spec.monitors - m) }, (_, i) => spec.monitorId(m + i));
     await store.saveMany(ids.map((id) => placeholderMonitor(id)));

@@ -30,10 +30,10 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadQueryConfig } from '@telemetry/query-service';
-import { createClickHouse, createLogger, type ClickHouseClient } from '@telemetry/platform';
+import { createClickHouse, createLogger, createPostgres, type ClickHouseClient } from '@telemetry/platform';
 import { checksSql, issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
-import { clickhouseEnv } from '../../tools/devstack/users.js';
+import { storeEnv } from '../../tools/devstack/users.js';
 import {
   autocannon,
   closedLoop,
@@ -250,19 +250,25 @@ async function main(cleanups: Cleanups) {
     database,
     requestTimeoutMs: 3_600_000,
   });
+  const registry = createPostgres(
+    { databaseUrl: users.postgres!.owner, databasePoolMax: 2, databaseTimeoutMs: 60_000 },
+    createLogger({ service: 'bench', level: 'warn' }),
+    'bench',
+  );
   cleanups.push(async () => {
     if (stack.mode === 'external') await admin.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     await admin.close();
+    await registry.end();
   });
 
   const spec = new DataSpec(cfg.checks, cfg.monitors, Math.floor(Date.now() / 3_600_000) * 3600);
   log(`loading ${cfg.checks.toLocaleString('en-US')} checks into ${database}.checks (server-side)...`);
-  const load = await loadChecks(admin, database, spec, log);
+  const load = await loadChecks(admin, registry, database, spec, log);
   log(
     `loaded in ${load.insertSeconds} s (${load.rowsPerSecond.toLocaleString('en-US')} rows/s); OPTIMIZE FINAL ${load.optimizeSeconds} s`,
   );
 
-  const { key } = await issueKey(admin, database, {
+  const { key } = await issueKey(registry, {
     tenantId: DEFAULT_TENANT,
     kind: 'api',
     name: 'bench:query',
@@ -270,7 +276,7 @@ async function main(cleanups: Cleanups) {
   });
   const port = await freePort();
   const env = serviceEnv(stack, database, port, {
-    ...clickhouseEnv(users, 'query-service'),
+    ...storeEnv(users, 'query-service'),
     CHECKS_TOPIC: checksTopic,
     CONSUMER_GROUP_ID: `${database}-writer`,
   });

@@ -32,7 +32,7 @@ import { createClickHouse, createKafka, createLogger, sqlIdentifier, type ClickH
 import { DEFAULT_MONITOR, MonitorStore, newMonitorId, newWebhookSecret, type StoredMonitor } from '@telemetry/store';
 import { runnerSpec } from '@telemetry/check-runner';
 import { provision } from '../../tools/devstack/provision.js';
-import { clickhouseEnv } from '../../tools/devstack/users.js';
+import { storeEnv } from '../../tools/devstack/users.js';
 import type { Stack } from '../../tools/devstack/stack.js';
 import {
   Child,
@@ -57,6 +57,7 @@ import {
   type Side,
   type SideFigures,
 } from './report.js';
+import { withRegistry } from '../../tools/devstack/postgres.js';
 
 function envLevels(name: string, fallback: number[]): number[] {
   const raw = process.env[name];
@@ -273,7 +274,7 @@ interface LevelSetup {
   baselineChecks: string;
   monitorsFile: string;
   /** The runner's ClickHouse variables (its own user, tools/devstack/users.ts). */
-  clickhouseEnv: Record<string, string>;
+  storeEnv: Record<string, string>;
 }
 
 /** Spawns one side, measures it, stops it, and checks that Kafka holds what it counted as acknowledged. */
@@ -303,7 +304,7 @@ function spawnRunner(ctx: Context, l: LevelSetup, monitors: number, port: number
     command: serviceCommand('check-runner', true),
     env: serviceEnv(ctx.stack, l.database, port, {
       ...l.topics.env,
-      ...l.clickhouseEnv,
+      ...l.storeEnv,
       // The benchmark's target listens on loopback.
       EGRESS_ALLOW: '127.0.0.1/32',
       RUNNER_GROUP_ID: l.group,
@@ -381,7 +382,7 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
     topics: pipelineTopics(prefix),
     baselineChecks: `${prefix}.checks-baseline`,
     monitorsFile: join(ctx.logDir, `monitors-${monitors}.json`),
-    clickhouseEnv: {},
+    storeEnv: {},
   };
   log(`${fmt(monitors)} monitors: database ${setup.database}, topics ${prefix}.*`);
   const logger = createLogger({ service: 'bench-runner', level: 'warn', stream: process.stderr });
@@ -391,7 +392,7 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
     partitions: PARTITIONS,
     logger,
   });
-  setup.clickhouseEnv = clickhouseEnv(users, 'check-runner');
+  setup.storeEnv = storeEnv(users, 'check-runner');
   const now = new Date().toISOString();
   const list: Omit<StoredMonitor, 'version'>[] = Array.from({ length: monitors }, (_, i) => {
     const id = newMonitorId();
@@ -408,7 +409,7 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
       updated_at: now,
     };
   });
-  await new MonitorStore(admin, setup.database, runSecretBox()).saveMany(list);
+  await withRegistry(users.postgres!.owner, (db) => new MonitorStore(db, runSecretBox()).saveMany(list));
   writeFileSync(
     setup.monitorsFile,
     JSON.stringify(

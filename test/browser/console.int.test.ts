@@ -12,9 +12,9 @@ import {
   runConsumer,
   runGateway,
   runQuery,
-  testStack,
   uid,
   type Running,
+  adminRegistry,
 } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
@@ -185,7 +185,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     runner = await spawnService('check-runner', { RUNNER_ID: uid('runner'), REGISTRY_REFRESH_MS: '5000' });
     // A tenant of its own: what the pages show is this test's alone, whatever else the run wrote.
     const ch = adminClickHouse();
-    const tenantId = (await createTenant(ch, testStack().database, uid('console'))).tenant_id;
+    const tenantId = (await createTenant(adminRegistry(), uid('console'))).tenant_id;
     await ch.close();
     key = await newKey({
       tenantId,

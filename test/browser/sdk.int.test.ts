@@ -13,6 +13,7 @@ import {
   testStack,
   uid,
   type Running,
+  adminRegistry,
 } from '../support/fixtures.js';
 import { buildSdk, launchChromium } from '../support/browser.js';
 import { RecordingProxy, type Exchange } from '../support/recording-proxy.js';
@@ -154,7 +155,7 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
   before(async () => {
     await buildSdk();
     const ch = adminClickHouse();
-    tenantId = (await createTenant(ch, testStack().database, uid('sdk'))).tenant_id;
+    tenantId = (await createTenant(adminRegistry(), uid('sdk'))).tenant_id;
     await ch.close();
     key = await newKey({ tenantId, kind: 'telemetry', name: 'browser sdk' });
     // One gateway as deployed, one whose key may send one request a second (for the 429).

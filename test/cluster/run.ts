@@ -54,6 +54,12 @@ import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics } from '../../harness/run.js';
 import { LoadGenerator } from '../faults/load.js';
 import { judge, Observer } from '../faults/observe.js';
+import {
+  provisionPostgres,
+  startLocalPostgres,
+  withRegistry,
+  type LocalPostgres,
+} from '../../tools/devstack/postgres.js';
 
 /** `--smoke` (what `npm test` runs): one scenario, short, from source, nothing measured or written. */
 const SMOKE = process.argv.includes('--smoke');
@@ -249,6 +255,7 @@ async function main(): Promise<number> {
   log(`run ${run}; logs in ${logDir}`);
   let cluster: Cluster | undefined;
   let ch: ClickHouseClient | undefined;
+  let postgres: LocalPostgres | undefined;
   const children: Child[] = [];
   let ok = false;
   let target: Awaited<ReturnType<typeof loopbackTarget>> | undefined;
@@ -258,6 +265,7 @@ async function main(): Promise<number> {
     await target?.close();
     target = undefined;
     await cluster?.stop().catch((err: unknown) => log(`stopping the cluster failed: ${String(err)}`));
+    await postgres?.stop().catch(() => undefined);
     if (ok) rmSync(join(logDir, 'cluster'), { recursive: true, force: true });
   };
   // A signal (Ctrl-C, or a test's timeout) stops everything too: the cluster's processes
@@ -304,7 +312,14 @@ async function main(): Promise<number> {
       topics.list.map((topic) => ({ topic, numPartitions: 4 })),
     );
     ch = createClickHouse({ url: chLb.url, username: 'default', password: '', database });
-    const key = (await issueKey(ch, database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'cluster' })).key;
+    // The registry: one PostgreSQL (its high availability is the operator's: docs/operations.md).
+    postgres = await startLocalPostgres(join(logDir, 'cluster', 'postgres'), log);
+    const registryUrl = (await provisionPostgres(postgres.adminUrl, database)).owner;
+    const key = (
+      await withRegistry(registryUrl, (db) =>
+        issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'cluster' }),
+      )
+    ).key;
 
     const common: Record<string, string> = {
       KAFKA_BROKERS: cluster.kafkaBrokers,
@@ -314,7 +329,7 @@ async function main(): Promise<number> {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       MIGRATE_ON_START: 'false',
-      KEY_REFRESH_MS: '500',
+      DATABASE_URL: registryUrl,
       SECRETS_KEYS: RUN_SECRETS_KEYS,
       HEARTBEAT_KEY: RUN_HEARTBEAT_KEY,
     };
@@ -348,7 +363,6 @@ async function main(): Promise<number> {
     const runnerEnv = {
       ...egress,
       RUNNER_GROUP_ID: `runners-${run}`,
-      REGISTRY_REFRESH_MS: '2000',
     };
     const runners = [
       await svc('runner-1', 'check-runner', { ...runnerEnv, RUNNER_ID: 'runner-1' }),
@@ -370,12 +384,14 @@ async function main(): Promise<number> {
     );
     const services: Services = { gateways, consumers, queries, runners, gatewayLb, queryLb };
     const apiKey = (
-      await issueKey(ch, database, {
-        tenantId: DEFAULT_TENANT,
-        kind: 'api',
-        name: 'cluster',
-        scopes: ['checks:read', 'monitors:read', 'monitors:write'],
-      })
+      await withRegistry(registryUrl, (db) =>
+        issueKey(db, {
+          tenantId: DEFAULT_TENANT,
+          kind: 'api',
+          name: 'cluster',
+          scopes: ['checks:read', 'monitors:read', 'monitors:write'],
+        }),
+      )
     ).key;
     const monitorChecked = await checkedThroughCluster(queryLb.url, apiKey, target.url);
     log(monitorChecked);

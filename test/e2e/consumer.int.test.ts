@@ -318,7 +318,7 @@ describe('stream consumer while ClickHouse is down (real ClickHouse, stopped for
 
   it('keeps every acknowledged event through the outage and writes it once ClickHouse is back', async function () {
     this.timeout(180_000);
-    const key = await newKey({ kind: 'telemetry', name: 'ch down' }, faults.env);
+    const key = await newKey({ kind: 'telemetry', name: 'ch down' });
     const source = uid('chdown');
     const acked: string[] = [];
     let failed = 0;

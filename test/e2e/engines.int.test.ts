@@ -43,6 +43,7 @@ import {
   testStack,
   uid,
   type Running,
+  adminRegistry,
 } from '../support/fixtures.js';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
@@ -683,7 +684,8 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
           env: { CLICKHOUSE_URL: chdb.url, CLICKHOUSE_DATABASE: modernDb } as Record<string, string>,
         },
       ];
-      for (const t of targets) await new MonitorStore(t.e.ch, t.database, runSecretBox()).saveMany([monitor]);
+      // One registry (PostgreSQL) serves both engines.
+      await new MonitorStore(adminRegistry(), runSecretBox()).saveMany([monitor]);
       const statuses = ['up', 'up', 'degraded', 'down', 'down', 'up'] as const;
       const checks = Array.from({ length: 90 }, (_, i) => {
         const status = statuses[i % statuses.length]!;
@@ -736,7 +738,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         for (const t of targets) {
           services.push({
             query: await runQuery(t.env),
-            key: await newKey({ kind: 'api', name: 'engines', scopes: ['checks:read', 'monitors:read'] }, t.env),
+            key: await newKey({ kind: 'api', name: 'engines', scopes: ['checks:read', 'monitors:read'] }),
           });
         }
         const paths = [

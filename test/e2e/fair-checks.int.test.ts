@@ -3,7 +3,7 @@ import { createTenant, DEFAULT_MONITOR, MonitorStore, placeholderMonitor, type S
 import { runSecretBox } from '../../harness/processes.js';
 import { phaseOf } from '../../services/check-runner/src/scheduler.js';
 import { blackHolePort } from '../support/black-hole.js';
-import { adminClickHouse, eventually, testStack, uid } from '../support/fixtures.js';
+import { adminClickHouse, eventually, testStack, uid, adminRegistry } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
 
@@ -59,10 +59,9 @@ describe('fair check slots among tenants (real Kafka and ClickHouse, a check run
 
   it(`checks tenant B on time while tenant A's ${HOGS} hung TCP checks want ${SLOTS}× more slots`, async () => {
     const ch = adminClickHouse();
-    const db = testStack().database;
-    const store = new MonitorStore(ch, db, runSecretBox());
-    const a = (await createTenant(ch, db, uid('hogging tenant'))).tenant_id;
-    const b = (await createTenant(ch, db, uid('small tenant'))).tenant_id;
+    const store = new MonitorStore(adminRegistry(), runSecretBox());
+    const a = (await createTenant(adminRegistry(), uid('hogging tenant'))).tenant_id;
+    const b = (await createTenant(adminRegistry(), uid('small tenant'))).tenant_id;
     const bId = uid('mon_fair_b');
     const monitors: Omit<StoredMonitor, 'version'>[] = [
       ...Array.from({ length: HOGS }, (_, i) => ({
@@ -117,7 +116,7 @@ describe('fair check slots among tenants (real Kafka and ClickHouse, a check run
       expect(skippedAfter.get(a) ?? 0, "A's slots skipped meanwhile").to.be.above(skippedBefore.get(a) ?? 0);
     } finally {
       // Deleted again, so that the rest of the suite does not check them.
-      if (versions.length > 0) await store.saveMany(monitors, true, Math.max(...versions));
+      if (versions.length > 0) await store.saveMany(monitors, true);
       await ch.close();
     }
   });

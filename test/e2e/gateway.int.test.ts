@@ -367,7 +367,7 @@ describe('ingest gateway while Kafka is down (real Kafka, stopped and restarted)
   before(async () => {
     faults = await controllableStack();
     gateway = await runGateway({ ...faults.env, KAFKA_ACK_TIMEOUT_MS: '1500' });
-    key = await newKey({ kind: 'telemetry', name: 'kafka down' }, faults.env);
+    key = await newKey({ kind: 'telemetry', name: 'kafka down' });
   });
 
   after(async () => {

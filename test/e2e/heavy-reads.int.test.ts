@@ -12,6 +12,7 @@ import {
   testStack,
   uid,
   type Running,
+  adminRegistry,
 } from '../support/fixtures.js';
 
 const REFRESH_MS = 500;
@@ -109,8 +110,7 @@ describe('heavy reads cannot starve the query service (real ClickHouse)', () => 
         expect((await list(other)).status).to.equal(200);
       }
       // Key refresh has its own pool too: a revocation takes effect within the interval.
-      const db = testStack().database;
-      expect(await revokeKey(ch, db, other.split('_')[1]!)).to.equal(true);
+      expect(await revokeKey(adminRegistry(), other.split('_')[1]!)).to.equal(true);
       const revokedAt = Date.now();
       await eventually(
         'revocation seen',

@@ -15,6 +15,7 @@ import {
   uid,
   type Envelope,
   type Running,
+  adminRegistry,
 } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
@@ -308,19 +309,19 @@ describe('monitor credentials: a moved URL, tokens inside URLs (real Kafka and C
     );
 
     // What the query service runs at start: the row is sealed anew, the plain one merged away.
-    expect(await new MonitorStore(ch, testStack().database, box).reseal()).to.deep.equal({ resealed: 1, merged: true });
+    expect(await new MonitorStore(adminRegistry(), box).reseal()).to.deep.equal({ resealed: 1, merged: true });
     const rows = await (
       await ch.query({ query: `SELECT spec, sealed FROM ${table} WHERE id = ${sqlString(id)}`, format: 'JSONEachRow' })
     ).json<{ spec: string; sealed: string }>();
     expect(rows).to.have.length(1);
     expect(rows[0]!.spec).not.to.include(pathToken);
     expect(rows[0]!.sealed).not.to.include(pathToken);
-    expect(await new MonitorStore(ch, testStack().database, box).reseal(), 'nothing left').to.deep.equal({
+    expect(await new MonitorStore(adminRegistry(), box).reseal(), 'nothing left').to.deep.equal({
       resealed: 0,
       merged: true,
     });
     // Still delivered to the real URL, now read from the sealed secrets.
-    const read = await new MonitorStore(ch, testStack().database, box).get(id);
+    const read = await new MonitorStore(adminRegistry(), box).get(id);
     expect(read).to.include({ webhook_secret: webhookSecret });
     expect(read!.webhooks).to.deep.equal([hooks.url(hookPath)]);
     await api('PATCH', `/api/monitors/${id}`, { paused: true });

@@ -13,6 +13,7 @@ import {
   uid,
   type Running,
   registerMonitors,
+  adminRegistry,
 } from '../support/fixtures.js';
 
 /** End to end on real Kafka and ClickHouse: HTTP -> gateway -> Kafka -> consumer -> ClickHouse -> query service. */
@@ -278,7 +279,7 @@ describe('pipeline (real Kafka and ClickHouse)', () => {
         body: JSON.stringify({ events: [{ source: 's', category: 'c', payload: {} }] }),
       });
     await eventually('key accepted', async () => ((await post()).status === 200 ? true : undefined));
-    expect(await revokeKey(ch, db(), key.split('_')[1]!)).to.equal(true);
+    expect(await revokeKey(adminRegistry(), key.split('_')[1]!)).to.equal(true);
     await eventually('key refused', async () => ((await post()).status === 401 ? true : undefined));
   });
 

@@ -14,6 +14,7 @@ import {
   runQuery,
   testStack,
   uid,
+  adminRegistry,
 } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 
@@ -125,7 +126,7 @@ describe('runner isolation (real Kafka and ClickHouse, a check runner process)',
     const deadMonitor = uid('mon_dead');
     const liveMonitor = uid('mon_live');
     try {
-      const store = new MonitorStore(ch, testStack().database, runSecretBox());
+      const store = new MonitorStore(adminRegistry(), runSecretBox());
       await store.saveMany([
         { ...placeholderMonitor(deadMonitor), webhooks: [`${deadBase}/hook`] },
         { ...placeholderMonitor(liveMonitor), webhooks: [`${liveBase}/hook`] },
@@ -161,10 +162,10 @@ describe('runner isolation (real Kafka and ClickHouse, a check runner process)',
 
   it(`stays under its memory limit with ${MONITORS} monitors answering 3 MiB bodies`, async () => {
     const ch = adminClickHouse();
-    const tenant = (await createTenant(ch, testStack().database, uid('big bodies'))).tenant_id;
+    const tenant = (await createTenant(adminRegistry(), uid('big bodies'))).tenant_id;
     const ids = Array.from({ length: MONITORS }, (_, i) => `mon_big_${i}_${uid('m')}`);
     const checks = await collectTopic(testStack().checksTopic);
-    const store = new MonitorStore(ch, testStack().database, runSecretBox());
+    const store = new MonitorStore(adminRegistry(), runSecretBox());
     let versions: number[] = [];
     let monitors: Omit<StoredMonitor, 'version'>[] = [];
     try {
@@ -197,7 +198,7 @@ describe('runner isolation (real Kafka and ClickHouse, a check runner process)',
       expect(peak, `peak RSS with ${peakInFlight} responses open`).to.be.below(RUNNER_LIMIT_BYTES / 2);
     } finally {
       // Deleted again, so that the rest of the suite does not check them.
-      if (versions.length > 0) await store.saveMany(monitors, true, Math.max(...versions));
+      if (versions.length > 0) await store.saveMany(monitors, true);
       await checks.stop();
       await ch.close();
     }
@@ -207,7 +208,7 @@ describe('runner isolation (real Kafka and ClickHouse, a check runner process)',
 describe('monitor quotas and the minimum interval (real ClickHouse)', () => {
   it('refuses a monitor beyond the tenant’s quota (403 QUOTA_EXCEEDED) and an interval below the minimum', async () => {
     const ch = adminClickHouse();
-    const tenant = (await createTenant(ch, testStack().database, uid('quota'))).tenant_id;
+    const tenant = (await createTenant(adminRegistry(), uid('quota'))).tenant_id;
     await ch.close();
     const query = await runQuery({ MONITOR_QUOTAS: `${tenant}=2`, MIN_INTERVAL_SECONDS: '30' });
     try {

@@ -1,7 +1,16 @@
 import { expect } from 'chai';
 import type { Envelope, PublicStatusPage, StatusPage } from '@telemetry/contract';
 import { createTenant, issueKey } from '@telemetry/store';
-import { adminClickHouse, eventually, ownUser, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import {
+  adminClickHouse,
+  eventually,
+  ownUser,
+  runQuery,
+  testStack,
+  uid,
+  type Running,
+  adminRegistry,
+} from '../support/fixtures.js';
 import { TcpGate } from '../support/tcp-gate.js';
 
 /** The status page API and the public route, on real ClickHouse (the console's own tests are in test/browser). */
@@ -29,16 +38,15 @@ describe('status pages and the events overview API (real ClickHouse)', function 
   }
 
   before(async () => {
-    const s = testStack();
     const ch = adminClickHouse();
     try {
-      const tenant = async (): Promise<string> => (await createTenant(ch, s.database, uid('tenant'))).tenant_id;
+      const tenant = async (): Promise<string> => (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
       const [a, b] = [await tenant(), await tenant()];
       const all = ['checks:read', 'monitors:read', 'monitors:write', 'events:read'];
-      keys.a = (await issueKey(ch, s.database, { tenantId: a, kind: 'api', name: 'a', scopes: all })).key;
-      keys.b = (await issueKey(ch, s.database, { tenantId: b, kind: 'api', name: 'b', scopes: all })).key;
+      keys.a = (await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'a', scopes: all })).key;
+      keys.b = (await issueKey(adminRegistry(), { tenantId: b, kind: 'api', name: 'b', scopes: all })).key;
       keys.noEvents = (
-        await issueKey(ch, s.database, { tenantId: a, kind: 'api', name: 'no events', scopes: ['monitors:read'] })
+        await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'no events', scopes: ['monitors:read'] })
       ).key;
       query = await runQuery({ STATUS_PAGE_CACHE_SECONDS: '2' });
       await eventually('keys loaded', async () =>
@@ -52,7 +60,7 @@ describe('status pages and the events overview API (real ClickHouse)', function 
         if (r.body.success) monitors.push({ id: r.body.data.id, name });
       }
       keys.aLimited = (
-        await issueKey(ch, s.database, {
+        await issueKey(adminRegistry(), {
           tenantId: a,
           kind: 'api',
           name: 'limited',
@@ -212,13 +220,12 @@ describe('public status pages under anonymous load (real ClickHouse)', function 
     );
 
   before(async () => {
-    const s = testStack();
     const ch = adminClickHouse();
     try {
       const scopes = ['monitors:read', 'monitors:write'];
       for (const t of ['a', 'b'] as const) {
-        const tenantId = (await createTenant(ch, s.database, uid('tenant'))).tenant_id;
-        keys[t] = (await issueKey(ch, s.database, { tenantId, kind: 'api', name: t, scopes })).key;
+        const tenantId = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+        keys[t] = (await issueKey(adminRegistry(), { tenantId, kind: 'api', name: t, scopes })).key;
       }
     } finally {
       await ch.close();

@@ -14,6 +14,7 @@ import {
   uid,
   type Running,
   type Envelope,
+  adminRegistry,
 } from '../support/fixtures.js';
 
 /**
@@ -69,10 +70,10 @@ describe('tenants (real Kafka and ClickHouse)', function () {
       [A, 'tenant A'],
       [B, 'tenant B'],
     ] as const) {
-      t.tenant = (await createTenant(ch, s.database, `${name} ${uid()}`)).tenant_id;
+      t.tenant = (await createTenant(adminRegistry(), `${name} ${uid()}`)).tenant_id;
       const scopes = ['checks:read', 'monitors:read', 'monitors:write'];
-      t.api = (await issueKey(ch, s.database, { tenantId: t.tenant, kind: 'api', name, scopes })).key;
-      t.telemetry = (await issueKey(ch, s.database, { tenantId: t.tenant, kind: 'telemetry', name })).key;
+      t.api = (await issueKey(adminRegistry(), { tenantId: t.tenant, kind: 'api', name, scopes })).key;
+      t.telemetry = (await issueKey(adminRegistry(), { tenantId: t.tenant, kind: 'telemetry', name })).key;
     }
     await eventually('keys loaded', async () =>
       (await api(B.api, 'GET', '/api/monitors')).status === 200 ? true : undefined,
@@ -330,10 +331,10 @@ describe('tenants (real Kafka and ClickHouse)', function () {
 
   it('answers an expired key 401 KEY_EXPIRED, on the API and on the gateway', async () => {
     const api1 = (
-      await issueKey(ch, s.database, { tenantId: A.tenant, kind: 'api', name: 'short', expiresInSeconds: 1 })
+      await issueKey(adminRegistry(), { tenantId: A.tenant, kind: 'api', name: 'short', expiresInSeconds: 1 })
     ).key;
     const tel1 = (
-      await issueKey(ch, s.database, { tenantId: A.tenant, kind: 'telemetry', name: 'short', expiresInSeconds: 1 })
+      await issueKey(adminRegistry(), { tenantId: A.tenant, kind: 'telemetry', name: 'short', expiresInSeconds: 1 })
     ).key;
     await eventually('keys expired', async () => {
       const r = await api(api1, 'GET', '/api/monitors');

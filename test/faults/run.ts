@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
-import { clickhouseEnv } from '../../tools/devstack/users.js';
+import { storeEnv } from '../../tools/devstack/users.js';
 import { KAFKA_VERSION, startStack, type Stack } from '../../tools/devstack/stack.js';
 import {
   Child,
@@ -44,6 +44,7 @@ import { LoadGenerator, type Outcome } from './load.js';
 import { allReady, judge, Observer, readiness } from './observe.js';
 import { renderSection, type RunFigures, type ScenarioFigures } from './report.js';
 import { scenarios, type Ctx, type Scenario, type Timings } from './scenarios.js';
+import { withRegistry } from '../../tools/devstack/postgres.js';
 
 const SHORT = process.env.FAULTS_SHORT === '1' || process.argv.includes('--short') || SMOKE;
 /** Findings (documented behaviour not met, nothing lost) fail the run too. */
@@ -130,7 +131,9 @@ async function main(): Promise<number> {
     const users = await provision(stack, { database: names.database, topics: topics.list, partitions: 4 });
     ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.database });
     const key = (
-      await issueKey(ch, names.database, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'fault suite' })
+      await withRegistry(users.postgres!.owner, (db) =>
+        issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'fault suite' }),
+      )
     ).key;
     const chVersion = await clickhouseVersion(ch);
     log(`stack up: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${chVersion})`);
@@ -152,7 +155,7 @@ async function main(): Promise<number> {
       new Child({
         name: label,
         command: serviceCommand(name),
-        env: { ...process.env, ...clickhouseEnv(users, name), ...env, PORT: String(port) },
+        env: { ...process.env, ...storeEnv(users, name), ...env, PORT: String(port) },
         url: `http://127.0.0.1:${port}`,
         logFile: join(logDir, `${label}.log`),
       });

@@ -15,7 +15,7 @@ import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { createClickHouse } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
-import { clickhouseEnv } from '../../tools/devstack/users.js';
+import { storeEnv } from '../../tools/devstack/users.js';
 import { startStack } from '../../tools/devstack/stack.js';
 import { steadyLoops } from '../../harness/load.js';
 import {
@@ -29,6 +29,7 @@ import {
 } from '../../harness/processes.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
+import { withRegistry } from '../../tools/devstack/postgres.js';
 
 const seconds = envNumber('SOAK_SECONDS', 600, 1, false, 6);
 const eventsPerSecond = envNumber('SOAK_EVENTS_PER_SECOND', 10_000, 1, false, 400);
@@ -66,20 +67,23 @@ async function main(): Promise<number> {
   try {
     const users = await provision(stack, { database: names.db, topics: topics.list, partitions: 6 });
     const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.db });
-    const access = (await issueKey(admin, names.db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'soak' })).key;
-    const api = (
-      await issueKey(admin, names.db, { tenantId: DEFAULT_TENANT, kind: 'api', name: 'soak', scopes: ['checks:read'] })
-    ).key;
-    // The readers ask for monitors m0..m199: they must be in the registry (paused: no runner here).
-    const store = new MonitorStore(admin, names.db, runSecretBox());
-    await store.saveMany(Array.from({ length: 200 }, (_, m) => placeholderMonitor(`m${m}`)));
+    const { access, api } = await withRegistry(users.postgres!.owner, async (db) => {
+      const access = (await issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'soak' })).key;
+      const api = (await issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'api', name: 'soak', scopes: ['checks:read'] }))
+        .key;
+      // The readers ask for monitors m0..m199: they must be in the registry (paused: no runner here).
+      await new MonitorStore(db, runSecretBox()).saveMany(
+        Array.from({ length: 200 }, (_, m) => placeholderMonitor(`m${m}`)),
+      );
+      return { access, api };
+    });
     for (const name of ['ingest-gateway', 'stream-consumer', 'query-service'] as const) {
       const port = await freePort();
       const env = serviceEnv(stack, names.db, port, {
         ...topics.env,
         RATE_LIMIT_PER_SECOND: '0',
         CONSUMER_GROUP_ID: `soak-${run}`,
-        ...clickhouseEnv(users, name),
+        ...storeEnv(users, name),
       });
       children.push([
         name,

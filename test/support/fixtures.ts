@@ -8,13 +8,15 @@ import {
   createClickHouse,
   createKafka,
   createLogger,
+  createPostgres,
   LineCollector,
+  type PgPool,
   type ClickHouseClient,
   type Logger,
 } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor, type NewKey } from '@telemetry/store';
 import { runSecretBox, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
-import { clickhouseEnv, type ServiceUsers } from '../../tools/devstack/users.js';
+import { storeEnv, type ServiceUsers } from '../../tools/devstack/users.js';
 
 /** Our response envelope as the tests read it (docs/api.md): `data` on success, `code` and `details` on failure. */
 export interface Envelope<T> {
@@ -65,6 +67,25 @@ export function eventually<T>(
   return until(what, probe, timeoutMs, 100);
 }
 
+let registryPool: PgPool | undefined;
+
+/** This run's registry (PostgreSQL) as its owner: one pool for the whole test process. */
+export function adminRegistry(): PgPool {
+  registryPool ??= createPostgres(
+    { databaseUrl: registryOwnerUrl(), databasePoolMax: 4, databaseTimeoutMs: 10_000 },
+    createLogger({ service: 'test', level: 'warn' }),
+    'tests',
+  );
+  return registryPool;
+}
+
+/** The owner's DATABASE_URL of this run's registry. */
+export function registryOwnerUrl(): string {
+  const url = testStack().users.postgres?.owner;
+  if (!url) throw new Error('the registry is not provisioned: run the tests with npm test');
+  return url;
+}
+
 export function adminClickHouse(): ClickHouseClient {
   const s = testStack();
   return createClickHouse({ url: s.clickhouseUrl, username: 'default', password: '', database: s.database });
@@ -73,21 +94,9 @@ export function adminClickHouse(): ClickHouseClient {
 /** A key's spec; its tenant is the default tenant unless given. */
 export type KeySpec = Omit<NewKey, 'tenantId'> & { tenantId?: string };
 
-/** Issues a key in this run's database, or in the one `env` (service env overrides) names. */
-export async function newKey(spec: KeySpec, env: Record<string, string> = {}): Promise<string> {
-  const s = testStack();
-  const database = env.CLICKHOUSE_DATABASE ?? s.database;
-  const ch = createClickHouse({
-    url: env.CLICKHOUSE_URL ?? s.clickhouseUrl,
-    username: 'default',
-    password: '',
-    database,
-  });
-  try {
-    return (await issueKey(ch, database, { tenantId: DEFAULT_TENANT, ...spec })).key;
-  } finally {
-    await ch.close();
-  }
+/** Issues a key in this run's registry. */
+export async function newKey(spec: KeySpec): Promise<string> {
+  return (await issueKey(adminRegistry(), { tenantId: DEFAULT_TENANT, ...spec })).key;
 }
 
 export function serviceEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -97,6 +106,9 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     KAFKA_BROKERS: s.kafkaBrokers,
     CLICKHOUSE_URL: s.clickhouseUrl,
     CLICKHOUSE_DATABASE: s.database,
+    // The owner's; ownUser() gives a service its own role.
+    DATABASE_URL: registryOwnerUrl(),
+    REGISTRY_CATCH_UP_MS: '1000',
     EVENTS_TOPIC: s.eventsTopic,
     CHECKS_TOPIC: s.checksTopic,
     DEAD_LETTER_TOPIC: s.deadLetterTopic,
@@ -105,7 +117,6 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     MONITOR_CHANGES_TOPIC: s.monitorChangesTopic,
     HOST: '127.0.0.1',
     PORT: '0',
-    KEY_REFRESH_MS: '200',
     MIGRATE_ON_START: 'false',
     SECRETS_KEYS: RUN_SECRETS_KEYS,
     HEARTBEAT_KEY: RUN_HEARTBEAT_KEY,
@@ -126,7 +137,7 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
  */
 export function ownUser(service: ServiceName, extra: Record<string, string> = {}): Record<string, string> {
   if (extra.CLICKHOUSE_DATABASE !== undefined || extra.CLICKHOUSE_URL !== undefined) return {};
-  return clickhouseEnv(testStack().users, service);
+  return storeEnv(testStack().users, service);
 }
 
 export interface Running {
@@ -186,14 +197,9 @@ export function registerMonitors(...ids: string[]): Promise<void> {
 
 /** registerMonitors in another tenant. */
 export async function registerMonitorsIn(tenantId: string, ...ids: string[]): Promise<void> {
-  const s = testStack();
-  const ch = adminClickHouse();
-  try {
-    const store = new MonitorStore(ch, s.database, runSecretBox());
-    await store.saveMany(ids.map((id) => placeholderMonitor(id, id, tenantId)));
-  } finally {
-    await ch.close();
-  }
+  await new MonitorStore(adminRegistry(), runSecretBox()).saveMany(
+    ids.map((id) => placeholderMonitor(id, id, tenantId)),
+  );
 }
 
 /** Produces `values` to `topic` (acks=all), to `partition` when given. */

@@ -14,12 +14,12 @@ import {
   incidentsSql,
   lastAlertsSql,
   lastChecksSql,
-  MonitorStore,
+  LegacyMonitorStore,
   openIncidentsSql,
   placeholderMonitor,
   retentionRules,
   SERVICE_USER_NAMES,
-  StatusPageStore,
+  LegacyStatusPageStore,
   summarySql,
   webhookDeliveriesSql,
   type DatabaseRole,
@@ -111,7 +111,6 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
       await new ClickHouseKeySource(r.client, DB).loadAll();
       break;
     case 'runner':
-      await new MonitorStore(r.client, DB, box).list();
       await lastAlerts(r.client, DB, ids);
       await slotChecks(r.client, DB, monitor, ['chk_a'], Date.now());
       await lastHeartbeat(r.client, DB, monitor, 0);
@@ -153,10 +152,10 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
       break;
     }
     case 'registry': {
-      const monitors = new MonitorStore(r.client, DB, box);
+      const monitors = new LegacyMonitorStore(r.client, DB, box);
       await monitors.list();
       await monitors.saveMany([monitor]);
-      const pages = new StatusPageStore(r.client, DB);
+      const pages = new LegacyStatusPageStore(r.client, DB);
       await pages.all();
       const page = { slug: 'p', tenant_id: 'ten_a', title: 't', description: '', monitor_ids: ids };
       await pages.save({ ...page, created_at: '2026-11-25T00:00:00Z', updated_at: '2026-11-25T00:00:00Z' });

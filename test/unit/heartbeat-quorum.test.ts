@@ -8,7 +8,7 @@ import {
   monitorProblems,
   patchSettings,
   quorumOf,
-  verifyHeartbeatToken,
+  HeartbeatTokens,
   type StoredMonitor,
 } from '@telemetry/store';
 import { loadConfig } from '@telemetry/platform';
@@ -52,10 +52,37 @@ function heartbeatMonitor(over: Partial<StoredMonitor> = {}): StoredMonitor {
 
 describe('heartbeat monitors and quorum (unit)', () => {
   describe('heartbeat tokens', () => {
-    it('names the monitor and its tenant, and only the key makes one that verifies', () => {
-      const token = heartbeatToken(KEY, 'ten_acme', ID);
+    /** The gateway's copy of the nonces, loaded from a fake of our own registry reader. */
+    async function tokensWith(
+      rows: { monitor_id: string; tenant_id: string; nonce: string }[],
+    ): Promise<HeartbeatTokens> {
+      const fake = {
+        query: (_sql: string, params?: unknown[]) =>
+          Promise.resolve({
+            rows: params ? rows.filter((r) => (params[0] as string[]).includes(r.monitor_id)) : rows,
+          }),
+      };
+      const tokens = new HeartbeatTokens(fake as never);
+      await tokens.mirror.reload();
+      return tokens;
+    }
+
+    it('names the monitor and its tenant, and only the key makes one that verifies', async () => {
+      const nonce = 'f'.repeat(32);
+      const tokens = await tokensWith([{ monitor_id: ID, tenant_id: 'ten_acme', nonce }]);
+      const verifyHeartbeatToken = (key: string, token: string) => tokens.verify(key, token);
+      const token = heartbeatToken(KEY, 'ten_acme', ID, nonce);
       expect(token).to.match(/^hb_acme_0123456789abcdef_[0-9a-f]{32}$/);
       expect(verifyHeartbeatToken(KEY, token)).to.deep.equal({ tenantId: 'ten_acme', monitorId: ID });
+      // The token of another nonce (replaced), or of a monitor the registry no longer has: refused.
+      expect(verifyHeartbeatToken(KEY, heartbeatToken(KEY, 'ten_acme', ID, 'e'.repeat(32)))).to.equal(undefined);
+      expect((await tokensWith([])).verify(KEY, token)).to.equal(undefined);
+      // A monitor copied from ClickHouse (nonce ''): its token from before still verifies.
+      const legacy = await tokensWith([{ monitor_id: ID, tenant_id: 'ten_acme', nonce: '' }]);
+      expect(legacy.verify(KEY, heartbeatToken(KEY, 'ten_acme', ID, ''))).to.deep.equal({
+        tenantId: 'ten_acme',
+        monitorId: ID,
+      });
       // Another key, another monitor or tenant with this MAC, a changed MAC: refused.
       expect(verifyHeartbeatToken('x'.repeat(64), token)).to.equal(undefined);
       expect(verifyHeartbeatToken(KEY, token.replace('_acme_', '_other_'))).to.equal(undefined);

@@ -1,8 +1,5 @@
 import { expect } from 'chai';
-import { createLogger } from '@telemetry/platform';
-import { hashSecret, KeyStore, parseDuration, parseKey, type KeyRecord, type KeySource } from '@telemetry/store';
-
-const logger = createLogger({ service: 'test', level: 'silent' });
+import { hashSecret, KeyStore, parseDuration, parseKey, type KeyRecord } from '@telemetry/store';
 
 function record(over: Partial<KeyRecord> & { secret: string }): KeyRecord {
   const { secret, ...rest } = over;
@@ -24,11 +21,11 @@ function record(over: Partial<KeyRecord> & { secret: string }): KeyRecord {
   };
 }
 
-class FakeSource implements KeySource {
+/** The registry's key records, as a fake of our own loader (all, or those of some ids). */
+class FakeSource {
   constructor(public records: KeyRecord[]) {}
-  loadAll(): Promise<KeyRecord[]> {
-    return Promise.resolve(this.records);
-  }
+  load = (ids?: readonly string[]): Promise<KeyRecord[]> =>
+    Promise.resolve(ids === undefined ? this.records : this.records.filter((r) => ids.includes(r.key_id)));
 }
 
 describe('keys (unit)', () => {
@@ -52,30 +49,34 @@ describe('keys (unit)', () => {
   });
 
   it('verifies a stored key and refuses wrong secrets, other kinds and unknown ids', async () => {
-    const store = new KeyStore(new FakeSource([record({ secret })]), logger, 60_000);
-    await store.start();
+    const store = new KeyStore(new FakeSource([record({ secret })]).load);
+    await store.mirror.reload();
     expect(store.verify(key, 'telemetry')?.keyId).to.equal('0123456789abcdef');
     expect(store.verify(`tk_0123456789abcdef_${'b'.repeat(64)}`, 'telemetry')).to.equal(undefined);
     expect(store.verify(key, 'api')).to.equal(undefined);
     expect(store.verify(`tk_ffffffffffffffff_${secret}`, 'telemetry')).to.equal(undefined);
     expect(store.verify('garbage', 'telemetry')).to.equal(undefined);
-    await store.stop();
   });
 
-  it('stops accepting a revoked key at the next refresh', async () => {
+  it('stops accepting a revoked key once the change feed names it, and forgets a deleted one', async () => {
     const source = new FakeSource([record({ secret })]);
-    const store = new KeyStore(source, logger, 60_000);
-    await store.start();
+    const store = new KeyStore(source.load);
+    await store.mirror.reload();
     expect(store.verify(key, 'telemetry')).to.not.equal(undefined);
     source.records = [record({ secret, revoked: 1, version: 2 })];
-    await store.refresh();
+    await store.mirror.apply(['0123456789abcdef']);
     expect(store.verify(key, 'telemetry')).to.equal(undefined);
-    await store.stop();
+    source.records = [record({ secret })];
+    await store.mirror.apply(['0123456789abcdef']);
+    expect(store.verify(key, 'telemetry')).to.not.equal(undefined);
+    source.records = [];
+    await store.mirror.apply(['0123456789abcdef']);
+    expect(store.verify(key, 'telemetry')).to.equal(undefined);
   });
 
   it('refuses an expired key with KEY_EXPIRED, and only to a holder of the whole valid key', async () => {
-    const store = new KeyStore(new FakeSource([record({ secret, expires_at: '2026-11-22 10:00:00' })]), logger, 60_000);
-    await store.start();
+    const store = new KeyStore(new FakeSource([record({ secret, expires_at: '2026-11-22 10:00:00' })]).load);
+    await store.mirror.reload();
     const before = Date.parse('2026-11-22T09:59:59Z');
     const after = Date.parse('2026-11-22T10:00:00Z');
     expect(store.authenticate(key, 'telemetry', before).tenantId).to.equal('ten_a');
@@ -86,7 +87,6 @@ describe('keys (unit)', () => {
     expect(() => store.authenticate(`tk_0123456789abcdef_${'b'.repeat(64)}`, 'telemetry', after))
       .to.throw()
       .with.property('code', 'INVALID_CREDENTIALS');
-    await store.stop();
   });
 
   it('parses key lifetimes for --expires-in', () => {

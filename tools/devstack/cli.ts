@@ -1,5 +1,11 @@
-/** What the operator CLIs (keys, tenants) share: the admin ClickHouse client and the exit path. */
-import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
+/** What the operator CLIs (keys, tenants, migrate) share: the admin clients and the exit path. */
+import {
+  createClickHouse,
+  createLogger,
+  createPostgres,
+  type ClickHouseClient,
+  type PgPool,
+} from '@telemetry/platform';
 import { envWithLocalStack } from './local-env.js';
 
 /**
@@ -20,6 +26,24 @@ export function adminFromEnv(): { client: ClickHouseClient; database: string } |
     database,
   });
   return { client, database };
+}
+
+/**
+ * The registry (PostgreSQL) at DATABASE_URL (or the stack `npm start` runs), as the role
+ * given there: the database's owner for the operators' tools. Undefined (after saying why)
+ * when there is none.
+ */
+export function registryFromEnv(): PgPool | undefined {
+  const env = envWithLocalStack();
+  if (!env.DATABASE_URL) {
+    process.stderr.write('DATABASE_URL is not set and no stack from `npm start` was found\n');
+    return undefined;
+  }
+  return createPostgres(
+    { databaseUrl: env.DATABASE_URL, databasePoolMax: 2, databaseTimeoutMs: 10_000 },
+    createLogger({ service: 'cli', level: 'warn' }),
+    'cli',
+  );
 }
 
 /** Runs a CLI's main and exits with its code; an error is one line on stderr and exit 1. */

@@ -4,14 +4,14 @@
  * npm run keys -- revoke <key_id>
  * npm run keys -- list [--tenant ten_…]
  *
- * Talks to ClickHouse at CLICKHOUSE_URL (or the stack `npm start` runs). Prints a new
- * key's secret once; only its SHA-256 is stored. Services pick up changes within
- * KEY_REFRESH_MS, without a restart.
+ * Talks to the registry (PostgreSQL) at DATABASE_URL, as the database's owner (or the
+ * stack `npm start` runs). Prints a new key's secret once; only its SHA-256 is stored.
+ * Every replica of every service picks up a change within a second (the change feed).
  */
 import { parseArgs } from 'node:util';
 import {
-  ClickHouseKeySource,
   expiryMs,
+  loadKeyRecords,
   findTenant,
   issueKey,
   parseDuration,
@@ -19,7 +19,7 @@ import {
   SCOPES,
   type KeyKind,
 } from '@telemetry/store';
-import { adminFromEnv, runCli } from './cli.js';
+import { registryFromEnv, runCli } from './cli.js';
 
 const out = (s: string): boolean => process.stdout.write(`${s}\n`);
 
@@ -38,9 +38,8 @@ async function main(): Promise<number> {
     },
   });
   const [cmd, arg] = positionals;
-  const admin = adminFromEnv();
-  if (!admin) return 2;
-  const { client, database } = admin;
+  const db = registryFromEnv();
+  if (!db) return 2;
   const list = (s: string | undefined): string[] | undefined =>
     s === undefined
       ? undefined
@@ -53,14 +52,14 @@ async function main(): Promise<number> {
       const kind = values.kind as KeyKind | undefined;
       if (kind !== 'telemetry' && kind !== 'api') throw new Error('--kind telemetry|api is required');
       if (values.tenant === undefined) throw new Error('--tenant ten_… is required (npm run tenants -- list)');
-      const tenant = await findTenant(client, database, values.tenant);
+      const tenant = await findTenant(db, values.tenant);
       if (!tenant) throw new Error(`no tenant ${values.tenant} (npm run tenants -- list)`);
       const expiresIn = values['expires-in'];
       const expiresInSeconds = expiresIn === undefined ? undefined : parseDuration(expiresIn);
       if (expiresIn !== undefined && expiresInSeconds === undefined) {
         throw new Error('--expires-in is a number and a unit: 90d, 12h, 30m or 3600s');
       }
-      const { key, record } = await issueKey(client, database, {
+      const { key, record } = await issueKey(db, {
         tenantId: tenant.tenant_id,
         expiresInSeconds,
         kind,
@@ -78,7 +77,7 @@ async function main(): Promise<number> {
       return 0;
     }
     if (cmd === 'revoke' && arg) {
-      if (await revokeKey(client, database, arg)) {
+      if (await revokeKey(db, arg)) {
         out(`revoked ${arg}`);
         return 0;
       }
@@ -87,7 +86,7 @@ async function main(): Promise<number> {
     }
     if (cmd === 'list') {
       const now = Date.now();
-      for (const r of await new ClickHouseKeySource(client, database).loadAll()) {
+      for (const r of await loadKeyRecords(db)) {
         if (values.tenant !== undefined && r.tenant_id !== values.tenant) continue;
         const expired = expiryMs(r.expires_at) <= now;
         const state = r.revoked ? 'revoked' : expired ? 'expired' : 'active';
@@ -100,7 +99,7 @@ async function main(): Promise<number> {
     );
     return 2;
   } finally {
-    await client.close();
+    await db.end();
   }
 }
 

@@ -2,6 +2,7 @@ import { createClickHouse, createKafka, createLogger, ensureTopics, type Logger 
 import { migrate } from '@telemetry/store';
 import type { Stack } from './stack.js';
 import type { ServiceUsers } from './users.js';
+import { provisionPostgres } from './postgres.js';
 
 export interface ProvisionOptions {
   database: string;
@@ -11,8 +12,9 @@ export interface ProvisionOptions {
 }
 
 /**
- * Migrations, topics and one ClickHouse user per service: what every service expects
- * to exist. Idempotent; returns the services' ClickHouse credentials (fresh passwords).
+ * Migrations, topics, one ClickHouse user per service and the registry's PostgreSQL
+ * database with one role per service: what every service expects to exist. Idempotent;
+ * returns the services' credentials (fresh passwords).
  */
 export async function provision(stack: Stack, opts: ProvisionOptions): Promise<ServiceUsers> {
   const logger = opts.logger ?? createLogger({ service: 'devstack', level: 'warn' });
@@ -27,5 +29,6 @@ export async function provision(stack: Stack, opts: ProvisionOptions): Promise<S
     kafka,
     opts.topics.map((topic) => ({ topic, numPartitions: opts.partitions })),
   );
-  return stack.serviceUsers(opts.database);
+  const postgres = await provisionPostgres(stack.postgresAdminUrl, opts.database, logger);
+  return { ...(await stack.serviceUsers(opts.database)), postgres };
 }

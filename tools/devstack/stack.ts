@@ -1,12 +1,13 @@
 /**
  * The stack harness: one piece of code that gives `npm start`, the tests and CI a real
- * Kafka and a real ClickHouse.
+ * Kafka, a real ClickHouse and a real PostgreSQL (the registry).
  *
  *   1. KAFKA_BROKERS and CLICKHOUSE_URL set  -> use those servers as they are;
  *   2. else a Docker engine answers          -> testcontainers (apache/kafka, clickhouse);
  *   3. else local processes                  -> install Debian's clickhouse-server if
  *      missing, fetch Apache Kafka's jars from Maven Central once (cached), and run both
  *      on free loopback ports under a data directory; stop() ends them.
+ *   PostgreSQL runs as a local process (postgres.ts) unless DATABASE_ADMIN_URL names one.
  *
  * Quiet unless something fails: server output goes to log files under the data dir,
  * whose path is printed with the error.
@@ -21,6 +22,7 @@ import { promisify } from 'node:util';
 
 import type { Admin } from 'kafkajs';
 import { createClickHouse } from '@telemetry/platform';
+import { startLocalPostgres, type LocalPostgres } from './postgres.js';
 import { createUsersWithSql, sameUserForAll, waitForUsers, writeUsersFile, type ServiceUsers } from './users.js';
 
 export const run = promisify(execFile);
@@ -34,6 +36,8 @@ export interface Stack {
   mode: 'external' | 'testcontainers' | 'local';
   kafkaBrokers: string;
   clickhouseUrl: string;
+  /** A PostgreSQL superuser's URL (the registry: provisionPostgres makes its database and roles). */
+  postgresAdminUrl: string;
   /**
    * Creates one ClickHouse user per service for `database` (after its migrations) and
    * returns their credentials: see users.ts. With an external server that does not
@@ -50,6 +54,8 @@ export interface Stack {
     startClickHouse(): Promise<void>;
     stopKafka(): Promise<void>;
     startKafka(): Promise<void>;
+    stopPostgres(): Promise<void>;
+    startPostgres(): Promise<void>;
   };
 }
 
@@ -68,20 +74,41 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const env = opts.env ?? process.env;
   if (opts.forceLocal) return startLocal(opts);
   if (env.KAFKA_BROKERS && env.CLICKHOUSE_URL) {
+    const postgres = await postgresFor(opts);
     return {
       mode: 'external',
       kafkaBrokers: env.KAFKA_BROKERS,
       clickhouseUrl: env.CLICKHOUSE_URL,
+      postgresAdminUrl: postgres.adminUrl,
       // A local 18.16 server's users.d (the tests pass theirs), else SQL.
       serviceUsers: (database) =>
         env.CLICKHOUSE_USERS_DIR
           ? usersInDir(env.CLICKHOUSE_USERS_DIR, env.CLICKHOUSE_URL!, database)
           : usersWithSql(env.CLICKHOUSE_URL!, database, true),
-      stop: async () => {},
+      stop: () => postgres.stop(),
     };
   }
-  if (await dockerAnswers()) return startWithTestcontainers();
+  if (await dockerAnswers()) return startWithTestcontainers(opts);
   return startLocal(opts);
+}
+
+/**
+ * The registry's PostgreSQL when Kafka and ClickHouse are someone else's: DATABASE_ADMIN_URL
+ * (a role that may create databases and roles) when set, else a local server.
+ */
+async function postgresFor(opts: StackOptions): Promise<{ adminUrl: string; stop(): Promise<void> }> {
+  const env = opts.env ?? process.env;
+  if (env.DATABASE_ADMIN_URL) return { adminUrl: env.DATABASE_ADMIN_URL, stop: async () => {} };
+  const log = opts.log ?? ((l: string) => process.stderr.write(`[stack] ${l}\n`));
+  const root = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'telemetry-pg-'));
+  const pgServer = await startLocalPostgres(join(root, 'postgres'), log);
+  return {
+    adminUrl: pgServer.adminUrl,
+    stop: async () => {
+      await pgServer.stop();
+      if (!opts.keepData && !opts.dataDir) rmSync(root, { recursive: true, force: true });
+    },
+  };
 }
 
 async function dockerAnswers(): Promise<boolean> {
@@ -157,7 +184,7 @@ export async function waitFor(
 
 // ---------------------------------------------------------------- testcontainers
 
-async function startWithTestcontainers(): Promise<Stack> {
+async function startWithTestcontainers(opts: StackOptions): Promise<Stack> {
   // NOTE: not exercised on our own machines (no Docker engine there); kept small and
   // close to the images' documented settings.
   const { GenericContainer, Wait } = await import('testcontainers');
@@ -184,13 +211,15 @@ async function startWithTestcontainers(): Promise<Stack> {
     .withEnvironment({ CLICKHOUSE_SKIP_USER_SETUP: '1', CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' })
     .withWaitStrategy(Wait.forHttp('/ping', 8123))
     .start();
+  const postgres = await postgresFor(opts);
   return {
     mode: 'testcontainers',
     kafkaBrokers: `127.0.0.1:${kafkaPort}`,
     clickhouseUrl: `http://${ch.getHost()}:${ch.getMappedPort(8123)}`,
+    postgresAdminUrl: postgres.adminUrl,
     serviceUsers: (database) => usersWithSql(`http://${ch.getHost()}:${ch.getMappedPort(8123)}`, database, false),
     stop: async () => {
-      await Promise.all([kafka.stop(), ch.stop()]);
+      await Promise.all([kafka.stop(), ch.stop(), postgres.stop()]);
     },
   };
 }
@@ -504,17 +533,26 @@ async function startLocal(opts: StackOptions): Promise<Stack> {
     kafka.start();
     await waitFor('Kafka', () => kafkaAnswers(ports.kafka), 90_000, join(kDir, 'server.log'));
   };
+  let postgres: LocalPostgres | undefined;
   try {
-    await Promise.all([startClickHouse(), startKafka()]);
+    await Promise.all([
+      startClickHouse(),
+      startKafka(),
+      startLocalPostgres(join(root, 'postgres'), log).then((p) => {
+        postgres = p;
+      }),
+    ]);
   } catch (err) {
-    await Promise.all([clickhouse.stop('SIGKILL'), kafka.stop('SIGKILL')]);
+    await Promise.all([clickhouse.stop('SIGKILL'), kafka.stop('SIGKILL'), postgres?.stop()]);
     throw err;
   }
+  const pgServer = postgres!;
 
   return {
     mode: 'local',
     kafkaBrokers: `127.0.0.1:${ports.kafka}`,
     clickhouseUrl: `http://127.0.0.1:${ports.chHttp}`,
+    postgresAdminUrl: pgServer.adminUrl,
     serviceUsers: (database) => usersInDir(join(chDir, 'users.d'), `http://127.0.0.1:${ports.chHttp}`, database),
     clickhouseUsersDir: join(chDir, 'users.d'),
     control: {
@@ -522,9 +560,11 @@ async function startLocal(opts: StackOptions): Promise<Stack> {
       startClickHouse,
       stopKafka: () => kafka.stop(),
       startKafka,
+      stopPostgres: () => pgServer.stop(),
+      startPostgres: () => pgServer.start(),
     },
     stop: async () => {
-      await Promise.all([kafka.stop(), clickhouse.stop()]);
+      await Promise.all([kafka.stop(), clickhouse.stop(), pgServer.stop()]);
       if (!opts.keepData) rmSync(root, { recursive: true, force: true });
     },
   };

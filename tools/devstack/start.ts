@@ -13,12 +13,12 @@ import { promisify } from 'node:util';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createClickHouse, newSealingKeyText, type ClickHouseClient } from '@telemetry/platform';
+import { createLogger, createPostgres, newSealingKeyText, type PgPool } from '@telemetry/platform';
 import { createTenant, issueKey, listTenants } from '@telemetry/store';
 import { writeLocalEnv } from './local-env.js';
 import { provision } from './provision.js';
 import { serviceCommand, type ServiceName } from '../../harness/processes.js';
-import { clickhouseEnv } from './users.js';
+import { storeEnv } from './users.js';
 import { freePort, startStack } from './stack.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -63,7 +63,7 @@ async function waitReady(name: string, url: string, child: ChildProcess): Promis
 
 async function main(): Promise<void> {
   mkdirSync(join(root, '.stack'), { recursive: true });
-  say('starting Kafka and ClickHouse...');
+  say('starting Kafka, ClickHouse and PostgreSQL...');
   const stack = await startStack({ dataDir: env.DEVSTACK_DATA_DIR ?? join(root, '.stack', 'data'), keepData: true });
   const children: ChildProcess[] = [];
   let stopping = false;
@@ -95,16 +95,20 @@ async function main(): Promise<void> {
       topics: Object.values(topics),
       partitions: Number(env.TOPIC_PARTITIONS ?? 6),
     });
-    const admin = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database });
+    const admin = createPostgres(
+      { databaseUrl: users.postgres!.owner, databasePoolMax: 2, databaseTimeoutMs: 10_000 },
+      createLogger({ service: 'devstack', level: 'warn' }),
+      'devstack',
+    );
     const tenantId = await devTenant(admin);
-    const access = await issueKey(admin, database, { tenantId, kind: 'telemetry', name: 'dev access key' });
-    const api = await issueKey(admin, database, {
+    const access = await issueKey(admin, { tenantId, kind: 'telemetry', name: 'dev access key' });
+    const api = await issueKey(admin, {
       tenantId,
       kind: 'api',
       name: 'dev api key',
       scopes: ['checks:read', 'monitors:read', 'monitors:write', 'events:read'],
     });
-    await admin.close();
+    await admin.end();
     // The console's bundles, which the query service serves (docs/console.md).
     await promisify(execFile)('npx', ['tsx', 'services/query-service/console/scripts/bundle.ts'], { timeout: 180_000 });
     // The browser SDK's bundles, which the gateway serves at /sdk/v1.js (docs/sdk.md).
@@ -134,6 +138,8 @@ async function main(): Promise<void> {
     const secrets = { SECRETS_KEYS: devSecretsKeys(), HEARTBEAT_KEY: devHeartbeatKey() };
     writeLocalEnv({
       ...shared,
+      // The registry's owner: what `npm run keys`, `tenants` and `migrate` connect as.
+      DATABASE_URL: users.postgres!.owner,
       GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
       QUERY_URL: `http://127.0.0.1:${ports.query}`,
     });
@@ -148,7 +154,7 @@ async function main(): Promise<void> {
     // monitor) and nothing else on this machine: never ClickHouse or Kafka.
     const egress = { EGRESS_ALLOW: env.EGRESS_ALLOW ?? `127.0.0.1:${ports.gateway}` };
     for (const [name, port] of services) {
-      const extra = { ...clickhouseEnv(users, name), ...egress };
+      const extra = { ...storeEnv(users, name), ...egress };
       const [command, args] = serviceCommand(name);
       const child = spawn(command, args, {
         env: { ...env, ...shared, ...secrets, ...extra, PORT: String(port) },
@@ -217,9 +223,9 @@ Press Ctrl-C to stop.`);
 const DEV_TENANT = 'development';
 
 /** The development tenant's id: created once, then found by name. */
-async function devTenant(admin: ClickHouseClient): Promise<string> {
-  const found = (await listTenants(admin, database)).find((t) => t.name === DEV_TENANT);
-  return (found ?? (await createTenant(admin, database, DEV_TENANT))).tenant_id;
+async function devTenant(admin: PgPool): Promise<string> {
+  const found = (await listTenants(admin)).find((t) => t.name === DEV_TENANT);
+  return (found ?? (await createTenant(admin, DEV_TENANT))).tenant_id;
 }
 
 /**

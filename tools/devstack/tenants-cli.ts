@@ -2,12 +2,13 @@
  * npm run tenants -- create --name "Acme"     prints `tenant_id: ten_…`
  * npm run tenants -- list                      one line per tenant: id, created, name
  *
- * Talks to ClickHouse at CLICKHOUSE_URL (or the stack `npm start` runs). A tenant's keys
+ * Talks to the registry (PostgreSQL) at DATABASE_URL, as the database's owner (or the
+ * stack `npm start` runs). A tenant's keys
  * are then issued with `npm run keys -- create --tenant ten_… …` (docs/operations.md).
  */
 import { parseArgs } from 'node:util';
 import { createTenant, listTenants } from '@telemetry/store';
-import { adminFromEnv, runCli } from './cli.js';
+import { registryFromEnv, runCli } from './cli.js';
 
 const out = (s: string): boolean => process.stdout.write(`${s}\n`);
 
@@ -19,21 +20,21 @@ async function main(): Promise<number> {
     return 2;
   }
   if (cmd === 'create' && values.name === undefined) throw new Error('--name NAME is required');
-  const admin = adminFromEnv();
-  if (!admin) return 2;
+  const db = registryFromEnv();
+  if (!db) return 2;
   try {
     if (cmd === 'create') {
-      const t = await createTenant(admin.client, admin.database, values.name!);
+      const t = await createTenant(db, values.name!);
       out(`tenant_id: ${t.tenant_id}`);
       out(`name:      ${t.name}`);
       return 0;
     }
-    for (const t of await listTenants(admin.client, admin.database)) {
+    for (const t of await listTenants(db)) {
       out([t.tenant_id, t.created_at, JSON.stringify(t.name)].join('\t'));
     }
     return 0;
   } finally {
-    await admin.client.close();
+    await db.end();
   }
 }
 

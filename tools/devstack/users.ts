@@ -17,23 +17,25 @@ import { join } from 'node:path';
 import { createClickHouse, sqlIdentifier, sqlString, type ClickHouseClient } from '@telemetry/platform';
 import { databaseAccess, databasesOf, grantStatements, SERVICE_USER_NAMES, type ServiceUser } from '@telemetry/store';
 import type { ServiceName } from '../../harness/processes.js';
+import type { PostgresUrls } from './postgres.js';
 
 export interface Credentials {
   user: string;
   password: string;
 }
 
-export type ServiceUsers = Record<ServiceUser, Credentials>;
+/** Each service's ClickHouse credentials, and (once provisioned) each one's DATABASE_URL. */
+export type ServiceUsers = Record<ServiceUser, Credentials> & { postgres?: PostgresUrls };
 
 function newCredentials(database: string): ServiceUsers {
   return Object.fromEntries(
     SERVICE_USER_NAMES.map((s) => [s, { user: `${database}_${s}`, password: randomBytes(12).toString('hex') }]),
-  ) as ServiceUsers;
+  ) as unknown as ServiceUsers;
 }
 
 /** Every service as one user (a server on which we cannot create users). */
 export function sameUserForAll(c: Credentials): ServiceUsers {
-  return Object.fromEntries(SERVICE_USER_NAMES.map((s) => [s, c])) as ServiceUsers;
+  return Object.fromEntries(SERVICE_USER_NAMES.map((s) => [s, c])) as unknown as ServiceUsers;
 }
 
 /** users.d/<database>.xml for ClickHouse 18.16, which has no SQL for users. */
@@ -105,20 +107,24 @@ export async function waitForUsers(
   }
 }
 
-/** A service's ClickHouse variables for its users (the query service has two). */
-export function clickhouseEnv(users: ServiceUsers, service: ServiceName): Record<string, string> {
+/**
+ * A service's store variables: its ClickHouse users (the query service has two) and,
+ * when provisioned, the DATABASE_URL of its own PostgreSQL role.
+ */
+export function storeEnv(users: ServiceUsers, service: ServiceName): Record<string, string> {
   const as = (c: Credentials, prefix = ''): Record<string, string> => ({
     [`${prefix}CLICKHOUSE_USER`]: c.user,
     [`${prefix}CLICKHOUSE_PASSWORD`]: c.password,
   });
+  const pg = users.postgres;
   switch (service) {
     case 'ingest-gateway':
-      return as(users.ingest);
+      return { ...as(users.ingest), ...(pg ? { DATABASE_URL: pg.ingest } : {}) };
     case 'stream-consumer':
       return as(users.consumer);
     case 'query-service':
-      return { ...as(users.query), ...as(users.registry, 'REGISTRY_') };
+      return { ...as(users.query), ...as(users.registry, 'REGISTRY_'), ...(pg ? { DATABASE_URL: pg.query } : {}) };
     case 'check-runner':
-      return as(users.runner);
+      return { ...as(users.runner), ...(pg ? { DATABASE_URL: pg.runner } : {}) };
   }
 }

@@ -108,6 +108,11 @@ export const ERROR_CODES = {
   },
   OVERLOADED: { status: 503, description: 'Too much work in flight; nothing was accepted, retry.' },
   STORE_UNAVAILABLE: { status: 503, description: 'ClickHouse did not answer in time.' },
+  REGISTRY_UNAVAILABLE: {
+    status: 503,
+    description:
+      'PostgreSQL (the registry of tenants, keys, monitors and status pages) did not answer; nothing was changed, retry. Reads of checks and events, and ingestion, go on meanwhile.',
+  },
   SHUTTING_DOWN: { status: 503, description: 'The instance is shutting down; retry on another.' },
 } as const satisfies Record<string, { status: number; description: string }>;
 

@@ -192,7 +192,6 @@ export const clickhouseSpec = {
 } satisfies ConfigSpec;
 
 export const serviceSpec = {
-  keyRefreshMs: v.int('KEY_REFRESH_MS', 2000, 'how often keys are reloaded (the delay of a revocation)', 100, 600_000),
   shutdownTimeoutMs: v.int('SHUTDOWN_TIMEOUT_MS', 25_000, 'hard deadline for a graceful shutdown', 1000, 600_000),
 } satisfies ConfigSpec;
 

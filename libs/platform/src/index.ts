@@ -25,3 +25,5 @@ export * from './keyed-queue.js';
 export * from './row-binary.js';
 export * from './topic-reader.js';
 export * from './lru.js';
+export * from './postgres.js';
+export * from './change-feed.js';

@@ -1,8 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ClickHouseClient } from '@clickhouse/client';
 import { DEFAULT_TENANT } from '@telemetry/contract';
-import { AppError, type Logger, Snapshot, type MigrationsByVersion, sqlIdentifier } from '@telemetry/platform';
-import { keysDatabase, tableIn } from './databases.js';
+import { AppError, Mirror } from '@telemetry/platform';
+
+/** The change feed's name for access keys (registry_changes.entity). */
+export const KEYS_ENTITY = 'access_keys';
 
 /**
  * Keys look like `tk_<16 hex key id>_<64 hex secret>` (telemetry access keys) and
@@ -12,43 +13,6 @@ import { keysDatabase, tableIn } from './databases.js';
  * compared with timingSafeEqual, also when the key id is unknown.
  */
 export type KeyKind = 'telemetry' | 'api';
-
-/** Statements per migration version (see migrations.ts). */
-export const keysMigrations: MigrationsByVersion = {
-  1: (db) => [
-    `CREATE TABLE IF NOT EXISTS ${db}.access_keys (
-        key_id String, kind String, name String, secret_hash String, scopes Array(String),
-        monitor_ids Array(String), allowed_origins Array(String), allowed_sources Array(String),
-        revoked UInt8, created_at DateTime('UTC'), version UInt64
-      ) ENGINE = ReplacingMergeTree(version)
-      ORDER BY key_id`,
-  ],
-  // Tenants: every key belongs to one (existing keys: the default tenant); keys can expire.
-  4: (db) => [
-    { setAside: { table: 'access_keys', marker: 'tenant_id' } },
-    `CREATE TABLE IF NOT EXISTS ${db}.access_keys (
-        tenant_id String, key_id String, kind String, name String, secret_hash String, scopes Array(String),
-        monitor_ids Array(String), allowed_origins Array(String), allowed_sources Array(String),
-        revoked UInt8, created_at DateTime('UTC'), expires_at Nullable(DateTime('UTC')), version UInt64
-      ) ENGINE = ReplacingMergeTree(version)
-      ORDER BY (tenant_id, key_id)`,
-    {
-      copyBack: {
-        table: 'access_keys',
-        sql: (from) => `INSERT INTO ${db}.access_keys (tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids,
-            allowed_origins, allowed_sources, revoked, created_at, expires_at, version)
-          SELECT '${DEFAULT_TENANT}', key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins,
-            allowed_sources, revoked, created_at, NULL, version
-          FROM ${from}`,
-      },
-    },
-  ],
-  // Least privilege: keys get their own database (databases.ts), with the tenants.
-  5: (_db, name) => [
-    `CREATE DATABASE IF NOT EXISTS ${sqlIdentifier(keysDatabase(name))}`,
-    { moveTable: { table: 'access_keys', to: keysDatabase(name) } },
-  ],
-};
 
 /** API key scopes (docs/api.md). */
 export const SCOPES = ['checks:read', 'monitors:read', 'monitors:write', 'events:read'] as const;
@@ -93,28 +57,6 @@ export function hashSecret(secret: string): string {
 
 const DUMMY_HASH = Buffer.from(hashSecret('0'.repeat(64)), 'hex');
 
-/** Where key records come from. ClickHouse in production; a small fake in unit tests. */
-export interface KeySource {
-  loadAll(): Promise<KeyRecord[]>;
-}
-
-export class ClickHouseKeySource implements KeySource {
-  constructor(
-    private readonly client: ClickHouseClient,
-    private readonly database: string,
-  ) {}
-
-  async loadAll(): Promise<KeyRecord[]> {
-    const rs = await this.client.query({
-      query: `SELECT tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins, allowed_sources,
-                revoked, toString(created_at) AS created_at, toString(expires_at) AS expires_at, version
-              FROM ${tableIn(this.database, 'keys', 'access_keys')} FINAL`,
-      format: 'JSONEachRow',
-    });
-    return (await rs.json<KeyRecord>()).map((r) => ({ ...r, revoked: Number(r.revoked), version: Number(r.version) }));
-  }
-}
-
 export interface NewKey {
   tenantId: string;
   kind: KeyKind;
@@ -134,22 +76,17 @@ export function parseDuration(s: string): number | undefined {
   return Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as 's' | 'm' | 'h' | 'd'];
 }
 
-function dateTimeText(ms: number): string {
+export function dateTimeText(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 }
 
-/** Issues a key: stores its hash and returns the plaintext, which is never stored. */
-export async function issueKey(
-  client: ClickHouseClient,
-  database: string,
-  spec: NewKey,
-): Promise<{ key: string; record: KeyRecord }> {
+/** A new key of `spec`: its record (the hash of its secret) and the plaintext, which is never stored. */
+export function newKeyRecord(spec: NewKey, now = Date.now()): { key: string; record: KeyRecord } {
   for (const s of spec.scopes ?? []) {
     if (!(SCOPES as readonly string[]).includes(s)) throw new Error(`unknown scope ${s}; known: ${SCOPES.join(', ')}`);
   }
   const keyId = randomBytes(8).toString('hex');
   const secret = randomBytes(32).toString('hex');
-  const now = Date.now();
   const record: KeyRecord = {
     tenant_id: spec.tenantId,
     key_id: keyId,
@@ -165,21 +102,7 @@ export async function issueKey(
     expires_at: spec.expiresInSeconds === undefined ? null : dateTimeText(now + spec.expiresInSeconds * 1000),
     version: now,
   };
-  await client.insert({ table: tableIn(database, 'keys', 'access_keys'), values: [record], format: 'JSONEachRow' });
   return { key: `${PREFIX[spec.kind]}_${keyId}_${secret}`, record };
-}
-
-/** Revokes a key by id; services stop accepting it within KEY_REFRESH_MS. */
-export async function revokeKey(client: ClickHouseClient, database: string, keyId: string): Promise<boolean> {
-  const records = await new ClickHouseKeySource(client, database).loadAll();
-  const rec = records.find((r) => r.key_id === keyId);
-  if (!rec) return false;
-  await client.insert({
-    table: tableIn(database, 'keys', 'access_keys'),
-    values: [{ ...rec, revoked: 1, version: Math.max(Date.now(), rec.version + 1) }],
-    format: 'JSONEachRow',
-  });
-  return true;
 }
 
 export interface VerifiedKey {
@@ -232,23 +155,23 @@ function indexKeys(records: KeyRecord[]): Map<string, KeyEntry> {
   return next;
 }
 
-const NO_KEYS: ReadonlyMap<string, KeyEntry> = new Map();
-
 /**
- * An in-memory copy of the key records, reloaded every `refreshMs`, so that checking
- * a key costs no I/O and a revocation takes effect without a restart. While the source
- * is unreachable the last copy stays in force.
+ * An in-memory copy of the key records, kept current by the registry's change feed
+ * (registry/feed.ts), so that checking a key costs no I/O and a revocation takes effect
+ * on every replica within moments. While PostgreSQL is unreachable the last copy stays
+ * in force.
  */
-export class KeyStore extends Snapshot<Map<string, KeyEntry>> {
-  // start() fails when the first load fails: a service must not start without its keys.
-  constructor(source: KeySource, logger: Logger, refreshMs: number) {
-    super({
-      name: 'key-store',
-      load: async () => indexKeys(await source.loadAll()),
-      intervalMs: refreshMs,
-      logger,
-      failureMessage: 'key refresh failed',
-    });
+export class KeyStore {
+  /** Subscribe this to the service's change feed. */
+  readonly mirror: Mirror<KeyEntry>;
+
+  /** `load`: the records of these key ids (every record when undefined). */
+  constructor(load: (ids?: readonly string[]) => Promise<KeyRecord[]>) {
+    this.mirror = new Mirror<KeyEntry>(
+      KEYS_ENTITY,
+      async (ids) => [...indexKeys(await load(ids)).values()],
+      (e) => e.verified.keyId,
+    );
   }
 
   /** The key's identity, or undefined when it is malformed, unknown, revoked, expired or of another kind. */
@@ -276,7 +199,7 @@ export class KeyStore extends Snapshot<Map<string, KeyEntry>> {
   private check(raw: string, kind: KeyKind, nowMs: number): VerifiedKey | 'invalid' | 'expired' {
     const parsed = parseKey(raw);
     if (!parsed) return 'invalid';
-    const entry = (this.value() ?? NO_KEYS).get(parsed.keyId);
+    const entry = this.mirror.get(parsed.keyId);
     const given = Buffer.from(hashSecret(parsed.secret), 'hex');
     // Compare against a dummy when the id is unknown so both paths cost the same.
     const equal = timingSafeEqual(given, entry && entry.hash.length === given.length ? entry.hash : DUMMY_HASH);

@@ -13,10 +13,10 @@ import { alertsMigrations } from './alerts.js';
 import { checksMigrations } from './checks.js';
 import { eventsMigrations } from './events.js';
 import { freshnessMigrations } from './freshness.js';
-import { keysMigrations } from './keys.js';
-import { monitorsMigrations } from './monitors.js';
-import { statusPagesMigrations } from './status-pages.js';
-import { tenantsMigrations } from './tenants.js';
+import { keysMigrations } from './legacy/keys.js';
+import { monitorsMigrations } from './legacy/monitors.js';
+import { statusPagesMigrations } from './legacy/status-pages.js';
+import { tenantsMigrations } from './legacy/tenants.js';
 import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
 
 /**

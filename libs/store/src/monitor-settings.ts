@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { StoredMonitor } from './monitors.js';
+import type { StoredMonitor } from './monitor-rows.js';
 import type { MonitorCreate, MonitorPatch, MonitorSettings, Problem } from '@telemetry/contract';
 import {
   DEFAULT_TENANT,

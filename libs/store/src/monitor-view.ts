@@ -1,7 +1,7 @@
 import type { Monitor, MonitorSettings, MonitorStatus } from '@telemetry/contract';
 import { settingsOf } from '@telemetry/contract';
 import { maskHeaders, maskUrl, maskWebhooks } from './monitor-secrets.js';
-import type { StoredMonitor } from './monitors.js';
+import type { StoredMonitor } from './monitor-rows.js';
 
 /** The API's view of a stored monitor: its status, and its secrets masked. */
 

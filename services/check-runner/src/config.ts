@@ -6,6 +6,7 @@ import {
   httpSpec,
   kafkaSpec,
   logSpec,
+  postgresSpec,
   secretsSpec,
   serviceSpec,
   topicSpec,
@@ -15,6 +16,7 @@ import type { ConfigOf, Env } from '@telemetry/platform';
 
 export const runnerSpec = {
   ...logSpec,
+  ...postgresSpec,
   ...kafkaSpec,
   checksTopic: topicSpec.checksTopic,
   alertsTopic: topicSpec.alertsTopic,
@@ -42,13 +44,6 @@ export const runnerSpec = {
     "how long a killed runner's monitors wait before another runner takes them over",
     6000,
     300_000,
-  ),
-  registryRefreshMs: v.int(
-    'REGISTRY_REFRESH_MS',
-    30_000,
-    'full reload of the registry (changes also arrive at once as notices)',
-    1000,
-    3_600_000,
   ),
   publishLingerMs: v.int(
     'RUNNER_PUBLISH_LINGER_MS',

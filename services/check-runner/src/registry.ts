@@ -1,4 +1,4 @@
-import { Snapshot, type ClickHouseClient, type Clock, type Logger } from '@telemetry/platform';
+import { Mirror, type ClickHouseClient } from '@telemetry/platform';
 import type { CheckMessage } from '@telemetry/contract';
 import {
   checksSql,
@@ -14,67 +14,42 @@ import {
 
 /**
  * The runner's copy of the monitor registry: all monitors (the webhook dispatcher needs
- * any monitor's webhooks; the scheduler picks the ones this runner owns). Reloaded in
- * full every `refreshMs`, and one monitor at a time when a change notice names it.
+ * any monitor's webhooks; the scheduler picks the ones this runner owns). Loaded in full
+ * at start, then kept current by the registry's change feed (subscribe `mirror`), and
+ * one monitor at a time when a change notice names it. While PostgreSQL is away checks go
+ * on from this copy.
  */
-export class RegistryCache extends Snapshot<Map<string, StoredMonitor>> {
-  /** Before the first load: empty (a patch made here is replaced by that load). */
-  private readonly empty = new Map<string, StoredMonitor>();
+export class RegistryCache {
+  readonly mirror: Mirror<StoredMonitor>;
 
   constructor(
     private readonly store: Pick<MonitorStore, 'list'>,
-    logger: Logger,
-    refreshMs: number,
-    /** Called after every reload that changed something. */
-    private readonly onChange: () => void,
-    clock?: Clock,
+    /** Called after every change of the copy. */
+    onChange: () => void,
   ) {
-    super({
-      name: 'registry',
-      // Checks go on from the last copy while ClickHouse is away.
-      essential: false,
-      load: async () => new Map((await store.list()).map((m) => [m.id, m])),
-      intervalMs: refreshMs,
-      logger,
-      failureMessage: 'registry reload failed',
-      // Stale for three refreshes: ClickHouse is gone; checks go on from the last copy.
-      staleAfterMs: refreshMs * 3 + 10_000,
-      onLoad: (next, previous = new Map()) => {
-        const changed =
-          next.size !== previous.size || [...next.values()].some((m) => previous.get(m.id)?.version !== m.version);
-        if (changed) onChange();
-      },
-      clock,
-    });
-  }
-
-  private get monitors(): Map<string, StoredMonitor> {
-    return this.value() ?? this.empty;
+    this.mirror = new Mirror<StoredMonitor>(
+      'monitors',
+      (ids) => store.list(ids === undefined ? {} : { ids }),
+      (m) => m.id,
+    );
+    this.mirror.onChange(() => onChange());
   }
 
   get(id: string): StoredMonitor | undefined {
-    return this.monitors.get(id);
+    return this.mirror.get(id);
   }
 
   all(): Iterable<StoredMonitor> {
-    return this.monitors.values();
+    return this.mirror.values();
   }
 
   /** Reloads one monitor (a change notice): newer versions replace, deletions remove. */
   async reload(id: string): Promise<void> {
+    const had = this.mirror.get(id);
     const [m] = await this.store.list({ ids: [id] });
-    const monitors = this.monitors;
-    const had = monitors.get(id);
-    if (m) {
-      if (had && had.version >= m.version) return;
-      monitors.set(id, m);
-    } else if (had) monitors.delete(id);
-    else return;
-    this.onChange();
-  }
-
-  reloadAll(): Promise<void> {
-    return this.refresh();
+    if (m && had && had.version >= m.version) return;
+    if (!m && !had) return;
+    await this.mirror.apply([id]);
   }
 }
 

@@ -6,13 +6,15 @@ import {
   serviceKafka,
   egressPolicyFor,
   createRegistry,
+  createPostgres,
   healthServer,
+  PostgresComponent,
   HttpServerComponent,
   SecretBox,
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
-import { MonitorStore } from '@telemetry/store';
+import { MonitorStore, registryFeed } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
 import { CHANNELS, monitorTargets } from './channels/index.js';
 import type { RunnerConfig } from './config.js';
@@ -54,12 +56,11 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
 
   // The registry and the group call the scheduler (built below) when they change.
   const reconcile = (): void => scheduler.reconcile();
-  const monitors = new RegistryCache(
-    new MonitorStore(ch.client, config.clickhouseDatabase, new SecretBox(config.secretsKeys)),
-    logger,
-    config.registryRefreshMs,
-    reconcile,
-  );
+  // Its PostgreSQL role reads the monitors only; the copy follows the change feed.
+  const pool = createPostgres(config, logger, 'check-runner');
+  const feed = registryFeed({ pool, config, name: 'check-runner', logger, registry });
+  const monitors = new RegistryCache(new MonitorStore(pool, new SecretBox(config.secretsKeys)), reconcile);
+  feed.subscribe(monitors.mirror);
   const assignment = new GroupAssignment({
     consumers: groupConsumers,
     countPartitions: (topic) => countPartitions(kafka, topic),
@@ -125,8 +126,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   // Start in this order; stop in reverse: the scheduler stops checking (in-flight checks
   // finish and publish), then the runner leaves the group (its monitors move to the
   // others at once), then webhooks stop (uncommitted alerts are delivered by another),
-  // then the producer, the registry, ClickHouse, the egress re-resolution, and HTTP last.
-  runner.use(http, egressRefresh, ch, monitors, producer, webhooks, assignment, scheduler);
+  // then the producer, the registry feed, PostgreSQL, ClickHouse, the egress re-resolution, and HTTP last.
+  runner.use(http, egressRefresh, ch, new PostgresComponent(pool), feed, producer, webhooks, assignment, scheduler);
   await runner.start();
   logger.info('check runner running', { port: http.boundPort, runner_id: config.runnerId });
   return { runner, http, scheduler, assignment };

@@ -14,7 +14,7 @@ import {
   beginApp,
   endApp,
 } from '@telemetry/platform';
-import { type KeyStore, type VerifiedKey } from '@telemetry/store';
+import { type HeartbeatTokens, type KeyStore, type VerifiedKey } from '@telemetry/store';
 
 import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';
@@ -28,6 +28,7 @@ export interface GatewayDeps {
   logger: Logger;
   registry: Registry;
   keys: Pick<KeyStore, 'authenticate'>;
+  heartbeatTokens: Pick<HeartbeatTokens, 'verify'>;
   publisher: FairPublisher;
   validators: Validators;
   ready: () => boolean;
@@ -112,6 +113,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   sdkRoute(app, deps.sdk, config.sdkCacheSeconds);
   heartbeatRoute(app, {
     key: config.heartbeatKey,
+    tokens: deps.heartbeatTokens,
     publisher: deps.publisher,
     checksTopic: config.checksTopic,
     registry,

@@ -4,6 +4,7 @@ import {
   httpSpec,
   kafkaSpec,
   logSpec,
+  postgresSpec,
   serviceSpec,
   topicSpec,
 } from '@telemetry/platform';
@@ -20,6 +21,7 @@ export const gatewaySpec = {
   checksTopic: topicSpec.checksTopic,
   ...heartbeatSpec,
   ...clickhouseSpec,
+  ...postgresSpec,
   ...serviceSpec,
   ...httpSpec(8080),
   ...discardBodySpec,
@@ -96,7 +98,11 @@ export const gatewaySpec = {
     0,
     31_536_000,
   ),
-  migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
+  migrateOnStart: v.bool(
+    'MIGRATE_ON_START',
+    true,
+    'apply ClickHouse and PostgreSQL migrations and create topics at start-up (the PostgreSQL ones need DATABASE_URL to be the database owner: leave it false with per-service roles, and run npm run migrate)',
+  ),
 } as const;
 
 export type GatewayConfig = ConfigOf<typeof gatewaySpec>;

@@ -1,7 +1,9 @@
 import { createValidators } from '@telemetry/contract';
 import {
   BatchingPublisher,
-  clickhouseComponent,
+  createPostgres,
+  migratePostgres,
+  PostgresComponent,
   serviceKafka,
   createRegistry,
   ensureTopics,
@@ -9,7 +11,14 @@ import {
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
-import { ClickHouseKeySource, keysDatabase, KeyStore, migrateWith } from '@telemetry/store';
+import {
+  HeartbeatTokens,
+  KeyStore,
+  loadKeyRecords,
+  migrateWith,
+  REGISTRY_MIGRATIONS,
+  registryFeed,
+} from '@telemetry/store';
 import { createGatewayApp } from './app.js';
 import { eventPartition } from './ingest.js';
 import { loadSdkBundle } from './sdk.route.js';
@@ -23,17 +32,22 @@ export interface Gateway {
 /** Builds and starts the gateway. main.ts adds signal handling; tests call this directly. */
 export async function startGateway(config: GatewayConfig, logger: Logger): Promise<Gateway> {
   const registry = createRegistry('ingest-gateway');
-  // Its ClickHouse user may read the keys database only (docs/operations.md).
-  const ch = clickhouseComponent(config, logger, {
-    essential: false,
-    database: keysDatabase(config.clickhouseDatabase),
-  });
+  // Its PostgreSQL role reads access keys and heartbeat tokens only (docs/operations.md).
+  const pool = createPostgres(config, logger, 'ingest-gateway');
   const { kafka, producer: newProducer } = serviceKafka(config, 'gateway', logger);
   if (config.migrateOnStart) {
     await migrateWith(config, logger);
+    await migratePostgres(pool, REGISTRY_MIGRATIONS, logger);
     await ensureTopics(kafka, [{ topic: config.eventsTopic, numPartitions: config.topicPartitions }]);
   }
-  const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
+  // Copies of the keys and heartbeat tokens, kept current by the registry's change feed:
+  // checking a key costs no I/O, a revocation reaches this replica within a second, and
+  // while PostgreSQL is away the last copy stays in force.
+  const keys = new KeyStore((ids) => loadKeyRecords(pool, ids));
+  const heartbeatTokens = new HeartbeatTokens(pool);
+  const feed = registryFeed({ pool, config, name: 'ingest-gateway', logger, registry });
+  feed.subscribe(keys.mirror);
+  feed.subscribe(heartbeatTokens.mirror);
   const producer = newProducer({ registry, ackTimeoutMs: config.ackTimeoutMs, partitioner: eventPartition });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createGatewayApp({
@@ -41,6 +55,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     logger,
     registry,
     keys,
+    heartbeatTokens,
     publisher: new BatchingPublisher(producer, {
       lingerMs: config.produceLingerMs,
       maxBatchMessages: config.produceMaxBatchMessages,
@@ -60,9 +75,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Start order; shutdown runs in reverse: stop accepting HTTP and drain in-flight
-  // requests (each waits for its Kafka ack) -> disconnect the producer -> stop key
-  // refresh -> close ClickHouse.
-  runner.use(ch, keys, producer, http);
+  // requests (each waits for its Kafka ack) -> disconnect the producer -> stop following
+  // the registry -> close the PostgreSQL pool.
+  runner.use(new PostgresComponent(pool), feed, producer, http);
   await runner.start();
   logger.info('ingest gateway listening', { port: http.boundPort });
   return { runner, http };

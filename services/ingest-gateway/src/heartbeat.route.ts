@@ -3,7 +3,7 @@ import type { Express } from 'express';
 import { Counter, type Registry } from 'prom-client';
 import { ok, type CheckMessage } from '@telemetry/contract';
 import { AppError, methodNotAllowed, type FairPublisher } from '@telemetry/platform';
-import { verifyHeartbeatToken } from '@telemetry/store';
+import type { HeartbeatTokens } from '@telemetry/store';
 import { applyLimit, RateLimiter } from './rate-limit.js';
 
 export const HEARTBEAT_ROUTE = '/api/heartbeats/:token';
@@ -14,6 +14,8 @@ export const HEARTBEAT_RATE = { perSecond: 1, burst: 10 } as const;
 export interface HeartbeatDeps {
   /** HEARTBEAT_KEY ('' : every token is refused). */
   key: string;
+  /** The copy of the heartbeat nonces: a deleted monitor's or a replaced token is refused. */
+  tokens: Pick<HeartbeatTokens, 'verify'>;
   publisher: FairPublisher;
   checksTopic: string;
   registry: Registry;
@@ -34,7 +36,7 @@ export function heartbeatRoute(app: Express, deps: HeartbeatDeps): void {
   });
   const limiter = new RateLimiter(HEARTBEAT_RATE.perSecond, HEARTBEAT_RATE.burst);
   app.post(HEARTBEAT_ROUTE, async (req, res) => {
-    const monitor = verifyHeartbeatToken(deps.key, req.params.token ?? '');
+    const monitor = deps.tokens.verify(deps.key, req.params.token ?? '');
     if (!monitor) throw new AppError('HEARTBEAT_NOT_FOUND', 'no heartbeat monitor has this token');
     applyLimit(limiter, monitor.monitorId, res, 'too many heartbeats for this monitor');
     const check: CheckMessage = {

@@ -9,7 +9,7 @@ import {
   type EgressPolicy,
   type Logger,
   type Slots,
-  type Snapshot,
+  type Mirror,
   beginApp,
   ByteLru,
   endApp,
@@ -51,7 +51,7 @@ export interface QueryDeps {
   monitors: MonitorStore;
   statusPages: StatusPageStore;
   /** Every current status page by slug (the public route reads only this). */
-  statusPageDirectory: Snapshot<Map<string, StoredStatusPage>>;
+  statusPageDirectory: Mirror<StoredStatusPage>;
   /** The console's files (console.route.ts). */
   consoleAssets: ReturnType<typeof loadConsoleAssets>;
   directory: MonitorDirectory;

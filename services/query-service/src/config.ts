@@ -1,6 +1,7 @@
 import { heartbeatSpec } from '@telemetry/store';
 import {
   clickhouseSpec,
+  postgresSpec,
   egressSpec,
   discardBodySpec,
   httpSpec,
@@ -17,6 +18,7 @@ import type { ConfigOf, Env } from '@telemetry/platform';
 export const querySpec = {
   ...logSpec,
   ...clickhouseSpec,
+  ...postgresSpec,
   ...serviceSpec,
   ...secretsSpec,
   ...heartbeatSpec,
@@ -59,15 +61,15 @@ export const querySpec = {
   registryUser: v.str(
     'REGISTRY_CLICKHOUSE_USER',
     'default',
-    'ClickHouse user that writes the monitor registry (CLICKHOUSE_USER only reads)',
+    'ClickHouse user that writes the monitors dimension table (CLICKHOUSE_USER only reads)',
   ),
   registryPassword: v.secret('REGISTRY_CLICKHOUSE_PASSWORD', '', 'its password'),
   monitorCacheMs: v.int(
     'MONITOR_CACHE_MS',
-    5000,
-    'how often the set of monitor ids (for 404s) is reloaded; a delete on another replica shows after this',
+    3_600_000,
+    'how often the set of monitor ids (for 404s) is loaded in full, a safety net: the registry change feed keeps it current',
     500,
-    600_000,
+    86_400_000,
   ),
   monitorsPerTenant: v.int(
     'MONITORS_PER_TENANT',

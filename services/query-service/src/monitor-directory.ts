@@ -3,6 +3,7 @@ import type { Counter, Registry } from 'prom-client';
 import {
   AppError,
   ByteLru,
+  type FeedSubscriber,
   counter,
   Snapshot,
   StoreUnavailableError,
@@ -24,15 +25,14 @@ const ABSENT_CACHE_BYTES = 1024 * 1024;
 /**
  * Which monitor ids exist, and in which tenant, for the 404 of every
  * /api/monitors/{id}/... route: a monitor of another tenant does not exist for a key.
- * It holds a map of all current ids to their tenants, reloaded every `refreshMs` (one
- * query, however many requests), so the check routes pay a Map lookup. An id that is not
- * the key's tenant's is looked up on its own (then remembered as absent until the next
- * reload), so a monitor created on another replica is found within `refreshMs`; a monitor
- * deleted on another replica still answers for up to `refreshMs`.
+ * It holds a map of all current ids to their tenants, loaded at start and kept current by
+ * the registry's change feed (feedSubscriber; a full reload every `refreshMs` is a safety
+ * net), so the check routes pay a Map lookup. An id that is not the key's tenant's is looked
+ * up on its own (then remembered as absent until the map changes).
  *
  * NOTE: an id of another tenant and an id that does not exist take the same path and cost
  * the same work, so that how long a 404 takes does not tell which ids exist: the first
- * request of a (tenant, id) pair looks the id up (one ClickHouse read, whether or not the map
+ * request of a (tenant, id) pair looks the id up (one PostgreSQL read, whether or not the map
  * holds it for another tenant), and the answer is remembered in a bounded LRU until the next
  * reload, so a stream of requests for unknown ids does not cost a read each.
  */
@@ -108,6 +108,22 @@ export class MonitorDirectory extends Snapshot<Map<string, string>> {
   forget(id: string): void {
     this.ids.delete(id);
   }
+
+  /** Keeps the map current from the registry's change feed (a monitor made or deleted on any replica). */
+  feedSubscriber(): FeedSubscriber {
+    return {
+      entity: 'monitors',
+      reload: () => this.refresh(),
+      apply: async (ids) => {
+        const found = new Map((await this.lookup(ids)).map((m) => [m.id, m.tenantId]));
+        for (const id of ids) {
+          const tenant = found.get(id);
+          if (tenant === undefined) this.forget(id);
+          else this.remember(id, tenant);
+        }
+      },
+    };
+  }
 }
 
 /**
@@ -124,7 +140,7 @@ export function requireMonitor(directory: MonitorDirectory, logger: Logger): Req
       found = await directory.exists(id, key.tenantId);
     } catch (err) {
       logger.warn('monitor lookup failed', { request_id: req.id, err: String(err) });
-      throw new StoreUnavailableError();
+      throw err instanceof AppError ? err : new StoreUnavailableError();
     }
     if (!found) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
     if (key.monitorIds.size > 0 && !key.monitorIds.has(id)) {

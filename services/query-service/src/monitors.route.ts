@@ -12,7 +12,6 @@ import {
 import {
   AppError,
   entityTags,
-  KeyedQueue,
   cursorParam,
   encodeCursor,
   limitParam,
@@ -25,7 +24,6 @@ import {
   createSettings,
   heartbeatToken,
   deniedTargets,
-  tenantMonitorCountSql,
   monitorProblems,
   newMonitorId,
   newWebhookSecret,
@@ -35,6 +33,7 @@ import {
   type MonitorActivity,
   type MonitorChange,
   type MonitorStore,
+  type MonitorWithNonce,
   type StoredMonitor,
   type VerifiedKey,
 } from '@telemetry/store';
@@ -142,13 +141,17 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
    * The API's view of a monitor: a heartbeat monitor's with its token, for keys that may
    * change the monitor (whoever holds the token can say the job ran).
    */
-  const view = (res: Response, m: StoredMonitor, seen: MonitorActivity | undefined, withSecret = false): Monitor => {
-    const out = publicMonitor(m, seen, withSecret);
-    return m.type === 'heartbeat' && deps.heartbeatKey !== '' && keyOf(res).scopes.has('monitors:write')
-      ? { ...out, heartbeat_token: heartbeatToken(deps.heartbeatKey, m.tenant_id, m.id) }
+  const view = (res: Response, m: MonitorWithNonce, seen: MonitorActivity | undefined, withSecret = false): Monitor => {
+    const { heartbeat_nonce: nonce, ...stored } = m;
+    const out = publicMonitor(stored, seen, withSecret);
+    return m.type === 'heartbeat' &&
+      nonce !== undefined &&
+      deps.heartbeatKey !== '' &&
+      keyOf(res).scopes.has('monitors:write')
+      ? { ...out, heartbeat_token: heartbeatToken(deps.heartbeatKey, m.tenant_id, m.id, nonce) }
       : out;
   };
-  const shown = async (req: Request, res: Response, m: StoredMonitor, withSecret = false) => {
+  const shown = async (req: Request, res: Response, m: MonitorWithNonce, withSecret = false) => {
     res.setHeader('ETag', etagOf(m.version));
     return view(res, m, (await activity(req, m.tenant_id, [m.id])).get(m.id), withSecret);
   };
@@ -159,16 +162,38 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       : [];
 
   /** The monitor of the path, in the key's tenant (`known` ran first). */
-  const load = async (req: Request, res: Response): Promise<StoredMonitor> => {
+  const load = async (req: Request, res: Response): Promise<MonitorWithNonce> => {
     const id = monitorIdOf(req);
     const m = await storeCall(req, 'monitor lookup', () => deps.store.get(id, tenantOf(res)));
     if (!m) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
     return m;
   };
-  // The changes of one monitor run one after another in this process, so that two
-  // requests with the same If-Match cannot both pass it here. (Across replicas the check
-  // and the write are not one step: docs/api.md says so.)
-  const queue = new KeyedQueue();
+  /**
+   * A read-modify-write of the path's monitor: `change` computes the next state from the
+   * current one and `write` stores it only if the monitor is still at the version read
+   * (an UPDATE … WHERE version = $n, atomic across replicas). With If-Match, a monitor that
+   * moved on answers 412; without, the change is computed again from the newer state.
+   */
+  const conditionally = async <T>(
+    req: Request,
+    res: Response,
+    what: string,
+    write: (current: MonitorWithNonce) => Promise<T | undefined>,
+  ): Promise<T> => {
+    for (let attempt = 0; ; attempt++) {
+      const current = await load(req, res);
+      checkIfMatch(req, current);
+      const done = await storeCall(req, what, () => write(current));
+      if (done !== undefined) return done;
+      const tags = entityTags(req.get('if-match'));
+      if ((tags !== undefined && tags !== '*') || attempt >= 4) {
+        throw new AppError(
+          'PRECONDITION_FAILED',
+          `the monitor changed while this request was handled; read it again and retry`,
+        );
+      }
+    }
+  };
   const intervalProblems = (interval: number): { path: string; message: string }[] =>
     interval < deps.minIntervalSeconds
       ? [{ path: '/interval_seconds', message: `must be at least ${deps.minIntervalSeconds} (MIN_INTERVAL_SECONDS)` }]
@@ -192,37 +217,28 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     if (problems.length > 0) throw invalid(problems);
     refuseDeniedTargets(settings, deps.policy);
     const tenantId = tenantOf(res);
-    const quota = deps.quotaOf(tenantId);
-    const count = await storeCall(req, 'monitor count', async () =>
-      Number(
-        (
-          await deps.reader.query<{ n: number | string }>(
-            tenantMonitorCountSql(deps.database, tenantId),
-            AbortSignal.timeout(deps.queryTimeoutMs),
-          )
-        ).data[0]?.n ?? 0,
+    const now = nowIso();
+    // The quota is counted in the insert's transaction, under the registry's write lock:
+    // it holds across replicas.
+    const m = await storeCall(req, 'monitor insert', () =>
+      deps.store.create(
+        {
+          tenant_id: tenantId,
+          id,
+          ...settings,
+          webhook_secret: create.webhook_secret ?? newWebhookSecret(),
+          created_at: now,
+          updated_at: now,
+        },
+        deps.quotaOf(tenantId),
       ),
     );
-    // Two creates at the same moment may both pass: the quota holds to within the
-    // requests in flight, which is what it is for (no tenant runs away with the runners).
-    if (count >= quota) {
-      throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} monitors and has ${count}`, { quota });
-    }
-    const now = nowIso();
-    const m = {
-      tenant_id: tenantId,
-      id,
-      ...settings,
-      webhook_secret: create.webhook_secret ?? newWebhookSecret(),
-      created_at: now,
-      updated_at: now,
-    };
-    const version = await storeCall(req, 'monitor insert', () => deps.store.save(m));
+    const version = m.version;
     deps.directory.remember(m.id, m.tenant_id);
     await announce(req, { id: m.id, version, deleted: false });
     res.status(201).setHeader('Location', `/api/monitors/${m.id}`);
     res.setHeader('ETag', etagOf(version));
-    res.json(ok(view(res, { ...m, version }, {}, true)));
+    res.json(ok(view(res, m, {}, true)));
   });
 
   app.get('/api/monitors', deps.auth.read, async (req, res) => {
@@ -265,9 +281,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     rejectUnknown(req, new Set());
     const body = await jsonBody(req);
     if (!deps.validators.monitorPatch(body)) throw invalid(describeErrors(deps.validators.monitorPatch.errors));
-    const m = await queue.run(monitorIdOf(req), async () => {
-      const current = await load(req, res);
-      checkIfMatch(req, current);
+    const m = await conditionally(req, res, 'monitor update', async (current) => {
       // What the PATCH sent masked is the stored secret; a URL moved to another origin
       // leaves the stored header values and URL credentials behind (named in the answer).
       const { patch, dropped } = unmaskPatch(current, body);
@@ -287,8 +301,8 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
         created_at: current.created_at,
         updated_at: nowIso(),
       };
-      const version = await storeCall(req, 'monitor update', () => deps.store.save(next, false, current.version));
-      return { monitor: { ...next, version }, dropped };
+      const stored = await deps.store.update(next, current.version);
+      return stored && { monitor: stored, dropped };
     });
     if (m.dropped.length > 0) {
       // Names only, never values.
@@ -305,14 +319,11 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
 
   app.delete('/api/monitors/:id', deps.auth.write, deps.known, async (req, res) => {
     rejectUnknown(req, new Set());
-    const { id, version } = await queue.run(monitorIdOf(req), async () => {
-      const current = await load(req, res);
-      checkIfMatch(req, current);
-      const v = await storeCall(req, 'monitor delete', () =>
-        deps.store.save({ ...current, updated_at: nowIso() }, true, current.version),
-      );
-      return { id: current.id, version: v };
-    });
+    const { id, version } = await conditionally(req, res, 'monitor delete', async (current) =>
+      (await deps.store.remove(current.id, current.tenant_id, current.version))
+        ? { id: current.id, version: current.version + 1 }
+        : undefined,
+    );
     deps.directory.forget(id);
     await announce(req, { id, version, deleted: true });
     res.json(ok(null));
@@ -321,16 +332,26 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
   // A new webhook signing secret, shown in this answer only; the old one stops at once.
   app.post('/api/monitors/:id/webhook-secret', deps.auth.write, deps.known, async (req, res) => {
     rejectUnknown(req, new Set());
-    const m = await queue.run(monitorIdOf(req), async () => {
-      const current = await load(req, res);
-      checkIfMatch(req, current);
-      const next = { ...current, webhook_secret: newWebhookSecret(), updated_at: nowIso() };
-      const version = await storeCall(req, 'webhook secret rotation', () =>
-        deps.store.save(next, false, current.version),
-      );
-      return { ...next, version };
-    });
+    const m = await conditionally(req, res, 'webhook secret rotation', (current) =>
+      deps.store.update({ ...current, webhook_secret: newWebhookSecret(), updated_at: nowIso() }, current.version),
+    );
     await announce(req, { id: m.id, version: m.version, deleted: false });
     res.json(ok(await shown(req, res, m, true)));
+  });
+
+  // A new heartbeat token (shown in this answer); the old one is refused within a second
+  // on every gateway.
+  app.post('/api/monitors/:id/heartbeat-token', deps.auth.write, deps.known, async (req, res) => {
+    rejectUnknown(req, new Set());
+    const m = await conditionally(req, res, 'heartbeat token rotation', (current) => {
+      if (current.type !== 'heartbeat') {
+        throw new AppError('VALIDATION_FAILED', 'only heartbeat monitors have a token', {
+          problems: [{ path: '/type', message: 'is not heartbeat' }],
+        });
+      }
+      return deps.store.rotateHeartbeatToken(current, current.version);
+    });
+    await announce(req, { id: m.id, version: m.version, deleted: false });
+    res.json(ok(await shown(req, res, m)));
   });
 }

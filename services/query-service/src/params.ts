@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { VerifiedKey } from '@telemetry/store';
 import { CHECK_STATUSES, ID_PATTERN, LIMITS, TIME_PARAM_PATTERN } from '@telemetry/contract';
-import { bad, single, StoreUnavailableError, type ClickHouseReader, type Logger } from '@telemetry/platform';
+import { bad, single, AppError, StoreUnavailableError, type ClickHouseReader, type Logger } from '@telemetry/platform';
 
 /** Parameters of the monitor routes: every rule answers 400 INVALID_PARAMETER. */
 
@@ -89,6 +89,11 @@ export async function storeCall<T>(logger: Logger, req: Request, what: string, f
   try {
     return await fn();
   } catch (err) {
+    // Our own answers (a quota, a taken slug, REGISTRY_UNAVAILABLE) go out as they are.
+    if (err instanceof AppError) {
+      if (err.code === 'REGISTRY_UNAVAILABLE') logger.warn(`${what} failed`, { request_id: req.id, err: String(err) });
+      throw err;
+    }
     logger.warn(`${what} failed`, { request_id: req.id, err: String(err) });
     throw new StoreUnavailableError();
   }

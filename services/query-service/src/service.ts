@@ -7,29 +7,31 @@ import {
   createRegistry,
   egressPolicyFor,
   HttpServerComponent,
+  createPostgres,
+  Mirror,
+  PostgresComponent,
   SecretBox,
   ServiceRunner,
   Slots,
-  Snapshot,
   TopicReader,
   type Logger,
 } from '@telemetry/platform';
 import {
   checksSql,
-  ClickHouseKeySource,
-  currentMonitorIdsSql,
   decodeCheck,
   type CheckHistoryRow,
   KeyStore,
+  loadKeyRecords,
   monitorPartition,
   MonitorStore,
   registryDatabase,
+  registryFeed,
   StatusPageStore,
+  type StoredStatusPage,
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
-import { statusPageDirectory } from './status-pages.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
 import type { QueryConfig } from './config.js';
 
@@ -75,7 +77,12 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     // Serves monitor writes, which users send: readiness is `ch`'s.
     ping: false,
   });
-  const monitors = new MonitorStore(registryCh.client, config.clickhouseDatabase, new SecretBox(config.secretsKeys));
+  // The registry (PostgreSQL): this service's role writes monitors, heartbeat tokens and
+  // status pages, and reads keys; its copies of the keys and of the status pages follow
+  // the change feed.
+  const pool = createPostgres(config, logger, 'query-service');
+  const feed = registryFeed({ pool, config, name: 'query-service', logger, registry });
+  const monitors = new MonitorStore(pool, new SecretBox(config.secretsKeys), true);
   const { producer: newProducer } = serviceKafka(config, 'query', logger);
   const changes = newProducer({ registry, ackTimeoutMs: 5000, partitioner: monitorPartition });
   const notifier = {
@@ -83,13 +90,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       changes.send(config.monitorChangesTopic, [{ key: c.id, value: JSON.stringify(c) }]),
   };
   const directory = new MonitorDirectory(
-    async (ids) =>
-      (
-        await reader.query<{ id: string; t: string }>(
-          currentMonitorIdsSql(config.clickhouseDatabase, ids),
-          AbortSignal.timeout(config.queryTimeoutMs),
-        )
-      ).data.map((r) => ({ id: r.id, tenantId: r.t })),
+    (ids) => monitors.idsOf(ids),
     config.monitorCacheMs,
     logger,
     undefined,
@@ -97,21 +98,21 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   );
   const validators = createValidators();
   const tail = config.tailChecksPerMonitor > 0 ? hotTail(config, logger, registry, reader, validators) : [];
-  const keys = new KeyStore(new ClickHouseKeySource(ch.client, config.clickhouseDatabase), logger, config.keyRefreshMs);
+  const keys = new KeyStore((ids) => loadKeyRecords(pool, ids));
+  feed.subscribe(keys.mirror);
   // Monitor and webhook URLs that are IP literals the runners would refuse, or our own
   // Kafka and ClickHouse, are refused at once (the runners judge names when they connect).
   const { policy, refresh: egressRefresh } = await egressPolicyFor(config, logger);
-  const statusPages = new StatusPageStore(registryCh.client, config.clickhouseDatabase);
-  const statusDirectory = new Snapshot({
-    name: 'status-pages',
-    load: statusPageDirectory(statusPages),
-    intervalMs: config.statusPagesRefreshMs,
-    logger,
-    failureMessage: 'status pages not reloaded; the last copy stays',
-    // Public pages answer 503 until the first load; nothing else waits for it.
-    requireFirstLoad: false,
-    essential: false,
-  });
+  const statusPages = new StatusPageStore(pool);
+  // Every tenant's pages by slug: the public routes read only this copy.
+  const statusDirectory = new Mirror<StoredStatusPage>(
+    'status_pages',
+    (slugs) => statusPages.all(slugs),
+    (p) => p.slug,
+  );
+  feed.subscribe(statusDirectory);
+  // A monitor deleted or made on another replica: its id is looked up again here.
+  feed.subscribe(directory.feedSubscriber());
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
     statusPages,
@@ -134,21 +135,28 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     details: runner.health,
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
-  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> keys -> change
-  // notices -> status pages -> directory -> the tail's topic reader -> the tail -> reader sockets ->
-  // the egress re-resolution -> ClickHouse clients.
-  runner.use(ch, registryCh, exports, egressRefresh, reader, ...tail, directory, statusDirectory, changes, keys, http);
+  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> change notices -> the
+  // registry feed (keys, status pages) -> directory -> the tail's topic reader -> the tail ->
+  // reader sockets -> the egress re-resolution -> PostgreSQL -> ClickHouse clients.
+  runner.use(
+    ch,
+    registryCh,
+    new PostgresComponent(pool),
+    exports,
+    egressRefresh,
+    reader,
+    ...tail,
+    directory,
+    feed,
+    changes,
+    http,
+  );
   await runner.start();
-  // Monitors copied by migration 4 (plain secrets) or sealed with a retired key are
-  // sealed anew with the ring's first key; then the older rows are merged away.
+  // Monitors sealed with a retired key (or copied with plain secrets) are sealed anew
+  // with the ring's first key.
   try {
-    const { resealed, merged } = await monitors.reseal();
+    const resealed = await monitors.reseal();
     if (resealed > 0) logger.info('monitor secrets re-sealed', { monitors: resealed, key: config.secretsKeys[0]!.id });
-    if (!merged) {
-      logger.warn('rows sealed with older keys remain until ClickHouse merges them', {
-        hint: 'the registry user may not OPTIMIZE; see docs/operations.md, "Rotating the sealing key"',
-      });
-    }
   } catch (err) {
     logger.warn('monitor secrets not re-sealed; retried at the next start', { err: String(err) });
   }

@@ -10,14 +10,7 @@ import {
   type StatusPageSettings,
   type Validators,
 } from '@telemetry/contract';
-import {
-  AppError,
-  KeyedQueue,
-  readJsonBody,
-  rejectUnknown,
-  StoreUnavailableError,
-  type Snapshot,
-} from '@telemetry/platform';
+import { AppError, readJsonBody, rejectUnknown, type Mirror } from '@telemetry/platform';
 import {
   dailyCountsSql,
   monitorStatus,
@@ -26,6 +19,7 @@ import {
   type DailyCountRow,
   type MonitorStore,
   type OpenIncidentRow,
+  RegistryUnavailableError,
   type StatusPageStore,
   type StoredStatusPage,
   type VerifiedKey,
@@ -37,8 +31,8 @@ import { storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
 
 export interface StatusPageRoutesDeps extends ReadDeps {
   store: StatusPageStore;
-  /** Every tenant's current pages by slug, reloaded on a timer (the public routes read only this). */
-  directory: Snapshot<Map<string, StoredStatusPage>>;
+  /** Every tenant's pages by slug, kept current by the registry's change feed (the public routes read only this). */
+  directory: Mirror<StoredStatusPage>;
   monitors: MonitorStore;
   validators: Validators;
   auth: { read: RequestHandler; write: RequestHandler };
@@ -98,15 +92,15 @@ function refuseLimited(res: Response): void {
 export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void {
   const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
     storeCallOf(deps.logger, req, what, fn);
-  const queue = new KeyedQueue();
-  const pages = (req: Request): Promise<StoredStatusPage[]> =>
-    storeCall(req, 'status page list', () => deps.store.all());
   const load = async (req: Request, res: Response, slug: string): Promise<StoredStatusPage> => {
-    const page = (await pages(req)).find((p) => p.slug === slug);
+    const page = await storeCall(req, 'status page lookup', () => deps.store.get(slug));
     if (!page || !visibleTo(keyOf(res), page))
       throw new AppError('STATUS_PAGE_NOT_FOUND', `there is no status page ${slug}`);
     return page;
   };
+  /** A change that found the page at another version than it read: nothing changed, 409 by the envelope. */
+  const movedOn = (slug: string): AppError =>
+    new AppError('PRECONDITION_FAILED', `the status page ${slug} changed while this request was handled; retry`);
   /** The ids of `settings` that are not current monitors of the tenant: 400 with their paths. */
   const refuseUnknownMonitors = async (req: Request, tenantId: string, ids: readonly string[]): Promise<void> => {
     const known = new Set(
@@ -117,13 +111,11 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     );
     if (problems.length > 0) throw invalid(problems);
   };
-  /** After a page changed: its public page is rendered anew (no other page, no other tenant's). */
-  const changed = async (req: Request, slug: string): Promise<void> => {
-    // The public directory of this replica follows at once; others within their refresh.
-    // NOTE: evicted after the refresh: a public read between the two would render the old
-    // page from the old directory and keep it as good.
-    await storeCall(req, 'status page directory', () => deps.directory.refresh());
-    rendered.evict(slug);
+  /** After a page changed here: this replica's directory and render follow at once (others by the feed). */
+  const changed = (page: StoredStatusPage | string): void => {
+    if (typeof page === 'string') deps.directory.remove(page);
+    else deps.directory.put(page);
+    rendered.evict(typeof page === 'string' ? page : page.slug);
   };
   const body = (req: Request): Promise<unknown> => readJsonBody(req, { maxBytes: 64 * 1024, maxRatio: 100 }, 4);
 
@@ -135,16 +127,11 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
       throw invalid(describeErrors(deps.validators.statusPageCreate.errors));
     const tenantId = tenantOf(res);
     await refuseUnknownMonitors(req, tenantId, given.monitor_ids);
-    const page = await queue.run(`slug:${given.slug}`, async () => {
-      const all = await pages(req);
-      if (all.some((p) => p.slug === given.slug)) {
-        throw new AppError('SLUG_TAKEN', `the slug ${given.slug} is taken; choose another`);
-      }
-      const quota = STATUS_PAGE_LIMITS.maxPerTenant;
-      const count = all.filter((p) => p.tenant_id === tenantId).length;
-      if (count >= quota) throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} status pages`, { quota });
-      const now = nowIso();
-      const p = {
+    const now = nowIso();
+    // The slug is the table's primary key (SLUG_TAKEN across replicas and tenants) and the
+    // page count is read under the registry's write lock (QUOTA_EXCEEDED holds too).
+    const page = await storeCall(req, 'status page insert', () =>
+      deps.store.create({
         slug: given.slug,
         tenant_id: tenantId,
         title: given.title,
@@ -152,11 +139,9 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
         monitor_ids: given.monitor_ids,
         created_at: now,
         updated_at: now,
-      };
-      const version = await storeCall(req, 'status page insert', () => deps.store.save(p));
-      return { ...p, version };
-    });
-    await changed(req, page.slug);
+      }),
+    );
+    changed(page);
     res.status(201).setHeader('Location', `/api/status-pages/${page.slug}`);
     res.json(ok(publicStatusPageOf(page)));
   });
@@ -164,7 +149,8 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
   app.get('/api/status-pages', deps.auth.read, async (req, res) => {
     rejectUnknown(req, new Set());
     const key = keyOf(res);
-    res.json(ok((await pages(req)).filter((p) => visibleTo(key, p)).map(publicStatusPageOf)));
+    const pages = await storeCall(req, 'status page list', () => deps.store.ofTenant(key.tenantId));
+    res.json(ok(pages.filter((p) => visibleTo(key, p)).map(publicStatusPageOf)));
   });
 
   app.get('/api/status-pages/:slug', deps.auth.read, async (req, res) => {
@@ -178,19 +164,18 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     const slug = slugOf(req);
     const patch = await body(req);
     if (!deps.validators.statusPagePatch(patch)) throw invalid(describeErrors(deps.validators.statusPagePatch.errors));
-    const page = await queue.run(`slug:${slug}`, async () => {
-      const current = await load(req, res, slug);
-      const settings: StatusPageSettings = {
-        title: patch.title ?? current.title,
-        description: patch.description === undefined ? current.description : patch.description,
-        monitor_ids: patch.monitor_ids ?? current.monitor_ids,
-      };
-      if (patch.monitor_ids) await refuseUnknownMonitors(req, current.tenant_id, patch.monitor_ids);
-      const next = { ...current, ...settings, updated_at: nowIso() };
-      const version = await storeCall(req, 'status page update', () => deps.store.save(next, false, current.version));
-      return { ...next, version };
-    });
-    await changed(req, slug);
+    const current = await load(req, res, slug);
+    const settings: StatusPageSettings = {
+      title: patch.title ?? current.title,
+      description: patch.description === undefined ? current.description : patch.description,
+      monitor_ids: patch.monitor_ids ?? current.monitor_ids,
+    };
+    if (patch.monitor_ids) await refuseUnknownMonitors(req, current.tenant_id, patch.monitor_ids);
+    const page = await storeCall(req, 'status page update', () =>
+      deps.store.update({ ...current, ...settings, updated_at: nowIso() }, current.version),
+    );
+    if (!page) throw movedOn(slug);
+    changed(page);
     res.json(ok(publicStatusPageOf(page)));
   });
 
@@ -198,13 +183,12 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     rejectUnknown(req, new Set());
     refuseLimited(res);
     const slug = slugOf(req);
-    await queue.run(`slug:${slug}`, async () => {
-      const current = await load(req, res, slug);
-      await storeCall(req, 'status page delete', () =>
-        deps.store.save({ ...current, updated_at: nowIso() }, true, current.version),
-      );
-    });
-    await changed(req, slug);
+    const current = await load(req, res, slug);
+    const gone = await storeCall(req, 'status page delete', () =>
+      deps.store.remove(slug, current.tenant_id, current.version),
+    );
+    if (!gone) throw movedOn(slug);
+    changed(slug);
     res.json(ok(null));
   });
 
@@ -226,6 +210,10 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
   const rendered = new RenderCache<PublicStatusPage>(deps.cacheSeconds * 1000, deps.cacheSeconds * 1000, (outcome) =>
     renders.inc({ outcome }),
   );
+  // A page changed on another replica: rendered anew here too.
+  deps.directory.onChange((slugs) => {
+    for (const slug of slugs) rendered.evict(slug);
+  });
   const render = async (req: Request, page: StoredStatusPage): Promise<PublicStatusPage> => {
     const now = Math.floor(Date.now() / 1000);
     const to = Math.floor(now / DAY) * DAY + DAY;
@@ -300,9 +288,8 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
   app.get('/api/status/:slug', async (req, res) => {
     rejectUnknown(req, new Set());
     const slug = slugOf(req);
-    const pagesBySlug = deps.directory.value();
-    if (!pagesBySlug) throw new StoreUnavailableError();
-    const page = pagesBySlug.get(slug);
+    if (!deps.directory.loaded) throw new RegistryUnavailableError('the status pages are not loaded yet; retry');
+    const page = deps.directory.get(slug);
     if (!page) throw new AppError('STATUS_PAGE_NOT_FOUND', `there is no status page ${slug}`);
     const kept = await rendered.get(slug, () => render(req, page));
     if (kept.stale) {
@@ -315,9 +302,4 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     res.setHeader('Cache-Control', `public, max-age=${maxAge}`);
     res.json(ok(kept.stale ? { ...kept.value, stale: true } : kept.value));
   });
-}
-
-/** The public directory's loader: every current page by slug. */
-export function statusPageDirectory(store: StatusPageStore): () => Promise<Map<string, StoredStatusPage>> {
-  return async () => new Map((await store.all()).map((p) => [p.slug, p]));
 }

@@ -1,6 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { Monitor } from '@telemetry/contract';
-import { DEFAULT_TENANT, withDefaults } from '@telemetry/contract';
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import {
   sqlIdentifier,
   sqlNumber,
@@ -9,12 +8,13 @@ import {
   type MigrationsByVersion,
   type SecretBox,
 } from '@telemetry/platform';
-import { registryDatabase, tableIn } from './databases.js';
-import { RowVersions } from './row-versions.js';
-import { shownSecrets } from './monitor-view.js';
+import { registryDatabase, tableIn } from '../databases.js';
+import { RowVersions } from '../row-versions.js';
+import { openMonitor, sealMonitor, toUnixSeconds, WEBHOOKS_SEALED_MARK, type StoredMonitor } from '../monitor-rows.js';
 
 /**
- * The monitor registry, stored in ClickHouse's `monitors` table (docs/clickhouse.md):
+ * The monitor registry as ClickHouse held it before it moved to PostgreSQL (npm run
+ * migrate reads it; the migration test writes it), in ClickHouse's `monitors` table (docs/clickhouse.md):
  * every create, change and delete inserts a whole new row with a larger `version`,
  * and the newest row of an id is the monitor. Shared by the query service (which
  * writes) and the check runner (which reads).
@@ -57,13 +57,6 @@ export const monitorsMigrations: MigrationsByVersion = {
   ],
 };
 
-/** A monitor as stored: its tenant, its webhook signing secret and its row version. */
-export interface StoredMonitor extends Omit<Monitor, 'status' | 'last_check_at'> {
-  tenant_id: string;
-  webhook_secret: string;
-  version: number;
-}
-
 interface Row {
   id: string;
   s: string;
@@ -72,29 +65,7 @@ interface Row {
   d: number | string;
 }
 
-/**
- * What `sealed` holds: the secrets that `spec` shows masked. `webhooks` is absent in
- * rows sealed before webhook URLs were secrets: theirs are in `spec`.
- */
-interface Sealed {
-  url: string;
-  headers: Record<string, string>;
-  webhook_secret: string;
-  webhooks?: string[];
-}
-
-/**
- * In `spec` of rows whose webhook URLs are sealed (and shown there as scheme and host):
- * a row without it is re-sealed at start (MonitorStore.reseal).
- */
-const WEBHOOKS_SEALED = 'webhooks_sealed';
-const WEBHOOKS_SEALED_MARK = `"${WEBHOOKS_SEALED}":true`;
-
-export function toUnixSeconds(iso: string): number {
-  return Math.floor(Date.parse(iso) / 1000);
-}
-
-export interface ListOptions {
+export interface LegacyListOptions {
   /** Only this tenant's monitors (every API read); all tenants when absent (the runners). */
   tenantId?: string;
   afterId?: string;
@@ -115,7 +86,7 @@ export interface ListOptions {
  * and id; `spec` holds the rest, with the secrets masked, so analysts reading the table
  * see none.
  */
-export class MonitorStore {
+export class LegacyMonitorStore {
   private readonly table: string;
   private readonly versions = new RowVersions();
 
@@ -131,11 +102,11 @@ export class MonitorStore {
    * Current monitors in id order: all, those after `afterId`, or those in `ids`.
    * The newest row of each id wins; deleted ones are left out.
    */
-  async list(opts: ListOptions = {}): Promise<StoredMonitor[]> {
+  async list(opts: LegacyListOptions = {}): Promise<StoredMonitor[]> {
     return (await this.rows(opts)).map((r) => r.monitor);
   }
 
-  private async rows(opts: ListOptions): Promise<{ monitor: StoredMonitor; deleted: boolean }[]> {
+  private async rows(opts: LegacyListOptions): Promise<{ monitor: StoredMonitor; deleted: boolean }[]> {
     const where: string[] = [];
     if (opts.tenantId !== undefined) where.push(`tenant_id = ${sqlString(opts.tenantId)}`);
     if (opts.ids !== undefined) {
@@ -170,22 +141,7 @@ export class MonitorStore {
   }
 
   private decode(r: Row): StoredMonitor {
-    // A setting added since the row was written reads as the schema's default.
-    const { [WEBHOOKS_SEALED]: _mark, ...spec } = withDefaults(
-      JSON.parse(r.s) as Omit<StoredMonitor, 'version'> & { [WEBHOOKS_SEALED]?: true },
-    );
-    const m: StoredMonitor = { ...spec, tenant_id: spec.tenant_id ?? DEFAULT_TENANT, version: Number(r.v) };
-    // A row from before sealing (migration 4) holds its secrets in `spec`.
-    if (r.x === '') return m;
-    const secrets = JSON.parse(this.box.open(r.x, sealContext(m))) as Sealed;
-    return {
-      ...m,
-      url: secrets.url,
-      headers: secrets.headers,
-      webhook_secret: secrets.webhook_secret,
-      // Sealed before webhook URLs were secrets: they are still in `spec`.
-      webhooks: secrets.webhooks ?? m.webhooks,
-    };
+    return openMonitor(r.s, r.x, Number(r.v), this.box);
   }
 
   async get(id: string, tenantId?: string): Promise<StoredMonitor | undefined> {
@@ -207,25 +163,15 @@ export class MonitorStore {
     await this.client.insert({
       table: this.table,
       format: 'JSONEachRow',
-      values: monitors.map((m, i) => {
-        const secrets: Sealed = {
-          url: m.url,
-          headers: m.headers,
-          webhook_secret: m.webhook_secret,
-          webhooks: m.webhooks,
-        };
-        const shown = { ...m, ...shownSecrets(m), webhook_secret: '', [WEBHOOKS_SEALED]: true };
-        return {
-          tenant_id: m.tenant_id,
-          id: m.id,
-          version: versions[i],
-          deleted: deleted ? 1 : 0,
-          spec: JSON.stringify(shown),
-          sealed: this.box.seal(JSON.stringify(secrets), sealContext(m)),
-          created_at: toUnixSeconds(m.created_at),
-          updated_at: toUnixSeconds(m.updated_at),
-        };
-      }),
+      values: monitors.map((m, i) => ({
+        tenant_id: m.tenant_id,
+        id: m.id,
+        version: versions[i],
+        deleted: deleted ? 1 : 0,
+        ...sealMonitor(m, this.box),
+        created_at: toUnixSeconds(m.created_at),
+        updated_at: toUnixSeconds(m.updated_at),
+      })),
     });
     return versions;
   }
@@ -265,11 +211,6 @@ export class MonitorStore {
   private nextVersion(after: number): number {
     return this.versions.next(after);
   }
-}
-
-/** What a monitor's sealed secrets are bound to: they open only on that monitor's row. */
-function sealContext(m: Pick<StoredMonitor, 'tenant_id' | 'id'>): string {
-  return `monitors/${m.tenant_id}/${m.id}`;
 }
 
 /** The ids and tenants (`t`) of the current monitors, or of those among `ids` (for a reader; no FORMAT). */

@@ -1,0 +1,230 @@
+import { DEFAULT_TENANT } from '@telemetry/contract';
+import { migratePostgres, type Logger, type PgMigration, type PgPool } from '@telemetry/platform';
+
+/**
+ * The registry in PostgreSQL (docs/architecture.md, "Two stores"): tenants, access keys,
+ * monitors (their secrets sealed), heartbeat tokens and status pages. Constraints do what
+ * per-process queues did on ClickHouse: key ids and slugs are primary keys, a monitor's
+ * version is compared in its UPDATE, and every write takes the registry's write lock
+ * (REGISTRY_WRITE_LOCK), so a quota counted in a transaction holds when it commits.
+ *
+ * Every insert, update and delete of a registry row appends (entity, id) to
+ * `registry_changes` and NOTIFYs `registry_changes`: the change feed each replica follows
+ * (feed.ts). The trigger takes the write lock too, so sequence numbers are handed out in
+ * commit order and a reader that saw sequence n has seen every change before it.
+ */
+
+/** The advisory lock every registry write transaction takes first. */
+export const REGISTRY_WRITE_LOCK = 7300002;
+/** The NOTIFY channel of registry changes. */
+export const REGISTRY_CHANNEL = 'registry_changes';
+
+/** Tables of the change feed, by entity name: the column that identifies a row. */
+export const REGISTRY_ENTITIES = {
+  tenants: 'tenant_id',
+  access_keys: 'key_id',
+  monitors: 'id',
+  heartbeat_tokens: 'monitor_id',
+  status_pages: 'slug',
+} as const;
+
+export type RegistryTable = keyof typeof REGISTRY_ENTITIES | 'registry_changes';
+
+const trigger = (table: keyof typeof REGISTRY_ENTITIES): string[] => [
+  `CREATE TRIGGER ${table}_changed AFTER INSERT OR UPDATE OR DELETE ON ${table}
+     FOR EACH ROW EXECUTE FUNCTION registry_changed('${table}', '${REGISTRY_ENTITIES[table]}')`,
+];
+
+export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    name: 'registry',
+    statements: [
+      `CREATE TABLE tenants (
+         tenant_id text PRIMARY KEY CHECK (tenant_id ~ '^ten_[a-z0-9]{1,32}$'),
+         name text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+         created_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE TABLE access_keys (
+         key_id text PRIMARY KEY CHECK (key_id ~ '^[0-9a-f]{16}$'),
+         tenant_id text NOT NULL REFERENCES tenants,
+         kind text NOT NULL CHECK (kind IN ('telemetry', 'api')),
+         name text NOT NULL,
+         secret_hash text NOT NULL CHECK (secret_hash ~ '^[0-9a-f]{64}$'),
+         scopes text[] NOT NULL DEFAULT '{}',
+         monitor_ids text[] NOT NULL DEFAULT '{}',
+         allowed_origins text[] NOT NULL DEFAULT '{}',
+         allowed_sources text[] NOT NULL DEFAULT '{}',
+         revoked boolean NOT NULL DEFAULT false,
+         created_at timestamptz NOT NULL DEFAULT now(),
+         expires_at timestamptz)`,
+      `CREATE INDEX access_keys_tenant ON access_keys (tenant_id)`,
+      // spec: the settings as JSON, secrets masked; sealed: the secrets (monitor-rows.ts).
+      `CREATE TABLE monitors (
+         id text PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 100),
+         tenant_id text NOT NULL REFERENCES tenants,
+         version bigint NOT NULL CHECK (version > 0),
+         spec text NOT NULL,
+         sealed text NOT NULL,
+         created_at timestamptz NOT NULL,
+         updated_at timestamptz NOT NULL)`,
+      `CREATE UNIQUE INDEX monitors_tenant ON monitors (tenant_id, id)`,
+      // The gateway's part of a heartbeat monitor: the nonce its token carries a MAC of.
+      `CREATE TABLE heartbeat_tokens (
+         monitor_id text PRIMARY KEY,
+         tenant_id text NOT NULL,
+         nonce text NOT NULL,
+         FOREIGN KEY (tenant_id, monitor_id) REFERENCES monitors (tenant_id, id) ON DELETE CASCADE)`,
+      `CREATE TABLE status_pages (
+         slug text PRIMARY KEY CHECK (length(slug) BETWEEN 1 AND 100),
+         tenant_id text NOT NULL REFERENCES tenants,
+         version bigint NOT NULL CHECK (version > 0),
+         title text NOT NULL,
+         description text,
+         monitor_ids text[] NOT NULL,
+         created_at timestamptz NOT NULL,
+         updated_at timestamptz NOT NULL)`,
+      `CREATE INDEX status_pages_tenant ON status_pages (tenant_id)`,
+      `CREATE TABLE registry_changes (
+         seq bigserial PRIMARY KEY,
+         entity text NOT NULL,
+         id text NOT NULL,
+         at timestamptz NOT NULL DEFAULT now())`,
+      // SECURITY DEFINER: the services' roles write no change log of their own.
+      `CREATE FUNCTION registry_changed() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+         SET search_path = pg_catalog, public AS $$
+       DECLARE
+         row_id text;
+       BEGIN
+         PERFORM pg_advisory_xact_lock(${REGISTRY_WRITE_LOCK});
+         IF TG_OP = 'DELETE' THEN
+           row_id := to_jsonb(OLD) ->> TG_ARGV[1];
+         ELSE
+           row_id := to_jsonb(NEW) ->> TG_ARGV[1];
+         END IF;
+         INSERT INTO public.registry_changes (entity, id) VALUES (TG_ARGV[0], row_id);
+         PERFORM pg_notify('${REGISTRY_CHANNEL}', '');
+         RETURN NULL;
+       END $$`,
+      ...(Object.keys(REGISTRY_ENTITIES) as (keyof typeof REGISTRY_ENTITIES)[]).flatMap(trigger),
+      // The log's oldest entries go (prune_registry_changes); a replica behind them reloads all.
+      `CREATE FUNCTION prune_registry_changes(keep interval) RETURNS bigint LANGUAGE sql SECURITY DEFINER
+         SET search_path = pg_catalog, public AS $$
+         WITH gone AS (
+           DELETE FROM public.registry_changes
+           WHERE at < now() - keep AND seq < (SELECT max(seq) FROM public.registry_changes)
+           RETURNING 1)
+         SELECT count(*) FROM gone $$`,
+      `REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'default tenant',
+    // The tenant of keys and monitors made before tenants existed (a constant of ours,
+    // checked against the tenant id pattern by the CHECK above).
+    statements: [
+      `INSERT INTO tenants (tenant_id, name) VALUES ('${DEFAULT_TENANT}', 'default') ON CONFLICT (tenant_id) DO NOTHING`,
+    ],
+  },
+];
+
+/** Applies the registry's migrations (as the database's owner). */
+export function migrateRegistry(pool: PgPool, logger: Logger): Promise<number[]> {
+  return migratePostgres(pool, REGISTRY_MIGRATIONS, logger);
+}
+
+/** What a service's role may do on one table. */
+export type PgPrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
+
+export interface PgRoleGrant {
+  table: RegistryTable;
+  privileges: readonly PgPrivilege[];
+}
+
+/**
+ * One PostgreSQL role per service (named `<database>_<service>`: pgRoleName), with only what it needs (docs/operations.md,
+ * "PostgreSQL roles"): the one definition of who may do what. From it come the dev
+ * stack's roles (tools/devstack/postgres.ts), deploy/postgres/roles.sql (`npm run docs`)
+ * and test/e2e/registry-roles.int.test.ts, which checks each role is refused the rest.
+ * Operators' tools (tenants, keys, migrate) connect as the database's owner.
+ */
+export const PG_SERVICE_ROLES = {
+  ingest: {
+    usedBy: 'ingest gateway: authenticates telemetry keys and heartbeat tokens',
+    grants: [
+      { table: 'access_keys', privileges: ['SELECT'] },
+      { table: 'heartbeat_tokens', privileges: ['SELECT'] },
+      { table: 'registry_changes', privileges: ['SELECT'] },
+    ],
+    functions: [] as string[],
+  },
+  runner: {
+    usedBy: 'check runner: reads the monitors it checks',
+    grants: [
+      { table: 'monitors', privileges: ['SELECT'] },
+      { table: 'registry_changes', privileges: ['SELECT'] },
+    ],
+    functions: [] as string[],
+  },
+  query: {
+    usedBy: 'query service: authenticates API keys and writes monitors, heartbeat tokens and status pages',
+    grants: [
+      { table: 'tenants', privileges: ['SELECT'] },
+      { table: 'access_keys', privileges: ['SELECT'] },
+      { table: 'monitors', privileges: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] },
+      { table: 'heartbeat_tokens', privileges: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] },
+      { table: 'status_pages', privileges: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] },
+      { table: 'registry_changes', privileges: ['SELECT'] },
+    ],
+    functions: ['prune_registry_changes(interval)'],
+  },
+} as const satisfies Record<string, { usedBy: string; grants: readonly PgRoleGrant[]; functions: readonly string[] }>;
+
+export type PgServiceRole = keyof typeof PG_SERVICE_ROLES;
+
+/**
+ * The GRANTs of every service role, after REVOKE ALL, for the database's tables (the
+ * roles themselves are made with a password by whoever runs them: see roles.sql).
+ */
+export function pgGrantStatements(
+  database: string,
+  roleName: (service: PgServiceRole) => string = (service) => pgRoleName(database, service),
+): { service: PgServiceRole; role: string; usedBy: string; statements: string[] }[] {
+  const tables: RegistryTable[] = [...(Object.keys(REGISTRY_ENTITIES) as RegistryTable[]), 'registry_changes'];
+  return PG_SERVICE_ROLE_NAMES.map((service) => {
+    const { usedBy, grants, functions } = PG_SERVICE_ROLES[service];
+    const role = roleName(service);
+    return {
+      service,
+      role,
+      usedBy,
+      statements: [
+        `GRANT CONNECT ON DATABASE ${quoteIdent(database)} TO ${role}`,
+        `GRANT USAGE ON SCHEMA public TO ${role}`,
+        `REVOKE ALL ON ${tables.join(', ')} FROM ${role}`,
+        ...(grants as readonly PgRoleGrant[]).map((g) => `GRANT ${g.privileges.join(', ')} ON ${g.table} TO ${role}`),
+        ...(functions as readonly string[]).map((f) => `GRANT EXECUTE ON FUNCTION ${f} TO ${role}`),
+      ],
+    };
+  });
+}
+
+export const PG_SERVICE_ROLE_NAMES = Object.keys(PG_SERVICE_ROLES) as PgServiceRole[];
+
+/** A service's role in database `database`: `<database>_<service>` (telemetry_ingest, …). */
+export function pgRoleName(database: string, service: PgServiceRole): string {
+  return quoteIdent(`${database}_${service}`).slice(1, -1);
+}
+
+/** Does `role`'s service hold `privilege` on `table`? */
+export function pgIsGranted(role: PgServiceRole, table: RegistryTable, privilege: PgPrivilege): boolean {
+  return (PG_SERVICE_ROLES[role].grants as readonly PgRoleGrant[]).some(
+    (g) => g.table === table && g.privileges.includes(privilege),
+  );
+}
+
+/** A PostgreSQL identifier, double-quoted (a database name in GRANT; checked by its caller). */
+export function quoteIdent(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`not a plain identifier: ${name}`);
+  return `"${name}"`;
+}

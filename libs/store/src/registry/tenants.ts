@@ -1,0 +1,48 @@
+import { toIsoSeconds } from '@telemetry/contract';
+import type { PgPool } from '@telemetry/platform';
+import { isTenantId, newTenantId, type Tenant } from '../tenants.js';
+import { epochOf, registryWrite } from './pg.js';
+
+/** Tenants in PostgreSQL (operators make them: npm run tenants). */
+export async function createTenant(db: PgPool, name: string, id = newTenantId()): Promise<Tenant> {
+  const trimmed = name.trim();
+  if (trimmed.length === 0 || trimmed.length > 200) throw new Error('a tenant name is 1-200 characters');
+  if (!isTenantId(id)) throw new Error(`not a tenant id: ${id}`);
+  const { rows } = await registryWrite(db, (tx) =>
+    tx.query<{ c: string }>(
+      `INSERT INTO tenants (tenant_id, name) VALUES ($1, $2) RETURNING ${epochOf('created_at')} AS c`,
+      [id, trimmed],
+    ),
+  );
+  return { tenant_id: id, name: trimmed, created_at: toIsoSeconds(Number(rows[0]!.c)) };
+}
+
+export async function listTenants(db: Pick<PgPool, 'query'>): Promise<Tenant[]> {
+  const { rows } = await db.query<{ tenant_id: string; name: string; c: string }>(
+    `SELECT tenant_id, name, ${epochOf('created_at')} AS c FROM tenants ORDER BY tenant_id`,
+  );
+  return rows.map((r) => ({ tenant_id: r.tenant_id, name: r.name, created_at: toIsoSeconds(Number(r.c)) }));
+}
+
+/** The tenant, or undefined when no tenant has this id. */
+export async function findTenant(db: Pick<PgPool, 'query'>, id: string): Promise<Tenant | undefined> {
+  if (!isTenantId(id)) return undefined;
+  const { rows } = await db.query<{ tenant_id: string; name: string; c: string }>(
+    `SELECT tenant_id, name, ${epochOf('created_at')} AS c FROM tenants WHERE tenant_id = $1`,
+    [id],
+  );
+  const r = rows[0];
+  return r ? { tenant_id: r.tenant_id, name: r.name, created_at: toIsoSeconds(Number(r.c)) } : undefined;
+}
+
+/** Makes the tenant unless it exists (the default tenant, migrated ones); true when it was made. */
+export async function ensureTenant(db: PgPool, tenant: Tenant): Promise<boolean> {
+  const { rowCount } = await registryWrite(db, (tx) =>
+    tx.query(
+      `INSERT INTO tenants (tenant_id, name, created_at) VALUES ($1, $2, to_timestamp($3))
+       ON CONFLICT (tenant_id) DO NOTHING`,
+      [tenant.tenant_id, tenant.name, Math.floor(Date.parse(tenant.created_at) / 1000)],
+    ),
+  );
+  return rowCount === 1;
+}

@@ -1,0 +1,229 @@
+/**
+ * PostgreSQL for the dev stack, the tests and CI: Debian's `postgresql` package (installed
+ * with apt-get when missing), run as a plain process on a free loopback port with its data
+ * under the stack's data directory, as the stack does for ClickHouse. PostgreSQL refuses
+ * to run as root: as root the server runs as the `postgres` system user (setpriv).
+ *
+ * The superuser `postgres` may connect from loopback without a password (a development
+ * server); the services' roles have passwords (provisionPostgres).
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
+import pg from 'pg';
+import { createLogger, type Logger } from '@telemetry/platform';
+import {
+  migrateRegistry,
+  PG_SERVICE_ROLE_NAMES,
+  pgGrantStatements,
+  quoteIdent,
+  type PgServiceRole,
+} from '@telemetry/store';
+import { freePort, ManagedProcess, run, waitFor } from './stack.js';
+
+export interface LocalPostgres {
+  /** The superuser's URL (database `postgres`). */
+  adminUrl: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+async function binDir(log: (l: string) => void): Promise<string> {
+  const found = (): string | undefined => {
+    if (!existsSync('/usr/lib/postgresql')) return undefined;
+    const versions = readdirSync('/usr/lib/postgresql')
+      .filter((v) => existsSync(join('/usr/lib/postgresql', v, 'bin', 'postgres')))
+      .sort((a, b) => Number(b) - Number(a));
+    return versions[0] ? join('/usr/lib/postgresql', versions[0], 'bin') : undefined;
+  };
+  const dir = found();
+  if (dir) return dir;
+  if (process.getuid?.() !== 0) {
+    throw new Error('PostgreSQL is not installed: run `sudo apt-get install -y postgresql`, or set DATABASE_URL');
+  }
+  log('installing postgresql with apt-get (once)...');
+  const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await run('apt-get', ['update', '-qq'], { env: aptEnv, maxBuffer: 64 * 1024 * 1024 });
+  await run('apt-get', ['install', '-y', '-qq', 'postgresql'], { env: aptEnv, maxBuffer: 64 * 1024 * 1024 });
+  const installed = found();
+  if (!installed) throw new Error('apt-get installed postgresql but /usr/lib/postgresql/*/bin/postgres is missing');
+  return installed;
+}
+
+/** As root: the command run as the `postgres` user (the server refuses root). */
+function asPostgres(cmd: string, args: string[]): [string, string[]] {
+  if (process.getuid?.() !== 0) return [cmd, args];
+  return ['setpriv', ['--reuid=postgres', '--regid=postgres', '--init-groups', '--', cmd, ...args]];
+}
+
+function ownedByPostgres(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  if (process.getuid?.() !== 0) return;
+  // The server's user must pass through the directories above (a mkdtemp dir is 0700):
+  // each that others cannot enter gets o+x (enter, not list).
+  for (let up = dirname(dir); up !== dirname(up); up = dirname(up)) {
+    const mode = statSync(up).mode;
+    if ((mode & 0o001) !== 0) break;
+    chmodSync(up, (mode & 0o7777) | 0o001);
+  }
+  // uid/gid of the postgres user, as the package made them.
+  const { uid, gid } = postgresIds();
+  chownSync(dir, uid, gid);
+}
+
+let ids: { uid: number; gid: number } | undefined;
+function postgresIds(): { uid: number; gid: number } {
+  if (ids) return ids;
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
+  if (!line) throw new Error('there is no postgres system user (the postgresql package makes it)');
+  const [, , uid, gid] = line.split(':');
+  ids = { uid: Number(uid), gid: Number(gid) };
+  return ids;
+}
+
+/** Starts (initialising `dir` the first time) a PostgreSQL server on a free loopback port. */
+export async function startLocalPostgres(dir: string, log: (l: string) => void): Promise<LocalPostgres> {
+  const bin = await binDir(log);
+  mkdirSync(dir, { recursive: true });
+  const data = join(dir, 'data');
+  const sockets = join(dir, 'run');
+  ownedByPostgres(dir);
+  ownedByPostgres(sockets);
+  if (!existsSync(join(data, 'PG_VERSION'))) {
+    ownedByPostgres(data);
+    const [cmd, args] = asPostgres(join(bin, 'initdb'), [
+      '-D',
+      data,
+      '-U',
+      'postgres',
+      '--auth-local=trust',
+      '--auth-host=scram-sha-256',
+      '--encoding=UTF8',
+      '--locale=C',
+    ]);
+    await run(cmd, args, { maxBuffer: 16 * 1024 * 1024 });
+    // The superuser from loopback without a password (a development server); every other
+    // role with its password.
+    writeFileSync(
+      join(data, 'pg_hba.conf'),
+      [
+        'local all all trust',
+        'host all postgres 127.0.0.1/32 trust',
+        'host all all 127.0.0.1/32 scram-sha-256',
+        'host all all ::1/128 scram-sha-256',
+        '',
+      ].join('\n'),
+    );
+  }
+  const port = await freePort();
+  const [cmd, args] = asPostgres(join(bin, 'postgres'), [
+    '-D',
+    data,
+    '-p',
+    String(port),
+    '-k',
+    sockets,
+    '-h',
+    '127.0.0.1',
+    '-c',
+    'max_connections=300',
+    '-c',
+    'fsync=on',
+    '-c',
+    'shared_buffers=64MB',
+    '-c',
+    'logging_collector=off',
+  ]);
+  const server = new ManagedProcess(cmd, args, join(dir, 'server.log'));
+  const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const start = async (): Promise<void> => {
+    server.start();
+    await waitFor('PostgreSQL', () => answers(adminUrl), 60_000, join(dir, 'server.log'));
+  };
+  await start();
+  return {
+    adminUrl,
+    start,
+    // SIGINT: PostgreSQL's fast shutdown (ends sessions, checkpoints).
+    stop: () => server.stop('SIGINT'),
+  };
+}
+
+async function answers(url: string): Promise<boolean> {
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return true;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+/** Each service's DATABASE_URL, and the owner's (operators' tools, migrations). */
+export type PostgresUrls = Record<PgServiceRole | 'owner', string>;
+
+/** `url` with another database, user and password. */
+export function withDatabase(url: string, database: string, user?: string, password?: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  if (user !== undefined) u.username = encodeURIComponent(user);
+  if (password !== undefined) u.password = encodeURIComponent(password);
+  return u.toString();
+}
+
+/**
+ * The registry database `database` (made if missing), its migrations, and one role per
+ * service with fresh passwords and only its grants. Idempotent.
+ */
+export async function provisionPostgres(adminUrl: string, database: string, logger?: Logger): Promise<PostgresUrls> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  const urls = { owner: withDatabase(adminUrl, database) } as PostgresUrls;
+  try {
+    const { rows } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (rows.length === 0) await admin.query(`CREATE DATABASE ${quoteIdent(database)}`);
+    const pool = new pg.Pool({ connectionString: urls.owner, max: 1 });
+    try {
+      await migrateRegistry(pool, logger ?? createLogger({ service: 'devstack', level: 'warn' }));
+      for (const g of pgGrantStatements(database)) {
+        const password = randomBytes(16).toString('hex');
+        const exists = (await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [g.role])).rows.length > 0;
+        // A role name and a password are not parameters in CREATE ROLE: the name is a
+        // checked identifier (pgRoleName), the password hex we made.
+        await admin.query(
+          `${exists ? 'ALTER' : 'CREATE'} ROLE ${quoteIdent(g.role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '${password}'`,
+        );
+        for (const s of g.statements) await pool.query(s);
+        urls[g.service] = withDatabase(adminUrl, database, g.role, password);
+      }
+    } finally {
+      await pool.end();
+    }
+  } finally {
+    await admin.end();
+  }
+  for (const s of PG_SERVICE_ROLE_NAMES) if (!urls[s]) throw new Error(`no role for ${s}`);
+  return urls;
+}
+
+/** Runs `fn` with a small pool on `url` (the owner's, for set-up steps), then closes it. */
+export async function withRegistry<T>(url: string, fn: (db: pg.Pool) => Promise<T>): Promise<T> {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    return await fn(pool);
+  } finally {
+    await pool.end();
+  }
+}
