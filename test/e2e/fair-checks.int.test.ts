@@ -3,7 +3,7 @@ import { createTenant, DEFAULT_MONITOR, MonitorStore, placeholderMonitor, type S
 import { runSecretBox } from '../../harness/processes.js';
 import { phaseOf } from '../../services/check-runner/src/scheduler.js';
 import { blackHolePort } from '../support/black-hole.js';
-import { adminClickHouse, eventually, testStack, uid, adminRegistry } from '../support/fixtures.js';
+import { adminClickHouse, eventually, uid, adminRegistry } from '../support/fixtures.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
 
