@@ -28,7 +28,7 @@ CREATE DATABASE IF NOT EXISTS ${db};
 CREATE DATABASE IF NOT EXISTS ${db}_registry;
 CREATE DATABASE IF NOT EXISTS ${db}_keys;
 
--- ingest gateway (CLICKHOUSE_USER): authenticates telemetry keys (events go to Kafka, not ClickHouse)
+-- ingest gateway (CLICKHOUSE_USER): reads no ClickHouse table (events go to Kafka, keys come from PostgreSQL), only the old keys table so that it has one database
 CREATE USER OR REPLACE ingest IDENTIFIED WITH sha256_password BY '${INGEST_PASSWORD}' SETTINGS readonly = 2;
 GRANT SELECT ON ${db}_keys.access_keys TO ingest;
 
@@ -36,24 +36,20 @@ GRANT SELECT ON ${db}_keys.access_keys TO ingest;
 CREATE USER OR REPLACE consumer IDENTIFIED WITH sha256_password BY '${CONSUMER_PASSWORD}';
 GRANT SELECT, INSERT, ALTER DELETE, ALTER TTL ON ${db}.* TO consumer;
 
--- query service (CLICKHOUSE_USER): reads the data, the registry and the API keys, never writes
+-- query service (CLICKHOUSE_USER): reads the data tables, never writes
 CREATE USER OR REPLACE query IDENTIFIED WITH sha256_password BY '${QUERY_PASSWORD}' SETTINGS readonly = 2;
 GRANT SELECT ON ${db}.* TO query;
-GRANT SELECT ON ${db}_registry.monitors TO query;
-GRANT SELECT ON ${db}_keys.access_keys TO query;
 
--- query service (REGISTRY_CLICKHOUSE_USER): writes monitors and status pages (and nothing else)
+-- query service (REGISTRY_CLICKHOUSE_USER): writes the monitors dimension table from the registry (and nothing else)
 CREATE USER OR REPLACE registry IDENTIFIED WITH sha256_password BY '${REGISTRY_PASSWORD}';
-GRANT SELECT, INSERT ON ${db}_registry.monitors TO registry;
-GRANT SELECT, INSERT ON ${db}_registry.status_pages TO registry;
+GRANT SELECT, INSERT ON ${db}.monitors TO registry;
 
--- check runner (CLICKHOUSE_USER): reads the registry, the last alerts and checks
+-- check runner (CLICKHOUSE_USER): reads the last alerts and checks
 CREATE USER OR REPLACE runner IDENTIFIED WITH sha256_password BY '${RUNNER_PASSWORD}' SETTINGS readonly = 2;
-GRANT SELECT ON ${db}_registry.monitors TO runner;
 GRANT SELECT ON ${db}.alerts TO runner;
 GRANT SELECT ON ${db}.checks TO runner;
 
--- people and dashboards reading the data tables (docs/clickhouse.md), never keys or monitors
+-- people and dashboards reading the data tables (docs/clickhouse.md), the monitors dimension table included, never keys or secrets
 CREATE USER OR REPLACE analyst IDENTIFIED WITH sha256_password BY '${ANALYST_PASSWORD}' SETTINGS readonly = 2;
 GRANT SELECT ON ${db}.* TO analyst;
 SQL

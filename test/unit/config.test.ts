@@ -7,7 +7,26 @@ import { loadQueryConfig } from '@telemetry/query-service';
 import { loadRunnerConfig } from '@telemetry/check-runner';
 
 describe('config (unit)', () => {
-  const base = { KAFKA_BROKERS: 'localhost:9092', CLICKHOUSE_URL: 'http://localhost:8123' };
+  const base = {
+    KAFKA_BROKERS: 'localhost:9092',
+    CLICKHOUSE_URL: 'http://localhost:8123',
+    DATABASE_URL: 'postgres://svc:pw@localhost:5432/telemetry',
+  };
+
+  it('refuses a DATABASE_URL that is not a postgres:// URL, or is missing, without echoing it', () => {
+    for (const bad of ['http://u:s3cret-pw@db/telemetry', 'postgres://u:s3cret-pw@db', 'not a url s3cret-pw']) {
+      let message = '';
+      try {
+        loadGatewayConfig({ ...base, DATABASE_URL: bad });
+      } catch (err) {
+        message = String(err);
+      }
+      expect(message, bad).to.include('DATABASE_URL');
+      expect(message, bad).not.to.include('s3cret-pw');
+    }
+    const { DATABASE_URL: _url, ...without } = base;
+    expect(() => loadRunnerConfig(without)).to.throw(/DATABASE_URL/);
+  });
 
   it('applies defaults and freezes the result', () => {
     const c = loadGatewayConfig(base);
@@ -49,7 +68,11 @@ function publishedExamples(): { HEARTBEAT_KEY: string[]; SECRETS_KEYS: string[] 
 }
 
 describe('published example secrets (unit)', () => {
-  const base = { KAFKA_BROKERS: 'localhost:9092', CLICKHOUSE_URL: 'http://localhost:8123' };
+  const base = {
+    KAFKA_BROKERS: 'localhost:9092',
+    CLICKHOUSE_URL: 'http://localhost:8123',
+    DATABASE_URL: 'postgres://svc:pw@localhost:5432/telemetry',
+  };
   const own = { HEARTBEAT_KEY: randomBytes(32).toString('hex'), SECRETS_KEYS: newSealingKeyText('k1') };
   const loaders: [string, (env: Env) => unknown, ('HEARTBEAT_KEY' | 'SECRETS_KEYS')[]][] = [
     ['ingest gateway', loadGatewayConfig, ['HEARTBEAT_KEY']],

@@ -72,8 +72,12 @@ export interface ServiceAccess {
 
 export const SERVICE_USERS = {
   ingest: {
+    // Since the registry moved to PostgreSQL the gateway reads no ClickHouse table; its
+    // user keeps read access to the old keys table only, so that it has one database
+    // (on 18.16 a user with no allow_databases may use every database).
     grants: [{ database: 'keys', tables: ['access_keys'], privileges: ['SELECT'] }],
-    usedBy: 'ingest gateway (CLICKHOUSE_USER): authenticates telemetry keys (events go to Kafka, not ClickHouse)',
+    usedBy:
+      'ingest gateway (CLICKHOUSE_USER): reads no ClickHouse table (events go to Kafka, keys come from PostgreSQL), only the old keys table so that it has one database',
   },
   consumer: {
     // Inserting into events and checks feeds the rollups their views write; retention
@@ -82,29 +86,24 @@ export const SERVICE_USERS = {
     usedBy: 'stream consumer (CLICKHOUSE_USER): writes the data tables and applies their retention',
   },
   query: {
-    grants: [
-      { database: 'data', tables: '*', privileges: ['SELECT'] },
-      { database: 'registry', tables: ['monitors'], privileges: ['SELECT'] },
-      { database: 'keys', tables: ['access_keys'], privileges: ['SELECT'] },
-    ],
-    usedBy: 'query service (CLICKHOUSE_USER): reads the data, the registry and the API keys, never writes',
+    grants: [{ database: 'data', tables: '*', privileges: ['SELECT'] }],
+    usedBy: 'query service (CLICKHOUSE_USER): reads the data tables, never writes',
   },
   registry: {
-    grants: [{ database: 'registry', tables: ['monitors', 'status_pages'], privileges: ['SELECT', 'INSERT'] }],
-    usedBy: 'query service (REGISTRY_CLICKHOUSE_USER): writes monitors and status pages (and nothing else)',
+    grants: [{ database: 'data', tables: ['monitors'], privileges: ['SELECT', 'INSERT'] }],
+    usedBy:
+      'query service (REGISTRY_CLICKHOUSE_USER): writes the monitors dimension table from the registry (and nothing else)',
   },
   runner: {
     // Its checks: the last alert of each monitor it takes on, the last call of a heartbeat
-    // monitor, and the other locations' checks of a slot.
-    grants: [
-      { database: 'registry', tables: ['monitors'], privileges: ['SELECT'] },
-      { database: 'data', tables: ['alerts', 'checks'], privileges: ['SELECT'] },
-    ],
-    usedBy: 'check runner (CLICKHOUSE_USER): reads the registry, the last alerts and checks',
+    // monitor, and the other locations' checks of a slot (its monitors come from PostgreSQL).
+    grants: [{ database: 'data', tables: ['alerts', 'checks'], privileges: ['SELECT'] }],
+    usedBy: 'check runner (CLICKHOUSE_USER): reads the last alerts and checks',
   },
   analyst: {
     grants: [{ database: 'data', tables: '*', privileges: ['SELECT'] }],
-    usedBy: 'people and dashboards reading the data tables (docs/clickhouse.md), never keys or monitors',
+    usedBy:
+      'people and dashboards reading the data tables (docs/clickhouse.md), the monitors dimension table included, never keys or secrets',
   },
 } as const satisfies Record<string, ServiceAccess>;
 

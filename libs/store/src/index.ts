@@ -24,3 +24,4 @@ export * from './tenants.js';
 export * from './webhook-deliveries.js';
 export * from './first-seen.js';
 export * from './heartbeats.js';
+export * from './monitor-dimension.js';

@@ -18,6 +18,7 @@ import { monitorsMigrations } from './legacy/monitors.js';
 import { statusPagesMigrations } from './legacy/status-pages.js';
 import { tenantsMigrations } from './legacy/tenants.js';
 import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
+import { monitorDimensionMigrations } from './monitor-dimension.js';
 
 /**
  * Versioned ClickHouse migrations. Each table module (events, checks, alerts, webhook
@@ -43,6 +44,7 @@ const VERSIONS: Record<number, string> = {
   10: 'checks: location and tls_days_left',
   11: 'alerts: maintenance',
   12: 'webhook deliveries: channel',
+  13: 'the monitors dimension table (the registry moved to PostgreSQL)',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -55,6 +57,7 @@ const MODULES: readonly MigrationsByVersion[] = [
   webhookDeliveriesMigrations,
   freshnessMigrations,
   statusPagesMigrations,
+  monitorDimensionMigrations,
 ];
 
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({

@@ -24,7 +24,7 @@ import {
   loadKeyRecords,
   monitorPartition,
   MonitorStore,
-  registryDatabase,
+  MonitorDimension,
   registryFeed,
   StatusPageStore,
   type StoredStatusPage,
@@ -73,7 +73,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     password: config.registryPassword,
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     name: 'clickhouse-registry',
-    database: registryDatabase(config.clickhouseDatabase),
+    database: config.clickhouseDatabase,
     // Serves monitor writes, which users send: readiness is `ch`'s.
     ping: false,
   });
@@ -113,6 +113,10 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   feed.subscribe(statusDirectory);
   // A monitor deleted or made on another replica: its id is looked up again here.
   feed.subscribe(directory.feedSubscriber());
+  // Analysts' monitors table in ClickHouse follows every change (no secrets in it).
+  feed.subscribe(
+    new MonitorDimension(registryCh.client, config.clickhouseDatabase, (ids) => monitors.summaries(ids), logger),
+  );
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
     statusPages,

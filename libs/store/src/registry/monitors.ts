@@ -23,6 +23,19 @@ interface Row {
   nonce?: string | null;
 }
 
+/** What anyone may know of a monitor without its secrets: the monitors dimension table's columns. */
+export interface MonitorSummary {
+  tenant_id: string;
+  id: string;
+  name: string;
+  type: string;
+  interval_seconds: number;
+  paused: boolean;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
 /** A new heartbeat nonce: 16 random bytes, hex. */
 export function newHeartbeatNonce(): string {
   return randomBytes(16).toString('hex');
@@ -64,6 +77,32 @@ export class MonitorStore {
           ),
     );
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
+  }
+
+  /** Summaries of the monitors (all, or those among `ids`), from their masked settings: no secret is opened. */
+  async summaries(ids?: readonly string[]): Promise<MonitorSummary[]> {
+    const { rows } = await registryCall(() =>
+      ids === undefined
+        ? this.db.query<Row & { tenant_id: string }>('SELECT id, tenant_id, version, spec FROM monitors')
+        : this.db.query<Row & { tenant_id: string }>(
+            'SELECT id, tenant_id, version, spec FROM monitors WHERE id = ANY($1::text[])',
+            [ids],
+          ),
+    );
+    return rows.map((r) => {
+      const spec = JSON.parse(r.spec) as Partial<StoredMonitor>;
+      return {
+        tenant_id: r.tenant_id,
+        id: r.id,
+        name: spec.name ?? '',
+        type: spec.type ?? 'http',
+        interval_seconds: spec.interval_seconds ?? 0,
+        paused: spec.paused === true,
+        version: Number(r.version),
+        created_at: spec.created_at ?? '1970-01-01T00:00:00Z',
+        updated_at: spec.updated_at ?? '1970-01-01T00:00:00Z',
+      };
+    });
   }
 
   /** How many monitors the tenant has. */
