@@ -134,7 +134,7 @@ describe('smoke runs of the benchmarks, the soak and the fault suite (real Kafka
     const r = (await smoke('test:faults', 880_000, false)) as {
       scenarios: { name: string; acknowledged: number; lost: number; duplicatedAsRead: number }[];
     };
-    expect(r.scenarios.map((s) => s.name)).to.have.length(5);
+    expect(r.scenarios.map((s) => s.name)).to.have.length(6);
     for (const s of r.scenarios) {
       expect(s.acknowledged, s.name).to.be.greaterThan(0);
       expect([s.name, s.lost, s.duplicatedAsRead]).to.deep.equal([s.name, 0, 0]);

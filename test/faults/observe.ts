@@ -4,7 +4,7 @@
  * against the topic's end, and every service's /readyz and /metrics.
  */
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { sqlIdentifier, sqlString, sqlStringList, type ClickHouseClient } from '@telemetry/platform';
+import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type ClickHouseClient } from '@telemetry/platform';
 import { metricsText, metricSum as sumOf, readyStatus, type Child } from '../../harness/processes.js';
 
 export interface GroupProgress {
@@ -85,6 +85,16 @@ export class Observer {
       const memberIds = (g?.members ?? []).map((m) => m.memberId);
       return { state: g?.state ?? 'Unknown', members: memberIds.length, memberIds };
     });
+  }
+
+  /** Checks of `monitorId` made in [fromMs, toMs) that ClickHouse holds (each once). */
+  async checks(monitorId: string, fromMs: number, toMs: number): Promise<number> {
+    const [r] = await this.rows<{ n: string }>(
+      `SELECT uniqExact(id) AS n FROM ${this.db}.checks WHERE monitor_id = ${sqlString(monitorId)}
+        AND created_at >= toDateTime(${sqlNumber(Math.floor(fromMs / 1000))})
+        AND created_at < toDateTime(${sqlNumber(Math.ceil(toMs / 1000))})`,
+    );
+    return Number(r?.n ?? 0);
   }
 
   /** INSERT statements into the events table running in ClickHouse right now. */

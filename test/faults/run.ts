@@ -25,7 +25,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
-import { issueKey } from '@telemetry/store';
+import { issueKey, MonitorStore, placeholderMonitor, SCOPES } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { storeEnv } from '../../tools/devstack/users.js';
 import { KAFKA_VERSION, startStack, type Stack } from '../../tools/devstack/stack.js';
@@ -33,6 +33,7 @@ import {
   Child,
   freePort,
   RUN_SECRETS_KEYS,
+  runSecretBox,
   serviceCommand,
   sleep,
   until,
@@ -58,6 +59,7 @@ const TIMINGS: Timings = SHORT
       loadAfterMs: 2000,
       kafkaHoldMs: 5000,
       clickhouseHoldMs: 8000,
+      postgresHoldMs: 5000,
       killHoldMs: 500,
       scaleHoldMs: 2000,
     }
@@ -66,6 +68,7 @@ const TIMINGS: Timings = SHORT
       loadAfterMs: 3000,
       kafkaHoldMs: 10_000,
       clickhouseHoldMs: 30_000,
+      postgresHoldMs: 30_000,
       killHoldMs: 1000,
       scaleHoldMs: 5000,
     };
@@ -91,6 +94,8 @@ interface Services {
   consumer: Child;
   query: Child;
   consumer2: Child;
+  /** Checks one monitor (the gateway's /healthz) every second: the registry scenario watches it. */
+  runner: Child;
 }
 
 async function main(): Promise<number> {
@@ -109,7 +114,9 @@ async function main(): Promise<number> {
   const cleanup = async (): Promise<void> => {
     const s = services;
     if (s) {
-      await Promise.all([s.gateway, s.consumer, s.query, s.consumer2].map((p) => p.close().catch(() => undefined)));
+      await Promise.all(
+        [s.gateway, s.consumer, s.query, s.consumer2, s.runner].map((p) => p.close().catch(() => undefined)),
+      );
     }
     await ch?.close().catch(() => undefined);
     await stack?.stop().catch((err: unknown) => log(`stopping the stack failed: ${String(err)}`));
@@ -130,11 +137,24 @@ async function main(): Promise<number> {
     const names = { database: `faults_${run}`, events: topics.topics.events, group: `faults-${run}` };
     const users = await provision(stack, { database: names.database, topics: topics.list, partitions: 4 });
     ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: names.database });
-    const key = (
-      await withRegistry(users.postgres!.owner, (db) =>
-        issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'fault suite' }),
-      )
-    ).key;
+    const gatewayPort = await freePort();
+    // A telemetry key for the load, an API key for the registry's writes, and one monitor
+    // the runner checks (the gateway's health) through every scenario.
+    const monitorId = `mon_${randomBytes(8).toString('hex')}`;
+    const { key, apiKey } = await withRegistry(users.postgres!.owner, async (db) => {
+      const key = (await issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'telemetry', name: 'fault suite' })).key;
+      const apiKey = (
+        await issueKey(db, { tenantId: DEFAULT_TENANT, kind: 'api', name: 'fault suite', scopes: [...SCOPES] })
+      ).key;
+      const monitor = {
+        ...placeholderMonitor(monitorId, 'gateway health'),
+        url: `http://127.0.0.1:${gatewayPort}/healthz`,
+        interval_seconds: 1,
+        paused: false,
+      };
+      await new MonitorStore(db, runSecretBox()).saveMany([monitor]);
+      return { key, apiKey };
+    });
     const chVersion = await clickhouseVersion(ch);
     log(`stack up: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${chVersion})`);
 
@@ -160,23 +180,35 @@ async function main(): Promise<number> {
         logFile: join(logDir, `${label}.log`),
       });
     services = {
-      gateway: svc('gateway', 'ingest-gateway', await freePort(), { ...common, KAFKA_ACK_TIMEOUT_MS: '2000' }),
+      gateway: svc('gateway', 'ingest-gateway', gatewayPort, { ...common, KAFKA_ACK_TIMEOUT_MS: '2000' }),
       consumer: svc('consumer', 'stream-consumer', await freePort(), consumerEnv),
-      query: svc('query', 'query-service', await freePort(), common),
+      // Monitors may aim at the gateway (the runner's monitor, the registry scenario's writes).
+      query: svc('query', 'query-service', await freePort(), { ...common, EGRESS_ALLOW: `127.0.0.1:${gatewayPort}` }),
       consumer2: svc('consumer-2', 'stream-consumer', await freePort(), consumerEnv),
+      runner: svc('runner', 'check-runner', await freePort(), {
+        ...common,
+        RUNNER_ID: `faults-${run}`,
+        EGRESS_ALLOW: `127.0.0.1:${gatewayPort}`,
+        MIN_INTERVAL_SECONDS: '1',
+      }),
     };
-    const { gateway, consumer, query } = services;
-    await Promise.all([gateway, consumer, query].map((s) => s.start().ready(DEADLINE.ready)));
+    const { gateway, consumer, query, runner } = services;
+    await Promise.all([gateway, consumer, query, runner].map((s) => s.start().ready(DEADLINE.ready)));
     log(`services ready: gateway ${gateway.url}, consumer ${consumer.url}, query ${query.url}`);
 
     const obs = new Observer(ch, names.database, stack.kafkaBrokers, names.events, names.group);
     const only = (process.env.FAULTS_ONLY ?? '').split(',').filter(Boolean);
     const chosen = only.length > 0 ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
-    const up = { kafka: true, clickhouse: true };
+    const up = { kafka: true, clickhouse: true, postgres: true };
     const results: ScenarioFigures[] = [];
+    const registry = {
+      apiKey,
+      monitorId,
+      checksBetween: (from: number, to: number) => obs.checks(monitorId, from, to),
+    };
     for (const scenario of chosen) {
       if (results.some((r) => !r.ok)) await heal(control, up, services);
-      results.push(await runScenario(scenario, { run, key, obs, control, up, services }));
+      results.push(await runScenario(scenario, { run, key, obs, control, up, services, registry }));
       const r = results[results.length - 1]!;
       log(
         `${r.name}: ${r.ok ? 'pass' : 'FAIL'}; sent ${r.sent}, acknowledged ${r.acknowledged}, lost ${r.lost}, ` +
@@ -222,13 +254,14 @@ interface RunCtx {
   key: string;
   obs: Observer;
   control: NonNullable<Stack['control']>;
-  up: { kafka: boolean; clickhouse: boolean };
+  up: Ctx['up'];
   services: Services;
+  registry: Ctx['registry'];
 }
 
 async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigures> {
   const started = Date.now();
-  const { gateway, consumer, query, consumer2 } = rc.services;
+  const { gateway, consumer, query, consumer2, runner } = rc.services;
   const source = `faults.${scenario.name}.${rc.run}`;
   const idPrefix = `${scenario.name}-${rc.run}`;
   log(`${scenario.name}: ${scenario.fault}`);
@@ -241,6 +274,8 @@ async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigu
     consumer,
     query,
     consumer2,
+    runner,
+    registry: rc.registry,
     extra: [],
     load,
     key: rc.key,
@@ -255,7 +290,7 @@ async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigu
     problems: [],
     log,
   };
-  const running = (): Child[] => [gateway, consumer, query, ...ctx.extra];
+  const running = (): Child[] => [gateway, consumer, query, runner, ...ctx.extra];
   const fig: ScenarioFigures = {
     name: scenario.name,
     fault: scenario.fault,
@@ -470,8 +505,12 @@ async function heal(control: NonNullable<Stack['control']>, up: Ctx['up'], servi
       await control.startClickHouse();
       up.clickhouse = true;
     }
+    if (!up.postgres) {
+      await control.startPostgres();
+      up.postgres = true;
+    }
     if (services.consumer2.running) await services.consumer2.stop('SIGTERM', 40_000);
-    for (const s of [services.gateway, services.consumer, services.query]) {
+    for (const s of [services.gateway, services.consumer, services.query, services.runner]) {
       if (!s.running) await s.start().ready(DEADLINE.ready);
     }
   } catch (err) {

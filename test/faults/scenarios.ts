@@ -15,6 +15,7 @@ export interface Timings {
   loadAfterMs: number;
   kafkaHoldMs: number;
   clickhouseHoldMs: number;
+  postgresHoldMs: number;
   /** Between the SIGKILL of the consumer and its restart. */
   killHoldMs: number;
   /** How long two consumers share the group. */
@@ -24,13 +25,17 @@ export interface Timings {
 export interface Ctx {
   control: NonNullable<Stack['control']>;
   /** Whether this run believes Kafka / ClickHouse are running (to heal after a failure). */
-  up: { kafka: boolean; clickhouse: boolean };
+  up: { kafka: boolean; clickhouse: boolean; postgres: boolean };
   obs: Observer;
   gateway: Child;
   consumer: Child;
   query: Child;
   /** The second consumer of consumer-scale (its port is fixed for the run). */
   consumer2: Child;
+  /** Checks the registry's one monitor every second. */
+  runner: Child;
+  /** The registry's side of the run: an API key that may write, the runner's monitor, its stored checks. */
+  registry: { apiKey: string; monitorId: string; checksBetween(fromMs: number, toMs: number): Promise<number> };
   /** Services that run in addition to the three (consumer-2 while it is in the group). */
   extra: Child[];
   load: LoadGenerator;
@@ -58,6 +63,18 @@ export interface Scenario {
   inject(ctx: Ctx): Promise<void>;
   /** Begins the recovery (synchronously up to its first await) and resolves when it is done. */
   recover(ctx: Ctx): Promise<void>;
+}
+
+/** POST /api/monitors on the query service: its status and error code. */
+async function createMonitor(ctx: Ctx): Promise<{ status: number; code?: string }> {
+  const r = await fetch(`${ctx.query.url}/api/monitors`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ctx.registry.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'made during the faults', url: `${ctx.gateway.url}/healthz`, paused: true }),
+    signal: AbortSignal.timeout(15_000),
+  });
+  const body = (await r.json().catch(() => ({}))) as { code?: string };
+  return { status: r.status, code: body.code };
 }
 
 const secondsSince = (t: number): number => Math.round((Date.now() - t) / 100) / 10;
@@ -110,6 +127,52 @@ export const scenarios: Scenario[] = [
         30_000,
       );
       ctx.notes.push(`insert retries after: ${retries}`);
+    },
+  },
+  {
+    name: 'postgres-outage',
+    fault: 'PostgreSQL (the registry) stopped (fast shutdown), held, restarted',
+    async inject(ctx) {
+      const t = Date.now();
+      await ctx.control.stopPostgres();
+      ctx.up.postgres = false;
+      const stoppedAt = Date.now();
+      ctx.notes.push(`PostgreSQL stopped in ${secondsSince(t)} s, held ${ctx.timings.postgresHoldMs / 1000} s`);
+      // A registry write answers 503 REGISTRY_UNAVAILABLE (and changes nothing).
+      const write = await createMonitor(ctx);
+      ctx.notes.push(`a monitor write during the outage: ${write.status} ${write.code ?? ''}`);
+      if (write.status !== 503 || write.code !== 'REGISTRY_UNAVAILABLE') {
+        ctx.problems.push(
+          `a write during the outage answered ${write.status} ${write.code}, not 503 REGISTRY_UNAVAILABLE`,
+        );
+      }
+      await sleep(Math.max(0, ctx.timings.postgresHoldMs - (Date.now() - stoppedAt)));
+      const during = await readiness([ctx.gateway, ctx.consumer, ctx.query, ctx.runner]);
+      ctx.notes.push(`/readyz during the outage: ${JSON.stringify(during)}`);
+      // The runner went on checking from its copy of the registry.
+      const checks = await until(
+        "the outage's checks in ClickHouse",
+        async () => {
+          const n = await ctx.registry.checksBetween(stoppedAt + 1000, Date.now() - 1000);
+          return n > 0 ? n : undefined;
+        },
+        30_000,
+      ).catch(() => 0);
+      ctx.notes.push(`checks of the runner's monitor made during the outage: ${checks}`);
+      if (checks === 0) ctx.problems.push('the runner made no check while PostgreSQL was down');
+    },
+    async recover(ctx) {
+      const t = Date.now();
+      await ctx.control.startPostgres();
+      ctx.up.postgres = true;
+      ctx.notes.push(`PostgreSQL answering again ${secondsSince(t)} s after its restart`);
+      const ok = await until(
+        'a monitor write accepted after PostgreSQL is back',
+        async () => ((await createMonitor(ctx)).status === 201 ? true : undefined),
+        60_000,
+      ).catch(() => false);
+      if (ok) ctx.notes.push(`a monitor write accepted ${secondsSince(t)} s after the restart`);
+      else ctx.problems.push('no monitor write accepted within 60 s of the restart');
     },
   },
   {
