@@ -9,6 +9,7 @@ import {
   HttpServerComponent,
   createPostgres,
   Mirror,
+  PeriodicJob,
   PostgresComponent,
   SecretBox,
   ServiceRunner,
@@ -25,6 +26,7 @@ import {
   monitorPartition,
   MonitorStore,
   MonitorDimension,
+  pruneRegistryChanges,
   registryFeed,
   StatusPageStore,
   type StoredStatusPage,
@@ -117,6 +119,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   feed.subscribe(
     new MonitorDimension(registryCh.client, config.clickhouseDatabase, (ids) => monitors.summaries(ids), logger),
   );
+  // The change log keeps a week: any replica away longer loads everything again.
+  const prune = new PeriodicJob('registry change log pruning', 3_600_000, () => pruneRegistryChanges(pool, 7), logger);
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
     statusPages,
@@ -152,6 +156,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     ...tail,
     directory,
     feed,
+    prune,
     changes,
     http,
   );

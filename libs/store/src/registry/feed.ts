@@ -55,3 +55,15 @@ export function registryFeed(opts: {
     registry: opts.registry,
   });
 }
+
+/**
+ * Removes change-log entries older than `keepDays` (the newest always stays). A replica
+ * whose copies are older than the oldest entry left loads everything again (ChangeFeed),
+ * so this only bounds the log's size. Returns how many went.
+ */
+export async function pruneRegistryChanges(pool: PgPool, keepDays: number): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>('SELECT prune_registry_changes(make_interval(days => $1)) AS n', [
+    keepDays,
+  ]);
+  return Number(rows[0]?.n ?? 0);
+}
