@@ -63,6 +63,8 @@ export class ChangeFeed implements Component {
   private readonly catchUps: Counter | undefined;
   private readonly applied: Counter | undefined;
   private readonly waiters = new Set<{ seq: number; resolve: () => void }>();
+  /** Notices before the first full load are left to the catch-up that ends start(). */
+  private loaded = false;
 
   constructor(private readonly opts: ChangeFeedOptions) {
     this.name = opts.name;
@@ -117,13 +119,16 @@ export class ChangeFeed implements Component {
 
   async start(): Promise<void> {
     this.stopped = false;
+    this.loaded = false;
     await this.connect();
     // The head first, then the rows: a change written between the two is read again by
-    // the first catch-up (applying a change twice is harmless).
+    // the catch-up below (applying a change twice is harmless).
     const { newest } = await this.opts.log.head();
     await Promise.all(this.subscribers.map((s) => s.reload()));
     this.seq = newest;
+    this.loaded = true;
     this.lastOkAt = this.clock.now();
+    await this.catchUp();
     this.schedule();
   }
 
@@ -243,7 +248,7 @@ export class ChangeFeed implements Component {
     if (!log.listen) return;
     this.listener = await log.listen(
       () => {
-        this.catchUp().catch((err: unknown) => this.failed(err));
+        if (this.loaded) this.catchUp().catch((err: unknown) => this.failed(err));
       },
       (err) => {
         this.listener = undefined;
