@@ -189,7 +189,7 @@ async function main(): Promise<void> {
     }
 
     say(`
-The stack is up (${stack.mode}: Kafka ${stack.kafkaBrokers}, ClickHouse ${stack.clickhouseUrl}).
+The stack is up (${stack.mode}: Kafka ${stack.kafkaBrokers}, ClickHouse ${stack.clickhouseUrl}, PostgreSQL ${new URL(stack.postgresAdminUrl).host}).
   tenant           ${tenantId} (development; the keys below belong to it)
   ingest gateway   ${g}
   stream consumer  http://127.0.0.1:${ports.consumer}/metrics
