@@ -15,6 +15,7 @@ import {
   type Running,
   type Envelope,
   adminRegistry,
+  apiCall,
 } from '../support/fixtures.js';
 
 /**
@@ -37,25 +38,8 @@ describe('tenants (real Kafka and ClickHouse)', function () {
   let monitor: Monitor;
   let webhookSecret: string;
 
-  async function api<T>(
-    key: string,
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ): Promise<{ status: number; body: Envelope<T>; text: string; headers: Headers }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...headers,
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: JSON.parse(text) as Envelope<T>, text, headers: r.headers };
-  }
+  const api = <T>(key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    apiCall<T>(query.url, key, method, path, body, headers);
 
   async function rows<T>(sql: string): Promise<T[]> {
     return await (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();

@@ -28,6 +28,36 @@ export interface Envelope<T> {
   details?: { problems?: { path: string; message: string }[] };
 }
 
+/** An answer of apiCall: the status, the envelope, its text and the headers. */
+export interface ApiAnswer<T> {
+  status: number;
+  body: Envelope<T>;
+  text: string;
+  headers: Headers;
+}
+
+/** One request to a query service with an API key (a JSON body when given). */
+export async function apiCall<T>(
+  base: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<ApiAnswer<T>> {
+  const r = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: JSON.parse(text) as Envelope<T>, text, headers: r.headers };
+}
+
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
 
 /** What global-setup started for this run. */

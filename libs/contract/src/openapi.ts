@@ -455,6 +455,31 @@ const monitorPaths: Json = {
       },
     },
   },
+  '/api/monitors/{id}/heartbeat-token': {
+    post: {
+      operationId: 'rotateHeartbeatToken',
+      summary: "Replace a heartbeat monitor's token",
+      description:
+        'Gives the monitor a new heartbeat_token, shown in this answer (and on later reads by keys with monitors:write); every gateway refuses the old one (404 HEARTBEAT_NOT_FOUND) and takes the new one within a second. Takes no body. A monitor of another type is 400 VALIDATION_FAILED on /type.',
+      security: [{ apiKey: ['monitors:write'] }],
+      parameters: [monitorPath, ifMatch],
+      responses: {
+        '200': {
+          description: 'The monitor, with its new heartbeat_token.',
+          headers: etagHeader,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/MonitorSuccess' } } },
+        },
+        ...errors([
+          ...authErrors,
+          'INVALID_PARAMETER',
+          'VALIDATION_FAILED',
+          'MONITOR_NOT_FOUND',
+          'PRECONDITION_FAILED',
+          ...storeErrors,
+        ]),
+      },
+    },
+  },
   '/api/monitors/{id}/incidents': {
     get: {
       operationId: 'listIncidents',

@@ -145,7 +145,7 @@ export interface PgRoleGrant {
  * One PostgreSQL role per service (named `<database>_<service>`: pgRoleName), with only what it needs (docs/operations.md,
  * "PostgreSQL roles"): the one definition of who may do what. From it come the dev
  * stack's roles (tools/devstack/postgres.ts), deploy/postgres/roles.sql (`npm run docs`)
- * and test/e2e/registry-roles.int.test.ts, which checks each role is refused the rest.
+ * and test/e2e/registry.int.test.ts, which checks each role is refused the rest.
  * Operators' tools (tenants, keys, migrate) connect as the database's owner.
  */
 export const PG_SERVICE_ROLES = {
