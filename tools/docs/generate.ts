@@ -1,10 +1,12 @@
 /**
  * Generates the tables in docs/configuration.md and docs/errors.md from the code (the
  * config specs and ERROR_CODES), between <!-- generated:NAME --> markers, docs/openapi.json,
- * and deploy/clickhouse/users.sh (the ClickHouse users and grants, SERVICE_USERS).
+ * deploy/clickhouse/users.sh (the ClickHouse users and grants, SERVICE_USERS) and
+ * deploy/postgres/roles.sql (the PostgreSQL roles and grants, PG_SERVICE_ROLES).
  * `npm run docs` rewrites them; test/unit/docs.test.ts fails when they are stale.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { runnerSpec } from '@telemetry/check-runner';
 import { buildOpenApi, ERROR_CODES } from '@telemetry/contract';
 import { gatewaySpec } from '@telemetry/ingest-gateway';
@@ -12,6 +14,7 @@ import { querySpec } from '@telemetry/query-service';
 import { type ConfigSpec } from '@telemetry/platform';
 import { provisionSpec } from '@telemetry/store';
 import { consumerSpec } from '@telemetry/stream-consumer';
+import { ROLES_SQL_FILE, rolesSql } from '../deploy/roles-sql.js';
 import { USERS_SCRIPT_FILE, usersScript } from '../deploy/users-sh.js';
 
 const specs: [string, ConfigSpec][] = [
@@ -77,4 +80,6 @@ if (process.argv[1]?.endsWith('generate.ts')) {
   }
   writeFileSync(OPENAPI_FILE, openapiText());
   writeFileSync(USERS_SCRIPT_FILE, usersScript());
+  mkdirSync(dirname(ROLES_SQL_FILE), { recursive: true });
+  writeFileSync(ROLES_SQL_FILE, rolesSql());
 }
