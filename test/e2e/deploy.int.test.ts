@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -529,5 +529,107 @@ describe('deploy material (real validators)', function () {
     const used = new Set(exprs.flatMap(metricsIn));
     expect(used.size).to.be.greaterThan(8);
     for (const m of used) expect(known, `${m} is not a metric we export`).to.include(m);
+  });
+
+  it('the registry alerts fire on a stale change feed, failing catch-ups and a lagging replica, and not on a healthy one (promtool test rules)', async () => {
+    const { parse, stringify } = await import('yaml');
+    const rules = (
+      parse(readFileSync('deploy/prometheus/alerts.yaml', 'utf8')) as {
+        groups: { rules: { alert: string; labels?: Record<string, string>; annotations?: Record<string, string> }[] }[];
+      }
+    ).groups.flatMap((g) => g.rules);
+    /** What promtool should see firing: the rule's labels and its annotations rendered for `labels`. */
+    const firing = (alert: string, ...labels: Record<string, string>[]) => {
+      const rule = rules.find((r) => r.alert === alert)!;
+      expect(rule, alert).to.be.an('object');
+      return {
+        alertname: alert,
+        exp_alerts: labels.map((l) => ({
+          exp_labels: { ...l, ...rule.labels },
+          exp_annotations: Object.fromEntries(
+            Object.entries(rule.annotations ?? {}).map(([k, v]) => [
+              k,
+              v.replace(/\{\{ \$labels\.([a-z_]+) \}\}/g, (_, name: string) => l[name] ?? ''),
+            ]),
+          ),
+        })),
+      };
+    };
+    const quiet = (alert: string, eval_time: string) => ({ eval_time, alertname: alert, exp_alerts: [] });
+    const at = (eval_time: string, x: object) => ({ eval_time, ...x });
+    const sync = 'registry_feed_last_sync_timestamp_seconds';
+    const gw = (instance: string) => ({ feed: 'ingest-gateway', instance });
+    const series = (name: string, labels: Record<string, string>, values: string) => ({
+      series: `${name}{${Object.entries(labels)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join(',')}}`,
+      values,
+    });
+    const tests = [
+      {
+        // PostgreSQL away from 5m: both gateways stop syncing (the time of their last read stays 300).
+        interval: '1m',
+        input_series: [series(sync, gw('a'), '0+60x5 300x15'), series(sync, gw('b'), '0+60x5 300x15')],
+        alert_rule_test: [
+          quiet('TelemetryRegistryUnreachable', '5m'),
+          at('10m', firing('TelemetryRegistryUnreachable', { feed: 'ingest-gateway' })),
+          quiet('TelemetryRegistryReplicaStale', '10m'),
+          at('13m', firing('TelemetryRegistryReplicaStale', gw('a'), gw('b'))),
+        ],
+      },
+      {
+        // One replica stale, the other reading: not "unreachable", that replica stale.
+        interval: '1m',
+        input_series: [series(sync, gw('a'), '0+60x20'), series(sync, gw('b'), '0+60x5 300x15')],
+        alert_rule_test: [
+          quiet('TelemetryRegistryUnreachable', '15m'),
+          at('15m', firing('TelemetryRegistryReplicaStale', gw('b'))),
+        ],
+      },
+      {
+        // Catch-ups failing from the start (6 a minute), against none on a healthy feed.
+        interval: '1m',
+        input_series: [
+          series('registry_feed_catchups_total', { feed: 'check-runner', outcome: 'failed', instance: 'a' }, '0+6x30'),
+          series('registry_feed_catchups_total', { feed: 'query-service', outcome: 'failed', instance: 'a' }, '0x30'),
+          series('registry_feed_catchups_total', { feed: 'query-service', outcome: 'ok', instance: 'a' }, '0+12x30'),
+        ],
+        alert_rule_test: [
+          quiet('TelemetryRegistryCatchUpsFailing', '5m'),
+          at('20m', firing('TelemetryRegistryCatchUpsFailing', { feed: 'check-runner' })),
+        ],
+      },
+      {
+        // Steady writes: runner a applies them, runner b stops at 50 (5m); query replicas
+        // apply them with a scrape's skew between them (no alert).
+        interval: '1m',
+        input_series: [
+          series('registry_feed_sequence', { feed: 'check-runner', instance: 'a' }, '0+10x30'),
+          series('registry_feed_sequence', { feed: 'check-runner', instance: 'b' }, '0+10x5 50x25'),
+          series('registry_feed_sequence', { feed: 'query-service', instance: 'a' }, '0+10x30'),
+          series('registry_feed_sequence', { feed: 'query-service', instance: 'b' }, '0 0+10x29'),
+        ],
+        alert_rule_test: [
+          quiet('TelemetryRegistryReplicasBehind', '7m'),
+          at('15m', firing('TelemetryRegistryReplicasBehind', { feed: 'check-runner' })),
+        ],
+      },
+    ];
+    const dir = mkdtempSync(join(process.env.TMPDIR ?? '/tmp', 'alerts-'));
+    const file = join(dir, 'registry-alerts.test.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        rule_files: [join(process.cwd(), 'deploy/prometheus/alerts.yaml')],
+        evaluation_interval: '1m',
+        tests,
+      }),
+    );
+    const result = await run('promtool', ['test', 'rules', file]).then(
+      (r) => r.stdout,
+      (e: { stdout: string; stderr: string }) => `${e.stdout}${e.stderr}`,
+    );
+    rmSync(dir, { recursive: true, force: true });
+    expect(result).to.contain('SUCCESS');
   });
 });
