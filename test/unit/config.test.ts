@@ -7,11 +7,7 @@ import { loadQueryConfig } from '@telemetry/query-service';
 import { loadRunnerConfig } from '@telemetry/check-runner';
 
 describe('config (unit)', () => {
-  const base = {
-    KAFKA_BROKERS: 'localhost:9092',
-    CLICKHOUSE_URL: 'http://localhost:8123',
-    DATABASE_URL: 'postgres://telemetry_ingest:pw@localhost:5432/telemetry',
-  };
+  const base = { KAFKA_BROKERS: 'localhost:9092', CLICKHOUSE_URL: 'http://localhost:8123' };
 
   it('applies defaults and freezes the result', () => {
     const c = loadGatewayConfig(base);
@@ -53,11 +49,7 @@ function publishedExamples(): { HEARTBEAT_KEY: string[]; SECRETS_KEYS: string[] 
 }
 
 describe('published example secrets (unit)', () => {
-  const base = {
-    KAFKA_BROKERS: 'localhost:9092',
-    CLICKHOUSE_URL: 'http://localhost:8123',
-    DATABASE_URL: 'postgres://telemetry_query:pw@localhost:5432/telemetry',
-  };
+  const base = { KAFKA_BROKERS: 'localhost:9092', CLICKHOUSE_URL: 'http://localhost:8123' };
   const own = { HEARTBEAT_KEY: randomBytes(32).toString('hex'), SECRETS_KEYS: newSealingKeyText('k1') };
   const loaders: [string, (env: Env) => unknown, ('HEARTBEAT_KEY' | 'SECRETS_KEYS')[]][] = [
     ['ingest gateway', loadGatewayConfig, ['HEARTBEAT_KEY']],
