@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { loadRunnerConfig } from '@telemetry/check-runner';
+import { PG_SERVICE_ROLE_NAMES, pgRoleName, type PgServiceRole } from '@telemetry/store';
 import { loadGatewayConfig } from '@telemetry/ingest-gateway';
 import { ConfigError, newSealingKeyText, type Env } from '@telemetry/platform';
 import { loadQueryConfig } from '@telemetry/query-service';
@@ -24,6 +25,8 @@ function compose(args: string[], env: Record<string, string | undefined> = COMPO
 }
 
 interface ComposeService {
+  image?: string;
+  command?: string[];
   build?: { args?: Record<string, string> };
   environment?: Record<string, string>;
   depends_on?: Record<string, { condition: string }>;
@@ -95,10 +98,61 @@ describe('deploy material (real validators)', function () {
       'clickhouse',
       'ingest-gateway',
       'kafka',
+      'postgres',
+      'postgres-roles',
       'provision',
       'query-service',
       'stream-consumer',
     ]);
+  });
+
+  it('docker-compose: PostgreSQL 15 with a volume; provision migrates as the owner, roles.sql runs next, each service has its own role', async () => {
+    const { stdout } = await compose(['config']);
+    const { parse } = await import('yaml');
+    const { services } = parse(stdout) as { services: Record<string, ComposeService> };
+    const postgres = services.postgres!;
+    expect(postgres.image).to.equal('postgres:15');
+    expect(postgres.healthcheck!.test.join(' ')).to.contain('pg_isready');
+    const target = (v: string | { target: string }) => (typeof v === 'string' ? v.split(':')[1] : v.target);
+    expect(postgres.volumes!.map(target)).to.deep.equal(['/var/lib/postgresql/data']);
+    expect(postgres.ports ?? [], 'PostgreSQL is not published').to.deep.equal([]);
+    const owner = postgres.environment!.POSTGRES_USER!;
+    const db = postgres.environment!.POSTGRES_DB!;
+    const url = (service: string): URL => new URL(services[service]!.environment!.DATABASE_URL!);
+
+    // The provisioning step migrates as the owner, once PostgreSQL answers.
+    expect(services.provision!.depends_on!.postgres!.condition).to.equal('service_healthy');
+    expect(url('provision').username).to.equal(owner);
+    expect(decodeURIComponent(url('provision').password)).to.equal(postgres.environment!.POSTGRES_PASSWORD);
+    expect(url('provision').pathname).to.equal(`/${db}`);
+
+    // Then roles.sql, with psql, as the owner, with a password per role.
+    const roles = services['postgres-roles']!;
+    expect(roles.depends_on!.provision!.condition).to.equal('service_completed_successfully');
+    expect(roles.volumes!.map(target)).to.include('/roles.sql');
+    const command = roles.command!.join(' ');
+    expect(command).to.contain('psql').and.contain('-f /roles.sql').and.contain(`-v db=${db}`);
+    expect(roles.environment!.PGUSER).to.equal(owner);
+    expect(roles.environment!.PGHOST).to.equal('postgres');
+
+    // Each service connects as its own role, with the password roles.sql set for it.
+    const ownRoles: Record<string, PgServiceRole> = {
+      'ingest-gateway': 'ingest',
+      'query-service': 'query',
+      'check-runner': 'runner',
+    };
+    expect(Object.values(ownRoles).sort()).to.deep.equal([...PG_SERVICE_ROLE_NAMES].sort());
+    for (const [name, role] of Object.entries(ownRoles)) {
+      const u = url(name);
+      expect(decodeURIComponent(u.username), name).to.equal(pgRoleName(db, role));
+      expect(decodeURIComponent(u.password), name).to.equal(roles.environment![`${role}_password`]);
+      expect(command, name).to.contain(`-v ${role}_password="$$${role}_password"`);
+      expect(`${u.hostname}:${u.port}${u.pathname}`, name).to.equal(`postgres:5432/${db}`);
+      expect(services[name]!.depends_on!['postgres-roles']!.condition, name).to.equal('service_completed_successfully');
+    }
+    expect(services['stream-consumer']!.environment!.DATABASE_URL, 'the consumer needs no registry').to.equal(
+      undefined,
+    );
   });
 
   it('docker-compose runs the check runner and gives the query service Kafka and a registry user', async () => {
@@ -109,7 +163,7 @@ describe('deploy material (real validators)', function () {
     expect(runner.build?.args?.SERVICE).to.equal('check-runner');
     expect(runner.environment?.PORT).to.equal('8083');
     expect(runner.environment?.KAFKA_BROKERS).to.be.a('string');
-    expect(runner.depends_on?.provision?.condition).to.equal('service_completed_successfully');
+    expect(runner.depends_on?.['postgres-roles']?.condition).to.equal('service_completed_successfully');
     expect(runner.healthcheck?.test.join(' ')).to.contain('http://127.0.0.1:8083/readyz');
     const query = services['query-service']!.environment!;
     expect(query).to.include.all.keys('KAFKA_BROKERS', 'REGISTRY_CLICKHOUSE_USER', 'REGISTRY_CLICKHOUSE_PASSWORD');
@@ -228,6 +282,8 @@ describe('deploy material (real validators)', function () {
       'job/telemetry-provision',
       'secret/telemetry-clickhouse-',
       'secret/telemetry-clickhouse-registry-',
+      'secret/telemetry-postgres-',
+      'networkpolicy/telemetry-postgres',
       'networkpolicy/telemetry-default-deny',
       'networkpolicy/check-runner-internet',
     ]) {
@@ -349,6 +405,25 @@ describe('deploy material (real validators)', function () {
       'check-runner': 'telemetry-clickhouse-runner',
       'telemetry-provision': 'telemetry-clickhouse',
     });
+    // The same for PostgreSQL: each service's DATABASE_URL is its own role's, from its own
+    // Secret; only the provisioning Job has the owner's. The consumer needs no registry.
+    const databaseUrl = (d: Doc): { secret: string; user: string } | undefined => {
+      const ref = (d.spec!.template!.spec.containers[0]!.env ?? []).find((e) => e.name === 'DATABASE_URL')?.valueFrom
+        ?.secretKeyRef;
+      if (!ref) return undefined;
+      const url = Buffer.from(secrets.get(ref.name)![ref.key]!, 'base64').toString();
+      return { secret: ref.name.replace(/-[a-z0-9]{10}$/, ''), user: new URL(url).username };
+    };
+    const pgOwners = docs
+      .filter((d) => d.kind === 'Deployment' || d.kind === 'Job')
+      .map((d) => [d.metadata.name, databaseUrl(d)]);
+    expect(Object.fromEntries(pgOwners)).to.deep.equal({
+      'ingest-gateway': { secret: 'telemetry-postgres-ingest', user: pgRoleName('telemetry', 'ingest') },
+      'stream-consumer': undefined,
+      'query-service': { secret: 'telemetry-postgres-query', user: pgRoleName('telemetry', 'query') },
+      'check-runner': { secret: 'telemetry-postgres-runner', user: pgRoleName('telemetry', 'runner') },
+      'telemetry-provision': { secret: 'telemetry-postgres', user: 'telemetry' },
+    });
   });
 
   it('Kubernetes: default-deny NetworkPolicies, and the runners reach the internet but no private range', async () => {
@@ -397,15 +472,18 @@ describe('deploy material (real validators)', function () {
         .flatMap((p) => p.spec.ingress ?? []);
     const ports = (rules: { ports?: { port: number | string }[] }[]) =>
       new Set(rules.flatMap((r) => (r.ports ?? []).map((x) => String(x.port))));
-    // Nothing but DNS, Kafka and ClickHouse inside; ipBlocks only for the runners.
+    // Nothing but DNS, Kafka, ClickHouse and (the tiers that use the registry) PostgreSQL
+    // inside; ipBlocks only for the runners.
     for (const app of ['ingest-gateway', 'stream-consumer', 'query-service', 'telemetry-provision']) {
       const rules = egressOf(app);
-      expect([...ports(rules)].sort(), app).to.deep.equal(['53', '8123', '9092']);
+      const expected = app === 'stream-consumer' ? ['53', '8123', '9092'] : ['53', '5432', '8123', '9092'];
+      expect([...ports(rules)].sort(), app).to.deep.equal(expected);
       expect(
         rules.flatMap((r) => r.to ?? []).filter((t) => t.ipBlock),
         app,
       ).to.deep.equal([]);
     }
+    expect([...ports(egressOf('check-runner'))], 'the runners read the registry').to.include('5432');
     const runnerBlocks = egressOf('check-runner')
       .flatMap((r) => r.to ?? [])
       .flatMap((t) => (t.ipBlock ? [t.ipBlock] : []));
@@ -451,5 +529,107 @@ describe('deploy material (real validators)', function () {
     const used = new Set(exprs.flatMap(metricsIn));
     expect(used.size).to.be.greaterThan(8);
     for (const m of used) expect(known, `${m} is not a metric we export`).to.include(m);
+  });
+
+  it('the registry alerts fire on a stale change feed, failing catch-ups and a lagging replica, and not on a healthy one (promtool test rules)', async () => {
+    const { parse, stringify } = await import('yaml');
+    const rules = (
+      parse(readFileSync('deploy/prometheus/alerts.yaml', 'utf8')) as {
+        groups: { rules: { alert: string; labels?: Record<string, string>; annotations?: Record<string, string> }[] }[];
+      }
+    ).groups.flatMap((g) => g.rules);
+    /** What promtool should see firing: the rule's labels and its annotations rendered for `labels`. */
+    const firing = (alert: string, ...labels: Record<string, string>[]) => {
+      const rule = rules.find((r) => r.alert === alert)!;
+      expect(rule, alert).to.be.an('object');
+      return {
+        alertname: alert,
+        exp_alerts: labels.map((l) => ({
+          exp_labels: { ...l, ...rule.labels },
+          exp_annotations: Object.fromEntries(
+            Object.entries(rule.annotations ?? {}).map(([k, v]) => [
+              k,
+              v.replace(/\{\{ \$labels\.([a-z_]+) \}\}/g, (_, name: string) => l[name] ?? ''),
+            ]),
+          ),
+        })),
+      };
+    };
+    const quiet = (alert: string, eval_time: string) => ({ eval_time, alertname: alert, exp_alerts: [] });
+    const at = (eval_time: string, x: object) => ({ eval_time, ...x });
+    const sync = 'registry_feed_last_sync_timestamp_seconds';
+    const gw = (instance: string) => ({ feed: 'ingest-gateway', instance });
+    const series = (name: string, labels: Record<string, string>, values: string) => ({
+      series: `${name}{${Object.entries(labels)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join(',')}}`,
+      values,
+    });
+    const tests = [
+      {
+        // PostgreSQL away from 5m: both gateways stop syncing (the time of their last read stays 300).
+        interval: '1m',
+        input_series: [series(sync, gw('a'), '0+60x5 300x15'), series(sync, gw('b'), '0+60x5 300x15')],
+        alert_rule_test: [
+          quiet('TelemetryRegistryUnreachable', '5m'),
+          at('10m', firing('TelemetryRegistryUnreachable', { feed: 'ingest-gateway' })),
+          quiet('TelemetryRegistryReplicaStale', '10m'),
+          at('13m', firing('TelemetryRegistryReplicaStale', gw('a'), gw('b'))),
+        ],
+      },
+      {
+        // One replica stale, the other reading: not "unreachable", that replica stale.
+        interval: '1m',
+        input_series: [series(sync, gw('a'), '0+60x20'), series(sync, gw('b'), '0+60x5 300x15')],
+        alert_rule_test: [
+          quiet('TelemetryRegistryUnreachable', '15m'),
+          at('15m', firing('TelemetryRegistryReplicaStale', gw('b'))),
+        ],
+      },
+      {
+        // Catch-ups failing from the start (6 a minute), against none on a healthy feed.
+        interval: '1m',
+        input_series: [
+          series('registry_feed_catchups_total', { feed: 'check-runner', outcome: 'failed', instance: 'a' }, '0+6x30'),
+          series('registry_feed_catchups_total', { feed: 'query-service', outcome: 'failed', instance: 'a' }, '0x30'),
+          series('registry_feed_catchups_total', { feed: 'query-service', outcome: 'ok', instance: 'a' }, '0+12x30'),
+        ],
+        alert_rule_test: [
+          quiet('TelemetryRegistryCatchUpsFailing', '5m'),
+          at('20m', firing('TelemetryRegistryCatchUpsFailing', { feed: 'check-runner' })),
+        ],
+      },
+      {
+        // Steady writes: runner a applies them, runner b stops at 50 (5m); query replicas
+        // apply them with a scrape's skew between them (no alert).
+        interval: '1m',
+        input_series: [
+          series('registry_feed_sequence', { feed: 'check-runner', instance: 'a' }, '0+10x30'),
+          series('registry_feed_sequence', { feed: 'check-runner', instance: 'b' }, '0+10x5 50x25'),
+          series('registry_feed_sequence', { feed: 'query-service', instance: 'a' }, '0+10x30'),
+          series('registry_feed_sequence', { feed: 'query-service', instance: 'b' }, '0 0+10x29'),
+        ],
+        alert_rule_test: [
+          quiet('TelemetryRegistryReplicasBehind', '7m'),
+          at('15m', firing('TelemetryRegistryReplicasBehind', { feed: 'check-runner' })),
+        ],
+      },
+    ];
+    const dir = mkdtempSync(join(process.env.TMPDIR ?? '/tmp', 'alerts-'));
+    const file = join(dir, 'registry-alerts.test.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        rule_files: [join(process.cwd(), 'deploy/prometheus/alerts.yaml')],
+        evaluation_interval: '1m',
+        tests,
+      }),
+    );
+    const result = await run('promtool', ['test', 'rules', file]).then(
+      (r) => r.stdout,
+      (e: { stdout: string; stderr: string }) => `${e.stdout}${e.stderr}`,
+    );
+    rmSync(dir, { recursive: true, force: true });
+    expect(result).to.contain('SUCCESS');
   });
 });

@@ -4,7 +4,8 @@ import { GENERATED, replaceGenerated } from '../../tools/docs/generate.js';
 
 describe('docs match the code (unit)', () => {
   for (const [file, name, make] of GENERATED) {
-    it(`${file} lists every ${name === 'config' ? 'configuration variable' : 'error code'} as the code defines it`, () => {
+    const what = { config: 'configuration variable', errors: 'error code' }[name] ?? `${name} row`;
+    it(`${file} lists every ${what} as the code defines it`, () => {
       const text = readFileSync(file, 'utf8');
       expect(replaceGenerated(text, name, make()), `run npm run docs to refresh ${file}`).to.equal(text);
     });

@@ -37,7 +37,7 @@ export interface LocalPostgres {
   start(): Promise<void>;
 }
 
-async function binDir(log: (l: string) => void): Promise<string> {
+export async function binDir(log: (l: string) => void): Promise<string> {
   const found = (): string | undefined => {
     if (!existsSync('/usr/lib/postgresql')) return undefined;
     const versions = readdirSync('/usr/lib/postgresql')

@@ -1,17 +1,20 @@
 /**
  * Generates the tables in docs/configuration.md and docs/errors.md from the code (the
  * config specs and ERROR_CODES), between <!-- generated:NAME --> markers, docs/openapi.json,
- * and deploy/clickhouse/users.sh (the ClickHouse users and grants, SERVICE_USERS).
+ * deploy/clickhouse/users.sh (the ClickHouse users and grants, SERVICE_USERS) and
+ * deploy/postgres/roles.sql (the PostgreSQL roles and grants, PG_SERVICE_ROLES).
  * `npm run docs` rewrites them; test/unit/docs.test.ts fails when they are stale.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { runnerSpec } from '@telemetry/check-runner';
 import { buildOpenApi, ERROR_CODES } from '@telemetry/contract';
 import { gatewaySpec } from '@telemetry/ingest-gateway';
 import { querySpec } from '@telemetry/query-service';
 import { type ConfigSpec } from '@telemetry/platform';
-import { provisionSpec } from '@telemetry/store';
+import { PG_SERVICE_ROLE_NAMES, PG_SERVICE_ROLES, provisionSpec, type PgRoleGrant } from '@telemetry/store';
 import { consumerSpec } from '@telemetry/stream-consumer';
+import { ROLES_SQL_FILE, rolesSql } from '../deploy/roles-sql.js';
 import { USERS_SCRIPT_FILE, usersScript } from '../deploy/users-sh.js';
 
 const specs: [string, ConfigSpec][] = [
@@ -57,6 +60,22 @@ export function errorTable(): string {
   ].join('\n');
 }
 
+/** The services' PostgreSQL roles and what each may do (PG_SERVICE_ROLES), for docs/operations.md. */
+export function pgRolesTable(): string {
+  return [
+    '| role | used by | may |',
+    '|---|---|---|',
+    ...PG_SERVICE_ROLE_NAMES.map((service) => {
+      const { usedBy, grants, functions } = PG_SERVICE_ROLES[service];
+      const may = [
+        ...(grants as readonly PgRoleGrant[]).map((g) => `${g.privileges.join(', ')} on \`${g.table}\``),
+        ...(functions as readonly string[]).map((f) => `EXECUTE \`${f}\``),
+      ];
+      return `| \`<db>_${service}\` | ${cell(usedBy)} | ${may.join('; ')} |`;
+    }),
+  ].join('\n');
+}
+
 export function replaceGenerated(text: string, name: string, content: string): string {
   const re = new RegExp(`(<!-- generated:${name} -->)[\\s\\S]*?(<!-- /generated:${name} -->)`);
   if (!re.test(text)) throw new Error(`marker generated:${name} missing`);
@@ -66,6 +85,7 @@ export function replaceGenerated(text: string, name: string, content: string): s
 export const GENERATED: [file: string, name: string, make: () => string][] = [
   ['docs/configuration.md', 'config', configTable],
   ['docs/errors.md', 'errors', errorTable],
+  ['docs/operations.md', 'pg-roles', pgRolesTable],
 ];
 
 export const OPENAPI_FILE = 'docs/openapi.json';
@@ -77,4 +97,6 @@ if (process.argv[1]?.endsWith('generate.ts')) {
   }
   writeFileSync(OPENAPI_FILE, openapiText());
   writeFileSync(USERS_SCRIPT_FILE, usersScript());
+  mkdirSync(dirname(ROLES_SQL_FILE), { recursive: true });
+  writeFileSync(ROLES_SQL_FILE, rolesSql());
 }
