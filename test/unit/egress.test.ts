@@ -1,6 +1,13 @@
 import type { LookupAddress } from 'node:dns';
 import { expect } from 'chai';
-import { egressPolicyFor, embeddedIpv4, EgressPolicy, parseEgressAllow, parsePorts } from '@telemetry/platform';
+import {
+  egressPolicyFor,
+  postgresHostPort,
+  embeddedIpv4,
+  EgressPolicy,
+  parseEgressAllow,
+  parsePorts,
+} from '@telemetry/platform';
 import { silentLogger, until } from './support/fakes.js';
 
 /**
@@ -143,6 +150,11 @@ describe('egress policy (unit)', () => {
     for (const bad of ['0', '65536', 'smtp', '25-30', '-1', '2.5']) expect(() => parsePorts(bad), bad).to.throw();
   });
 
+  it("takes the registry's host and port from DATABASE_URL, 5432 when it names none, never its credentials", () => {
+    expect(postgresHostPort('postgres://u:p@db.internal/telemetry')).to.equal('db.internal:5432');
+    expect(postgresHostPort('postgresql://u:p@[::1]:6543/telemetry')).to.equal('[::1]:6543');
+  });
+
   it('resolves our own services again on its timer, keeping the last addresses of a name that fails', async () => {
     let answer: LookupAddress[] | undefined = [{ address: '127.0.9.1', family: 4 }];
     let asked = 0;
@@ -157,10 +169,13 @@ describe('egress policy (unit)', () => {
       egressRefreshMs: 10,
       kafkaBrokers: ['kafka.internal:9092'],
       clickhouseUrl: 'http://127.0.8.1:8123',
+      databaseUrl: 'postgres://svc:secret@127.0.7.1:6543/telemetry',
     };
     const { policy, refresh } = await egressPolicyFor(config, silentLogger, [], lookup as never);
     expect(policy.check('127.0.9.1', 9092).allowed, 'Kafka as resolved at start').to.equal(false);
     expect(policy.check('127.0.8.1', 8123).allowed, 'ClickHouse, a literal').to.equal(false);
+    expect(policy.check('127.0.7.1', 6543).allowed, 'PostgreSQL, a literal').to.equal(false);
+    expect(policy.check('127.0.7.1', 6544).allowed, 'only its port').to.equal(true);
     expect(policy.check('127.0.9.2', 9092).allowed).to.equal(true);
     // Kafka comes back at another address.
     answer = [{ address: '127.0.9.2', family: 4 }];

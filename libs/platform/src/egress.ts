@@ -353,13 +353,19 @@ export class OwnServices {
 /** A service's egress policy, and the job that keeps its own services' addresses current. */
 export interface ServiceEgress {
   policy: EgressPolicy;
-  /** Resolves Kafka's and ClickHouse's names again every EGRESS_REFRESH_MS: a Component. */
+  /** Resolves Kafka's, ClickHouse's and PostgreSQL's names again every EGRESS_REFRESH_MS: a Component. */
   refresh: PeriodicJob;
 }
 
+/** `host:port` of a postgres:// URL (port 5432 when it names none), without its credentials. */
+export function postgresHostPort(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || '5432'}`;
+}
+
 /**
- * A service's policy: EGRESS_ALLOW and EGRESS_DENY_PORTS, with Kafka, ClickHouse and
- * `alsoDeny` (e.g. the service's own address) denied whatever it allows; their names are
+ * A service's policy: EGRESS_ALLOW and EGRESS_DENY_PORTS, with Kafka, ClickHouse, the
+ * registry's PostgreSQL and `alsoDeny` (e.g. the service's own address) denied whatever it allows; their names are
  * resolved now and again by `refresh`.
  */
 export async function egressPolicyFor(
@@ -369,12 +375,22 @@ export async function egressPolicyFor(
     egressRefreshMs: number;
     kafkaBrokers: readonly string[];
     clickhouseUrl: string;
+    /** The registry's PostgreSQL (DATABASE_URL): denied too; only its host and port are kept. */
+    databaseUrl?: string;
   },
   logger: Logger,
   alsoDeny: readonly string[] = [],
   lookup: typeof dnsLookup = dnsLookup,
 ): Promise<ServiceEgress> {
-  const own = new OwnServices([...config.kafkaBrokers, config.clickhouseUrl, ...alsoDeny], lookup);
+  const own = new OwnServices(
+    [
+      ...config.kafkaBrokers,
+      config.clickhouseUrl,
+      ...(config.databaseUrl ? [postgresHostPort(config.databaseUrl)] : []),
+      ...alsoDeny,
+    ],
+    lookup,
+  );
   const policy = new EgressPolicy({
     allow: config.egressAllow,
     alwaysDeny: await own.resolve(),
