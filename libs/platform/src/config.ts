@@ -180,7 +180,7 @@ export const clickhouseSpec = {
   clickhouseDatabase: v.str(
     'CLICKHOUSE_DATABASE',
     'telemetry',
-    'ClickHouse database of the data tables; the registry and the keys live in its siblings `<name>_registry` and `<name>_keys` (at most 55 characters)',
+    'ClickHouse database of the data tables (the legacy registry tables of before PostgreSQL, read by npm run migrate, are in its siblings `<name>_registry` and `<name>_keys`; at most 55 characters)',
     /^[A-Za-z_][A-Za-z0-9_]{0,54}$/,
   ),
   clickhouseCluster: v.str(
