@@ -125,12 +125,13 @@ export class StatusPageStore {
     return rowCount === 1;
   }
 
-  /** Stores pages copied from ClickHouse unless their slug is taken; how many were new. */
+  /** Stores pages copied from ClickHouse unless their slug is taken, in one transaction; how many were new. */
   async insertMigrated(pages: readonly StoredStatusPage[]): Promise<number> {
-    let n = 0;
-    for (const p of pages) {
-      const { rowCount } = await registryWrite(this.db, (tx) =>
-        tx.query(
+    if (pages.length === 0) return 0;
+    return registryWrite(this.db, async (tx) => {
+      let n = 0;
+      for (const p of pages) {
+        const { rowCount } = await tx.query(
           `INSERT INTO status_pages (slug, tenant_id, version, title, description, monitor_ids, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8)) ON CONFLICT (slug) DO NOTHING`,
           [
@@ -143,10 +144,10 @@ export class StatusPageStore {
             Math.floor(Date.parse(p.created_at) / 1000),
             Math.floor(Date.parse(p.updated_at) / 1000),
           ],
-        ),
-      );
-      n += rowCount ?? 0;
-    }
-    return n;
+        );
+        n += rowCount ?? 0;
+      }
+      return n;
+    });
   }
 }
