@@ -355,7 +355,7 @@ describe('npm run migrate: the ClickHouse registry copied into PostgreSQL (real 
     }
   });
 
-  it('a run stopped half-way resumes: the next run copies the rest, each row once', async () => {
+  it('a run stopped half-way resumes: the next run copies the rest, each row once, and never a deleted one again', async () => {
     const { pool } = await freshRegistry();
     try {
       await migrateRegistry(pool, logger);
@@ -404,6 +404,22 @@ describe('npm run migrate: the ClickHouse registry copied into PostgreSQL (real 
         status_pages: { copied: 2, existing: 0 },
       });
       await expectSameRegistry(pool);
+
+      // A monitor and a status page deleted in PostgreSQL after the copy stay deleted: a
+      // later run (every release's provisioning) skips what an earlier run copied.
+      const store = new MonitorStore(pool, box);
+      const deleted = (await store.get(ids.heartbeat))!;
+      expect(await store.remove(deleted.id, deleted.tenant_id, deleted.version)).to.equal(true);
+      const page = (await new StatusPageStore(pool).get(slugs.shop))!;
+      expect(await new StatusPageStore(pool).remove(page.slug, page.tenant_id, page.version)).to.equal(true);
+      expect(await copyRegistryFromClickHouse(ch, database, pool, { box })).to.deep.equal({
+        tenants: { copied: 0, existing: 3 },
+        access_keys: { copied: 0, existing: 5 },
+        monitors: { copied: 0, existing: CURRENT_MONITORS },
+        status_pages: { copied: 0, existing: 2 },
+      });
+      expect(await store.get(ids.heartbeat)).to.equal(undefined);
+      expect(await new StatusPageStore(pool).get(slugs.shop)).to.equal(undefined);
 
       // Without the key ring the monitors cannot be copied, and the run says why.
       const refused = await copyRegistryFromClickHouse(ch, database, pool).then(

@@ -1,26 +1,29 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { PgPool, SecretBox } from '@telemetry/platform';
+import type { PgClient, PgPool, SecretBox } from '@telemetry/platform';
 import { ClickHouseKeySource } from '../legacy/keys.js';
 import { currentMonitorIdsSql, LegacyMonitorStore } from '../legacy/monitors.js';
 import { LegacyStatusPageStore } from '../legacy/status-pages.js';
 import type { StoredMonitor } from '../monitor-rows.js';
 import { legacyListTenants } from '../legacy/tenants.js';
-import { insertKeyRecords } from './keys.js';
+import { insertKeyRecordsIn } from './keys.js';
 import { MonitorStore } from './monitors.js';
-import { sqlState } from './pg.js';
+import { registryWrite, sqlState } from './pg.js';
 import { StatusPageStore } from './status-pages.js';
-import { ensureTenants } from './tenants.js';
+import { ensureTenantsIn } from './tenants.js';
 
 /**
  * `npm run migrate`'s copy of the previous version's registry, ClickHouse's
  * `<db>_keys.tenants`, `<db>_keys.access_keys`, `<db>_registry.monitors` and
  * `<db>_registry.status_pages`, into PostgreSQL (docs/operations.md, "Moving the registry
- * to PostgreSQL"). Each table is copied in batches in id order, each batch one
- * transaction whose inserts skip ids PostgreSQL holds already (ON CONFLICT DO NOTHING):
- * a second run copies nothing, and a run stopped half-way resumes where it stopped.
+ * to PostgreSQL"). Each table is copied in batches in id order, each batch one registry
+ * write transaction that skips the ids an earlier run copied (COPY_LOG, kept in the same
+ * transaction) and the ids PostgreSQL holds already (ON CONFLICT DO NOTHING): a second
+ * run copies nothing, a run stopped half-way resumes where it stopped, and a row deleted
+ * in PostgreSQL after its copy is not copied again by a later run (every release's
+ * provisioning runs the copy while the ClickHouse tables are still there).
  *
- * NOTE: a row already in PostgreSQL is never changed: a change made in ClickHouse after
- * its row was copied (an edit, a revocation, a deletion) does not follow.
+ * NOTE: a row already copied is never changed: a change made in ClickHouse after its row
+ * was copied (an edit, a revocation, a deletion) does not follow.
  *
  * Monitors are read with their secrets open (the key ring) and sealed again with its
  * first key, rows from before sealing included; deleted ones are not copied. A heartbeat
@@ -34,7 +37,7 @@ export type CopiedTable = (typeof COPIED_TABLES)[number];
 export interface CopyCount {
   /** Rows inserted by this run. */
   copied: number;
-  /** Rows whose id (slug) PostgreSQL held already: copied by an earlier run, or made there since. */
+  /** Rows left alone: copied by an earlier run (even if deleted since), or their id (slug) made in PostgreSQL. */
   existing: number;
 }
 
@@ -52,6 +55,17 @@ export interface CopyOptions {
 export const DEFAULT_COPY_BATCH = 500;
 
 /**
+ * The copy's own record of the ids it copied (per table), made by the copy like
+ * schema_migrations by the migrations: no service reads it, no role but the owner's may.
+ */
+export const COPY_LOG = 'registry_copied_from_clickhouse';
+const COPY_LOG_TABLE = `CREATE TABLE IF NOT EXISTS ${COPY_LOG} (
+  entity text NOT NULL,
+  id text NOT NULL,
+  copied_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (entity, id))`;
+
+/**
  * Copies the ClickHouse registry of CLICKHOUSE_DATABASE `database` (read through `ch`,
  * a client of any database: every table is named with its database) into the registry
  * in `db` (PostgreSQL, as its owner, migrated). Returns what it copied per table.
@@ -66,17 +80,34 @@ export async function copyRegistryFromClickHouse(
   if (!Number.isInteger(size) || size < 1) throw new Error(`a batch size is a positive integer, not ${size}`);
   const report = Object.fromEntries(COPIED_TABLES.map((t) => [t, { copied: 0, existing: 0 }])) as CopyReport;
 
+  await db.query(COPY_LOG_TABLE);
   const copy = async <T>(
     table: CopiedTable,
     batches: Iterable<T[]> | AsyncIterable<T[]>,
     idOf: (row: T) => string,
-    insert: (batch: T[]) => Promise<number>,
+    insert: (tx: PgClient, batch: T[]) => Promise<number>,
   ): Promise<void> => {
     const counts = report[table];
     for await (const batch of batches) {
       let copied: number;
       try {
-        copied = await insert(batch);
+        copied = await registryWrite(db, async (tx) => {
+          const ids = batch.map(idOf);
+          const { rows } = await tx.query<{ id: string }>(
+            `SELECT id FROM ${COPY_LOG} WHERE entity = $1 AND id = ANY($2::text[])`,
+            [table, ids],
+          );
+          const done = new Set(rows.map((r) => r.id));
+          const n = await insert(
+            tx,
+            batch.filter((row) => !done.has(idOf(row))),
+          );
+          await tx.query(`INSERT INTO ${COPY_LOG} (entity, id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, [
+            table,
+            ids,
+          ]);
+          return n;
+        });
       } catch (err) {
         throw new CopyError(table, idOf(batch[0]!), idOf(batch[batch.length - 1]!), err);
       }
@@ -90,14 +121,14 @@ export async function copyRegistryFromClickHouse(
     'tenants',
     chunks(await legacyListTenants(ch, database), size),
     (t) => t.tenant_id,
-    (batch) => ensureTenants(db, batch),
+    (tx, batch) => ensureTenantsIn(tx, batch),
   );
   const keys = (await new ClickHouseKeySource(ch, database).loadAll()).sort((a, b) => compare(a.key_id, b.key_id));
   await copy(
     'access_keys',
     chunks(keys, size),
     (k) => k.key_id,
-    (batch) => insertKeyRecords(db, batch),
+    (tx, batch) => insertKeyRecordsIn(tx, batch),
   );
   if (opts.box) {
     const legacy = new LegacyMonitorStore(ch, database, opts.box);
@@ -106,7 +137,7 @@ export async function copyRegistryFromClickHouse(
       'monitors',
       monitorBatches(legacy, size),
       (m) => m.id,
-      (batch) => monitors.insertMigrated(batch),
+      (tx, batch) => monitors.insertMigratedIn(tx, batch),
     );
   } else {
     const n = await currentMonitorCount(ch, database);
@@ -121,7 +152,7 @@ export async function copyRegistryFromClickHouse(
     'status_pages',
     chunks(await new LegacyStatusPageStore(ch, database).all(), size),
     (p) => p.slug,
-    (batch) => pages.insertMigrated(batch),
+    (tx, batch) => pages.insertMigratedIn(tx, batch),
   );
   return report;
 }
