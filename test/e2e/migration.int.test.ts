@@ -7,11 +7,11 @@ import {
   hashSecret,
   migrate,
   MIGRATIONS,
-  MonitorStore,
+  LegacyMonitorStore,
   tableIn,
 } from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
-import { adminClickHouse, uid, adminRegistry } from '../support/fixtures.js';
+import { adminClickHouse, uid } from '../support/fixtures.js';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 const HEADER_SECRET = 'Bearer legacy-plain-secret-4711';
@@ -198,7 +198,8 @@ describe('migrations 4 (tenants) and 5 (databases), on a database of a previous 
     ]);
 
     // The copied monitor reads as before, and its secrets are sealed by reseal().
-    const store = new MonitorStore(adminRegistry(), runSecretBox());
+    // The ClickHouse registry of the previous version (npm run migrate copies it to PostgreSQL).
+    const store = new LegacyMonitorStore(ch, database, runSecretBox());
     const [m] = await store.list();
     expect(m).to.include({
       id: 'mon_legacy',

@@ -14,7 +14,18 @@ import {
   type ClickHouseClient,
   type Logger,
 } from '@telemetry/platform';
-import { issueKey, MonitorStore, placeholderMonitor, type NewKey } from '@telemetry/store';
+import pg from 'pg';
+import {
+  issueKey,
+  MonitorStore,
+  PG_SERVICE_ROLE_NAMES,
+  pgRoleName,
+  placeholderMonitor,
+  quoteIdent,
+  type NewKey,
+} from '@telemetry/store';
+import { runStack } from '../global-setup.js';
+import { withDatabase } from '../../tools/devstack/postgres.js';
 import { runSecretBox, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
 import { storeEnv, type ServiceUsers } from '../../tools/devstack/users.js';
 
@@ -114,6 +125,45 @@ export function registryOwnerUrl(): string {
   const url = testStack().users.postgres?.owner;
   if (!url) throw new Error('the registry is not provisioned: run the tests with npm test');
   return url;
+}
+
+/** A PostgreSQL database of this test's own on the run's server, and how to remove it. */
+export interface ScratchDatabase {
+  database: string;
+  /** The database's owner (the server's admin, as in the dev stack). */
+  ownerUrl: string;
+  /** The run's server as its admin (CREATE DATABASE, roles). */
+  adminUrl: string;
+  /** Drops the database and the service roles made for it (provisionPostgres). */
+  drop(): Promise<void>;
+}
+
+/**
+ * An empty database (no tables, no roles) on this run's PostgreSQL, for tests that need a
+ * registry apart from the run's: the copy from ClickHouse, a restored backup.
+ */
+export async function scratchDatabase(prefix = 'scratch'): Promise<ScratchDatabase> {
+  const adminUrl = runStack().postgresAdminUrl;
+  const database = `${prefix}_${randomBytes(5).toString('hex')}`;
+  const admin = async (sql: string): Promise<void> => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${quoteIdent(database)}`);
+  return {
+    database,
+    adminUrl,
+    ownerUrl: withDatabase(adminUrl, database),
+    drop: async () => {
+      await admin(`DROP DATABASE IF EXISTS ${quoteIdent(database)} WITH (FORCE)`);
+      for (const s of PG_SERVICE_ROLE_NAMES) await admin(`DROP ROLE IF EXISTS ${quoteIdent(pgRoleName(database, s))}`);
+    },
+  };
 }
 
 export function adminClickHouse(): ClickHouseClient {

@@ -59,6 +59,11 @@ export async function binDir(log: (l: string) => void): Promise<string> {
   return installed;
 }
 
+/** A client program of the newest PostgreSQL installed (pg_dump, pg_restore, psql), installing it when missing. */
+export async function postgresTool(name: string, log: (l: string) => void = () => undefined): Promise<string> {
+  return join(await binDir(log), name);
+}
+
 /** As root: the command run as the `postgres` user (the server refuses root). */
 function asPostgres(cmd: string, args: string[]): [string, string[]] {
   if (process.getuid?.() !== 0) return [cmd, args];

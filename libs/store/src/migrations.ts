@@ -112,18 +112,23 @@ async function distributedTablesOn(client: ClickHouseClient, database: string, c
   }
 }
 
+/** A client as CLICKHOUSE_USER on the `default` database: provisioning steps name every table with its database. */
+export function provisioningClient(config: ClickHouseConfig): ClickHouseClient {
+  return createClickHouse({
+    url: config.clickhouseUrl,
+    username: config.clickhouseUser,
+    password: config.clickhousePassword,
+    database: 'default',
+  });
+}
+
 /**
  * migrate() with a client of its own on the `default` database, as CLICKHOUSE_USER
  * (which must then be allowed to create databases and tables): a service's own client
  * is bound to one of its databases, which may not exist yet.
  */
 export async function migrateWith(config: ClickHouseConfig, logger: Logger): Promise<number[]> {
-  const client = createClickHouse({
-    url: config.clickhouseUrl,
-    username: config.clickhouseUser,
-    password: config.clickhousePassword,
-    database: 'default',
-  });
+  const client = provisioningClient(config);
   try {
     return await migrate(client, config.clickhouseDatabase, logger, config.clickhouseCluster ?? '');
   } finally {

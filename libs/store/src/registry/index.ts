@@ -1,3 +1,4 @@
+export * from './copy-from-clickhouse.js';
 export * from './feed.js';
 export * from './keys.js';
 export * from './monitors.js';

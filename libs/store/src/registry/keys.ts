@@ -26,29 +26,33 @@ export async function loadKeyRecords(db: PgQueryable, ids?: readonly string[]): 
 /** Stores records as they are (new keys; keys copied from ClickHouse). Returns how many were new. */
 export async function insertKeyRecords(db: PgPool, records: readonly KeyRecord[]): Promise<number> {
   if (records.length === 0) return 0;
-  const { rowCount } = await registryWrite(db, (tx) =>
-    tx.query(
-      `INSERT INTO access_keys (tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins,
-         allowed_sources, revoked, created_at, expires_at)
-       SELECT r.tenant_id, r.key_id, r.kind, r.name, r.secret_hash,
-         ARRAY(SELECT jsonb_array_elements_text(r.scopes)), ARRAY(SELECT jsonb_array_elements_text(r.monitor_ids)),
-         ARRAY(SELECT jsonb_array_elements_text(r.allowed_origins)),
-         ARRAY(SELECT jsonb_array_elements_text(r.allowed_sources)),
-         r.revoked, (r.created_at || 'Z')::timestamptz, (r.expires_at || 'Z')::timestamptz
-       FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key_id text, kind text, name text, secret_hash text,
-         scopes jsonb, monitor_ids jsonb, allowed_origins jsonb, allowed_sources jsonb, revoked boolean,
-         created_at text, expires_at text)
-       ON CONFLICT (key_id) DO NOTHING`,
-      [
-        JSON.stringify(
-          records.map((r) => ({
-            ...r,
-            revoked: r.revoked !== 0,
-            expires_at: r.expires_at === null || r.expires_at.startsWith('1970') ? null : r.expires_at,
-          })),
-        ),
-      ],
-    ),
+  return registryWrite(db, (tx) => insertKeyRecordsIn(tx, records));
+}
+
+/** insertKeyRecords inside the caller's registry write transaction. */
+export async function insertKeyRecordsIn(tx: PgQueryable, records: readonly KeyRecord[]): Promise<number> {
+  if (records.length === 0) return 0;
+  const { rowCount } = await tx.query(
+    `INSERT INTO access_keys (tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins,
+       allowed_sources, revoked, created_at, expires_at)
+     SELECT r.tenant_id, r.key_id, r.kind, r.name, r.secret_hash,
+       ARRAY(SELECT jsonb_array_elements_text(r.scopes)), ARRAY(SELECT jsonb_array_elements_text(r.monitor_ids)),
+       ARRAY(SELECT jsonb_array_elements_text(r.allowed_origins)),
+       ARRAY(SELECT jsonb_array_elements_text(r.allowed_sources)),
+       r.revoked, (r.created_at || 'Z')::timestamptz, (r.expires_at || 'Z')::timestamptz
+     FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key_id text, kind text, name text, secret_hash text,
+       scopes jsonb, monitor_ids jsonb, allowed_origins jsonb, allowed_sources jsonb, revoked boolean,
+       created_at text, expires_at text)
+     ON CONFLICT (key_id) DO NOTHING`,
+    [
+      JSON.stringify(
+        records.map((r) => ({
+          ...r,
+          revoked: r.revoked !== 0,
+          expires_at: r.expires_at === null || r.expires_at.startsWith('1970') ? null : r.expires_at,
+        })),
+      ),
+    ],
   );
   return rowCount ?? 0;
 }

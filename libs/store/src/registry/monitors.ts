@@ -211,16 +211,19 @@ export class MonitorStore {
    */
   async insertMigrated(monitors: readonly StoredMonitor[]): Promise<number> {
     if (monitors.length === 0) return 0;
-    return registryWrite(this.db, async (tx) => {
-      let added = 0;
-      for (const m of monitors) {
-        if (await this.insert(tx, m, m.version, true)) {
-          added++;
-          await this.syncToken(tx, m, '');
-        }
+    return registryWrite(this.db, (tx) => this.insertMigratedIn(tx, monitors));
+  }
+
+  /** insertMigrated inside the caller's registry write transaction. */
+  async insertMigratedIn(tx: PgClient, monitors: readonly StoredMonitor[]): Promise<number> {
+    let added = 0;
+    for (const m of monitors) {
+      if (await this.insert(tx, m, m.version, true)) {
+        added++;
+        await this.syncToken(tx, m, '');
       }
-      return added;
-    });
+    }
+    return added;
   }
 
   /**

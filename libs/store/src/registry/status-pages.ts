@@ -1,5 +1,5 @@
 import { toIsoSeconds, STATUS_PAGE_LIMITS } from '@telemetry/contract';
-import { AppError, type PgPool } from '@telemetry/platform';
+import { AppError, type PgPool, type PgQueryable } from '@telemetry/platform';
 import type { StoredStatusPage } from '../status-pages.js';
 import { epochOf, registryCall, registryWrite, sqlState } from './pg.js';
 
@@ -125,25 +125,29 @@ export class StatusPageStore {
     return rowCount === 1;
   }
 
-  /** Stores pages copied from ClickHouse unless their slug is taken; how many were new. */
+  /** Stores pages copied from ClickHouse unless their slug is taken, in one transaction; how many were new. */
   async insertMigrated(pages: readonly StoredStatusPage[]): Promise<number> {
+    if (pages.length === 0) return 0;
+    return registryWrite(this.db, (tx) => this.insertMigratedIn(tx, pages));
+  }
+
+  /** insertMigrated inside the caller's registry write transaction. */
+  async insertMigratedIn(tx: PgQueryable, pages: readonly StoredStatusPage[]): Promise<number> {
     let n = 0;
     for (const p of pages) {
-      const { rowCount } = await registryWrite(this.db, (tx) =>
-        tx.query(
-          `INSERT INTO status_pages (slug, tenant_id, version, title, description, monitor_ids, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8)) ON CONFLICT (slug) DO NOTHING`,
-          [
-            p.slug,
-            p.tenant_id,
-            p.version,
-            p.title,
-            p.description,
-            p.monitor_ids,
-            Math.floor(Date.parse(p.created_at) / 1000),
-            Math.floor(Date.parse(p.updated_at) / 1000),
-          ],
-        ),
+      const { rowCount } = await tx.query(
+        `INSERT INTO status_pages (slug, tenant_id, version, title, description, monitor_ids, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8)) ON CONFLICT (slug) DO NOTHING`,
+        [
+          p.slug,
+          p.tenant_id,
+          p.version,
+          p.title,
+          p.description,
+          p.monitor_ids,
+          Math.floor(Date.parse(p.created_at) / 1000),
+          Math.floor(Date.parse(p.updated_at) / 1000),
+        ],
       );
       n += rowCount ?? 0;
     }

@@ -1,5 +1,5 @@
 import { toIsoSeconds } from '@telemetry/contract';
-import type { PgPool } from '@telemetry/platform';
+import type { PgPool, PgQueryable } from '@telemetry/platform';
 import { isTenantId, newTenantId, type Tenant } from '../tenants.js';
 import { epochOf, registryWrite } from './pg.js';
 
@@ -37,12 +37,27 @@ export async function findTenant(db: Pick<PgPool, 'query'>, id: string): Promise
 
 /** Makes the tenant unless it exists (the default tenant, migrated ones); true when it was made. */
 export async function ensureTenant(db: PgPool, tenant: Tenant): Promise<boolean> {
-  const { rowCount } = await registryWrite(db, (tx) =>
-    tx.query(
-      `INSERT INTO tenants (tenant_id, name, created_at) VALUES ($1, $2, to_timestamp($3))
-       ON CONFLICT (tenant_id) DO NOTHING`,
-      [tenant.tenant_id, tenant.name, Math.floor(Date.parse(tenant.created_at) / 1000)],
-    ),
+  return (await ensureTenants(db, [tenant])) === 1;
+}
+
+/** ensureTenant for many, in one transaction; how many were made. */
+export async function ensureTenants(db: PgPool, tenants: readonly Tenant[]): Promise<number> {
+  if (tenants.length === 0) return 0;
+  return registryWrite(db, (tx) => ensureTenantsIn(tx, tenants));
+}
+
+/** ensureTenants inside the caller's registry write transaction (npm run migrate's batches). */
+export async function ensureTenantsIn(tx: PgQueryable, tenants: readonly Tenant[]): Promise<number> {
+  if (tenants.length === 0) return 0;
+  const { rowCount } = await tx.query(
+    `INSERT INTO tenants (tenant_id, name, created_at)
+     SELECT r.tenant_id, r.name, to_timestamp(r.c) FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, name text, c bigint)
+     ON CONFLICT (tenant_id) DO NOTHING`,
+    [
+      JSON.stringify(
+        tenants.map((t) => ({ tenant_id: t.tenant_id, name: t.name, c: Math.floor(Date.parse(t.created_at) / 1000) })),
+      ),
+    ],
   );
-  return rowCount === 1;
+  return rowCount ?? 0;
 }
