@@ -143,3 +143,28 @@ describe('registry change feed (unit)', () => {
     await feed.stop();
   });
 });
+
+describe('registry mirror (unit)', () => {
+  it('tells its listeners only of rows whose version changed, appeared or went', async () => {
+    const rows = new Map<string, { id: string; version: number }>([['a', { id: 'a', version: 1 }]]);
+    const load = (ids?: readonly string[]) =>
+      Promise.resolve([...rows.values()].filter((r) => ids === undefined || ids.includes(r.id)));
+    const mirror = new Mirror(
+      'pages',
+      load,
+      (r) => r.id,
+      (r) => r.version,
+    );
+    const heard: string[][] = [];
+    mirror.onChange((ids) => heard.push([...ids]));
+    await mirror.reload();
+    // This replica's own write, put before its notice comes back: the notice changes nothing.
+    rows.set('a', { id: 'a', version: 2 });
+    mirror.put({ id: 'a', version: 2 });
+    await mirror.apply(['a']);
+    rows.set('b', { id: 'b', version: 1 });
+    rows.delete('a');
+    await mirror.apply(['a', 'b', 'nothing']);
+    expect(heard).to.deep.equal([['a'], ['a', 'b']]);
+  });
+});

@@ -292,6 +292,12 @@ export class Mirror<T> implements FeedSubscriber {
     readonly entity: string,
     private readonly load: (ids?: readonly string[]) => Promise<T[]>,
     private readonly idOf: (row: T) => string,
+    /**
+     * A row's version, when rows have one: then a change the copy holds already (its own
+     * write, put() before the notice came back) is no change, and listeners hear only of
+     * rows that changed.
+     */
+    private readonly versionOf?: (row: T) => number,
   ) {}
 
   /** Calls `fn` after rows changed (loaded again, changed or gone), with their ids. */
@@ -330,12 +336,20 @@ export class Mirror<T> implements FeedSubscriber {
 
   async apply(ids: readonly string[]): Promise<void> {
     const found = new Map((await this.load(ids)).map((r) => [this.idOf(r), r]));
+    const changed: string[] = [];
     for (const id of ids) {
+      const before = this.rows.get(id);
       const r = found.get(id);
       if (r === undefined) this.rows.delete(id);
       else this.rows.set(id, r);
+      const same =
+        this.versionOf !== undefined &&
+        before !== undefined &&
+        r !== undefined &&
+        this.versionOf(before) === this.versionOf(r);
+      if (!same && (before !== undefined || r !== undefined)) changed.push(id);
     }
-    this.changed(ids);
+    if (changed.length > 0) this.changed(changed);
   }
 
   /** Puts a row this replica just wrote (its notice follows). */

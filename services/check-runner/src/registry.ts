@@ -31,6 +31,7 @@ export class RegistryCache {
       'monitors',
       (ids) => store.list(ids === undefined ? {} : { ids }),
       (m) => m.id,
+      (m) => m.version,
     );
     this.mirror.onChange(() => onChange());
   }

@@ -111,6 +111,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     'status_pages',
     (slugs) => statusPages.all(slugs),
     (p) => p.slug,
+    (p) => p.version,
   );
   feed.subscribe(statusDirectory);
   // A monitor deleted or made on another replica: its id is looked up again here.

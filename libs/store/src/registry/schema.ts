@@ -202,6 +202,8 @@ export function pgGrantStatements(
         `GRANT CONNECT ON DATABASE ${quoteIdent(database)} TO ${role}`,
         `GRANT USAGE ON SCHEMA public TO ${role}`,
         `REVOKE ALL ON ${tables.join(', ')} FROM ${role}`,
+        // A restore (pg_restore --no-acl) gives functions back PUBLIC's EXECUTE: taken again here.
+        `REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC`,
         ...(grants as readonly PgRoleGrant[]).map((g) => `GRANT ${g.privileges.join(', ')} ON ${g.table} TO ${role}`),
         ...(functions as readonly string[]).map((f) => `GRANT EXECUTE ON FUNCTION ${f} TO ${role}`),
       ],
