@@ -73,6 +73,7 @@ ALTER ROLE :"query_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION
 BEGIN;
 
 -- <db>_ingest: ingest gateway: authenticates telemetry keys and heartbeat tokens
+REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"ingest_role";
 GRANT USAGE ON SCHEMA public TO :"ingest_role";
 REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes FROM :"ingest_role";
@@ -82,6 +83,7 @@ GRANT SELECT ON heartbeat_tokens TO :"ingest_role";
 GRANT SELECT ON registry_changes TO :"ingest_role";
 
 -- <db>_runner: check runner: reads the monitors it checks
+REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"runner_role";
 GRANT USAGE ON SCHEMA public TO :"runner_role";
 REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes FROM :"runner_role";
@@ -90,6 +92,7 @@ GRANT SELECT ON monitors TO :"runner_role";
 GRANT SELECT ON registry_changes TO :"runner_role";
 
 -- <db>_query: query service: authenticates API keys and writes monitors, heartbeat tokens and status pages
+REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"query_role";
 GRANT USAGE ON SCHEMA public TO :"query_role";
 REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes FROM :"query_role";

@@ -560,10 +560,12 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       expect(got.filter((g) => g.endsWith('42501')).length).to.be.greaterThan(40);
     });
 
-    it("no role may create a table or a schema, nor read another service's secrets", async () => {
+    it("no role may create a table (temporary or not) or a schema, nor read another service's secrets", async () => {
       for (const role of PG_SERVICE_ROLE_NAMES) {
         expect(await attempt(role, 'CREATE TABLE public.role_probe (a int)'), role).to.equal('42501');
         expect(await attempt(role, 'CREATE SCHEMA role_probe'), role).to.equal('42501');
+        // Not even a temporary one (PUBLIC's TEMPORARY on the database is revoked).
+        expect(await attempt(role, 'CREATE TEMP TABLE role_probe (a int)'), role).to.equal('42501');
       }
       // The gateway reads no monitor (their sealed secrets); the runner no key hash and no heartbeat nonce.
       expect(pgIsGranted('ingest', 'monitors', 'SELECT')).to.equal(false);

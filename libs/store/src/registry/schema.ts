@@ -199,6 +199,8 @@ export function pgGrantStatements(
       role,
       usedBy,
       statements: [
+        // Nobody but the roles named here may connect, and none may make temporary tables.
+        `REVOKE ALL ON DATABASE ${quoteIdent(database)} FROM PUBLIC`,
         `GRANT CONNECT ON DATABASE ${quoteIdent(database)} TO ${role}`,
         `GRANT USAGE ON SCHEMA public TO ${role}`,
         `REVOKE ALL ON ${tables.join(', ')} FROM ${role}`,
