@@ -126,8 +126,8 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     try {
       await deps.notifier.notify(change);
     } catch (err) {
-      // The change is stored; runners also reload the registry on a timer, so they
-      // pick it up within REGISTRY_REFRESH_MS even when this notice is lost.
+      // The change is stored; runners also follow the registry's change feed, so they
+      // pick it up within a second even when this notice is lost.
       deps.logger.warn('monitor change notice not sent', { request_id: req.id, id: change.id, err: String(err) });
     }
   };
