@@ -137,11 +137,13 @@ async function side(ctx: Context, design: Design, env: Record<string, string>, w
     const s1 = await stats(replica);
     const idleRssMB = mb(replica.rss.sample() ?? NaN);
     const perMinute = (n: number): number => (n / w.seconds) * 60;
-    const cpuPercent = w.processes.replica ?? NaN;
+    // The replica's own count (µs); the /proc figure (10 ms ticks) stays in `cpu` as a check.
+    const cpuMsPerMinute = perMinute((s1.cpuMicros - s0.cpuMicros) / 1000);
+    const cpuPercent = cpuMsPerMinute / 600;
     const idle = {
       seconds: w.seconds,
       cpuPercent,
-      cpuMsPerMinute: cpuPercent * 600,
+      cpuMsPerMinute,
       queriesPerMinute: perMinute(s1.queries - s0.queries),
       rowsPerMinute: perMinute(s1.rows - s0.rows),
       cpu: w,

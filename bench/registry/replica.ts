@@ -29,6 +29,8 @@ export interface ReplicaStats {
   /** Queries sent to the store since start, and the rows they returned. */
   queries: number;
   rows: number;
+  /** process.cpuUsage() since start, user + system, µs (finer than /proc's 10 ms ticks). */
+  cpuMicros: number;
   /** When each watched change was first seen (epoch ms, fractional). */
   seen: { keys: Record<string, number>; monitors: Record<string, number> };
 }
@@ -99,6 +101,7 @@ export class Replica {
       ...this.sizes(),
       queries: this.queries,
       rows: this.rows,
+      cpuMicros: ((u) => u.user + u.system)(process.cpuUsage()),
       seen: { keys: Object.fromEntries(this.seen.keys), monitors: Object.fromEntries(this.seen.monitors) },
     };
   }

@@ -151,7 +151,8 @@ export function reading(r: RegistryReport): string[] {
       `previous read ended, ${fmt(60_000 / c.keyRefreshMs)} a minute at most, and every monitor every ` +
       `${fmt(c.registryRefreshMs)} ms); the change feed's is two indexed queries per catch-up ` +
       `(${fmt(c.catchUpMs)} ms: the log's head, then what follows the replica's sequence), ` +
-      `${fmt((2 * 60_000) / c.catchUpMs)} a minute returning nothing while nothing changes, whatever the size of the registry.`,
+      `${fmt((2 * 60_000) / c.catchUpMs)} a minute returning one row (the head) while nothing changes, whatever the size ` +
+      'of the registry.',
     `**Change propagation**: a revoked key was seen after p50 ${ms(b.keyRevocationMs.p50)} / p99 ` +
       `${ms(b.keyRevocationMs.p99)} ms before and p50 ${ms(a.keyRevocationMs.p50)} / p99 ${ms(a.keyRevocationMs.p99)} ms ` +
       `after (max ${ms(a.keyRevocationMs.max)} ms: ${a.keyRevocationMs.max < 1000 ? 'within' : '**not** within'} the ` +
@@ -215,7 +216,8 @@ export function renderSection(r: RegistryReport): string {
     'environment (MALLOC_ARENA_MAX=2, 16 MB semi-spaces).',
     '',
     "Start-up load is the replica's own clock from its first registry query to complete copies; CPU is the replica's",
-    'process from /proc (user + system) over the idle window; queries and rows are counted by the replica on its',
+    "process (user + system, its own `process.cpuUsage()`, finer than /proc's 10 ms ticks) over the idle window;",
+    'queries and rows are counted by the replica on its',
     "client (every `loadAll`/`list` before; every query of the `pg` pool after, the feed's LISTEN connection apart);",
     'propagation is from the return of the write (in this command) to the replica seeing the change in its copy',
     "(it stamps the time; both clocks are the machine's). A NOTIFY may reach the replica before the writer has",
