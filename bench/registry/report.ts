@@ -65,6 +65,9 @@ export interface RegistryReport {
   clean: boolean;
 }
 
+/** A reload interval, and the services' default of before when it differs. */
+const then = (x: number, was: number, service: string): string =>
+  x === was ? `${fmt(x)}, the ${service}'s default then` : `${fmt(x)}; the ${service}'s default then was ${fmt(was)}`;
 const q = (x: Quantiles): string => `${ms(x.p50)} / ${ms(x.p99)} / ${ms(x.max)}`;
 const mb = (x: number): string => `${fmt(x)} MB`;
 
@@ -149,7 +152,8 @@ export function reading(r: RegistryReport): string[] {
       `${fmt(a.idle.cpuMsPerMinute)} ms of CPU a minute (${fmt(a.idle.cpuPercent, 2)}%). The previous design's cost ` +
       `grows with keys × replicas (each replica reads the whole key table every ${fmt(c.keyRefreshMs)} ms after the ` +
       `previous read ended, ${fmt(60_000 / c.keyRefreshMs)} a minute at most, and every monitor every ` +
-      `${fmt(c.registryRefreshMs)} ms); the change feed's is two indexed queries per catch-up ` +
+      `${fmt(c.registryRefreshMs)} ms, ${fmt(60_000 / c.registryRefreshMs)} a minute, each returning the whole table: ` +
+      `${fmt(c.keys)} and ${fmt(c.monitors)} rows); the change feed's is two indexed queries per catch-up ` +
       `(${fmt(c.catchUpMs)} ms: the log's head, then what follows the replica's sequence), ` +
       `${fmt((2 * 60_000) / c.catchUpMs)} a minute returning one row (the head) while nothing changes, whatever the size ` +
       'of the registry.',
@@ -203,9 +207,9 @@ export function renderSection(r: RegistryReport): string {
       `${fmt(c.changeSeconds)} s; before first, then after, one after the other`,
     '',
     '**Before** is the previous design (`bench/registry/replica-before.ts`): the whole key table read from ClickHouse',
-    `(\`ClickHouseKeySource.loadAll\`, \`FINAL\`) and indexed every KEY_REFRESH_MS (${fmt(c.keyRefreshMs)}; the gateway's`,
-    'default then was 2,000), and every monitor read and opened (`LegacyMonitorStore.list`) every REGISTRY_REFRESH_MS',
-    `(${fmt(c.registryRefreshMs)}; the runner's default then was 30,000), each a \`Snapshot\` as the services had them; the data`,
+    `(\`ClickHouseKeySource.loadAll\`, \`FINAL\`) and indexed every KEY_REFRESH_MS (${then(c.keyRefreshMs, 2000, 'gateway')}),`,
+    'and every monitor read and opened (`LegacyMonitorStore.list`) every REGISTRY_REFRESH_MS',
+    `(${then(c.registryRefreshMs, 30_000, 'runner')}), each a \`Snapshot\` as the services had them; the data`,
     'written as it was (keys inserted in bulk with `newKeyRecord` records, `LegacyMonitorStore.saveMany`; a revocation',
     'is a newer row with `revoked = 1`, a change `LegacyMonitorStore.save`). **After** is the new design',
     "(`bench/registry/replica-after.ts`): the gateway's `KeyStore` and the runner's `Mirror` of the monitors on one",
@@ -217,8 +221,8 @@ export function renderSection(r: RegistryReport): string {
     '',
     "Start-up load is the replica's own clock from its first registry query to complete copies; CPU is the replica's",
     "process (user + system, its own `process.cpuUsage()`, finer than /proc's 10 ms ticks) over the idle window;",
-    'queries and rows are counted by the replica on its',
-    "client (every `loadAll`/`list` before; every query of the `pg` pool after, the feed's LISTEN connection apart);",
+    'queries and rows are counted by the replica on its client (every `loadAll`/`list` before; every query of the',
+    "`pg` pool after, the feed's LISTEN connection apart);",
     'propagation is from the return of the write (in this command) to the replica seeing the change in its copy',
     "(it stamps the time; both clocks are the machine's). A NOTIFY may reach the replica before the writer has",
     'its COMMIT acknowledged: a minimum slightly below 0 is that, not an error.',
@@ -234,7 +238,8 @@ export function renderSection(r: RegistryReport): string {
     '### Caveats',
     '',
     `- One ${r.machine.nproc}-core machine runs the replica, the servers and this command; the servers' side of a`,
-    "  full reload (ClickHouse reading and sending 100,000 rows every 2 s per replica) is not in the replica's CPU.",
+    `  full reload (ClickHouse reading and sending ${fmt(c.keys)} rows every ${fmt(c.keyRefreshMs / 1000)} s per replica) is not in`,
+    "  the replica's CPU.",
     '- One replica per design: the previous design multiplies its idle cost by the number of gateways, query',
     "  services and runners; the change feed's stays two small queries per replica per catch-up.",
     '- One window per design: run the command again to see the spread.',
