@@ -163,7 +163,13 @@ export function reading(r: RegistryReport): string[] {
       `issue's 1 s); a changed monitor after p50 ${ms(b.monitorChangeMs.p50)} / p99 ${ms(b.monitorChangeMs.p99)} ms ` +
       `before (the ${fmt(c.registryRefreshMs / 1000)} s reload; the runner of then also took a notice from Kafka for its own changes, not measured ` +
       `here) and p50 ${ms(a.monitorChangeMs.p50)} / p99 ${ms(a.monitorChangeMs.p99)} ms after (NOTIFY, then the ` +
-      'changed rows only).',
+      'changed rows only). ' +
+      'Before, a change waits for the next reload to start and then for that reload to end, so its latency is the ' +
+      'interval plus the time a full reload takes, and that time grows with the registry and with the load on the ' +
+      `machine: in the idle minute the replica completed ${fmt(b.idle.queriesPerMinute, 1)} reloads where its ` +
+      `intervals alone allow ${fmt(60_000 / c.keyRefreshMs + 60_000 / c.registryRefreshMs)}. Its one process holds ` +
+      'both copies (the gateway of then held the keys alone), so opening every monitor also held up key reloads: the ' +
+      'key figures before are pessimistic for a gateway of then, whose revocations took the key interval plus one key reload.',
     `**Start-up**: loading ${fmt(c.keys)} keys and ${fmt(c.monitors)} monitors (every secret opened) took ` +
       `${fmt(b.loadMs / 1000, 2)} s from ClickHouse and ${fmt(a.loadMs / 1000, 2)} s from PostgreSQL; a full load is ` +
       'what the previous design repeated on every refresh, and what the change feed does once (and again only when ' +
