@@ -141,6 +141,13 @@ export async function readyStatus(url: string): Promise<number | string> {
   }
 }
 
+/** The JSON answer of `method` `url` (a process's stats endpoint); throws on a status other than 2xx. */
+export async function fetchJson<T>(url: string, method = 'GET', timeoutMs = 30_000): Promise<T> {
+  const r = await fetch(url, { method, signal: AbortSignal.timeout(timeoutMs) });
+  if (!r.ok) throw new Error(`${method} ${url}: ${r.status}`);
+  return (await r.json()) as T;
+}
+
 /** A service's Prometheus text (/metrics), or '' when it does not answer. */
 export async function metricsText(url: string): Promise<string> {
   try {

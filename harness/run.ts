@@ -7,7 +7,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
+import { DEFAULT_TENANT } from '@telemetry/contract';
 import { createClickHouse } from '@telemetry/platform';
+import { DEFAULT_MONITOR, newMonitorId, newWebhookSecret, type StoredMonitor } from '@telemetry/store';
 import { KAFKA_VERSION, startStack, type Stack, type StackOptions } from '../tools/devstack/stack.js';
 import { build, PRODUCTION_ENV, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS } from './processes.js';
 import { BENCHMARKS_MD, writeSection } from './report.js';
@@ -142,6 +144,30 @@ export function pipelineTopics(prefix: string) {
     MONITOR_CHANGES_TOPIC: topics.monitorChanges,
   };
   return { topics, list: Object.values(topics), env };
+}
+
+/**
+ * Monitor `i` of a benchmark's registry: an HTTP monitor of the default tenant named
+ * `bench <i>`, with a webhook secret to seal, its URL made from its id, `extra` on top.
+ */
+export function benchMonitor(
+  i: number,
+  url: (id: string) => string,
+  now: string,
+  extra: Partial<StoredMonitor> = {},
+): Omit<StoredMonitor, 'version'> {
+  const id = newMonitorId();
+  return {
+    ...DEFAULT_MONITOR,
+    tenant_id: DEFAULT_TENANT,
+    id,
+    name: `bench ${i}`,
+    url: url(id),
+    webhook_secret: newWebhookSecret(),
+    created_at: now,
+    updated_at: now,
+    ...extra,
+  };
 }
 
 /**

@@ -59,6 +59,9 @@ export function stackPids(): { kafka?: number; clickhouse?: number } {
   return { ...(kafka ? { kafka } : {}), ...(clickhouse ? { clickhouse } : {}) };
 }
 
+/** "Other CPU" (% of one core) above which a window counts as disturbed by the rest of the machine. */
+export const DISTURBED_CPU = 15;
+
 /** CPU over a window, in % of one core (unrounded). */
 export interface CpuWindow {
   seconds: number;

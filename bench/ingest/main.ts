@@ -31,12 +31,11 @@ import { autocannon } from '../../harness/load.js';
 import { Child, freePort, scriptCommand, serviceCommand } from '../../harness/processes.js';
 import { median } from '../../harness/report.js';
 import { Benchmark, type Cleanups, envNumber, serviceEnv } from '../../harness/run.js';
-import { cpuMeter, mb } from '../../harness/sampler.js';
+import { cpuMeter, DISTURBED_CPU, mb } from '../../harness/sampler.js';
 import { producerPerformance, type AnchorFigures } from './anchor.js';
 import { sampleEvent } from './bodies.js';
 import {
   cpuMicros,
-  DISTURBED_CPU,
   failureCount,
   figuresTable,
   renderSection,

@@ -1,5 +1,6 @@
 import { fmt, markdown, median, sectionHead, targetsPart } from '../../harness/report.js';
 import type { Machine } from '../../harness/run.js';
+import { DISTURBED_CPU } from '../../harness/sampler.js';
 import type { AnchorFigures, AnchorSettings } from './anchor.js';
 
 export type Target = 'gateway' | 'baseline';
@@ -94,9 +95,6 @@ export interface Report {
 }
 
 const PARTITIONS_TEXT = 'the same 6 partitions';
-
-/** "Other CPU" (% of one core) above which a run counts as disturbed by the rest of the machine. */
-export const DISTURBED_CPU = 15;
 
 /** The server's CPU time per event answered, in µs. */
 export function cpuMicros(f: Measured): number {

@@ -22,20 +22,20 @@
  * Only 127.0.0.1 is used. Exit code 0 when both sides ran every level and Kafka holds
  * every check they counted as acknowledged, 1 otherwise.
  */
-import { DEFAULT_TENANT } from '@telemetry/contract';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import { createClickHouse, createKafka, createLogger, sqlIdentifier, type ClickHouseClient } from '@telemetry/platform';
-import { DEFAULT_MONITOR, MonitorStore, newMonitorId, newWebhookSecret, type StoredMonitor } from '@telemetry/store';
+import { MonitorStore } from '@telemetry/store';
 import { runnerSpec } from '@telemetry/check-runner';
 import { provision } from '../../tools/devstack/provision.js';
 import { storeEnv } from '../../tools/devstack/users.js';
 import type { Stack } from '../../tools/devstack/stack.js';
 import {
   Child,
+  fetchJson,
   freePort,
   metricSum,
   runSecretBox,
@@ -45,7 +45,15 @@ import {
   until,
 } from '../../harness/processes.js';
 import { fmt, quantiles } from '../../harness/report.js';
-import { Benchmark, type Cleanups, envNumber, pipelineTopics, serviceEnv, SMOKE } from '../../harness/run.js';
+import {
+  Benchmark,
+  benchMonitor,
+  type Cleanups,
+  envNumber,
+  pipelineTopics,
+  serviceEnv,
+  SMOKE,
+} from '../../harness/run.js';
 import { cpuMeter, mb } from '../../harness/sampler.js';
 import {
   levelNotes,
@@ -100,10 +108,8 @@ interface TargetWindow extends TargetStats {
 class Target {
   constructor(readonly server: Child) {}
 
-  private async call<T>(path: string, method = 'GET'): Promise<T> {
-    const r = await fetch(`${this.server.url}${path}`, { method, signal: AbortSignal.timeout(30_000) });
-    if (!r.ok) throw new Error(`target ${path}: ${r.status}`);
-    return (await r.json()) as T;
+  private call<T>(path: string, method = 'GET'): Promise<T> {
+    return fetchJson<T>(`${this.server.url}${path}`, method);
   }
 
   reset(): Promise<TargetStats> {
@@ -366,8 +372,7 @@ function spawnBaseline(ctx: Context, l: LevelSetup, monitors: number, port: numb
     topic: l.baselineChecks,
     ready: () => Promise.resolve(),
     counters: async () => {
-      const r = await fetch(`${baseline.url}/stats`, { signal: AbortSignal.timeout(5000) });
-      const s = (await r.json()) as BaselineStats;
+      const s = await fetchJson<BaselineStats>(`${baseline.url}/stats`, 'GET', 5000);
       return { published: s.produced, notUp: s.down, kafkaFailed: s.failed, acked: s.produced };
     },
   };
@@ -394,21 +399,12 @@ async function level(ctx: Context, admin: ClickHouseClient, monitors: number): P
   });
   setup.storeEnv = storeEnv(users, 'check-runner');
   const now = new Date().toISOString();
-  const list: Omit<StoredMonitor, 'version'>[] = Array.from({ length: monitors }, (_, i) => {
-    const id = newMonitorId();
-    return {
-      ...DEFAULT_MONITOR,
-      tenant_id: DEFAULT_TENANT,
-      id,
-      name: `bench ${i}`,
-      url: `${ctx.target.server.url}/m/${id}`,
+  const list = Array.from({ length: monitors }, (_, i) =>
+    benchMonitor(i, (id) => `${ctx.target.server.url}/m/${id}`, now, {
       interval_seconds: INTERVAL_SECONDS,
       timeout_ms: TIMEOUT_MS,
-      webhook_secret: newWebhookSecret(),
-      created_at: now,
-      updated_at: now,
-    };
-  });
+    }),
+  );
   await withRegistry(users.postgres!.owner, (db) => new MonitorStore(db, runSecretBox()).saveMany(list));
   writeFileSync(
     setup.monitorsFile,

@@ -4,10 +4,7 @@
  */
 import { fmt, markdown, sectionHead, type Quantiles } from '../../harness/report.js';
 import type { Machine } from '../../harness/run.js';
-import type { CpuWindow } from '../../harness/sampler.js';
-
-/** "Other CPU" (% of one core) above which a window counts as disturbed by the rest of the machine. */
-const DISTURBED_CPU = 15;
+import { DISTURBED_CPU, type CpuWindow } from '../../harness/sampler.js';
 
 export type Side = 'runner' | 'baseline';
 

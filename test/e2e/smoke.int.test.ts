@@ -115,6 +115,29 @@ describe('smoke runs of the benchmarks, the soak and the fault suite (real Kafka
     }
   });
 
+  it('bench:registry: both replicas load every key and monitor and see every change; the change feed within 1 s', async () => {
+    const r = (await smoke('bench:registry', 120_000)) as {
+      ok: boolean;
+      config: { keys: number; monitors: number; changes: number };
+      before: RegistrySide;
+      after: RegistrySide;
+    };
+    expect(r.ok).to.equal(true);
+    for (const side of [r.before, r.after]) {
+      expect([side.keys, side.monitors, side.seenKeys, side.seenMonitors]).to.deep.equal([
+        r.config.keys,
+        r.config.monitors,
+        r.config.changes,
+        r.config.changes,
+      ]);
+      expect(side.loadMs).to.be.greaterThan(0);
+    }
+    // Idle, the previous design reads whole tables; a catch-up of the change feed, one row (the log's head).
+    expect(r.before.idle.rowsPerMinute).to.be.greaterThan(r.config.keys);
+    expect(r.after.idle.rowsPerMinute).to.be.at.most(r.after.idle.queriesPerMinute);
+    expect(r.after.keyRevocationMs.max).to.be.lessThan(1000);
+  });
+
   it('test:soak: no failed request, every acknowledged event stored once', async () => {
     const r = (await smoke('test:soak', 240_000)) as {
       acked: number;
@@ -160,4 +183,14 @@ describe('smoke runs of the benchmarks, the soak and the fault suite (real Kafka
 interface SideFigures {
   checksPerSecond: number;
   monitorsSeen: number;
+}
+
+interface RegistrySide {
+  keys: number;
+  monitors: number;
+  loadMs: number;
+  seenKeys: number;
+  seenMonitors: number;
+  idle: { rowsPerMinute: number; queriesPerMinute: number };
+  keyRevocationMs: { max: number };
 }

@@ -117,7 +117,7 @@ export interface VerifiedKey {
   allowedSources: ReadonlySet<string>;
 }
 
-interface KeyEntry {
+export interface KeyEntry {
   hash: Buffer;
   verified: VerifiedKey;
   revoked: boolean;
@@ -133,7 +133,11 @@ export function expiryMs(text: string | null): number {
   return Number.isFinite(ms) ? ms : Infinity;
 }
 
-function indexKeys(records: KeyRecord[]): Map<string, KeyEntry> {
+/**
+ * Key records by key id, as a service checks them (KeyStore's copy; bench:registry's
+ * previous-design replica reloads the whole table into one every 2 s).
+ */
+export function indexKeys(records: KeyRecord[]): Map<string, KeyEntry> {
   const next = new Map<string, KeyEntry>();
   for (const r of records) {
     next.set(r.key_id, {
