@@ -40,6 +40,7 @@ const monitors = new Mirror<StoredMonitor>(
   'monitors',
   (ids) => store.list(ids === undefined ? {} : { ids }),
   (m) => m.id,
+  (m) => m.version,
 );
 const feed = registryFeed({ pool, config, name: 'bench-replica-after', logger });
 feed.subscribe(keys.mirror);
