@@ -7,7 +7,11 @@ import { loadQueryConfig } from '@telemetry/query-service';
 import { loadRunnerConfig } from '@telemetry/check-runner';
 
 describe('config (unit)', () => {
-  const base = { KAFKA_BROKERS: 'localhost:9092', CLICKHOUSE_URL: 'http://localhost:8123' };
+  const base = {
+    KAFKA_BROKERS: 'localhost:9092',
+    CLICKHOUSE_URL: 'http://localhost:8123',
+    DATABASE_URL: 'postgres://telemetry_gateway:pw@127.0.0.1:5432/telemetry',
+  };
 
   it('applies defaults and freezes the result', () => {
     const c = loadGatewayConfig(base);
@@ -23,7 +27,7 @@ describe('config (unit)', () => {
     } catch (e) {
       expect(e).to.be.instanceOf(ConfigError);
       const msg = (e as ConfigError).message;
-      for (const name of ['PORT', 'CLICKHOUSE_URL', 'KAFKA_BROKERS', 'KAFKA_ACK_TIMEOUT_MS'])
+      for (const name of ['PORT', 'CLICKHOUSE_URL', 'KAFKA_BROKERS', 'DATABASE_URL', 'KAFKA_ACK_TIMEOUT_MS'])
         expect(msg).to.contain(name);
     }
   });
@@ -49,7 +53,11 @@ function publishedExamples(): { HEARTBEAT_KEY: string[]; SECRETS_KEYS: string[] 
 }
 
 describe('published example secrets (unit)', () => {
-  const base = { KAFKA_BROKERS: 'localhost:9092', CLICKHOUSE_URL: 'http://localhost:8123' };
+  const base = {
+    KAFKA_BROKERS: 'localhost:9092',
+    CLICKHOUSE_URL: 'http://localhost:8123',
+    DATABASE_URL: 'postgres://telemetry_gateway:pw@127.0.0.1:5432/telemetry',
+  };
   const own = { HEARTBEAT_KEY: randomBytes(32).toString('hex'), SECRETS_KEYS: newSealingKeyText('k1') };
   const loaders: [string, (env: Env) => unknown, ('HEARTBEAT_KEY' | 'SECRETS_KEYS')[]][] = [
     ['ingest gateway', loadGatewayConfig, ['HEARTBEAT_KEY']],
