@@ -83,7 +83,6 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
           RUNNER_LOCATION: location,
           RUNNER_GROUP_ID: group,
           WEBHOOK_GROUP_ID: webhooks,
-          REGISTRY_REFRESH_MS: '1000',
           RUNNER_STATE_SETTLE_MS: '200',
         }),
       );
