@@ -72,7 +72,7 @@ function ownedByPostgres(dir: string): void {
   // each that others cannot enter gets o+x (enter, not list).
   for (let up = dirname(dir); up !== dirname(up); up = dirname(up)) {
     const mode = statSync(up).mode;
-    if ((mode & 0o001) !== 0) break;
+    if ((mode & 0o001) !== 0) continue;
     chmodSync(up, (mode & 0o7777) | 0o001);
   }
   // uid/gid of the postgres user, as the package made them.
