@@ -1,16 +1,7 @@
 import { expect } from 'chai';
 import type { Envelope, PublicStatusPage, StatusPage } from '@telemetry/contract';
 import { createTenant, issueKey } from '@telemetry/store';
-import {
-  adminClickHouse,
-  eventually,
-  ownUser,
-  runQuery,
-  testStack,
-  uid,
-  type Running,
-  adminRegistry,
-} from '../support/fixtures.js';
+import { eventually, ownUser, runQuery, testStack, uid, type Running, adminRegistry } from '../support/fixtures.js';
 import { TcpGate } from '../support/tcp-gate.js';
 
 /** The status page API and the public route, on real ClickHouse (the console's own tests are in test/browser). */
@@ -38,42 +29,37 @@ describe('status pages and the events overview API (real ClickHouse)', function 
   }
 
   before(async () => {
-    const ch = adminClickHouse();
-    try {
-      const tenant = async (): Promise<string> => (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
-      const [a, b] = [await tenant(), await tenant()];
-      const all = ['checks:read', 'monitors:read', 'monitors:write', 'events:read'];
-      keys.a = (await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'a', scopes: all })).key;
-      keys.b = (await issueKey(adminRegistry(), { tenantId: b, kind: 'api', name: 'b', scopes: all })).key;
-      keys.noEvents = (
-        await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'no events', scopes: ['monitors:read'] })
-      ).key;
-      query = await runQuery({ STATUS_PAGE_CACHE_SECONDS: '2' });
-      await eventually('keys loaded', async () =>
-        (await api('GET', '/api/monitors')).status === 200 ? true : undefined,
-      );
-      for (const name of ['Shop', 'Checkout']) {
-        const r = await api<{ id: string }>('POST', '/api/monitors', {
-          body: { name, url: 'https://shop.example.com/health', headers: { 'X-Token': 'secret-value' }, paused: true },
-        });
-        expect(r.status).to.equal(201);
-        if (r.body.success) monitors.push({ id: r.body.data.id, name });
-      }
-      keys.aLimited = (
-        await issueKey(adminRegistry(), {
-          tenantId: a,
-          kind: 'api',
-          name: 'limited',
-          scopes: all,
-          monitorIds: [monitors[0]!.id],
-        })
-      ).key;
-      await eventually('limited key loaded', async () =>
-        (await api('GET', '/api/status-pages', { key: keys.aLimited })).status === 200 ? true : undefined,
-      );
-    } finally {
-      await ch.close();
+    const tenant = async (): Promise<string> => (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+    const [a, b] = [await tenant(), await tenant()];
+    const all = ['checks:read', 'monitors:read', 'monitors:write', 'events:read'];
+    keys.a = (await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'a', scopes: all })).key;
+    keys.b = (await issueKey(adminRegistry(), { tenantId: b, kind: 'api', name: 'b', scopes: all })).key;
+    keys.noEvents = (
+      await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'no events', scopes: ['monitors:read'] })
+    ).key;
+    query = await runQuery({ STATUS_PAGE_CACHE_SECONDS: '2' });
+    await eventually('keys loaded', async () =>
+      (await api('GET', '/api/monitors')).status === 200 ? true : undefined,
+    );
+    for (const name of ['Shop', 'Checkout']) {
+      const r = await api<{ id: string }>('POST', '/api/monitors', {
+        body: { name, url: 'https://shop.example.com/health', headers: { 'X-Token': 'secret-value' }, paused: true },
+      });
+      expect(r.status).to.equal(201);
+      if (r.body.success) monitors.push({ id: r.body.data.id, name });
     }
+    keys.aLimited = (
+      await issueKey(adminRegistry(), {
+        tenantId: a,
+        kind: 'api',
+        name: 'limited',
+        scopes: all,
+        monitorIds: [monitors[0]!.id],
+      })
+    ).key;
+    await eventually('limited key loaded', async () =>
+      (await api('GET', '/api/status-pages', { key: keys.aLimited })).status === 200 ? true : undefined,
+    );
   });
 
   after(async () => {
@@ -220,15 +206,10 @@ describe('public status pages under anonymous load (real ClickHouse)', function 
     );
 
   before(async () => {
-    const ch = adminClickHouse();
-    try {
-      const scopes = ['monitors:read', 'monitors:write'];
-      for (const t of ['a', 'b'] as const) {
-        const tenantId = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
-        keys[t] = (await issueKey(adminRegistry(), { tenantId, kind: 'api', name: t, scopes })).key;
-      }
-    } finally {
-      await ch.close();
+    const scopes = ['monitors:read', 'monitors:write'];
+    for (const t of ['a', 'b'] as const) {
+      const tenantId = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+      keys[t] = (await issueKey(adminRegistry(), { tenantId, kind: 'api', name: t, scopes })).key;
     }
     cached = await runQuery({ STATUS_PAGE_CACHE_SECONDS: '600' });
     await keysLoaded(cached);

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Express, Request, RequestHandler, Response } from 'express';
 import { Counter, type Registry } from 'prom-client';
 import {
@@ -210,11 +211,24 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
   const rendered = new RenderCache<PublicStatusPage>(deps.cacheSeconds * 1000, deps.cacheSeconds * 1000, (outcome) =>
     renders.inc({ outcome }),
   );
+  // What each render was made from: the settings it shows.
+  const shownOf = (p: StoredStatusPage) => [p.tenant_id, p.title, p.description, p.monitor_ids];
+  const renderedFrom = new Map<string, ReturnType<typeof shownOf>>();
   // A page changed on another replica: rendered anew here too.
+  // NOTE: the feed also brings the notice of a change made here, after the page was put
+  // and maybe rendered again: a render of the same settings is kept (else a crowd that
+  // came between the two would render twice).
   deps.directory.onChange((slugs) => {
-    for (const slug of slugs) rendered.evict(slug);
+    for (const slug of slugs) {
+      const page = deps.directory.get(slug);
+      const from = renderedFrom.get(slug);
+      if (page !== undefined && from !== undefined && isDeepStrictEqual(shownOf(page), from)) continue;
+      renderedFrom.delete(slug);
+      rendered.evict(slug);
+    }
   });
   const render = async (req: Request, page: StoredStatusPage): Promise<PublicStatusPage> => {
+    renderedFrom.set(page.slug, shownOf(page));
     const now = Math.floor(Date.now() / 1000);
     const to = Math.floor(now / DAY) * DAY + DAY;
     const from = to - STATUS_PAGE_LIMITS.days * DAY;
