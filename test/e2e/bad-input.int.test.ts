@@ -789,10 +789,11 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       404,
       'MONITOR_NOT_FOUND',
     ),
+    // A version m1 is not at (versions count from 1 in the registry; m1 is at 1).
     mon('stale If-Match', 'PATCH', '/api/monitors/m1', { paused: true }, 412, 'PRECONDITION_FAILED', {
-      'if-match': '"1"',
+      'if-match': '"0"',
     }),
-    mon('stale If-Match', 'DELETE', '/api/monitors/m1', undefined, 412, 'PRECONDITION_FAILED', { 'if-match': '"1"' }),
+    mon('stale If-Match', 'DELETE', '/api/monitors/m1', undefined, 412, 'PRECONDITION_FAILED', { 'if-match': '"0"' }),
     // --- monitor registry: bodies
     create('empty body', '', 400, 'INVALID_JSON'),
     create('truncated JSON', '{"name":"corpus-bad monitor","url":"https://corpus-bad.exa', 400, 'INVALID_JSON'),
