@@ -146,7 +146,6 @@ async function main(): Promise<number> {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       MIGRATE_ON_START: 'false',
-      KEY_REFRESH_MS: '500',
       SECRETS_KEYS: RUN_SECRETS_KEYS,
     };
     // A killed consumer's partitions move after this; the default 30 s only makes the run longer.
