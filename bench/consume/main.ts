@@ -544,7 +544,10 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
   const gateway = new Child({
     name: 'ingest-gateway',
     command: serviceCommand('ingest-gateway', true),
-    env: serviceEnv(stack, database, gatewayPort, { EVENTS_TOPIC: topics.topics.events }),
+    env: serviceEnv(stack, database, gatewayPort, {
+      EVENTS_TOPIC: topics.topics.events,
+      DATABASE_URL: provisioned.postgres!.ingest,
+    }),
     url: `http://127.0.0.1:${gatewayPort}`,
     logFile: join(logDir, 'gateway.log'),
   });

@@ -213,6 +213,8 @@ async function main(cleanups: Cleanups): Promise<Report> {
     partitions: PARTITIONS,
     logger: quiet,
   });
+  // Both servers read the keys as the gateway's own role.
+  const registryUrl = provisioned.postgres!.ingest;
   const keys: string[] = [];
   await withRegistry(provisioned.postgres!.owner, async (db) => {
     for (let i = 0; i < KEYS; i++)
@@ -228,7 +230,7 @@ async function main(cleanups: Cleanups): Promise<Report> {
       nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${target}.cpuprofile`] : [],
       url: `http://127.0.0.1:${port}`,
       logFile: join(logDir, `${target}.log`),
-      env: serviceEnv(stack, database, port, { EVENTS_TOPIC: topics[target] }),
+      env: serviceEnv(stack, database, port, { EVENTS_TOPIC: topics[target], DATABASE_URL: registryUrl }),
     });
     cleanups.push(() => server.close(15_000));
     await server.start().ready(60_000);
@@ -237,7 +239,9 @@ async function main(cleanups: Cleanups): Promise<Report> {
   };
   const servers = { gateway: await start('gateway'), baseline: await start('baseline') };
   // The settings both servers run with (the gateway's config, from the same environment).
-  const gatewayConfig = loadGatewayConfig(serviceEnv(stack, database, 1, { EVENTS_TOPIC: topics.gateway }));
+  const gatewayConfig = loadGatewayConfig(
+    serviceEnv(stack, database, 1, { EVENTS_TOPIC: topics.gateway, DATABASE_URL: registryUrl }),
+  );
   const ctx: Ctx = { servers, keys, pids, acked: { gateway: 0, baseline: 0 }, warmupFailures: noFailures() };
 
   const single = await scenario(ctx, { id: 'single', title: 'single event', eventsPerRequest: 1, warmUp: true });

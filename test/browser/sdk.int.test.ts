@@ -154,9 +154,7 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
 
   before(async () => {
     await buildSdk();
-    const ch = adminClickHouse();
     tenantId = (await createTenant(adminRegistry(), uid('sdk'))).tenant_id;
-    await ch.close();
     key = await newKey({ tenantId, kind: 'telemetry', name: 'browser sdk' });
     // One gateway as deployed, one whose key may send one request a second (for the 429).
     [gateway, limited, small, consumer] = await Promise.all([

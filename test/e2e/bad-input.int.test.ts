@@ -2,7 +2,9 @@ import { gzipSync } from 'node:zlib';
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { writeSection } from '../../harness/report.js';
+import { createTenant, revokeKey } from '@telemetry/store';
 import {
+  adminRegistry,
   eventually,
   newKey,
   registerMonitors,
@@ -118,6 +120,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     [gateway, query] = await Promise.all([runGateway(), runQuery()]);
     await registerMonitors('m1', 'tenant-a-monitor', 'tenant-b-monitor');
     // A monitor of another tenant: every key of the corpus (default tenant) gets 404.
+    await createTenant(adminRegistry(), 'corpus foreign', FOREIGN_TENANT);
     await registerMonitorsIn(FOREIGN_TENANT, FOREIGN);
     expiredApi = await newKey({ kind: 'api', name: 'corpus expired', scopes: ['checks:read'], expiresInSeconds: 1 });
     expiredAccess = await newKey({ kind: 'telemetry', name: 'corpus expired', expiresInSeconds: 1 });
@@ -138,8 +141,6 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       scopes: ['monitors:write'],
       monitorIds: ['tenant-a-monitor'],
     });
-    const { revokeKey } = await import('@telemetry/store');
-    const { adminRegistry } = await import('../support/fixtures.js');
     await revokeKey(adminRegistry(), revoked.split('_')[1]!);
     await eventually('keys loaded and the revocation seen', async () => {
       const a = await send(gateway.url, {
@@ -788,10 +789,11 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       404,
       'MONITOR_NOT_FOUND',
     ),
+    // A version m1 is not at (versions count from 1 in the registry; m1 is at 1).
     mon('stale If-Match', 'PATCH', '/api/monitors/m1', { paused: true }, 412, 'PRECONDITION_FAILED', {
-      'if-match': '"1"',
+      'if-match': '"0"',
     }),
-    mon('stale If-Match', 'DELETE', '/api/monitors/m1', undefined, 412, 'PRECONDITION_FAILED', { 'if-match': '"1"' }),
+    mon('stale If-Match', 'DELETE', '/api/monitors/m1', undefined, 412, 'PRECONDITION_FAILED', { 'if-match': '"0"' }),
     // --- monitor registry: bodies
     create('empty body', '', 400, 'INVALID_JSON'),
     create('truncated JSON', '{"name":"corpus-bad monitor","url":"https://corpus-bad.exa', 400, 'INVALID_JSON'),

@@ -108,7 +108,6 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
       RUNNER_GROUP_ID: uid('egress-runners'),
       WEBHOOK_GROUP_ID: uid('egress-webhooks'),
       WEBHOOK_RETRY_BASE_MS: '100',
-      REGISTRY_REFRESH_MS: '1000',
     });
     await eventually('the key loaded', async () =>
       (await api(strictQuery, 'GET', '/api/monitors?limit=1')).status === 200 ? true : undefined,
@@ -270,7 +269,6 @@ describe('EGRESS_DENY_PORTS (real Kafka and ClickHouse, a check runner process)'
       RUNNER_LOCATION: location,
       RUNNER_GROUP_ID: uid('ports-runners'),
       WEBHOOK_GROUP_ID: uid('ports-webhooks'),
-      REGISTRY_REFRESH_MS: '1000',
     });
     await eventually('the key loaded', async () =>
       (await fetch(`${denying.url}/api/monitors?limit=1`, { headers: { authorization: `Bearer ${key}` } })).status ===

@@ -47,7 +47,6 @@ describe('fair check slots among tenants (real Kafka and ClickHouse, a check run
       RUNNER_ID: 'fair',
       RUNNER_GROUP_ID: uid('fair-runners'),
       WEBHOOK_GROUP_ID: uid('fair-webhooks'),
-      REGISTRY_REFRESH_MS: '2000',
       MAX_CONCURRENT_CHECKS: String(SLOTS),
     });
   });

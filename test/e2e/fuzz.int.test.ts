@@ -2,7 +2,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { writeSection } from '../../harness/report.js';
+import { createTenant } from '@telemetry/store';
 import {
+  adminRegistry,
   eventually,
   newKey,
   registerMonitors,
@@ -112,8 +114,9 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
 
   it("finds no 5xx and no undocumented answer with another tenant's key on the query service", async () => {
     // The monitors above belong to the default tenant; for this key none of them exists.
+    const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz foreign');
     const key = await newKey({
-      tenantId: 'ten_fuzzforeign',
+      tenantId,
       kind: 'api',
       name: 'fuzz foreign',
       scopes: ['checks:read', 'monitors:read', 'monitors:write'],

@@ -83,7 +83,6 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
           RUNNER_LOCATION: location,
           RUNNER_GROUP_ID: group,
           WEBHOOK_GROUP_ID: webhooks,
-          REGISTRY_REFRESH_MS: '1000',
           RUNNER_STATE_SETTLE_MS: '200',
         }),
       );
@@ -167,17 +166,21 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
       undefined,
       null,
     ]);
+    // The token went with the type (its nonce is gone): coming back gives a new one.
     const back = await api<Monitor>('PATCH', `/api/monitors/${m.id}`, { type: 'heartbeat' });
-    expect([back.status, back.body.data.url, back.body.data.heartbeat_token]).to.deep.equal([
-      200,
-      m.url,
-      m.heartbeat_token,
-    ]);
-    // Calls with a wrong, malformed or another monitor's token are refused; GET is not the method.
-    const token = m.heartbeat_token!;
+    expect([back.status, back.body.data.url]).to.deep.equal([200, m.url]);
+    const token = back.body.data.heartbeat_token!;
+    expect(token).to.match(/^hb_[0-9a-z]+_[0-9a-f]{16}_[0-9a-f]{32}$/);
+    expect(token).to.not.equal(m.heartbeat_token);
+    // The gateway takes it once the change feed brought it the new nonce (after the old one went).
+    await eventually('the gateway takes the new token', async () =>
+      (await beat(token)).status === 200 ? true : undefined,
+    );
+    // Calls with a wrong, malformed, another monitor's or the left type's token are refused;
+    // GET is not the method.
     const forged = `${token.slice(0, -1)}${token.endsWith('0') ? '1' : '0'}`;
     const otherMonitor = token.replace(/_[0-9a-f]{16}_/, '_0123456789abcdef_');
-    for (const bad of [forged, otherMonitor, 'hb_x', 'nothing', `${token}0`]) {
+    for (const bad of [forged, otherMonitor, m.heartbeat_token!, 'hb_x', 'nothing', `${token}0`]) {
       const r = await beat(bad);
       expect([r.status, ((await r.json()) as Envelope<null>).code], bad).to.deep.equal([404, 'HEARTBEAT_NOT_FOUND']);
     }
@@ -214,6 +217,10 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
     expect(made.status).to.equal(201);
     const m = made.body.data;
     const token = m.heartbeat_token!;
+    // The gateway takes the token once the change feed brought it the monitor's nonce.
+    await eventually('the gateway takes the token', async () =>
+      (await beat(token)).status === 200 ? true : undefined,
+    );
     // The job calls every second for a while: the monitor stays up, and no down is stored.
     const until = Date.now() + 5000;
     while (Date.now() < until) {

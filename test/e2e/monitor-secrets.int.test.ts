@@ -1,8 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { DEFAULT_TENANT, type AlertMessage, type Monitor, type WebhookDelivery } from '@telemetry/contract';
-import { sqlIdentifier, sqlString, sqlStringList } from '@telemetry/platform';
-import { DEFAULT_MONITOR, databasesOf, MonitorStore, newMonitorId, newWebhookSecret, tableIn } from '@telemetry/store';
+import { sqlIdentifier, sqlStringList } from '@telemetry/platform';
+import {
+  DEFAULT_MONITOR,
+  databasesOf,
+  MonitorStore,
+  newMonitorId,
+  newWebhookSecret,
+  quoteIdent,
+} from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
 import {
   adminClickHouse,
@@ -58,7 +65,7 @@ describe('monitor credentials: a moved URL, tokens inside URLs (real Kafka and C
     return { status: r.status, body: JSON.parse(text) as Envelope<T>, text };
   }
 
-  /** Every table of the run's three databases, as text. */
+  /** Every table of the run's three ClickHouse databases and of its registry (PostgreSQL), as text. */
   async function everyTable(): Promise<Map<string, string>> {
     const databases = Object.values(databasesOf(testStack().database));
     const tables = await (
@@ -75,6 +82,15 @@ describe('monitor credentials: a moved URL, tokens inside URLs (real Kafka and C
         format: 'TabSeparated',
       });
       out.set(`${database}.${name}`, await rs.text());
+    }
+    const registry = adminRegistry();
+    const { rows: pgTables } = await registry.query<{ name: string }>(
+      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
+    );
+    expect(pgTables.map((t) => t.name)).to.include('monitors');
+    for (const { name } of pgTables) {
+      const { rows } = await registry.query<{ row: string }>(`SELECT t::text AS row FROM ${quoteIdent(name)} t`);
+      out.set(`registry.${name}`, rows.map((r) => r.row).join('\n'));
     }
     return out;
   }
@@ -97,7 +113,6 @@ describe('monitor credentials: a moved URL, tokens inside URLs (real Kafka and C
       RUNNER_ID: 'runner-creds',
       RUNNER_GROUP_ID: uid('creds-runners'),
       WEBHOOK_GROUP_ID: uid('creds-webhooks'),
-      REGISTRY_REFRESH_MS: '2000',
       WEBHOOK_RETRY_BASE_MS: '200',
       LOG_LEVEL: 'info',
     });
@@ -277,28 +292,23 @@ describe('monitor credentials: a moved URL, tokens inside URLs (real Kafka and C
     };
     const webhookSecret = newWebhookSecret();
     // The row as this service wrote it before: the URL, headers and signing secret sealed,
-    // the webhook URLs in `spec` as they were sent.
+    // the webhook URLs in `spec` as they were sent (no `webhooks_sealed` mark).
     const box = runSecretBox();
-    const table = tableIn(testStack().database, 'registry', 'monitors');
-    await ch.insert({
-      table,
-      format: 'JSONEachRow',
-      values: [
-        {
-          tenant_id: DEFAULT_TENANT,
-          id,
-          version: Date.now() * 1000,
-          deleted: 0,
-          spec: JSON.stringify({ ...monitor, webhook_secret: '' }),
-          sealed: box.seal(
-            JSON.stringify({ url: monitor.url, headers: {}, webhook_secret: webhookSecret }),
-            `monitors/${DEFAULT_TENANT}/${id}`,
-          ),
-          created_at: now,
-          updated_at: now,
-        },
+    const registry = adminRegistry();
+    await registry.query(
+      `INSERT INTO monitors (id, tenant_id, version, spec, sealed, created_at, updated_at)
+       VALUES ($1, $2, 1, $3, $4, to_timestamp($5), to_timestamp($5))`,
+      [
+        id,
+        DEFAULT_TENANT,
+        JSON.stringify({ ...monitor, webhook_secret: '' }),
+        box.seal(
+          JSON.stringify({ url: monitor.url, headers: {}, webhook_secret: webhookSecret }),
+          `monitors/${DEFAULT_TENANT}/${id}`,
+        ),
+        now,
       ],
-    });
+    );
     const shown = await api<Monitor>('GET', `/api/monitors/${id}`);
     expect(shown.status, shown.text).to.equal(200);
     expect(shown.body.data.webhooks).to.deep.equal([new URL(hooks.url('/')).origin]);
@@ -308,18 +318,17 @@ describe('monitor credentials: a moved URL, tokens inside URLs (real Kafka and C
       30_000,
     );
 
-    // What the query service runs at start: the row is sealed anew, the plain one merged away.
-    expect(await new MonitorStore(adminRegistry(), box).reseal()).to.deep.equal({ resealed: 1, merged: true });
-    const rows = await (
-      await ch.query({ query: `SELECT spec, sealed FROM ${table} WHERE id = ${sqlString(id)}`, format: 'JSONEachRow' })
-    ).json<{ spec: string; sealed: string }>();
+    // What the query service runs at start: the row is sealed anew, in place.
+    expect(await new MonitorStore(registry, box).reseal()).to.equal(1);
+    const { rows } = await registry.query<{ version: string; spec: string; sealed: string }>(
+      'SELECT version, spec, sealed FROM monitors WHERE id = $1',
+      [id],
+    );
     expect(rows).to.have.length(1);
+    expect(rows[0]!.version, 'the settings did not change').to.equal('1');
     expect(rows[0]!.spec).not.to.include(pathToken);
     expect(rows[0]!.sealed).not.to.include(pathToken);
-    expect(await new MonitorStore(adminRegistry(), box).reseal(), 'nothing left').to.deep.equal({
-      resealed: 0,
-      merged: true,
-    });
+    expect(await new MonitorStore(registry, box).reseal(), 'nothing left').to.equal(0);
     // Still delivered to the real URL, now read from the sealed secrets.
     const read = await new MonitorStore(adminRegistry(), box).get(id);
     expect(read).to.include({ webhook_secret: webhookSecret });

@@ -215,7 +215,6 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
       RUNNER_ID: uid('tcp-runner'),
       RUNNER_GROUP_ID: uid('tcp-runners'),
       WEBHOOK_GROUP_ID: uid('tcp-webhooks'),
-      REGISTRY_REFRESH_MS: '1000',
       RUNNER_LOCATION: LOCATION,
       NODE_EXTRA_CA_CERTS: certs.ca,
     });

@@ -112,7 +112,6 @@ describe('runner isolation (real Kafka and ClickHouse, a check runner process)',
       RUNNER_GROUP_ID: uid('isolation-runners'),
       WEBHOOK_GROUP_ID: uid('isolation-webhooks'),
       WEBHOOK_TIMEOUT_MS: '15000',
-      REGISTRY_REFRESH_MS: '2000',
       CHECK_MAX_BODY_BYTES: String(4 * 1024 * 1024),
     });
   });

@@ -1,16 +1,7 @@
 import { expect } from 'chai';
 import type { Envelope, PublicStatusPage, StatusPage } from '@telemetry/contract';
 import { createTenant, issueKey } from '@telemetry/store';
-import {
-  adminClickHouse,
-  eventually,
-  ownUser,
-  runQuery,
-  testStack,
-  uid,
-  type Running,
-  adminRegistry,
-} from '../support/fixtures.js';
+import { eventually, ownUser, runQuery, testStack, uid, type Running, adminRegistry } from '../support/fixtures.js';
 import { TcpGate } from '../support/tcp-gate.js';
 
 /** The status page API and the public route, on real ClickHouse (the console's own tests are in test/browser). */
@@ -38,42 +29,37 @@ describe('status pages and the events overview API (real ClickHouse)', function 
   }
 
   before(async () => {
-    const ch = adminClickHouse();
-    try {
-      const tenant = async (): Promise<string> => (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
-      const [a, b] = [await tenant(), await tenant()];
-      const all = ['checks:read', 'monitors:read', 'monitors:write', 'events:read'];
-      keys.a = (await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'a', scopes: all })).key;
-      keys.b = (await issueKey(adminRegistry(), { tenantId: b, kind: 'api', name: 'b', scopes: all })).key;
-      keys.noEvents = (
-        await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'no events', scopes: ['monitors:read'] })
-      ).key;
-      query = await runQuery({ STATUS_PAGE_CACHE_SECONDS: '2' });
-      await eventually('keys loaded', async () =>
-        (await api('GET', '/api/monitors')).status === 200 ? true : undefined,
-      );
-      for (const name of ['Shop', 'Checkout']) {
-        const r = await api<{ id: string }>('POST', '/api/monitors', {
-          body: { name, url: 'https://shop.example.com/health', headers: { 'X-Token': 'secret-value' }, paused: true },
-        });
-        expect(r.status).to.equal(201);
-        if (r.body.success) monitors.push({ id: r.body.data.id, name });
-      }
-      keys.aLimited = (
-        await issueKey(adminRegistry(), {
-          tenantId: a,
-          kind: 'api',
-          name: 'limited',
-          scopes: all,
-          monitorIds: [monitors[0]!.id],
-        })
-      ).key;
-      await eventually('limited key loaded', async () =>
-        (await api('GET', '/api/status-pages', { key: keys.aLimited })).status === 200 ? true : undefined,
-      );
-    } finally {
-      await ch.close();
+    const tenant = async (): Promise<string> => (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+    const [a, b] = [await tenant(), await tenant()];
+    const all = ['checks:read', 'monitors:read', 'monitors:write', 'events:read'];
+    keys.a = (await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'a', scopes: all })).key;
+    keys.b = (await issueKey(adminRegistry(), { tenantId: b, kind: 'api', name: 'b', scopes: all })).key;
+    keys.noEvents = (
+      await issueKey(adminRegistry(), { tenantId: a, kind: 'api', name: 'no events', scopes: ['monitors:read'] })
+    ).key;
+    query = await runQuery({ STATUS_PAGE_CACHE_SECONDS: '2' });
+    await eventually('keys loaded', async () =>
+      (await api('GET', '/api/monitors')).status === 200 ? true : undefined,
+    );
+    for (const name of ['Shop', 'Checkout']) {
+      const r = await api<{ id: string }>('POST', '/api/monitors', {
+        body: { name, url: 'https://shop.example.com/health', headers: { 'X-Token': 'secret-value' }, paused: true },
+      });
+      expect(r.status).to.equal(201);
+      if (r.body.success) monitors.push({ id: r.body.data.id, name });
     }
+    keys.aLimited = (
+      await issueKey(adminRegistry(), {
+        tenantId: a,
+        kind: 'api',
+        name: 'limited',
+        scopes: all,
+        monitorIds: [monitors[0]!.id],
+      })
+    ).key;
+    await eventually('limited key loaded', async () =>
+      (await api('GET', '/api/status-pages', { key: keys.aLimited })).status === 200 ? true : undefined,
+    );
   });
 
   after(async () => {
@@ -212,6 +198,16 @@ describe('public status pages under anonymous load (real ClickHouse)', function 
     const m = new RegExp(`^status_page_renders_total\\{outcome="${outcome}"[^}]*\\} (\\d+)$`, 'm').exec(text);
     return Number(m?.[1] ?? 0);
   }
+  /** Waits until the service's change feed applied every registry change made so far. */
+  async function feedCaughtUp(s: Running): Promise<void> {
+    const { rows } = await adminRegistry().query<{ seq: string }>('SELECT max(seq) AS seq FROM registry_changes');
+    const last = Number(rows[0]!.seq);
+    await eventually(`the feed at change ${last}`, async () => {
+      const text = await (await fetch(`${s.url}/metrics`)).text();
+      const applied = [...text.matchAll(/^registry_feed_sequence\{[^}]*\} (\d+)$/gm)].map((m) => Number(m[1]));
+      return applied.length > 0 && applied.every((n) => n >= last) ? true : undefined;
+    });
+  }
   const keysLoaded = (s: Running): Promise<true> =>
     eventually('keys loaded', async () =>
       (await fetch(`${s.url}/api/status-pages`, { headers: { authorization: `Bearer ${keys.b}` } })).status === 200
@@ -220,15 +216,10 @@ describe('public status pages under anonymous load (real ClickHouse)', function 
     );
 
   before(async () => {
-    const ch = adminClickHouse();
-    try {
-      const scopes = ['monitors:read', 'monitors:write'];
-      for (const t of ['a', 'b'] as const) {
-        const tenantId = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
-        keys[t] = (await issueKey(adminRegistry(), { tenantId, kind: 'api', name: t, scopes })).key;
-      }
-    } finally {
-      await ch.close();
+    const scopes = ['monitors:read', 'monitors:write'];
+    for (const t of ['a', 'b'] as const) {
+      const tenantId = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+      keys[t] = (await issueKey(adminRegistry(), { tenantId, kind: 'api', name: t, scopes })).key;
     }
     cached = await runQuery({ STATUS_PAGE_CACHE_SECONDS: '600' });
     await keysLoaded(cached);
@@ -255,6 +246,28 @@ describe('public status pages under anonymous load (real ClickHouse)', function 
     const bodies = await Promise.all(answers.map((r) => r.json() as Promise<{ data: { title: string } }>));
     expect(new Set(bodies.map((b) => b.data.title))).to.deep.equal(new Set(['Crowd']));
     expect((await renders(cached, 'ok')) - before).to.equal(1);
+  });
+
+  it('keeps a rendered page when a notice brings the settings it shows, and renders anew for other settings', async () => {
+    const slug = await createPage(cached, 'a', 'Notice');
+    await feedCaughtUp(cached);
+    const before = await renders(cached, 'ok');
+    expect((await get(cached, slug)).status).to.equal(200);
+    // A write that changes nothing it shows (as the notice of this replica's own change,
+    // which may come after a render): the page stays cached.
+    await adminRegistry().query('UPDATE status_pages SET updated_at = updated_at WHERE slug = $1', [slug]);
+    await feedCaughtUp(cached);
+    expect((await get(cached, slug)).status).to.equal(200);
+    expect((await renders(cached, 'ok')) - before, 'renders after a notice of the same settings').to.equal(1);
+    // A change of its title elsewhere: rendered anew, with the new title.
+    await adminRegistry().query(
+      "UPDATE status_pages SET title = 'Notice renamed', version = version + 1 WHERE slug = $1",
+      [slug],
+    );
+    await feedCaughtUp(cached);
+    const renamed = (await (await get(cached, slug)).json()) as { data: { title: string } };
+    expect(renamed.data.title).to.equal('Notice renamed');
+    expect((await renders(cached, 'ok')) - before).to.equal(2);
   });
 
   it("evicts only the edited page: tenant A's edits leave tenant B's (and A's other) pages cached", async () => {

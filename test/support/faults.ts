@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { runStack } from '../global-setup.js';
+import { pipelineTopics } from '../../harness/run.js';
 import { provision } from '../../tools/devstack/provision.js';
 import { startStack, type Stack } from '../../tools/devstack/stack.js';
 
@@ -24,17 +25,10 @@ export async function controllableStack(): Promise<ControllableStack> {
   const env: Record<string, string> = { KAFKA_BROKERS: stack.kafkaBrokers, CLICKHOUSE_URL: stack.clickhouseUrl };
   if (own) {
     const run = randomBytes(3).toString('hex');
-    Object.assign(env, {
-      CLICKHOUSE_DATABASE: `faults_${run}`,
-      EVENTS_TOPIC: `faults.${run}.events`,
-      CHECKS_TOPIC: `faults.${run}.checks`,
-      DEAD_LETTER_TOPIC: `faults.${run}.dead-letter`,
-    });
-    await provision(own, {
-      database: env.CLICKHOUSE_DATABASE!,
-      topics: [env.EVENTS_TOPIC!, env.CHECKS_TOPIC!, env.DEAD_LETTER_TOPIC!],
-      partitions: 4,
-    });
+    // Every topic a service subscribes to (the consumer exits on an unknown one).
+    const topics = pipelineTopics(`faults.${run}`);
+    Object.assign(env, { CLICKHOUSE_DATABASE: `faults_${run}`, ...topics.env });
+    await provision(own, { database: env.CLICKHOUSE_DATABASE!, topics: topics.list, partitions: 4 });
   }
   return { stack, control: stack.control!, env, release: async () => own?.stop() };
 }

@@ -210,7 +210,9 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
   const rendered = new RenderCache<PublicStatusPage>(deps.cacheSeconds * 1000, deps.cacheSeconds * 1000, (outcome) =>
     renders.inc({ outcome }),
   );
-  // A page changed on another replica: rendered anew here too.
+  // A page changed on another replica: rendered anew here too. (The notice of a change
+  // made here comes back after the page was put, maybe rendered again: the directory
+  // compares versions and does not call for a page it holds at that version already.)
   deps.directory.onChange((slugs) => {
     for (const slug of slugs) rendered.evict(slug);
   });

@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { toIsoSeconds } from '@telemetry/contract';
 import { AppError, type PgClient, type PgPool, type PgQueryable, type SecretBox } from '@telemetry/platform';
-import { isSealedWith, openMonitor, sealMonitor, toUnixSeconds, type StoredMonitor } from '../monitor-rows.js';
+import {
+  isSealedWith,
+  openMonitor,
+  sealMonitor,
+  toUnixSeconds,
+  WEBHOOKS_SEALED_MARK,
+  type StoredMonitor,
+} from '../monitor-rows.js';
 import { epochOf, registryCall, registryWrite } from './pg.js';
 
 export interface ListOptions {
@@ -258,13 +265,18 @@ export class MonitorStore {
   }
 
   /**
-   * Seals again every monitor not sealed with the ring's first key (a key rotation).
+   * Seals again every monitor not sealed with the ring's first key (a key rotation), or
+   * whose webhook URLs are still in `spec` (sealed before they were secrets).
    * Returns how many; versions stay (the settings did not change).
    */
   async reseal(): Promise<number> {
     const prefix = `v1.${this.box.keyId}.`;
     const { rows } = await registryCall(() =>
-      this.db.query<Row>(`SELECT id, version, spec, sealed FROM monitors WHERE NOT starts_with(sealed, $1)`, [prefix]),
+      this.db.query<Row>(
+        `SELECT id, version, spec, sealed FROM monitors
+         WHERE NOT (starts_with(sealed, $1) AND strpos(spec, $2) > 0)`,
+        [prefix, WEBHOOKS_SEALED_MARK],
+      ),
     );
     let n = 0;
     for (const r of rows) {
