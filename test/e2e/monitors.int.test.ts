@@ -67,7 +67,6 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
     spawnService('check-runner', {
       RUNNER_ID: id,
       RUNNER_SESSION_TIMEOUT_MS: '6000',
-      REGISTRY_REFRESH_MS: '5000',
       WEBHOOK_RETRY_BASE_MS: '200',
     });
 

@@ -70,7 +70,7 @@ export class GroupAssignment implements Component {
           const change = JSON.parse(message.value?.toString('utf8') ?? 'null') as MonitorChange | null;
           if (change && typeof change.id === 'string') this.deps.onNotice(change);
         } catch {
-          // Not a notice: the periodic registry reload covers whatever it meant.
+          // Not a notice: the registry's change feed covers whatever it meant.
         }
         return Promise.resolve();
       },

@@ -24,7 +24,7 @@ function csvField(s: string): string {
 }
 
 export interface ExportRouteDeps {
-  /** The exports' own pool: a full pool never delays readiness, key refresh or the list. */
+  /** The exports' own pool: a full pool never delays readiness or the list. */
   client: ClickHouseClient;
   database: string;
   logger: Logger;

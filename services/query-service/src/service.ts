@@ -44,8 +44,8 @@ export interface QueryService {
 
 export async function startQueryService(config: QueryConfig, logger: Logger): Promise<QueryService> {
   const registry = createRegistry('query-service');
-  // Three pools, so that no user query can hold a socket readiness or key refresh needs:
-  // `ch` (readiness pings and key refresh only), `reader` (list, summary, incidents) and
+  // Three pools, so that no user query can hold a socket readiness needs:
+  // `ch` (readiness pings only), `reader` (list, summary, incidents) and
   // `exports` (one socket per export slot). The registry writer is a fourth.
   const ch = clickhouseComponent(config, logger, {
     requestTimeoutMs: config.queryTimeoutMs + 1000,
