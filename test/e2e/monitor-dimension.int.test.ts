@@ -35,8 +35,9 @@ describe('monitors dimension table in ClickHouse (real PostgreSQL and ClickHouse
   const URL_PASSWORD = `pw${randomUUID().replace(/-/g, '')}`;
 
   before(async () => {
-    query = await runQuery();
+    // The key first: the service loads it at start.
     key = await newKey({ kind: 'api', name: 'dimension', scopes: ['monitors:read', 'monitors:write'] });
+    query = await runQuery();
   });
 
   after(async () => {

@@ -168,3 +168,89 @@ describe('registry mirror (unit)', () => {
     expect(heard).to.deep.equal([['a'], ['a', 'b']]);
   });
 });
+
+describe('registry change feed: connections and a log that went back (unit)', () => {
+  /** A clock whose timers run only when the test says. */
+  function manualClock() {
+    const timers: (() => void)[] = [];
+    return {
+      timers,
+      clock: {
+        now: () => 0,
+        setTimeout: (fn: () => void) => {
+          timers.push(fn);
+          return {};
+        },
+        clearTimeout: () => {},
+      },
+    };
+  }
+
+  it('after a lost LISTEN connection, tries again one attempt at a time until one listens', async () => {
+    const log = new MemoryLog();
+    let attempts = 0;
+    let failures = 3;
+    let lose: ((err: Error) => void) | undefined;
+    log.listen = (wake: () => void, lost?: (err: Error) => void) => {
+      attempts++;
+      log.wake = wake;
+      if (attempts > 1 && failures-- > 0) return Promise.reject(new Error('refused'));
+      lose = lost;
+      return Promise.resolve({ close: () => Promise.resolve() });
+    };
+    const { timers, clock } = manualClock();
+    const feed = new ChangeFeed({ name: 'test', log, catchUpMs: 1000, logger: silentLogger, clock });
+    await feed.start();
+    timers.length = 0; // the catch-up timer
+    lose!(new Error('the LISTEN connection ended'));
+    lose!(new Error('and an error after it'));
+    expect(timers, 'one reconnection scheduled').to.have.length(1);
+    for (let i = 0; i < 10 && timers.length > 0; i++) {
+      const fire = timers.splice(0, timers.length);
+      expect(fire, 'never two reconnections at once').to.have.length(1);
+      fire[0]!();
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(attempts, 'the first, three refused, one that listens').to.equal(5);
+    expect(timers).to.have.length(0);
+    await feed.stop();
+  });
+
+  it('loads everything again when the log went back behind its copy (a restore, a failover)', async () => {
+    const log = new MemoryLog();
+    const rows = new Rows();
+    const mirror = new Mirror('keys', rows.load, (r: { id: string; v: string }) => r.id);
+    const feed = new ChangeFeed({ name: 'test', log, catchUpMs: 3_600_000, logger: silentLogger });
+    feed.subscribe(mirror);
+    rows.rows.set('a', '1');
+    log.add('keys', 'a');
+    log.add('keys', 'a');
+    await feed.start();
+    expect(feed.sequence).to.equal(2);
+    // Restored to sequence 1; a new change reuses sequence 2.
+    log.entries = [{ seq: 1, entity: 'keys', id: 'a' }];
+    rows.rows.set('b', 'new');
+    log.add('keys', 'b');
+    log.entries.pop();
+    await feed.catchUp();
+    expect(mirror.get('b')?.v, 'read by the full load').to.equal('new');
+    expect(rows.loads.at(-1)).to.equal(undefined);
+    await feed.stop();
+  });
+
+  it('never puts back an older version of a row than it holds', async () => {
+    let version = 3;
+    const load = () => Promise.resolve([{ id: 'm', version }]);
+    const mirror = new Mirror(
+      'monitors',
+      load,
+      (r) => r.id,
+      (r) => r.version,
+    );
+    await mirror.reload();
+    version = 2; // a read that started before the newer one ended
+    await mirror.apply(['m']);
+    expect(mirror.get('m')?.version).to.equal(3);
+  });
+});

@@ -154,7 +154,9 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
         silentLogger,
       );
       await dimension.reload();
+      await dimension.settled();
       await dimension.apply(['mon_gone']);
+      await dimension.settled();
       break;
     }
     case 'analyst':

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 /** `npm start` writes the running stack's addresses here, so the CLIs find them. */
 export const LOCAL_ENV_FILE = process.env.DEVSTACK_ENV_FILE ?? '.stack/env';
@@ -9,7 +9,11 @@ export function writeLocalEnv(vars: Record<string, string>): void {
     Object.entries(vars)
       .map(([k, v]) => `${k}=${v}`)
       .join('\n') + '\n',
+    // It holds the registry owner's DATABASE_URL, password included.
+    { mode: 0o600 },
   );
+  // (mode applies to a new file only)
+  chmodSync(LOCAL_ENV_FILE, 0o600);
 }
 
 /** process.env, with what `npm start` wrote filled in where a variable is unset. */

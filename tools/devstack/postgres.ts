@@ -4,8 +4,9 @@
  * under the stack's data directory, as the stack does for ClickHouse. PostgreSQL refuses
  * to run as root: as root the server runs as the `postgres` system user (setpriv).
  *
- * The superuser `postgres` may connect from loopback without a password (a development
- * server); the services' roles have passwords (provisionPostgres).
+ * Every role connects with its password (scram-sha-256), the superuser `postgres` too: its
+ * password is made with the data and kept beside it (mode 600); the services' roles get
+ * theirs from provisionPostgres.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -15,6 +16,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
@@ -70,14 +72,17 @@ function asPostgres(cmd: string, args: string[]): [string, string[]] {
   return ['setpriv', ['--reuid=postgres', '--regid=postgres', '--init-groups', '--', cmd, ...args]];
 }
 
-function ownedByPostgres(dir: string): void {
+function ownedByPostgres(dir: string, log: (l: string) => void): void {
   mkdirSync(dir, { recursive: true });
   if (process.getuid?.() !== 0) return;
   // The server's user must pass through the directories above (a mkdtemp dir is 0700):
-  // each that others cannot enter gets o+x (enter, not list).
+  // each that others cannot enter gets o+x (enter, not list), and is named in the log.
   for (let up = dirname(dir); up !== dirname(up); up = dirname(up)) {
     const mode = statSync(up).mode;
-    if ((mode & 0o001) === 0) chmodSync(up, (mode & 0o7777) | 0o001);
+    if ((mode & 0o001) === 0) {
+      chmodSync(up, (mode & 0o7777) | 0o001);
+      log(`${up}: o+x, so that the postgres user can reach PostgreSQL's data below it`);
+    }
   }
   // uid/gid of the postgres user, as the package made them.
   const { uid, gid } = postgresIds();
@@ -102,34 +107,42 @@ export async function startLocalPostgres(dir: string, log: (l: string) => void):
   mkdirSync(dir, { recursive: true });
   const data = join(dir, 'data');
   const sockets = join(dir, 'run');
-  ownedByPostgres(dir);
-  ownedByPostgres(sockets);
+  ownedByPostgres(dir, log);
+  ownedByPostgres(sockets, log);
+  // The superuser's password, made with the data (mode 600): no role, the superuser
+  // included, connects without its password, so no other local user can run SQL (or
+  // COPY ... TO PROGRAM) as it.
+  const passwordFile = join(dir, 'superuser-password');
+  if (existsSync(join(data, 'PG_VERSION')) && !existsSync(passwordFile)) {
+    log(`${data} was made without a superuser password: made again (development data)`);
+    rmSync(data, { recursive: true, force: true });
+  }
   if (!existsSync(join(data, 'PG_VERSION'))) {
-    ownedByPostgres(data);
+    ownedByPostgres(data, log);
+    writeFileSync(passwordFile, randomBytes(24).toString('hex'), { mode: 0o600 });
+    if (process.getuid?.() === 0) chownSync(passwordFile, postgresIds().uid, postgresIds().gid);
     const [cmd, args] = asPostgres(join(bin, 'initdb'), [
       '-D',
       data,
       '-U',
       'postgres',
-      '--auth-local=trust',
-      '--auth-host=scram-sha-256',
+      `--pwfile=${passwordFile}`,
+      '--auth=scram-sha-256',
       '--encoding=UTF8',
       '--locale=C',
     ]);
     await run(cmd, args, { maxBuffer: 16 * 1024 * 1024 });
-    // The superuser from loopback without a password (a development server); every other
-    // role with its password.
     writeFileSync(
       join(data, 'pg_hba.conf'),
       [
-        'local all all trust',
-        'host all postgres 127.0.0.1/32 trust',
+        'local all all scram-sha-256',
         'host all all 127.0.0.1/32 scram-sha-256',
         'host all all ::1/128 scram-sha-256',
         '',
       ].join('\n'),
     );
   }
+  const superuserPassword = readFileSync(passwordFile, 'utf8').trim();
   const port = await freePort();
   const [cmd, args] = asPostgres(join(bin, 'postgres'), [
     '-D',
@@ -150,7 +163,7 @@ export async function startLocalPostgres(dir: string, log: (l: string) => void):
     'logging_collector=off',
   ]);
   const server = new ManagedProcess(cmd, args, join(dir, 'server.log'));
-  const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const adminUrl = `postgres://postgres:${superuserPassword}@127.0.0.1:${port}/postgres`;
   const start = async (): Promise<void> => {
     server.start();
     await waitFor('PostgreSQL', () => answers(adminUrl), 60_000, join(dir, 'server.log'));

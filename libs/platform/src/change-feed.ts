@@ -59,6 +59,8 @@ export class ChangeFeed implements Component {
   private stopped = false;
   private listener: { close(): Promise<void> } | undefined;
   private reconnect: object | undefined;
+  /** A reconnection is scheduled or running: never two at once. */
+  private reconnecting = false;
   private readonly clock: Clock;
   private readonly catchUps: Counter | undefined;
   private readonly applied: Counter | undefined;
@@ -185,8 +187,10 @@ export class ChangeFeed implements Component {
   private async read(): Promise<void> {
     try {
       const { oldest, newest } = await this.opts.log.head();
-      if (oldest > this.seq + 1) {
-        // The log was pruned past this copy: load everything again.
+      if (oldest > this.seq + 1 || newest < this.seq) {
+        // The log was pruned past this copy, or went back behind it (a restore, a failover
+        // that lost its last commits: new changes may reuse sequences this copy has seen):
+        // load everything again.
         await Promise.all(this.subscribers.map((s) => s.reload()));
         this.advance(newest);
       } else {
@@ -198,12 +202,15 @@ export class ChangeFeed implements Component {
             if (!byEntity.has(c.entity)) byEntity.set(c.entity, new Set());
             byEntity.get(c.entity)!.add(c.id);
           }
-          await Promise.all(
+          // Every subscriber's apply ends before the next read starts, failed or not.
+          const results = await Promise.allSettled(
             this.subscribers.map((s) => {
               const ids = byEntity.get(s.entity);
               return ids ? s.apply([...ids]) : Promise.resolve();
             }),
           );
+          const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+          if (failed) throw failed.reason;
           this.applied?.inc({ feed: this.name }, changes.length);
           this.advance(changes[changes.length - 1]!.seq);
           if (changes.length < PAGE) break;
@@ -262,12 +269,27 @@ export class ChangeFeed implements Component {
     );
   }
 
+  /** One reconnection at a time, a second apart, until one listens (then a catch-up). */
   private retryConnect(): void {
+    if (this.reconnecting || this.stopped) return;
+    this.reconnecting = true;
     this.reconnect = this.clock.setTimeout(
       () => {
-        if (this.stopped) return;
+        if (this.stopped) {
+          this.reconnecting = false;
+          return;
+        }
         this.connect()
-          .then(() => this.catchUp())
+          .then(
+            () => {
+              this.reconnecting = false;
+              return this.catchUp();
+            },
+            (err: unknown) => {
+              this.reconnecting = false;
+              throw err;
+            },
+          )
           .catch((err: unknown) => {
             this.failed(err);
             if (!this.listener) this.retryConnect();
@@ -339,7 +361,12 @@ export class Mirror<T> implements FeedSubscriber {
     const changed: string[] = [];
     for (const id of ids) {
       const before = this.rows.get(id);
-      const r = found.get(id);
+      let r = found.get(id);
+      // A read that started before a newer one ended (a notice's reload beside the feed's)
+      // never puts an older version back.
+      if (r !== undefined && before !== undefined && this.versionOf && this.versionOf(r) < this.versionOf(before)) {
+        r = before;
+      }
       if (r === undefined) this.rows.delete(id);
       else this.rows.set(id, r);
       const same =

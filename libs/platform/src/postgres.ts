@@ -82,6 +82,12 @@ export function createPostgres(config: PostgresConfig, logger: Logger, applicati
     idleTimeoutMillis: 30_000,
   });
   pool.on('error', (err) => logger.warn('idle PostgreSQL connection failed', { err: String(err) }));
+  // A connection checked out of the pool (a transaction) has no listener of pg-pool's: an
+  // error on it (the server restarted, the backend was ended) would be an uncaught
+  // 'error' event and end the process. The query in flight rejects on its own.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => logger.warn('PostgreSQL connection failed', { err: String(err) }));
+  });
   return pool;
 }
 
@@ -191,9 +197,14 @@ export async function listenOn(
     statement_timeout: undefined,
     query_timeout: undefined,
   });
+  // A channel is an identifier: only ours, checked here.
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new Error(`bad channel name ${channel}`);
+  // onLost is for a connection that was listening: one that never got there is the
+  // caller's rejection alone (pg also emits 'end' after a failed connect).
+  let listening = false;
   let lost = false;
   const lose = (err: Error): void => {
-    if (lost) return;
+    if (lost || !listening) return;
     lost = true;
     onLost(err);
   };
@@ -202,9 +213,13 @@ export async function listenOn(
   client.on('notification', (n) => {
     if (n.channel === channel) onNotify(n.payload ?? '');
   });
-  await client.connect();
-  // A channel is an identifier: only ours, checked here.
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new Error(`bad channel name ${channel}`);
-  await client.query(`LISTEN ${channel}`);
+  try {
+    await client.connect();
+    await client.query(`LISTEN ${channel}`);
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  listening = true;
   return client;
 }

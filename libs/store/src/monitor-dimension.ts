@@ -81,42 +81,71 @@ export class MonitorDimension implements FeedSubscriber {
     this.table = `${sqlIdentifier(database)}.monitors`;
   }
 
-  /** A write failed (ClickHouse away): the next change writes every monitor again. */
-  private behind = false;
+  /** Work not written yet: everything (at start, and after a failed write), and changed ids. */
+  private pendingAll = false;
+  private readonly pendingIds = new Set<string>();
+  private running: Promise<void> | undefined;
 
-  // NOTE: never rejects: ClickHouse being away must not hold up the feed that keeps the
-  // registry's other copies (keys, status pages) current. A failed write is made good by
-  // a full write at the next change.
-  async reload(): Promise<void> {
-    await this.guard(() => this.writeAll());
+  // NOTE: reload() and apply() only queue the write and return: the feed that keeps the
+  // registry's other copies (keys, status pages) current never waits for ClickHouse, even
+  // a slow one. One write runs at a time; a failed one is made good by a full write at the
+  // next change.
+  reload(): Promise<void> {
+    this.pendingAll = true;
+    this.kick();
+    return Promise.resolve();
   }
 
-  async apply(ids: readonly string[]): Promise<void> {
-    await this.guard(() => (this.behind ? this.writeAll() : this.writeSome(ids)));
+  apply(ids: readonly string[]): Promise<void> {
+    for (const id of ids) this.pendingIds.add(id);
+    this.kick();
+    return Promise.resolve();
   }
 
-  private async guard(fn: () => Promise<void>): Promise<void> {
-    try {
-      await fn();
-      this.behind = false;
-    } catch (err) {
-      this.behind = true;
-      this.logger.warn('monitors dimension table not written; written in full at the next change', {
-        err: String(err),
-      });
+  /** Resolves when the queued writes are done (or failed). */
+  async settled(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private kick(): void {
+    if (this.running) return;
+    this.running = this.drain().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pendingAll || this.pendingIds.size > 0) {
+      const all = this.pendingAll;
+      const ids = [...this.pendingIds];
+      this.pendingAll = false;
+      this.pendingIds.clear();
+      try {
+        await (all ? this.writeAll() : this.writeSome(ids));
+      } catch (err) {
+        this.pendingAll = true;
+        this.logger.warn('monitors dimension table not written; written in full at the next change', {
+          err: String(err),
+        });
+        return;
+      }
     }
   }
 
   private async writeAll(): Promise<void> {
-    const current = await this.summaries();
-    const known = new Set(current.map((m) => m.id));
+    // ClickHouse first: a monitor made after this read and before the registry's is no
+    // "gone" one (ids are never reused, so what this read shows and the registry then
+    // lacks was deleted).
     const shown = await this.client.query({
       query: `SELECT tenant_id, id, argMax(name, version) AS n, argMax(type, version) AS t,
           argMax(deleted, version) AS d
         FROM ${this.table} GROUP BY tenant_id, id HAVING d = 0`,
       format: 'JSONEachRow',
     });
-    const gone = (await shown.json<Shown>()).filter((r) => !known.has(r.id));
+    const showing = await shown.json<Shown>();
+    const current = await this.summaries();
+    const known = new Set(current.map((m) => m.id));
+    const gone = showing.filter((r) => !known.has(r.id));
     await this.write([...current.map(rowOf), ...gone.map((r) => this.deletedRow(r))]);
   }
 

@@ -9,7 +9,7 @@ import {
   WEBHOOKS_SEALED_MARK,
   type StoredMonitor,
 } from '../monitor-rows.js';
-import { epochOf, registryCall, registryWrite } from './pg.js';
+import { registryCall, registryWrite } from './pg.js';
 
 export interface ListOptions {
   /** Only this tenant's monitors (every API read); all tenants when absent (the runners). */
@@ -176,30 +176,36 @@ export class MonitorStore {
    */
   async update(next: Omit<StoredMonitor, 'version'>, basedOn: number): Promise<MonitorWithNonce | undefined> {
     return registryWrite(this.db, async (tx) => {
-      const { spec, sealed } = sealMonitor(strip(next), this.box);
-      const { rows } = await tx.query<{ version: string }>(
-        `UPDATE monitors SET version = version + 1, spec = $1, sealed = $2, updated_at = to_timestamp($3)
-         WHERE id = $4 AND tenant_id = $5 AND version = $6 RETURNING version`,
-        [spec, sealed, toUnixSeconds(next.updated_at), next.id, next.tenant_id, basedOn],
-      );
-      if (rows.length === 0) return undefined;
+      const version = await this.updateIn(tx, next, basedOn);
+      if (version === undefined) return undefined;
       const nonce = await this.syncToken(tx, next, undefined);
-      return { ...next, version: Number(rows[0]!.version), ...(nonce !== undefined ? { heartbeat_nonce: nonce } : {}) };
+      return { ...next, version, ...(nonce !== undefined ? { heartbeat_nonce: nonce } : {}) };
     });
+  }
+
+  /** `next` as the monitor's next version if it is still at `basedOn`: that version, or undefined. */
+  private async updateIn(
+    tx: PgClient,
+    next: Omit<StoredMonitor, 'version'>,
+    basedOn: number,
+  ): Promise<number | undefined> {
+    const { spec, sealed } = sealMonitor(strip(next), this.box);
+    const { rows } = await tx.query<{ version: string }>(
+      `UPDATE monitors SET version = version + 1, spec = $1, sealed = $2, updated_at = to_timestamp($3)
+       WHERE id = $4 AND tenant_id = $5 AND version = $6 RETURNING version`,
+      [spec, sealed, toUnixSeconds(next.updated_at), next.id, next.tenant_id, basedOn],
+    );
+    return rows[0] ? Number(rows[0].version) : undefined;
   }
 
   /** A new heartbeat token nonce (the old token stops at once), if the monitor is still at `basedOn`. */
   async rotateHeartbeatToken(m: StoredMonitor, basedOn: number): Promise<MonitorWithNonce | undefined> {
+    const next = { ...strip(m), updated_at: toIsoSeconds(Math.floor(Date.now() / 1000)) };
     return registryWrite(this.db, async (tx) => {
-      const { rows } = await tx.query<{ version: string }>(
-        `UPDATE monitors SET version = version + 1, updated_at = now()
-         WHERE id = $1 AND tenant_id = $2 AND version = $3 RETURNING version, ${epochOf('updated_at')} AS u`,
-        [m.id, m.tenant_id, basedOn],
-      );
-      if (rows.length === 0) return undefined;
+      const version = await this.updateIn(tx, next, basedOn);
+      if (version === undefined) return undefined;
       const nonce = await this.syncToken(tx, m, newHeartbeatNonce());
-      const u = (rows[0] as unknown as { u: string }).u;
-      return { ...m, version: Number(rows[0]!.version), updated_at: toIsoSeconds(Number(u)), heartbeat_nonce: nonce };
+      return { ...next, version, heartbeat_nonce: nonce };
     });
   }
 

@@ -111,7 +111,9 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
          SET search_path = pg_catalog, public AS $$
          WITH gone AS (
            DELETE FROM public.registry_changes
-           WHERE at < now() - keep AND seq < (SELECT max(seq) FROM public.registry_changes)
+           WHERE seq < coalesce((SELECT min(seq) FROM public.registry_changes WHERE at >= now() - keep),
+                                (SELECT max(seq) FROM public.registry_changes))
+             AND seq < (SELECT max(seq) FROM public.registry_changes)
            RETURNING 1)
          SELECT count(*) FROM gone $$`,
       `REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC`,
@@ -217,7 +219,11 @@ export const PG_SERVICE_ROLE_NAMES = Object.keys(PG_SERVICE_ROLES) as PgServiceR
 
 /** A service's role in database `database`: `<database>_<service>` (telemetry_ingest, …). */
 export function pgRoleName(database: string, service: PgServiceRole): string {
-  return quoteIdent(`${database}_${service}`).slice(1, -1);
+  const name = `${database}_${service}`;
+  // Lower case only: the GRANTs name the role unquoted, where PostgreSQL folds to lower case.
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name))
+    throw new Error(`a role name is lower case letters, digits and _: ${name}`);
+  return name;
 }
 
 /** Does `role`'s service hold `privilege` on `table`? */

@@ -29,6 +29,26 @@ function decode(r: Row): StoredStatusPage {
   };
 }
 
+/** Inserts a page as it is (a taken slug: an error, or nothing when `skipTaken`); 1 when it was inserted. */
+async function insertPage(tx: PgQueryable, p: StoredStatusPage, skipTaken: boolean): Promise<number> {
+  const { rowCount } = await tx.query(
+    `INSERT INTO status_pages (slug, tenant_id, version, title, description, monitor_ids, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8))
+     ${skipTaken ? 'ON CONFLICT (slug) DO NOTHING' : ''}`,
+    [
+      p.slug,
+      p.tenant_id,
+      p.version,
+      p.title,
+      p.description,
+      p.monitor_ids,
+      Math.floor(Date.parse(p.created_at) / 1000),
+      Math.floor(Date.parse(p.updated_at) / 1000),
+    ],
+  );
+  return rowCount ?? 0;
+}
+
 /**
  * Public status pages (docs/console.md) in PostgreSQL's `status_pages` table: the slug
  * is the primary key (unique across tenants, by the database), a tenant's page count is
@@ -70,20 +90,7 @@ export class StatusPageStore {
         if (Number(rows[0]?.n ?? 0) >= quota) {
           throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} status pages`, { quota });
         }
-        await tx.query(
-          `INSERT INTO status_pages (slug, tenant_id, version, title, description, monitor_ids, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8))`,
-          [
-            page.slug,
-            page.tenant_id,
-            version,
-            page.title,
-            page.description,
-            page.monitor_ids,
-            Math.floor(Date.parse(page.created_at) / 1000),
-            Math.floor(Date.parse(page.updated_at) / 1000),
-          ],
-        );
+        await insertPage(tx, { ...page, version }, false);
         return { ...page, version };
       });
     } catch (err) {
@@ -135,21 +142,7 @@ export class StatusPageStore {
   async insertMigratedIn(tx: PgQueryable, pages: readonly StoredStatusPage[]): Promise<number> {
     let n = 0;
     for (const p of pages) {
-      const { rowCount } = await tx.query(
-        `INSERT INTO status_pages (slug, tenant_id, version, title, description, monitor_ids, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8)) ON CONFLICT (slug) DO NOTHING`,
-        [
-          p.slug,
-          p.tenant_id,
-          p.version,
-          p.title,
-          p.description,
-          p.monitor_ids,
-          Math.floor(Date.parse(p.created_at) / 1000),
-          Math.floor(Date.parse(p.updated_at) / 1000),
-        ],
-      );
-      n += rowCount ?? 0;
+      n += await insertPage(tx, p, true);
     }
     return n;
   }
