@@ -81,7 +81,7 @@ async function main(): Promise<void> {
           }),
       ),
     );
-    say('stopping Kafka and ClickHouse...');
+    say('stopping Kafka, ClickHouse and PostgreSQL...');
     await stack.stop();
     process.exit(code);
   };
