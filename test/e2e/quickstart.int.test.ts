@@ -100,7 +100,7 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
     await exited;
     await eventually(
       'the services to stop in order',
-      () => Promise.resolve(output.includes('stopping Kafka and ClickHouse') ? true : undefined),
+      () => Promise.resolve(output.includes('stopping Kafka, ClickHouse and PostgreSQL') ? true : undefined),
       30_000,
     );
     expect(output).not.to.match(/exited \(\d+\); stopping/);
