@@ -73,7 +73,7 @@ describe('npm run migrate: the ClickHouse registry copied into PostgreSQL (real 
   const SECRETS = {
     header: 'Bearer legacy-header-secret-4711',
     url: 'https://bob:url-password-88@api.example.com/health?token=url-token-99',
-    webhook: 'https://hooks.slack.com/services/T0/B0/webhook-path-secret',
+    webhook: 'https://hooks.slack.example.test/services/T0/B0/webhook-path-secret',
     plainHeader: 'Bearer plain-before-sealing-123',
     plainWebhook: 'https://hooks.example.com/plain/webhook-plain-secret',
   };
@@ -296,7 +296,7 @@ describe('npm run migrate: the ClickHouse registry copied into PostgreSQL (real 
       const web = (await api<Monitor>(keys.api, `/api/monitors/${ids.web}`)).body.data;
       expect(web.headers).to.deep.equal({ Authorization: '****', Accept: '****' });
       expect(web.url).to.equal('https://api.example.com/health?token=****');
-      expect(web.webhooks).to.deep.equal(['https://hooks.slack.com']);
+      expect(web.webhooks).to.deep.equal(['https://hooks.slack.example.test']);
       expect(web).to.not.have.property('webhook_secret');
       const open = (await new MonitorStore(pool, box).get(ids.web))!;
       expect(open).to.include({ url: SECRETS.url, webhook_secret: 'whsec_legacy_web' });

@@ -218,16 +218,10 @@ export class MonitorStore {
   }
 
   /**
-   * Stores monitors as they are, at their own versions, unless their id is stored already
-   * (npm run migrate). A heartbeat monitor's nonce is '' (its token from before keeps
-   * working until rotated). Returns how many were new.
+   * Stores monitors as they are, at their own versions, unless their id is stored already,
+   * inside the caller's registry write transaction (npm run migrate). A heartbeat monitor's
+   * nonce is '' (its token from before keeps working until rotated). Returns how many were new.
    */
-  async insertMigrated(monitors: readonly StoredMonitor[]): Promise<number> {
-    if (monitors.length === 0) return 0;
-    return registryWrite(this.db, (tx) => this.insertMigratedIn(tx, monitors));
-  }
-
-  /** insertMigrated inside the caller's registry write transaction. */
   async insertMigratedIn(tx: PgClient, monitors: readonly StoredMonitor[]): Promise<number> {
     let added = 0;
     for (const m of monitors) {

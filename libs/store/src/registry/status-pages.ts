@@ -132,13 +132,7 @@ export class StatusPageStore {
     return rowCount === 1;
   }
 
-  /** Stores pages copied from ClickHouse unless their slug is taken, in one transaction; how many were new. */
-  async insertMigrated(pages: readonly StoredStatusPage[]): Promise<number> {
-    if (pages.length === 0) return 0;
-    return registryWrite(this.db, (tx) => this.insertMigratedIn(tx, pages));
-  }
-
-  /** insertMigrated inside the caller's registry write transaction. */
+  /** Stores pages copied from ClickHouse unless their slug is taken, inside the caller's registry write transaction; how many were new. */
   async insertMigratedIn(tx: PgQueryable, pages: readonly StoredStatusPage[]): Promise<number> {
     let n = 0;
     for (const p of pages) {

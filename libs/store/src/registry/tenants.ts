@@ -35,18 +35,7 @@ export async function findTenant(db: Pick<PgPool, 'query'>, id: string): Promise
   return r ? { tenant_id: r.tenant_id, name: r.name, created_at: toIsoSeconds(Number(r.c)) } : undefined;
 }
 
-/** Makes the tenant unless it exists (the default tenant, migrated ones); true when it was made. */
-export async function ensureTenant(db: PgPool, tenant: Tenant): Promise<boolean> {
-  return (await ensureTenants(db, [tenant])) === 1;
-}
-
-/** ensureTenant for many, in one transaction; how many were made. */
-export async function ensureTenants(db: PgPool, tenants: readonly Tenant[]): Promise<number> {
-  if (tenants.length === 0) return 0;
-  return registryWrite(db, (tx) => ensureTenantsIn(tx, tenants));
-}
-
-/** ensureTenants inside the caller's registry write transaction (npm run migrate's batches). */
+/** Makes the tenants that do not exist yet, inside the caller's registry write transaction (npm run migrate's batches); how many were made. */
 export async function ensureTenantsIn(tx: PgQueryable, tenants: readonly Tenant[]): Promise<number> {
   if (tenants.length === 0) return 0;
   const { rowCount } = await tx.query(
