@@ -85,6 +85,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
   private readonly deadLettered: Counter<'topic' | 'reason'>;
   private readonly lag: Gauge<'topic' | 'partition'>;
   private readonly messages: Counter<'topic'>;
+  private readonly prepareRetries: Counter<'topic'>;
   /** Each topic read, with its table and its decoder. */
   private readonly routes: Map<string, Route>;
 
@@ -120,6 +121,12 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     this.messages = new Counter({
       name: 'consumer_messages_total',
       help: 'Messages consumed',
+      labelNames: ['topic'],
+      registers,
+    });
+    this.prepareRetries = new Counter({
+      name: 'consumer_prepare_retries_total',
+      help: 'Batches whose rows could not be prepared (first-seen look-ups in ClickHouse), retried',
       labelNames: ['topic'],
       registers,
     });
@@ -258,6 +265,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
         return true;
       } catch (err) {
         if (this.stopping || !payload.isRunning() || payload.isStale()) return false;
+        this.prepareRetries.inc({ topic });
         this.deps.logger.warn('could not prepare rows; retrying', { topic, error: (err as Error).message });
         await new Promise((r) => setTimeout(r, retryDelayMs(attempt, this.deps.retryMaxMs)));
       }
