@@ -3,6 +3,8 @@ import {
   createKafka,
   createLogger,
   kafkaGroupConsumers,
+  kafkajsAdmin,
+  platformaticAdmin,
   platformaticGroupConsumers,
   type BatchSpec,
   type GroupBatch,
@@ -253,4 +255,49 @@ describe('group consumers on both Kafka client libraries (real Kafka)', function
       await member.stop();
     }
   });
+});
+
+describe('admin calls on both Kafka client libraries (real Kafka)', function () {
+  this.timeout(120_000);
+
+  for (const library of ['kafkajs', 'platformatic'] as const) {
+    it(`${library}: makes missing topics with their partition count, counts partitions, and reads a group's lag`, async () => {
+      const brokers = testStack().kafkaBrokers.split(',');
+      const admin =
+        library === 'kafkajs'
+          ? kafkajsAdmin(createKafka({ brokers, clientId: 'admin-test', logger }))
+          : platformaticAdmin({ brokers, clientId: 'admin-test' });
+      const [a, b] = [uid(`admin-${library}`), uid(`admin-${library}`)];
+      expect(await admin.countPartitions(a)).to.equal(0);
+      await admin.ensureTopics([
+        { topic: a, numPartitions: 3 },
+        { topic: b, numPartitions: 1 },
+      ]);
+      // Idempotent: an existing topic is left as it is.
+      await admin.ensureTopics([{ topic: a, numPartitions: 5 }]);
+      expect([await admin.countPartitions(a), await admin.countPartitions(b)]).to.deep.equal([3, 1]);
+
+      await fill(a, 3, 4); // 12 messages, 4 per partition
+      const group = uid('admin-group');
+      expect(await admin.groupLags(group, [a, b])).to.deep.equal(
+        new Map([
+          [a, 12],
+          [b, 0],
+        ]),
+      );
+      // A member commits past 3 messages of partition 0 and all of partition 1: 5 left.
+      const member = factories()[library](spec(a, group, () => Promise.resolve()));
+      await member.start();
+      try {
+        await eventually('joined', () => (member.joined ? true : undefined), 60_000);
+        await member.commitOffsets([
+          { topic: a, partition: 0, offset: '3' },
+          { topic: a, partition: 1, offset: '4' },
+        ]);
+        await eventually('lag 5', async () => ((await admin.groupLags(group, [a])).get(a) === 5 ? true : undefined));
+      } finally {
+        await member.stop();
+      }
+    });
+  }
 });

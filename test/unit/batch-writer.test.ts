@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { classifyInsertError, createLogger } from '@telemetry/platform';
 import { BatchWriter, type RowSink } from '@telemetry/stream-consumer';
+import { streamTables, type CheckRow, type EventRow } from '@telemetry/store';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 
@@ -242,5 +243,25 @@ describe('batch writer: permanent vs transient insert errors (unit)', () => {
     expect(most).to.equal(2);
     expect(done.sort()).to.deep.equal([1, 2, 3, 4]);
     expect(w.pendingRows).to.equal(0);
+  });
+});
+
+describe('batch writer tables (types)', () => {
+  it('takes for each stream table only rows of its type (a wrong table does not compile)', async () => {
+    const sink = new PickySink();
+    const w = writerFor(sink, []);
+    const t = streamTables('db');
+    const events: EventRow[] = [];
+    const checks: CheckRow[] = [];
+    // Compile-time checks: `npm run check` (tsc) fails if either line compiles.
+    // @ts-expect-error check rows are not rows of the events table
+    const wrongEvents = () => w.write(t.events, checks);
+    // @ts-expect-error event rows are not rows of the checks table
+    const wrongChecks = () => w.write(t.checks, events);
+    expect([typeof wrongEvents, typeof wrongChecks]).to.deep.equal(['function', 'function']);
+    await w.write(t.events, events);
+    await w.write(t.checks, checks);
+    await w.stop();
+    expect(sink.attempts).to.equal(0); // nothing to insert
   });
 });

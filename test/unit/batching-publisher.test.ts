@@ -1,13 +1,13 @@
 import { expect } from 'chai';
-import type { Message } from 'kafkajs';
+import type { ProducerMessage } from '@telemetry/platform';
 import { Registry } from 'prom-client';
 import { BatchingPublisher, messageBytes, OverloadedError, type Publisher } from '@telemetry/platform';
 import { settle, until } from './support/fakes.js';
 
 /** A publisher whose sends the test acknowledges (or fails) one by one. */
 class ControlledTarget implements Publisher {
-  readonly sends: { topic: string; messages: Message[]; ack(): void; fail(err: Error): void }[] = [];
-  send(topic: string, messages: Message[]): Promise<void> {
+  readonly sends: { topic: string; messages: ProducerMessage[]; ack(): void; fail(err: Error): void }[] = [];
+  send(topic: string, messages: ProducerMessage[]): Promise<void> {
     return new Promise((ack, fail) => this.sends.push({ topic, messages, ack, fail }));
   }
 }
@@ -22,7 +22,7 @@ function publisher(target: Publisher, lingerMs: number, maxBatchMessages = 100, 
   });
 }
 
-const msg = (v: string): Message => ({ value: v });
+const msg = (v: string): ProducerMessage => ({ value: v });
 
 /** Records when a promise settles, and how. */
 function watch(p: Promise<void>): { state: 'pending' | 'resolved' | 'rejected'; err?: unknown } {
@@ -118,7 +118,7 @@ describe('batching publisher (unit)', () => {
 
   it('caps a request by bytes: a caller larger than maxBatchBytes is split, and resolves once every part is acked', async () => {
     const target = new ControlledTarget();
-    const big = (v: string): Message => ({ value: v + 'x'.repeat(999) });
+    const big = (v: string): ProducerMessage => ({ value: v + 'x'.repeat(999) });
     const cap = 3 * messageBytes(big('a'));
     const p = new BatchingPublisher(target, {
       lingerMs: 0,
@@ -146,7 +146,7 @@ describe('batching publisher (unit)', () => {
 
   it('sends what waits before a caller would take the batch over its byte cap', async () => {
     const target = new ControlledTarget();
-    const m = (v: string): Message => ({ value: v.repeat(500) });
+    const m = (v: string): ProducerMessage => ({ value: v.repeat(500) });
     const p = new BatchingPublisher(target, {
       lingerMs: 50,
       maxBatchMessages: 1000,

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import type { Message } from 'kafkajs';
+import type { ProducerMessage } from '@telemetry/platform';
 import { Registry } from 'prom-client';
 import { createValidators } from '@telemetry/contract';
+import { streamTables } from '@telemetry/store';
 import { KafkaToClickHouse, type RowWriter } from '../../services/stream-consumer/src/consumer.js';
 import { fakeBatch, fakeGroupConsumers, settle, silentLogger, type FakeGroupConsumer } from './support/fakes.js';
 
@@ -39,11 +40,11 @@ function setup(): {
   consumer: KafkaToClickHouse;
   group: FakeGroupConsumer;
   writer: ControlledWriter;
-  deadLetters: { topic: string; messages: Message[] }[];
+  deadLetters: { topic: string; messages: ProducerMessage[] }[];
 } {
   const { factory, built } = fakeGroupConsumers();
   const writer = new ControlledWriter();
-  const deadLetters: { topic: string; messages: Message[] }[] = [];
+  const deadLetters: { topic: string; messages: ProducerMessage[] }[] = [];
   const consumer = new KafkaToClickHouse({
     consumers: factory,
     writer,
@@ -62,10 +63,7 @@ function setup(): {
     alertsTopic: 'alerts',
     webhookDeliveriesTopic: 'webhook-deliveries',
     deadLetterTopic: 'dlq',
-    eventsTable: 'db.events',
-    checksTable: 'db.checks',
-    alertsTable: 'db.alerts',
-    webhookDeliveriesTable: 'db.webhook_deliveries',
+    tables: streamTables('db'),
     maxMessageBytes: 1_000_000,
     partitionsConcurrently: 2,
     sessionTimeoutMs: 30_000,

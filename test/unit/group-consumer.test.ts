@@ -121,7 +121,7 @@ describe('group consumer component (unit)', () => {
     await seam.runConfig!.eachMessage!({
       topic: 'a',
       partition: 0,
-      message: kafkaMessage('hello', '5'),
+      message: { ...kafkaMessage('hello', '5'), attributes: 0, headers: {} },
       heartbeat: () => Promise.resolve(),
       pause: () => () => undefined,
     });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Message } from 'kafkajs';
+import type { ProducerMessage } from '@telemetry/platform';
 import { MultipleErrors, ProtocolError } from '@platformatic/kafka';
 import { Registry } from 'prom-client';
 import {
@@ -57,7 +57,7 @@ describe('producer errors (unit)', () => {
   it("a batch refused for one caller's messages is sent again per caller: only that caller gets the error", async () => {
     const sent: string[][] = [];
     const target: Publisher = {
-      send: (_topic: string, messages: Message[]) => {
+      send: (_topic: string, messages: ProducerMessage[]) => {
         sent.push(messages.map((m) => String(m.value)));
         return messages.some((m) => String(m.value) === 'huge')
           ? Promise.reject(new KafkaMessageTooLargeError())

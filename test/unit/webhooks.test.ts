@@ -6,7 +6,7 @@ import { createValidators, type WebhookDeliveryMessage } from '@telemetry/contra
 import { EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
 import { CHANNELS, monitorTargets } from '../../services/check-runner/src/channels/index.js';
-import { AlertDispatcher, OffsetWatermarks } from '../../services/check-runner/src/dispatcher.js';
+import { AlertDispatcher } from '../../services/check-runner/src/dispatcher.js';
 import { httpCall } from '../../services/check-runner/src/http-client.js';
 import {
   fakeBatch,
@@ -218,20 +218,5 @@ describe('alert dispatcher with the webhook channel (unit, a local receiver)', (
     await settle();
     expect(group.commits.every((c) => c[0]!.offset === '0')).to.equal(true);
     await d.stop();
-  });
-});
-
-describe('offset watermarks (in-order commits of out-of-order work)', () => {
-  it('commits up to the oldest unfinished offset', () => {
-    const w = new OffsetWatermarks();
-    for (const o of [10, 11, 12]) w.add('t', 0, o);
-    expect(w.done('t', 0, 11)).to.equal(10);
-    expect(w.done('t', 0, 10)).to.equal(12);
-    expect(w.size()).to.equal(1);
-    expect(w.done('t', 0, 12)).to.equal(13);
-    expect(w.done('t', 1, 5)).to.equal(undefined);
-    w.add('t', 0, 13);
-    w.clear();
-    expect([w.size(), w.done('t', 0, 13)]).to.deep.equal([0, undefined]);
   });
 });

@@ -1,19 +1,19 @@
-import type { Message } from 'kafkajs';
+import type { ProducerMessage } from './kafka-types.js';
 import { Gauge, type Registry } from 'prom-client';
 import { AppError, OverloadedError } from './errors.js';
 
 /** Where messages go; resolves only once Kafka acknowledged them. */
 export interface Publisher {
-  send(topic: string, messages: Message[]): Promise<void>;
+  send(topic: string, messages: ProducerMessage[]): Promise<void>;
 }
 
 /** A Publisher whose senders can be told apart, so no one sender takes all the room in flight. */
 export interface FairPublisher extends Publisher {
-  send(topic: string, messages: Message[], owner?: string): Promise<void>;
+  send(topic: string, messages: ProducerMessage[], owner?: string): Promise<void>;
 }
 
 interface Pending {
-  messages: Message[];
+  messages: ProducerMessage[];
   resolve(): void;
   reject(err: unknown): void;
 }
@@ -68,7 +68,7 @@ export class BatchingPublisher implements FairPublisher {
     return this.inFlight;
   }
 
-  send(topic: string, messages: Message[], owner?: string): Promise<void> {
+  send(topic: string, messages: ProducerMessage[], owner?: string): Promise<void> {
     if (this.inFlight + messages.length > this.opts.maxInFlightMessages) {
       return Promise.reject(new OverloadedError());
     }
@@ -96,10 +96,10 @@ export class BatchingPublisher implements FairPublisher {
   }
 
   /** `messages` in runs of at most maxBatchBytes (a message larger than that alone). */
-  private chunks(messages: Message[]): { messages: Message[]; bytes: number }[] {
+  private chunks(messages: ProducerMessage[]): { messages: ProducerMessage[]; bytes: number }[] {
     const max = this.maxBatchBytes;
-    const out: { messages: Message[]; bytes: number }[] = [];
-    let current: { messages: Message[]; bytes: number } = { messages: [], bytes: 0 };
+    const out: { messages: ProducerMessage[]; bytes: number }[] = [];
+    let current: { messages: ProducerMessage[]; bytes: number } = { messages: [], bytes: 0 };
     for (const m of messages) {
       const size = messageBytes(m);
       if (current.messages.length > 0 && current.bytes + size > max) {
@@ -113,7 +113,7 @@ export class BatchingPublisher implements FairPublisher {
     return out;
   }
 
-  private enqueue(topic: string, chunk: { messages: Message[]; bytes: number }): Promise<void> {
+  private enqueue(topic: string, chunk: { messages: ProducerMessage[]; bytes: number }): Promise<void> {
     let q = this.queues.get(topic);
     if (!q) {
       q = { pending: [], count: 0, bytes: 0, timer: undefined };
@@ -165,7 +165,7 @@ export class BatchingPublisher implements FairPublisher {
 }
 
 /** About what a message takes in a record batch: key, value, headers and per-record overhead. */
-export function messageBytes(m: Message): number {
+export function messageBytes(m: ProducerMessage): number {
   const len = (v: unknown): number =>
     v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0;
   let bytes = 32 + len(m.key) + len(m.value);

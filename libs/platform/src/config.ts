@@ -134,7 +134,7 @@ export const kafkaSpec = {
   kafkaClient: v.oneOf(
     'KAFKA_CLIENT',
     'platformatic',
-    "the library producers and consumer groups use: platformatic (@platformatic/kafka, Kafka's idempotent producer; cheaper to send and to read in bench:ingest and bench:consume) or kafkajs (not idempotent); admin calls use kafkajs",
+    "the library producers and consumer groups use: platformatic (@platformatic/kafka, Kafka's idempotent producer; cheaper to send and to read in bench:ingest and bench:consume) or kafkajs (not idempotent); admin calls (topics, partition counts, group lags) use the same library",
     ['kafkajs', 'platformatic'] as const,
   ),
   topicPartitions: v.int('TOPIC_PARTITIONS', 6, 'partitions of a topic this service creates', 1, 1024),

@@ -27,3 +27,8 @@ export * from './topic-reader.js';
 export * from './lru.js';
 export * from './postgres.js';
 export * from './change-feed.js';
+export * from './kafka-types.js';
+export * from './kafka-admin.js';
+export * from './in-order-commits.js';
+export * from './durable-consumer.js';
+export * from './partition-batcher.js';

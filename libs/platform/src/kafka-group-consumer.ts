@@ -1,16 +1,17 @@
-import type { Consumer, ConsumerConfig, Kafka, KafkaMessage } from 'kafkajs';
+import type { Consumer, Kafka } from 'kafkajs';
+import type { CommittableOffset, ConsumerSettings, StreamMessage } from './kafka-types.js';
 import { systemClock, type Clock, type Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
 
 /**
- * One fetched batch, as the group consumer hands it to its user (a subset of kafkajs's
- * EachBatchPayload, which fits it; unit tests pass their own).
+ * One fetched batch, as a group consumer hands it to its user (kafkajs's EachBatchPayload
+ * fits it; @platformatic/kafka's messages are adapted; unit tests pass their own).
  */
 export interface GroupBatch {
   batch: {
     topic: string;
     partition: number;
-    messages: KafkaMessage[];
+    messages: StreamMessage[];
     lastOffset(): string;
     offsetLag(): string;
   };
@@ -22,30 +23,23 @@ export interface GroupBatch {
   isStale(): boolean;
 }
 
-/** One message, as the group consumer hands it to its user (a subset of EachMessagePayload). */
+/** One message, as the group consumer hands it to its user (kafkajs's EachMessagePayload fits it). */
 export interface GroupMessage {
   topic: string;
   partition: number;
-  message: KafkaMessage;
+  message: StreamMessage;
   heartbeat(): Promise<void>;
 }
 
-export interface CommittableOffset {
-  topic: string;
-  partition: number;
-  /** The offset of the next message to read. */
-  offset: string;
-}
-
-interface SpecBase {
+export interface SpecBase {
   /** The component's name (health details). */
   name: string;
   groupId: string;
   topics: string[];
   /** Where a new group starts; existing groups resume from their commits. */
   fromBeginning: boolean;
-  /** kafkajs consumer settings (session timeout, heartbeat interval, fetch sizes...). */
-  consumer: Omit<ConsumerConfig, 'groupId'>;
+  /** Group member settings (session timeout, heartbeat interval, fetch sizes...). */
+  consumer: ConsumerSettings;
   partitionsConsumedConcurrently?: number;
   /**
    * The loop counts as stalled, and health() fails, when partitions are assigned and
@@ -208,18 +202,6 @@ export class KafkaGroupConsumer implements GroupConsumer {
   }
 }
 
-/** How many partitions `topic` has now (0 when it does not exist). */
-export async function countPartitions(kafka: Kafka, topic: string): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const meta = await admin.fetchTopicMetadata({ topics: [topic] });
-    return meta.topics[0]?.partitions.length ?? 0;
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 /**
  * A component whose work loop is a group consumer (it builds it in its constructor):
  * starting it starts the consumer, and it is healthy while the consumer runs and its
@@ -227,7 +209,7 @@ export async function countPartitions(kafka: Kafka, topic: string): Promise<numb
  */
 export abstract class OnGroupConsumer implements Component {
   abstract readonly name: string;
-  protected abstract readonly consumer: GroupConsumer;
+  protected abstract readonly consumer: Pick<GroupConsumer, 'start' | 'health'>;
 
   start(): Promise<void> {
     return this.consumer.start();

@@ -1,5 +1,6 @@
 import { compatibilityPartitioner, Producer as PlatformaticProducer, type MessageToProduce } from '@platformatic/kafka';
-import { Partitioners, type ICustomPartitioner, type Kafka, type Message, type Producer } from 'kafkajs';
+import { Partitioners, type ICustomPartitioner, type Kafka, type Producer } from 'kafkajs';
+import type { ProducerMessage } from './kafka-types.js';
 
 /** The Kafka client library a producer sends with (KAFKA_CLIENT, docs/configuration.md). */
 export type KafkaLibrary = 'kafkajs' | 'platformatic';
@@ -23,7 +24,7 @@ export interface ProducerDriver {
   readonly idempotent: boolean;
   connect(): Promise<void>;
   connected(): boolean;
-  send(topic: string, messages: Message[], timeoutMs: number): Promise<void>;
+  send(topic: string, messages: ProducerMessage[], timeoutMs: number): Promise<void>;
   disconnect(): Promise<void>;
 }
 
@@ -81,7 +82,7 @@ class KafkajsDriver implements ProducerDriver {
     return this.isConnected;
   }
 
-  async send(topic: string, messages: Message[], timeoutMs: number): Promise<void> {
+  async send(topic: string, messages: ProducerMessage[], timeoutMs: number): Promise<void> {
     await this.producer.send({ topic, messages, acks: -1, timeout: timeoutMs });
   }
 
@@ -135,7 +136,7 @@ class PlatformaticDriver implements ProducerDriver {
     return !this.producer.closed;
   }
 
-  async send(topic: string, messages: Message[]): Promise<void> {
+  async send(topic: string, messages: ProducerMessage[]): Promise<void> {
     const partitions = this.keyPartitioner ? await this.partitionsOf(topic) : 0;
     const out: MessageToProduce<Buffer, Buffer, Buffer, Buffer>[] = messages.map((m) => {
       const msg: MessageToProduce<Buffer, Buffer, Buffer, Buffer> = { topic };

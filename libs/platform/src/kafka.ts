@@ -1,8 +1,10 @@
-import { Kafka, logLevel, type LogEntry, type Message } from 'kafkajs';
+import { Kafka, logLevel, type LogEntry } from 'kafkajs';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { KafkaMessageTooLargeError, KafkaRejectedError, KafkaUnavailableError, type AppError } from './errors.js';
 import { producerDriver, type KafkaLibrary, type PartitionerChoice, type ProducerDriver } from './kafka-producers.js';
+import { kafkajsAdmin, platformaticAdmin } from './kafka-admin.js';
 import { kafkaGroupConsumers, type GroupConsumerFactory } from './kafka-group-consumer.js';
+import type { KafkaAdmin, ProducerMessage, TopicSpec } from './kafka-types.js';
 import type { Component } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import { platformaticGroupConsumers } from './platformatic-group-consumer.js';
@@ -33,9 +35,9 @@ export function createKafka(opts: KafkaOptions): Kafka {
   });
 }
 
-/** A service's Kafka: its kafkajs client (admin), its producers and its group consumers. */
+/** A service's Kafka: its admin calls, its producers and its group consumers, all on the library of KAFKA_CLIENT. */
 export interface ServiceKafka {
-  kafka: Kafka;
+  admin: KafkaAdmin;
   /** A producer with the library of KAFKA_CLIENT, connecting as this service. */
   producer: (o: Pick<ProducerOptions, 'registry' | 'ackTimeoutMs' | 'partitioner'>) => AckedProducer;
   /** Group members with the library of KAFKA_CLIENT. */
@@ -51,7 +53,7 @@ export function serviceKafka(
   const options = { brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-${role}`, logger };
   const kafka = createKafka(options);
   return {
-    kafka,
+    admin: config.kafkaClient === 'platformatic' ? platformaticAdmin(options) : kafkajsAdmin(kafka),
     producer: (o) => new AckedProducer({ kafka, ...options, library: config.kafkaClient, ...o }),
     groupConsumers:
       config.kafkaClient === 'platformatic'
@@ -60,41 +62,9 @@ export function serviceKafka(
   };
 }
 
-export interface TopicSpec {
-  topic: string;
-  numPartitions: number;
-}
-
-/**
- * Creates missing topics; never changes existing ones (adding partitions is an operator
- * step). Retries for up to `deadlineMs`: a broker that just restarted can time out a
- * CreateTopics request that it then completes, so each try starts by listing topics.
- */
-export async function ensureTopics(kafka: Kafka, topics: TopicSpec[], deadlineMs = 90_000): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const deadline = Date.now() + deadlineMs;
-  try {
-    for (;;) {
-      try {
-        const existing = new Set(await admin.listTopics());
-        const missing = topics.filter((t) => !existing.has(t.topic));
-        if (missing.length > 0) {
-          await admin.createTopics({
-            waitForLeaders: true,
-            timeout: 30_000,
-            topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.numPartitions, replicationFactor: -1 })),
-          });
-        }
-        return;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        await new Promise((r) => setTimeout(r, 1000));
-      }
-    }
-  } finally {
-    await admin.disconnect();
-  }
+/** ensureTopics on a kafkajs client (tools and tests; services use ServiceKafka.admin). */
+export function ensureTopics(kafka: Kafka, topics: TopicSpec[], deadlineMs = 90_000): Promise<void> {
+  return kafkajsAdmin(kafka).ensureTopics(topics, deadlineMs);
 }
 
 export interface ProducerOptions {
@@ -163,7 +133,7 @@ export class AckedProducer implements Component {
     await this.driver.disconnect();
   }
 
-  async send(topic: string, messages: Message[]): Promise<void> {
+  async send(topic: string, messages: ProducerMessage[]): Promise<void> {
     const end = this.latency.startTimer({ topic });
     this.batchSize.observe({ topic }, messages.length);
     let timer: NodeJS.Timeout | undefined;
@@ -220,33 +190,7 @@ export function produceError(err: unknown): AppError {
   return new KafkaUnavailableError();
 }
 
-/**
- * Per topic, the messages consumer group `groupId` has not committed: per partition, the
- * high watermark minus the committed offset (the low watermark when none is committed),
- * summed. A group that commits only after writing (the stream consumer) thereby counts
- * what is read but not yet written too. One admin connection for all the topics.
- */
-export async function groupLags(kafka: Kafka, groupId: string, topics: string[]): Promise<Map<string, number>> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const [ends, committed] = await Promise.all([
-      Promise.all(topics.map((t) => admin.fetchTopicOffsets(t))),
-      admin.fetchOffsets({ groupId, topics }),
-    ]);
-    return new Map(
-      topics.map((topic, i) => {
-        const parts = committed.find((c) => c.topic === topic)?.partitions ?? [];
-        const done = new Map(parts.map((p) => [p.partition, Number(p.offset)]));
-        let lag = 0;
-        for (const p of ends[i]!) {
-          const at = done.get(p.partition) ?? -1;
-          lag += Math.max(0, Number(p.high) - (at >= 0 ? at : Number(p.low)));
-        }
-        return [topic, lag];
-      }),
-    );
-  } finally {
-    await admin.disconnect();
-  }
+/** groupLags on a kafkajs client (tools and tests; services use ServiceKafka.admin). */
+export function groupLags(kafka: Kafka, groupId: string, topics: string[]): Promise<Map<string, number>> {
+  return kafkajsAdmin(kafka).groupLags(groupId, topics);
 }

@@ -1,17 +1,12 @@
-import { Consumer, type GroupAssignment, type Message, type MessagesStream } from '@platformatic/kafka';
-import type { KafkaMessage } from 'kafkajs';
-import type {
-  CommittableOffset,
-  GroupBatch,
-  GroupConsumer,
-  GroupConsumerFactory,
-  GroupConsumerSpec,
-} from './kafka-group-consumer.js';
+import { Consumer, type GroupAssignment, type MessagesStream } from '@platformatic/kafka';
+import { libraryOptions, toStreamMessage, type PlatformaticMessage } from './platformatic-messages.js';
+import type { GroupBatch, GroupConsumer, GroupConsumerFactory, GroupConsumerSpec } from './kafka-group-consumer.js';
+import type { CommittableOffset, StreamMessage } from './kafka-types.js';
+import { PartitionBatcher } from './partition-batcher.js';
 import { systemClock, type Clock } from './lifecycle.js';
 import type { Logger } from './logger.js';
 
 type Stream = MessagesStream<Buffer, Buffer, Buffer, Buffer>;
-type PlatformaticMessage = Message<Buffer, Buffer, Buffer, Buffer>;
 
 export interface PlatformaticGroupOptions {
   brokers: string[];
@@ -31,23 +26,8 @@ export function platformaticGroupConsumers(
   return (spec) => new PlatformaticGroupConsumer(options, logger, spec, clock);
 }
 
-/** The messages of one partition read and not yet handed to the user. */
-interface PartitionQueue {
-  topic: string;
-  partition: number;
-  messages: KafkaMessage[];
-  bytes: number;
-}
-
 const key = (topic: string, partition: number): string => `${topic}:${partition}`;
-const sizeOf = (m: KafkaMessage): number => (m.value?.length ?? 0) + (m.key?.length ?? 0) + 64;
-
-/**
- * The group protocol kafkajs's members offer (its RoundRobinAssigner): members of both
- * libraries then form one group, so a rolling change of KAFKA_CLIENT (or an upgrade from a
- * kafkajs consumer) needs no stop. Both encode the standard consumer-protocol metadata.
- */
-const GROUP_PROTOCOLS = [{ name: 'RoundRobinAssigner', version: 0 }];
+const sizeOf = (m: StreamMessage): number => (m.value?.length ?? 0) + (m.key?.length ?? 0) + 64;
 
 /**
  * A group member on @platformatic/kafka with the same contract as KafkaGroupConsumer
@@ -57,9 +37,9 @@ const GROUP_PROTOCOLS = [{ name: 'RoundRobinAssigner', version: 0 }];
  *
  * The library hands out a stream of single messages and joins, heartbeats and rejoins
  * by itself. What this adds:
- * - **Batches.** Messages are queued per partition as they arrive; a partition whose
- *   previous batch is finished gets everything queued for it as its next batch. The
- *   stream is paused while more than two fetches' worth of bytes wait (bounded memory).
+ * - **Batches** (PartitionBatcher): messages are queued per partition as they arrive; a
+ *   partition whose previous batch is finished gets everything queued for it as its next
+ *   batch. The stream is paused while more than two fetches' worth of bytes wait.
  * - **Generations.** Every rebalance, join, crash or stop starts a new generation:
  *   queued messages are dropped, batches in hand become stale (`isStale()`), messages
  *   the old stream still delivers are dropped, and after a join the member reads through
@@ -75,16 +55,9 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
   private stream: Stream | undefined;
   /** The generation the current stream was made for (a swap is due when it is older). */
   private streamGeneration = -1;
-  private generation = 0;
   private swapping: Promise<void> = Promise.resolve();
   private closing: Promise<void> = Promise.resolve();
-  private readonly queues = new Map<string, PartitionQueue>();
-  /** Partitions with a batch in hand (of any generation): one batch per partition at a time. */
-  private readonly busy = new Set<string>();
-  private queuedBytes = 0;
-  private handling = 0;
-  private readonly inFlight = new Set<Promise<void>>();
-  private dispatchScheduled = false;
+  private readonly batcher: PartitionBatcher<StreamMessage>;
   private userPaused = false;
   private backpressure = false;
   private assignment: GroupAssignment[] = [];
@@ -100,8 +73,6 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
   private stopping = false;
   private joinedGroup = false;
   private lastProgress = 0;
-  private readonly concurrency: number;
-  private readonly maxQueuedBytes: number;
 
   constructor(
     private readonly options: PlatformaticGroupOptions,
@@ -110,8 +81,17 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     private readonly clock: Clock = systemClock,
   ) {
     this.name = spec.name;
-    this.concurrency = Math.max(1, spec.partitionsConsumedConcurrently ?? 1);
-    this.maxQueuedBytes = 2 * (spec.consumer.maxBytesPerPartition ?? 1_048_576);
+    this.batcher = new PartitionBatcher<StreamMessage>({
+      concurrency: Math.max(1, spec.partitionsConsumedConcurrently ?? 1),
+      maxQueuedBytes: 2 * (spec.consumer.maxBytesPerPartition ?? 1_048_576),
+      sizeOf,
+      handle: (topic, partition, messages, generation) => this.handle(topic, partition, messages, generation),
+      backpressure: (on) => {
+        this.backpressure = on;
+        if (on) this.stream?.pause();
+        else if (!this.userPaused) this.stream?.resume();
+      },
+    });
     this.restartDelay = options.restartDelayMs ?? 1000;
   }
 
@@ -126,6 +106,11 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
 
   get joined(): boolean {
     return this.joinedGroup;
+  }
+
+  /** Bumped by every rebalance, join, crash or stop (the batcher's). */
+  private get generation(): number {
+    return this.batcher.generation;
   }
 
   health(): boolean {
@@ -152,17 +137,19 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
 
   pause(): void {
     this.userPaused = true;
+    this.batcher.pause();
     this.stream?.pause();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.batcher.pause();
     clearTimeout(this.restartTimer);
     clearInterval(this.watchTimer);
     this.newGeneration();
     // Batches in hand see isRunning() false and finish; then leave the group, which
     // hands our partitions to the other members at once (also after a crash's close).
-    await Promise.allSettled([...this.inFlight]);
+    await this.batcher.settled();
     await this.close();
     await this.closing;
     this.running = false;
@@ -190,23 +177,7 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
 
   /** Builds the library's consumer, joins the group and starts reading. */
   private async open(): Promise<void> {
-    const c = this.spec.consumer;
-    const consumer = new Consumer<Buffer, Buffer, Buffer, Buffer>({
-      clientId: this.options.clientId,
-      bootstrapBrokers: this.options.brokers,
-      groupId: this.spec.groupId,
-      sessionTimeout: c.sessionTimeout ?? 30_000,
-      heartbeatInterval: c.heartbeatInterval ?? 3000,
-      rebalanceTimeout: c.rebalanceTimeout ?? 60_000,
-      maxBytesPerPartition: c.maxBytesPerPartition ?? 1_048_576,
-      maxWaitTime: c.maxWaitTimeInMs ?? 5000,
-      autocommit: false,
-      connectTimeout: 3000,
-      timeout: 10_000,
-      retries: 5,
-      retryDelay: 500,
-      protocols: GROUP_PROTOCOLS,
-    });
+    const consumer = new Consumer<Buffer, Buffer, Buffer, Buffer>(libraryOptions(this.options, this.spec));
     this.consumer = consumer;
     consumer.on('consumer:group:join', (p) => {
       if (this.consumer !== consumer) return;
@@ -264,10 +235,13 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     this.streamGeneration = generation;
     stream.on('data', (m: PlatformaticMessage) => {
       // Nothing from before a rebalance: after one, only the next join's new stream counts.
-      if (generation === this.generation && this.stream === stream) this.enqueue(m);
+      if (generation === this.generation && this.stream === stream) {
+        this.epochs.set(key(m.topic, m.partition), m.leaderEpoch);
+        this.batcher.enqueue(m.topic, m.partition, toStreamMessage(m));
+      }
     });
     stream.on('fetch', () => {
-      if (this.stream === stream && this.handling === 0) this.progress();
+      if (this.stream === stream && this.batcher.handling === 0) this.progress();
     });
     stream.on('error', (err: Error) => {
       if (this.stream === stream) this.crash(err);
@@ -308,81 +282,7 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     });
   }
 
-  private enqueue(m: PlatformaticMessage): void {
-    const k = key(m.topic, m.partition);
-    let q = this.queues.get(k);
-    if (!q) {
-      q = { topic: m.topic, partition: m.partition, messages: [], bytes: 0 };
-      this.queues.set(k, q);
-    }
-    const message = toKafkaMessage(m);
-    q.messages.push(message);
-    this.epochs.set(k, m.leaderEpoch);
-    this.queued(q, sizeOf(message));
-    this.scheduleDispatch();
-  }
-
-  /** Counts `bytes` more in `q`, pausing the stream past the bound. */
-  private queued(q: PartitionQueue, bytes: number): void {
-    q.bytes += bytes;
-    this.queuedBytes += bytes;
-    if (this.queuedBytes > this.maxQueuedBytes && !this.backpressure) {
-      this.backpressure = true;
-      this.stream?.pause();
-    }
-  }
-
-  private scheduleDispatch(): void {
-    if (this.dispatchScheduled) return;
-    this.dispatchScheduled = true;
-    // After the rest of the fetch response is pushed: one batch per partition per fetch.
-    setImmediate(() => {
-      this.dispatchScheduled = false;
-      this.dispatch();
-    });
-  }
-
-  /**
-   * Hands queued partitions to the user up to the concurrency, in turn: a partition
-   * handed a batch goes to the back of the line.
-   */
-  private dispatch(): void {
-    if (this.userPaused || this.stopping) return;
-    for (const [k, q] of [...this.queues]) {
-      if (this.handling >= this.concurrency) break;
-      if (this.busy.has(k) || q.messages.length === 0) continue;
-      const messages = q.messages;
-      q.messages = [];
-      this.queuedBytes -= q.bytes;
-      q.bytes = 0;
-      this.queues.delete(k);
-      this.queues.set(k, q);
-      this.busy.add(k);
-      this.handling++;
-      const done = this.handle(q, messages, this.generation).finally(() => {
-        this.busy.delete(k);
-        this.handling--;
-        this.inFlight.delete(done);
-        this.relieve();
-        // On the next turn of the event loop: a batch handed back unresolved must not
-        // come round again in the same microtask queue (it would starve the loop).
-        this.scheduleDispatch();
-      });
-      this.inFlight.add(done);
-    }
-    this.relieve();
-  }
-
-  /** Resumes reading once the queues are below half their bound. */
-  private relieve(): void {
-    if (this.backpressure && this.queuedBytes <= this.maxQueuedBytes / 2) {
-      this.backpressure = false;
-      if (!this.userPaused) this.stream?.resume();
-    }
-  }
-
-  private async handle(q: PartitionQueue, messages: KafkaMessage[], generation: number): Promise<void> {
-    const { topic, partition } = q;
+  private async handle(topic: string, partition: number, messages: StreamMessage[], generation: number): Promise<void> {
     const stale = () => generation !== this.generation;
     const isRunning = () => this.running && !this.stopping;
     const heartbeat = () => {
@@ -411,7 +311,7 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
         } satisfies GroupBatch);
         // What the user left unresolved is read again, as kafkajs seeks back to it.
         const rest = resolved === undefined ? messages : messages.filter((m) => BigInt(m.offset) > BigInt(resolved!));
-        if (rest.length > 0 && !stale() && isRunning()) this.requeue(q, rest);
+        if (rest.length > 0 && !stale() && isRunning()) this.batcher.requeue(topic, partition, rest);
       } else {
         const spec = this.spec;
         for (const message of messages) {
@@ -432,24 +332,9 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
     }
   }
 
-  private requeue(q: PartitionQueue, rest: KafkaMessage[]): void {
-    const k = key(q.topic, q.partition);
-    // The queue of this generation (a new one if the partition's was dropped meanwhile).
-    const now = this.queues.get(k) ?? q;
-    this.queues.set(k, now);
-    now.messages = [...rest, ...now.messages];
-    this.queued(
-      now,
-      rest.reduce((n, m) => n + sizeOf(m), 0),
-    );
-  }
-
   /** Drops what was queued and makes every batch in hand stale. */
   private newGeneration(): void {
-    this.generation++;
-    this.queues.clear();
-    this.queuedBytes = 0;
-    this.relieve();
+    this.batcher.newGeneration();
     this.spec.onRevoked?.();
   }
 
@@ -535,18 +420,4 @@ export class PlatformaticGroupConsumer implements GroupConsumer {
   private progress(): void {
     this.lastProgress = this.clock.now();
   }
-}
-
-/** The library's message in kafkajs's shape, which our users read (value, key, offset). */
-function toKafkaMessage(m: PlatformaticMessage): KafkaMessage {
-  const headers: Record<string, Buffer> = {};
-  for (const [k, v] of m.headers) headers[k.toString()] = v;
-  return {
-    key: m.key ?? null,
-    value: m.value ?? null,
-    timestamp: m.timestamp.toString(),
-    attributes: 0,
-    offset: m.offset.toString(),
-    headers,
-  };
 }

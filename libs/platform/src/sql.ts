@@ -37,3 +37,15 @@ export function sqlStringList(values: readonly string[]): string {
   if (values.length === 0) throw new TypeError('sqlStringList expects at least one value');
   return `(${values.map(sqlString).join(', ')})`;
 }
+
+/**
+ * A table's name typed with the rows it holds: a string at run time, and at compile time
+ * a BatchWriter takes only rows of its type for it (libs/store's streamTables maps each
+ * table the stream consumer writes to its row type).
+ */
+export type Table<Row extends object> = string & { readonly __rows?: Row };
+
+/** `name` (already quoted or qualified as the caller needs it) as the table of `Row`s. */
+export function table<Row extends object>(name: string): Table<Row> {
+  return name;
+}

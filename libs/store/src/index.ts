@@ -25,3 +25,4 @@ export * from './webhook-deliveries.js';
 export * from './first-seen.js';
 export * from './heartbeats.js';
 export * from './monitor-dimension.js';
+export * from './stream-tables.js';

@@ -12,7 +12,7 @@ import { monitorPartition, type MonitorChange } from '@telemetry/store';
 export interface AssignmentDeps {
   /** Builds the group member (serviceKafka(...).groupConsumers in production: KAFKA_CLIENT picks the library). */
   consumers: GroupConsumerFactory;
-  /** The topic's partition count now (countPartitions(kafka, topic) in production). */
+  /** The topic's partition count now (ServiceKafka.admin.countPartitions in production). */
   countPartitions(topic: string): Promise<number>;
   logger: Logger;
   registry: Registry;

@@ -10,8 +10,8 @@ import type {
   ChannelType,
   Validators,
 } from '@telemetry/contract';
-import { counter, KeyedQueue, OnGroupConsumer } from '@telemetry/platform';
-import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
+import { counter, DurableConsumer, KeyedQueue, OnGroupConsumer } from '@telemetry/platform';
+import type { DurableBatch, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import {
   channelFor,
   type Answer,
@@ -51,61 +51,13 @@ export interface DispatcherDeps {
 }
 
 /**
- * Which offsets of each partition are still being worked on, so that work finished out
- * of order is committed in order: the committable offset of a partition is its oldest
- * unfinished message, or the one after the newest seen when none is unfinished.
- */
-export class OffsetWatermarks {
-  private readonly parts = new Map<string, { pending: number[]; next: number }>();
-
-  private static key(topic: string, partition: number): string {
-    return `${topic}\u0000${partition}`;
-  }
-
-  add(topic: string, partition: number, offset: number): void {
-    const k = OffsetWatermarks.key(topic, partition);
-    const p = this.parts.get(k) ?? { pending: [], next: offset };
-    p.pending.push(offset); // offsets arrive in ascending order per partition
-    p.next = offset + 1;
-    this.parts.set(k, p);
-  }
-
-  /** Marks `offset` finished; the partition's committable offset (undefined: a partition no longer tracked). */
-  done(topic: string, partition: number, offset: number): number | undefined {
-    const p = this.parts.get(OffsetWatermarks.key(topic, partition));
-    if (!p) return undefined;
-    const i = p.pending.indexOf(offset);
-    if (i >= 0) p.pending.splice(i, 1);
-    return p.pending[0] ?? p.next;
-  }
-
-  /** Unfinished messages over every partition. */
-  size(): number {
-    let n = 0;
-    for (const p of this.parts.values()) n += p.pending.length;
-    return n;
-  }
-
-  /** The partitions were taken away: whoever gets them resumes from the last commit. */
-  clear(): void {
-    this.parts.clear();
-  }
-}
-
-/** A promise and the function that resolves it. */
-function latch(): { promise: Promise<void>; resolve: () => void } {
-  let resolve = (): void => undefined;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-/**
  * Delivers each alert to its targets through their channels (channels/), the same way
  * for every channel. It reads the alerts topic as its own consumer group. Deliveries
  * queue per endpoint (the channel's `endpoint`: a webhook's origin): one endpoint's
  * deliveries go in order, one at a time, retried with doubling waits
- * (WEBHOOK_MAX_ATTEMPTS), and a dead endpoint delays only its own. Offsets are committed
- * in order, up to the oldest alert whose targets are not all delivered or given up, so a
+ * (WEBHOOK_MAX_ATTEMPTS), and a dead endpoint delays only its own. Each alert's delivery
+ * is tracked as its durable completion (DurableConsumer): offsets are committed in order,
+ * up to the oldest alert whose targets are not all delivered or given up, so a
  * runner that dies mid-delivery leaves the alert to be delivered again: at least once
  * (a webhook receiver de-duplicates on `X-Telemetry-Delivery`, the alert id).
  *
@@ -114,19 +66,14 @@ function latch(): { promise: Promise<void>; resolve: () => void } {
  */
 export class AlertDispatcher extends OnGroupConsumer {
   readonly name = 'webhooks';
-  protected readonly consumer: GroupConsumer;
+  protected readonly consumer: DurableConsumer;
   private stopping = false;
   /** Cuts retry waits short when the runner stops. */
   private readonly stopped = new AbortController();
   private readonly deliveries: Counter<'outcome' | 'channel'>;
   private readonly now: () => number;
   private readonly unrecorded: Counter;
-  private readonly watermarks = new OffsetWatermarks();
   private readonly queues = new KeyedQueue();
-  /** Commits run one at a time, so a later offset is never overtaken by an earlier one. */
-  private committing: Promise<void> = Promise.resolve();
-  /** Resolved when an alert finishes (reading waits on it while maxPending are pending). */
-  private finished = latch();
 
   constructor(private readonly deps: DispatcherDeps) {
     super();
@@ -141,68 +88,51 @@ export class AlertDispatcher extends OnGroupConsumer {
       'runner_webhook_records_failed_total',
       'Delivery attempts whose record could not be published (missing from the delivery log)',
     );
-    const watermarks = this.watermarks;
+    this.consumer = new DurableConsumer(
+      deps.consumers,
+      {
+        name: 'webhooks-group-consumer',
+        groupId: deps.groupId,
+        topics: [deps.topic],
+        fromBeginning: false,
+        consumer: { sessionTimeout: 30_000, heartbeatInterval: 3000, allowAutoTopicCreation: false },
+        eachBatch: (batch) => this.eachBatch(batch),
+        maxPending: deps.maxPending,
+        stallAfterMs: 30_000,
+        // Both libraries restart it after retriable errors (a broker still loading its groups).
+        crashMessage: 'webhook consumer crashed',
+      },
+      deps.logger,
+    );
+    const consumer = this.consumer;
     new Gauge({
       name: 'runner_webhook_alerts_pending',
       help: 'Alerts read whose targets are not all delivered or given up',
       registers: [deps.registry],
       collect(this: Gauge) {
-        this.set(watermarks.size());
+        this.set(consumer.pending);
       },
-    });
-    this.consumer = deps.consumers({
-      name: 'webhooks-group-consumer',
-      groupId: deps.groupId,
-      topics: [deps.topic],
-      fromBeginning: false,
-      consumer: { sessionTimeout: 30_000, heartbeatInterval: 3000, allowAutoTopicCreation: false },
-      manualCommit: true,
-      eachBatch: (batch) => this.eachBatch(batch),
-      onRevoked: () => this.watermarks.clear(),
-      stallAfterMs: 30_000,
-      // kafkajs restarts it after retriable errors (a broker still loading its groups).
-      crashMessage: 'webhook consumer crashed',
     });
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.stopped.abort();
-    this.finished.resolve();
     await this.consumer.stop();
   }
 
-  /** Hands every alert of the batch to the endpoint queues without waiting for deliveries. */
-  private async eachBatch(b: GroupBatch): Promise<void> {
-    const { topic, partition } = b.batch;
-    for (const message of b.batch.messages) {
-      while (this.watermarks.size() >= this.deps.maxPending && b.isRunning() && !this.stopping) {
-        await Promise.race([this.finished.promise, sleep(3000)]);
-        await b.heartbeat();
-      }
-      if (!b.isRunning() || b.isStale() || this.stopping) return;
-      const offset = Number(message.offset);
-      this.watermarks.add(topic, partition, offset);
-      b.resolveOffset(message.offset);
-      void this.handle(message.value).then(
-        () => this.finish(topic, partition, offset),
-        // Stopping: not committed, so whoever reads the alerts next delivers it again.
-        () => undefined,
-      );
+  /**
+   * Hands every alert of the batch to the endpoint queues without waiting for deliveries;
+   * each delivery is tracked as its alert's durable completion. Reading waits while
+   * maxPending alerts are pending.
+   */
+  private async eachBatch(b: DurableBatch): Promise<void> {
+    for (const message of b.messages) {
+      if (!(await b.room()) || this.stopping) return;
+      // A delivery cut short by a stop rejects: never committed, so whoever reads the
+      // alerts next delivers it again.
+      b.track(message.offset, this.handle(message.value));
     }
-  }
-
-  private finish(topic: string, partition: number, offset: number): void {
-    const next = this.watermarks.done(topic, partition, offset);
-    this.finished.resolve();
-    this.finished = latch();
-    if (next === undefined || this.stopping) return;
-    this.committing = this.committing.then(() =>
-      this.consumer.commitOffsets([{ topic, partition, offset: String(next) }]).catch((err: unknown) => {
-        // A rebalance took the partition: its new owner resumes from the last commit.
-        this.deps.logger.debug('alert offset not committed', { topic, partition, err: String(err) });
-      }),
-    );
   }
 
   private async handle(value: Buffer | null): Promise<void> {

@@ -7,6 +7,6 @@ export { checkIdFor, nextSlot, phaseOf } from './slots.js';
 export { startCheckRunner, type CheckRunner } from './service.js';
 export { decide, INITIAL_STATE, stateFromLastAlert, type AlertState } from './state.js';
 export { transition } from './transition.js';
-export { AlertDispatcher, OffsetWatermarks, type DispatcherDeps } from './dispatcher.js';
+export { AlertDispatcher, type DispatcherDeps } from './dispatcher.js';
 export { CHANNELS, targetsOf, type Channel, type ChannelRegistry } from './channels/index.js';
 export { retriable, signature } from './channels/webhook.js';

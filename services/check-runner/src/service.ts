@@ -2,7 +2,6 @@ import { createValidators, DEFAULT_LOCATION } from '@telemetry/contract';
 import {
   BatchingPublisher,
   clickhouseComponent,
-  countPartitions,
   serviceKafka,
   egressPolicyFor,
   createRegistry,
@@ -36,7 +35,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const registry = createRegistry('check-runner');
   // Checks go on from the last copy of the registry while ClickHouse is away.
   const ch = clickhouseComponent(config, logger, { essential: false });
-  const { kafka, producer: newProducer, groupConsumers } = serviceKafka(config, 'runner', logger);
+  const { admin, producer: newProducer, groupConsumers } = serviceKafka(config, 'runner', logger);
   const producer = newProducer({ registry, ackTimeoutMs: 10_000 });
   // Results of checks that end together share a produce request (one per check would
   // cost the runner more CPU than the checks themselves).
@@ -63,7 +62,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   feed.subscribe(monitors.mirror);
   const assignment = new GroupAssignment({
     consumers: groupConsumers,
-    countPartitions: (topic) => countPartitions(kafka, topic),
+    countPartitions: (topic) => admin.countPartitions(topic),
     logger,
     registry,
     topic: config.monitorChangesTopic,

@@ -6,7 +6,6 @@ import {
   PostgresComponent,
   serviceKafka,
   createRegistry,
-  ensureTopics,
   HttpServerComponent,
   ServiceRunner,
   type Logger,
@@ -34,11 +33,11 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const registry = createRegistry('ingest-gateway');
   // Its PostgreSQL role reads access keys and heartbeat tokens only (docs/operations.md).
   const pool = createPostgres(config, logger, 'ingest-gateway');
-  const { kafka, producer: newProducer } = serviceKafka(config, 'gateway', logger);
+  const { admin, producer: newProducer } = serviceKafka(config, 'gateway', logger);
   if (config.migrateOnStart) {
     await migrateWith(config, logger);
     await migratePostgres(pool, REGISTRY_MIGRATIONS, logger);
-    await ensureTopics(kafka, [{ topic: config.eventsTopic, numPartitions: config.topicPartitions }]);
+    await admin.ensureTopics([{ topic: config.eventsTopic, numPartitions: config.topicPartitions }]);
   }
   // Copies of the keys and heartbeat tokens, kept current by the registry's change feed:
   // checking a key costs no I/O, a revocation reaches this replica within a second, and

@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Message } from 'kafkajs';
 import { describeErrors, type EventMessage, type IngestRequest, type Validators } from '@telemetry/contract';
-import { AppError } from '@telemetry/platform';
+import { AppError, type ProducerMessage } from '@telemetry/platform';
 
 export function validateRequest(v: Validators, body: unknown, maxEvents: number): IngestRequest {
   if (
@@ -69,7 +68,7 @@ export function toMessages(
   key: { keyId: string; tenantId: string },
   receivedAt: string,
   maxEventBytes: number,
-): Message[] {
+): ProducerMessage[] {
   return req.events.map((e, index) => {
     const msg: EventMessage = {
       v: 1,

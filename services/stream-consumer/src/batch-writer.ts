@@ -6,6 +6,7 @@ import {
   retryDelayMs,
   type InsertErrorClass,
   type Logger,
+  type Table,
 } from '@telemetry/platform';
 
 /** Where rows go. ClickHouse in production (ClickHouseInserter); a fake in unit tests. */
@@ -110,7 +111,7 @@ export class BatchWriter {
   }
 
   /** Resolves when `rows` are inserted; rejects only if the writer is stopped first. */
-  write(table: string, rows: readonly object[]): Promise<void> {
+  write<Row extends object>(table: Table<Row>, rows: readonly Row[]): Promise<void> {
     if (this.stopped) return Promise.reject(new WriterStoppedError('writer stopped'));
     if (rows.length === 0) return Promise.resolve();
     const buf = this.bufferOf(table);

@@ -1,8 +1,14 @@
-import type { KafkaMessage, Message } from 'kafkajs';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Validators } from '@telemetry/contract';
-import { OnGroupConsumer, retryDelayMs } from '@telemetry/platform';
-import type { GroupBatch, GroupConsumer, GroupConsumerFactory, Logger } from '@telemetry/platform';
+import { DurableConsumer, OnGroupConsumer, retryDelayMs } from '@telemetry/platform';
+import type {
+  DurableBatch,
+  GroupConsumerFactory,
+  Logger,
+  ProducerMessage,
+  StreamMessage,
+  Table,
+} from '@telemetry/platform';
 import type { BatchWriter } from './batch-writer.js';
 import {
   decodeAlert,
@@ -11,6 +17,7 @@ import {
   decodeWebhookDelivery,
   type Decoded,
   type EventRow,
+  type StreamTables,
 } from '@telemetry/store';
 
 /** At most this much is fetched from one partition per request (bench:consume reads with it too). */
@@ -19,8 +26,11 @@ export const FETCH_BYTES_PER_PARTITION = 2 * 1024 * 1024;
 /** How long a batch waits for its table's room before it is handed back to be read again. */
 export const ROOM_WAIT_MS = 1000;
 
+/** Heartbeats while a batch waits (well within the session timeout). */
+const HEARTBEAT_MS = 3000;
+
 export interface DeadLetterPublisher {
-  send(topic: string, messages: Message[]): Promise<void>;
+  send(topic: string, messages: ProducerMessage[]): Promise<void>;
 }
 
 /** What the consumer needs of the batch writer (a fake in unit tests). */
@@ -40,10 +50,8 @@ export interface ConsumerDeps {
   alertsTopic: string;
   webhookDeliveriesTopic: string;
   deadLetterTopic: string;
-  eventsTable: string;
-  checksTable: string;
-  alertsTable: string;
-  webhookDeliveriesTable: string;
+  /** The tables rows go to, each typed with its row (streamTables). */
+  tables: StreamTables;
   maxMessageBytes: number;
   partitionsConcurrently: number;
   sessionTimeoutMs: number;
@@ -57,11 +65,29 @@ export interface ConsumerDeps {
   retryMaxMs: number;
 }
 
+/** A topic's table and how its messages become rows (made by route(), which types them). */
 interface Route {
   table: string;
   decode: (v: Buffer | null) => Decoded<object>;
   /** Completes the decoded rows before they are written (may ask ClickHouse). */
   prepare?: (rows: object[]) => Promise<void>;
+  /** Hands rows this route decoded to the writer. */
+  write: (writer: RowWriter, rows: object[]) => Promise<void>;
+}
+
+/** A route whose decoder, preparation and table agree on one row type (checked here, once). */
+function route<Row extends object>(
+  table: Table<Row>,
+  decode: (v: Buffer | null) => Decoded<Row>,
+  prepare?: (rows: Row[]) => Promise<void>,
+): Route {
+  // The rows a route is handed back are the ones its own decode made: Row.
+  return {
+    table,
+    decode,
+    ...(prepare ? { prepare: (rows) => prepare(rows as Row[]) } : {}),
+    write: (writer, rows) => writer.write(table, rows as Row[]),
+  };
 }
 
 /**
@@ -72,16 +98,10 @@ interface Route {
  */
 export class KafkaToClickHouse extends OnGroupConsumer {
   readonly name = 'kafka-consumer';
-  protected readonly consumer: GroupConsumer;
+  protected readonly consumer: DurableConsumer;
   private stopping = false;
-  /** Per partition (`topic:partition`): the insert-then-commit step of its last batch. */
-  private readonly chains = new Map<string, Promise<void>>();
   /** The message each row in the writer came from (rows ClickHouse rejects are dead-lettered as it). */
-  private readonly origins = new WeakMap<object, { topic: string; partition: number; message: KafkaMessage }>();
-  /** Offsets whose rows are all inserted, not yet committed (newest per partition). */
-  private readonly committable = new Map<string, { topic: string; partition: number; offset: string }>();
-  private committing: Promise<void> | undefined;
-  private commitAgain = false;
+  private readonly origins = new WeakMap<object, { topic: string; partition: number; message: StreamMessage }>();
   private readonly deadLettered: Counter<'topic' | 'reason'>;
   private readonly lag: Gauge<'topic' | 'partition'>;
   private readonly messages: Counter<'topic'>;
@@ -95,15 +115,15 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     this.routes = new Map<string, Route>([
       [
         deps.eventsTopic,
-        {
-          table: deps.eventsTable,
-          decode: (b) => decodeEvent(v, b, deps.modernEvents),
-          prepare: (rows) => deps.firstSeen.resolve(rows as EventRow[]),
-        },
+        route(
+          deps.tables.events,
+          (b) => decodeEvent(v, b, deps.modernEvents),
+          (rows) => deps.firstSeen.resolve(rows),
+        ),
       ],
-      [deps.checksTopic, { table: deps.checksTable, decode: (b) => decodeCheck(v, b) }],
-      [deps.alertsTopic, { table: deps.alertsTable, decode: (b) => decodeAlert(v, b) }],
-      [deps.webhookDeliveriesTopic, { table: deps.webhookDeliveriesTable, decode: (b) => decodeWebhookDelivery(v, b) }],
+      [deps.checksTopic, route(deps.tables.checks, (b) => decodeCheck(v, b))],
+      [deps.alertsTopic, route(deps.tables.alerts, (b) => decodeAlert(v, b))],
+      [deps.webhookDeliveriesTopic, route(deps.tables.webhook_deliveries, (b) => decodeWebhookDelivery(v, b))],
     ]);
     const registers = [deps.registry];
     this.deadLettered = new Counter({
@@ -130,29 +150,35 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       labelNames: ['topic'],
       registers,
     });
-    this.consumer = deps.consumers({
-      name: 'kafka-consumer-group',
-      groupId: deps.groupId,
-      // NOTE: fromBeginning matters for a new group only: it must read what was
-      // acknowledged before it first joined. Existing groups resume from their commits.
-      topics: [...this.routes.keys()],
-      fromBeginning: true,
-      consumer: {
-        sessionTimeout: deps.sessionTimeoutMs,
-        heartbeatInterval: 3000,
-        maxBytesPerPartition: FETCH_BYTES_PER_PARTITION,
-        allowAutoTopicCreation: false,
+    this.consumer = new DurableConsumer(
+      deps.consumers,
+      {
+        name: 'kafka-consumer-group',
+        groupId: deps.groupId,
+        // NOTE: fromBeginning matters for a new group only: it must read what was
+        // acknowledged before it first joined. Existing groups resume from their commits.
+        topics: [...this.routes.keys()],
+        fromBeginning: true,
+        consumer: {
+          sessionTimeout: deps.sessionTimeoutMs,
+          heartbeatInterval: 3000,
+          maxBytesPerPartition: FETCH_BYTES_PER_PARTITION,
+          allowAutoTopicCreation: false,
+        },
+        partitionsConsumedConcurrently: deps.partitionsConcurrently,
+        eachBatch: (batch) => this.eachBatch(batch),
+        // Rows in the writer or in an insert, over every table; the writer's room per
+        // table (maxBufferedRows) is the finer bound, this one only backs it up.
+        maxPending: deps.maxBufferedRows * this.routes.size,
+        // eachBatch heartbeats every 3 s even while it waits for the writer: a session
+        // without one means the loop is stuck.
+        stallAfterMs: deps.sessionTimeoutMs,
+        // The partitions may go to another replica: it reports their lag from now on.
+        onRevoked: () => this.lag.reset(),
+        crashMessage: 'consumer crashed',
       },
-      manualCommit: true,
-      partitionsConsumedConcurrently: deps.partitionsConcurrently,
-      eachBatch: (batch) => this.eachBatch(batch),
-      // eachBatch heartbeats every 3 s even while it waits for the writer: a session
-      // without one means the loop is stuck.
-      stallAfterMs: deps.sessionTimeoutMs,
-      // The partitions may go to another replica: it reports their lag from now on.
-      onRevoked: () => this.lag.reset(),
-      crashMessage: 'consumer crashed',
-    });
+      deps.logger,
+    );
   }
 
   /** Each topic read and the table its rows go to. */
@@ -166,7 +192,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     this.stopping = true;
     this.consumer.pause();
     this.deps.writer.drain();
-    await this.settle();
+    await this.consumer.settle();
     await this.consumer.stop();
   }
 
@@ -174,16 +200,16 @@ export class KafkaToClickHouse extends OnGroupConsumer {
    * Decodes a batch, dead-letters what can never be written, hands the rows to the
    * writer and returns without waiting for the insert, so that kafkajs fetches and
    * decodes the next batches while ClickHouse inserts these (fetching, decoding and
-   * inserting overlap). A partition's offset becomes committable only once every row
-   * up to it is in ClickHouse (chained per partition, in offset order); commits of all
-   * partitions go out together, one request at a time (scheduleCommit). The
+   * inserting overlap). The insert is tracked as the batch's durable completion: the
+   * platform (DurableConsumer) commits a partition's offset only once every row up to
+   * it is in ClickHouse, in offset order, all partitions in one request at a time. The
    * writer holds at most `maxBufferedRows` of each table; past that, eachBatch waits
    * (heartbeating) up to ROOM_WAIT_MS, then hands the batch back unresolved (the group
    * consumer reads it again) so that a table whose inserts keep failing holds its own
    * partitions only, never the handling slots of the other topics'.
    */
-  private async eachBatch(payload: GroupBatch): Promise<void> {
-    const { batch } = payload;
+  private async eachBatch(batch: DurableBatch): Promise<void> {
+    const payload = batch;
     if (batch.messages.length === 0 || this.stopping) return;
     const { topic, partition } = batch;
     this.lag.set({ topic, partition: String(partition) }, Number(batch.offsetLag()));
@@ -193,7 +219,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     if (!(await this.roomFor(route.table, payload))) return;
     this.messages.inc({ topic }, batch.messages.length);
     const rows: object[] = [];
-    const dead: Message[] = [];
+    const dead: ProducerMessage[] = [];
     for (const m of batch.messages) {
       const d = this.decode(route.decode, m);
       if (d.ok) {
@@ -201,7 +227,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
         this.origins.set(d.row, { topic, partition, message: m });
       } else dead.push(this.deadLetter(topic, partition, m, d.reason));
     }
-    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), 3000);
+    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), HEARTBEAT_MS);
     try {
       if (route.prepare && rows.length > 0) {
         const prepare = route.prepare;
@@ -217,34 +243,18 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       clearInterval(beat);
     }
     if (!payload.isRunning() || payload.isStale()) return; // revoked meanwhile: the new owner re-reads
-    const inserted = this.deps.writer.write(route.table, rows);
-    const last = batch.lastOffset();
-    payload.resolveOffset(last);
-    const key = `${topic}:${partition}`;
-    const previous = this.chains.get(key) ?? Promise.resolve();
-    const next = Promise.all([previous, inserted]).then(
-      () => {
-        // Every row up to `last` is in ClickHouse: its successor may be committed.
-        this.committable.set(key, { topic, partition, offset: (BigInt(last) + 1n).toString() });
-        this.scheduleCommit();
-      },
-      () => {
-        // Not inserted (the writer stopped): never committed; read again after a restart.
-      },
-    );
-    this.chains.set(key, next);
-    void next.finally(() => {
-      if (this.chains.get(key) === next) this.chains.delete(key);
-    });
+    // Not awaited: the next batches are read while this one is inserted. A failed insert
+    // (only when the writer stops) is never committed: read again after a restart.
+    payload.track(batch.lastOffset(), route.write(this.deps.writer, rows), batch.messages.length);
   }
 
   /**
    * Waits (heartbeating) until the writer has room for `table`'s rows; false after
    * ROOM_WAIT_MS without, or once the batch is revoked or the consumer stops.
    */
-  private async roomFor(table: string, payload: GroupBatch): Promise<boolean> {
+  private async roomFor(table: string, payload: DurableBatch): Promise<boolean> {
     if (this.deps.writer.pendingRowsOf(table) < this.deps.maxBufferedRows) return true;
-    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), 3000);
+    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), HEARTBEAT_MS);
     try {
       const room = await this.deps.writer.waitForRoom(table, this.deps.maxBufferedRows, ROOM_WAIT_MS);
       return room && !this.stopping && payload.isRunning() && !payload.isStale();
@@ -258,7 +268,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
    * writer's policy); false once the batch is revoked or the consumer stops (the
    * partition's new owner reads it again).
    */
-  private async untilDone(step: () => Promise<void>, payload: GroupBatch, topic: string): Promise<boolean> {
+  private async untilDone(step: () => Promise<void>, payload: DurableBatch, topic: string): Promise<boolean> {
     for (let attempt = 0; ; attempt++) {
       try {
         await step();
@@ -272,43 +282,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     }
   }
 
-  /**
-   * One commit request at a time, carrying the newest committable offset of every
-   * partition: commits keep up however small the batches are (one request per batch,
-   * chained, fell behind under a steady trickle).
-   */
-  private scheduleCommit(): void {
-    if (this.committing) {
-      this.commitAgain = true;
-      return;
-    }
-    const offsets = [...this.committable.values()];
-    this.committable.clear();
-    if (offsets.length === 0) return;
-    this.commitAgain = false;
-    this.committing = this.consumer
-      .commitOffsets(offsets)
-      .catch((err: unknown) => {
-        // Not committed: after a restart or rebalance these messages are read again
-        // (and their copies hidden on read). Nothing is lost.
-        if (!this.stopping) this.deps.logger.warn('commit skipped', { offsets, err: String(err) });
-      })
-      .finally(() => {
-        this.committing = undefined;
-        if (this.commitAgain || this.committable.size > 0) this.scheduleCommit();
-      });
-  }
-
-  /** Resolves when every insert handed to the writer so far is in and committed. */
-  private async settle(): Promise<void> {
-    await Promise.all(this.chains.values());
-    while (this.committing || this.committable.size > 0) {
-      if (!this.committing) this.scheduleCommit();
-      await this.committing;
-    }
-  }
-
-  private decode(decode: (v: Buffer | null) => Decoded<object>, m: KafkaMessage): Decoded<object> {
+  private decode(decode: (v: Buffer | null) => Decoded<object>, m: StreamMessage): Decoded<object> {
     if (m.value !== null && m.value.length > this.deps.maxMessageBytes) {
       return { ok: false, reason: `too large: ${m.value.length} bytes` };
     }
@@ -339,9 +313,9 @@ export class KafkaToClickHouse extends OnGroupConsumer {
   private deadLetter(
     topic: string,
     partition: number,
-    m: KafkaMessage,
+    m: StreamMessage,
     reason: string,
-  ): Message & { headers: Record<string, string> } {
+  ): ProducerMessage & { headers: Record<string, string> } {
     const kind = reason.startsWith('not JSON')
       ? 'not_json'
       : reason.startsWith('too large')

@@ -4,11 +4,9 @@ import {
   ClickHouseInserter,
   serviceKafka,
   createRegistry,
-  ensureTopics,
   detectEngine,
   healthServer,
   HttpServerComponent,
-  groupLags,
   PeriodicJob,
   ServiceRunner,
   sqlIdentifier,
@@ -16,7 +14,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { hostname } from 'node:os';
-import { FirstSeen, migrateWith, retentionJob, retentionRules } from '@telemetry/store';
+import { FirstSeen, migrateWith, retentionJob, retentionRules, streamTables } from '@telemetry/store';
 import { BatchWriter } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
@@ -44,11 +42,10 @@ export interface StreamConsumer {
 export async function startConsumer(config: ConsumerConfig, logger: Logger): Promise<StreamConsumer> {
   const registry = createRegistry('stream-consumer');
   const ch = clickhouseComponent(config, logger);
-  const { kafka, producer: newProducer, groupConsumers } = serviceKafka(config, 'consumer', logger);
+  const { admin, producer: newProducer, groupConsumers } = serviceKafka(config, 'consumer', logger);
   if (config.migrateOnStart) {
     await migrateWith(config, logger);
-    await ensureTopics(
-      kafka,
+    await admin.ensureTopics(
       [
         config.eventsTopic,
         config.checksTopic,
@@ -90,10 +87,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     alertsTopic: config.alertsTopic,
     webhookDeliveriesTopic: config.webhookDeliveriesTopic,
     deadLetterTopic: config.deadLetterTopic,
-    eventsTable: `${db}.events`,
-    checksTable: `${db}.checks`,
-    alertsTable: `${db}.alerts`,
-    webhookDeliveriesTable: `${db}.webhook_deliveries`,
+    tables: streamTables(db),
     maxMessageBytes: config.maxMessageBytes,
     partitionsConcurrently: config.partitionsConcurrently,
     sessionTimeoutMs: config.sessionTimeoutMs,
@@ -121,7 +115,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   );
   const freshness = new Freshness({
     tables: () => consumer.tables(),
-    lags: (topics) => groupLags(kafka, config.groupId, topics),
+    lags: (topics) => admin.groupLags(config.groupId, topics),
     lastInsertAt: (table) => writer.lastInsertAt(table),
     consumer: `${hostname()}-${process.pid}`,
     insert: (rows) => inserter.insert(`${db}.freshness`, rows),

@@ -1,4 +1,3 @@
-import type { KafkaMessage } from 'kafkajs';
 import type { AlertMessage } from '@telemetry/contract';
 import {
   createLogger,
@@ -6,6 +5,7 @@ import {
   type Clock,
   type CommittableOffset,
   type GroupBatch,
+  type StreamMessage,
   type GroupConsumer,
   type GroupConsumerFactory,
   type GroupConsumerSpec,
@@ -159,13 +159,12 @@ export function fakeGroupConsumers(): { factory: GroupConsumerFactory; built: Fa
   };
 }
 
-export function kafkaMessage(value: string | null, offset: string): KafkaMessage {
+export function kafkaMessage(value: string | null, offset: string): StreamMessage {
   return {
     key: null,
     value: value === null ? null : Buffer.from(value),
     offset,
     timestamp: '0',
-    attributes: 0,
     headers: {},
   };
 }

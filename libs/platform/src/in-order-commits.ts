@@ -1,0 +1,168 @@
+/**
+ * The one mechanism that commits offsets in order when work finishes out of order (as
+ * PostHog's consumer does with its background tasks): a user hands each piece of work
+ * as a promise of durable completion for the messages up to an offset; a partition's
+ * offset is committed only once that work and all earlier work of the partition
+ * resolved. Commits of every partition go out together, one request at a time, carrying
+ * the newest committable offset of each (so they keep up however small the pieces).
+ * Work that fails holds its partition's commits where they are until the partitions
+ * are taken away (the next owner reads from the last commit: nothing is lost, copies
+ * are removed on read). A cap on pending work (units: messages, rows) tells the reader
+ * to wait.
+ */
+import type { CommittableOffset } from './kafka-types.js';
+import type { Logger } from './logger.js';
+
+export interface InOrderCommitsOptions {
+  /** Sends one commit request (the group consumer's commitOffsets). */
+  commit(offsets: CommittableOffset[]): Promise<void>;
+  /** Units of work pending at most before hasRoom() says no. */
+  maxPending: number;
+  logger: Logger;
+}
+
+type State = 'pending' | 'done' | 'failed';
+
+interface Piece {
+  /** The offset to commit once this piece and every earlier one is done. */
+  next: bigint;
+  state: State;
+}
+
+interface Partition {
+  topic: string;
+  partition: number;
+  /** Pieces in offset order; the head is the oldest not yet committable. */
+  pieces: Piece[];
+}
+
+export class InOrderCommits {
+  private readonly parts = new Map<string, Partition>();
+  /** Bumped when the partitions are taken away: what finishes later is not committed. */
+  private generation = 0;
+  private pendingUnits = 0;
+  private readonly committable = new Map<string, CommittableOffset>();
+  private committing: Promise<void> | undefined;
+  private roomWaiters: (() => void)[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(private readonly opts: InOrderCommitsOptions) {}
+
+  /** Units of work handed over and not yet finished (of every generation). */
+  get pending(): number {
+    return this.pendingUnits;
+  }
+
+  hasRoom(): boolean {
+    return this.pendingUnits < this.opts.maxPending;
+  }
+
+  /**
+   * Resolves true once there is room, or false after `timeoutMs` without (the caller
+   * heartbeats and asks again, or hands its batch back to be read later).
+   */
+  waitForRoom(timeoutMs: number): Promise<boolean> {
+    if (this.hasRoom()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        const i = this.roomWaiters.indexOf(check);
+        if (i >= 0) this.roomWaiters.splice(i, 1);
+        resolve(false);
+      }, timeoutMs);
+      const check = (): void => {
+        if (!this.hasRoom()) {
+          this.roomWaiters.push(check);
+          return;
+        }
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.roomWaiters.push(check);
+    });
+  }
+
+  /**
+   * Work on the messages of `topic`/`partition` up to `offset` (inclusive), durable once
+   * `done` resolves. Pieces of one partition are tracked in offset order.
+   */
+  track(topic: string, partition: number, offset: string, done: Promise<void>, units = 1): void {
+    const key = `${topic}:${partition}`;
+    let part = this.parts.get(key);
+    if (!part) {
+      part = { topic, partition, pieces: [] };
+      this.parts.set(key, part);
+    }
+    const piece: Piece = { next: BigInt(offset) + 1n, state: 'pending' };
+    part.pieces.push(piece);
+    this.pendingUnits += units;
+    const generation = this.generation;
+    const settled = done
+      .then(
+        () => {
+          piece.state = 'done';
+        },
+        (err: unknown) => {
+          piece.state = 'failed';
+          if (generation === this.generation) {
+            this.opts.logger.warn('work failed: its partition commits nothing more until it is read again', {
+              topic,
+              partition,
+              offset,
+              err: String(err),
+            });
+          }
+        },
+      )
+      .finally(() => {
+        this.pendingUnits -= units;
+        this.inFlight.delete(settled);
+        for (const w of this.roomWaiters.splice(0)) w();
+        if (generation === this.generation) this.advance(key, part);
+      });
+    this.inFlight.add(settled);
+  }
+
+  /** The partitions were taken away (a rebalance, a crash): nothing tracked so far is committed. */
+  revoke(): void {
+    this.generation++;
+    this.parts.clear();
+    this.committable.clear();
+  }
+
+  /** Resolves once every piece handed over so far finished and what it made committable is committed. */
+  async settle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+    while (this.committing || this.committable.size > 0) {
+      if (!this.committing) this.schedule();
+      await this.committing;
+    }
+  }
+
+  /** The partition's committable offset, once its oldest pieces are done. */
+  private advance(key: string, part: Partition): void {
+    let next: bigint | undefined;
+    while (part.pieces[0]?.state === 'done') next = part.pieces.shift()!.next;
+    if (part.pieces.length === 0 && this.parts.get(key) === part) this.parts.delete(key);
+    if (next === undefined) return;
+    this.committable.set(key, { topic: part.topic, partition: part.partition, offset: next.toString() });
+    this.schedule();
+  }
+
+  /** One commit request at a time, with the newest committable offset of every partition. */
+  private schedule(): void {
+    if (this.committing || this.committable.size === 0) return;
+    const offsets = [...this.committable.values()];
+    this.committable.clear();
+    this.committing = this.opts
+      .commit(offsets)
+      .catch((err: unknown) => {
+        // Not committed: after a restart or rebalance these messages are read again
+        // (and their copies hidden on read). Nothing is lost.
+        this.opts.logger.warn('commit skipped', { offsets, err: String(err) });
+      })
+      .finally(() => {
+        this.committing = undefined;
+        this.schedule();
+      });
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * The tables the stream consumer writes, each typed with its row (as Langfuse's
+ * ClickHouse writer maps a table name to its record type): handing a BatchWriter rows of
+ * the wrong table does not compile.
+ */
+import { table, type Table } from '@telemetry/platform';
+import type { AlertRow } from './alerts.js';
+import type { CheckRow } from './checks.js';
+import type { EventRow } from './events.js';
+import type { WebhookDeliveryRow } from './webhook-deliveries.js';
+
+/** Each table the stream consumer writes, and the row it holds. */
+export interface StreamTableRows {
+  events: EventRow;
+  checks: CheckRow;
+  alerts: AlertRow;
+  webhook_deliveries: WebhookDeliveryRow;
+}
+
+export type StreamTables = { readonly [K in keyof StreamTableRows]: Table<StreamTableRows[K]> };
+
+/** The stream consumer's tables in database `db` (a validated, quoted identifier), as `db.name`. */
+export function streamTables(db: string): StreamTables {
+  return {
+    events: table<EventRow>(`${db}.events`),
+    checks: table<CheckRow>(`${db}.checks`),
+    alerts: table<AlertRow>(`${db}.alerts`),
+    webhook_deliveries: table<WebhookDeliveryRow>(`${db}.webhook_deliveries`),
+  };
+}
