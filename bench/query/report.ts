@@ -4,7 +4,7 @@
  */
 import { latencyFigures, type LoadResult } from '../../harness/load.js';
 import { fmt, type Quantiles as LatencyFigures } from '../../harness/report.js';
-import type { Machine } from '../../harness/run.js';
+import type { ReportHead } from '../common/report.js';
 
 export type Side = 'service' | 'direct';
 
@@ -170,10 +170,7 @@ export interface Target {
   met: boolean;
 }
 
-export interface ReportInput {
-  command: string;
-  date: string;
-  machine: Machine;
+export interface ReportInput extends ReportHead {
   data: Record<string, string | number>;
   method: string[];
   scenarios: ScenarioSummary[];
