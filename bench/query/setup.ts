@@ -22,8 +22,6 @@ import { DataSpec, loadChecks } from './data.js';
 import { bench, cfg, log, SERVICE_MAX_RESULT_ROWS } from './options.js';
 import type { DirectTarget, ServiceTarget } from './requests.js';
 
-export type QueryRun = Awaited<ReturnType<typeof setUp>>;
-
 export async function setUp(cleanups: Cleanups) {
   const { stack, pids, machine } = await bench.stack(cleanups);
   const database = `bench_${randomBytes(4).toString('hex')}`;
