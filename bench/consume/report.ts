@@ -5,6 +5,7 @@
  */
 import { fmt, markdown, sectionHead, targetsPart } from '../../harness/report.js';
 import type { Machine as BaseMachine } from '../../harness/run.js';
+import type { ReportHead } from '../common/report.js';
 import type { CpuWindow } from '../../harness/sampler.js';
 import type { ClientFigures } from './clients.js';
 import type { FreshnessResult } from './freshness.js';
@@ -67,10 +68,7 @@ export interface TargetCheck {
   met: string;
 }
 
-export interface ConsumeReport {
-  command: string;
-  date: string;
-  machine: Machine;
+export interface ConsumeReport extends ReportHead<Machine> {
   /** Which consumer was measured: the commit (and whether its sources differed from it), its defaults. */
   consumer: { version: string; defaults: Record<string, string> };
   config: {

@@ -28,10 +28,12 @@ import { createKafka, createLogger } from '@telemetry/platform';
 import { issueKey } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { autocannon } from '../../harness/load.js';
-import { Child, freePort, scriptCommand, serviceCommand } from '../../harness/processes.js';
+import { freePort, scriptCommand, serviceCommand, type Child } from '../../harness/processes.js';
 import { median } from '../../harness/report.js';
 import { Benchmark, type Cleanups, envNumber, serviceEnv } from '../../harness/run.js';
 import { cpuMeter, DISTURBED_CPU, mb } from '../../harness/sampler.js';
+import { addCounts, gauge } from '../common/report.js';
+import { startChild, topicMessages } from '../common/stack.js';
 import { producerPerformance, type AnchorFigures } from './anchor.js';
 import { sampleEvent } from './bodies.js';
 import {
@@ -65,12 +67,7 @@ const TARGETS = { batchVsAnchor: 0.6, singleVsBaseline: 0.9, p99Ms: 10, rssMB: 2
 const bench = new Benchmark('bench:ingest');
 const log = bench.log;
 const noFailures = (): Failures => ({ non2xx: 0, errors: 0, timeouts: 0, badBodies: 0 });
-const addFailures = (a: Failures, b: Failures): Failures => ({
-  non2xx: a.non2xx + b.non2xx,
-  errors: a.errors + b.errors,
-  timeouts: a.timeouts + b.timeouts,
-  badBodies: a.badBodies + b.badBodies,
-});
+const addFailures: (a: Failures, b: Failures) => Failures = addCounts;
 const requestBody = (n: number): string =>
   JSON.stringify({ events: Array.from({ length: n }, (_, i) => sampleEvent(i)) } satisfies IngestRequest);
 
@@ -134,10 +131,7 @@ async function load(ctx: Ctx, target: Target, body: string, eventsPerRequest: nu
 /** V8 heap figures from the gateway's /metrics (prom-client default metrics), in MB. */
 async function gatewayHeap(server: Child): Promise<RunFigures['heap']> {
   const text = await server.metrics();
-  const metric = (name: string): number => {
-    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
-    return m ? mb(Number(m[1]) / 1024) : Number.NaN;
-  };
+  const metric = (name: string): number => mb(gauge(text, name) / 1024);
   return text === ''
     ? undefined
     : {
@@ -223,17 +217,21 @@ async function main(cleanups: Cleanups): Promise<Report> {
 
   const start = async (target: Target): Promise<Child> => {
     const port = await freePort();
-    const server = new Child({
-      name: target,
-      command:
-        target === 'gateway' ? serviceCommand('ingest-gateway', true) : scriptCommand('bench/ingest/baseline.ts', true),
-      nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${target}.cpuprofile`] : [],
-      url: `http://127.0.0.1:${port}`,
-      logFile: join(logDir, `${target}.log`),
-      env: serviceEnv(stack, database, port, { EVENTS_TOPIC: topics[target], DATABASE_URL: registryUrl }),
-    });
-    cleanups.push(() => server.close(15_000));
-    await server.start().ready(60_000);
+    const server = await startChild(
+      cleanups,
+      {
+        name: target,
+        command:
+          target === 'gateway'
+            ? serviceCommand('ingest-gateway', true)
+            : scriptCommand('bench/ingest/baseline.ts', true),
+        nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${logDir}`, `--cpu-prof-name=${target}.cpuprofile`] : [],
+        url: `http://127.0.0.1:${port}`,
+        logFile: join(logDir, `${target}.log`),
+        env: serviceEnv(stack, database, port, { EVENTS_TOPIC: topics[target], DATABASE_URL: registryUrl }),
+      },
+      { readyMs: 60_000, closeMs: 15_000 },
+    );
     log(`${target} ready on ${server.url} (pid ${server.pid})`);
     return server;
   };
@@ -285,12 +283,10 @@ async function main(cleanups: Cleanups): Promise<Report> {
 
   // Every 200 must stand for messages in Kafka (requests cut off at the end of a run may
   // add more messages than answers, never fewer).
-  const admin = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'bench', logger: quiet }).admin();
-  await admin.connect();
+  const client = createKafka({ brokers: stack.kafkaBrokers.split(','), clientId: 'bench', logger: quiet });
   const kafka: Report['kafka'] = [];
   for (const target of ['gateway', 'baseline'] as const) {
-    const offsets = await admin.fetchTopicOffsets(topics[target]);
-    const messages = offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+    const messages = await topicMessages(client, topics[target]);
     kafka.push({
       target,
       topic: topics[target],
@@ -299,7 +295,6 @@ async function main(cleanups: Cleanups): Promise<Report> {
       ok: messages >= ctx.acked[target],
     });
   }
-  await admin.disconnect();
 
   const gatewayPeakRssMB = mb(servers.gateway.rss.peak());
   const clean =

@@ -1,5 +1,5 @@
 import { fmt, markdown, median, sectionHead, targetsPart } from '../../harness/report.js';
-import type { Machine } from '../../harness/run.js';
+import type { ReportHead } from '../common/report.js';
 import { DISTURBED_CPU } from '../../harness/sampler.js';
 import type { AnchorFigures, AnchorSettings } from './anchor.js';
 
@@ -69,10 +69,7 @@ export interface TargetCheck {
   note?: string;
 }
 
-export interface Report {
-  command: string;
-  date: string;
-  machine: Machine;
+export interface Report extends ReportHead {
   config: {
     seconds: number;
     rounds: number;

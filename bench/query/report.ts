@@ -4,7 +4,7 @@
  */
 import { latencyFigures, type LoadResult } from '../../harness/load.js';
 import { fmt, type Quantiles as LatencyFigures } from '../../harness/report.js';
-import type { Machine } from '../../harness/run.js';
+import { addCounts, type ReportHead } from '../common/report.js';
 
 export type Side = 'service' | 'direct';
 
@@ -40,14 +40,7 @@ export function failureCount(f: Failures): number {
   return f.non2xx + f.badBody + f.errors;
 }
 
-export function addFailures(a: Failures, b: Failures): Failures {
-  return {
-    non2xx: a.non2xx + b.non2xx,
-    badBody: a.badBody + b.badBody,
-    errors: a.errors + b.errors,
-    dropped: a.dropped + b.dropped,
-  };
-}
+export const addFailures: (a: Failures, b: Failures) => Failures = addCounts;
 
 export const NO_FAILURES: Failures = { non2xx: 0, badBody: 0, errors: 0, dropped: 0 };
 
@@ -144,7 +137,10 @@ export function ratio(a: number, b: number): number {
   return Math.round((a / b) * 100) / 100;
 }
 
-export interface RateSummary {
+export interface RateSummary extends Pick<
+  SideSummary,
+  'latency' | 'requests' | 'failures' | 'cpu' | 'cpuMsPerRequest' | 'queries'
+> {
   method: 'paced' | 'autocannon';
   side: Side;
   rate: number;
@@ -156,11 +152,6 @@ export interface RateSummary {
   sendLatency?: LatencyFigures;
   /** autocannon: the p50/p99 autocannon itself reports (whole ms, its own correction). */
   reported?: { p50: number; p99: number; rps: number };
-  requests: number;
-  failures: Failures;
-  cpu: Record<string, number>;
-  cpuMsPerRequest: Record<string, number>;
-  queries: { mean: number; max: number };
 }
 
 export interface Target {
@@ -170,10 +161,7 @@ export interface Target {
   met: boolean;
 }
 
-export interface ReportInput {
-  command: string;
-  date: string;
-  machine: Machine;
+export interface ReportInput extends ReportHead {
   data: Record<string, string | number>;
   method: string[];
   scenarios: ScenarioSummary[];

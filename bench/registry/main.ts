@@ -28,7 +28,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClickHouse, createLogger, createPostgres, postgresSpec, sqlIdentifier } from '@telemetry/platform';
+import { createLogger, createPostgres, postgresSpec, sqlIdentifier } from '@telemetry/platform';
 import { databasesOf, migrate, PG_SERVICE_ROLE_NAMES, pgRoleName, quoteIdent, type KeyRecord } from '@telemetry/store';
 import { provisionPostgres, withRegistry } from '../../tools/devstack/postgres.js';
 import {
@@ -54,9 +54,9 @@ import {
   type Monitor,
   type Writer,
 } from './data.js';
+import { adminClickHouse, type BenchContext } from '../common/stack.js';
 import { epochMs, type ReplicaStats, type Watch } from './replica.js';
 import { renderSection, sideTable, notes, type Design, type RegistryReport, type SideFigures } from './report.js';
-import type { Stack } from '../../tools/devstack/stack.js';
 
 const KEYS = envNumber('BENCH_REGISTRY_KEYS', 100_000, 1, true, 2000);
 const MONITORS = envNumber('BENCH_REGISTRY_MONITORS', 100_000, 1, true, 2000);
@@ -76,11 +76,8 @@ const CATCH_UP_MS = Number(postgresSpec.registryCatchUpMs.default);
 const bench = new Benchmark('bench:registry');
 const log = bench.log;
 
-interface Context {
-  stack: Stack;
-  logDir: string;
+interface Context extends Pick<BenchContext, 'stack' | 'logDir' | 'pids'> {
   watchFile: string;
-  pids: { kafka?: number; clickhouse?: number };
   keys: KeyRecord[];
   monitors: Monitor[];
 }
@@ -222,8 +219,7 @@ async function main(cleanups: Cleanups): Promise<RegistryReport> {
   const { stack, pids, machine } = await bench.stack(cleanups);
   const quiet = createLogger({ service: 'bench-registry', level: 'warn', stream: process.stderr });
   const database = `bench_registry_${randomBytes(4).toString('hex')}`;
-  const ch = createClickHouse({ url: stack.clickhouseUrl, username: 'default', password: '', database: 'default' });
-  cleanups.push(() => ch.close());
+  const ch = adminClickHouse(cleanups, stack);
   await migrate(ch, database, quiet);
   if (stack.mode === 'external') {
     cleanups.push(async () => {

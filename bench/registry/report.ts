@@ -3,8 +3,8 @@
  * `<!-- bench:registry -->` and `<!-- /bench:registry -->`; other sections are left alone).
  */
 import { fmt, markdown, ms, ratio, sectionHead, table, type Quantiles } from '../../harness/report.js';
-import type { Machine } from '../../harness/run.js';
 import { DISTURBED_CPU, type CpuWindow } from '../../harness/sampler.js';
+import { readingAndCaveats, type ReportHead } from '../common/report.js';
 
 export type Design = 'before' | 'after';
 
@@ -42,10 +42,7 @@ export interface SideFigures {
   changeSeconds: number;
 }
 
-export interface RegistryReport {
-  command: string;
-  date: string;
-  machine: Machine;
+export interface RegistryReport extends ReportHead {
   config: {
     keys: number;
     monitors: number;
@@ -237,17 +234,13 @@ export function renderSection(r: RegistryReport): string {
     '',
     notes(r),
     '',
-    '### Reading',
-    '',
-    ...reading(r).map((x) => `- ${x}`),
-    '',
-    '### Caveats',
-    '',
-    `- One ${r.machine.nproc}-core machine runs the replica, the servers and this command; the servers' side of a`,
-    `  full reload (ClickHouse reading and sending ${fmt(c.keys)} rows every ${fmt(c.keyRefreshMs / 1000)} s per replica) is not in`,
-    "  the replica's CPU.",
-    '- One replica per design: the previous design multiplies its idle cost by the number of gateways, query',
-    "  services and runners; the change feed's stays two small queries per replica per catch-up.",
-    '- One window per design: run the command again to see the spread.',
+    ...readingAndCaveats(reading(r), [
+      `- One ${r.machine.nproc}-core machine runs the replica, the servers and this command; the servers' side of a`,
+      `  full reload (ClickHouse reading and sending ${fmt(c.keys)} rows every ${fmt(c.keyRefreshMs / 1000)} s per replica) is not in`,
+      "  the replica's CPU.",
+      '- One replica per design: the previous design multiplies its idle cost by the number of gateways, query',
+      "  services and runners; the change feed's stays two small queries per replica per catch-up.",
+      '- One window per design: run the command again to see the spread.',
+    ]),
   ]);
 }

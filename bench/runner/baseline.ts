@@ -11,7 +11,7 @@
  *
  * Environment: MONITORS_FILE (JSON: [{id, url, interval_seconds, timeout_ms}]),
  * KAFKA_BROKERS, CHECKS_TOPIC, PORT and HOST for `GET /readyz` and `GET /stats`
- * ({"checks","down","produced","failed","httpErrors"}). Started (compiled) by bench/runner/main.ts; SIGTERM stops it.
+ * ({"checks","down","produced","failed","httpErrors"}). Started (compiled) by bench/runner/sides.ts; SIGTERM stops it.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';

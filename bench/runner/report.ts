@@ -3,8 +3,8 @@
  * `<!-- bench:runner -->` and `<!-- /bench:runner -->`; other sections are left alone).
  */
 import { fmt, markdown, sectionHead, type Quantiles } from '../../harness/report.js';
-import type { Machine } from '../../harness/run.js';
 import { DISTURBED_CPU, type CpuWindow } from '../../harness/sampler.js';
+import { readingAndCaveats, type ReportHead } from '../common/report.js';
 
 export type Side = 'runner' | 'baseline';
 
@@ -73,10 +73,7 @@ export interface Level {
   kafka: KafkaCheck[];
 }
 
-export interface RunnerReport {
-  command: string;
-  date: string;
-  machine: Machine;
+export interface RunnerReport extends ReportHead {
   config: {
     levels: number[];
     seconds: number;
@@ -233,17 +230,13 @@ export function renderSection(r: RunnerReport): string {
     'used meanwhile (noise). Peak RSS is VmRSS sampled every 100 ms during the window.',
     '',
     ...r.levels.flatMap((l) => [`### ${fmt(l.monitors)} monitors`, '', levelTable(l), '', levelNotes(l), '']),
-    '### Reading',
-    '',
-    ...reading(r).map((x) => `- ${x}`),
-    '',
-    '### Caveats',
-    '',
-    `- One ${m.nproc}-core machine runs the side under test, the target, Kafka, ClickHouse and this command; the`,
-    '  target accepts every check on a new TCP connection, so its CPU grows with the rate too.',
-    '- One window per side and level, runner first: run the command again to see the spread.',
-    '- Both sides (and the target) run compiled (`npm run build` = `tsc -b`, which the command runs first) under',
-    '  plain node, as production does: the runner from `services/check-runner/dist/`, the others from `.tsout/bench/runner/`.',
-    '- Kafka is one local broker, replication factor 1: `acks=-1` waits for one replica only.',
+    ...readingAndCaveats(reading(r), [
+      `- One ${m.nproc}-core machine runs the side under test, the target, Kafka, ClickHouse and this command; the`,
+      '  target accepts every check on a new TCP connection, so its CPU grows with the rate too.',
+      '- One window per side and level, runner first: run the command again to see the spread.',
+      '- Both sides (and the target) run compiled (`npm run build` = `tsc -b`, which the command runs first) under',
+      '  plain node, as production does: the runner from `services/check-runner/dist/`, the others from `.tsout/bench/runner/`.',
+      '- Kafka is one local broker, replication factor 1: `acks=-1` waits for one replica only.',
+    ]),
   ]);
 }
