@@ -92,6 +92,12 @@ export const eventMessageSchema = {
   },
 } as const;
 
+/** An id of ours that a message carries: a check's, an alert's, an incident's, a delivery attempt's. */
+const messageId = { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN } as const;
+
+/** Why a check (or a delivery attempt) failed, as the API shows it: null when it did not. */
+const checkErrorOrNull = { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] } as const;
+
 const monitorId = {
   type: 'string',
   minLength: 1,
@@ -100,7 +106,7 @@ const monitorId = {
 } as const;
 
 const checkProperties = {
-  id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
+  id: messageId,
   monitor_id: monitorId,
   status: { type: 'string', enum: CHECK_STATUSES },
   response_time: { type: 'number', minimum: 0, maximum: 86_400_000 },
@@ -133,7 +139,7 @@ export const checkSchema = {
   required: ['id', 'monitor_id', 'status', 'response_time', 'status_code', 'created_at'],
   properties: {
     ...checkProperties,
-    error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
+    error: checkErrorOrNull,
     location: { oneOf: [checkProperties.location, { type: 'null' }] },
     tls_days_left: { type: ['integer', 'null'], minimum: -1_000_000, maximum: 1_000_000 },
     created_at: isoSeconds,
@@ -201,7 +207,7 @@ export const alertMessageSchema = {
   required: ['id', 'type', 'monitor_id', 'incident_id', 'created_at', 'check', 'monitor'],
   properties: {
     /** Unique per alert; webhook receivers can de-duplicate on it. */
-    id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
+    id: messageId,
     type: { type: 'string', enum: ALERT_TYPES },
     monitor_id: monitorId,
     /** The monitor's tenant; absent in messages written before tenants (the default tenant). */
@@ -209,7 +215,7 @@ export const alertMessageSchema = {
     /** Made during a maintenance window of the monitor: stored, not delivered to webhooks. */
     maintenance: { type: 'boolean' },
     /** The id of the check that opened the incident; shared by its down and up alerts. */
-    incident_id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
+    incident_id: messageId,
     created_at: dateTime,
     check: {
       type: 'object',
@@ -255,7 +261,7 @@ export const incidentSchema = {
       required: ['status_code', 'error'],
       properties: {
         status_code: checkProperties.status_code,
-        error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
+        error: checkErrorOrNull,
       },
     },
   },
@@ -264,7 +270,7 @@ export const incidentSchema = {
 /** Fields shared by a delivery attempt's message and its API object. */
 const webhookDeliveryProperties = {
   /** Unique per attempt. */
-  id: { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PATTERN },
+  id: messageId,
   monitor_id: monitorId,
   /** The alert delivered: the `X-Telemetry-Delivery` header and the body's `id`. */
   alert_id: alertMessageSchema.properties.id,
@@ -310,7 +316,7 @@ export const webhookDeliverySchema = {
     /** The alert channel the attempt went through (`webhook`: a signed webhook). */
     channel: { type: 'string', enum: CHANNEL_TYPES },
     /** Why the attempt failed without an answer (timeout, connection_refused, target_not_allowed, ...); null when the endpoint answered. */
-    error: { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] },
+    error: checkErrorOrNull,
     /** UTC, in milliseconds. */
     attempted_at: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$' },
   },
