@@ -71,41 +71,40 @@ export class ChangeFeed implements Component {
   constructor(private readonly opts: ChangeFeedOptions) {
     this.name = opts.name;
     this.clock = opts.clock ?? systemClock;
-    if (opts.registry) {
+    const registry = opts.registry;
+    if (registry) {
       const labelNames = ['feed'];
       this.catchUps = new Counter({
         name: 'registry_feed_catchups_total',
         help: 'Reads of the registry change log, by outcome (ok, failed)',
         labelNames: ['feed', 'outcome'],
-        registers: [opts.registry],
+        registers: [registry],
       });
       this.applied = new Counter({
         name: 'registry_feed_changes_total',
         help: 'Registry changes applied to this replica s copies',
         labelNames,
-        registers: [opts.registry],
+        registers: [registry],
       });
-      const lastSync = (): number => (this.lastOkAt === undefined ? 0 : this.lastOkAt / 1000);
-      const sequence = (): number => this.seq;
-      const name = this.name;
-      new Gauge({
-        name: 'registry_feed_last_sync_timestamp_seconds',
-        help: 'When this replica last read the registry change log successfully (unix seconds; 0: never)',
-        labelNames,
-        registers: [opts.registry],
-        collect() {
-          this.set({ feed: name }, lastSync());
-        },
-      });
-      new Gauge({
-        name: 'registry_feed_sequence',
-        help: 'The newest registry change this replica has applied',
-        labelNames,
-        registers: [opts.registry],
-        collect() {
-          this.set({ feed: name }, sequence());
-        },
-      });
+      // Read when scraped: this replica's position in the change log.
+      const gauge = (metric: string, help: string, value: () => number): void => {
+        const feed = this.name;
+        new Gauge({
+          name: metric,
+          help,
+          labelNames,
+          registers: [registry],
+          collect() {
+            this.set({ feed }, value());
+          },
+        });
+      };
+      gauge(
+        'registry_feed_last_sync_timestamp_seconds',
+        'When this replica last read the registry change log successfully (unix seconds; 0: never)',
+        () => (this.lastOkAt === undefined ? 0 : this.lastOkAt / 1000),
+      );
+      gauge('registry_feed_sequence', 'The newest registry change this replica has applied', () => this.seq);
     }
   }
 

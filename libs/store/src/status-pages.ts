@@ -1,10 +1,36 @@
-import type { StatusPage } from '@telemetry/contract';
+import { toIsoSeconds, type StatusPage } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from '@telemetry/platform';
 
 /** A status page as stored: its tenant and row version. */
 export interface StoredStatusPage extends StatusPage {
   tenant_id: string;
   version: number;
+}
+
+/** What a store keeps of a page besides its times and version. */
+export type StatusPageFields = Pick<StoredStatusPage, 'slug' | 'tenant_id' | 'title' | 'description' | 'monitor_ids'>;
+
+/**
+ * A stored page from a store's row: its fields, and its times (unix seconds) and version as
+ * the database answers them (numbers or strings). The registry and the ClickHouse table it
+ * replaced (legacy/status-pages.ts) both read pages this way.
+ */
+export function storedStatusPageOf(
+  f: StatusPageFields,
+  createdAt: number | string,
+  updatedAt: number | string,
+  version: number | string,
+): StoredStatusPage {
+  return {
+    slug: f.slug,
+    tenant_id: f.tenant_id,
+    title: f.title,
+    description: f.description,
+    monitor_ids: f.monitor_ids,
+    created_at: toIsoSeconds(Number(createdAt)),
+    updated_at: toIsoSeconds(Number(updatedAt)),
+    version: Number(version),
+  };
 }
 
 /** Only what anyone may see of a status page's own settings. */

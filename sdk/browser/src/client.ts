@@ -1,56 +1,16 @@
-import { LIMITS, NAME_PATTERN } from '@telemetry/contract/limits';
+import { LIMITS } from '@telemetry/contract/limits';
+import {
+  resolveOptions,
+  trackProblem,
+  type ResolvedOptions,
+  type TelemetryError,
+  type TelemetryOptions,
+  type TelemetryStats,
+  type TrackedEvent,
+} from './options.js';
 import { backoffMs, retryAfterMs } from './retry.js';
 import { EventStore, ownerOf } from './store.js';
 import { uuidv7Factory } from './uuid.js';
-
-export interface TelemetryOptions {
-  /** A telemetry access key (`tk_…`). It is sent as `?key=`: a page cannot hide it anyway. */
-  key: string;
-  /** The gateway's base URL, e.g. `https://collect.example`. */
-  endpoint: string;
-  /** The `source` of every event, e.g. the shop's host name. */
-  source: string;
-  /** Send as soon as this many events wait (default 20). */
-  batchSize?: number;
-  /** Send an event at most this long after it was tracked (default 2000 ms). */
-  flushIntervalMs?: number;
-  /** Unsent events kept (default 1000); beyond it the oldest are dropped, and counted. */
-  maxQueuedEvents?: number;
-  /** First retry delay after a failure (default 1000 ms); doubled per failure, jittered. */
-  retryMinMs?: number;
-  /** Longest retry delay (default 60000 ms). */
-  retryMaxMs?: number;
-  /** Told about events dropped for good: refused by the gateway (a 4xx other than 408 and 429) or invalid at `track`. */
-  onError?: (error: TelemetryError) => void;
-}
-
-/** One event as the gateway receives it. */
-export interface TrackedEvent {
-  source: string;
-  category: string;
-  payload: Record<string, unknown>;
-  /** UUIDv7: every retry carries it, so the gateway stores the event once. */
-  id: string;
-  /** When it was tracked, by this browser's clock (the request's `sent_at` corrects the skew). */
-  timestamp: string;
-}
-
-export interface TelemetryError {
-  /** The gateway's HTTP status; 0 when `track` refused the event before sending it. */
-  status: number;
-  /** The gateway's error code (docs/errors.md), or `INVALID_EVENT` from `track`. */
-  code: string;
-  message: string;
-  /** The events dropped. */
-  events: TrackedEvent[];
-}
-
-export interface TelemetryStats {
-  /** Unsent events of this site and key, in every tab. */
-  queued: number;
-  /** Events dropped because the queue was full, since the storage was new. */
-  dropped: number;
-}
 
 /**
  * Browsers cap the bytes of all keepalive requests and beacons in flight together at 64 KiB.
@@ -71,9 +31,6 @@ const SCAN_EVERY_MS = 10_000;
  * `f.<page>`): its answer was never read, but it most likely arrived.
  */
 const LEAVE_GRACE_MS = 30_000;
-/** Depth of a payload such that the request's JSON stays within the gateway's depth limit. */
-const MAX_PAYLOAD_DEPTH = LIMITS.maxJsonDepth - 4;
-const NAME = new RegExp(NAME_PATTERN);
 
 type Outcome = 'next' | 'wait';
 interface Batch {
@@ -101,7 +58,7 @@ export class TelemetryClient {
   private readonly busy = new Map<string, number>();
   private readonly enc = new TextEncoder();
   private readonly newId: () => string;
-  private readonly o: Required<Omit<TelemetryOptions, 'onError'>> & Pick<TelemetryOptions, 'onError'>;
+  private readonly o: ResolvedOptions;
   private maxEvents: number = LIMITS.maxEventsPerRequest;
   private failures = 0;
   private notBefore = 0;
@@ -121,29 +78,8 @@ export class TelemetryClient {
     options: TelemetryOptions,
     private readonly w: Window = window,
   ) {
-    const { key, endpoint, source } = options;
-    if (typeof key !== 'string' || key === '') throw new TypeError('Telemetry: key is required');
-    if (typeof endpoint !== 'string' || !/^https?:\/\/[^/]/.test(endpoint))
-      throw new TypeError('Telemetry: endpoint must be an http(s) URL');
-    if (typeof source !== 'string' || !NAME.test(source) || source.length > LIMITS.maxNameLength)
-      throw new TypeError(`Telemetry: source must match ${NAME_PATTERN}`);
-    const num = (name: keyof TelemetryOptions, fallback: number, min: number): number => {
-      const v = options[name] ?? fallback;
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < min)
-        throw new TypeError(`Telemetry: ${name} must be a number of at least ${min}`);
-      return v;
-    };
-    this.o = {
-      key,
-      endpoint,
-      source,
-      onError: options.onError,
-      batchSize: num('batchSize', 20, 1),
-      flushIntervalMs: num('flushIntervalMs', 2000, 0),
-      maxQueuedEvents: num('maxQueuedEvents', 1000, 1),
-      retryMinMs: num('retryMinMs', 1000, 1),
-      retryMaxMs: num('retryMaxMs', 60_000, 1),
-    };
+    this.o = resolveOptions(options);
+    const { key, endpoint } = this.o;
     this.ready = new Promise((resolve) => (this.isReady = resolve));
     const base = endpoint.replace(/\/+$/, '');
     this.url = `${base}/api/telemetry/events?key=${encodeURIComponent(key)}`;
@@ -184,16 +120,7 @@ export class TelemetryClient {
       id: this.newId(),
       timestamp: Number.isFinite(+at) ? at.toISOString() : String(time),
     };
-    let problem =
-      typeof category !== 'string' || !NAME.test(category) || category.length > LIMITS.maxNameLength
-        ? `category must match ${NAME_PATTERN}, at most ${LIMITS.maxNameLength} characters`
-        : typeof payload !== 'object' || payload === null || Array.isArray(payload)
-          ? 'payload must be an object'
-          : !Number.isFinite(+at)
-            ? 'time must be a valid date'
-            : depth(payload) > MAX_PAYLOAD_DEPTH
-              ? `payload may nest at most ${MAX_PAYLOAD_DEPTH} levels`
-              : undefined;
+    let problem = trackProblem(category, payload, at);
     let json = '';
     if (!problem) {
       try {
@@ -462,12 +389,4 @@ function fnv1a(s: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
   return (h >>> 0).toString(16).padStart(8, '0');
-}
-
-/** How deeply objects and arrays nest in `v` (1 for a flat object), stopping past the limit. */
-function depth(v: unknown, level = 0): number {
-  if (typeof v !== 'object' || v === null || level > MAX_PAYLOAD_DEPTH) return level;
-  let max = level + 1;
-  for (const x of Object.values(v)) max = Math.max(max, depth(x, level + 1));
-  return max;
 }

@@ -1,12 +1,8 @@
-import { TelemetryClient, type TelemetryOptions, type TelemetryStats } from './client.js';
+import { TelemetryClient } from './client.js';
+import type { TelemetryOptions, TelemetryStats } from './options.js';
 
-export {
-  TelemetryClient,
-  type TelemetryError,
-  type TelemetryOptions,
-  type TelemetryStats,
-  type TrackedEvent,
-} from './client.js';
+export { TelemetryClient } from './client.js';
+export type { TelemetryError, TelemetryOptions, TelemetryStats, TrackedEvent } from './options.js';
 
 /** What `<script src="…/sdk/v1.js">` puts on `window.Telemetry`, and the package exports as `Telemetry`. */
 export interface TelemetryApi {

@@ -2,6 +2,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { CheckError } from '@telemetry/contract';
 import { egressDenied, portOf, type EgressPolicy } from '@telemetry/platform';
+import { deadline } from './deadline.js';
 
 export interface HttpCall {
   url: string;
@@ -101,18 +102,11 @@ export async function httpCall(call: HttpCall): Promise<HttpAnswer> {
   // One controller and one timer per call (AbortSignal.any costs more, and keeps
   // listeners on the caller's signal).
   const abort = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    abort.abort();
-  }, call.timeoutMs);
-  const onAbort = (): void => abort.abort();
-  call.signal?.addEventListener('abort', onAbort, { once: true });
+  const bound = deadline(call.timeoutMs, call.signal, () => abort.abort());
   try {
-    return await follow(call, abort.signal, () => timedOut);
+    return await follow(call, abort.signal, bound.timedOut);
   } finally {
-    clearTimeout(timer);
-    call.signal?.removeEventListener('abort', onAbort);
+    bound.clear();
   }
 }
 

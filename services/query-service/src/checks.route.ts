@@ -1,20 +1,13 @@
 import type { Request, RequestHandler } from 'express';
 import type { Check } from '@telemetry/contract';
-import {
-  cursorParam,
-  limitParam,
-  rejectUnknown,
-  sendPage,
-  single,
-  bad,
-  StoreUnavailableError,
-} from '@telemetry/platform';
+import { cursorParam, limitParam, rejectUnknown, sendPage, single, bad } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckHistoryRow, type ChecksQuery } from '@telemetry/store';
 import {
   cacheControlFor,
-  MONITOR_ID,
+  isTimeIdCursor,
   monitorIdOf,
   rangeParams,
+  readRows,
   statusesParam,
   tenantOf,
   type ReadDeps,
@@ -23,18 +16,6 @@ import type { CheckTail } from './check-tail.js';
 
 const KNOWN_PARAMS = new Set(['limit', 'order', 'from', 'to', 'status', 'cursor']);
 
-/** A history cursor: the (created_at, id) of the last check of the page. */
-function isCheckCursor(v: unknown): v is [number, string] {
-  return (
-    Array.isArray(v) &&
-    v.length === 2 &&
-    Number.isInteger(v[0]) &&
-    (v[0] as number) >= 0 &&
-    typeof v[1] === 'string' &&
-    MONITOR_ID.test(v[1])
-  );
-}
-
 export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: number): Omit<ChecksQuery, 'tenantId'> {
   const monitorId = monitorIdOf(req);
   rejectUnknown(req, KNOWN_PARAMS);
@@ -42,7 +23,7 @@ export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: n
   const orderRaw = single(req, 'order') ?? 'desc';
   if (orderRaw !== 'asc' && orderRaw !== 'desc') throw bad('order', 'must be asc or desc');
   const { from, to } = rangeParams(req);
-  const cursor = cursorParam(req, isCheckCursor);
+  const cursor = cursorParam(req, isTimeIdCursor);
   return {
     monitorId,
     limit,
@@ -77,14 +58,7 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
       );
       return;
     }
-    let rows: CheckHistoryRow[];
-    try {
-      const sql = checksSql(deps.database, q);
-      rows = (await deps.reader.query<CheckHistoryRow>(sql, AbortSignal.timeout(deps.queryTimeoutMs))).data;
-    } catch (err) {
-      deps.logger.warn('checks query failed', { request_id: req.id, err: String(err) });
-      throw new StoreUnavailableError();
-    }
+    const rows = await readRows<CheckHistoryRow>(deps, req, 'checks query', () => checksSql(deps.database, q));
     sendPage(
       req,
       res,

@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
 import { toIsoSeconds } from '@telemetry/contract';
-import { bad, rejectUnknown, StoreUnavailableError } from '@telemetry/platform';
+import { bad, rejectUnknown } from '@telemetry/platform';
 import { eventsPerMinuteSql, type EventsPerMinuteRow } from '@telemetry/store';
-import { rangeParams, tenantOf, type ReadDeps } from './params.js';
+import { rangeParams, readRows, tenantOf, type ReadDeps } from './params.js';
 
 /** Rows of one answer: past it, `truncated` is true (narrow the range). */
 export const EVENTS_MAX_ROWS = 50_000;
@@ -22,14 +22,9 @@ export function eventsPerMinuteRoute(deps: ReadDeps): RequestHandler {
     const from = Math.floor((range.from ?? to - 3600) / 60) * 60;
     if (from > to) throw bad('from', 'must not be after to');
     if (to - from > EVENTS_MAX_RANGE_SECONDS) throw bad('from', 'at most 24 hours per request');
-    let rows: EventsPerMinuteRow[];
-    try {
-      const sql = eventsPerMinuteSql(deps.database, tenantOf(res), from, to, EVENTS_MAX_ROWS + 1);
-      rows = (await deps.reader.query<EventsPerMinuteRow>(sql, AbortSignal.timeout(deps.queryTimeoutMs))).data;
-    } catch (err) {
-      deps.logger.warn('events per minute query failed', { request_id: req.id, err: String(err) });
-      throw new StoreUnavailableError();
-    }
+    const rows = await readRows<EventsPerMinuteRow>(deps, req, 'events per minute query', () =>
+      eventsPerMinuteSql(deps.database, tenantOf(res), from, to, EVENTS_MAX_ROWS + 1),
+    );
     res.setHeader('Cache-Control', 'private, no-cache');
     res.json({
       success: true,

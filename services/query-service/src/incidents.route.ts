@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
-import { bad, limitParam, rejectUnknown, single, StoreUnavailableError } from '@telemetry/platform';
+import { bad, limitParam, rejectUnknown, single } from '@telemetry/platform';
 import { incidentsSql, rowToIncident, type IncidentRow } from '@telemetry/store';
-import { monitorIdOf, tenantOf, type ReadDeps } from './params.js';
+import { monitorIdOf, readRows, tenantOf, type ReadDeps } from './params.js';
 
 export interface IncidentsRouteDeps extends ReadDeps {
   /** 404 for an unknown monitor, checked after the parameters. */
@@ -23,14 +23,9 @@ export function incidentsRoute(deps: IncidentsRouteDeps): RequestHandler[] {
   };
   const read: RequestHandler = async (req, res) => {
     const { id, limit, status } = res.locals.incidents as { id: string; limit: number; status?: string };
-    let rows: IncidentRow[];
-    try {
-      const sql = incidentsSql(deps.database, tenantOf(res), id, limit, status);
-      rows = (await deps.reader.query<IncidentRow>(sql, AbortSignal.timeout(deps.queryTimeoutMs))).data;
-    } catch (err) {
-      deps.logger.warn('incidents query failed', { request_id: req.id, err: String(err) });
-      throw new StoreUnavailableError();
-    }
+    const rows = await readRows<IncidentRow>(deps, req, 'incidents query', () =>
+      incidentsSql(deps.database, tenantOf(res), id, limit, status),
+    );
     const now = Math.floor(Date.now() / 1000);
     res.json({ success: true, data: rows.map((r) => rowToIncident(r, id, now)) });
   };

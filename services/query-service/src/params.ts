@@ -29,6 +29,23 @@ export function monitorIdOf(req: Request): string {
   return monitorId;
 }
 
+/**
+ * A keyset cursor as the history routes issue it: the (time, id) of the last row of a page,
+ * the time a non-negative integer (seconds of a check, milliseconds of a delivery attempt)
+ * and the id one of ours (at most 128 characters).
+ */
+export function isTimeIdCursor(v: unknown): v is [number, string] {
+  return (
+    Array.isArray(v) &&
+    v.length === 2 &&
+    Number.isSafeInteger(v[0]) &&
+    (v[0] as number) >= 0 &&
+    typeof v[1] === 'string' &&
+    v[1].length <= 128 &&
+    MONITOR_ID.test(v[1])
+  );
+}
+
 /** ISO 8601 with a zone (Z or ±hh:mm), or a date alone (UTC midnight), as unix seconds. */
 export function timeParam(req: Request, name: string): number | undefined {
   const raw = single(req, name);
@@ -83,6 +100,20 @@ export function isClosed(to: number | undefined, nowSeconds = Date.now() / 1000)
 export const CLOSED_AFTER_SECONDS = 3600;
 /** How long a closed range may be kept by the client. */
 export const CLOSED_MAX_AGE_SECONDS = 86_400;
+
+/**
+ * Reads the rows of one query of a request with the lean reader, within QUERY_TIMEOUT_MS: a
+ * failure (building the query included) is logged as `<what> failed` and answered 503
+ * STORE_UNAVAILABLE.
+ */
+export async function readRows<T>(deps: ReadDeps, req: Request, what: string, sql: () => string): Promise<T[]> {
+  try {
+    return (await deps.reader.query<T>(sql(), AbortSignal.timeout(deps.queryTimeoutMs))).data;
+  } catch (err) {
+    deps.logger.warn(`${what} failed`, { request_id: req.id, err: String(err) });
+    throw new StoreUnavailableError();
+  }
+}
 
 /** Runs a ClickHouse call of a request: a failure is logged and answered 503 STORE_UNAVAILABLE. */
 export async function storeCall<T>(logger: Logger, req: Request, what: string, fn: () => Promise<T>): Promise<T> {

@@ -1,36 +1,15 @@
 import type { RequestHandler } from 'express';
 import { WEBHOOK_DELIVERY_STATUSES } from '@telemetry/contract';
-import {
-  bad,
-  cursorParam,
-  limitParam,
-  rejectUnknown,
-  sendPage,
-  single,
-  StoreUnavailableError,
-} from '@telemetry/platform';
+import { bad, cursorParam, limitParam, rejectUnknown, sendPage, single } from '@telemetry/platform';
 import {
   rowToWebhookDelivery,
   webhookDeliveriesSql,
   type WebhookDeliveriesQuery,
   type WebhookDeliveryReadRow,
 } from '@telemetry/store';
-import { MONITOR_ID, monitorIdOf, tenantOf, type ReadDeps } from './params.js';
+import { isTimeIdCursor, MONITOR_ID, monitorIdOf, readRows, tenantOf, type ReadDeps } from './params.js';
 
 const KNOWN_PARAMS = new Set(['limit', 'status', 'alert_id', 'cursor']);
-
-/** A deliveries cursor: the (attempted_at in ms, id) of the last attempt of the page. */
-function isDeliveryCursor(v: unknown): v is [number, string] {
-  return (
-    Array.isArray(v) &&
-    v.length === 2 &&
-    Number.isSafeInteger(v[0]) &&
-    (v[0] as number) >= 0 &&
-    typeof v[1] === 'string' &&
-    v[1].length <= 128 &&
-    MONITOR_ID.test(v[1])
-  );
-}
 
 export interface WebhookDeliveriesRouteDeps extends ReadDeps {
   /** 404 for an unknown monitor, checked after the parameters. */
@@ -51,7 +30,7 @@ export function webhookDeliveriesRoute(deps: WebhookDeliveriesRouteDeps): Reques
     if (alertId !== undefined && (alertId.length > 128 || !MONITOR_ID.test(alertId))) {
       throw bad('alert_id', 'an alert id is 1-128 letters, digits and . _ : -');
     }
-    const cursor = cursorParam(req, isDeliveryCursor);
+    const cursor = cursorParam(req, isTimeIdCursor);
     const q: Omit<WebhookDeliveriesQuery, 'tenantId'> = {
       monitorId,
       limit,
@@ -64,14 +43,9 @@ export function webhookDeliveriesRoute(deps: WebhookDeliveriesRouteDeps): Reques
   };
   const read: RequestHandler = async (req, res) => {
     const q = { ...(res.locals.deliveries as Omit<WebhookDeliveriesQuery, 'tenantId'>), tenantId: tenantOf(res) };
-    let rows: WebhookDeliveryReadRow[];
-    try {
-      const sql = webhookDeliveriesSql(deps.database, q);
-      rows = (await deps.reader.query<WebhookDeliveryReadRow>(sql, AbortSignal.timeout(deps.queryTimeoutMs))).data;
-    } catch (err) {
-      deps.logger.warn('webhook deliveries query failed', { request_id: req.id, err: String(err) });
-      throw new StoreUnavailableError();
-    }
+    const rows = await readRows<WebhookDeliveryReadRow>(deps, req, 'webhook deliveries query', () =>
+      webhookDeliveriesSql(deps.database, q),
+    );
     sendPage(req, res, rows, q.limit, (r) => [Number(r.attempted_at_ms), r.id], rowToWebhookDelivery);
   };
   return [params, deps.known, read];

@@ -1,6 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { toIsoSeconds } from '@telemetry/contract';
-import type { StoredStatusPage } from '../status-pages.js';
+import { storedStatusPageOf, type StoredStatusPage } from '../status-pages.js';
 import { sqlIdentifier, type MigrationsByVersion } from '@telemetry/platform';
 import { registryDatabase, tableIn } from '../databases.js';
 import { RowVersions } from '../row-versions.js';
@@ -57,16 +56,7 @@ export class LegacyStatusPageStore {
     });
     return (await rs.json<Row>()).map((r) => {
       const spec = JSON.parse(r.s) as Pick<StoredStatusPage, 'title' | 'description' | 'monitor_ids'>;
-      return {
-        slug: r.slug,
-        tenant_id: r.t,
-        title: spec.title,
-        description: spec.description,
-        monitor_ids: spec.monitor_ids,
-        created_at: toIsoSeconds(Number(r.c)),
-        updated_at: toIsoSeconds(Number(r.u)),
-        version: Number(r.v),
-      };
+      return storedStatusPageOf({ slug: r.slug, tenant_id: r.t, ...spec }, r.c, r.u, r.v);
     });
   }
 

@@ -143,6 +143,16 @@ export interface PgRoleGrant {
   privileges: readonly PgPrivilege[];
 }
 
+/** Reads a table. */
+const READ: readonly PgPrivilege[] = ['SELECT'];
+/** Reads and writes a table's rows. */
+const WRITE: readonly PgPrivilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
+
+/** The same privileges on each of `tables`, in that order. */
+function grant(privileges: readonly PgPrivilege[], ...tables: RegistryTable[]): PgRoleGrant[] {
+  return tables.map((table) => ({ table, privileges }));
+}
+
 /**
  * One PostgreSQL role per service (named `<database>_<service>`: pgRoleName), with only what it needs (docs/operations.md,
  * "PostgreSQL roles"): the one definition of who may do what. From it come the dev
@@ -153,30 +163,20 @@ export interface PgRoleGrant {
 export const PG_SERVICE_ROLES = {
   ingest: {
     usedBy: 'ingest gateway: authenticates telemetry keys and heartbeat tokens',
-    grants: [
-      { table: 'access_keys', privileges: ['SELECT'] },
-      { table: 'heartbeat_tokens', privileges: ['SELECT'] },
-      { table: 'registry_changes', privileges: ['SELECT'] },
-    ],
+    grants: grant(READ, 'access_keys', 'heartbeat_tokens', 'registry_changes'),
     functions: [] as string[],
   },
   runner: {
     usedBy: 'check runner: reads the monitors it checks',
-    grants: [
-      { table: 'monitors', privileges: ['SELECT'] },
-      { table: 'registry_changes', privileges: ['SELECT'] },
-    ],
+    grants: grant(READ, 'monitors', 'registry_changes'),
     functions: [] as string[],
   },
   query: {
     usedBy: 'query service: authenticates API keys and writes monitors, heartbeat tokens and status pages',
     grants: [
-      { table: 'tenants', privileges: ['SELECT'] },
-      { table: 'access_keys', privileges: ['SELECT'] },
-      { table: 'monitors', privileges: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] },
-      { table: 'heartbeat_tokens', privileges: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] },
-      { table: 'status_pages', privileges: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] },
-      { table: 'registry_changes', privileges: ['SELECT'] },
+      ...grant(READ, 'tenants', 'access_keys'),
+      ...grant(WRITE, 'monitors', 'heartbeat_tokens', 'status_pages'),
+      ...grant(READ, 'registry_changes'),
     ],
     functions: ['prune_registry_changes(interval)'],
   },

@@ -1,6 +1,6 @@
-import { toIsoSeconds, STATUS_PAGE_LIMITS } from '@telemetry/contract';
+import { STATUS_PAGE_LIMITS } from '@telemetry/contract';
 import { AppError, type PgPool, type PgQueryable } from '@telemetry/platform';
-import type { StoredStatusPage } from '../status-pages.js';
+import { storedStatusPageOf, type StoredStatusPage } from '../status-pages.js';
 import { epochOf, registryCall, registryWrite, sqlState } from './pg.js';
 
 interface Row {
@@ -17,16 +17,7 @@ interface Row {
 const COLUMNS = `slug, tenant_id, version, title, description, monitor_ids, ${epochOf('created_at')} AS c, ${epochOf('updated_at')} AS u`;
 
 function decode(r: Row): StoredStatusPage {
-  return {
-    slug: r.slug,
-    tenant_id: r.tenant_id,
-    title: r.title,
-    description: r.description,
-    monitor_ids: r.monitor_ids,
-    created_at: toIsoSeconds(Number(r.c)),
-    updated_at: toIsoSeconds(Number(r.u)),
-    version: Number(r.version),
-  };
+  return storedStatusPageOf(r, r.c, r.u, r.version);
 }
 
 /** Inserts a page as it is (a taken slug: an error, or nothing when `skipTaken`); 1 when it was inserted. */

@@ -2,6 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { MonitorSettings } from '@telemetry/contract';
 import { resolverAddress } from '@telemetry/store';
+import { deadline } from '../deadline.js';
 import type { ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
@@ -24,14 +25,8 @@ export async function dnsProbe(m: MonitorSettings, ctx: ProbeContext): Promise<P
     if (!at || !ctx.policy.check(at.address, at.port).allowed) return failed('target_not_allowed', 0);
     resolver.setServers([at.address.includes(':') ? `[${at.address}]:${at.port}` : `${at.address}:${at.port}`]);
   }
-  let timedOut = false;
   // c-ares asks each server of the list in turn: the monitor's timeout bounds them all.
-  const timer = setTimeout(() => {
-    timedOut = true;
-    resolver.cancel();
-  }, m.timeout_ms);
-  const onAbort = (): void => resolver.cancel();
-  ctx.signal?.addEventListener('abort', onAbort, { once: true });
+  const bound = deadline(m.timeout_ms, ctx.signal, () => resolver.cancel());
   const elapsed = stopwatch();
   try {
     const answers = normalise(type, (await resolver.resolve(name, type)) as unknown[]);
@@ -45,11 +40,10 @@ export async function dnsProbe(m: MonitorSettings, ctx: ProbeContext): Promise<P
     return passed(m, t);
   } catch (err) {
     const code = String((err as { code?: string }).code ?? '');
-    if (timedOut || code === 'ETIMEOUT') return failed('timeout', elapsed());
+    if (bound.timedOut() || code === 'ETIMEOUT') return failed('timeout', elapsed());
     return failed(code === 'ECONNREFUSED' ? 'connection_refused' : 'dns', elapsed());
   } finally {
-    clearTimeout(timer);
-    ctx.signal?.removeEventListener('abort', onAbort);
+    bound.clear();
   }
 }
 

@@ -56,6 +56,51 @@ export function failure(err: unknown, retry?: () => void): HTMLElement {
   );
 }
 
+/**
+ * The first load of a view: `title` and a spinner (`what`) while `load` runs; when it fails,
+ * `title` and the failure with a retry instead, and undefined (the view goes no further).
+ */
+export async function loadView<T>(
+  main: HTMLElement,
+  title: string,
+  what: string | undefined,
+  load: () => Promise<T>,
+  retry: () => void,
+): Promise<T | undefined> {
+  show(main, h('h1', {}, title), loading(what));
+  try {
+    return await load();
+  } catch (err) {
+    show(main, h('h1', {}, title), failure(err, retry));
+    return undefined;
+  }
+}
+
+interface Range {
+  readonly id: string;
+  readonly label: string;
+}
+
+/** A labelled `<select id>` of time ranges; `pick` is told the one chosen. */
+export function rangePicker<T extends readonly [Range, ...Range[]]>(
+  id: string,
+  ranges: T,
+  pick: (range: T[number]) => void,
+): HTMLElement {
+  const onchange = (e: Event): void =>
+    pick(ranges.find((r) => r.id === (e.target as HTMLSelectElement).value) ?? ranges[0]);
+  return h(
+    'label',
+    {},
+    'Range ',
+    h(
+      'select',
+      { id, onchange },
+      ranges.map((r) => h('option', { value: r.id }, r.label)),
+    ),
+  );
+}
+
 export function statusBadge(status: string): HTMLElement {
   return h('span', { class: `badge ${status}` }, status);
 }

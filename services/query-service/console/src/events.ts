@@ -1,6 +1,6 @@
 import { get } from './api.js';
 import { lineChart } from './chart.js';
-import { failure, h, loading, scroller, show, table } from './dom.js';
+import { failure, h, loading, rangePicker, scroller, show, table } from './dom.js';
 
 interface PerMinute {
   from: string;
@@ -96,22 +96,10 @@ export async function eventsOverview(main: HTMLElement): Promise<void> {
   show(
     main,
     h('h1', {}, 'Events'),
-    h(
-      'label',
-      {},
-      'Range ',
-      h(
-        'select',
-        {
-          id: 'events-range',
-          onchange: (e: Event) => {
-            range = RANGES.find((r) => r.id === (e.target as HTMLSelectElement).value) ?? RANGES[0];
-            void draw();
-          },
-        },
-        RANGES.map((r) => h('option', { value: r.id }, r.label)),
-      ),
-    ),
+    rangePicker('events-range', RANGES, (r) => {
+      range = r;
+      void draw();
+    }),
     body,
   );
   await draw();

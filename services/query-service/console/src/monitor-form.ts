@@ -9,7 +9,7 @@ import {
   type SettingSchema,
 } from '@telemetry/contract/monitor-catalog';
 import { ApiError, call, get, type Problem } from './api.js';
-import { failure, h, loading, show } from './dom.js';
+import { failure, h, loading, loadView, show } from './dom.js';
 
 /** The settings this form does not edit (the API does): every other field comes from the schema. */
 const NOT_IN_FORM: readonly SettingName[] = ['body', 'maintenance_windows'];
@@ -211,20 +211,17 @@ export async function monitorForm(
   notice?: string,
 ): Promise<void> {
   const title = id ? 'Edit monitor' : 'New monitor';
-  show(main, h('h1', {}, title), loading());
   let current: Monitor | undefined;
   if (id) {
-    try {
-      current = await get<Monitor>(`/api/monitors/${id}`);
-    } catch (err) {
-      show(
-        main,
-        h('h1', {}, title),
-        failure(err, () => void monitorForm(main, id, navigate)),
-      );
-      return;
-    }
-  }
+    current = await loadView(
+      main,
+      title,
+      undefined,
+      () => get<Monitor>(`/api/monitors/${id}`),
+      () => void monitorForm(main, id, navigate),
+    );
+    if (!current) return;
+  } else show(main, h('h1', {}, title), loading());
   const summary = h('div', { id: 'form-error', role: 'alert' }, notice ? h('p', {}, notice) : null);
   const form = h(
     'form',

@@ -1,5 +1,5 @@
 import type { Monitor } from '@telemetry/contract';
-import { failure, h, loading, percent, scroller, show, statusBadge, time } from './dom.js';
+import { h, loadView, percent, scroller, show, statusBadge, time } from './dom.js';
 import { allMonitors, pool, uptimes } from './monitor-data.js';
 
 type SortKey = 'name' | 'status' | 'last_check_at' | 'u24' | 'u7' | 'u30';
@@ -12,18 +12,9 @@ interface Row {
 
 /** The monitor list: status, last check and uptime, sortable and filterable. */
 export async function monitorList(main: HTMLElement): Promise<void> {
-  show(main, h('h1', {}, 'Monitors'), loading('Loading monitors…'));
-  let rows: Row[];
-  try {
-    rows = (await allMonitors()).map((m) => ({ m }));
-  } catch (err) {
-    show(
-      main,
-      h('h1', {}, 'Monitors'),
-      failure(err, () => void monitorList(main)),
-    );
-    return;
-  }
+  const monitors = await loadView(main, 'Monitors', 'Loading monitors…', allMonitors, () => void monitorList(main));
+  if (!monitors) return;
+  const rows: Row[] = monitors.map((m) => ({ m }));
   let sort: SortKey = 'name';
   let ascending = true;
   let filter = '';

@@ -1,7 +1,7 @@
 import type { Check, Incident, Monitor, WebhookDelivery } from '@telemetry/contract';
 import { ApiError, call, get } from './api.js';
 import { lineChart } from './chart.js';
-import { failure, h, loading, show, statusBadge, time } from './dom.js';
+import { failure, h, loading, rangePicker, show, statusBadge, time } from './dom.js';
 import { DAY, minuteBuckets, RANGES, summaryBuckets } from './monitor-data.js';
 import { checkTable, deliveryTable, incidentList, statusBars } from './monitor-tables.js';
 
@@ -27,23 +27,11 @@ export async function monitorPage(
   show(
     sections.chart,
     h('h2', { id: 'h-chart' }, 'Response time'),
-    h(
-      'label',
-      {},
-      'Range ',
-      h(
-        'select',
-        {
-          id: 'range',
-          onchange: (e: Event) => {
-            range = RANGES.find((r) => r.id === (e.target as HTMLSelectElement).value) ?? RANGES[0];
-            show(chartBody, loading());
-            void refresh();
-          },
-        },
-        RANGES.map((r) => h('option', { value: r.id }, r.label)),
-      ),
-    ),
+    rangePicker('range', RANGES, (r) => {
+      range = r;
+      show(chartBody, loading());
+      void refresh();
+    }),
     chartBody,
   );
   let monitor: Monitor | undefined;

@@ -1,25 +1,18 @@
 import type { Monitor, PublicStatusPage, StatusPage } from '@telemetry/contract';
 import { ApiError, call, get } from './api.js';
-import { failure, h, loading, percent, show, statusBadge, time } from './dom.js';
+import { failure, h, loadView, percent, show, statusBadge, time } from './dom.js';
 
 /** The owner's status pages: list, create, delete. */
 export async function statusPagesView(main: HTMLElement): Promise<void> {
-  show(main, h('h1', {}, 'Status pages'), loading());
-  let pages: StatusPage[];
-  let monitors: Monitor[];
-  try {
-    [pages, monitors] = await Promise.all([
-      get<StatusPage[]>('/api/status-pages'),
-      get<Monitor[]>('/api/monitors?limit=1000'),
-    ]);
-  } catch (err) {
-    show(
-      main,
-      h('h1', {}, 'Status pages'),
-      failure(err, () => void statusPagesView(main)),
-    );
-    return;
-  }
+  const loaded = await loadView(
+    main,
+    'Status pages',
+    undefined,
+    () => Promise.all([get<StatusPage[]>('/api/status-pages'), get<Monitor[]>('/api/monitors?limit=1000')]),
+    () => void statusPagesView(main),
+  );
+  if (!loaded) return;
+  const [pages, monitors] = loaded;
   const names = new Map(monitors.map((m) => [m.id, m.name]));
   const errors = h('div', { role: 'alert', id: 'page-form-error' });
   const fieldError = (name: string): HTMLElement => h('span', { id: `e-${name}`, class: 'field-error' });

@@ -1,0 +1,100 @@
+import { ERROR_CODES } from '../error-codes.js';
+import { CHECK_STATUSES } from '../limits.js';
+import {
+  alertMessageSchema,
+  checkSchema,
+  incidentSchema,
+  ingestRequestSchema,
+  monitorCreateSchema,
+  monitorPatchSchema,
+  monitorSchema,
+  publicStatusPageSchema,
+  statusPageCreateSchema,
+  statusPagePatchSchema,
+  statusPageSchema,
+  telemetryEventSchema,
+  webhookDeliveryMessageSchema,
+  webhookDeliverySchema,
+} from '../schemas.js';
+import { summarySuccessSchema } from './checks.js';
+import { component, envelopeOf, pageOf, ref, type Json } from './responses.js';
+
+/**
+ * The components of the OpenAPI document: the security schemes (telemetry access keys,
+ * API keys) and the schemas the routes refer to, most of them the very JSON Schemas that
+ * validate requests (schemas.ts), the error list (error-codes.ts) and the envelopes around
+ * them. Listed in one place, in the document's order.
+ */
+
+export const securitySchemes: Json = {
+  accessKeyHeader: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Access-Key',
+    description: 'Telemetry access key (tk_…).',
+  },
+  accessKeyQuery: {
+    type: 'apiKey',
+    in: 'query',
+    name: 'key',
+    description: 'Telemetry access key, for pages that cannot set headers.',
+  },
+  apiKey: {
+    type: 'http',
+    scheme: 'bearer',
+    description: `API key (ak_…) with scopes: checks:read, monitors:read, monitors:write, events:read.`,
+  },
+};
+
+export const schemas: Json = {
+  TelemetryEvent: component(telemetryEventSchema),
+  IngestRequest: component(ingestRequestSchema),
+  Check: component(checkSchema),
+  MonitorCreate: component(monitorCreateSchema),
+  MonitorPatch: component(monitorPatchSchema),
+  Monitor: component(monitorSchema),
+  Incident: component(incidentSchema),
+  StatusPageCreate: component(statusPageCreateSchema),
+  StatusPagePatch: component(statusPagePatchSchema),
+  StatusPage: component(statusPageSchema),
+  PublicStatusPage: component(publicStatusPageSchema),
+  AlertMessage: {
+    ...component(alertMessageSchema),
+    description:
+      'A message on the alerts topic, and the JSON body of a webhook delivery (headers X-Telemetry-Event, X-Telemetry-Delivery, X-Telemetry-Signature).',
+  },
+  MonitorSuccess: envelopeOf(ref('Monitor')),
+  MonitorPage: pageOf('Monitor'),
+  CheckStatus: { type: 'string', enum: CHECK_STATUSES },
+  ErrorCode: {
+    type: 'string',
+    enum: Object.keys(ERROR_CODES),
+    description: Object.entries(ERROR_CODES)
+      .map(([c, e]) => `${c} (${e.status}): ${e.description}`)
+      .join('\n'),
+  },
+  Failure: {
+    type: 'object',
+    required: ['success', 'error', 'code'],
+    properties: {
+      success: { const: false },
+      error: { type: 'string' },
+      code: ref('ErrorCode'),
+      details: { type: 'object' },
+    },
+  },
+  IngestSuccess: envelopeOf({
+    oneOf: [
+      { type: 'null' },
+      { type: 'array', items: { type: 'string', format: 'uuid' }, description: 'With ?return=ids.' },
+    ],
+  }),
+  WebhookDelivery: component(webhookDeliverySchema),
+  WebhookDeliveryMessage: {
+    ...component(webhookDeliveryMessageSchema),
+    description: 'A message on the webhook-deliveries topic: one delivery attempt, written by a check runner.',
+  },
+  WebhookDeliveryPage: pageOf('WebhookDelivery'),
+  CheckPage: pageOf('Check'),
+  SummarySuccess: summarySuccessSchema,
+};
