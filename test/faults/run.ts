@@ -28,7 +28,8 @@ import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor, SCOPES } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { storeEnv } from '../../tools/devstack/users.js';
-import { KAFKA_VERSION, startStack, type Stack } from '../../tools/devstack/stack.js';
+import { KAFKA_VERSION } from '../../tools/devstack/installers.js';
+import { startStack, type Stack } from '../../tools/devstack/stack.js';
 import {
   Child,
   freePort,
