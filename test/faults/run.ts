@@ -42,7 +42,7 @@ import {
 } from '../../harness/processes.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics, SMOKE } from '../../harness/run.js';
-import { LoadGenerator, type Outcome } from './load.js';
+import { EventBatchLoad, type BatchOutcome } from '../../harness/event-batches.js';
 import { allReady, judge, Observer, readiness } from './observe.js';
 import { renderSection, type RunFigures, type ScenarioFigures } from './report.js';
 import { scenarios, type Ctx, type Scenario, type Timings } from './scenarios.js';
@@ -265,7 +265,7 @@ async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigu
   const source = `faults.${scenario.name}.${rc.run}`;
   const idPrefix = `${scenario.name}-${rc.run}`;
   log(`${scenario.name}: ${scenario.fault}`);
-  const load = new LoadGenerator({ port: gateway.port, key: rc.key, source, idPrefix, ...LOAD });
+  const load = new EventBatchLoad({ port: gateway.port, key: rc.key, source, idPrefix, ...LOAD });
   const ctx: Ctx = {
     control: rc.control,
     up: rc.up,
@@ -353,7 +353,7 @@ async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigu
   const loadEnd = Date.now();
 
   // Every batch: acknowledged or not, and why not.
-  const outcomes: Outcome[] = [...load.outcomes, ...ctx.extraOutcomes];
+  const outcomes: BatchOutcome[] = [...load.outcomes, ...ctx.extraOutcomes];
   const acked = new Set<string>();
   const failed = new Set<string>();
   for (const o of outcomes) {
