@@ -50,6 +50,8 @@ process.once('exit', () => {
 /** A child process that can be started again (same command, environment and log) after it exited. */
 export class ManagedProcess {
   private proc: ChildProcess | undefined;
+  /** The current process exited or could not be spawned. */
+  private ended = false;
   private exitPromise: Promise<Exit> = Promise.resolve({ code: null, signal: null });
   private readonly tail: string[] = [];
   private readonly log: WriteStream | undefined;
@@ -80,7 +82,7 @@ export class ManagedProcess {
   }
 
   get running(): boolean {
-    return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+    return this.proc !== undefined && !this.ended;
   }
 
   /** The last chunks it wrote (stdout and stderr; pipe mode). */
@@ -93,6 +95,7 @@ export class ManagedProcess {
     if (this.running) throw new Error(`${this.name} is already running`);
     const [command, args] = this.o.command;
     const mode = this.o.output ?? 'pipe';
+    if (mode === 'file' && !this.o.logFile) throw new Error(`${this.name}: output 'file' needs a logFile`);
     const fd = mode === 'file' ? openSync(this.o.logFile!, 'a') : undefined;
     const stdio =
       fd !== undefined
@@ -108,6 +111,7 @@ export class ManagedProcess {
     });
     if (fd !== undefined) closeSync(fd); // the child has its own copy
     this.proc = child;
+    this.ended = false;
     this.spawnedAt = performance.now();
     live.add(child);
     this.log?.write(`\n=== ${new Date().toISOString()} start pid ${child.pid}\n`);
@@ -119,14 +123,21 @@ export class ManagedProcess {
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
-    this.exitPromise = new Promise<Exit>((resolve) =>
-      child.once('exit', (code, signal) => {
+    this.exitPromise = new Promise<Exit>((resolve) => {
+      const ended = (code: number | null, signal: NodeJS.Signals | null): void => {
+        if (this.proc === child) this.ended = true;
         live.delete(child);
         this.exits.push({ code, signal, pid: child.pid, at: new Date().toISOString() });
         this.log?.write(`=== ${new Date().toISOString()} pid ${child.pid} exited code ${code} signal ${signal}\n`);
         resolve({ code, signal });
-      }),
-    );
+      };
+      child.once('exit', ended);
+      // Not spawned at all (e.g. ENOENT): no 'exit' follows.
+      child.once('error', (err) => {
+        keep(Buffer.from(`${this.name}: ${err.message}\n`));
+        if (child.pid === undefined) ended(null, null);
+      });
+    });
     return this;
   }
 
