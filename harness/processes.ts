@@ -14,6 +14,7 @@ import { ROOT, SERVICE_NAMES, serviceCommand } from '../tools/devstack/commands.
 import { ManagedProcess, type Command } from '../tools/devstack/process.js';
 import { RssTrack } from './sampler.js';
 
+// The dev stack's pieces the benchmarks, the suites and the tests use through the harness.
 export { freePort } from '../tools/devstack/ports.js';
 export { Fatal, sleep, until } from '../tools/devstack/poll.js';
 export type { Command, Exit } from '../tools/devstack/process.js';
@@ -32,6 +33,7 @@ export const RUN_HEARTBEAT_KEY = randomBytes(32).toString('hex');
 export function runSecretBox(): SecretBox {
   return new SecretBox(parseSealingKeys(RUN_SECRETS_KEYS));
 }
+
 /**
  * The environment the Dockerfile gives every service, so that benchmarks measure what
  * production runs: glibc keeps at most 2 malloc arenas (one per thread by default, whose
@@ -45,6 +47,7 @@ export const PRODUCTION_ENV: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: '2',
   NODE_OPTIONS: '--max-semi-space-size=16',
 };
+
 /**
  * `npm run build` (tsc -b): the benchmarks measure the compiled services. Fails with the
  * compiler's output when the build fails or leaves a main.js missing.
