@@ -1,9 +1,9 @@
 /**
- * The one load-generator core: a keep-alive HTTP client, a closed loop (N workers, each
- * sending when its previous request is answered), an open loop (a fixed schedule whatever
- * the answers do; latency from each request's scheduled time), steady loops (each starts
- * a request every interval, or at once when late: the fault suite's and the soak's load),
- * and autocannon, typed once.
+ * The one load-generator core: an HTTP request and a keep-alive client, a closed loop (N
+ * workers, each sending when its previous request is answered), an open loop (a fixed
+ * schedule whatever the answers do; latency from each request's scheduled time), steady
+ * loops (each starts a request every interval, or at once when late: the load of the fault
+ * suite, the cluster suite (event-batches.ts) and the soak), and autocannon, typed once.
  */
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -14,6 +14,59 @@ import { quantiles, type Quantiles } from './report.js';
 export interface Reply {
   status: number;
   body: string;
+}
+
+/** What a failed request says beyond its error: whether it went on a kept-alive socket, and the status when the answer broke off. */
+export interface RequestFailure extends Error {
+  code?: string;
+  reusedSocket?: boolean;
+  status?: number;
+}
+
+export interface RequestOptions {
+  url: URL;
+  /** A keep-alive agent, or false for a connection of its own. */
+  agent: http.Agent | false;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+}
+
+/**
+ * One HTTP/1.1 request and its whole answer. `write` sends the body (by default all of it
+ * at once: `req.end(body)`); a failure is a RequestFailure.
+ */
+export function httpRequest(
+  o: RequestOptions,
+  body?: string,
+  write: (req: http.ClientRequest) => void = (req) => req.end(body),
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        agent: o.agent,
+        host: o.url.hostname,
+        port: Number(o.url.port),
+        method: o.method,
+        path: o.path,
+        headers: body === undefined ? o.headers : { ...o.headers, 'Content-Length': String(Buffer.byteLength(body)) },
+        timeout: o.timeoutMs,
+      },
+      (res) => {
+        const fail = (err: RequestFailure): void => reject(Object.assign(err, { status: res.statusCode ?? 0 }));
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', fail);
+        res.on('aborted', () => fail(new Error('response aborted')));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (err: RequestFailure) => reject(Object.assign(err, { reusedSocket: req.reusedSocket })));
+    write(req);
+  });
 }
 
 /** Keep-alive HTTP/1.1 to one host. */
@@ -33,30 +86,7 @@ export class HttpClient {
     body?: string,
     timeoutMs = 30_000,
   ): Promise<Reply> {
-    return new Promise((resolve, reject) => {
-      const req = http.request(
-        {
-          agent: this.agent,
-          host: this.url.hostname,
-          port: Number(this.url.port),
-          method,
-          path,
-          headers: body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
-          timeout: timeoutMs,
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (text += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-          res.on('error', reject);
-          res.on('aborted', () => reject(new Error('response aborted')));
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', reject);
-      req.end(body);
-    });
+    return httpRequest({ url: this.url, agent: this.agent, method, path, headers, timeoutMs }, body);
   }
 
   close(): void {

@@ -10,7 +10,9 @@ import { cpus, totalmem } from 'node:os';
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { createClickHouse } from '@telemetry/platform';
 import { DEFAULT_MONITOR, newMonitorId, newWebhookSecret, type StoredMonitor } from '@telemetry/store';
-import { KAFKA_VERSION, startStack, type Stack, type StackOptions } from '../tools/devstack/stack.js';
+import { KAFKA_VERSION } from '../tools/devstack/installers.js';
+import { topicEnv } from '../tools/devstack/provision.js';
+import { startStack, type Stack, type StackOptions } from '../tools/devstack/stack.js';
 import { build, PRODUCTION_ENV, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS } from './processes.js';
 import { BENCHMARKS_MD, writeSection } from './report.js';
 import { stackPids } from './sampler.js';
@@ -135,15 +137,7 @@ export function pipelineTopics(prefix: string) {
     webhookDeliveries: `${prefix}.webhook-deliveries`,
     monitorChanges: `${prefix}.monitor-changes`,
   };
-  const env = {
-    EVENTS_TOPIC: topics.events,
-    CHECKS_TOPIC: topics.checks,
-    DEAD_LETTER_TOPIC: topics.deadLetter,
-    ALERTS_TOPIC: topics.alerts,
-    WEBHOOK_DELIVERIES_TOPIC: topics.webhookDeliveries,
-    MONITOR_CHANGES_TOPIC: topics.monitorChanges,
-  };
-  return { topics, list: Object.values(topics), env };
+  return { topics, list: Object.values(topics), env: topicEnv(topics) };
 }
 
 /**

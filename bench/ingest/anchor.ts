@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ensureKafkaTools } from '../../tools/devstack/stack.js';
+import { ensureKafkaTools } from '../../tools/devstack/installers.js';
 
 const run = promisify(execFile);
 

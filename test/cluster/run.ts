@@ -8,7 +8,7 @@
  *      creates the topics (replication factor 3), issues a telemetry key;
  *   2. starts two gateways behind HAProxy, two consumers in one group, and HAProxy in
  *      front of the two ClickHouse servers (every service reads and writes through it);
- *   3. per scenario: steady load through the gateways' balancer (test/faults/load.ts:
+ *   3. per scenario: steady load through the gateways' balancer (harness/event-batches.ts:
  *      unique client ids, nothing retried), the failure, the recovery, more load; then
  *      waits for the consumer group to commit everything, and reads every acknowledged
  *      id back (FINAL): lost must be 0 and duplicates as read 0. It counts the 5xx answers
@@ -52,7 +52,7 @@ import {
 import { procCpu } from '../../harness/sampler.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics } from '../../harness/run.js';
-import { LoadGenerator } from '../faults/load.js';
+import { EventBatchLoad } from '../../harness/event-batches.js';
 import { judge, Observer } from '../faults/observe.js';
 import {
   provisionPostgres,
@@ -444,7 +444,7 @@ async function main(): Promise<number> {
 
 async function runScenario(scenario: Scenario, ctx: Ctx, obs: Observer, key: string, run: string): Promise<Figures> {
   const source = `cluster.${scenario.name}.${run}`;
-  const load = new LoadGenerator({
+  const load = new EventBatchLoad({
     port: ctx.services.gatewayLb.port,
     key,
     source,

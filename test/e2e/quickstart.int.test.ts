@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { freePort } from '../../tools/devstack/stack.js';
+import { freePort } from '../../tools/devstack/ports.js';
 import { eventually, testStack } from '../support/fixtures.js';
 
 const sh = promisify(execFile);

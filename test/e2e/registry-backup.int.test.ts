@@ -18,7 +18,8 @@ import {
   StatusPageStore,
 } from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
-import { postgresTool, provisionPostgres } from '../../tools/devstack/postgres.js';
+import { postgresTool } from '../../tools/devstack/installers.js';
+import { provisionPostgres } from '../../tools/devstack/postgres.js';
 import {
   eventually,
   runQuery,

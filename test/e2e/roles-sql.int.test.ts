@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import pg from 'pg';
@@ -15,7 +14,8 @@ import {
   type PgServiceRole,
   type RegistryTable,
 } from '@telemetry/store';
-import { binDir, withDatabase } from '../../tools/devstack/postgres.js';
+import { postgresTool } from '../../tools/devstack/installers.js';
+import { withDatabase } from '../../tools/devstack/postgres.js';
 import { passwordVariable, ROLES_SQL_FILE } from '../../tools/deploy/roles-sql.js';
 import { registryOwnerUrl, serviceEnv } from '../support/fixtures.js';
 
@@ -83,7 +83,7 @@ describe('deploy/postgres/roles.sql with psql on a real PostgreSQL', function ()
 
   before(async () => {
     adminUrl = withDatabase(registryOwnerUrl(), 'postgres');
-    psql = join(await binDir(() => undefined), 'psql');
+    psql = await postgresTool('psql');
     await admin((c) => c.query(`CREATE DATABASE ${db}`));
     // The provisioning step (compose's `provision`, the Kubernetes Job, npm run migrate):
     // ClickHouse and Kafka as the run set them up, PostgreSQL migrations as the owner.

@@ -28,7 +28,8 @@ import { createClickHouse, type ClickHouseClient } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor, SCOPES } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { storeEnv } from '../../tools/devstack/users.js';
-import { KAFKA_VERSION, startStack, type Stack } from '../../tools/devstack/stack.js';
+import { KAFKA_VERSION } from '../../tools/devstack/installers.js';
+import { startStack, type Stack } from '../../tools/devstack/stack.js';
 import {
   Child,
   freePort,
@@ -41,7 +42,7 @@ import {
 } from '../../harness/processes.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics, SMOKE } from '../../harness/run.js';
-import { LoadGenerator, type Outcome } from './load.js';
+import { EventBatchLoad, type BatchOutcome } from '../../harness/event-batches.js';
 import { allReady, judge, Observer, readiness } from './observe.js';
 import { renderSection, type RunFigures, type ScenarioFigures } from './report.js';
 import { scenarios, type Ctx, type Scenario, type Timings } from './scenarios.js';
@@ -264,7 +265,7 @@ async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigu
   const source = `faults.${scenario.name}.${rc.run}`;
   const idPrefix = `${scenario.name}-${rc.run}`;
   log(`${scenario.name}: ${scenario.fault}`);
-  const load = new LoadGenerator({ port: gateway.port, key: rc.key, source, idPrefix, ...LOAD });
+  const load = new EventBatchLoad({ port: gateway.port, key: rc.key, source, idPrefix, ...LOAD });
   const ctx: Ctx = {
     control: rc.control,
     up: rc.up,
@@ -352,7 +353,7 @@ async function runScenario(scenario: Scenario, rc: RunCtx): Promise<ScenarioFigu
   const loadEnd = Date.now();
 
   // Every batch: acknowledged or not, and why not.
-  const outcomes: Outcome[] = [...load.outcomes, ...ctx.extraOutcomes];
+  const outcomes: BatchOutcome[] = [...load.outcomes, ...ctx.extraOutcomes];
   const acked = new Set<string>();
   const failed = new Set<string>();
   for (const o of outcomes) {

@@ -6,7 +6,7 @@
 import { connect } from 'node:net';
 import type { Stack } from '../../tools/devstack/stack.js';
 import { sleep, until, type Child } from '../../harness/processes.js';
-import { SlowRequests, type LoadGenerator, type Outcome } from './load.js';
+import { SlowRequests, type BatchOutcome, type EventBatchLoad } from '../../harness/event-batches.js';
 import { metricSum, readiness, type Observer } from './observe.js';
 
 export interface Timings {
@@ -38,13 +38,13 @@ export interface Ctx {
   registry: { apiKey: string; monitorId: string; checksBetween(fromMs: number, toMs: number): Promise<number> };
   /** Services that run in addition to the three (consumer-2 while it is in the group). */
   extra: Child[];
-  load: LoadGenerator;
+  load: EventBatchLoad;
   key: string;
   source: string;
   idPrefix: string;
   timings: Timings;
   /** Batches sent outside the load generator (the in-flight requests of gateway-sigterm). */
-  extraOutcomes: Outcome[];
+  extraOutcomes: BatchOutcome[];
   /** Members of the consumer group before the fault (they must be gone after the recovery). */
   staleMembers: string[];
   /** Observations still running when the scenario's steps are done (awaited before the figures). */
@@ -363,7 +363,7 @@ async function watchGroup(ctx: Ctx, from: number, sameMemberMayStay = false): Pr
   ctx.notes.push(`consumer group after the restart: ${seen.join(', then ') || 'not observed'}`);
 }
 
-function summarize(outcomes: Outcome[]): string {
+function summarize(outcomes: BatchOutcome[]): string {
   const by = new Map<string, number>();
   for (const o of outcomes) by.set(o.kind, (by.get(o.kind) ?? 0) + 1);
   return [...by].map(([k, n]) => `${n} × ${k}`).join(', ') || 'none';

@@ -10,14 +10,13 @@
  */
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { randomBytes } from 'node:crypto';
-import { Agent, request } from 'node:http';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { createClickHouse } from '@telemetry/platform';
 import { issueKey, MonitorStore, placeholderMonitor } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { storeEnv } from '../../tools/devstack/users.js';
 import { startStack } from '../../tools/devstack/stack.js';
-import { steadyLoops } from '../../harness/load.js';
+import { errorKind, HttpClient, steadyLoops, type Reply } from '../../harness/load.js';
 import {
   Child,
   freePort,
@@ -38,25 +37,6 @@ const sampleMs = SMOKE ? 1000 : 5000;
 const batch = 50;
 const loops = 8;
 const log = (s: string): boolean => process.stderr.write(`[soak] ${s}\n`);
-
-function post(
-  agent: Agent,
-  url: string,
-  path: string,
-  headers: Record<string, string>,
-  body?: string,
-): Promise<number | string> {
-  return new Promise((resolve) => {
-    const { hostname: host, port } = new URL(url);
-    const req = request({ host, port, path, method: body ? 'POST' : 'GET', agent, headers }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-    req.setTimeout(10_000, () => req.destroy());
-    req.end(body);
-  });
-}
 
 async function main(): Promise<number> {
   const stack = await startStack();
@@ -117,7 +97,10 @@ async function main(): Promise<number> {
     }
     await producer.disconnect();
 
-    const agent = new Agent({ keepAlive: true, maxSockets: loops + 4 });
+    const writes = new HttpClient(url['ingest-gateway'], loops);
+    const readsHttp = new HttpClient(url['query-service'], 4);
+    /** The answer's status, or what stood for it (`ECONNRESET`, `timeout`). */
+    const statusOf = (reply: Promise<Reply>): Promise<number | string> => reply.then((r) => r.status, errorKind);
     let acked = 0;
     let failed = 0;
     let reads = 0;
@@ -140,13 +123,8 @@ async function main(): Promise<number> {
           category: 'soak',
           payload: { n: seq },
         }));
-        const status = await post(
-          agent,
-          url['ingest-gateway'],
-          '/api/telemetry/events',
-          headers,
-          JSON.stringify({ events }),
-        );
+        const body = JSON.stringify({ events });
+        const status = await statusOf(writes.request('POST', '/api/telemetry/events', headers, body, 10_000));
         if (status === 200) acked += batch;
         else {
           failed += batch;
@@ -160,7 +138,8 @@ async function main(): Promise<number> {
       () => running,
       async () => {
         const path = `/api/monitors/m${Math.floor(Math.random() * 200)}/checks?limit=50`;
-        const status = await post(agent, url['query-service'], path, { authorization: `Bearer ${api}` });
+        const auth = { authorization: `Bearer ${api}` };
+        const status = await statusOf(readsHttp.request('GET', path, auth, undefined, 10_000));
         reads++;
         if (status !== 200) {
           readFailures++;
@@ -191,6 +170,8 @@ async function main(): Promise<number> {
     }
     running = false;
     await Promise.all([writers, readers]);
+    writes.close();
+    readsHttp.close();
 
     // Catch up, then the oracle.
     let found = 0;

@@ -55,6 +55,10 @@ describe('layering: services → store → platform → contract (unit)', () => 
     expect(importsUnder('libs/contract/src').filter((i) => i.file.endsWith('limits.ts'))).to.deep.equal([]);
   });
 
+  it('tools/ never imports harness/ (the harness builds on the dev stack, not back)', () => {
+    expect(importsUnder('tools').filter((i) => i.spec.includes('harness/'))).to.deep.equal([]);
+  });
+
   it('libs/runtime is gone', () => {
     expect(readdirSync('libs').sort()).to.deep.equal(['contract', 'platform', 'store']);
   });

@@ -5,13 +5,14 @@
  * downloads: like the Kafka jars, it is installed from the npm registry into the cache
  * directory the first time a test asks for it, and reused after.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { cacheDir } from './stack.js';
+import { cacheDir } from './installers.js';
+import { ManagedProcess } from './process.js';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -44,35 +45,19 @@ export interface ChdbServer {
 export async function startChdbServer(env: NodeJS.ProcessEnv = process.env): Promise<ChdbServer> {
   const moduleDir = await ensureChdb(env);
   const data = mkdtempSync(join(tmpdir(), 'chdb-'));
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', join(here, 'chdb-server.ts')], {
+  const server = new ManagedProcess({
+    name: 'chdb server',
+    command: [process.execPath, ['--import', 'tsx', join(here, 'chdb-server.ts')]],
     env: { ...process.env, CHDB_MODULE_DIR: join(moduleDir, 'node_modules', 'chdb'), CHDB_DATA: data },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  }).start();
+  const [, port] = await server.waitForLine(/listening (\d+)/, 60_000).catch(async (err: unknown) => {
+    await server.stop('SIGKILL');
+    throw err;
   });
-  let out = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`chdb server did not start: ${out}`)), 60_000);
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`chdb server exited (${code}): ${out}`));
-    });
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     url: `http://127.0.0.1:${port}`,
     stop: async () => {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await server.stop('SIGTERM', null);
       rmSync(data, { recursive: true, force: true });
     },
   };

@@ -12,29 +12,33 @@
  *
  * Every process can be killed (SIGKILL) and started again on its ports and data.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  clickhouseConfig,
   ensureClickHouse,
+  ensureHaproxy,
   ensureKafkaJars,
   ensureKafkaTools,
-  ensureMavenJars,
-  freePort,
-  here,
-  httpOk,
-  kafkaAnswers,
-  ManagedProcess,
+  ensureZookeeperJars,
   run,
-  waitFor,
-  withBrokerAdmin,
-} from './stack.js';
+} from './installers.js';
+import { freePort } from './ports.js';
+import { httpOk, kafkaAnswers, withBrokerAdmin, zookeeperAnswers } from './probes.js';
+import { ManagedProcess } from './process.js';
+import {
+  clickhouseClusterXml,
+  clickhouseConfig,
+  CLUSTER_NAME,
+  formatKafkaStorage,
+  haproxyConfig,
+  javaArgs,
+  kafkaClusterId,
+  kafkaProperties,
+  zookeeperConfig,
+} from './server-config.js';
 
-export const CLUSTER_NAME = 'telemetry';
-const ZOOKEEPER_VERSION = '3.9.3';
-
+export { CLUSTER_NAME };
 /** One server process of the cluster. */
 export interface Node {
   name: string;
@@ -89,75 +93,28 @@ export interface ClusterOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-function node(name: string, proc: ManagedProcess, ready: () => Promise<void>): Node {
+/** A server of the cluster: its process in `dir` (stdout.log), ready when `probe` says so. */
+function node(
+  name: string,
+  command: [string, string[]],
+  dir: string,
+  probe: { what: string; answers: () => Promise<boolean>; timeoutMs: number; log: string },
+): Node {
+  const proc = new ManagedProcess({
+    name,
+    command,
+    output: 'file',
+    logFile: join(dir, 'stdout.log'),
+    logHint: join(dir, probe.log),
+  });
   return {
     name,
-    start: async () => {
-      proc.start();
-      await ready();
-    },
-    kill: (signal = 'SIGKILL') => proc.stop(signal, 5000),
+    start: () => proc.ensureStarted().waitAnswers(probe.what, probe.answers, probe.timeoutMs),
+    kill: async (signal = 'SIGKILL') => void (await proc.stop(signal, 5000)),
     get running() {
       return proc.running;
     },
   };
-}
-
-/** ZooKeeper answers `imok` to `ruok`. */
-function zookeeperAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port }, () => socket.write('ruok'));
-    let text = '';
-    socket.setTimeout(1000, () => socket.destroy());
-    socket.on('data', (d: Buffer) => (text += d.toString()));
-    socket.on('close', () => resolve(text === 'imok'));
-    socket.on('error', () => resolve(false));
-  });
-}
-
-function brokerProperties(dir: string, id: number, port: number, controllerPort: number, voters: string): string {
-  const file = join(dir, 'server.properties');
-  writeFileSync(
-    file,
-    [
-      'process.roles=broker,controller',
-      `node.id=${id}`,
-      `controller.quorum.voters=${voters}`,
-      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
-      'controller.listener.names=CONTROLLER',
-      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
-      `log.dirs=${dir}/data`,
-      'default.replication.factor=3',
-      'min.insync.replicas=2',
-      'offsets.topic.replication.factor=3',
-      'offsets.topic.num.partitions=10',
-      'transaction.state.log.replication.factor=3',
-      'transaction.state.log.min.isr=2',
-      'group.initial.rebalance.delay.ms=0',
-      'auto.create.topics.enable=false',
-      'unclean.leader.election.enable=false',
-      // A killed broker is fenced (its partitions led elsewhere) after 3 s, not 9.
-      'broker.session.timeout.ms=3000',
-      'broker.heartbeat.interval.ms=500',
-      'num.partitions=1',
-      'log.flush.interval.messages=9223372036854775807',
-      '',
-    ].join('\n'),
-  );
-  return file;
-}
-
-/** The cluster elements of a ClickHouse server's config: ZooKeeper, its replica, the cluster, distributed DDL. */
-function clusterXml(zkPort: number, interserverPort: number, replica: string, tcpPorts: number[]): string {
-  const replicas = tcpPorts.map((p) => `<replica><host>127.0.0.1</host><port>${p}</port></replica>`).join('');
-  return `  <interserver_http_port>${interserverPort}</interserver_http_port>
-  <interserver_http_host>127.0.0.1</interserver_http_host>
-  <zookeeper><node><host>127.0.0.1</host><port>${zkPort}</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>
-  <macros><shard>01</shard><replica>${replica}</replica></macros>
-  <remote_servers><${CLUSTER_NAME}><shard><internal_replication>true</internal_replication>${replicas}</shard></${CLUSTER_NAME}></remote_servers>
-  <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
-`;
 }
 
 export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
@@ -170,43 +127,23 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     ensureClickHouse(log),
     ensureKafkaJars(env, log),
     ensureKafkaTools(env, log),
-    ensureMavenJars(env, log, 'zookeeper', `zookeeper-${ZOOKEEPER_VERSION}`, `Apache ZooKeeper ${ZOOKEEPER_VERSION}`),
+    ensureZookeeperJars(env, log),
   ]);
-  const javaOpts = (heap: string, jars: string, logDir: string): string[] => [
-    `-Xms${heap}`,
-    `-Xmx${heap}`,
-    '-XX:+UseG1GC',
-    `-Dkafka.logs.dir=${logDir}`,
-    `-Dlog4j.configuration=file:${join(here, 'kafka', 'log4j.properties')}`,
-    '-cp',
-    `${jars}/*`,
-  ];
 
   // ZooKeeper.
   const zkDir = join(root, 'zookeeper');
-  mkdirSync(join(zkDir, 'data'), { recursive: true });
   const zkPort = await freePort();
-  writeFileSync(
-    join(zkDir, 'zoo.cfg'),
-    [
-      'tickTime=500',
-      `dataDir=${zkDir}/data`,
-      `clientPort=${zkPort}`,
-      'clientPortAddress=127.0.0.1',
-      'admin.enableServer=false',
-      '4lw.commands.whitelist=ruok',
-      'maxSessionTimeout=20000',
-      '',
-    ].join('\n'),
-  );
+  const zkMain = ['org.apache.zookeeper.server.ZooKeeperServerMain', zookeeperConfig(zkDir, zkPort)];
   const zookeeper = node(
     'zookeeper',
-    new ManagedProcess(
-      'java',
-      [...javaOpts('128m', zkJars, zkDir), 'org.apache.zookeeper.server.ZooKeeperServerMain', join(zkDir, 'zoo.cfg')],
-      join(zkDir, 'stdout.log'),
-    ),
-    () => waitFor('ZooKeeper', () => zookeeperAnswers(zkPort), 60_000, join(zkDir, 'stdout.log')),
+    ['java', [...javaArgs({ min: '128m', max: '128m' }, zkJars, zkDir), ...zkMain]],
+    zkDir,
+    {
+      what: 'ZooKeeper',
+      answers: () => zookeeperAnswers(zkPort),
+      timeoutMs: 60_000,
+      log: 'stdout.log',
+    },
   );
 
   // Kafka: three brokers that are also the three controllers.
@@ -214,26 +151,25 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const ports = await Promise.all(ids.map(async () => ({ port: await freePort(), controller: await freePort() })));
   const voters = ids.map((id, i) => `${id}@127.0.0.1:${ports[i]!.controller}`).join(',');
   const kafkaBrokers = ports.map((p) => `127.0.0.1:${p.port}`).join(',');
-  const { stdout: clusterId } = await run('java', [
-    ...javaOpts('64m', kafkaJars, root),
-    'kafka.tools.StorageTool',
-    'random-uuid',
-  ]);
+  const clusterId = await kafkaClusterId(javaArgs({ min: '64m', max: '64m' }, kafkaJars, root));
   const brokers: Broker[] = [];
   for (const [i, id] of ids.entries()) {
+    const { port, controller } = ports[i]!;
     const dir = join(root, `kafka-${id}`);
     mkdirSync(dir, { recursive: true });
-    const props = brokerProperties(dir, id, ports[i]!.port, ports[i]!.controller, voters);
-    const args = javaOpts('384m', kafkaJars, dir);
-    await run('java', [...args, 'kafka.tools.StorageTool', 'format', '-t', clusterId.trim(), '-c', props]);
-    const proc = new ManagedProcess('java', [...args, 'kafka.Kafka', props], join(dir, 'stdout.log'));
+    const props = kafkaProperties(dir, { id, port, controllerPort: controller, voters, quorum: true });
+    const java = javaArgs({ min: '384m', max: '384m' }, kafkaJars, dir);
+    await formatKafkaStorage(java, props, join(dir, 'data'), clusterId);
     // Object.assign keeps node()'s `running` getter (a spread would copy its value once).
     brokers.push(
       Object.assign(
-        node(`kafka-${id}`, proc, () =>
-          waitFor(`Kafka broker ${id}`, () => kafkaAnswers(ports[i]!.port, 3), 120_000, join(dir, 'server.log')),
-        ),
-        { id, port: ports[i]!.port },
+        node(`kafka-${id}`, ['java', [...java, 'kafka.Kafka', props]], dir, {
+          what: `Kafka broker ${id}`,
+          answers: () => kafkaAnswers(port, 3),
+          timeoutMs: 120_000,
+          log: 'server.log',
+        }),
+        { id, port },
       ),
     );
   }
@@ -245,23 +181,16 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const clickhouse: ClickHouseNode[] = chPorts.map((p, i) => {
     const dir = join(root, `clickhouse-${i + 1}`);
     mkdirSync(dir, { recursive: true });
-    clickhouseConfig(
-      dir,
-      p.http,
-      p.tcp,
-      clusterXml(
-        zkPort,
-        p.interserver,
-        `ch${i + 1}`,
-        chPorts.map((q) => q.tcp),
-      ),
-    );
+    const replicas = chPorts.map((q) => q.tcp);
+    clickhouseConfig(dir, p.http, p.tcp, clickhouseClusterXml(zkPort, p.interserver, `ch${i + 1}`, replicas));
     const url = `http://127.0.0.1:${p.http}`;
-    const proc = new ManagedProcess(chBin, [`--config-file=${join(dir, 'config.xml')}`], join(dir, 'stdout.log'));
     return Object.assign(
-      node(`clickhouse-${i + 1}`, proc, () =>
-        waitFor(`ClickHouse ${i + 1}`, () => httpOk(`${url}/ping`), 60_000, join(dir, 'error.log')),
-      ),
+      node(`clickhouse-${i + 1}`, [chBin, [`--config-file=${join(dir, 'config.xml')}`]], dir, {
+        what: `ClickHouse ${i + 1}`,
+        answers: () => httpOk(`${url}/ping`),
+        timeoutMs: 60_000,
+        log: 'error.log',
+      }),
       { url, tcpPort: p.tcp },
     );
   });
@@ -314,36 +243,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       const port = await freePort();
       const dir = join(root, `haproxy-${name}`);
       mkdirSync(dir, { recursive: true });
-      const cfg = join(dir, 'haproxy.cfg');
-      writeFileSync(
-        cfg,
-        [
-          'global',
-          '  maxconn 4096',
-          'defaults',
-          '  mode http',
-          '  timeout connect 2s',
-          '  timeout client 60s',
-          '  timeout server 60s',
-          '  retries 2',
-          '  option redispatch',
-          'frontend fe',
-          `  bind 127.0.0.1:${port}`,
-          '  default_backend be',
-          'backend be',
-          '  balance roundrobin',
-          `  option httpchk GET ${checkPath}`,
-          '  http-check expect status 200',
-          '  default-server inter 500ms fall 2 rise 2',
-          ...backends.map((b, i) => `  server s${i + 1} 127.0.0.1:${b} check`),
-          '',
-        ].join('\n'),
-      );
-      const proc = new ManagedProcess(haproxyBin, ['-db', '-f', cfg], join(dir, 'stdout.log'));
-      proc.start();
-      balancers.push(proc);
-      await waitFor(`HAProxy ${name}`, () => portOpen(port), 20_000, join(dir, 'stdout.log'));
-      return { port, url: `http://127.0.0.1:${port}`, stop: () => proc.stop() };
+      const cfg = haproxyConfig(dir, port, backends, checkPath);
+      const logFile = join(dir, 'stdout.log');
+      const proc = new ManagedProcess({
+        name: `HAProxy ${name}`,
+        command: [haproxyBin, ['-db', '-f', cfg]],
+        output: 'file',
+        logFile,
+      });
+      balancers.push(proc.start());
+      await proc.waitForPort(port, 20_000);
+      return { port, url: `http://127.0.0.1:${port}`, stop: async () => void (await proc.stop()) };
     },
     stop: async () => {
       await Promise.all([...balancers.map((b) => b.stop()), ...brokers.map((b) => b.kill('SIGTERM'))]);
@@ -371,29 +281,4 @@ async function partitionsOf(brokers: string): Promise<{ leader: number; isr: num
     }
   }
   return undefined;
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
-}
-
-/** Debian's haproxy, installed with apt-get when missing (as root). */
-async function ensureHaproxy(log: (l: string) => void): Promise<string> {
-  const found = await run('sh', ['-c', 'command -v haproxy']).then(
-    (r) => r.stdout.trim(),
-    () => '',
-  );
-  if (found) return found;
-  if (process.getuid?.() !== 0) throw new Error('haproxy is not installed: run `sudo apt-get install -y haproxy`');
-  log('installing haproxy with apt-get (once)...');
-  const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  await run('apt-get', ['update', '-qq'], { env: aptEnv, maxBuffer: 64 * 1024 * 1024 });
-  await run('apt-get', ['install', '-y', '-qq', 'haproxy'], { env: aptEnv, maxBuffer: 64 * 1024 * 1024 });
-  return '/usr/sbin/haproxy';
 }

@@ -9,17 +9,7 @@
  * theirs from provisionPostgres.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  chownSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { createLogger, type Logger } from '@telemetry/platform';
@@ -30,40 +20,16 @@ import {
   quoteIdent,
   type PgServiceRole,
 } from '@telemetry/store';
-import { freePort, ManagedProcess, run, waitFor } from './stack.js';
+import { ensurePostgres, run } from './installers.js';
+import { freePort } from './ports.js';
+import { postgresAnswers } from './probes.js';
+import { ManagedProcess } from './process.js';
 
 export interface LocalPostgres {
   /** The superuser's URL (database `postgres`). */
   adminUrl: string;
   stop(): Promise<void>;
   start(): Promise<void>;
-}
-
-export async function binDir(log: (l: string) => void): Promise<string> {
-  const found = (): string | undefined => {
-    if (!existsSync('/usr/lib/postgresql')) return undefined;
-    const versions = readdirSync('/usr/lib/postgresql')
-      .filter((v) => existsSync(join('/usr/lib/postgresql', v, 'bin', 'postgres')))
-      .sort((a, b) => Number(b) - Number(a));
-    return versions[0] ? join('/usr/lib/postgresql', versions[0], 'bin') : undefined;
-  };
-  const dir = found();
-  if (dir) return dir;
-  if (process.getuid?.() !== 0) {
-    throw new Error('PostgreSQL is not installed: run `sudo apt-get install -y postgresql`, or set DATABASE_URL');
-  }
-  log('installing postgresql with apt-get (once)...');
-  const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  await run('apt-get', ['update', '-qq'], { env: aptEnv, maxBuffer: 64 * 1024 * 1024 });
-  await run('apt-get', ['install', '-y', '-qq', 'postgresql'], { env: aptEnv, maxBuffer: 64 * 1024 * 1024 });
-  const installed = found();
-  if (!installed) throw new Error('apt-get installed postgresql but /usr/lib/postgresql/*/bin/postgres is missing');
-  return installed;
-}
-
-/** A client program of the newest PostgreSQL installed (pg_dump, pg_restore, psql), installing it when missing. */
-export async function postgresTool(name: string, log: (l: string) => void = () => undefined): Promise<string> {
-  return join(await binDir(log), name);
 }
 
 /** As root: the command run as the `postgres` user (the server refuses root). */
@@ -103,7 +69,7 @@ function postgresIds(): { uid: number; gid: number } {
 
 /** Starts (initialising `dir` the first time) a PostgreSQL server on a free loopback port. */
 export async function startLocalPostgres(dir: string, log: (l: string) => void): Promise<LocalPostgres> {
-  const bin = await binDir(log);
+  const bin = await ensurePostgres(log);
   mkdirSync(dir, { recursive: true });
   const data = join(dir, 'data');
   const sockets = join(dir, 'run');
@@ -162,30 +128,22 @@ export async function startLocalPostgres(dir: string, log: (l: string) => void):
     '-c',
     'logging_collector=off',
   ]);
-  const server = new ManagedProcess(cmd, args, join(dir, 'server.log'));
+  const server = new ManagedProcess({
+    name: 'PostgreSQL',
+    command: [cmd, args],
+    output: 'file',
+    logFile: join(dir, 'server.log'),
+  });
   const adminUrl = `postgres://postgres:${superuserPassword}@127.0.0.1:${port}/postgres`;
-  const start = async (): Promise<void> => {
-    server.start();
-    await waitFor('PostgreSQL', () => answers(adminUrl), 60_000, join(dir, 'server.log'));
-  };
+  const start = (): Promise<void> =>
+    server.ensureStarted().waitAnswers('PostgreSQL', () => postgresAnswers(adminUrl), 60_000);
   await start();
   return {
     adminUrl,
     start,
     // SIGINT: PostgreSQL's fast shutdown (ends sessions, checkpoints).
-    stop: () => server.stop('SIGINT'),
+    stop: async () => void (await server.stop('SIGINT')),
   };
-}
-
-async function answers(url: string): Promise<boolean> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return true;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
 }
 
 /** Each service's DATABASE_URL, and the owner's (operators' tools, migrations). */

@@ -1,8 +1,35 @@
+/**
+ * What every service expects to exist before it starts, made for one run or for npm start:
+ * ClickHouse migrations, the Kafka topics (and the variables that name them), one
+ * ClickHouse user and one PostgreSQL role per service.
+ */
 import { createClickHouse, createKafka, createLogger, ensureTopics, type Logger } from '@telemetry/platform';
 import { migrate } from '@telemetry/store';
 import type { Stack } from './stack.js';
 import type { ServiceUsers } from './users.js';
 import { provisionPostgres } from './postgres.js';
+
+/** The topics of one pipeline, by what they carry. */
+export interface PipelineTopics {
+  events: string;
+  checks: string;
+  deadLetter: string;
+  alerts: string;
+  webhookDeliveries: string;
+  monitorChanges: string;
+}
+
+/** The services' variables that name the topics of `t`. */
+export function topicEnv(t: PipelineTopics) {
+  return {
+    EVENTS_TOPIC: t.events,
+    CHECKS_TOPIC: t.checks,
+    DEAD_LETTER_TOPIC: t.deadLetter,
+    ALERTS_TOPIC: t.alerts,
+    WEBHOOK_DELIVERIES_TOPIC: t.webhookDeliveries,
+    MONITOR_CHANGES_TOPIC: t.monitorChanges,
+  };
+}
 
 export interface ProvisionOptions {
   database: string;

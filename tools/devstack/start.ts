@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
  * first check, and prints commands to paste.
  * Ctrl-C stops everything in order (services first, then the servers).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -16,10 +16,12 @@ import { fileURLToPath } from 'node:url';
 import { createLogger, createPostgres, newSealingKeyText, type PgPool } from '@telemetry/platform';
 import { createTenant, issueKey, listTenants } from '@telemetry/store';
 import { writeLocalEnv } from './local-env.js';
-import { provision } from './provision.js';
-import { serviceCommand, type ServiceName } from '../../harness/processes.js';
+import { serviceCommand, type ServiceName } from './commands.js';
+import { portOr } from './ports.js';
+import { ManagedProcess } from './process.js';
+import { provision, topicEnv } from './provision.js';
 import { storeEnv } from './users.js';
-import { freePort, startStack } from './stack.js';
+import { startStack } from './stack.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const say = (s: string): boolean => process.stdout.write(`${s}\n`);
@@ -36,56 +38,22 @@ const topics = {
 };
 const DEMO_MONITOR = 'demo: ingest gateway health';
 
-async function portOr(preferred: string | undefined, fallback: number): Promise<number> {
-  if (preferred) return Number(preferred);
-  const { createServer } = await import('node:net');
-  const free = await new Promise<boolean>((resolve) => {
-    const s = createServer()
-      .once('error', () => resolve(false))
-      .listen(fallback, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-  return free ? fallback : freePort();
-}
-
-async function waitReady(name: string, url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}; its log is above`);
-    try {
-      if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${name} was not ready within 60 s`);
-}
-
 async function main(): Promise<void> {
   mkdirSync(join(root, '.stack'), { recursive: true });
   say('starting Kafka, ClickHouse and PostgreSQL...');
   const stack = await startStack({ dataDir: env.DEVSTACK_DATA_DIR ?? join(root, '.stack', 'data'), keepData: true });
-  const children: ChildProcess[] = [];
+  const children: ManagedProcess[] = [];
   let stopping = false;
   const stopAll = async (code: number): Promise<void> => {
     if (stopping) return;
     stopping = true;
     say('\nstopping services...');
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            c.once('exit', () => resolve());
-            c.kill('SIGTERM');
-          }),
-      ),
-    );
+    // One SIGTERM each, and the time each takes to shut down (a second would mean "exit now").
+    await Promise.all(children.map((c) => c.stop('SIGTERM', null)));
     say('stopping Kafka, ClickHouse and PostgreSQL...');
     await stack.stop();
     process.exit(code);
   };
-  process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
 
@@ -124,12 +92,7 @@ async function main(): Promise<void> {
       KAFKA_BROKERS: stack.kafkaBrokers,
       CLICKHOUSE_URL: stack.clickhouseUrl,
       CLICKHOUSE_DATABASE: database,
-      EVENTS_TOPIC: topics.events,
-      CHECKS_TOPIC: topics.checks,
-      DEAD_LETTER_TOPIC: topics.deadLetter,
-      ALERTS_TOPIC: topics.alerts,
-      WEBHOOK_DELIVERIES_TOPIC: topics.webhookDeliveries,
-      MONITOR_CHANGES_TOPIC: topics.monitorChanges,
+      ...topicEnv(topics),
       HOST: '127.0.0.1',
       MIGRATE_ON_START: 'false',
     };
@@ -155,15 +118,17 @@ async function main(): Promise<void> {
     const egress = { EGRESS_ALLOW: env.EGRESS_ALLOW ?? `127.0.0.1:${ports.gateway}` };
     for (const [name, port] of services) {
       const extra = { ...storeEnv(users, name), ...egress };
-      const [command, args] = serviceCommand(name);
-      const child = spawn(command, args, {
+      const child = new ManagedProcess({
+        name,
+        command: serviceCommand(name),
         env: { ...env, ...shared, ...secrets, ...extra, PORT: String(port) },
-        stdio: ['ignore', 'ignore', 'inherit'],
+        output: 'stderr',
+        logHint: 'its log above',
         // Own process group: a terminal's Ctrl-C reaches only us, and we stop the
         // services one signal each, in order (a second signal would mean "exit now").
         detached: true,
-      });
-      child.once('exit', (code) => {
+      }).start();
+      void child.exited().then(({ code }) => {
         if (!stopping) {
           process.stderr.write(`${name} exited (${code}); stopping\n`);
           void stopAll(1);
@@ -171,7 +136,9 @@ async function main(): Promise<void> {
       });
       children.push(child);
     }
-    await Promise.all(services.map(([name, port], i) => waitReady(name, `http://127.0.0.1:${port}`, children[i]!)));
+    await Promise.all(
+      services.map(([, port], i) => children[i]!.waitForUrl(`http://127.0.0.1:${port}/readyz`, 60_000)),
+    );
 
     const g = `http://127.0.0.1:${ports.gateway}`;
     const q = `http://127.0.0.1:${ports.query}`;

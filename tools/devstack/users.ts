@@ -16,7 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClickHouse, sqlIdentifier, sqlString, type ClickHouseClient } from '@telemetry/platform';
 import { databaseAccess, databasesOf, grantStatements, SERVICE_USER_NAMES, type ServiceUser } from '@telemetry/store';
-import type { ServiceName } from '../../harness/processes.js';
+import type { ServiceName } from './commands.js';
 import type { PostgresUrls } from './postgres.js';
 
 export interface Credentials {
@@ -104,6 +104,29 @@ export async function waitForUsers(
     } finally {
       await c.close();
     }
+  }
+}
+
+/** The services' users in a local 18.16 server's users.d `dir`, once the server accepts them. */
+export async function usersInDir(dir: string, url: string, database: string): Promise<ServiceUsers> {
+  const users = writeUsersFile(dir, database);
+  await waitForUsers(url, database, users);
+  return users;
+}
+
+/** The services' users on a server that manages users with SQL; else (18.16) `default` for all, if allowed. */
+export async function usersWithSql(url: string, database: string, fallBack: boolean): Promise<ServiceUsers> {
+  const admin = createClickHouse({ url, username: 'default', password: '', database: 'default' });
+  try {
+    const users = await createUsersWithSql(admin, database);
+    await waitForUsers(url, database, users);
+    return users;
+  } catch (err) {
+    if (!fallBack) throw err;
+    process.stderr.write(`[stack] no per-service ClickHouse users (${String(err).split('\n')[0]}): all use default\n`);
+    return sameUserForAll({ user: 'default', password: '' });
+  } finally {
+    await admin.close();
   }
 }
 

@@ -1,0 +1,203 @@
+/**
+ * The configuration files of the servers the dev stack and the cluster harness run, written
+ * into each server's own directory: ClickHouse's config.xml and users.xml (and the cluster
+ * elements of a replica), Kafka's server.properties for one KRaft node or a node of a
+ * three-broker quorum (with its JVM arguments and storage format), ZooKeeper's zoo.cfg and
+ * HAProxy's haproxy.cfg. Every server listens on 127.0.0.1 only.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { here, run } from './installers.js';
+
+/** The cluster's name in ClickHouse (remote_servers, ON CLUSTER). */
+export const CLUSTER_NAME = 'telemetry';
+
+/** A ClickHouse server's config.xml and users.xml in `dir`; `extraXml` adds elements (a cluster's). */
+export function clickhouseConfig(dir: string, httpPort: number, tcpPort: number, extraXml = ''): void {
+  writeFileSync(
+    join(dir, 'config.xml'),
+    `<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>${dir}/server.log</log><errorlog>${dir}/error.log</errorlog><console>0</console></logger>
+  <http_port>${httpPort}</http_port>
+  <tcp_port>${tcpPort}</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <path>${dir}/data/</path>
+  <tmp_path>${dir}/tmp/</tmp_path>
+  <user_files_path>${dir}/user_files/</user_files_path>
+  <format_schema_path>${dir}/format_schemas/</format_schema_path>
+  <users_config>users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <timezone>UTC</timezone>
+  <mark_cache_size>268435456</mark_cache_size>
+  <max_concurrent_queries>200</max_concurrent_queries>
+${extraXml}</yandex>
+`,
+  );
+  // The services' users come in users.d/<database>.xml (users.ts), with these profiles:
+  // svc_reader may read and change query settings (readonly=2) but never write;
+  // svc_writer may insert but run no DDL (allow_ddl=0).
+  mkdirSync(join(dir, 'users.d'), { recursive: true });
+  writeFileSync(
+    join(dir, 'users.xml'),
+    `<?xml version="1.0"?>
+<yandex>
+  <profiles>
+    <default><max_memory_usage>4000000000</max_memory_usage></default>
+    <svc_reader><readonly>2</readonly></svc_reader>
+    <svc_writer><allow_ddl>0</allow_ddl></svc_writer>
+  </profiles>
+  <users>
+    <default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default>
+  </users>
+  <quotas><default></default></quotas>
+</yandex>
+`,
+  );
+}
+
+/** The cluster elements of a ClickHouse server's config: ZooKeeper, its replica, the cluster, distributed DDL. */
+export function clickhouseClusterXml(
+  zkPort: number,
+  interserverPort: number,
+  replica: string,
+  tcpPorts: number[],
+): string {
+  const replicas = tcpPorts.map((p) => `<replica><host>127.0.0.1</host><port>${p}</port></replica>`).join('');
+  return `  <interserver_http_port>${interserverPort}</interserver_http_port>
+  <interserver_http_host>127.0.0.1</interserver_http_host>
+  <zookeeper><node><host>127.0.0.1</host><port>${zkPort}</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>
+  <macros><shard>01</shard><replica>${replica}</replica></macros>
+  <remote_servers><${CLUSTER_NAME}><shard><internal_replication>true</internal_replication>${replicas}</shard></${CLUSTER_NAME}></remote_servers>
+  <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
+`;
+}
+
+export interface KafkaNode {
+  id: number;
+  port: number;
+  controllerPort: number;
+  /** controller.quorum.voters; alone: itself. */
+  voters?: string;
+  /** A node of a three-broker quorum: replication factor 3, min.insync.replicas 2, fenced after 3 s. */
+  quorum?: boolean;
+}
+
+/** server.properties of a KRaft node that is broker and controller, in `dir`; returns its path. */
+export function kafkaProperties(dir: string, n: KafkaNode): string {
+  const replicas = n.quorum ? 3 : 1;
+  const minIsr = n.quorum ? 2 : 1;
+  const file = join(dir, 'server.properties');
+  writeFileSync(
+    file,
+    [
+      'process.roles=broker,controller',
+      `node.id=${n.id}`,
+      `controller.quorum.voters=${n.voters ?? `${n.id}@127.0.0.1:${n.controllerPort}`}`,
+      `listeners=PLAINTEXT://127.0.0.1:${n.port},CONTROLLER://127.0.0.1:${n.controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${n.port}`,
+      'controller.listener.names=CONTROLLER',
+      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      `log.dirs=${dir}/data`,
+      ...(n.quorum ? [`default.replication.factor=${replicas}`, `min.insync.replicas=${minIsr}`] : []),
+      `offsets.topic.replication.factor=${replicas}`,
+      'offsets.topic.num.partitions=10',
+      `transaction.state.log.replication.factor=${replicas}`,
+      `transaction.state.log.min.isr=${minIsr}`,
+      'group.initial.rebalance.delay.ms=0',
+      'auto.create.topics.enable=false',
+      ...(n.quorum
+        ? [
+            'unclean.leader.election.enable=false',
+            // A killed broker is fenced (its partitions led elsewhere) after 3 s, not 9.
+            'broker.session.timeout.ms=3000',
+            'broker.heartbeat.interval.ms=500',
+          ]
+        : []),
+      'num.partitions=1',
+      'log.flush.interval.messages=9223372036854775807',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+/** The JVM arguments of Kafka (or ZooKeeper) from `jars`, with its logs in `logDir`. */
+export function javaArgs(heap: { min: string; max: string }, jars: string, logDir: string): string[] {
+  return [
+    `-Xms${heap.min}`,
+    `-Xmx${heap.max}`,
+    '-XX:+UseG1GC',
+    `-Dkafka.logs.dir=${logDir}`,
+    `-Dlog4j.configuration=file:${join(here, 'kafka', 'log4j.properties')}`,
+    '-cp',
+    `${jars}/*`,
+  ];
+}
+
+/** A new KRaft cluster id (Kafka's StorageTool). */
+export async function kafkaClusterId(java: string[]): Promise<string> {
+  const { stdout } = await run('java', [...java, 'kafka.tools.StorageTool', 'random-uuid']);
+  return stdout.trim();
+}
+
+/** Formats the node's log dirs for `clusterId` (a new one when not given), unless they are formatted. */
+export async function formatKafkaStorage(java: string[], props: string, dataDir: string, clusterId?: string) {
+  if (existsSync(join(dataDir, 'meta.properties'))) return;
+  const id = clusterId ?? (await kafkaClusterId(java));
+  await run('java', [...java, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', props]);
+}
+
+/** ZooKeeper's zoo.cfg (standalone, `ruok` allowed) in `dir`; returns its path. */
+export function zookeeperConfig(dir: string, port: number): string {
+  mkdirSync(join(dir, 'data'), { recursive: true });
+  const file = join(dir, 'zoo.cfg');
+  writeFileSync(
+    file,
+    [
+      'tickTime=500',
+      `dataDir=${dir}/data`,
+      `clientPort=${port}`,
+      'clientPortAddress=127.0.0.1',
+      'admin.enableServer=false',
+      '4lw.commands.whitelist=ruok',
+      'maxSessionTimeout=20000',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+/**
+ * haproxy.cfg in `dir`: HTTP on `port`, round robin over `backends` (ports on 127.0.0.1),
+ * each checked with GET `checkPath` every 500 ms (down after 2 failures, up after 2 passes).
+ */
+export function haproxyConfig(dir: string, port: number, backends: number[], checkPath: string): string {
+  const file = join(dir, 'haproxy.cfg');
+  writeFileSync(
+    file,
+    [
+      'global',
+      '  maxconn 4096',
+      'defaults',
+      '  mode http',
+      '  timeout connect 2s',
+      '  timeout client 60s',
+      '  timeout server 60s',
+      '  retries 2',
+      '  option redispatch',
+      'frontend fe',
+      `  bind 127.0.0.1:${port}`,
+      '  default_backend be',
+      'backend be',
+      '  balance roundrobin',
+      `  option httpchk GET ${checkPath}`,
+      '  http-check expect status 200',
+      '  default-server inter 500ms fall 2 rise 2',
+      ...backends.map((b, i) => `  server s${i + 1} 127.0.0.1:${b} check`),
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
