@@ -120,22 +120,75 @@ describe('in-order commits of out-of-order work (unit)', () => {
     ]);
   });
 
-  it('caps pending work: no room at the cap, room again once a piece finishes, failed or not', async () => {
+  it('caps pending work per topic: no room at the cap, room again once a piece finishes; other topics unaffected', async () => {
     const { commits } = commitsOf(3);
     const a = work();
     const b = work();
     commits.track('t', 0, '0', a.done, 2);
-    expect(commits.hasRoom()).to.equal(true);
-    commits.track('t', 0, '1', b.done, 1);
-    expect(commits.hasRoom()).to.equal(false);
-    expect(await commits.waitForRoom(20)).to.equal(false);
-    const waiting = commits.waitForRoom(5000);
+    expect(commits.hasRoom('t')).to.equal(true);
+    commits.track('t', 1, '1', b.done, 1);
+    expect(commits.hasRoom('t')).to.equal(false);
+    expect(commits.hasRoom('other')).to.equal(true);
+    expect(await commits.waitForRoom('t', 20)).to.equal(false);
+    const waiting = commits.waitForRoom('t', 5000);
     b.fail(new Error('x'));
     expect(await waiting).to.equal(true);
     expect(commits.pending).to.equal(2);
     a.finish();
     await commits.settle();
     expect(commits.pending).to.equal(0);
+  });
+
+  it('ends a wait for room at once when woken (a stop) or revoked, without room', async () => {
+    const { commits } = commitsOf(1);
+    commits.track('t', 0, '0', work().done);
+    const started = Date.now();
+    const waiting = commits.waitForRoom('t', 60_000);
+    commits.wake();
+    expect(await waiting).to.equal(false);
+    const again = commits.waitForRoom('t', 60_000);
+    commits.revoke();
+    expect(await again).to.equal(false);
+    expect(Date.now() - started).to.be.below(1000);
+  });
+
+  it('still commits the pieces before a failed one, and keeps nothing of those after it', async () => {
+    const { commits, sent } = commitsOf();
+    const [a, b, c] = [work(), work(), work()];
+    commits.track('t', 0, '9', a.done);
+    commits.track('t', 0, '19', b.done);
+    b.fail(new Error('insert failed'));
+    await settle();
+    commits.track('t', 0, '29', c.done);
+    c.finish();
+    a.finish();
+    await commits.settle();
+    expect(committed(sent)).to.equal('10');
+    expect(commits.pending).to.equal(0);
+  });
+
+  it('drops what became committable but was not yet sent when the partitions are taken away', async () => {
+    const sent: CommittableOffset[][] = [];
+    let release = (): void => undefined;
+    const commits = new InOrderCommits({
+      commit: (offsets) => {
+        sent.push(offsets.map((o) => ({ ...o })));
+        return sent.length === 1 ? new Promise<void>((r) => (release = r)) : Promise.resolve();
+      },
+      maxPending: 100,
+      logger: silentLogger,
+    });
+    const [a, b] = [work(), work()];
+    commits.track('t', 0, '0', a.done);
+    a.finish();
+    await settle(); // the first commit is in flight
+    commits.track('t', 0, '1', b.done);
+    b.finish();
+    await settle(); // offset 2 is committable, waiting behind the first request
+    commits.revoke();
+    release();
+    await commits.settle();
+    expect(sent.flat().map((o) => o.offset)).to.deep.equal(['1']);
   });
 });
 

@@ -69,21 +69,40 @@ describe('partition batcher (unit)', () => {
     expect(handed.length).to.equal(1);
   });
 
-  it('drops what was queued at a new generation, and hands requeued messages first', async () => {
+  it('hands requeued messages first, before what arrived meanwhile', async () => {
     const { b, handed } = batcher(1);
+    b.enqueue('t', 0, 1);
+    b.enqueue('t', 0, 2);
+    await tick();
+    b.enqueue('t', 0, 3);
+    // The handler finished message 1 and hands 2 back.
+    b.requeue('t', 0, [2]);
+    handed[0]!.finish();
+    await settle();
+    await tick();
+    expect(handed.map((h) => h.messages)).to.deep.equal([
+      [1, 2],
+      [2, 3],
+    ]);
+  });
+
+  it('drops what was queued at a new generation, and never hands a partition a second batch while one is in hand', async () => {
+    const { b, handed } = batcher(2);
     b.enqueue('t', 0, 1);
     await tick();
     b.enqueue('t', 0, 2);
     b.newGeneration();
     expect(b.queued).to.equal(0);
-    b.requeue('t', 0, [7]);
     b.enqueue('t', 0, 8);
+    await tick();
+    // Batch [1] (of generation 0) is still in hand: partition 0 waits, though a slot is free.
+    expect(handed.map((h) => h.messages)).to.deep.equal([[1]]);
     handed[0]!.finish();
     await settle();
     await tick();
     expect(handed.map((h) => [h.messages, h.generation])).to.deep.equal([
       [[1], 0],
-      [[7, 8], 1],
+      [[8], 1],
     ]);
   });
 

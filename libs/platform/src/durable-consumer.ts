@@ -14,8 +14,8 @@ import type { Logger } from './logger.js';
 
 /** How long a batch waits for room before it is handed back to be read again. */
 export const ROOM_WAIT_MS = 1000;
-/** Heartbeats while a batch waits (within every session timeout of ours). */
-const HEARTBEAT_MS = 3000;
+/** Heartbeats while a handler waits for room (within every session timeout of ours). */
+export const HEARTBEAT_MS = 3000;
 
 /** One batch of one partition, as a DurableSpec handler gets it. */
 export interface DurableBatch {
@@ -43,9 +43,10 @@ export interface DurableBatch {
 export interface DurableSpec extends SpecBase {
   eachBatch(batch: DurableBatch): Promise<void>;
   /**
-   * Units of tracked work pending at most: past it, a batch waits up to ROOM_WAIT_MS
-   * (heartbeating) for room before its handler is called, else it is handed back to be
-   * read again, so a stuck dependency bounds memory rather than growing it.
+   * Units of tracked work pending at most per topic (work of partitions taken away
+   * included, until it finishes): past it, a batch of the topic waits up to ROOM_WAIT_MS
+   * for room before its handler is called, else it is handed back to be read again, so
+   * a stuck dependency bounds memory rather than growing it, and holds its own topic only.
    */
   maxPending: number;
 }
@@ -95,6 +96,7 @@ export class DurableConsumer implements Component {
   /** Stops fetching (the first step of a shutdown); handlers see isRunning() false. */
   pause(): void {
     this.stopping = true;
+    this.commits.wake();
     this.inner.pause();
   }
 
@@ -106,17 +108,16 @@ export class DurableConsumer implements Component {
   /** Leaves the group (work still pending is not committed: its messages are read again). */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.commits.wake();
     await this.inner.stop();
   }
 
   private async eachBatch(spec: DurableSpec, payload: GroupBatch): Promise<void> {
     const live = (): boolean => !this.stopping && payload.isRunning() && !payload.isStale();
     if (payload.batch.messages.length === 0 || !live()) return;
-    if (!this.commits.hasRoom()) {
-      const roomy = await this.heartbeating(payload, () => this.commits.waitForRoom(ROOM_WAIT_MS));
-      if (!roomy || !live()) return; // handed back unresolved: read again
-    }
     const { topic, partition, messages } = payload.batch;
+    // Within ROOM_WAIT_MS, well below every session timeout: no heartbeat needed.
+    if (!(await this.commits.waitForRoom(topic, ROOM_WAIT_MS)) || !live()) return; // handed back: read again
     await spec.eachBatch({
       topic,
       partition,
@@ -131,21 +132,12 @@ export class DurableConsumer implements Component {
         this.commits.track(topic, partition, offset, done, units);
       },
       room: async () => {
-        while (!this.commits.hasRoom() && live()) {
-          await this.commits.waitForRoom(HEARTBEAT_MS);
+        while (!this.commits.hasRoom(topic) && live()) {
+          await this.commits.waitForRoom(topic, HEARTBEAT_MS);
           await payload.heartbeat().catch(() => undefined);
         }
         return live();
       },
     });
-  }
-
-  private async heartbeating<T>(payload: GroupBatch, wait: () => Promise<T>): Promise<T> {
-    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), HEARTBEAT_MS);
-    try {
-      return await wait();
-    } finally {
-      clearInterval(beat);
-    }
   }
 }

@@ -7,8 +7,10 @@
  * the newest committable offset of each (so they keep up however small the pieces).
  * Work that fails holds its partition's commits where they are until the partitions
  * are taken away (the next owner reads from the last commit: nothing is lost, copies
- * are removed on read). A cap on pending work (units: messages, rows) tells the reader
- * to wait.
+ * are removed on read); what finishes after it on that partition is not kept. A cap on
+ * pending work per topic (units: messages, rows) tells the reader to wait: a topic
+ * whose work is stuck holds its own partitions only. Work of a generation taken away
+ * still counts until it finishes (it still holds memory).
  */
 import type { CommittableOffset } from './kafka-types.js';
 import type { Logger } from './logger.js';
@@ -16,7 +18,7 @@ import type { Logger } from './logger.js';
 export interface InOrderCommitsOptions {
   /** Sends one commit request (the group consumer's commitOffsets). */
   commit(offsets: CommittableOffset[]): Promise<void>;
-  /** Units of work pending at most before hasRoom() says no. */
+  /** Units of work pending at most per topic before hasRoom(topic) says no. */
   maxPending: number;
   logger: Logger;
 }
@@ -34,6 +36,8 @@ interface Partition {
   partition: number;
   /** Pieces in offset order; the head is the oldest not yet committable. */
   pieces: Piece[];
+  /** A piece failed: nothing more is committed nor kept until the partitions are taken away. */
+  failed: boolean;
 }
 
 export class InOrderCommits {
@@ -41,44 +45,52 @@ export class InOrderCommits {
   /** Bumped when the partitions are taken away: what finishes later is not committed. */
   private generation = 0;
   private pendingUnits = 0;
+  private readonly pendingByTopic = new Map<string, number>();
   private readonly committable = new Map<string, CommittableOffset>();
   private committing: Promise<void> | undefined;
-  private roomWaiters: (() => void)[] = [];
+  /** Called when work finishes or waiting should end (wake): each checks its own condition. */
+  private roomWaiters: ((woken: boolean) => void)[] = [];
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(private readonly opts: InOrderCommitsOptions) {}
 
-  /** Units of work handed over and not yet finished (of every generation). */
+  /** Units of work handed over and not yet finished (of every topic and generation). */
   get pending(): number {
     return this.pendingUnits;
   }
 
-  hasRoom(): boolean {
-    return this.pendingUnits < this.opts.maxPending;
+  hasRoom(topic: string): boolean {
+    return (this.pendingByTopic.get(topic) ?? 0) < this.opts.maxPending;
   }
 
   /**
-   * Resolves true once there is room, or false after `timeoutMs` without (the caller
-   * heartbeats and asks again, or hands its batch back to be read later).
+   * Resolves true once `topic` has room, or false after `timeoutMs` or a wake() without
+   * (the caller heartbeats and asks again, or hands its batch back to be read later).
    */
-  waitForRoom(timeoutMs: number): Promise<boolean> {
-    if (this.hasRoom()) return Promise.resolve(true);
+  waitForRoom(topic: string, timeoutMs: number): Promise<boolean> {
+    if (this.hasRoom(topic)) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         const i = this.roomWaiters.indexOf(check);
         if (i >= 0) this.roomWaiters.splice(i, 1);
         resolve(false);
       }, timeoutMs);
-      const check = (): void => {
-        if (!this.hasRoom()) {
+      const check = (woken: boolean): void => {
+        const room = this.hasRoom(topic);
+        if (!room && !woken) {
           this.roomWaiters.push(check);
           return;
         }
         clearTimeout(timer);
-        resolve(true);
+        resolve(room);
       };
       this.roomWaiters.push(check);
     });
+  }
+
+  /** Ends every wait for room now (the consumer is stopping, or its partitions were taken away). */
+  wake(): void {
+    for (const w of this.roomWaiters.splice(0)) w(true);
   }
 
   /**
@@ -89,12 +101,12 @@ export class InOrderCommits {
     const key = `${topic}:${partition}`;
     let part = this.parts.get(key);
     if (!part) {
-      part = { topic, partition, pieces: [] };
+      part = { topic, partition, pieces: [], failed: false };
       this.parts.set(key, part);
     }
     const piece: Piece = { next: BigInt(offset) + 1n, state: 'pending' };
-    part.pieces.push(piece);
-    this.pendingUnits += units;
+    if (!part.failed) part.pieces.push(piece);
+    this.count(topic, units);
     const generation = this.generation;
     const settled = done
       .then(
@@ -103,7 +115,10 @@ export class InOrderCommits {
         },
         (err: unknown) => {
           piece.state = 'failed';
-          if (generation === this.generation) {
+          if (generation === this.generation && !part.failed) {
+            // Earlier pieces may still commit; this one and every later one never will.
+            part.failed = true;
+            part.pieces.length = Math.max(0, part.pieces.indexOf(piece));
             this.opts.logger.warn('work failed: its partition commits nothing more until it is read again', {
               topic,
               partition,
@@ -114,9 +129,9 @@ export class InOrderCommits {
         },
       )
       .finally(() => {
-        this.pendingUnits -= units;
+        this.count(topic, -units);
         this.inFlight.delete(settled);
-        for (const w of this.roomWaiters.splice(0)) w();
+        for (const w of this.roomWaiters.splice(0)) w(false);
         if (generation === this.generation) this.advance(key, part);
       });
     this.inFlight.add(settled);
@@ -127,6 +142,7 @@ export class InOrderCommits {
     this.generation++;
     this.parts.clear();
     this.committable.clear();
+    this.wake();
   }
 
   /** Resolves once every piece handed over so far finished and what it made committable is committed. */
@@ -138,11 +154,19 @@ export class InOrderCommits {
     }
   }
 
+  private count(topic: string, units: number): void {
+    this.pendingUnits += units;
+    const n = (this.pendingByTopic.get(topic) ?? 0) + units;
+    if (n === 0) this.pendingByTopic.delete(topic);
+    else this.pendingByTopic.set(topic, n);
+  }
+
   /** The partition's committable offset, once its oldest pieces are done. */
   private advance(key: string, part: Partition): void {
     let next: bigint | undefined;
     while (part.pieces[0]?.state === 'done') next = part.pieces.shift()!.next;
-    if (part.pieces.length === 0 && this.parts.get(key) === part) this.parts.delete(key);
+    // A failed partition stays, so that what is tracked after it is not committed past it.
+    if (part.pieces.length === 0 && !part.failed && this.parts.get(key) === part) this.parts.delete(key);
     if (next === undefined) return;
     this.committable.set(key, { topic: part.topic, partition: part.partition, offset: next.toString() });
     this.schedule();

@@ -128,16 +128,22 @@ export function platformaticAdmin(options: { brokers: string[]; clientId: string
     close: (admin) => admin.close(),
     listTopics: (admin) => admin.listTopics(),
     createTopics: async (admin, missing) => {
-      await admin.createTopics({
-        topics: missing.map((t) => ({ topic: t.topic, partitions: t.numPartitions, replicas: -1 })),
-      });
-      // As kafkajs's waitForLeaders: done once every new topic has its partitions' leaders.
+      try {
+        await admin.createTopics({
+          topics: missing.map((t) => ({ topic: t.topic, partitions: t.numPartitions, replicas: -1 })),
+        });
+      } catch (err) {
+        // Another process made them meanwhile (TOPIC_ALREADY_EXISTS), as kafkajs ignores it.
+        const have = new Set(await admin.listTopics());
+        if (!missing.every((t) => have.has(t.topic))) throw err;
+      }
+      // As kafkajs's waitForLeaders: done once every partition of every new topic has a leader.
       await retryUntil(async () => {
-        const counts = await partitionCounts(
-          admin,
-          missing.map((t) => t.topic),
-        );
-        const notYet = missing.filter((t) => counts.get(t.topic) !== t.numPartitions);
+        const meta = await admin.metadata({ topics: missing.map((t) => t.topic), forceUpdate: true });
+        const notYet = missing.filter((t) => {
+          const parts = meta.topics.get(t.topic)?.partitions ?? [];
+          return parts.length !== t.numPartitions || parts.some((p) => p.leader < 0);
+        });
         if (notYet.length > 0) throw new Error(`topics without leaders yet: ${notYet.map((t) => t.topic).join()}`);
       }, 30_000);
     },

@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Validators } from '@telemetry/contract';
-import { DurableConsumer, OnGroupConsumer, retryDelayMs } from '@telemetry/platform';
+import { DurableConsumer, HEARTBEAT_MS, OnGroupConsumer, retryDelayMs, ROOM_WAIT_MS } from '@telemetry/platform';
 import type {
   DurableBatch,
   GroupConsumerFactory,
@@ -22,12 +22,6 @@ import {
 
 /** At most this much is fetched from one partition per request (bench:consume reads with it too). */
 export const FETCH_BYTES_PER_PARTITION = 2 * 1024 * 1024;
-
-/** How long a batch waits for its table's room before it is handed back to be read again. */
-export const ROOM_WAIT_MS = 1000;
-
-/** Heartbeats while a batch waits (well within the session timeout). */
-const HEARTBEAT_MS = 3000;
 
 export interface DeadLetterPublisher {
   send(topic: string, messages: ProducerMessage[]): Promise<void>;
