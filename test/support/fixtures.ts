@@ -29,45 +29,7 @@ import { withDatabase } from '../../tools/devstack/postgres.js';
 import { runSecretBox, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
 import { storeEnv, type ServiceUsers } from '../../tools/devstack/users.js';
 
-/** Our response envelope as the tests read it (docs/api.md): `data` on success, `code` and `details` on failure. */
-export interface Envelope<T> {
-  success: boolean;
-  data: T;
-  code?: string;
-  error?: string;
-  next_cursor?: string | null;
-  details?: { problems?: { path: string; message: string }[] };
-}
-
-/** An answer of apiCall: the status, the envelope, its text and the headers. */
-export interface ApiAnswer<T> {
-  status: number;
-  body: Envelope<T>;
-  text: string;
-  headers: Headers;
-}
-
-/** One request to a query service with an API key (a JSON body when given). */
-export async function apiCall<T>(
-  base: string,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<ApiAnswer<T>> {
-  const r = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: JSON.parse(text) as Envelope<T>, text, headers: r.headers };
-}
+export { apiCall, apiClient, apiRequest, type ApiAnswer, type ApiClient, type Envelope } from './api.js';
 
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
 
@@ -164,6 +126,16 @@ export async function scratchDatabase(prefix = 'scratch'): Promise<ScratchDataba
       for (const s of PG_SERVICE_ROLE_NAMES) await admin(`DROP ROLE IF EXISTS ${quoteIdent(pgRoleName(database, s))}`);
     },
   };
+}
+
+/** The rows `sql` selects, as JSONEachRow. */
+export async function selectRows<T>(ch: ClickHouseClient, sql: string): Promise<T[]> {
+  return (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();
+}
+
+/** The number `sql` selects as `n` (its first row). */
+export async function selectCount(ch: ClickHouseClient, sql: string): Promise<number> {
+  return Number((await selectRows<{ n: string | number }>(ch, sql))[0]!.n);
 }
 
 export function adminClickHouse(): ClickHouseClient {
