@@ -15,6 +15,7 @@ import {
   type Running,
   adminRegistry,
 } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
 import { buildConsole, launchChromium } from '../support/browser.js';
@@ -164,18 +165,10 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await p.setViewportSize({ width: 1280, height: 900 });
   }
 
-  async function api(
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; body: { data: { paused: boolean } } }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: r.status, body: (await r.json()) as { data: { paused: boolean } } };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   before(async () => {
     await buildConsole();
@@ -411,10 +404,10 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await page.goto(`${query.url}/#/monitors/${monitorId}`);
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.locator('h1 .badge', { hasText: 'paused' }).waitFor();
-    expect((await api('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(true);
+    expect((await api<{ paused: boolean }>('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(true);
     await page.getByRole('button', { name: 'Resume' }).click();
     await page.getByRole('button', { name: 'Pause' }).waitFor();
-    expect((await api('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(false);
+    expect((await api<{ paused: boolean }>('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(false);
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Monitors' }).waitFor();

@@ -12,8 +12,8 @@ import {
   testStack,
   uid,
   type Running,
-  type Envelope,
 } from '../support/fixtures.js';
+import { apiRequest } from '../support/api.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 
 /** A loopback listener that records every request it gets (path and headers). */
@@ -71,14 +71,8 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
   let key: string;
   let chPort: number;
 
-  async function api<T>(q: Running, method: string, path: string, body?: unknown) {
-    const r = await fetch(`${q.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<T> };
-  }
+  const api = <T>(q: Running, method: string, path: string, body?: unknown) =>
+    apiRequest<T>(q.url, method, path, body, { key });
 
   const create = (q: Running, m: Record<string, unknown>) =>
     api<Monitor>(q, 'POST', '/api/monitors', { name: uid('egress'), interval_seconds: 5, ...m });
@@ -246,14 +240,19 @@ describe('EGRESS_DENY_PORTS (real Kafka and ClickHouse, a check runner process)'
   let checks: Awaited<ReturnType<typeof collectTopic>>;
   let key: string;
 
-  async function create(q: Running, m: Record<string, unknown>) {
-    const r = await fetch(`${q.url}/api/monitors`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: uid('ports'), interval_seconds: 5, locations: [location], ...m }),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<Monitor> };
-  }
+  const create = (q: Running, m: Record<string, unknown>) =>
+    apiRequest<Monitor>(
+      q.url,
+      'POST',
+      '/api/monitors',
+      {
+        name: uid('ports'),
+        interval_seconds: 5,
+        locations: [location],
+        ...m,
+      },
+      { key },
+    );
 
   before(async () => {
     await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));

@@ -13,6 +13,7 @@ import {
   type Running,
   type Envelope,
 } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 
 interface Incident {
@@ -40,14 +41,10 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
   /** Locations whose checks the target fails. */
   const failing = new Set<string>();
 
-  async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<T> };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   const beat = (token: string, method = 'POST'): Promise<Response> =>
     fetch(`${gateway.url}/api/heartbeats/${token}`, { method });
