@@ -11,12 +11,12 @@ import {
   runConsumer,
   runGateway,
   runQuery,
+  runRunner,
   uid,
   type Running,
   adminRegistry,
 } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
-import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
 import { buildConsole, launchChromium } from '../support/browser.js';
 
@@ -80,7 +80,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
   let query: Running;
   let consumer: Running;
   let gateway: Running;
-  let runner: ServiceProcess;
+  let runner: Running;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -174,7 +174,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await buildConsole();
     await target.start();
     [query, consumer, gateway] = await Promise.all([runQuery(), runConsumer(), runGateway()]);
-    runner = await spawnService('check-runner', { RUNNER_ID: uid('runner') });
+    runner = await runRunner({ RUNNER_ID: uid('runner') });
     // A tenant of its own: what the pages show is this test's alone, whatever else the run wrote.
     const tenantId = (await createTenant(adminRegistry(), uid('console'))).tenant_id;
     key = await newKey({
@@ -226,7 +226,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
 
   after(async () => {
     await browser?.close();
-    await runner?.kill('SIGTERM');
+    await runner?.stop();
     await Promise.all([query?.stop(), consumer?.stop(), gateway?.stop()]);
     await target.stop();
   });

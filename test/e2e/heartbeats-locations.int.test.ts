@@ -8,13 +8,13 @@ import {
   runConsumer,
   runGateway,
   runQuery,
+  runRunner,
   testStack,
   uid,
   type Running,
   type Envelope,
 } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
-import { spawnService, type ServiceProcess } from '../support/processes.js';
 
 interface Incident {
   id: string;
@@ -27,12 +27,12 @@ interface Incident {
  * locations (`loc-a`, `loc-b`), Kafka and ClickHouse, and a loopback target that fails
  * the checks of the locations it is told to (it reads the location in the User-Agent).
  */
-describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHouse, two runner processes)', function () {
+describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHouse, two runners)', function () {
   this.timeout(180_000);
   let gateway: Running;
   let query: Running;
   let consumer: Running;
-  const runners: ServiceProcess[] = [];
+  const runners: Running[] = [];
   let checks: Awaited<ReturnType<typeof collectTopic>>;
   let alerts: Awaited<ReturnType<typeof collectTopic>>;
   let key: string;
@@ -74,7 +74,7 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
     const webhooks = uid('loc-webhooks');
     for (const location of ['loc-a', 'loc-b']) {
       runners.push(
-        await spawnService('check-runner', {
+        await runRunner({
           ...egress,
           RUNNER_ID: uid(location),
           RUNNER_LOCATION: location,
@@ -91,7 +91,7 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
 
   after(async () => {
     await Promise.all([
-      ...runners.map((r) => r.kill('SIGTERM')),
+      ...runners.map((r) => r.stop()),
       gateway?.stop(),
       query?.stop(),
       consumer?.stop(),

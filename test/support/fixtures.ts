@@ -4,6 +4,7 @@ import { Partitioners } from 'kafkajs';
 import { loadGatewayConfig, startGateway } from '@telemetry/ingest-gateway';
 import { loadQueryConfig, startQueryService } from '@telemetry/query-service';
 import { loadConsumerConfig, startConsumer } from '@telemetry/stream-consumer';
+import { loadRunnerConfig, startCheckRunner } from '@telemetry/check-runner';
 import {
   createClickHouse,
   createKafka,
@@ -28,6 +29,7 @@ import { runStack } from '../global-setup.js';
 import { withDatabase } from '../../tools/devstack/postgres.js';
 import { runSecretBox, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
 import { storeEnv, type ServiceUsers } from '../../tools/devstack/users.js';
+import { freePort } from '../../tools/devstack/stack.js';
 
 export { apiCall, apiClient, apiRequest, type ApiAnswer, type ApiClient, type Envelope } from './api.js';
 
@@ -237,6 +239,21 @@ export async function runQuery(extra: Record<string, string> = {}): Promise<Runn
     l,
   );
   return { url: `http://127.0.0.1:${q.http.boundPort}`, logs, stop: () => q.runner.stop() };
+}
+
+/**
+ * A check runner in this process (test/support/processes.ts spawns one as a process, for
+ * the tests that signal, kill or measure it). It gets a port of its own, as a spawned one
+ * does: the runner keeps its own address out of what checks may reach.
+ */
+export async function runRunner(extra: Record<string, string> = {}): Promise<Running> {
+  const { logger: l, logs } = logger('check-runner');
+  const port = String(await freePort());
+  const r = await startCheckRunner(
+    loadRunnerConfig(serviceEnv({ ...ownUser('check-runner', extra), ...extra, PORT: port })),
+    l,
+  );
+  return { url: `http://127.0.0.1:${r.http.boundPort}`, logs, stop: () => r.runner.stop() };
 }
 
 /**
