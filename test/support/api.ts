@@ -11,7 +11,8 @@ export interface Envelope<T> {
   code?: string;
   error?: string;
   next_cursor?: string | null;
-  details?: { problems?: { path: string; message: string }[] };
+  /** What the failure names: the fields (validation), the parameter, the limit reached. */
+  details?: { problems?: { path: string; message: string }[]; parameter?: string; limit?: string };
 }
 
 /** An answer: the status, the envelope, its error code (undefined on success), its text and the headers. */
