@@ -1,4 +1,4 @@
-/** Bad-input cases: The gateway: wrong routes and methods. */
+/** Bad-input cases: the gateway: wrong routes and methods. */
 import { type Case } from './case.js';
 
 export const gatewayRouteCases = (): Case[] => [

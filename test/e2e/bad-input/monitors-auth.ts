@@ -1,4 +1,4 @@
-/** Bad-input cases: The monitor registry (/api/monitors): keys, scopes and preconditions. */
+/** Bad-input cases: the monitor registry (/api/monitors): keys, scopes and preconditions. */
 import { type Case, good, mon, create, change, FOREIGN } from './case.js';
 
 export const monitorAuthCases = (): Case[] => [

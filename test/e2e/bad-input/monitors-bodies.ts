@@ -1,4 +1,4 @@
-/** Bad-input cases: The monitor registry: bodies of POST and PATCH /api/monitors (JSON, types, every field's limits, the egress policy). */
+/** Bad-input cases: the monitor registry: bodies of POST and PATCH /api/monitors (JSON, types, every field's limits, the egress policy). */
 import { gzipSync } from 'node:zlib';
 import { type Case, good, mon, create, change, invalidCreate, invalidChange, MARK } from './case.js';
 

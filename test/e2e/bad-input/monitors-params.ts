@@ -1,4 +1,4 @@
-/** Bad-input cases: The monitor registry: query parameters of the list, incidents and webhook deliveries. */
+/** Bad-input cases: the monitor registry: query parameters of the list, incidents and webhook deliveries. */
 import { type Case, good, mon } from './case.js';
 
 export const monitorParamCases = (): Case[] => [

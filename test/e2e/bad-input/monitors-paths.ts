@@ -1,5 +1,14 @@
-/** Bad-input cases: The monitor registry: ids in the path, unknown monitors, wrong methods. */
+/** Bad-input cases: the monitor registry: ids in the path, unknown monitors, wrong methods. */
 import { type Case, list, good, mon, pathPart, MISSING } from './case.js';
+
+/** The routes of one monitor, each with the body it takes: every one refuses a bad or unknown id. */
+const ONE_MONITOR: readonly [method: string, route: string, body: object | undefined][] = [
+  ['GET', '', undefined],
+  ['PATCH', '', { paused: false }],
+  ['DELETE', '', undefined],
+  ['GET', '/incidents', undefined],
+  ['GET', '/webhook-deliveries', undefined],
+];
 
 export const monitorPathCases = (): Case[] => [
   // --- monitor registry: ids in the path
@@ -12,54 +21,22 @@ export const monitorPathCases = (): Case[] => [
     'x%0D%0Ay',
     '-leading-dash',
     'a'.repeat(129),
-  ].flatMap((id) => [
-    mon(
-      `id ${decodeURIComponent(id).slice(0, 30)}`,
-      'GET',
-      `/api/monitors/${pathPart(id)}`,
-      undefined,
-      400,
-      'INVALID_PARAMETER',
+  ].flatMap((id) =>
+    ONE_MONITOR.map(([method, route, b]) =>
+      mon(
+        `id ${decodeURIComponent(id).slice(0, 30)}`,
+        method,
+        `/api/monitors/${pathPart(id)}${route}`,
+        b,
+        400,
+        'INVALID_PARAMETER',
+      ),
     ),
-    mon(
-      `id ${decodeURIComponent(id).slice(0, 30)}`,
-      'PATCH',
-      `/api/monitors/${pathPart(id)}`,
-      { paused: false },
-      400,
-      'INVALID_PARAMETER',
-    ),
-    mon(
-      `id ${decodeURIComponent(id).slice(0, 30)}`,
-      'DELETE',
-      `/api/monitors/${pathPart(id)}`,
-      undefined,
-      400,
-      'INVALID_PARAMETER',
-    ),
-    mon(
-      `id ${decodeURIComponent(id).slice(0, 30)}`,
-      'GET',
-      `/api/monitors/${pathPart(id)}/incidents`,
-      undefined,
-      400,
-      'INVALID_PARAMETER',
-    ),
-    mon(
-      `id ${decodeURIComponent(id).slice(0, 30)}`,
-      'GET',
-      `/api/monitors/${pathPart(id)}/webhook-deliveries`,
-      undefined,
-      400,
-      'INVALID_PARAMETER',
-    ),
-  ]),
+  ),
   // --- monitor registry: unknown monitors
-  mon('unknown monitor', 'GET', `/api/monitors/${MISSING}`, undefined, 404, 'MONITOR_NOT_FOUND'),
-  mon('unknown monitor', 'PATCH', `/api/monitors/${MISSING}`, { paused: false }, 404, 'MONITOR_NOT_FOUND'),
-  mon('unknown monitor', 'DELETE', `/api/monitors/${MISSING}`, undefined, 404, 'MONITOR_NOT_FOUND'),
-  mon('unknown monitor', 'GET', `/api/monitors/${MISSING}/incidents`, undefined, 404, 'MONITOR_NOT_FOUND'),
-  mon('unknown monitor', 'GET', `/api/monitors/${MISSING}/webhook-deliveries`, undefined, 404, 'MONITOR_NOT_FOUND'),
+  ...ONE_MONITOR.map(([method, route, b]) =>
+    mon('unknown monitor', method, `/api/monitors/${MISSING}${route}`, b, 404, 'MONITOR_NOT_FOUND'),
+  ),
   mon(
     'unknown monitor, status=open',
     'GET',
