@@ -11,11 +11,12 @@ import {
   runConsumer,
   runGateway,
   runQuery,
+  runRunner,
   uid,
   type Running,
   adminRegistry,
 } from '../support/fixtures.js';
-import { spawnService, type ServiceProcess } from '../support/processes.js';
+import { apiClient } from '../support/api.js';
 import { TestTarget } from '../support/target.js';
 import { buildConsole, launchChromium } from '../support/browser.js';
 
@@ -79,7 +80,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
   let query: Running;
   let consumer: Running;
   let gateway: Running;
-  let runner: ServiceProcess;
+  let runner: Running;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -164,24 +165,16 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await p.setViewportSize({ width: 1280, height: 900 });
   }
 
-  async function api(
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; body: { data: { paused: boolean } } }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: r.status, body: (await r.json()) as { data: { paused: boolean } } };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   before(async () => {
     await buildConsole();
     await target.start();
     [query, consumer, gateway] = await Promise.all([runQuery(), runConsumer(), runGateway()]);
-    runner = await spawnService('check-runner', { RUNNER_ID: uid('runner') });
+    runner = await runRunner({ RUNNER_ID: uid('runner') });
     // A tenant of its own: what the pages show is this test's alone, whatever else the run wrote.
     const tenantId = (await createTenant(adminRegistry(), uid('console'))).tenant_id;
     key = await newKey({
@@ -233,7 +226,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
 
   after(async () => {
     await browser?.close();
-    await runner?.kill('SIGTERM');
+    await runner?.stop();
     await Promise.all([query?.stop(), consumer?.stop(), gateway?.stop()]);
     await target.stop();
   });
@@ -411,10 +404,10 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await page.goto(`${query.url}/#/monitors/${monitorId}`);
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.locator('h1 .badge', { hasText: 'paused' }).waitFor();
-    expect((await api('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(true);
+    expect((await api<{ paused: boolean }>('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(true);
     await page.getByRole('button', { name: 'Resume' }).click();
     await page.getByRole('button', { name: 'Pause' }).waitFor();
-    expect((await api('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(false);
+    expect((await api<{ paused: boolean }>('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(false);
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Monitors' }).waitFor();

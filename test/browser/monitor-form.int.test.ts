@@ -10,6 +10,7 @@ import {
 import type { Monitor } from '@telemetry/contract';
 import { buildConsole, launchChromium } from '../support/browser.js';
 import { eventually, newKey, runQuery, uid, type Running } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 
 /**
  * The console's monitor form as the contract defines it (libs/contract: the settings'
@@ -24,19 +25,15 @@ describe('the console’s monitor form, from the contract (Chromium, real ClickH
   let key: string;
   const errors: string[] = [];
 
-  async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; data: T }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: r.status, data: ((await r.json()) as { data: T }).data };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   async function create(body: Record<string, unknown>): Promise<Monitor> {
     const r = await api<Monitor>('POST', '/api/monitors', { name: uid('form'), paused: true, ...body });
-    expect(r.status, JSON.stringify(r.data)).to.equal(201);
-    return r.data;
+    expect(r.status, JSON.stringify(r.body)).to.equal(201);
+    return r.body.data;
   }
 
   async function edit(id: string): Promise<void> {
@@ -47,7 +44,7 @@ describe('the console’s monitor form, from the contract (Chromium, real ClickH
   async function save(id: string): Promise<Monitor> {
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForURL(new RegExp(`#/monitors/${id}$`));
-    return (await api<Monitor>('GET', `/api/monitors/${id}`)).data;
+    return (await api<Monitor>('GET', `/api/monitors/${id}`)).body.data;
   }
 
   before(async () => {

@@ -11,6 +11,7 @@ import {
   testStack,
   uid,
   type Running,
+  selectCount,
 } from '../support/fixtures.js';
 
 /**
@@ -85,13 +86,8 @@ describe('hot tail of check history (real Kafka and ClickHouse)', function () {
     published.push(...cs);
   }
 
-  async function stored(): Promise<number> {
-    const rs = await ch.query({
-      query: `SELECT uniqExact(id) AS n FROM ${testStack().database}.checks WHERE monitor_id = '${monitor}'`,
-      format: 'JSONEachRow',
-    });
-    return Number((await rs.json<{ n: string }>())[0]!.n);
-  }
+  const stored = (): Promise<number> =>
+    selectCount(ch, `SELECT uniqExact(id) AS n FROM ${testStack().database}.checks WHERE monitor_id = '${monitor}'`);
 
   const uniqueIds = (): number => new Set(published.map((c) => c.id)).size;
 

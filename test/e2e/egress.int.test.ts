@@ -9,12 +9,12 @@ import {
   eventually,
   newKey,
   runQuery,
+  runRunner,
   testStack,
   uid,
   type Running,
-  type Envelope,
 } from '../support/fixtures.js';
-import { spawnService, type ServiceProcess } from '../support/processes.js';
+import { apiRequest } from '../support/api.js';
 
 /** A loopback listener that records every request it gets (path and headers). */
 class Listener {
@@ -46,13 +46,13 @@ class Listener {
 }
 
 /**
- * The egress policy on the real pipeline (Kafka, ClickHouse, a check runner process),
+ * The egress policy on the real pipeline (Kafka, ClickHouse, a check runner),
  * with the default policy plus two allowed loopback targets: every target here is on
  * loopback. A `forbidden` listener must never receive a request, whatever notation,
  * name or redirect a monitor or webhook uses to aim at it; the stack's own ClickHouse
  * runs nothing a monitor sends.
  */
-describe('egress policy (real Kafka and ClickHouse, a check runner process)', function () {
+describe('egress policy (real Kafka and ClickHouse, a check runner)', function () {
   this.timeout(180_000);
   const forbidden = new Listener();
   const b = new Listener();
@@ -66,19 +66,13 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
   });
   let query: Running;
   let strictQuery: Running;
-  let runner: ServiceProcess;
+  let runner: Running;
   let checks: Awaited<ReturnType<typeof collectTopic>>;
   let key: string;
   let chPort: number;
 
-  async function api<T>(q: Running, method: string, path: string, body?: unknown) {
-    const r = await fetch(`${q.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<T> };
-  }
+  const api = <T>(q: Running, method: string, path: string, body?: unknown) =>
+    apiRequest<T>(q.url, method, path, body, { key });
 
   const create = (q: Running, m: Record<string, unknown>) =>
     api<Monitor>(q, 'POST', '/api/monitors', { name: uid('egress'), interval_seconds: 5, ...m });
@@ -102,7 +96,7 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
     [query, strictQuery] = await Promise.all([runQuery(), runQuery(strict)]);
     checks = await collectTopic(testStack().checksTopic);
     key = await newKey({ kind: 'api', name: 'egress', scopes: ['checks:read', 'monitors:read', 'monitors:write'] });
-    runner = await spawnService('check-runner', {
+    runner = await runRunner({
       ...strict,
       RUNNER_ID: 'egress',
       RUNNER_GROUP_ID: uid('egress-runners'),
@@ -114,7 +108,7 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
     );
   });
   after(async () => {
-    await Promise.all([runner?.kill('SIGTERM'), query?.stop(), strictQuery?.stop(), checks?.stop()]);
+    await Promise.all([runner?.stop(), query?.stop(), strictQuery?.stop(), checks?.stop()]);
     await Promise.all([forbidden.stop(), a.stop(), b.stop()]);
   });
 
@@ -194,8 +188,8 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
     });
     expect(m.status).to.equal(201);
     await eventually('the webhook refused by the policy', () =>
-      runner.output().includes('not allowed by the egress policy') &&
-      runner.output().includes(`localhost:${forbidden.port}`)
+      runner.logs.lines.some((l) => l.includes('not allowed by the egress policy')) &&
+      runner.logs.lines.some((l) => l.includes(`localhost:${forbidden.port}`))
         ? true
         : undefined,
     );
@@ -230,7 +224,7 @@ describe('egress policy (real Kafka and ClickHouse, a check runner process)', fu
  * refused at once, whatever its host, and a stored one is checked as down
  * target_not_allowed without a connection reaching the listener.
  */
-describe('EGRESS_DENY_PORTS (real Kafka and ClickHouse, a check runner process)', function () {
+describe('EGRESS_DENY_PORTS (real Kafka and ClickHouse, a check runner)', function () {
   this.timeout(120_000);
   const location = 'deny-ports';
   let connections = 0;
@@ -242,18 +236,23 @@ describe('EGRESS_DENY_PORTS (real Kafka and ClickHouse, a check runner process)'
   let port = 0;
   let open: Running;
   let denying: Running;
-  let runner: ServiceProcess;
+  let runner: Running;
   let checks: Awaited<ReturnType<typeof collectTopic>>;
   let key: string;
 
-  async function create(q: Running, m: Record<string, unknown>) {
-    const r = await fetch(`${q.url}/api/monitors`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: uid('ports'), interval_seconds: 5, locations: [location], ...m }),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<Monitor> };
-  }
+  const create = (q: Running, m: Record<string, unknown>) =>
+    apiRequest<Monitor>(
+      q.url,
+      'POST',
+      '/api/monitors',
+      {
+        name: uid('ports'),
+        interval_seconds: 5,
+        locations: [location],
+        ...m,
+      },
+      { key },
+    );
 
   before(async () => {
     await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
@@ -263,7 +262,7 @@ describe('EGRESS_DENY_PORTS (real Kafka and ClickHouse, a check runner process)'
     checks = await collectTopic(testStack().checksTopic);
     key = await newKey({ kind: 'api', name: 'ports', scopes: ['monitors:read', 'monitors:write'] });
     // Checks only the monitors of its own location: the other runners never see these.
-    runner = await spawnService('check-runner', {
+    runner = await runRunner({
       ...deny,
       RUNNER_ID: 'deny-ports',
       RUNNER_LOCATION: location,
@@ -278,7 +277,7 @@ describe('EGRESS_DENY_PORTS (real Kafka and ClickHouse, a check runner process)'
     );
   });
   after(async () => {
-    await Promise.all([runner?.kill('SIGTERM'), open?.stop(), denying?.stop(), checks?.stop()]);
+    await Promise.all([runner?.stop(), open?.stop(), denying?.stop(), checks?.stop()]);
     await new Promise<void>((r) => listener.close(() => r()));
   });
 

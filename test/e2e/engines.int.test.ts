@@ -44,6 +44,8 @@ import {
   uid,
   type Running,
   adminRegistry,
+  selectCount,
+  selectRows,
 } from '../support/fixtures.js';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
@@ -82,10 +84,8 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
     await chdb?.stop();
   });
 
-  async function rows<T>(e: Engine, sql: string): Promise<T[]> {
-    return (await e.ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();
-  }
-  const count = async (e: Engine, sql: string): Promise<number> => Number((await rows<{ n: string }>(e, sql))[0]!.n);
+  const rows = <T>(e: Engine, sql: string): Promise<T[]> => selectRows<T>(e.ch, sql);
+  const count = (e: Engine, sql: string): Promise<number> => selectCount(e.ch, sql);
 
   /** How many events every documented pattern reads for `where` (docs/clickhouse.md). */
   async function patterns(e: Engine, db: string, where: string, source: string) {

@@ -3,8 +3,7 @@ import { createTenant, DEFAULT_MONITOR, MonitorStore, placeholderMonitor, type S
 import { runSecretBox } from '../../harness/processes.js';
 import { phaseOf } from '../../services/check-runner/src/scheduler.js';
 import { blackHolePort } from '../support/black-hole.js';
-import { adminClickHouse, eventually, uid, adminRegistry } from '../support/fixtures.js';
-import { spawnService, type ServiceProcess } from '../support/processes.js';
+import { adminClickHouse, eventually, uid, adminRegistry, runRunner, type Running } from '../support/fixtures.js';
 import { TestTarget } from '../support/target.js';
 
 const SLOTS = 20;
@@ -12,7 +11,7 @@ const HOGS = 200;
 const B_INTERVAL_MS = 2000;
 
 /** A labelled counter of the runner's /metrics, by the value of its first label. */
-async function counterBy(runner: ServiceProcess, name: string, label: string): Promise<Map<string, number>> {
+async function counterBy(runner: Running, name: string, label: string): Promise<Map<string, number>> {
   const text = await (await fetch(`${runner.url}/metrics`)).text();
   const out = new Map<string, number>();
   for (const [, value, n] of text.matchAll(new RegExp(`^${name}\\{${label}="([^"]+)"[^}]*\\} (\\S+)$`, 'gm'))) {
@@ -21,10 +20,10 @@ async function counterBy(runner: ServiceProcess, name: string, label: string): P
   return out;
 }
 
-const skippedByTenant = (r: ServiceProcess) => counterBy(r, 'runner_tenant_checks_skipped_total', 'tenant');
+const skippedByTenant = (r: Running) => counterBy(r, 'runner_tenant_checks_skipped_total', 'tenant');
 
 /** Slots skipped for want of a check slot (busy: all in use; tenant_share: kept for others). */
-async function skippedForSlots(r: ServiceProcess): Promise<number> {
+async function skippedForSlots(r: Running): Promise<number> {
   const by = await counterBy(r, 'runner_checks_skipped_total', 'reason');
   return (by.get('busy') ?? 0) + (by.get('tenant_share') ?? 0);
 }
@@ -34,16 +33,16 @@ async function skippedForSlots(r: ServiceProcess): Promise<number> {
  * drops SYNs hold far more checks than the runner has slots (MAX_CONCURRENT_CHECKS), and
  * another tenant's monitor is still checked at every one of its slots, on time.
  */
-describe('fair check slots among tenants (real Kafka and ClickHouse, a check runner process)', function () {
+describe('fair check slots among tenants (real Kafka and ClickHouse, a check runner)', function () {
   this.timeout(180_000);
-  let runner: ServiceProcess | undefined;
+  let runner: Running | undefined;
   let hole: Awaited<ReturnType<typeof blackHolePort>> | undefined;
   const target = new TestTarget();
 
   before(async () => {
     hole = await blackHolePort();
     await target.start();
-    runner = await spawnService('check-runner', {
+    runner = await runRunner({
       RUNNER_ID: 'fair',
       RUNNER_GROUP_ID: uid('fair-runners'),
       WEBHOOK_GROUP_ID: uid('fair-webhooks'),
@@ -51,7 +50,7 @@ describe('fair check slots among tenants (real Kafka and ClickHouse, a check run
     });
   });
   after(async () => {
-    await runner?.kill('SIGTERM');
+    await runner?.stop();
     await target.stop();
     await hole?.close();
   });

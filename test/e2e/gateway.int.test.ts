@@ -10,6 +10,7 @@ import {
   testStack,
   uid,
   type Running,
+  selectCount,
 } from '../support/fixtures.js';
 import { controllableStack, type ControllableStack } from '../support/faults.js';
 
@@ -44,13 +45,8 @@ describe('ingest gateway (real Kafka and ClickHouse)', () => {
     return { status: r.status, json: (await r.json()) as Envelope, headers: r.headers };
   }
 
-  async function countSource(source: string): Promise<number> {
-    const rs = await ch.query({
-      query: `SELECT count() AS n FROM ${testStack().database}.events FINAL WHERE source = '${source}'`,
-      format: 'JSONEachRow',
-    });
-    return Number((await rs.json<{ n: string }>())[0]!.n);
-  }
+  const countSource = (source: string): Promise<number> =>
+    selectCount(ch, `SELECT count() AS n FROM ${testStack().database}.events FINAL WHERE source = '${source}'`);
 
   before(async () => {
     [gateway, consumer] = await Promise.all([runGateway({ RATE_LIMIT_PER_SECOND: '0' }), runConsumer()]);

@@ -8,12 +8,13 @@ import {
   runConsumer,
   runGateway,
   runQuery,
+  runRunner,
   testStack,
   uid,
   type Running,
   type Envelope,
 } from '../support/fixtures.js';
-import { spawnService, type ServiceProcess } from '../support/processes.js';
+import { apiClient } from '../support/api.js';
 
 interface Incident {
   id: string;
@@ -26,12 +27,12 @@ interface Incident {
  * locations (`loc-a`, `loc-b`), Kafka and ClickHouse, and a loopback target that fails
  * the checks of the locations it is told to (it reads the location in the User-Agent).
  */
-describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHouse, two runner processes)', function () {
+describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHouse, two runners)', function () {
   this.timeout(180_000);
   let gateway: Running;
   let query: Running;
   let consumer: Running;
-  const runners: ServiceProcess[] = [];
+  const runners: Running[] = [];
   let checks: Awaited<ReturnType<typeof collectTopic>>;
   let alerts: Awaited<ReturnType<typeof collectTopic>>;
   let key: string;
@@ -40,14 +41,10 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
   /** Locations whose checks the target fails. */
   const failing = new Set<string>();
 
-  async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<T> };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   const beat = (token: string, method = 'POST'): Promise<Response> =>
     fetch(`${gateway.url}/api/heartbeats/${token}`, { method });
@@ -77,7 +74,7 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
     const webhooks = uid('loc-webhooks');
     for (const location of ['loc-a', 'loc-b']) {
       runners.push(
-        await spawnService('check-runner', {
+        await runRunner({
           ...egress,
           RUNNER_ID: uid(location),
           RUNNER_LOCATION: location,
@@ -94,7 +91,7 @@ describe('heartbeat monitors and locations with a quorum (real Kafka and ClickHo
 
   after(async () => {
     await Promise.all([
-      ...runners.map((r) => r.kill('SIGTERM')),
+      ...runners.map((r) => r.stop()),
       gateway?.stop(),
       query?.stop(),
       consumer?.stop(),

@@ -11,7 +11,7 @@ import {
   tableIn,
 } from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
-import { adminClickHouse, uid } from '../support/fixtures.js';
+import { adminClickHouse, uid, selectCount, selectRows } from '../support/fixtures.js';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 const HEADER_SECRET = 'Bearer legacy-plain-secret-4711';
@@ -30,10 +30,8 @@ describe('migrations 4 (tenants) and 5 (databases), on a database of a previous 
   });
   after(() => ch?.close());
 
-  async function rows<T>(sql: string): Promise<T[]> {
-    return await (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();
-  }
-  const count = async (sql: string): Promise<number> => Number((await rows<{ n: string }>(sql))[0]!.n);
+  const rows = <T>(sql: string): Promise<T[]> => selectRows<T>(ch, sql);
+  const count = (sql: string): Promise<number> => selectCount(ch, sql);
   /** Where a table lives after migration 5 (databases.ts). */
   const home = (database: string, t: string): string =>
     tableIn(database, t === 'monitors' ? 'registry' : t === 'access_keys' || t === 'tenants' ? 'keys' : 'data', t);

@@ -2,15 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { Monitor } from '@telemetry/contract';
 import { createClickHouse, sqlIdentifier, sqlString } from '@telemetry/platform';
-import {
-  adminClickHouse,
-  eventually,
-  newKey,
-  runQuery,
-  testStack,
-  type Envelope,
-  type Running,
-} from '../support/fixtures.js';
+import { adminClickHouse, eventually, newKey, runQuery, testStack, type Running } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 
 interface DimensionRow {
   tenant_id: string;
@@ -44,14 +37,10 @@ describe('monitors dimension table in ClickHouse (real PostgreSQL and ClickHouse
     await query?.stop();
   });
 
-  async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<T> };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   /** The table as the analyst user reads it: the newest row of the monitor. */
   async function analystRow(id: string): Promise<DimensionRow | undefined> {

@@ -20,10 +20,10 @@ import {
   runQuery,
   testStack,
   uid,
-  type Envelope,
   type Running,
   adminRegistry,
 } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
 
@@ -48,22 +48,10 @@ describe('monitor credentials: a moved URL, tokens inside URLs (real Kafka and C
 
   const token = (prefix: string): string => `${prefix}${randomBytes(8).toString('hex')}`;
 
-  async function api<T>(
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; body: Envelope<T>; text: string }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: JSON.parse(text) as Envelope<T>, text };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   /** Every table of the run's three ClickHouse databases and of its registry (PostgreSQL), as text. */
   async function everyTable(): Promise<Map<string, string>> {

@@ -16,8 +16,8 @@ import {
   testStack,
   uid,
   type Running,
-  type Envelope,
 } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestDnsServer } from '../support/dns-server.js';
 
@@ -154,14 +154,10 @@ describe('monitor types: tcp, tls and dns (real Kafka and ClickHouse, a check ru
   let hookServer: HttpServer;
   let hookPort = 0;
 
-  async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<T> };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   const create = (m: Record<string, unknown>) =>
     api<Monitor>('POST', '/api/monitors', {

@@ -20,6 +20,7 @@ import {
   type Running,
   type Envelope,
 } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestTarget } from '../support/target.js';
 
@@ -34,22 +35,10 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
   const runners: ServiceProcess[] = [];
   let alerts: Awaited<ReturnType<typeof collectTopic>>;
 
-  async function api<T>(
-    method: string,
-    path: string,
-    body?: unknown,
-    opts: { key?: string; type?: string } = {},
-  ): Promise<{ status: number; body: Envelope<T>; headers: Headers }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${opts.key ?? key}`,
-        ...(body !== undefined ? { 'content-type': opts.type ?? 'application/json' } : {}),
-      },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as Envelope<T>, headers: r.headers };
-  }
+  const api = apiClient(
+    () => query.url,
+    () => key,
+  );
 
   async function create(settings: Record<string, unknown>): Promise<Monitor> {
     const r = await api<Monitor>('POST', '/api/monitors', settings);
@@ -154,10 +143,11 @@ describe('monitors, check runners and alerts (real Kafka and ClickHouse)', funct
         JSON.stringify(r.body),
       ).to.equal(true);
     }
-    expect((await api('POST', '/api/monitors', 'name=x', { type: 'text/plain' })).body.code).to.equal(
-      'UNSUPPORTED_MEDIA_TYPE',
-    );
-    expect((await api('POST', '/api/monitors', '{"name":', {})).body.code).to.equal('INVALID_JSON');
+    expect(
+      (await api('POST', '/api/monitors', undefined, { raw: 'name=x', headers: { 'content-type': 'text/plain' } })).body
+        .code,
+    ).to.equal('UNSUPPORTED_MEDIA_TYPE');
+    expect((await api('POST', '/api/monitors', undefined, { raw: '{"name":' })).body.code).to.equal('INVALID_JSON');
     expect((await api('PATCH', `/api/monitors/${m.id}`, {})).body.code).to.equal('VALIDATION_FAILED');
     const denied = await api('POST', '/api/monitors', { name: 'x', url: 'http://example.com/' }, { key: readOnly });
     expect([denied.status, denied.body.code]).to.deep.equal([403, 'INSUFFICIENT_SCOPE']);

@@ -12,6 +12,7 @@ import {
   uid,
   type Running,
 } from '../support/fixtures.js';
+import { apiCall } from '../support/api.js';
 
 interface Check {
   id: string;
@@ -48,10 +49,7 @@ describe('query service (real ClickHouse)', () => {
   let apiKey: string;
   const db = (): string => testStack().database;
 
-  async function get(path: string, key = apiKey): Promise<{ status: number; body: ListBody; headers: Headers }> {
-    const r = await fetch(`${query.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
-    return { status: r.status, body: (await r.json()) as ListBody, headers: r.headers };
-  }
+  const get = (path: string, key = apiKey) => apiCall<Check[]>(query.url, key, 'GET', path);
 
   async function insert(rows: object[]): Promise<void> {
     await ch.insert({ table: `${db()}.checks`, values: rows, format: 'JSONEachRow' });
@@ -195,7 +193,7 @@ describe('query service (real ClickHouse)', () => {
         const r = await get(`/api/monitors/${m}/checks?limit=40&order=${order}${cursor ? `&cursor=${cursor}` : ''}`);
         expect(r.status).to.equal(200);
         seen.push(...r.body.data.map((c) => c.id));
-        cursor = r.body.next_cursor;
+        cursor = r.body.next_cursor ?? null;
         if (cursor) expect(r.headers.get('link')).to.contain(`cursor=${cursor}`).and.contain('rel="next"');
         // New checks arrive while we page: newer than everything so far.
         await insert([row(m, 1000 + (order === 'asc' ? 100 : 0) + added++)]);

@@ -20,15 +20,8 @@ import {
 import { runSecretBox } from '../../harness/processes.js';
 import { postgresTool } from '../../tools/devstack/installers.js';
 import { provisionPostgres } from '../../tools/devstack/postgres.js';
-import {
-  eventually,
-  runQuery,
-  scratchDatabase,
-  uid,
-  type Envelope,
-  type Running,
-  type ScratchDatabase,
-} from '../support/fixtures.js';
+import { eventually, runQuery, scratchDatabase, uid, type Running, type ScratchDatabase } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 
 const run = promisify(execFile);
 const logger = createLogger({ service: 'test', level: 'silent' });
@@ -140,18 +133,7 @@ describe('registry backups: pg_dump, pg_restore into a fresh database, served fr
     expect(await as(urls.query, "SELECT prune_registry_changes('1 day')")).to.equal(undefined);
 
     query = await runQuery({ DATABASE_URL: urls.query });
-    const api = async <T>(
-      method: string,
-      path: string,
-      body?: unknown,
-    ): Promise<{ status: number; body: Envelope<T> }> => {
-      const r = await fetch(`${query!.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: r.status, body: (await r.json()) as Envelope<T> };
-    };
+    const api = apiClient(query.url, key);
     const monitor = await eventually('the restored registry loaded', async () => {
       const r = await api<Monitor>('GET', `/api/monitors/${monitorId}`);
       return r.status === 200 ? r.body.data : undefined;

@@ -41,6 +41,7 @@ import {
   type Running,
   type ScratchDatabase,
 } from '../support/fixtures.js';
+import { apiCall } from '../support/api.js';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 const monitorId = (): string => `mon_${randomBytes(8).toString('hex')}`;
@@ -282,10 +283,7 @@ describe('npm run migrate: the ClickHouse registry copied into PostgreSQL (real 
         runGateway({ DATABASE_URL: urls.ingest }),
         runQuery({ DATABASE_URL: urls.query }),
       ]);
-      const api = async <T>(key: string, path: string): Promise<{ status: number; body: Envelope<T> }> => {
-        const r = await fetch(`${query!.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
-        return { status: r.status, body: (await r.json()) as Envelope<T> };
-      };
+      const api = <T>(key: string, path: string) => apiCall<T>(query!.url, key, 'GET', path);
       const list = await eventually('the registry loaded', async () => {
         const r = await api<Monitor[]>(keys.api, '/api/monitors');
         return r.status === 200 ? r.body.data : undefined;

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import type { Envelope, PublicStatusPage, StatusPage } from '@telemetry/contract';
+import type { PublicStatusPage, StatusPage } from '@telemetry/contract';
 import { createTenant, issueKey } from '@telemetry/store';
 import { eventually, ownUser, runQuery, testStack, uid, type Running, adminRegistry } from '../support/fixtures.js';
+import { apiClient } from '../support/api.js';
 import { TcpGate } from '../support/tcp-gate.js';
 
 /** The status page API and the public route, on real ClickHouse (the console's own tests are in test/browser). */
@@ -11,22 +12,12 @@ describe('status pages and the events overview API (real ClickHouse)', function 
   const keys = { a: '', aLimited: '', b: '', noEvents: '' };
   const monitors: { id: string; name: string }[] = [];
 
-  async function api<T>(
-    method: string,
-    path: string,
-    opts: { key?: string | null; body?: unknown } = {},
-  ): Promise<{ status: number; body: Envelope<T>; text: string; headers: Headers }> {
-    const r = await fetch(`${query.url}${path}`, {
-      method,
-      headers: {
-        ...(opts.key === null ? {} : { authorization: `Bearer ${opts.key ?? keys.a}` }),
-        ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: JSON.parse(text) as Envelope<T>, text, headers: r.headers };
-  }
+  const client = apiClient(
+    () => query.url,
+    () => keys.a,
+  );
+  const api = <T>(method: string, path: string, opts: { key?: string | null; body?: unknown } = {}) =>
+    client<T>(method, path, opts.body, { key: opts.key });
 
   before(async () => {
     const tenant = async (): Promise<string> => (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;

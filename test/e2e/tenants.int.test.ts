@@ -16,6 +16,7 @@ import {
   type Envelope,
   adminRegistry,
   apiCall,
+  selectRows,
 } from '../support/fixtures.js';
 
 /**
@@ -41,9 +42,7 @@ describe('tenants (real Kafka and ClickHouse)', function () {
   const api = <T>(key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     apiCall<T>(query.url, key, method, path, body, headers);
 
-  async function rows<T>(sql: string): Promise<T[]> {
-    return await (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();
-  }
+  const rows = <T>(sql: string): Promise<T[]> => selectRows<T>(ch, sql);
 
   before(async () => {
     s = testStack();

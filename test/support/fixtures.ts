@@ -4,6 +4,7 @@ import { Partitioners } from 'kafkajs';
 import { loadGatewayConfig, startGateway } from '@telemetry/ingest-gateway';
 import { loadQueryConfig, startQueryService } from '@telemetry/query-service';
 import { loadConsumerConfig, startConsumer } from '@telemetry/stream-consumer';
+import { loadRunnerConfig, startCheckRunner } from '@telemetry/check-runner';
 import {
   createClickHouse,
   createKafka,
@@ -28,46 +29,9 @@ import { runStack } from '../global-setup.js';
 import { withDatabase } from '../../tools/devstack/postgres.js';
 import { runSecretBox, RUN_HEARTBEAT_KEY, RUN_SECRETS_KEYS, until, type ServiceName } from '../../harness/processes.js';
 import { storeEnv, type ServiceUsers } from '../../tools/devstack/users.js';
+import { freePort } from '../../tools/devstack/ports.js';
 
-/** Our response envelope as the tests read it (docs/api.md): `data` on success, `code` and `details` on failure. */
-export interface Envelope<T> {
-  success: boolean;
-  data: T;
-  code?: string;
-  error?: string;
-  next_cursor?: string | null;
-  details?: { problems?: { path: string; message: string }[] };
-}
-
-/** An answer of apiCall: the status, the envelope, its text and the headers. */
-export interface ApiAnswer<T> {
-  status: number;
-  body: Envelope<T>;
-  text: string;
-  headers: Headers;
-}
-
-/** One request to a query service with an API key (a JSON body when given). */
-export async function apiCall<T>(
-  base: string,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<ApiAnswer<T>> {
-  const r = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: JSON.parse(text) as Envelope<T>, text, headers: r.headers };
-}
+export { apiCall, apiClient, apiRequest, type ApiAnswer, type ApiClient, type Envelope } from './api.js';
 
 export const RELIABILITY_TITLE = '# Reliability\n\nFigures written by the test suites themselves.\n';
 
@@ -164,6 +128,16 @@ export async function scratchDatabase(prefix = 'scratch'): Promise<ScratchDataba
       for (const s of PG_SERVICE_ROLE_NAMES) await admin(`DROP ROLE IF EXISTS ${quoteIdent(pgRoleName(database, s))}`);
     },
   };
+}
+
+/** The rows `sql` selects, as JSONEachRow. */
+export async function selectRows<T>(ch: ClickHouseClient, sql: string): Promise<T[]> {
+  return (await ch.query({ query: sql, format: 'JSONEachRow' })).json<T>();
+}
+
+/** The number `sql` selects as `n` (its first row). */
+export async function selectCount(ch: ClickHouseClient, sql: string): Promise<number> {
+  return Number((await selectRows<{ n: string | number }>(ch, sql))[0]!.n);
 }
 
 export function adminClickHouse(): ClickHouseClient {
@@ -265,6 +239,21 @@ export async function runQuery(extra: Record<string, string> = {}): Promise<Runn
     l,
   );
   return { url: `http://127.0.0.1:${q.http.boundPort}`, logs, stop: () => q.runner.stop() };
+}
+
+/**
+ * A check runner in this process (test/support/processes.ts spawns one as a process, for
+ * the tests that signal, kill or measure it). It gets a port of its own, as a spawned one
+ * does: the runner keeps its own address out of what checks may reach.
+ */
+export async function runRunner(extra: Record<string, string> = {}): Promise<Running> {
+  const { logger: l, logs } = logger('check-runner');
+  const port = String(await freePort());
+  const r = await startCheckRunner(
+    loadRunnerConfig(serviceEnv({ ...ownUser('check-runner', extra), ...extra, PORT: port })),
+    l,
+  );
+  return { url: `http://127.0.0.1:${r.http.boundPort}`, logs, stop: () => r.runner.stop() };
 }
 
 /**

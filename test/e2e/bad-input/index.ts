@@ -1,0 +1,31 @@
+/**
+ * The whole bad-input corpus, route by route, in the order the runner sends it
+ * (test/e2e/bad-input.int.test.ts). A new route's cases go in a file of their own here.
+ */
+import type { Case } from './case.js';
+import { checkCases } from './checks.js';
+import { eventCases } from './events.js';
+import { gatewayRouteCases } from './gateway-routes.js';
+import { heartbeatCases } from './heartbeats.js';
+import { monitorAuthCases } from './monitors-auth.js';
+import { monitorBodyCases } from './monitors-bodies.js';
+import { monitorParamCases } from './monitors-params.js';
+import { monitorPathCases } from './monitors-paths.js';
+import { pixelCases } from './pixel.js';
+
+export * from './case.js';
+
+/** Every case (built on call: some bodies are megabytes). */
+export function corpus(): Case[] {
+  return [
+    ...eventCases(),
+    ...heartbeatCases(),
+    ...pixelCases(),
+    ...gatewayRouteCases(),
+    ...checkCases(),
+    ...monitorAuthCases(),
+    ...monitorBodyCases(),
+    ...monitorParamCases(),
+    ...monitorPathCases(),
+  ];
+}
