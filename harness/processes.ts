@@ -156,6 +156,14 @@ export class Child extends ManagedProcess {
     return this;
   }
 
+  /**
+   * As ManagedProcess.stop, with 20 s before SIGKILL (as this harness always gave our
+   * services to drain, under load too: a forced stop must mean a hung one).
+   */
+  override stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs: number | null = 20_000) {
+    return super.stop(signal, timeoutMs);
+  }
+
   /** Polls GET /readyz until 200; fails at once when the process exits meanwhile. */
   async ready(timeoutMs = 90_000): Promise<this> {
     const ok = async (): Promise<true | undefined> => ((await readyStatus(this.url)) === 200 ? true : undefined);

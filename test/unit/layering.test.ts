@@ -47,6 +47,16 @@ describe('layering: services → store → platform → contract (unit)', () => 
     expect(bad).to.deep.equal([]);
   });
 
+  it('no service and no store module imports a Kafka library (Kafka is a detail of libs/platform)', () => {
+    const kafka = (i: { spec: string }): boolean => i.spec === 'kafkajs' || i.spec.startsWith('@platformatic/kafka');
+    const bad = [...SERVICES.map((svc) => `services/${svc}/src`), 'libs/store/src', 'libs/contract/src'].flatMap(
+      (dir) => importsUnder(dir).filter(kafka),
+    );
+    expect(bad).to.deep.equal([]);
+    // The check itself finds them where they are.
+    expect(importsUnder('libs/platform/src').filter(kafka).length).to.be.greaterThan(0);
+  });
+
   it('the browser SDK imports nothing but the limits it shares with the gateway (it ships to browsers)', () => {
     const bad = importsUnder('sdk/browser/src').filter(
       (i) => !i.spec.startsWith('./') && i.spec !== '@telemetry/contract/limits',

@@ -96,7 +96,7 @@ export class DurableConsumer implements Component {
   /** Stops fetching (the first step of a shutdown); handlers see isRunning() false. */
   pause(): void {
     this.stopping = true;
-    this.commits.wake();
+    this.commits.stopping();
     this.inner.pause();
   }
 
@@ -108,7 +108,7 @@ export class DurableConsumer implements Component {
   /** Leaves the group (work still pending is not committed: its messages are read again). */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.commits.wake();
+    this.commits.stopping();
     await this.inner.stop();
   }
 

@@ -51,6 +51,7 @@ export class InOrderCommits {
   /** Called when work finishes or waiting should end (wake): each checks its own condition. */
   private roomWaiters: ((woken: boolean) => void)[] = [];
   private readonly inFlight = new Set<Promise<void>>();
+  private isStopping = false;
 
   constructor(private readonly opts: InOrderCommitsOptions) {}
 
@@ -86,6 +87,15 @@ export class InOrderCommits {
       };
       this.roomWaiters.push(check);
     });
+  }
+
+  /**
+   * The consumer is stopping: waits for room end now, and a commit that fails from now
+   * on is expected (the group is being left) and logged at debug. Commits go on.
+   */
+  stopping(): void {
+    this.isStopping = true;
+    this.wake();
   }
 
   /** Ends every wait for room now (the consumer is stopping, or its partitions were taken away). */
@@ -177,12 +187,15 @@ export class InOrderCommits {
     if (this.committing || this.committable.size === 0) return;
     const offsets = [...this.committable.values()];
     this.committable.clear();
+    const generation = this.generation;
     this.committing = this.opts
       .commit(offsets)
       .catch((err: unknown) => {
         // Not committed: after a restart or rebalance these messages are read again
-        // (and their copies hidden on read). Nothing is lost.
-        this.opts.logger.warn('commit skipped', { offsets, err: String(err) });
+        // (and their copies hidden on read). Nothing is lost. Expected while stopping
+        // or when the partitions were taken away meanwhile.
+        const expected = this.isStopping || generation !== this.generation;
+        this.opts.logger.log(expected ? 'debug' : 'warn', 'commit skipped', { offsets, err: String(err) });
       })
       .finally(() => {
         this.committing = undefined;

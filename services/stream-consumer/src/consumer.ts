@@ -161,9 +161,11 @@ export class KafkaToClickHouse extends OnGroupConsumer {
         },
         partitionsConsumedConcurrently: deps.partitionsConcurrently,
         eachBatch: (batch) => this.eachBatch(batch),
-        // Rows in the writer or in an insert, over every table; the writer's room per
-        // table (maxBufferedRows) is the finer bound, this one only backs it up.
-        maxPending: deps.maxBufferedRows * this.routes.size,
+        // Per topic (one topic, one table), in messages whose rows are not yet inserted.
+        // The writer's room per table (maxBufferedRows rows, checked before each batch)
+        // is the bound that acts; batches let in just below it overshoot it by up to
+        // partitionsConcurrently whole batches, so this backstop is four times it.
+        maxPending: 4 * deps.maxBufferedRows,
         // eachBatch heartbeats every 3 s even while it waits for the writer: a session
         // without one means the loop is stuck.
         stallAfterMs: deps.sessionTimeoutMs,
