@@ -47,6 +47,8 @@ function definedMetrics(): Set<string> {
         for (const [, n] of text.matchAll(/name: '([a-z_]+)',\s*\n?\s*help:/g)) names.add(n!);
         // The platform's counter()/histogram() helpers: (registry, 'name', 'help', …).
         for (const [, n] of text.matchAll(/\b(?:counter|histogram)\(\s*[\w.]+,\s*'([a-z_]+)',/g)) names.add(n!);
+        // A file's own gauge('name', 'help', read) helper (change-feed.ts).
+        for (const [, n] of text.matchAll(/\bgauge\(\s*'([a-z_]+)',/g)) names.add(n!);
       }
     }
   };
