@@ -9,6 +9,7 @@ COPY package.json package-lock.json .npmrc ./
 COPY libs/contract/package.json libs/contract/
 COPY libs/platform/package.json libs/platform/
 COPY libs/store/package.json libs/store/
+COPY libs/alerting/package.json libs/alerting/
 COPY sdk/browser/package.json sdk/browser/
 COPY services/ingest-gateway/package.json services/ingest-gateway/
 COPY services/stream-consumer/package.json services/stream-consumer/
@@ -29,6 +30,7 @@ COPY --from=build /app/package.json /app/package-lock.json /app/.npmrc ./
 COPY --from=build /app/libs/contract/package.json libs/contract/
 COPY --from=build /app/libs/platform/package.json libs/platform/
 COPY --from=build /app/libs/store/package.json libs/store/
+COPY --from=build /app/libs/alerting/package.json libs/alerting/
 COPY --from=build /app/sdk/browser/package.json sdk/browser/
 COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
 COPY --from=build /app/services/stream-consumer/package.json services/stream-consumer/
@@ -52,6 +54,8 @@ COPY --from=build /app/libs/platform/package.json libs/platform/
 COPY --from=build /app/libs/store/package.json libs/store/
 COPY --from=build /app/libs/platform/dist libs/platform/dist
 COPY --from=build /app/libs/store/dist libs/store/dist
+COPY --from=build /app/libs/alerting/package.json libs/alerting/
+COPY --from=build /app/libs/alerting/dist libs/alerting/dist
 COPY --from=build /app/services/ingest-gateway/package.json services/ingest-gateway/
 COPY --from=build /app/services/ingest-gateway/dist services/ingest-gateway/dist
 # The browser SDK the gateway serves at /sdk/v1.js.

@@ -57,13 +57,13 @@ SELECT format('CREATE ROLE %I', :'ingest_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'ingest_role') \gexec
 ALTER ROLE :"ingest_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'ingest_password';
 
--- check runner: reads the monitors it checks
+-- check runner: reads the monitors it checks and the alert channels and escalation policies it notifies; keeps where each incident's notifications stand
 \set runner_role :db _runner
 SELECT format('CREATE ROLE %I', :'runner_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'runner_role') \gexec
 ALTER ROLE :"runner_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'runner_password';
 
--- query service: authenticates API keys and writes monitors, heartbeat tokens and status pages
+-- query service: authenticates API keys; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies; acknowledges incidents
 \set query_role :db _query
 SELECT format('CREATE ROLE %I', :'query_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'query_role') \gexec
@@ -76,32 +76,38 @@ BEGIN;
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"ingest_role";
 GRANT USAGE ON SCHEMA public TO :"ingest_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes FROM :"ingest_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts FROM :"ingest_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON access_keys TO :"ingest_role";
 GRANT SELECT ON heartbeat_tokens TO :"ingest_role";
 GRANT SELECT ON registry_changes TO :"ingest_role";
 
--- <db>_runner: check runner: reads the monitors it checks
+-- <db>_runner: check runner: reads the monitors it checks and the alert channels and escalation policies it notifies; keeps where each incident's notifications stand
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"runner_role";
 GRANT USAGE ON SCHEMA public TO :"runner_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes FROM :"runner_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts FROM :"runner_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON monitors TO :"runner_role";
 GRANT SELECT ON registry_changes TO :"runner_role";
+GRANT SELECT ON channels TO :"runner_role";
+GRANT SELECT ON escalation_policies TO :"runner_role";
+GRANT SELECT, INSERT, UPDATE ON incident_alerts TO :"runner_role";
 
--- <db>_query: query service: authenticates API keys and writes monitors, heartbeat tokens and status pages
+-- <db>_query: query service: authenticates API keys; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies; acknowledges incidents
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"query_role";
 GRANT USAGE ON SCHEMA public TO :"query_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes FROM :"query_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts FROM :"query_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON tenants TO :"query_role";
 GRANT SELECT ON access_keys TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON monitors TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON heartbeat_tokens TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON status_pages TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON channels TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON escalation_policies TO :"query_role";
+GRANT SELECT, UPDATE ON incident_alerts TO :"query_role";
 GRANT SELECT ON registry_changes TO :"query_role";
 GRANT EXECUTE ON FUNCTION prune_registry_changes(interval) TO :"query_role";
 COMMIT;

@@ -499,6 +499,36 @@ describe('the registry across replicas (real PostgreSQL)', function () {
         UPDATE: () => [`UPDATE status_pages SET title = 'probe' WHERE slug = $1`, [f.slug]],
         DELETE: () => ['DELETE FROM status_pages WHERE slug = $1', [f.slug]],
       },
+      channels: {
+        SELECT: () => ['SELECT count(*) FROM channels', []],
+        INSERT: () => [
+          `INSERT INTO channels (id, tenant_id, type, version, spec, sealed, created_at, updated_at)
+           VALUES ($1, $2, 'slack', 1, '{}', '', now(), now())`,
+          [`chn_${hex(10)}`, f.tenant],
+        ],
+        UPDATE: () => [`UPDATE channels SET version = 9 WHERE tenant_id = $1`, [f.tenant]],
+        DELETE: () => ['DELETE FROM channels WHERE tenant_id = $1', [f.tenant]],
+      },
+      escalation_policies: {
+        SELECT: () => ['SELECT count(*) FROM escalation_policies', []],
+        INSERT: () => [
+          `INSERT INTO escalation_policies (id, tenant_id, version, name, steps, created_at, updated_at)
+           VALUES ($1, $2, 1, 'probe', '[]', now(), now())`,
+          [`esc_${hex(10)}`, f.tenant],
+        ],
+        UPDATE: () => [`UPDATE escalation_policies SET version = 9 WHERE tenant_id = $1`, [f.tenant]],
+        DELETE: () => ['DELETE FROM escalation_policies WHERE tenant_id = $1', [f.tenant]],
+      },
+      incident_alerts: {
+        SELECT: () => ['SELECT count(*) FROM incident_alerts', []],
+        INSERT: () => [
+          `INSERT INTO incident_alerts (incident_id, tenant_id, monitor_id, opened_at, alert, steps, step_at)
+           VALUES ($1, $2, $3, now(), '{}', '[]', now())`,
+          [uid('inc'), f.tenant, f.withToken],
+        ],
+        UPDATE: () => [`UPDATE incident_alerts SET step = 1 WHERE tenant_id = $1`, [f.tenant]],
+        DELETE: () => ['DELETE FROM incident_alerts WHERE tenant_id = $1', [f.tenant]],
+      },
       registry_changes: {
         SELECT: () => ['SELECT count(*) FROM registry_changes', []],
         INSERT: () => [`INSERT INTO registry_changes (entity, id) VALUES ('probe', 'probe')`, []],

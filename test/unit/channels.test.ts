@@ -7,16 +7,12 @@ import {
   validateChannelTarget,
   type WebhookChannelConfig,
 } from '@telemetry/contract';
-import type { HttpCall } from '../../services/check-runner/src/http-client.js';
-import { HttpCallError } from '../../services/check-runner/src/http-client.js';
-import {
-  CHANNELS,
-  targetsOf,
-  type ChannelContext,
-  type ChannelRegistry,
-} from '../../services/check-runner/src/channels/index.js';
-import { webhookChannel } from '../../services/check-runner/src/channels/webhook.js';
-import { sampleAlert } from './support/fakes.js';
+import type { HttpCall } from '@telemetry/platform';
+import { HttpCallError } from '@telemetry/platform';
+import { CHANNELS, type ChannelContext, type ChannelRegistry } from '@telemetry/alerting';
+import { webhookChannel } from '../../libs/alerting/src/channels/webhook.js';
+import { targetsOf } from '../../services/check-runner/src/targets.js';
+import { noMail, notify, sampleAlert } from './support/fakes.js';
 
 const alert = sampleAlert;
 
@@ -93,7 +89,7 @@ describe('alert channels (unit)', () => {
     const now = 1_700_000_000_987;
 
     it('renders the alert message as the body and the documented headers, signed as docs/monitors.md says', () => {
-      const r = webhookChannel.render({ alert, attempt: 3 }, config, now);
+      const r = webhookChannel.render(notify(alert, 3), config, { templates: {}, name: 'hook', now });
       expect(r.body).to.equal(JSON.stringify(alert));
       expect(Object.keys(r.headers)).to.deep.equal([
         'X-Telemetry-Event',
@@ -119,12 +115,13 @@ describe('alert channels (unit)', () => {
           calls.push(call);
           return Promise.resolve({ statusCode: 202, headers: {}, body: Buffer.alloc(0), truncated: false });
         },
+        mail: noMail,
         userAgent: 'ua/1',
         timeoutMs: 1234,
         signal: new AbortController().signal,
         now: () => now,
       };
-      const r = webhookChannel.render({ alert, attempt: 1 }, config, now);
+      const r = webhookChannel.render(notify(alert, 1), config, { templates: {}, name: 'hook', now });
       expect(await webhookChannel.send(r, config, ctx)).to.deep.equal({ statusCode: 202 });
       expect(calls).to.have.length(1);
       expect(calls[0]).to.deep.include({
@@ -144,12 +141,13 @@ describe('alert channels (unit)', () => {
     it('turns a failed call into an answer with its error kind (anything unknown: network)', async () => {
       const failing = (err: Error): ChannelContext => ({
         http: () => Promise.reject(err),
+        mail: noMail,
         userAgent: 'ua',
         timeoutMs: 1000,
         signal: new AbortController().signal,
         now: () => now,
       });
-      const r = webhookChannel.render({ alert, attempt: 1 }, config, now);
+      const r = webhookChannel.render(notify(alert, 1), config, { templates: {}, name: 'hook', now });
       expect(await webhookChannel.send(r, config, failing(new HttpCallError('timeout', 'no answer')))).to.include({
         statusCode: 0,
         error: 'timeout',

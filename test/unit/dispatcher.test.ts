@@ -13,10 +13,11 @@ import type {
   ChannelContext,
   ChannelRegistry,
   Notification,
-} from '../../services/check-runner/src/channels/index.js';
-import { CHANNELS } from '../../services/check-runner/src/channels/index.js';
+  RenderContext,
+} from '@telemetry/alerting';
+import { CHANNELS } from '@telemetry/alerting';
 import { AlertDispatcher } from '../../services/check-runner/src/dispatcher.js';
-import { fakeBatch, fakeGroupConsumers, sampleAlert, settle, silentLogger, until } from './support/fakes.js';
+import { fakeBatch, fakeGroupConsumers, noMail, sampleAlert, settle, silentLogger, until } from './support/fakes.js';
 
 const alert: AlertMessage = { ...sampleAlert, id: 'alr_1' };
 
@@ -33,6 +34,7 @@ interface Sent {
  */
 class FakeChannel implements Channel<WebhookChannelConfig, string> {
   readonly type = 'webhook' as const;
+  readonly groups = false;
   readonly sent: Sent[] = [];
   readonly scripts = new Map<string, Answer[]>();
   readonly gates = new Map<string, Promise<void>>();
@@ -46,8 +48,8 @@ class FakeChannel implements Channel<WebhookChannelConfig, string> {
   shown(c: WebhookChannelConfig): string {
     return `shown:${new URL(c.url).host}`;
   }
-  render(n: Notification, c: WebhookChannelConfig, now: number): string {
-    return `${n.alert.id}#${n.attempt}@${now} for ${c.url}`;
+  render(n: Notification, c: WebhookChannelConfig, ctx: RenderContext): string {
+    return `${n.items[0]!.alert.id}#${n.attempt}@${ctx.now} for ${c.url}`;
   }
   async send(rendered: string, c: WebhookChannelConfig, ctx: ChannelContext): Promise<Answer> {
     this.sent.push({ rendered, url: c.url, ctx });
@@ -91,6 +93,7 @@ describe('alert dispatcher with a fake channel (unit)', () => {
       targets: (a) => Promise.resolve(targets[a.monitor_id] ?? []),
       channels,
       http,
+      mail: noMail,
       userAgent: 'ua/test',
       timeoutMs: 1234,
       maxAttempts: opts.maxAttempts ?? 3,

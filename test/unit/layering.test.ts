@@ -19,7 +19,7 @@ function importsUnder(dir: string): { file: string; spec: string }[] {
 
 const SERVICES = readdirSync('services');
 
-describe('layering: services → store → platform → contract (unit)', () => {
+describe('layering: services → alerting → store → platform → contract (unit)', () => {
   it('libs/contract imports none of our packages', () => {
     expect(importsUnder('libs/contract/src').filter((i) => i.spec.startsWith('@telemetry/'))).to.deep.equal([]);
   });
@@ -34,6 +34,14 @@ describe('layering: services → store → platform → contract (unit)', () => 
   it('libs/store imports no service', () => {
     const bad = importsUnder('libs/store/src').filter(
       (i) => i.spec.startsWith('@telemetry/') && !['@telemetry/contract', '@telemetry/platform'].includes(i.spec),
+    );
+    expect(bad).to.deep.equal([]);
+  });
+
+  it('libs/alerting imports no service', () => {
+    const ours = ['@telemetry/contract', '@telemetry/platform', '@telemetry/store'];
+    const bad = importsUnder('libs/alerting/src').filter(
+      (i) => i.spec.startsWith('@telemetry/') && !ours.includes(i.spec),
     );
     expect(bad).to.deep.equal([]);
   });
@@ -69,7 +77,7 @@ describe('layering: services → store → platform → contract (unit)', () => 
     expect(importsUnder('tools').filter((i) => i.spec.includes('harness/'))).to.deep.equal([]);
   });
 
-  it('libs/runtime is gone', () => {
-    expect(readdirSync('libs').sort()).to.deep.equal(['contract', 'platform', 'store']);
+  it('libs/runtime is gone; libs are contract, platform, store and alerting', () => {
+    expect(readdirSync('libs').sort()).to.deep.equal(['alerting', 'contract', 'platform', 'store']);
   });
 });

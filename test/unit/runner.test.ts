@@ -4,24 +4,20 @@ import { expect } from 'chai';
 import {
   alertIdFor,
   checkIdFor,
-  classify,
   decide,
-  httpCall,
-  StreamSearch,
   INITIAL_STATE,
   judge,
   nextSlot,
   phaseOf,
   probeMap,
   probeWith,
-  retriable,
-  signature,
   stateFromLastAlert,
   statusExpected,
   type AlertState,
 } from '@telemetry/check-runner';
 import { createValidators, describeErrors, type CheckStatus, type MonitorSettings } from '@telemetry/contract';
-import { EgressPolicy } from '@telemetry/platform';
+import { classify, EgressPolicy, httpCall, StreamSearch } from '@telemetry/platform';
+import { retriable, signature } from '@telemetry/alerting';
 import type { ProbeContext, ProbeResult } from '../../services/check-runner/src/probes/index.js';
 import {
   createSettings,

@@ -5,12 +5,14 @@ import { Registry } from 'prom-client';
 import { createValidators, type WebhookDeliveryMessage } from '@telemetry/contract';
 import { EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
-import { CHANNELS, monitorTargets } from '../../services/check-runner/src/channels/index.js';
+import { CHANNELS } from '@telemetry/alerting';
+import { monitorTargets } from '../../services/check-runner/src/targets.js';
 import { AlertDispatcher } from '../../services/check-runner/src/dispatcher.js';
-import { httpCall } from '../../services/check-runner/src/http-client.js';
+import { httpCall } from '@telemetry/platform';
 import {
   fakeBatch,
   fakeGroupConsumers,
+  noMail,
   sampleAlert,
   settle,
   silentLogger,
@@ -90,6 +92,7 @@ describe('alert dispatcher with the webhook channel (unit, a local receiver)', (
       targets: monitorTargets({ get: (id) => byId.get(id), reload: () => Promise.resolve() }),
       channels: CHANNELS,
       http: (call) => httpCall({ ...call, policy }),
+      mail: noMail,
       userAgent: 'test',
       timeoutMs: 2000,
       maxAttempts: 3,

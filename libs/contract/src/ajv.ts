@@ -13,11 +13,11 @@ export { parsesAsUrl } from './urls.js';
 
 /**
  * An ajv instance holding `schemas`, with the formats every schema of ours may use:
- * date-time, uuid, and uri (ajv-formats' RFC 3986 check, and a URL the services can parse).
+ * date-time, uuid, email, and uri (ajv-formats' RFC 3986 check, and a URL the services can parse).
  */
 export function createAjv(schemas: readonly object[]): Ajv {
   const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, schemas: [...schemas] });
-  addFormats(ajv, ['date-time', 'uuid']);
+  addFormats(ajv, ['date-time', 'uuid', 'email']);
   const uri = addFormats.get('uri');
   ajv.addFormat('uri', (s: string) => uri(s) && parsesAsUrl(s));
   return ajv;

@@ -15,6 +15,11 @@ export const ERROR_CODES = {
     status: 400,
     description: 'A path or query parameter is malformed or out of range; `details` names it.',
   },
+  INVALID_TEMPLATE: {
+    status: 400,
+    description:
+      'A message template does not parse, uses a variable that is not documented (docs/alerting.md, "Templates"), or uses a partial; `details` names the field and the problem.',
+  },
   TARGET_NOT_ALLOWED: {
     status: 400,
     description:
@@ -56,6 +61,16 @@ export const ERROR_CODES = {
     status: 404,
     description: 'No status page with this slug (never created, deleted, or of another tenant).',
   },
+  CHANNEL_NOT_FOUND: { status: 404, description: 'No alert channel with this id in this tenant.' },
+  ESCALATION_POLICY_NOT_FOUND: { status: 404, description: 'No escalation policy with this id in this tenant.' },
+  INCIDENT_NOT_FOUND: {
+    status: 404,
+    description: 'No incident with this id in this tenant (or its down alert has not been dispatched yet).',
+  },
+  LINK_INVALID: {
+    status: 400,
+    description: 'An acknowledge link is malformed, forged or expired; acknowledge from the console instead.',
+  },
   HEARTBEAT_NOT_FOUND: {
     status: 404,
     description:
@@ -67,6 +82,11 @@ export const ERROR_CODES = {
     status: 409,
     description:
       'A status page with this slug exists already (slugs are public paths, unique across tenants); choose another.',
+  },
+  IN_USE: {
+    status: 409,
+    description:
+      'The alert channel or escalation policy is used by a monitor or a policy (`details.used_by` lists them); remove it there first.',
   },
   // 412
   PRECONDITION_FAILED: {

@@ -11,3 +11,4 @@ export * from './monitor-fields.js';
 export * from './monitor-types/index.js';
 export { ipVersion } from './urls.js';
 export * from './channels/index.js';
+export * from './alerting-schemas.js';

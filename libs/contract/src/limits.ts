@@ -84,6 +84,8 @@ export const MONITOR_LIMITS = {
   maxBodyBytes: 64 * 1024,
   maxThreshold: 20,
   maxWebhooks: 5,
+  /** Alert channels per monitor. */
+  maxChannels: 20,
   minWebhookSecretLength: 16,
   maxWebhookSecretLength: 256,
   /** Monitors per page of GET /api/monitors. */
@@ -147,8 +149,34 @@ export type MonitorMethod = (typeof MONITOR_METHODS)[number];
 export const MONITOR_STATUSES = ['pending', 'up', 'down', 'paused'] as const;
 export type MonitorStatus = (typeof MONITOR_STATUSES)[number];
 
-/** Alert types: a monitor going down (an incident opens) or coming back up (it closes). */
-export const ALERT_TYPES = ['monitor.down', 'monitor.up'] as const;
+/**
+ * Alert types: a monitor going down (an incident opens) or coming back up (it closes), and
+ * someone acknowledging an incident (or taking it back): docs/alerting.md.
+ */
+export const ALERT_TYPES = ['monitor.down', 'monitor.up', 'incident.acknowledged', 'incident.unacknowledged'] as const;
+/** The alert types that change a monitor's state (incidents and status are read from these only). */
+export const STATE_ALERT_TYPES = ['monitor.down', 'monitor.up'] as const;
+export type StateAlertType = (typeof STATE_ALERT_TYPES)[number];
+
+/** An alert channel's id (/api/channels). */
+export const CHANNEL_ID_PATTERN = '^chn_[a-z0-9]{20}$';
+/** An escalation policy's id (/api/escalation-policies). */
+export const ESCALATION_POLICY_ID_PATTERN = '^esc_[a-z0-9]{20}$';
+
+/** Limits of alert channels, escalation policies and templates (docs/alerting.md, "Limits"). */
+export const ALERTING_LIMITS = {
+  maxChannelsPerTenant: 200,
+  maxPoliciesPerTenant: 100,
+  maxPolicySteps: 10,
+  maxChannelsPerStep: 20,
+  maxTemplateLength: 4000,
+  maxTitleTemplateLength: 500,
+  /** Reminders per incident and channel. */
+  maxReminders: 100,
+  /** The longest reminder interval and escalation delay: a day. */
+  maxDelaySeconds: 86_400,
+  maxSilenceReasonLength: 500,
+} as const;
 export type AlertType = (typeof ALERT_TYPES)[number];
 
 /**

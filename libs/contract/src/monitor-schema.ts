@@ -1,5 +1,7 @@
 import {
+  CHANNEL_ID_PATTERN,
   DEFAULT_LOCATION,
+  ESCALATION_POLICY_ID_PATTERN,
   DNS_RECORD_TYPES,
   LOCATION_PATTERN,
   WEEKDAYS,
@@ -120,6 +122,40 @@ export const monitorSettings = {
     uniqueItems: true,
     items: httpUrl,
     default: [],
+  },
+  /** Alert channels (/api/channels) notified when it goes down and, per channel, when it comes back up. */
+  channels: {
+    title: 'Alert channels',
+    description: 'ids of the tenant’s channels (/api/channels), comma-separated',
+    type: 'array',
+    maxItems: M.maxChannels,
+    uniqueItems: true,
+    items: { type: 'string', pattern: CHANNEL_ID_PATTERN },
+    default: [],
+  },
+  /** The escalation policy its incidents follow (null: one step, its `channels`). */
+  escalation_policy: {
+    title: 'Escalation policy',
+    description: 'an id from /api/escalation-policies; empty: notify the channels once',
+    type: ['string', 'null'],
+    pattern: ESCALATION_POLICY_ID_PATTERN,
+    default: null,
+  },
+  /** Until this time no channel is notified (down, up, reminders, escalation); checks, incidents and the signed `webhooks` go on. */
+  silenced_until: {
+    title: 'Silenced until',
+    description: 'until then no channel is notified; empty: not silenced',
+    type: ['string', 'null'],
+    format: 'date-time',
+    maxLength: 64,
+    default: null,
+  },
+  silence_reason: {
+    title: 'Why it is silenced',
+    type: ['string', 'null'],
+    minLength: 1,
+    maxLength: 500,
+    default: null,
   },
   /** tcp only: what to send once connected (null: nothing). */
   tcp_send: {

@@ -1,5 +1,6 @@
 import {
   ALERT_TYPES,
+  CHANNEL_ID_PATTERN,
   CHECK_ERRORS,
   CHECK_STATUSES,
   ID_PATTERN,
@@ -18,6 +19,7 @@ import { monitorSettings, monitorUrl, webhookSecret } from './monitor-schema.js'
 
 export { monitorSettingsSchema } from './monitor-schema.js';
 import { CHANNEL_TYPES } from './channels/index.js';
+import { ALERTING_SCHEMAS, NOTIFICATION_KINDS } from './alerting-schemas.js';
 
 /**
  * JSON Schemas, written once. They drive validation (ajv) in every service and are the
@@ -173,7 +175,8 @@ export const monitorSchema = closedSchema(
 /** Value of a message on the alerts topic, and the body of a webhook delivery. */
 export const alertMessageSchema = closedSchema(
   'AlertMessage',
-  ['id', 'type', 'monitor_id', 'incident_id', 'created_at', 'check', 'monitor'],
+  // `check`: every monitor.down and monitor.up has one; an acknowledgement has none.
+  ['id', 'type', 'monitor_id', 'incident_id', 'created_at', 'monitor'],
   {
     /** Unique per alert; webhook receivers can de-duplicate on it. */
     id: messageId,
@@ -183,6 +186,8 @@ export const alertMessageSchema = closedSchema(
     tenant_id: tenantId,
     /** Made during a maintenance window of the monitor: stored, not delivered to webhooks. */
     maintenance: { type: 'boolean' },
+    /** incident.acknowledged / unacknowledged: who (`key:<key id>`, or the acknowledge link's recipient). */
+    actor: { type: 'string', minLength: 1, maxLength: 300 },
     /** The id of the check that opened the incident; shared by its down and up alerts. */
     incident_id: messageId,
     created_at: dateTime,
@@ -205,6 +210,10 @@ export const incidentSchema = closedSchema(
   {
     /** Opened during a maintenance window: nobody was paged for it. */
     maintenance: { type: 'boolean' },
+    /** When someone acknowledged it (null: nobody, or taken back). */
+    acknowledged_at: { oneOf: [isoSeconds, { type: 'null' }] },
+    /** Who: `key:<key id>`, or an acknowledge link's recipient (`email:ops@example.com`, `slack:<channel name>`). */
+    acknowledged_by: { type: ['string', 'null'], maxLength: 300 },
     id: { type: 'string' },
     monitor_id: monitorId,
     status: { type: 'string', enum: ['open', 'resolved'] },
@@ -252,6 +261,10 @@ export const webhookDeliveryMessageSchema = closedSchema(
     attempted_at: dateTime,
     /** The alert channel; absent in records published before channels (webhooks). */
     channel: { type: 'string', enum: CHANNEL_TYPES },
+    /** The channel's id (/api/channels); absent for a monitor's own `webhooks`. */
+    channel_id: { type: 'string', pattern: CHANNEL_ID_PATTERN },
+    /** What was sent (docs/alerting.md); absent in records published before channels objects. */
+    kind: { type: 'string', enum: NOTIFICATION_KINDS },
   },
 );
 
@@ -263,6 +276,10 @@ export const webhookDeliverySchema = closedSchema(
     ...webhookDeliveryProperties,
     /** The alert channel the attempt went through (`webhook`: a signed webhook). */
     channel: { type: 'string', enum: CHANNEL_TYPES },
+    /** The channel's id; null for a monitor's own `webhooks`. */
+    channel_id: { oneOf: [{ type: 'string', pattern: CHANNEL_ID_PATTERN }, { type: 'null' }] },
+    /** What was sent: down, up, reminder, escalation, acknowledged, test. */
+    kind: { type: 'string', enum: NOTIFICATION_KINDS },
     /** Why the attempt failed without an answer (timeout, connection_refused, target_not_allowed, ...); null when the endpoint answered. */
     error: checkErrorOrNull,
     /** UTC, in milliseconds. */
@@ -367,4 +384,5 @@ export const ALL_SCHEMAS = [
   statusPagePatchSchema,
   statusPageSchema,
   publicStatusPageSchema,
+  ...ALERTING_SCHEMAS,
 ] as const;

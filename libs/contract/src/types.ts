@@ -1,4 +1,14 @@
-import type { AlertType, CheckError, CheckStatus, MonitorStatus } from './limits.js';
+import type { CheckError, CheckStatus, MonitorStatus, StateAlertType } from './limits.js';
+import type {
+  channelCreateSchema,
+  channelPatchSchema,
+  channelSchema,
+  channelTestResultSchema,
+  escalationPolicyCreateSchema,
+  escalationPolicyPatchSchema,
+  escalationPolicySchema,
+} from './alerting-schemas.js';
+
 import type { FromSchema } from 'json-schema-to-ts';
 import type { monitorSettingsSchema } from './monitor-schema.js';
 import type {
@@ -123,15 +133,21 @@ export interface PublicStatusPage {
   incidents: { monitor: string; started_at: string }[];
 }
 
-export interface AlertMessage {
+/** What every alert message carries. */
+interface AlertBase {
   id: string;
-  type: AlertType;
   monitor_id: string;
   tenant_id?: string;
   incident_id: string;
   /** Made during a maintenance window: stored, not delivered to webhooks. */
   maintenance?: boolean;
   created_at: string;
+  monitor: { name: string; url: string };
+}
+
+/** A monitor going down (an incident opens) or coming back up (it closes), decided on `check`. */
+export interface StateAlert extends AlertBase {
+  type: StateAlertType;
   check: {
     id: string;
     status: CheckStatus;
@@ -140,7 +156,22 @@ export interface AlertMessage {
     error?: CheckError;
     created_at: string;
   };
-  monitor: { name: string; url: string };
+  actor?: undefined;
+}
+
+/** Someone acknowledging an incident, or taking it back (docs/alerting.md). */
+export interface AcknowledgementAlert extends AlertBase {
+  type: 'incident.acknowledged' | 'incident.unacknowledged';
+  /** `key:<key id>`, or the acknowledge link's recipient. */
+  actor?: string;
+  check?: undefined;
+}
+
+/** A message of the alerts topic. */
+export type AlertMessage = StateAlert | AcknowledgementAlert;
+
+export function isStateAlert(a: AlertMessage): a is StateAlert {
+  return a.type === 'monitor.down' || a.type === 'monitor.up';
 }
 
 export interface Incident {
@@ -153,6 +184,9 @@ export interface Incident {
   cause: { status_code: number; error: CheckError | null };
   /** Opened during a maintenance window: nobody was paged for it. */
   maintenance?: boolean;
+  /** When and by whom it was acknowledged (absent: not known to this answer; null: nobody). */
+  acknowledged_at?: string | null;
+  acknowledged_by?: string | null;
 }
 
 /** A delivery attempt's record on the webhook-deliveries topic (`channel` absent: a webhook). */
@@ -160,3 +194,14 @@ export type WebhookDeliveryMessage = FromSchema<typeof webhookDeliveryMessageSch
 
 /** A delivery attempt as GET /api/monitors/{id}/webhook-deliveries returns it. */
 export type WebhookDelivery = FromSchema<typeof webhookDeliverySchema>;
+
+/** Body of POST /api/channels. */
+export type ChannelCreate = FromSchema<typeof channelCreateSchema>;
+/** Body of PATCH /api/channels/{id}. */
+export type ChannelPatch = FromSchema<typeof channelPatchSchema>;
+/** An alert channel as the API returns it (secrets masked). */
+export type ChannelObject = FromSchema<typeof channelSchema>;
+export type ChannelTestResult = FromSchema<typeof channelTestResultSchema>;
+export type EscalationPolicyCreate = FromSchema<typeof escalationPolicyCreateSchema>;
+export type EscalationPolicyPatch = FromSchema<typeof escalationPolicyPatchSchema>;
+export type EscalationPolicy = FromSchema<typeof escalationPolicySchema>;

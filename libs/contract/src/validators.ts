@@ -17,6 +17,11 @@ import type {
   StatusPagePatch,
   WebhookDelivery,
   WebhookDeliveryMessage,
+  ChannelCreate,
+  ChannelPatch,
+  ChannelObject,
+  EscalationPolicyCreate,
+  EscalationPolicyPatch,
 } from './types.js';
 
 export { describeErrors, parsesAsUrl, type Problem } from './ajv.js';
@@ -37,6 +42,11 @@ export interface Validators {
   statusPagePatch: ValidateFunction<StatusPagePatch>;
   statusPage: ValidateFunction<StatusPage>;
   publicStatusPage: ValidateFunction<PublicStatusPage>;
+  channelCreate: ValidateFunction<ChannelCreate>;
+  channelPatch: ValidateFunction<ChannelPatch>;
+  channel: ValidateFunction<ChannelObject>;
+  escalationPolicyCreate: ValidateFunction<EscalationPolicyCreate>;
+  escalationPolicyPatch: ValidateFunction<EscalationPolicyPatch>;
 }
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
@@ -63,5 +73,10 @@ export function createValidators(): Validators {
     statusPagePatch: get<StatusPagePatch>('StatusPagePatch'),
     statusPage: get<StatusPage>('StatusPage'),
     publicStatusPage: get<PublicStatusPage>('PublicStatusPage'),
+    channelCreate: get<ChannelCreate>('ChannelCreate'),
+    channelPatch: get<ChannelPatch>('ChannelPatch'),
+    channel: get<ChannelObject>('Channel'),
+    escalationPolicyCreate: get<EscalationPolicyCreate>('EscalationPolicyCreate'),
+    escalationPolicyPatch: get<EscalationPolicyPatch>('EscalationPolicyPatch'),
   };
 }

@@ -32,3 +32,5 @@ export * from './kafka-admin.js';
 export * from './in-order-commits.js';
 export * from './durable-consumer.js';
 export * from './partition-batcher.js';
+export * from './egress-http.js';
+export * from './deadline.js';

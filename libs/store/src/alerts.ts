@@ -1,4 +1,11 @@
-import { DEFAULT_TENANT, toIsoSeconds, type AlertMessage, type Incident, type Validators } from '@telemetry/contract';
+import {
+  DEFAULT_TENANT,
+  STATE_ALERT_TYPES,
+  toIsoSeconds,
+  type AlertMessage,
+  type Incident,
+  type Validators,
+} from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
@@ -40,6 +47,8 @@ export const alertsMigrations: MigrationsByVersion = {
   ],
   8: (db, _name, engine) => lowCardinality(db, engine, 'alerts', ['status']),
   11: () => [{ addColumn: { table: 'alerts', column: 'maintenance', type: 'UInt8' } }],
+  // incident.acknowledged / unacknowledged: who.
+  14: () => [{ addColumn: { table: 'alerts', column: 'actor', type: 'String' } }],
 };
 
 /** A row of `alerts` as inserted: one state change of a monitor. */
@@ -57,6 +66,8 @@ export interface AlertRow {
   response_time: number;
   /** 1: made during a maintenance window (migration 11). */
   maintenance: number;
+  /** Who acknowledged (incident.acknowledged, incident.unacknowledged); empty otherwise (migration 14). */
+  actor: string;
   inserted_at: number;
 }
 
@@ -68,12 +79,14 @@ export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertR
     incident_id: a.incident_id,
     type: a.type,
     created_at: createdAt,
-    check_id: a.check.id,
-    status: a.check.status,
-    status_code: a.check.status_code,
-    error: a.check.error ?? '',
-    response_time: a.check.response_time,
+    // An acknowledgement has no check: its columns stay empty.
+    check_id: a.check?.id ?? '',
+    status: a.check?.status ?? '',
+    status_code: a.check?.status_code ?? 0,
+    error: a.check?.error ?? '',
+    response_time: a.check?.response_time ?? 0,
     maintenance: a.maintenance ? 1 : 0,
+    actor: a.actor ?? '',
     inserted_at: now,
   }));
 }
@@ -90,6 +103,7 @@ export function lastAlertsSql(database: string, ids: readonly string[], tenantId
       argMax(maintenance, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS h
     FROM ${sqlIdentifier(database)}.alerts
     WHERE ${tenantId === undefined ? '' : `tenant_id = ${sqlString(tenantId)} AND `}monitor_id IN ${sqlStringList(ids)}
+      AND type IN ${sqlStringList(STATE_ALERT_TYPES)}
     GROUP BY monitor_id`;
 }
 

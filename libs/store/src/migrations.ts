@@ -45,6 +45,7 @@ const VERSIONS: Record<number, string> = {
   11: 'alerts: maintenance',
   12: 'webhook deliveries: channel',
   13: 'the monitors dimension table (the registry moved to PostgreSQL)',
+  14: 'alerting: who acknowledged an incident; the channel and kind of each delivery attempt',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [

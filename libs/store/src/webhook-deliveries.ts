@@ -32,6 +32,11 @@ export const webhookDeliveriesMigrations: MigrationsByVersion = {
   12: () => [
     { addColumn: { table: 'webhook_deliveries', column: 'channel', type: `String DEFAULT ${sqlString('webhook')}` } },
   ],
+  // Channel objects (/api/channels): which one, and what was sent (empty: a monitor's own webhooks, before).
+  14: () => [
+    { addColumn: { table: 'webhook_deliveries', column: 'channel_id', type: 'String' } },
+    { addColumn: { table: 'webhook_deliveries', column: 'kind', type: 'String' } },
+  ],
 };
 
 /** A row of `webhook_deliveries` as inserted. */
@@ -51,6 +56,10 @@ export interface WebhookDeliveryRow {
   error: string;
   inserted_at: number;
   channel: ChannelType;
+  /** The channel object's id; empty for a monitor's own webhooks (migration 14). */
+  channel_id: string;
+  /** What was sent (down, up, reminder, ...); empty in records published before (migration 14). */
+  kind: string;
 }
 
 export function decodeWebhookDelivery(v: Validators, value: Buffer | null): Decoded<WebhookDeliveryRow> {
@@ -76,6 +85,8 @@ export function decodeWebhookDelivery(v: Validators, value: Buffer | null): Deco
       inserted_at: now,
       // Published before channels: a webhook.
       channel: d.channel ?? 'webhook',
+      channel_id: d.channel_id ?? '',
+      kind: d.kind ?? '',
     }),
   );
 }

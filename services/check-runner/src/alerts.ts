@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { AlertMessage, CheckMessage } from '@telemetry/contract';
+import type { AlertMessage, CheckMessage, StateAlert } from '@telemetry/contract';
 import type { Logger } from '@telemetry/platform';
 import { maskUrl, type StoredMonitor } from '@telemetry/store';
 import type { SchedulerMetrics } from './metrics.js';
@@ -26,7 +26,7 @@ export function alertOf(
   check: CheckMessage,
   change: AlertChange,
   now: number,
-): AlertMessage {
+): StateAlert {
   const { transition, maintenance } = change;
   return {
     id: alertIdFor(m.id, transition),

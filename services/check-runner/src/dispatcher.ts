@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type {
-  AlertMessage,
+import {
+  isStateAlert,
+  type AlertMessage,
   AnyChannelTarget,
   WebhookDeliveryMessage,
   ChannelTarget,
@@ -18,7 +19,8 @@ import {
   type ChannelContext,
   type ChannelHttp,
   type ChannelRegistry,
-} from './channels/index.js';
+  type Mailer,
+} from '@telemetry/alerting';
 
 export interface DispatcherDeps {
   /** Builds the group member (serviceKafka(...).groupConsumers in production: KAFKA_CLIENT picks the library). */
@@ -29,7 +31,7 @@ export interface DispatcherDeps {
   topic: string;
   groupId: string;
   /**
-   * Where an alert goes (monitorTargets in channels/index.ts: its monitor's targets).
+   * Where an alert goes (monitorTargets in targets.ts: its monitor's targets).
    * NOTE: must not reject: an alert whose targets cannot be found would stay pending
    * and hold every later offset of its partition uncommitted.
    */
@@ -38,6 +40,8 @@ export interface DispatcherDeps {
   channels: ChannelRegistry;
   /** The runner's HTTP client, bound to the egress policy every delivery's connection is judged by. */
   http: ChannelHttp;
+  /** Sends mail (email channels). */
+  mail: Mailer;
   userAgent: string;
   timeoutMs: number;
   maxAttempts: number;
@@ -152,7 +156,7 @@ export class AlertDispatcher extends OnGroupConsumer {
   /** Delivers `alert` to each of its targets, each through its endpoint's queue. */
   async dispatch(alert: AlertMessage): Promise<void> {
     // Held: a change made during a maintenance window pages nobody (docs/monitors.md).
-    if (alert.maintenance) return;
+    if (alert.maintenance || !isStateAlert(alert)) return;
     const targets = await this.deps.targets(alert);
     if (targets.length === 0) return;
     // The alert is finished (its offset committable) once every attempt's record is in Kafka too.
@@ -215,6 +219,7 @@ export class AlertDispatcher extends OnGroupConsumer {
     const shown = channel.shown(target.config);
     const ctx: ChannelContext = {
       http: this.deps.http,
+      mail: this.deps.mail,
       userAgent: this.deps.userAgent,
       timeoutMs: this.deps.timeoutMs,
       signal: this.stopped.signal,
@@ -225,7 +230,14 @@ export class AlertDispatcher extends OnGroupConsumer {
     const fields = { alert_id: alert.id, channel: type, url: shown };
     for (let attempt = 1; ; attempt++) {
       const started: Start = { at: this.now(), t: performance.now() };
-      const rendered = channel.render({ alert, attempt }, target.config, started.at);
+      if (!isStateAlert(alert)) return;
+      const notification = {
+        id: alert.id,
+        kind: alert.type === 'monitor.up' ? ('up' as const) : ('down' as const),
+        items: [{ kind: alert.type === 'monitor.up' ? ('up' as const) : ('down' as const), alert, monitorLink: '' }],
+        attempt,
+      };
+      const rendered = channel.render(notification, target.config, { templates: {}, name: '', now: started.at });
       const answer = await channel.send(rendered, target.config, ctx);
       const verdict = channel.classify(answer);
       const status =

@@ -1,5 +1,4 @@
 export { loadRunnerConfig, runnerSpec, type RunnerConfig } from './config.js';
-export { classify, httpCall, StreamSearch } from './http-client.js';
 export { alertIdFor } from './alerts.js';
 export { httpProbe, judge, statusExpected } from './probes/http.js';
 export { probeMap, probeWith, type Probe, type ProbeMap } from './probes/index.js';
@@ -8,5 +7,4 @@ export { startCheckRunner, type CheckRunner } from './service.js';
 export { decide, INITIAL_STATE, stateFromLastAlert, type AlertState } from './state.js';
 export { transition } from './transition.js';
 export { AlertDispatcher, type DispatcherDeps } from './dispatcher.js';
-export { CHANNELS, targetsOf, type Channel, type ChannelRegistry } from './channels/index.js';
-export { retriable, signature } from './channels/webhook.js';
+export { targetsOf } from './targets.js';

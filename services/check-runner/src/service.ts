@@ -15,11 +15,12 @@ import {
 } from '@telemetry/platform';
 import { MonitorStore, registryFeed } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
-import { CHANNELS, monitorTargets } from './channels/index.js';
+import { CHANNELS } from '@telemetry/alerting';
+import { monitorTargets } from './targets.js';
 import type { RunnerConfig } from './config.js';
 import { probeMap, probeWith } from './probes/index.js';
 import { AlertDispatcher } from './dispatcher.js';
-import { httpCall } from './http-client.js';
+import { httpCall } from '@telemetry/platform';
 import { lastAlerts, lastHeartbeat, RegistryCache, slotChecks } from './registry.js';
 import { Scheduler } from './scheduler.js';
 import { stateFromLastAlert } from './state.js';
@@ -112,6 +113,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     targets: monitorTargets(monitors),
     channels: CHANNELS,
     http: (call) => httpCall({ ...call, policy }),
+    // TEMPORARY until the mailer lands (issue 40): email channels are refused.
+    mail: { send: () => Promise.resolve({ statusCode: 0, error: 'network', detail: 'mail is not configured' }) },
     userAgent,
     timeoutMs: config.webhookTimeoutMs,
     maxAttempts: config.webhookMaxAttempts,

@@ -1,4 +1,4 @@
-import type { AlertType, CheckStatus } from '@telemetry/contract';
+import type { StateAlertType, CheckStatus } from '@telemetry/contract';
 
 /**
  * A monitor's alerting state. `unknown` until its first verdict (a new monitor, or a
@@ -22,7 +22,7 @@ export interface AlertState {
 export const INITIAL_STATE: AlertState = { state: 'unknown', failures: 0, passes: 0 };
 
 export interface Transition {
-  type: AlertType;
+  type: StateAlertType;
   incidentId: string;
 }
 

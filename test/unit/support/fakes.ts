@@ -1,4 +1,5 @@
-import type { AlertMessage } from '@telemetry/contract';
+import type { Mailer, Notification } from '@telemetry/alerting';
+import type { StateAlert } from '@telemetry/contract';
 import {
   createLogger,
   LineCollector,
@@ -205,7 +206,7 @@ export class LineLogger {
 }
 
 /** An alert as the check runner publishes it (a monitor down, its check refused). */
-export const sampleAlert: AlertMessage = {
+export const sampleAlert: StateAlert = {
   id: 'alr_000000000000000000000001',
   type: 'monitor.down',
   monitor_id: 'mon_a',
@@ -221,3 +222,14 @@ export const sampleAlert: AlertMessage = {
   },
   monitor: { name: 'a', url: 'http://a.test/' },
 };
+
+/** A mailer that sends nothing (channels under test that never mail). */
+export const noMail: Mailer = {
+  send: () => Promise.resolve({ statusCode: 0, error: 'network', detail: 'no mail in this test' }),
+};
+
+/** A one-alert notification of `alert`, on attempt `attempt`. */
+export function notify(alert: StateAlert, attempt = 1): Notification {
+  const kind = alert.type === 'monitor.up' ? 'up' : 'down';
+  return { id: alert.id, kind, items: [{ kind, alert, monitorLink: '' }], attempt };
+}

@@ -6,3 +6,6 @@ export * from './pg.js';
 export * from './schema.js';
 export * from './status-pages.js';
 export * from './tenants.js';
+export * from './channels.js';
+export * from './escalation-policies.js';
+export * from './incident-alerts.js';

@@ -28,7 +28,10 @@ export const REGISTRY_ENTITIES = {
   status_pages: 'slug',
 } as const;
 
-export type RegistryTable = keyof typeof REGISTRY_ENTITIES | 'registry_changes';
+/** The alerting tables (migration 3): not in the change feed; each service reads them when it needs them. */
+export const ALERTING_TABLES = ['channels', 'escalation_policies', 'incident_alerts'] as const;
+
+export type RegistryTable = keyof typeof REGISTRY_ENTITIES | 'registry_changes' | (typeof ALERTING_TABLES)[number];
 
 const trigger = (table: keyof typeof REGISTRY_ENTITIES): string[] => [
   `CREATE TRIGGER ${table}_changed AFTER INSERT OR UPDATE OR DELETE ON ${table}
@@ -128,6 +131,54 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
       `INSERT INTO tenants (tenant_id, name) VALUES ('${DEFAULT_TENANT}', 'default') ON CONFLICT (tenant_id) DO NOTHING`,
     ],
   },
+  {
+    version: 3,
+    name: 'alerting',
+    statements: [
+      // spec: the settings as JSON with the config masked; sealed: the config (channels.ts).
+      `CREATE TABLE channels (
+         id text PRIMARY KEY CHECK (id ~ '^chn_[a-z0-9]{20}$'),
+         tenant_id text NOT NULL REFERENCES tenants,
+         type text NOT NULL,
+         version bigint NOT NULL CHECK (version > 0),
+         spec text NOT NULL,
+         sealed text NOT NULL,
+         created_at timestamptz NOT NULL,
+         updated_at timestamptz NOT NULL)`,
+      `CREATE UNIQUE INDEX channels_tenant ON channels (tenant_id, id)`,
+      `CREATE TABLE escalation_policies (
+         id text PRIMARY KEY CHECK (id ~ '^esc_[a-z0-9]{20}$'),
+         tenant_id text NOT NULL REFERENCES tenants,
+         version bigint NOT NULL CHECK (version > 0),
+         name text NOT NULL,
+         steps jsonb NOT NULL,
+         created_at timestamptz NOT NULL,
+         updated_at timestamptz NOT NULL)`,
+      `CREATE UNIQUE INDEX escalation_policies_tenant ON escalation_policies (tenant_id, id)`,
+      // One row per incident that opened with someone to notify: where its escalation
+      // stands (the policy's steps as they were when it opened), its reminders, who
+      // acknowledged it. A runner works on a due row under a lease (incident-alerts.ts).
+      `CREATE TABLE incident_alerts (
+         incident_id text PRIMARY KEY CHECK (length(incident_id) BETWEEN 1 AND 128),
+         tenant_id text NOT NULL,
+         monitor_id text NOT NULL,
+         opened_at timestamptz NOT NULL,
+         alert jsonb NOT NULL,
+         steps jsonb NOT NULL,
+         step integer NOT NULL DEFAULT 0,
+         step_at timestamptz NOT NULL,
+         reminders jsonb NOT NULL DEFAULT '{}',
+         next_due_at timestamptz,
+         acknowledged_at timestamptz,
+         acknowledged_by text,
+         resolved_at timestamptz,
+         lease_until timestamptz,
+         lease_owner text)`,
+      `CREATE INDEX incident_alerts_due ON incident_alerts (next_due_at)
+         WHERE resolved_at IS NULL AND acknowledged_at IS NULL AND next_due_at IS NOT NULL`,
+      `CREATE INDEX incident_alerts_monitor ON incident_alerts (tenant_id, monitor_id)`,
+    ],
+  },
 ];
 
 /** Applies the registry's migrations (as the database's owner). */
@@ -167,15 +218,21 @@ export const PG_SERVICE_ROLES = {
     functions: [] as string[],
   },
   runner: {
-    usedBy: 'check runner: reads the monitors it checks',
-    grants: grant(READ, 'monitors', 'registry_changes'),
+    usedBy:
+      "check runner: reads the monitors it checks and the alert channels and escalation policies it notifies; keeps where each incident's notifications stand",
+    grants: [
+      ...grant(READ, 'monitors', 'registry_changes', 'channels', 'escalation_policies'),
+      { table: 'incident_alerts', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
+    ],
     functions: [] as string[],
   },
   query: {
-    usedBy: 'query service: authenticates API keys and writes monitors, heartbeat tokens and status pages',
+    usedBy:
+      'query service: authenticates API keys; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies; acknowledges incidents',
     grants: [
       ...grant(READ, 'tenants', 'access_keys'),
-      ...grant(WRITE, 'monitors', 'heartbeat_tokens', 'status_pages'),
+      ...grant(WRITE, 'monitors', 'heartbeat_tokens', 'status_pages', 'channels', 'escalation_policies'),
+      { table: 'incident_alerts', privileges: ['SELECT', 'UPDATE'] },
       ...grant(READ, 'registry_changes'),
     ],
     functions: ['prune_registry_changes(interval)'],
@@ -192,7 +249,11 @@ export function pgGrantStatements(
   database: string,
   roleName: (service: PgServiceRole) => string = (service) => pgRoleName(database, service),
 ): { service: PgServiceRole; role: string; usedBy: string; statements: string[] }[] {
-  const tables: RegistryTable[] = [...(Object.keys(REGISTRY_ENTITIES) as RegistryTable[]), 'registry_changes'];
+  const tables: RegistryTable[] = [
+    ...(Object.keys(REGISTRY_ENTITIES) as RegistryTable[]),
+    'registry_changes',
+    ...ALERTING_TABLES,
+  ];
   return PG_SERVICE_ROLE_NAMES.map((service) => {
     const { usedBy, grants, functions } = PG_SERVICE_ROLES[service];
     const role = roleName(service);

@@ -2,7 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { MonitorSettings } from '@telemetry/contract';
 import { resolverAddress } from '@telemetry/store';
-import { deadline } from '../deadline.js';
+import { deadline } from '@telemetry/platform';
 import type { ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 

@@ -1,5 +1,5 @@
 import { isForbiddenMonitorHeader, type MonitorSettings, type StatusCodeRule } from '@telemetry/contract';
-import { httpCall, HttpCallError, type HttpAnswer } from '../http-client.js';
+import { httpCall, HttpCallError, type HttpAnswer } from '@telemetry/platform';
 import type { ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 

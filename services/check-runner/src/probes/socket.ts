@@ -2,7 +2,7 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { DEFAULT_TLS_MIN_DAYS, type MonitorSettings } from '@telemetry/contract';
 import { connectUrl, portOf, unbracket } from '@telemetry/platform';
-import { classify, StreamSearch } from '../http-client.js';
+import { classify, StreamSearch } from '@telemetry/platform';
 import type { ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 

@@ -1,25 +1,5 @@
-import type { AlertMessage, AnyChannelTarget, ChannelTarget, ChannelType, ConfigOf } from '@telemetry/contract';
+import type { AlertMessage, AnyChannelTarget } from '@telemetry/contract';
 import type { StoredMonitor } from '@telemetry/store';
-import type { Channel } from './channel.js';
-import { webhookChannel } from './webhook.js';
-
-export type { Answer, Channel, ChannelContext, ChannelHttp, Notification, Verdict } from './channel.js';
-
-/** One channel per type: a type of CHANNEL_TYPES without its channel here does not compile. */
-export type ChannelRegistry = { readonly [T in ChannelType]: Channel<ConfigOf<T>> };
-
-/** The alert channels (a new one: its module, and one line here). */
-export const CHANNELS: ChannelRegistry = {
-  webhook: webhookChannel,
-};
-
-/** The channel of a target, typed by the target's type (so its config fits). */
-export function channelFor<T extends ChannelType>(
-  channels: ChannelRegistry,
-  target: ChannelTarget<T>,
-): Channel<ConfigOf<T>> {
-  return channels[target.type];
-}
 
 /**
  * Where a monitor's alerts go: each of its `webhooks` URLs, a webhook signed with its

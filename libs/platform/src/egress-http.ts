@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { CheckError } from '@telemetry/contract';
-import { egressDenied, portOf, type EgressPolicy } from '@telemetry/platform';
+import { egressDenied, portOf, type EgressPolicy } from './egress.js';
 import { deadline } from './deadline.js';
 
 export interface HttpCall {

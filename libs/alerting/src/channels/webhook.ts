@@ -1,8 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { channelConfigProblems, type ChannelValidators, type WebhookChannelConfig } from '@telemetry/contract';
 import { maskWebhookUrl, originOf } from '@telemetry/store';
-import { HttpCallError } from '../http-client.js';
-import type { Answer, Channel, ChannelContext, Notification, Verdict } from './channel.js';
+import { HttpCallError } from '@telemetry/platform';
+import { firstItem, type Notification } from '../notification.js';
+import type { Answer, Channel, ChannelContext, RenderContext, Verdict } from './channel.js';
 
 /**
  * The signed webhook (docs/monitors.md, "Webhooks"): the alert message, as JSON, POSTed
@@ -32,6 +33,7 @@ export interface WebhookRequest {
 
 export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
   type: 'webhook',
+  groups: false,
 
   validate: (config: unknown, v: ChannelValidators) => channelConfigProblems(v, 'webhook', config),
 
@@ -41,7 +43,10 @@ export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
   // Scheme and host: Slack, Discord and Telegram keep their secret in the path.
   shown: (c) => maskWebhookUrl(c.url),
 
-  render({ alert, attempt }: Notification, c: WebhookChannelConfig, now: number): WebhookRequest {
+  render(n: Notification, c: WebhookChannelConfig, ctx: RenderContext): WebhookRequest {
+    const { alert } = firstItem(n);
+    const { attempt } = n;
+    const now = ctx.now;
     const body = JSON.stringify(alert);
     return {
       body,

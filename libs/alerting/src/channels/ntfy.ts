@@ -1,0 +1,3 @@
+import { pendingChannel } from './pending.js';
+
+export const ntfyChannel = pendingChannel('ntfy');

@@ -1,0 +1,3 @@
+import { pendingChannel } from './pending.js';
+
+export const teamsChannel = pendingChannel('teams');

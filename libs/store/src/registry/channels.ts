@@ -1,0 +1,232 @@
+import { randomBytes } from 'node:crypto';
+import {
+  ALERTING_LIMITS,
+  CHANNEL_SECRETS,
+  type AnyChannelTarget,
+  type ChannelObject,
+  type ChannelType,
+} from '@telemetry/contract';
+import { AppError, type PgPool, type PgQueryable, type SecretBox } from '@telemetry/platform';
+import { MASK, maskWebhookUrl } from '../monitor-secrets.js';
+import { epochOf, registryCall, registryWrite } from './pg.js';
+
+/**
+ * Alert channels (docs/alerting.md) in PostgreSQL's `channels` table. A channel's config
+ * holds its secrets (webhook URLs with tokens in the path, routing keys, bot tokens), so
+ * the whole config is sealed (`sealed`, bound to the channel's id) and `spec` holds the
+ * settings with the config as shown: each secret of CHANNEL_SECRETS masked, a URL as its
+ * scheme and host, anything else as MASK. An update that sends a shown value back keeps
+ * the stored one (unmaskConfig).
+ */
+
+/** A new channel id: `chn_` and 20 lower-case hex digits. */
+export function newChannelId(): string {
+  return `chn_${randomBytes(10).toString('hex')}`;
+}
+
+/** A channel's settings, but for its config (in `spec` as they are). */
+export type ChannelSettings = Omit<ChannelObject, 'id' | 'type' | 'config' | 'version' | 'created_at' | 'updated_at'>;
+
+/** A channel with its real config: what the runner sends with; never in an answer. */
+export interface StoredChannel extends ChannelSettings {
+  id: string;
+  tenant_id: string;
+  target: AnyChannelTarget;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The defaults of a new channel's optional settings. */
+export const CHANNEL_DEFAULTS = { send_resolved: true, remind_every_seconds: 0, remind_max: 3, templates: {} } as const;
+
+type Json = Record<string, unknown>;
+
+function at(config: Json, pointer: string): { parent: Json; key: string } | undefined {
+  const parts = pointer.split('/').slice(1);
+  let node: unknown = config;
+  for (const p of parts.slice(0, -1)) {
+    if (typeof node !== 'object' || node === null) return undefined;
+    node = (node as Json)[p];
+  }
+  if (typeof node !== 'object' || node === null) return undefined;
+  return { parent: node as Json, key: parts[parts.length - 1]! };
+}
+
+/** How a secret value is shown: a URL as scheme and host, anything else as MASK. */
+function shownSecret(value: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? maskWebhookUrl(value) : MASK;
+}
+
+/** `config` as shown: every secret of its type masked (a deep copy). */
+export function maskConfig(type: ChannelType, config: object): Json {
+  const out = structuredClone(config) as Json;
+  for (const pointer of CHANNEL_SECRETS[type]) {
+    const slot = at(out, pointer);
+    const v = slot?.parent[slot.key];
+    if (slot && typeof v === 'string') slot.parent[slot.key] = shownSecret(v);
+  }
+  return out;
+}
+
+/**
+ * `sent` with each secret that equals its stored value's shown form replaced by the
+ * stored value (an update that sends back what it read keeps the secret).
+ */
+export function unmaskConfig(type: ChannelType, stored: object, sent: object): Json {
+  const out = structuredClone(sent) as Json;
+  for (const pointer of CHANNEL_SECRETS[type]) {
+    const mine = at(out, pointer);
+    const theirs = at(stored as Json, pointer);
+    const old = theirs?.parent[theirs.key];
+    if (mine && typeof old === 'string' && mine.parent[mine.key] === shownSecret(old)) mine.parent[mine.key] = old;
+  }
+  return out;
+}
+
+interface Row {
+  id: string;
+  tenant_id: string;
+  type: ChannelType;
+  version: string;
+  spec: string;
+  sealed: string;
+  c: string;
+  u: string;
+}
+
+const COLUMNS = `id, tenant_id, type, version, spec, sealed, ${epochOf('created_at')} AS c, ${epochOf('updated_at')} AS u`;
+const iso = (unix: string | number): string => new Date(Number(unix) * 1000).toISOString();
+const unix = (isoTime: string): number => Math.floor(Date.parse(isoTime) / 1000);
+
+/** The channels of a tenant, and of the runner (which reads them with their secrets). */
+export class ChannelStore {
+  constructor(
+    private readonly db: PgPool,
+    private readonly box: SecretBox,
+  ) {}
+
+  private decode(r: Row): StoredChannel {
+    const settings = JSON.parse(r.spec) as ChannelSettings & { config: unknown };
+    const { config: _shown, ...rest } = settings;
+    const config = JSON.parse(this.box.open(r.sealed, `channel:${r.id}`)) as Json;
+    return {
+      ...rest,
+      id: r.id,
+      tenant_id: r.tenant_id,
+      target: { type: r.type, config } as AnyChannelTarget,
+      version: Number(r.version),
+      created_at: iso(r.c),
+      updated_at: iso(r.u),
+    };
+  }
+
+  /** The channels of `tenantId` (those of `ids` only, when given), by id. */
+  async list(tenantId: string, ids?: readonly string[]): Promise<StoredChannel[]> {
+    const { rows } = await registryCall(() =>
+      ids === undefined
+        ? this.db.query<Row>(`SELECT ${COLUMNS} FROM channels WHERE tenant_id = $1 ORDER BY id`, [tenantId])
+        : this.db.query<Row>(
+            `SELECT ${COLUMNS} FROM channels WHERE tenant_id = $1 AND id = ANY($2::text[]) ORDER BY id`,
+            [tenantId, ids],
+          ),
+    );
+    return rows.map((r) => this.decode(r));
+  }
+
+  async get(tenantId: string, id: string): Promise<StoredChannel | undefined> {
+    return (await this.list(tenantId, [id]))[0];
+  }
+
+  /** Of `ids`, those that are not channels of `tenantId` (checked inside a registry write by monitors and policies). */
+  static async missing(tx: PgQueryable, tenantId: string, ids: readonly string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await tx.query<{ id: string }>(
+      'SELECT id FROM channels WHERE tenant_id = $1 AND id = ANY($2::text[])',
+      [tenantId, ids],
+    );
+    const found = new Set(rows.map((r) => r.id));
+    return ids.filter((id) => !found.has(id));
+  }
+
+  private sealed(c: Omit<StoredChannel, 'version'>): { spec: string; sealed: string } {
+    const { id, tenant_id: _t, target, created_at: _c, updated_at: _u, ...settings } = c;
+    const spec = JSON.stringify({ ...settings, config: maskConfig(target.type, target.config) });
+    return { spec, sealed: this.box.seal(JSON.stringify(target.config), `channel:${id}`) };
+  }
+
+  /** Stores a new channel: 403 QUOTA_EXCEEDED past ALERTING_LIMITS.maxChannelsPerTenant. */
+  async create(c: Omit<StoredChannel, 'version'>): Promise<StoredChannel> {
+    const { spec, sealed } = this.sealed(c);
+    return registryWrite(this.db, async (tx) => {
+      const quota = ALERTING_LIMITS.maxChannelsPerTenant;
+      const { rows } = await tx.query<{ n: string }>('SELECT count(*) AS n FROM channels WHERE tenant_id = $1', [
+        c.tenant_id,
+      ]);
+      if (Number(rows[0]?.n ?? 0) >= quota) {
+        throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} alert channels`, { quota });
+      }
+      await tx.query(
+        `INSERT INTO channels (id, tenant_id, type, version, spec, sealed, created_at, updated_at)
+         VALUES ($1, $2, $3, 1, $4, $5, to_timestamp($6), to_timestamp($7))`,
+        [c.id, c.tenant_id, c.target.type, spec, sealed, unix(c.created_at), unix(c.updated_at)],
+      );
+      return { ...c, version: 1 };
+    });
+  }
+
+  /** Stores `next` if the channel is still at `basedOn`; undefined when another change came first or it is gone. */
+  async update(next: Omit<StoredChannel, 'version'>, basedOn: number): Promise<StoredChannel | undefined> {
+    const { spec, sealed } = this.sealed(next);
+    const { rows } = await registryWrite(this.db, (tx) =>
+      tx.query<{ version: string }>(
+        `UPDATE channels SET version = version + 1, spec = $1, sealed = $2, updated_at = to_timestamp($3)
+         WHERE id = $4 AND tenant_id = $5 AND version = $6 RETURNING version`,
+        [spec, sealed, unix(next.updated_at), next.id, next.tenant_id, basedOn],
+      ),
+    );
+    return rows[0] ? { ...next, version: Number(rows[0].version) } : undefined;
+  }
+
+  /**
+   * Deletes the channel unless a monitor or an escalation policy of its tenant uses it
+   * (409 IN_USE naming them); false when it is gone already.
+   */
+  async remove(tenantId: string, id: string): Promise<boolean> {
+    return registryWrite(this.db, async (tx) => {
+      const { rows } = await tx.query<{ what: string }>(
+        `SELECT 'monitor ' || id AS what FROM monitors
+           WHERE tenant_id = $1 AND (spec::jsonb -> 'channels') ? $2
+         UNION ALL
+         SELECT 'escalation policy ' || id FROM escalation_policies
+           WHERE tenant_id = $1 AND jsonb_path_exists(steps, '$[*].channels[*] ? (@ == $id)', jsonb_build_object('id', $2::text))
+         ORDER BY 1 LIMIT 20`,
+        [tenantId, id],
+      );
+      if (rows.length > 0) {
+        throw new AppError('IN_USE', `the channel is used by ${rows.map((r) => r.what).join(', ')}`, {
+          used_by: rows.map((r) => r.what),
+        });
+      }
+      const { rowCount } = await tx.query('DELETE FROM channels WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+      return rowCount === 1;
+    });
+  }
+}
+
+/** A channel as the API shows it: its config masked. */
+export function channelView(c: StoredChannel): ChannelObject {
+  return {
+    id: c.id,
+    type: c.target.type,
+    name: c.name,
+    config: maskConfig(c.target.type, c.target.config),
+    send_resolved: c.send_resolved,
+    remind_every_seconds: c.remind_every_seconds,
+    remind_max: c.remind_max,
+    templates: c.templates,
+    version: c.version,
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+  };
+}
