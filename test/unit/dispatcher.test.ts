@@ -35,6 +35,7 @@ interface Sent {
 class FakeChannel implements Channel<WebhookChannelConfig, string> {
   readonly type = 'webhook' as const;
   readonly groups = false;
+  readonly paging = false;
   readonly sent: Sent[] = [];
   readonly scripts = new Map<string, Answer[]>();
   readonly gates = new Map<string, Promise<void>>();

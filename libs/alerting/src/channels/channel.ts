@@ -65,6 +65,12 @@ export interface Channel<C, R = unknown> {
    */
   readonly groups: boolean;
   /**
+   * True for paging services (PagerDuty, Opsgenie): each incident is theirs too, keyed by
+   * our incident id, so they are always sent the resolve (whatever send_resolved says) and
+   * our acknowledgements (`acknowledged`), and never grouped.
+   */
+  readonly paging: boolean;
+  /**
    * Problems of a config, with the contract's compiled schemas (createChannelValidators,
    * built once in a composition root): the API validates with the same.
    */

@@ -14,7 +14,8 @@ import { telegramChannel } from './telegram.js';
 import { webhookChannel } from './webhook.js';
 
 export type { Answer, Channel, ChannelContext, ChannelHttp, RenderContext, Verdict } from './channel.js';
-export { signature, retriable } from './webhook.js';
+export { signature } from './webhook.js';
+export { classifyHttp, retriable, retryAfterMs, sendHttp, RESPONSE_BYTES, type HttpRequest } from './http-send.js';
 
 /** One channel per type: a type of CHANNEL_TYPES without its channel here does not compile. */
 export type ChannelRegistry = { readonly [T in ChannelType]: Channel<ConfigOf<T>> };

@@ -6,6 +6,7 @@ export function pendingChannel<T extends ChannelType>(type: T): Channel<ConfigOf
   return {
     type,
     groups: false,
+    paging: false,
     validate: (config, v) => channelConfigProblems(v, type, config),
     endpoint: () => type,
     shown: () => type,

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { channelConfigProblems, type ChannelValidators, type WebhookChannelConfig } from '@telemetry/contract';
 import { maskWebhookUrl, originOf } from '@telemetry/store';
-import { HttpCallError } from '@telemetry/platform';
 import { firstItem, type Notification } from '../notification.js';
-import type { Answer, Channel, ChannelContext, RenderContext, Verdict } from './channel.js';
+import type { Answer, Channel, ChannelContext, RenderContext } from './channel.js';
+import { classifyHttp, sendHttp } from './http-send.js';
 
 /**
  * The signed webhook (docs/monitors.md, "Webhooks"): the alert message, as JSON, POSTed
@@ -20,11 +20,6 @@ export function signature(secret: string, body: string, unixSeconds: number): st
   return `t=${unixSeconds},v1=${mac}`;
 }
 
-/** A delivery attempt's answer: retry it, or not. */
-export function retriable(statusCode: number): boolean {
-  return statusCode === 408 || statusCode === 425 || statusCode === 429 || statusCode >= 500;
-}
-
 /** One attempt's request: the body and the headers of ours (Content-Type and User-Agent are added by send). */
 export interface WebhookRequest {
   body: string;
@@ -34,6 +29,7 @@ export interface WebhookRequest {
 export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
   type: 'webhook',
   groups: false,
+  paging: false,
 
   validate: (config: unknown, v: ChannelValidators) => channelConfigProblems(v, 'webhook', config),
 
@@ -59,28 +55,8 @@ export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
     };
   },
 
-  async send(r: WebhookRequest, c: WebhookChannelConfig, ctx: ChannelContext): Promise<Answer> {
-    try {
-      const answer = await ctx.http({
-        url: c.url,
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'User-Agent': ctx.userAgent, ...r.headers },
-        body: r.body,
-        timeoutMs: ctx.timeoutMs,
-        maxRedirects: 0,
-        maxBodyBytes: 1024,
-      });
-      return { statusCode: answer.statusCode };
-    } catch (err) {
-      return { statusCode: 0, error: err instanceof HttpCallError ? err.kind : 'network', detail: String(err) };
-    }
-  },
+  send: (r: WebhookRequest, c: WebhookChannelConfig, ctx: ChannelContext): Promise<Answer> =>
+    sendHttp({ url: c.url, headers: r.headers, body: r.body }, ctx),
 
-  classify(a: Answer): Verdict {
-    if (a.error === undefined && a.statusCode >= 200 && a.statusCode < 300) return 'delivered';
-    // Refused before anything was sent: another attempt would be refused too.
-    if (a.error === 'target_not_allowed') return 'give_up';
-    if (a.error !== undefined) return 'retry';
-    return retriable(a.statusCode) ? 'retry' : 'give_up';
-  },
+  classify: classifyHttp,
 };
