@@ -122,7 +122,7 @@ describe('alert channels (unit)', () => {
         now: () => now,
       };
       const r = webhookChannel.render(notify(alert, 1), config, { templates: {}, name: 'hook', now });
-      expect(await webhookChannel.send(r, config, ctx)).to.deep.equal({ statusCode: 202 });
+      expect(await webhookChannel.send(r, config, ctx)).to.deep.equal({ statusCode: 202, response: '' });
       expect(calls).to.have.length(1);
       expect(calls[0]).to.deep.include({
         url: config.url,
