@@ -50,7 +50,8 @@ export interface Templates {
   text?: string;
 }
 
-const TITLES: Record<NotificationKind, string> = {
+/** Each kind's word in a title (`{{title}}`), used by channels for their structured parts too. */
+export const KIND_TITLES: Record<NotificationKind, string> = {
   down: 'DOWN',
   up: 'UP',
   reminder: 'STILL DOWN',
@@ -102,7 +103,7 @@ function itemView(item: NotifiedAlert, recipient: string, now: number): Record<s
   return {
     kind: item.kind,
     kind_is: { [item.kind]: true },
-    title: TITLES[item.kind],
+    title: KIND_TITLES[item.kind],
     monitor: { id: a.monitor_id, name: a.monitor.name, url: a.monitor.url, link: item.monitorLink },
     incident: {
       id: a.incident_id,
