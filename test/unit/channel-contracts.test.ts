@@ -16,6 +16,7 @@ import {
   type ChannelContext,
   type Notification,
   type NotifiedAlert,
+  type Templates,
 } from '@telemetry/alerting';
 import { createAjv } from '../../libs/contract/src/ajv.js';
 import { noMail, sampleAlert } from './support/fakes.js';
@@ -196,10 +197,11 @@ describe('chat channel contracts (unit, a loopback recording server)', () => {
   async function deliver(
     type: ChatType,
     n: Notification,
+    templates: Templates = {},
   ): Promise<{ answer: Awaited<ReturnType<Channel<unknown>['send']>>; req: Recorded; body: Record<string, unknown> }> {
     const channel = channelOf(type);
     const config = configOf(type);
-    const rendered = channel.render(n, config, { templates: {}, name: 'ops', now: NOW });
+    const rendered = channel.render(n, config, { templates, name: 'ops', now: NOW });
     const answer = await channel.send(rendered, config, ctx);
     expect(received, `${type}: one request`).to.have.length(1);
     const req = received[0]!;
@@ -317,6 +319,16 @@ describe('chat channel contracts (unit, a loopback recording server)', () => {
       received.length = 0;
       const { body } = await deliver(type, notification(items));
       expectValid(type, body);
+    }
+  });
+
+  it('a template that renders nothing still sends what each provider accepts (the kind’s word stands in)', async () => {
+    const empty = { title: '{{#grouped}}x{{/grouped}}', text: '{{#grouped}}x{{/grouped}}' };
+    for (const type of CHAT_TYPES) {
+      received.length = 0;
+      const { body } = await deliver(type, notification([itemOf(alertOf(1))]), empty);
+      expectValid(type, body);
+      expect(JSON.stringify(body), type).to.include('DOWN');
     }
   });
 

@@ -52,7 +52,11 @@ export function chatRecipient(type: string, ctx: RenderContext): string {
 /** The message of `n` for a chat channel of `type`: the templates' title and text, and each item's parts. */
 export function chatMessage(n: Notification, type: string, ctx: RenderContext): ChatMessage {
   const recipient = chatRecipient(type, ctx);
-  const { title, text } = renderMessage(n, ctx.templates, recipient, ctx.now);
+  const words = renderMessage(n, ctx.templates, recipient, ctx.now);
+  // A template may render nothing (`{{#grouped}}…{{/grouped}}` for one incident): every
+  // provider refuses an empty title or text, so the kind's word stands in.
+  const title = words.title || KIND_TITLES[n.kind];
+  const text = words.text || title;
   const items: ChatItem[] = n.items.map((i) => {
     const ackLink = i.ackLink?.(recipient);
     return {
