@@ -132,10 +132,14 @@ export function messageView(n: Notification, recipient: string, now: number): Re
 
 /** How a rendered value is escaped: none (plain text), HTML, or inside a JSON string. */
 export type Escape = 'text' | 'html' | 'json';
+/** `s` safe inside HTML text and attribute values. */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
 const ESCAPES: Record<Escape, (s: string) => string> = {
   text: (s) => s,
-  html: (s) =>
-    s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!),
+  html: escapeHtml,
   json: (s) => JSON.stringify(s).slice(1, -1),
 };
 
