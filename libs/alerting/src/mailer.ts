@@ -104,7 +104,9 @@ function errorKind(err: { code?: string; message?: string }): CheckError {
 function failureAnswer(err: unknown): Answer {
   const e = (err ?? {}) as { code?: string; message?: string; responseCode?: number; response?: string };
   const detail = String(e.message ?? err).slice(0, 500);
-  if (typeof e.responseCode === 'number' && e.responseCode >= 200 && e.code !== 'EGRESS_DENIED') {
+  // A STARTTLS that failed (or was refused by a server that lacks it) is a TLS failure, whatever it answered.
+  const tls = e.code === 'ETLS';
+  if (typeof e.responseCode === 'number' && e.responseCode >= 200 && e.code !== 'EGRESS_DENIED' && !tls) {
     return { statusCode: e.responseCode, detail, response: String(e.response ?? '').slice(0, 1024) };
   }
   return { statusCode: 0, error: errorKind(e), detail };
