@@ -48,7 +48,7 @@ async function main(): Promise<void> {
     devMailpit(),
   ]);
   // The services' mail: SMTP_URL when set, else Mailpit (read it in its web UI).
-  const mail = { SMTP_URL: env.SMTP_URL ?? mailpit!.smtpUrl };
+  const mail = { SMTP_URL: env.SMTP_URL || mailpit!.smtpUrl };
   const children: ManagedProcess[] = [];
   let stopping = false;
   const stopAll = async (code: number): Promise<void> => {
