@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     say('\nstopping services...');
     // One SIGTERM each, and the time each takes to shut down (a second would mean "exit now").
     await Promise.all(children.map((c) => c.stop('SIGTERM', null)));
-    say('stopping Kafka, ClickHouse, PostgreSQL and Mailpit...');
+    say('stopping Kafka, ClickHouse and PostgreSQL, and Mailpit...');
     await Promise.all([stack.stop(), mailpit?.stop()]);
     process.exit(code);
   };
