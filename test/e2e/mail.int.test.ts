@@ -146,6 +146,15 @@ describe('email through a real SMTP server (Mailpit)', function () {
         const answer = await email.send(r, config, context(mailer));
         expect(answer, `${smtpUrl}: ${answer.detail}`).to.deep.include({ statusCode: 0, error: 'tls' });
       }
+      // The same through a tenant's server, on the socket the egress policy's check opened.
+      const allowed = new EgressPolicy({ allow: [`127.0.0.1:${new URL(tls.smtpUrl).port}`] });
+      const tenantMailer = createMailer({ smtpUrl: '', mailFrom: 'x@telemetry.test' }, { policy: allowed, logger });
+      for (const url of [tls.smtpUrl, tls.smtpUrl.replace('smtp://', 'smtps://')]) {
+        const config: EmailChannelConfig = { to: [to], smtp: { url, from: 'noc@tenant.example' } };
+        const r = email.render(notification(downAlert('tls')), config, { templates: {}, name: 't', now });
+        const answer = await email.send(r, config, context(tenantMailer));
+        expect(answer, `tenant ${url}: ${answer.detail}`).to.deep.include({ statusCode: 0, error: 'tls' });
+      }
       expect(await api.search(`to:${to}`)).to.have.length(0);
     } finally {
       await tls.stop();

@@ -1,6 +1,13 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { expect } from 'chai';
-import { createMailer, parseSmtpUrl, smtpUrlProblem, smtpVerdict, type MailMessage } from '@telemetry/alerting';
+import {
+  createMailer,
+  parseSmtpUrl,
+  smtpUrlProblem,
+  smtpUrlVerdict,
+  smtpVerdict,
+  type MailMessage,
+} from '@telemetry/alerting';
 import { EgressPolicy } from '@telemetry/platform';
 import { LineLogger, silentLogger } from './support/fakes.js';
 
@@ -237,6 +244,20 @@ describe('the SMTP mailer (unit)', () => {
         expect(Date.now() - started, url).to.be.lessThan(200);
         expect(smtpVerdict(a)).to.equal('give_up');
       }
+    });
+
+    it('refuses a denied port (EGRESS_DENY_PORTS: 25) at once, before any lookup; the API can ask the same first', async () => {
+      const mailer = createMailer(
+        { smtpUrl: '', mailFrom: 'a@example.net' },
+        { policy: denyAll, logger: silentLogger },
+      );
+      const a = await mailer.send(message, { url: 'smtp://mail.tenant.invalid:25', from: 'noc@tenant.example' });
+      expect(a).to.deep.include({ statusCode: 0, error: 'target_not_allowed' });
+      expect(a.detail).to.match(/port 25/);
+      expect(smtpUrlVerdict(denyAll, 'smtp://mail.tenant.invalid:25')).to.deep.include({ allowed: false });
+      expect(smtpUrlVerdict(denyAll, 'smtps://u:p@169.254.169.254')).to.deep.include({ allowed: false });
+      expect(smtpUrlVerdict(denyAll, 'smtp://mail.tenant.example:587')).to.equal(undefined);
+      expect(smtpUrlVerdict(allowLoopback, 'smtp://127.0.0.1:2525')).to.deep.equal({ allowed: true });
     });
 
     it('never connects to a denied address, as a literal in any form or behind a name', async () => {

@@ -2,7 +2,7 @@ import { connect, isIP } from 'node:net';
 import nodemailer from 'nodemailer';
 import type { SMTPTransportGetSocket, SMTPTransportOptions } from 'nodemailer/lib/smtp-transport';
 import type { CheckError } from '@telemetry/contract';
-import { egressDenied, unbracket, type EgressPolicy, type Logger } from '@telemetry/platform';
+import { egressDenied, unbracket, type EgressPolicy, type EgressVerdict, type Logger } from '@telemetry/platform';
 import type { Answer } from './channels/channel.js';
 import type { Mailer, MailMessage, MailServer } from './mail.js';
 
@@ -112,11 +112,26 @@ function failureAnswer(err: unknown): Answer {
   return { statusCode: 0, error: errorKind(e), detail };
 }
 
-/** The refusal of an IP literal the policy denies (judged before anything connects). */
+/** The policy's verdict before any lookup: on an IP literal host, or a denied port; undefined for a name (judged at connect). */
+function verdictOf(policy: EgressPolicy, t: SmtpTarget): EgressVerdict | undefined {
+  return policy.checkUrl(new URL(`http://${isIP(t.host) === 6 ? `[${t.host}]` : t.host}:${t.port}/`));
+}
+
+/**
+ * What the egress policy says of a tenant's SMTP URL before any lookup (for the API, which
+ * refuses a denied address at once): undefined when its host is a name on an allowed port.
+ * Throws, like parseSmtpUrl, on what is not an SMTP URL.
+ */
+export function smtpUrlVerdict(policy: EgressPolicy, url: string): EgressVerdict | undefined {
+  return verdictOf(policy, parseSmtpUrl(url));
+}
+
+/** The refusal of an address or port the policy denies (judged before anything connects). */
 function literalRefused(policy: EgressPolicy, t: SmtpTarget): Answer | undefined {
-  if (!isIP(t.host)) return undefined;
-  const verdict = policy.check(t.host, t.port);
-  return verdict.allowed ? undefined : { statusCode: 0, error: 'target_not_allowed', detail: verdict.reason };
+  const verdict = verdictOf(policy, t);
+  return !verdict || verdict.allowed
+    ? undefined
+    : { statusCode: 0, error: 'target_not_allowed', detail: verdict.reason };
 }
 
 /**
