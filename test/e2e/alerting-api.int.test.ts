@@ -23,7 +23,7 @@ import {
   uid,
   type Running,
 } from '../support/fixtures.js';
-import { apiClient, type ApiAnswer } from '../support/api.js';
+import { apiClient, apiRequest, type ApiAnswer } from '../support/api.js';
 import { TestTarget } from '../support/target.js';
 
 /**
@@ -430,6 +430,24 @@ describe('alerting API: channels, escalation policies, acknowledgement (real Kaf
       expect((await api('POST', '/api/incidents/nope/acknowledge')).code).to.equal('INCIDENT_NOT_FOUND');
     });
 
+    it('answers 503 and changes nothing when Kafka does not take the acknowledgement', async () => {
+      // A topic that does not exist (the test Kafka creates none by itself): every send fails.
+      const broken = await runQuery({ ALERTS_TOPIC: uid('no-such-topic') });
+      try {
+        await eventually('key loaded', async () =>
+          (await apiRequest(broken.url, 'GET', '/api/channels', undefined, { key: keys.a })).status === 200
+            ? true
+            : undefined,
+        );
+        const id = await openIncident();
+        const r = await apiRequest(broken.url, 'POST', `/api/incidents/${id}/acknowledge`, undefined, { key: keys.a });
+        expect(r.status, r.text).to.equal(503);
+        expect((await incidents.get(id))?.acknowledged_at).to.equal(null);
+      } finally {
+        await broken.stop();
+      }
+    });
+
     it('shows the link’s page on GET without changing anything, and acknowledges as the recipient on POST', async () => {
       const id = await openIncident();
       const token = links.token(
@@ -458,10 +476,39 @@ describe('alerting API: channels, escalation policies, acknowledgement (real Kaf
       const again = await fetch(`${query.url}/ack/${token}`, { method: 'POST' });
       expect(await again.text()).to.contain('already acknowledged');
 
-      // The incidents API says who and when.
+      // The incidents API says who and when (the incident's down alert as the consumer writes it).
+      const at = Math.floor(Date.now() / 1000);
+      await adminClickHouse().insert({
+        table: `${testStack().database}.alerts`,
+        format: 'JSONEachRow',
+        values: [
+          { tenant_id: tenants.a, id: uid('alr'), monitor_id: monitorId, incident_id: id, type: 'monitor.down' },
+          {
+            tenant_id: tenants.a,
+            id: uid('alr'),
+            monitor_id: monitorId,
+            incident_id: uid('inc'),
+            type: 'monitor.down',
+          },
+        ].map((r) => ({
+          ...r,
+          created_at: at,
+          check_id: id,
+          status: 'down',
+          status_code: 500,
+          error: '',
+          response_time: 0,
+          inserted_at: at,
+        })),
+      });
       const listed = await api<Incident[]>('GET', `/api/monitors/${monitorId}/incidents`);
       expect(listed.status, listed.text).to.equal(200);
-      for (const i of listed.body.data) expect(i).to.have.property('acknowledged_by');
+      expect(listed.body.data).to.have.length(2);
+      const mine = listed.body.data.find((i) => i.id === id);
+      expect(mine).to.deep.include({ acknowledged_by: 'email:ops@example.com' });
+      expect(mine?.acknowledged_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      const other = listed.body.data.find((i) => i.id !== id);
+      expect(other).to.deep.include({ acknowledged_at: null, acknowledged_by: null });
 
       const forged = `${token.slice(0, -2)}AA`;
       const bad = await fetch(`${query.url}/ack/${forged}`);
