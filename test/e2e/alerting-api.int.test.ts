@@ -70,7 +70,12 @@ describe('alerting API: channels, escalation policies, acknowledgement (real Kaf
     keys.read = (
       await issueKey(adminRegistry(), { tenantId: tenants.a, kind: 'api', name: 'r', scopes: ['monitors:read'] })
     ).key;
-    query = await runQuery({ ALERT_MIN_DELAY_SECONDS: '30', CHANNEL_TEST_TIMEOUT_MS: '2000' });
+    query = await runQuery({
+      ALERT_MIN_DELAY_SECONDS: '30',
+      CHANNEL_TEST_TIMEOUT_MS: '2000',
+      // The query service's own PostgreSQL role: the routes need no more than it is granted.
+      DATABASE_URL: testStack().users.postgres!.query,
+    });
     await eventually('keys loaded', async () =>
       (await api('GET', '/api/channels')).status === 200 ? true : undefined,
     );
