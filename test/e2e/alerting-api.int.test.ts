@@ -424,11 +424,22 @@ describe('alerting API: channels, escalation policies, acknowledgement (real Kaf
       expect(a.id).to.match(/^alr_[0-9a-f]{24}$/);
       expect(a.monitor).to.deep.equal({ name: 'Checkout <b>', url: 'https://shop.example.com/' });
       expect((await incidents.get(id))?.acknowledged_by).to.equal(`key:${keyIdA}`);
+      // Acknowledged again: the first who and when stay, and nothing more is published.
+      const again = await api<{ acknowledged_at: string }>('POST', `/api/incidents/${id}/acknowledge`);
+      expect(again.body.data).to.deep.equal(ack.body.data);
 
       const back = await api<{ acknowledged_at: null }>('POST', `/api/incidents/${id}/unacknowledge`, {});
       expect(back.body.data).to.deep.equal({ acknowledged_at: null, acknowledged_by: null });
       await published(id, 'incident.unacknowledged');
       expect((await incidents.get(id))?.acknowledged_at).to.equal(null);
+      // One partition per monitor: the second acknowledgement, had it been sent, would be in by now.
+      const mine = (alerts.values as AlertMessage[]).filter((m) => m.incident_id === id);
+      expect(mine.map((m) => m.type)).to.deep.equal(['incident.acknowledged', 'incident.unacknowledged']);
+      // Taken back when nobody acknowledged: the escalation clock is not restarted.
+      const clock = await incidents.get(id);
+      const twice = await api('POST', `/api/incidents/${id}/unacknowledge`);
+      expect(twice.body.data).to.deep.equal({ acknowledged_at: null, acknowledged_by: null });
+      expect((await incidents.get(id))?.next_due_at).to.equal(clock?.next_due_at);
 
       await incidents.resolve(id, Date.now());
       expect((await api('POST', `/api/incidents/${id}/acknowledge`)).code).to.equal('INCIDENT_NOT_FOUND');

@@ -81,7 +81,7 @@ export function acknowledgeRoutes(app: Express, deps: AcknowledgeRoutesDeps): vo
     incidentId: string,
     actor: string | null,
     allowed: (monitorId: string) => boolean,
-  ): Promise<IncidentAlertState | undefined> => {
+  ): Promise<{ state: IncidentAlertState; changed: boolean } | undefined> => {
     const type: AckType = actor === null ? 'incident.unacknowledged' : 'incident.acknowledged';
     const at = Date.now();
     return storeCall(req, 'incident acknowledgement', () =>
@@ -99,10 +99,11 @@ export function acknowledgeRoutes(app: Express, deps: AcknowledgeRoutesDeps): vo
     if (id.length > 128 || !MONITOR_ID.test(id)) throw notFound(id);
     await emptyBody(req);
     const key = keyOf(res);
-    const s = await change(req, tenantOf(res), id, acknowledge ? `key:${key.keyId}` : null, (monitorId) =>
-      key.monitorIds.size === 0 ? true : key.monitorIds.has(monitorId),
-    );
-    if (!s) throw notFound(id);
+    const allowed = (monitorId: string): boolean => key.monitorIds.size === 0 || key.monitorIds.has(monitorId);
+    const done = await change(req, tenantOf(res), id, acknowledge ? `key:${key.keyId}` : null, allowed);
+    // Unchanged (already in that state): `then` did not run, so the monitor is checked here.
+    if (!done || !allowed(done.state.monitor_id)) throw notFound(id);
+    const s = done.state;
     res.json(ok({ acknowledged_at: iso(s.acknowledged_at), acknowledged_by: s.acknowledged_by }));
   };
   app.post('/api/incidents/:id/acknowledge', deps.auth.write, apiRoute(true));
@@ -171,21 +172,18 @@ export function acknowledgeRoutes(app: Express, deps: AcknowledgeRoutesDeps): vo
   app.post('/ack/:token', async (req, res) => {
     const claim = claimOf(req, res);
     if (!claim) return;
-    const before = await lookup(req, claim);
-    if (!before || before.resolved_at !== null) return closedPage(req, res, before, claim.incident_id);
-    const title = `${before.alert.monitor.name} is down`;
-    const already = before.acknowledged_at !== null;
-    const s = already ? before : await change(req, claim.tenant_id, claim.incident_id, claim.recipient, () => true);
-    if (!s) return closedPage(req, res, await lookup(req, claim), claim.incident_id);
+    const done = await change(req, claim.tenant_id, claim.incident_id, claim.recipient, () => true);
+    if (!done) return closedPage(req, res, await lookup(req, claim), claim.incident_id);
+    const s = done.state;
     if (wantsJson(req)) {
       res.json(ok({ acknowledged_at: iso(s.acknowledged_at), acknowledged_by: s.acknowledged_by }));
       return;
     }
     sendAckPage(res, {
       status: 200,
-      title,
+      title: `${s.alert.monitor.name} is down`,
       lines: [
-        already ? 'This incident was already acknowledged.' : 'Thank you: the incident is acknowledged.',
+        done.changed ? 'Thank you: the incident is acknowledged.' : 'This incident was already acknowledged.',
         ...acknowledgedLines(s),
       ],
     });
