@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import type { AlertMessage, AnyChannelTarget, ChannelType, StateAlert } from '@telemetry/contract';
+import {
+  createValidators,
+  type AlertMessage,
+  type AnyChannelTarget,
+  type ChannelType,
+  type StateAlert,
+  type WebhookDeliveryMessage,
+} from '@telemetry/contract';
 import { CHANNELS, type Answer, type Channel, type ChannelRegistry, type Notification } from '@telemetry/alerting';
 import { EscalationClock } from '../../services/check-runner/src/escalation-clock.js';
 import { buildAlerting, FakeAlertingData } from './support/alerting.js';
@@ -51,9 +58,11 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
   let script: Script;
   let data: FakeAlertingData;
   let now: number;
+  let records: WebhookDeliveryMessage[];
 
   beforeEach(() => {
     sent = [];
+    records = [];
     script = { answers: new Map(), gates: new Map() };
     data = new FakeAlertingData();
     now = T0;
@@ -96,7 +105,10 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
       groupThreshold: o.threshold ?? 3,
       minDelaySeconds: 1,
       now: () => now,
-      record: () => Promise.resolve(),
+      record: (r) => {
+        records.push(r);
+        return Promise.resolve();
+      },
     });
     const clock = new EscalationClock({
       data,
@@ -121,11 +133,18 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
   const channelsOnly = (): string[] => sent.filter((s) => !s.url.includes('own.')).map(brief);
 
   function policy(): void {
-    data.channel('chn_slack', target('slack', 'https://slack.example.test/1'));
-    data.channel('chn_pd', target('pagerduty', 'https://pd.example.test/1'));
-    data.channel('chn_mail', target('email', 'https://mail.example.test/1'), { send_resolved: false });
-    data.policies.set('esc_1', [{ channels: ['chn_slack'], escalate_after_seconds: 60 }, { channels: ['chn_mail'] }]);
-    data.monitors.set('mon_a', { ...data.monitors.get('mon_a')!, channels: ['chn_pd'], escalation_policy: 'esc_1' });
+    data.channel('chn_slack000000000000000', target('slack', 'https://slack.example.test/1'));
+    data.channel('chn_pd000000000000000000', target('pagerduty', 'https://pd.example.test/1'));
+    data.channel('chn_mail0000000000000000', target('email', 'https://mail.example.test/1'), { send_resolved: false });
+    data.policies.set('esc_1', [
+      { channels: ['chn_slack000000000000000'], escalate_after_seconds: 60 },
+      { channels: ['chn_mail0000000000000000'] },
+    ]);
+    data.monitors.set('mon_a', {
+      ...data.monitors.get('mon_a')!,
+      channels: ['chn_pd000000000000000000'],
+      escalation_policy: 'esc_1',
+    });
   }
 
   it('notifies the first step (policy and the monitor’s own channels), escalates after the delay, once', async () => {
@@ -165,12 +184,38 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
     expect(first.every((id) => /^ntf_[0-9a-f]{32}$/.test(id) || id === 'alr_down')).to.equal(true);
   });
 
+  it('records every attempt with the channel, its id and the kind (an acknowledgement under its own alert)', async () => {
+    policy();
+    script.answers.set('https://pd.example.test/1', [{ statusCode: 503 }]);
+    const { dispatcher } = setup();
+    await dispatcher.dispatch(down);
+    data.incidents.acknowledge('inc_1', 'key:k1', T0 + 1000);
+    await dispatcher.dispatch({
+      ...down,
+      id: 'alr_ack',
+      type: 'incident.acknowledged',
+      actor: 'key:k1',
+      check: undefined,
+    });
+    const v = createValidators();
+    for (const r of records) expect(v.webhookDeliveryMessage(r), JSON.stringify(r)).to.equal(true);
+    const brief = (r: WebhookDeliveryMessage): string =>
+      `${r.channel ?? '-'} ${r.channel_id ?? '-'} ${r.kind ?? '-'} ${r.alert_id} ${r.attempt}:${r.status}`;
+    expect(records.map(brief).sort()).to.deep.equal([
+      '- - - alr_down 1:delivered',
+      'pagerduty chn_pd000000000000000000 acknowledged alr_ack 1:delivered',
+      'pagerduty chn_pd000000000000000000 down alr_down 1:retrying',
+      'pagerduty chn_pd000000000000000000 down alr_down 2:delivered',
+      'slack chn_slack000000000000000 down alr_down 1:delivered',
+    ]);
+  });
+
   it('reminds each channel every remind_every_seconds, at most remind_max times', async () => {
-    data.channel('chn_slack', target('slack', 'https://slack.example.test/1'), {
+    data.channel('chn_slack000000000000000', target('slack', 'https://slack.example.test/1'), {
       remind_every_seconds: 10,
       remind_max: 2,
     });
-    data.monitors.set('mon_a', { ...data.monitors.get('mon_a')!, channels: ['chn_slack'] });
+    data.monitors.set('mon_a', { ...data.monitors.get('mon_a')!, channels: ['chn_slack000000000000000'] });
     const { dispatcher, clock } = setup();
     await dispatcher.dispatch(down);
     for (const t of [5, 10, 15, 20, 30, 40, 100]) {
@@ -187,7 +232,7 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
 
   it('stops reminders and escalation once acknowledged, and passes the acknowledgement to paging channels only', async () => {
     policy();
-    data.channelsById.get('chn_slack')!.remind_every_seconds = 10;
+    data.channelsById.get('chn_slack000000000000000')!.remind_every_seconds = 10;
     const { dispatcher, clock } = setup();
     await dispatcher.dispatch(down);
     sent.length = 0;
@@ -212,10 +257,10 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
 
   it('sends up to the channels notified so far that want it, and always to paging channels', async () => {
     policy();
-    data.channel('chn_late', target('slack', 'https://late.example.test/1'));
-    data.policies.get('esc_1')!.push({ channels: ['chn_late'] });
+    data.channel('chn_late0000000000000000', target('slack', 'https://late.example.test/1'));
+    data.policies.get('esc_1')!.push({ channels: ['chn_late0000000000000000'] });
     data.policies.get('esc_1')![1]!.escalate_after_seconds = 60;
-    data.channelsById.get('chn_pd')!.send_resolved = false;
+    data.channelsById.get('chn_pd000000000000000000')!.send_resolved = false;
     const { dispatcher, clock } = setup();
     await dispatcher.dispatch(down);
     now = T0 + 60_000;
@@ -247,13 +292,13 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
     [2, 2],
   ] as const) {
     it(`groups ${count} notifications to one channel into ${messages} message(s) (threshold 3)`, async () => {
-      data.channel('chn_slack', target('slack', 'https://slack.example.test/1'));
+      data.channel('chn_slack000000000000000', target('slack', 'https://slack.example.test/1'));
       const alerts = Array.from({ length: count }, (_, i) => {
         const id = `mon_${i}`;
         data.monitors.set(id, {
           id,
           tenant_id: 'ten_a',
-          channels: ['chn_slack'],
+          channels: ['chn_slack000000000000000'],
           escalation_policy: null,
           silenced_until: null,
         });
@@ -269,8 +314,8 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
   }
 
   it('waits for a 429’s Retry-After when it is longer than its own backoff, and sends once after', async () => {
-    data.channel('chn_pd', target('pagerduty', 'https://pd.example.test/1'));
-    data.monitors.get('mon_a')!.channels = ['chn_pd'];
+    data.channel('chn_pd000000000000000000', target('pagerduty', 'https://pd.example.test/1'));
+    data.monitors.get('mon_a')!.channels = ['chn_pd000000000000000000'];
     script.answers.set('https://pd.example.test/1', [{ statusCode: 429, retryAfterMs: 200 }]);
     const { dispatcher } = setup({ retryBaseMs: 1 });
     await dispatcher.dispatch(down);
@@ -280,8 +325,8 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
   });
 
   it('gives up a bad request at once', async () => {
-    data.channel('chn_pd', target('pagerduty', 'https://pd.example.test/1'));
-    data.monitors.get('mon_a')!.channels = ['chn_pd'];
+    data.channel('chn_pd000000000000000000', target('pagerduty', 'https://pd.example.test/1'));
+    data.monitors.get('mon_a')!.channels = ['chn_pd000000000000000000'];
     script.answers.set('https://pd.example.test/1', [{ statusCode: 400, response: '{"message":"bad"}' }]);
     const { dispatcher } = setup();
     await dispatcher.dispatch(down);
@@ -289,9 +334,9 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
   });
 
   it('a provider that never answers does not delay another channel', async () => {
-    data.channel('chn_pd', target('pagerduty', 'https://pd.example.test/1'));
-    data.channel('chn_slack', target('slack', 'https://slack.example.test/1'));
-    data.monitors.get('mon_a')!.channels = ['chn_pd', 'chn_slack'];
+    data.channel('chn_pd000000000000000000', target('pagerduty', 'https://pd.example.test/1'));
+    data.channel('chn_slack000000000000000', target('slack', 'https://slack.example.test/1'));
+    data.monitors.get('mon_a')!.channels = ['chn_pd000000000000000000', 'chn_slack000000000000000'];
     let release = (): void => undefined;
     script.gates.set('https://pd.example.test/1', new Promise<void>((r) => (release = r)));
     const { dispatcher } = setup();

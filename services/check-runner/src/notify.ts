@@ -87,6 +87,8 @@ export class Notifier {
     const a = n.alert;
     const base = this.deps.publicUrl.replace(/\/+$/, '');
     const tenant = a.tenant_id ?? c.tenant_id;
+    // Every attempt of the notification carries the same link (its expiry counts from now).
+    const at = this.deps.now();
     const item: NotifiedAlert = {
       kind: n.kind,
       alert: a,
@@ -99,7 +101,7 @@ export class Notifier {
       ...(OPEN_KINDS.has(n.kind)
         ? {
             ackLink: (recipient: string) =>
-              this.deps.ackLinks.link({ tenant_id: tenant, incident_id: a.incident_id, recipient }, this.deps.now()),
+              this.deps.ackLinks.link({ tenant_id: tenant, incident_id: a.incident_id, recipient }, at),
           }
         : {}),
     };
