@@ -230,6 +230,40 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
     expect(data.incidents.rows.get('inc_1')!.next_due_at).to.equal(null);
   });
 
+  it('works due rows independently: one waiting on a provider that never answers holds no other', async () => {
+    data.channel('chn_pd000000000000000000', target('pagerduty', 'https://pd.example.test/1'), {
+      remind_every_seconds: 10,
+    });
+    data.channel('chn_slack000000000000000', target('slack', 'https://slack.example.test/1'), {
+      remind_every_seconds: 10,
+    });
+    data.monitors.get('mon_a')!.channels = ['chn_pd000000000000000000'];
+    data.monitors.set('mon_b', { ...data.monitors.get('mon_a')!, id: 'mon_b', channels: ['chn_slack000000000000000'] });
+    const { dispatcher, clock } = setup();
+    await dispatcher.dispatch(down);
+    await dispatcher.dispatch({ ...down, id: 'alr_b', monitor_id: 'mon_b', incident_id: 'inc_2' });
+    let release = (): void => undefined;
+    script.gates.set('https://pd.example.test/1', new Promise<void>((r) => (release = r)));
+    now = T0 + 10_000;
+    await clock.start();
+    try {
+      await until(
+        () => data.incidents.rows.get('inc_2')!.reminders['chn_slack000000000000000']?.sent === 1,
+        'the other row',
+      );
+      expect(channelsOnly()).to.include('pagerduty pd.example.test reminder #1');
+      expect(data.incidents.rows.get('inc_1')!.reminders).to.deep.equal({});
+      release();
+      await until(
+        () => data.incidents.rows.get('inc_1')!.reminders['chn_pd000000000000000000']?.sent === 1,
+        'the held row',
+      );
+    } finally {
+      release();
+      await clock.stop();
+    }
+  });
+
   it('stops reminders and escalation once acknowledged, and passes the acknowledgement to paging channels only', async () => {
     policy();
     data.channelsById.get('chn_slack000000000000000')!.remind_every_seconds = 10;

@@ -17,7 +17,7 @@ export interface EscalationClockDeps {
   leaseMs: number;
   /** ALERT_MIN_DELAY_SECONDS: shorter delays of old rows are raised to it. */
   minDelaySeconds: number;
-  /** Rows claimed per tick. */
+  /** Rows worked on at once (100). */
   batch?: number;
   /** Counted when a silenced monitor's notification is not sent. */
   silenced: Counter<'kind'>;
@@ -39,9 +39,12 @@ export interface EscalationClockDeps {
 export class EscalationClock extends PeriodicJob {
   private readonly now: () => number;
   private readonly ticks: Counter<'outcome'>;
+  /** Rows being worked on (claimed, not yet finished). */
+  private readonly working = new Set<Promise<void>>();
 
   constructor(private readonly deps: EscalationClockDeps) {
-    super('escalation-clock', deps.tickMs, () => this.sweep(), deps.logger);
+    // Each tick only claims and starts: a row waiting on a slow provider never holds another's.
+    super('escalation-clock', deps.tickMs, () => this.startDue(), deps.logger);
     this.now = deps.now ?? Date.now;
     this.ticks = counter(
       deps.registry,
@@ -55,27 +58,30 @@ export class EscalationClock extends PeriodicJob {
     // A row cut short is not finished: its lease expires and another runner sends again.
     this.deps.stopDeliveries();
     await super.stop();
+    await Promise.allSettled([...this.working]);
   }
 
-  /** Works every due row once (exposed for tests). */
+  /** Works every due row once and resolves when all are finished (tests; the ticks do not wait). */
   async sweep(): Promise<void> {
+    await Promise.allSettled(await this.startDue());
+  }
+
+  /** Claims the due rows (as many as there is room for) and starts working on each. */
+  private async startDue(): Promise<Promise<void>[]> {
+    const room = (this.deps.batch ?? 100) - this.working.size;
+    if (room <= 0) return [];
     const now = this.now();
-    const rows = await this.deps.data.incidents.claimDue(
-      this.deps.owner,
-      now,
-      this.deps.leaseMs,
-      this.deps.batch ?? 100,
-    );
-    const done = await Promise.allSettled(rows.map((r) => this.work(r, now)));
-    for (const [i, d] of done.entries()) {
-      if (d.status === 'fulfilled') continue;
-      this.ticks.inc({ outcome: 'failed' });
-      // Its lease expires and a later tick (here or on another runner) sends again.
-      this.deps.logger.warn('escalation row not finished', {
-        incident_id: rows[i]!.incident_id,
-        err: String(d.reason),
+    const rows = await this.deps.data.incidents.claimDue(this.deps.owner, now, this.deps.leaseMs, room);
+    return rows.map((row) => {
+      const p = this.work(row, now).catch((err: unknown) => {
+        this.ticks.inc({ outcome: 'failed' });
+        // Its lease expires and a later tick (here or on another runner) sends again.
+        this.deps.logger.warn('escalation row not finished', { incident_id: row.incident_id, err: String(err) });
       });
-    }
+      this.working.add(p);
+      void p.finally(() => this.working.delete(p));
+      return p;
+    });
   }
 
   private async work(row: IncidentAlertState, now: number): Promise<void> {
