@@ -1,8 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startMailpit, type Mailpit } from '../tools/devstack/mailpit.js';
 import { provision } from '../tools/devstack/provision.js';
 import { startStack, type Stack } from '../tools/devstack/stack.js';
 
 let stack: Stack | undefined;
+let mailpit: Mailpit | undefined;
+let mailpitDir: string | undefined;
 
 /** The stack this run started (fault tests use its controls when it has them). */
 export function runStack(): Stack {
@@ -17,7 +23,7 @@ export function runStack(): Stack {
  */
 export async function mochaGlobalSetup(): Promise<void> {
   const started = Date.now();
-  stack = await startStack();
+  [stack] = await Promise.all([startStack(), startRunMailpit()]);
   const run = randomBytes(4).toString('hex');
   const names = {
     TEST_DATABASE: `test_${run}`,
@@ -48,10 +54,23 @@ export async function mochaGlobalSetup(): Promise<void> {
     TEST_CLICKHOUSE_USERS_DIR: stack.clickhouseUsersDir ?? '',
   });
   process.stderr.write(
-    `[stack] ${stack.mode}: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl} (${Date.now() - started} ms)\n`,
+    `[stack] ${stack.mode}: kafka ${stack.kafkaBrokers}, clickhouse ${stack.clickhouseUrl}, mailpit ${process.env.MAILPIT_API_URL} (${Date.now() - started} ms)\n`,
   );
 }
 
+/**
+ * One Mailpit for the run (tools/devstack/mailpit.ts), unless MAILPIT_SMTP_URL and
+ * MAILPIT_API_URL name one: tests send through MAILPIT_SMTP_URL (serviceEnv's SMTP_URL) and
+ * read what arrived at MAILPIT_API_URL (test/support/mailpit.ts).
+ */
+async function startRunMailpit(): Promise<void> {
+  if (process.env.MAILPIT_SMTP_URL && process.env.MAILPIT_API_URL) return;
+  mailpitDir = mkdtempSync(join(tmpdir(), 'telemetry-mailpit-'));
+  mailpit = await startMailpit({ logDir: mailpitDir });
+  Object.assign(process.env, { MAILPIT_SMTP_URL: mailpit.smtpUrl, MAILPIT_API_URL: mailpit.httpUrl });
+}
+
 export async function mochaGlobalTeardown(): Promise<void> {
-  await stack?.stop();
+  await Promise.all([stack?.stop(), mailpit?.stop()]);
+  if (mailpitDir) rmSync(mailpitDir, { recursive: true, force: true });
 }

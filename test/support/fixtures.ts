@@ -59,6 +59,13 @@ export function testStack() {
   };
 }
 
+/** The run's Mailpit's SMTP URL (global setup; test/support/mailpit.ts reads what arrived). */
+export function mailpitSmtpUrl(): string {
+  const url = process.env.MAILPIT_SMTP_URL;
+  if (!url) throw new Error('MAILPIT_SMTP_URL is not set: run the tests with npm test (global setup starts Mailpit)');
+  return url;
+}
+
 export function uid(prefix = 'x'): string {
   return `${prefix}-${randomBytes(5).toString('hex')}`;
 }
@@ -181,6 +188,8 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     ...(process.env.KAFKA_CLIENT ? { KAFKA_CLIENT: process.env.KAFKA_CLIENT } : {}),
     // Tests check often, to see results quickly.
     MIN_INTERVAL_SECONDS: '1',
+    // The run's Mailpit (global setup): all mail the services send arrives there.
+    SMTP_URL: mailpitSmtpUrl(),
     ...extra,
   };
 }

@@ -3,10 +3,11 @@
  * installed once: Debian's clickhouse-server, postgresql and haproxy with apt-get (as
  * root; otherwise the error says what to install), and Apache Kafka's, its tools' and
  * ZooKeeper's jars copied from Maven Central with `mvn dependency:copy-dependencies`
- * (tools/devstack/<name>/pom.xml) into the cache directory.
+ * (tools/devstack/<name>/pom.xml) into the cache directory; Mailpit (a real SMTP server for
+ * the tests and `npm start`) built once with `go install` into the cache directory.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +19,7 @@ export const here = dirname(fileURLToPath(import.meta.url));
 
 export const KAFKA_VERSION = '4.1.1';
 export const ZOOKEEPER_VERSION = '3.9.3';
+export const MAILPIT_VERSION = '1.33.1';
 
 export function cacheDir(env: NodeJS.ProcessEnv): string {
   return env.DEVSTACK_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'telemetry-pipeline');
@@ -127,4 +129,39 @@ async function ensureMavenJars(
   );
   writeFileSync(marker, new Date().toISOString());
   return dir;
+}
+
+/**
+ * Mailpit's binary, built once from the Go module proxy with `go install` (about 45 s) into
+ * the cache. NOTE: several runs may build it at once (parallel test runs on one machine):
+ * each builds into its own directory and renames it into place; the first rename wins.
+ */
+export async function ensureMailpit(env: NodeJS.ProcessEnv, log: (l: string) => void): Promise<string> {
+  const dir = join(cacheDir(env), `mailpit-${MAILPIT_VERSION}`);
+  const bin = join(dir, 'mailpit');
+  if (existsSync(bin)) return bin;
+  // The official Go toolchain's usual place when it is not on PATH. NOTE: Mailpit 1.33 needs Go >= 1.26
+  // (Debian 12's golang-go is 1.19; a Go >= 1.21 fetches the toolchain it needs from the module proxy).
+  const go = (await which('go')) ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  if (!go) {
+    throw new Error(
+      'Go (>= 1.21) is needed to build Mailpit, the test SMTP server: install it (https://go.dev/dl/), or set MAILPIT_SMTP_URL and MAILPIT_API_URL',
+    );
+  }
+  log(`building Mailpit ${MAILPIT_VERSION} with go install (once)...`);
+  const building = `${dir}.building-${process.pid}`;
+  mkdirSync(building, { recursive: true });
+  try {
+    await run(go, ['install', `github.com/axllent/mailpit@v${MAILPIT_VERSION}`], {
+      env: { ...process.env, GOBIN: building },
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 15 * 60_000,
+    });
+    if (!existsSync(bin)) renameSync(building, dir);
+  } catch (err) {
+    if (!existsSync(bin)) throw err;
+  } finally {
+    rmSync(building, { recursive: true, force: true });
+  }
+  return bin;
 }

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 /**
  * npm start: the whole stack on this machine.
  *
- * Starts (or uses, see stack.ts) Kafka and ClickHouse, applies migrations, creates the
+ * Starts (or uses, see stack.ts) Kafka and ClickHouse, and Mailpit (mailpit.ts: all mail
+ * the services send arrives there, unless SMTP_URL names a server), applies migrations, creates the
  * topics, issues a development access key and API key, starts the four services as
  * child processes, registers a demo monitor (the gateway's own health), waits for its
  * first check, and prints commands to paste.
@@ -18,6 +19,7 @@ import { createTenant, issueKey, listTenants } from '@telemetry/store';
 import { writeLocalEnv } from './local-env.js';
 import { serviceCommand, type ServiceName } from './commands.js';
 import { portOr } from './ports.js';
+import { startMailpit, type Mailpit } from './mailpit.js';
 import { ManagedProcess } from './process.js';
 import { provision, topicEnv } from './provision.js';
 import { storeEnv } from './users.js';
@@ -40,8 +42,13 @@ const DEMO_MONITOR = 'demo: ingest gateway health';
 
 async function main(): Promise<void> {
   mkdirSync(join(root, '.stack'), { recursive: true });
-  say('starting Kafka, ClickHouse and PostgreSQL...');
-  const stack = await startStack({ dataDir: env.DEVSTACK_DATA_DIR ?? join(root, '.stack', 'data'), keepData: true });
+  say('starting Kafka, ClickHouse, PostgreSQL and Mailpit...');
+  const [stack, mailpit] = await Promise.all([
+    startStack({ dataDir: env.DEVSTACK_DATA_DIR ?? join(root, '.stack', 'data'), keepData: true }),
+    devMailpit(),
+  ]);
+  // The services' mail: SMTP_URL when set, else Mailpit (read it in its web UI).
+  const mail = { SMTP_URL: env.SMTP_URL || mailpit!.smtpUrl };
   const children: ManagedProcess[] = [];
   let stopping = false;
   const stopAll = async (code: number): Promise<void> => {
@@ -50,8 +57,8 @@ async function main(): Promise<void> {
     say('\nstopping services...');
     // One SIGTERM each, and the time each takes to shut down (a second would mean "exit now").
     await Promise.all(children.map((c) => c.stop('SIGTERM', null)));
-    say('stopping Kafka, ClickHouse and PostgreSQL...');
-    await stack.stop();
+    say('stopping Kafka, ClickHouse and PostgreSQL, and Mailpit...');
+    await Promise.all([stack.stop(), mailpit?.stop()]);
     process.exit(code);
   };
   process.on('SIGINT', () => void stopAll(0));
@@ -117,7 +124,7 @@ async function main(): Promise<void> {
     // monitor) and nothing else on this machine: never ClickHouse or Kafka.
     const egress = { EGRESS_ALLOW: env.EGRESS_ALLOW ?? `127.0.0.1:${ports.gateway}` };
     for (const [name, port] of services) {
-      const extra = { ...storeEnv(users, name), ...egress };
+      const extra = { ...storeEnv(users, name), ...egress, ...mail };
       const child = new ManagedProcess({
         name,
         command: serviceCommand(name),
@@ -162,6 +169,7 @@ The stack is up (${stack.mode}: Kafka ${stack.kafkaBrokers}, ClickHouse ${stack.
   stream consumer  http://127.0.0.1:${ports.consumer}/metrics
   query service    ${q}
   check runner     http://127.0.0.1:${ports.runner}/metrics
+  mail             ${mailpit ? `${mailpit.httpUrl}/ (Mailpit: every email the services send, SMTP ${mailpit.smtpUrl})` : 'SMTP_URL (your server)'}
 
 Send an event (development access key, shown once):
 curl -sS -X POST '${g}/api/telemetry/events' -H 'Content-Type: application/json' -H 'X-Access-Key: ${access.key}' -d '{"events":[{"source":"quickstart","category":"page_view","payload":{"path":"/"}}]}'
@@ -185,6 +193,19 @@ Press Ctrl-C to stop.`);
     process.stderr.write(`npm start failed: ${err instanceof Error ? err.message : String(err)}\n`);
     await stopAll(1);
   }
+}
+
+/**
+ * Mailpit on its usual ports (SMTP 1025, web UI 8025) when they are free (MAILPIT_SMTP_PORT,
+ * MAILPIT_UI_PORT override them); none when SMTP_URL names the server to use.
+ */
+async function devMailpit(): Promise<Mailpit | undefined> {
+  if (env.SMTP_URL) return undefined;
+  return startMailpit({
+    logDir: join(root, '.stack'),
+    smtpPort: await portOr(env.MAILPIT_SMTP_PORT, 1025),
+    httpPort: await portOr(env.MAILPIT_UI_PORT, 8025),
+  });
 }
 
 const DEV_TENANT = 'development';

@@ -133,12 +133,16 @@ export function messageView(n: Notification, recipient: string, now: number): Re
 
 /** How a rendered value is escaped: none (plain text), HTML, or inside a JSON string. */
 export type Escape = 'text' | 'html' | 'json';
+/** `s` safe inside HTML text and attribute values. */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
 // NOTE: mustache hands a custom escape the value as it is in the view: numbers
 // (check.status_code, count, step) arrive as numbers, so each escape takes a string of it.
 const ESCAPES: Record<Escape, (v: unknown) => string> = {
   text: (v) => String(v),
-  html: (v) =>
-    String(v).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!),
+  html: (v) => escapeHtml(String(v)),
   json: (v) => JSON.stringify(String(v)).slice(1, -1),
 };
 
