@@ -1,7 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
-export type TargetMode = 'ok' | 'error' | 'hang';
+/**
+ * `ok` 200, `error` 500, `hang` never answers, `throttle` 429 with `Retry-After: 2` to the
+ * first request and every other one after (1st, 3rd, …) and 200 to the rest: a provider's
+ * rate limit, for senders that retry one request at a time.
+ */
+export type TargetMode = 'ok' | 'error' | 'hang' | 'throttle';
 
 export interface SeenRequest {
   path: string;
@@ -73,8 +78,13 @@ export class TestTarget {
       });
       const mode = this.modes.get(path) ?? 'ok';
       if (mode === 'hang') return; // never answers
-      res.writeHead(mode === 'ok' ? 200 : 500, { 'content-type': 'text/plain' });
-      res.end(mode === 'ok' ? 'all systems operational' : 'internal error');
+      if (mode === 'throttle' && this.requests(path).length % 2 === 1) {
+        res.writeHead(429, { 'content-type': 'text/plain', 'retry-after': '2' });
+        res.end('rate limited');
+        return;
+      }
+      res.writeHead(mode === 'error' ? 500 : 200, { 'content-type': 'text/plain' });
+      res.end(mode === 'error' ? 'internal error' : 'all systems operational');
     });
   }
 }

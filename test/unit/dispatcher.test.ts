@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { Registry } from 'prom-client';
 import {
   createValidators,
   type AlertMessage,
@@ -16,8 +15,8 @@ import type {
   RenderContext,
 } from '@telemetry/alerting';
 import { CHANNELS } from '@telemetry/alerting';
-import { AlertDispatcher } from '../../services/check-runner/src/dispatcher.js';
-import { fakeBatch, fakeGroupConsumers, noMail, sampleAlert, settle, silentLogger, until } from './support/fakes.js';
+import { buildDispatcher } from './support/alerting.js';
+import { fakeBatch, fakeGroupConsumers, noMail, sampleAlert, settle, until } from './support/fakes.js';
 
 const alert: AlertMessage = { ...sampleAlert, id: 'alr_1' };
 
@@ -84,11 +83,8 @@ describe('alert dispatcher with a fake channel (unit)', () => {
     const http = (): never => {
       throw new Error('the fake channel sends nothing');
     };
-    const d = new AlertDispatcher({
+    const d = buildDispatcher({
       consumers: factory,
-      logger: silentLogger,
-      registry: new Registry(),
-      validators: createValidators(),
       topic: 'alerts',
       groupId: 'g',
       targets: (a) => Promise.resolve(targets[a.monitor_id] ?? []),

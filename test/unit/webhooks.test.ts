@@ -1,13 +1,13 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { Registry } from 'prom-client';
 import { createValidators, type WebhookDeliveryMessage } from '@telemetry/contract';
 import { EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
 import { CHANNELS } from '@telemetry/alerting';
 import { monitorTargets } from '../../services/check-runner/src/targets.js';
-import { AlertDispatcher } from '../../services/check-runner/src/dispatcher.js';
+import type { AlertDispatcher } from '../../services/check-runner/src/dispatcher.js';
+import { buildDispatcher } from './support/alerting.js';
 import { httpCall } from '@telemetry/platform';
 import {
   fakeBatch,
@@ -15,7 +15,6 @@ import {
   noMail,
   sampleAlert,
   settle,
-  silentLogger,
   until,
   type FakeGroupConsumer,
 } from './support/fakes.js';
@@ -82,11 +81,8 @@ describe('alert dispatcher with the webhook channel (unit, a local receiver)', (
     const byId = new Map(monitors.map((m) => [m.id, m]));
     // The receiver listens on loopback: allowed here.
     const policy = new EgressPolicy({ allow: ['127.0.0.1/32', '::1/128'] });
-    const d = new AlertDispatcher({
+    const d = buildDispatcher({
       consumers: factory,
-      logger: silentLogger,
-      registry: new Registry(),
-      validators: createValidators(),
       topic: 'alerts',
       groupId: 'webhooks',
       targets: monitorTargets({ get: (id) => byId.get(id), reload: () => Promise.resolve() }),

@@ -12,6 +12,7 @@ import {
   topicSpec,
 } from '@telemetry/platform';
 import { loadConfig, v } from '@telemetry/platform';
+import { alertingSpec, mailSpec } from '@telemetry/alerting';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
 export const runnerSpec = {
@@ -88,6 +89,29 @@ export const runnerSpec = {
     1000,
     'wait before the second attempt; doubles each time (up to 60 s)',
     10,
+    60_000,
+  ),
+  ...alertingSpec,
+  ...mailSpec,
+  alertGroupWaitMs: v.int(
+    'ALERT_GROUP_WAIT_MS',
+    2000,
+    'how long the first notification to a channel that groups (chat, email) waits for others to the same channel',
+    0,
+    60_000,
+  ),
+  alertGroupThreshold: v.int(
+    'ALERT_GROUP_THRESHOLD',
+    3,
+    'more notifications than this gathered for one channel within ALERT_GROUP_WAIT_MS go as one grouped message',
+    1,
+    1000,
+  ),
+  escalationTickMs: v.int(
+    'ESCALATION_TICK_MS',
+    1000,
+    'how often the escalation clock looks for incidents with a step or a reminder due',
+    50,
     60_000,
   ),
   ...httpSpec(8083, 'HTTP port for /healthz, /readyz, /metrics'),

@@ -1,26 +1,19 @@
-import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Gauge, type Counter, type Registry } from 'prom-client';
 import {
   isStateAlert,
+  type AcknowledgementAlert,
   type AlertMessage,
-  AnyChannelTarget,
-  WebhookDeliveryMessage,
-  ChannelTarget,
-  ChannelType,
-  Validators,
+  type AnyChannelTarget,
+  type StateAlert,
+  type Validators,
 } from '@telemetry/contract';
-import { counter, DurableConsumer, KeyedQueue, OnGroupConsumer } from '@telemetry/platform';
+import { DurableConsumer, OnGroupConsumer, retryDelayMs } from '@telemetry/platform';
 import type { DurableBatch, GroupConsumerFactory, Logger } from '@telemetry/platform';
-import {
-  channelFor,
-  type Answer,
-  type ChannelContext,
-  type ChannelHttp,
-  type ChannelRegistry,
-  type Mailer,
-} from '@telemetry/alerting';
+import type { IncidentAlertState, StoredChannel } from '@telemetry/store';
+import { StoppedError, type Delivery } from './delivery.js';
+import { isSilenced, type AlertingData, type AlertingMonitor, type Notifier } from './notify.js';
+import { channelsUpTo, nextDueAt, stepsOf } from './steps.js';
 
 export interface DispatcherDeps {
   /** Builds the group member (serviceKafka(...).groupConsumers in production: KAFKA_CLIENT picks the library). */
@@ -31,39 +24,40 @@ export interface DispatcherDeps {
   topic: string;
   groupId: string;
   /**
-   * Where an alert goes (monitorTargets in targets.ts: its monitor's targets).
+   * The monitor's own signed `webhooks` (monitorTargets in targets.ts).
    * NOTE: must not reject: an alert whose targets cannot be found would stay pending
    * and hold every later offset of its partition uncommitted.
    */
   targets: (alert: AlertMessage) => Promise<readonly AnyChannelTarget[]>;
-  /** The channel of each target type (CHANNELS in production). */
-  channels: ChannelRegistry;
-  /** The runner's HTTP client, bound to the egress policy every delivery's connection is judged by. */
-  http: ChannelHttp;
-  /** Sends mail (email channels). */
-  mail: Mailer;
-  userAgent: string;
-  timeoutMs: number;
-  maxAttempts: number;
-  retryBaseMs: number;
+  /** Monitors, policies, channels and incident rows. */
+  data: AlertingData;
+  /** Queues, retries and records (shared with the escalation clock). */
+  delivery: Pick<Delivery, 'send' | 'stop'>;
+  /** Addresses notifications to channel objects (shared with the escalation clock). */
+  notifier: Pick<Notifier, 'notify' | 'paging'>;
+  /** ALERT_MIN_DELAY_SECONDS. */
+  minDelaySeconds: number;
+  /** Counted when a silenced monitor's notification is not sent (kind: down, up, acknowledged). */
+  silenced: Counter<'kind'>;
   /** Alerts read but not yet delivered or given up; reading waits beyond this. */
   maxPending: number;
-  /** Publishes the record of one delivery attempt (to the webhook-deliveries topic); resolves once it is in Kafka. */
-  record: (attempt: WebhookDeliveryMessage) => Promise<void>;
   /** The wall clock, in ms (Date.now unless a test sets it). */
   now?: () => number;
 }
 
 /**
- * Delivers each alert to its targets through their channels (channels/), the same way
- * for every channel. It reads the alerts topic as its own consumer group. Deliveries
- * queue per endpoint (the channel's `endpoint`: a webhook's origin): one endpoint's
- * deliveries go in order, one at a time, retried with doubling waits
- * (WEBHOOK_MAX_ATTEMPTS), and a dead endpoint delays only its own. Each alert's delivery
- * is tracked as its durable completion (DurableConsumer): offsets are committed in order,
- * up to the oldest alert whose targets are not all delivered or given up, so a
- * runner that dies mid-delivery leaves the alert to be delivered again: at least once
- * (a webhook receiver de-duplicates on `X-Telemetry-Delivery`, the alert id).
+ * Reads the alerts topic as its own consumer group and sends what each alert means
+ * (docs/alerting.md, "What is sent when"): a monitor's own signed `webhooks` get its down
+ * and up alerts as before; its channel objects are notified through its incident's steps
+ * (its escalation policy's, or one step of its `channels`): a down opens the incident's row
+ * and notifies the first step (the escalation clock does the rest), an up resolves it and
+ * tells every channel notified so far that wants it (and every paging channel), an
+ * acknowledgement is passed on to the paging channels. A silenced monitor's channels hear
+ * nothing. Each alert's sends are tracked as its durable completion (DurableConsumer):
+ * offsets are committed in order, up to the oldest alert whose sends are not all delivered
+ * or given up, so a runner that dies mid-delivery leaves the alert to be sent again: at
+ * least once (every notification's id is stable: webhook receivers de-duplicate on
+ * `X-Telemetry-Delivery`, mail on Message-ID, PagerDuty on dedup_key, Opsgenie on alias).
  *
  * NOTE: its component, consumer and metric names still say `webhook`: they are what
  * readiness output, dashboards and alerting rules (deploy/) name.
@@ -72,26 +66,13 @@ export class AlertDispatcher extends OnGroupConsumer {
   readonly name = 'webhooks';
   protected readonly consumer: DurableConsumer;
   private stopping = false;
-  /** Cuts retry waits short when the runner stops. */
+  /** Cuts waits for PostgreSQL short when the runner stops. */
   private readonly stopped = new AbortController();
-  private readonly deliveries: Counter<'outcome' | 'channel'>;
   private readonly now: () => number;
-  private readonly unrecorded: Counter;
-  private readonly queues = new KeyedQueue();
 
   constructor(private readonly deps: DispatcherDeps) {
     super();
     this.now = deps.now ?? Date.now;
-    // outcome: delivered, retried, failed (given up); channel: the target's type
-    this.deliveries = counter(deps.registry, 'runner_webhook_deliveries_total', 'Alert delivery attempts', [
-      'outcome',
-      'channel',
-    ]);
-    this.unrecorded = counter(
-      deps.registry,
-      'runner_webhook_records_failed_total',
-      'Delivery attempts whose record could not be published (missing from the delivery log)',
-    );
     this.consumer = new DurableConsumer(
       deps.consumers,
       {
@@ -122,13 +103,13 @@ export class AlertDispatcher extends OnGroupConsumer {
   async stop(): Promise<void> {
     this.stopping = true;
     this.stopped.abort();
+    this.deps.delivery.stop();
     await this.consumer.stop();
   }
 
   /**
-   * Hands every alert of the batch to the endpoint queues without waiting for deliveries;
-   * each delivery is tracked as its alert's durable completion. Reading waits while
-   * maxPending alerts are pending.
+   * Hands every alert of the batch over without waiting for its sends; each alert's sends
+   * are tracked as its durable completion. Reading waits while maxPending alerts are pending.
    */
   private async eachBatch(b: DurableBatch): Promise<void> {
     for (const message of b.messages) {
@@ -153,145 +134,145 @@ export class AlertDispatcher extends OnGroupConsumer {
     await this.dispatch(alert);
   }
 
-  /** Delivers `alert` to each of its targets, each through its endpoint's queue. */
+  /** Sends what `alert` means to its monitor's webhooks and channels; resolves once all are delivered or given up. */
   async dispatch(alert: AlertMessage): Promise<void> {
     // Held: a change made during a maintenance window pages nobody (docs/monitors.md).
-    if (alert.maintenance || !isStateAlert(alert)) return;
-    const targets = await this.deps.targets(alert);
-    if (targets.length === 0) return;
-    // The alert is finished (its offset committable) once every attempt's record is in Kafka too.
-    const records: Promise<void>[] = [];
-    try {
-      await Promise.all(
-        targets.map((target) =>
-          this.queues.run(
-            // deliveries to one endpoint wait for each other only
-            `${target.type}\u0000${channelFor(this.deps.channels, target).endpoint(target.config)}`,
-            () => this.deliver(target, alert, records),
-          ),
-        ),
-      );
-    } finally {
-      await Promise.all(records);
-    }
+    if (alert.maintenance) return;
+    await Promise.all([this.webhooks(alert), this.channels(alert)]);
   }
 
-  /** Publishes the record of one attempt; a record that cannot be published is logged and counted, never retried by re-delivering. */
-  private record(
-    alert: AlertMessage,
-    channel: ChannelType,
-    shown: string,
-    attempt: number,
-    started: Start,
-    status: WebhookDeliveryMessage['status'],
-    answer: Answer,
-  ): Promise<void> {
-    const message: WebhookDeliveryMessage = {
-      id: randomUUID(),
-      monitor_id: alert.monitor_id,
-      ...(alert.tenant_id === undefined ? {} : { tenant_id: alert.tenant_id }),
-      alert_id: alert.id,
-      alert_type: alert.type,
-      url: shown,
-      attempt,
-      status,
-      status_code: answer.statusCode,
-      duration_ms: Math.max(0, Math.round(performance.now() - started.t)),
-      ...(answer.error === undefined ? {} : { error: answer.error }),
-      attempted_at: new Date(started.at).toISOString(),
-      // A webhook's record leaves `channel` out (it reads as webhook): a stream consumer
-      // older than channels, whose schema does not know the field, still takes it.
-      ...(channel === 'webhook' ? {} : { channel }),
-    };
-    return this.deps.record(message).catch((err: unknown) => {
-      this.unrecorded.inc();
-      this.deps.logger.warn(`${channel} delivery attempt not recorded`, { alert_id: alert.id, err: String(err) });
+  /** The monitor's own signed webhooks: its down and up alerts, as before channels. */
+  private async webhooks(alert: AlertMessage): Promise<void> {
+    if (!isStateAlert(alert)) return;
+    const targets = await this.deps.targets(alert);
+    const kind = alert.type === 'monitor.up' ? ('up' as const) : ('down' as const);
+    await Promise.all(
+      targets.map((target) =>
+        this.deps.delivery.send({
+          target,
+          templates: {},
+          name: '',
+          // The alert's id: the webhook's X-Telemetry-Delivery, as before channels.
+          notification: { id: alert.id, kind, items: [{ kind, alert, monitorLink: '' }] },
+        }),
+      ),
+    );
+  }
+
+  private async channels(alert: AlertMessage): Promise<void> {
+    const monitor = await this.persist(() => this.deps.data.monitor(alert.monitor_id));
+    // A monitor deleted since: its incident is nobody's any more.
+    if (!monitor) return;
+    if (alert.type === 'monitor.down') await this.down(alert, monitor);
+    else if (alert.type === 'monitor.up') await this.up(alert, monitor);
+    else if (alert.type === 'incident.acknowledged') await this.acknowledged(alert, monitor);
+    // incident.unacknowledged: nothing is sent; the escalation clock resumes from the row.
+  }
+
+  /** True (and logged, counted) when the monitor's channels must hear nothing now. */
+  private silenced(monitor: AlertingMonitor, alert: AlertMessage, kind: string): boolean {
+    if (!isSilenced(monitor, this.now())) return false;
+    this.deps.silenced.inc({ kind });
+    this.deps.logger.info('notifications silenced', {
+      monitor_id: monitor.id,
+      incident_id: alert.incident_id,
+      kind,
+      silenced_until: monitor.silenced_until,
+    });
+    return true;
+  }
+
+  /**
+   * Opens the incident's row and, when this call made it, notifies its first step. A down
+   * read again (a runner died before committing it) finds the row: its first step is sent
+   * again while the row shows nothing happened since (step 0, no reminder, neither
+   * acknowledged nor resolved), since the first send may never have gone out; the ids are
+   * the same, so providers with idempotency keys see it once, and others may see it twice.
+   */
+  private async down(alert: StateAlert, monitor: AlertingMonitor): Promise<void> {
+    const { data } = this.deps;
+    const policy = monitor.escalation_policy
+      ? await this.persist(() => data.policy(monitor.tenant_id, monitor.escalation_policy!))
+      : undefined;
+    const steps = stepsOf(monitor.channels, policy);
+    const first = steps[0] ? await this.persist(() => data.channels(monitor.tenant_id, steps[0]!.channels)) : [];
+    const opened = Date.parse(alert.created_at);
+    const row = { steps, step: 0, step_at: opened, reminders: {}, opened_at: opened };
+    const nextDue = nextDueAt(row, byId(first), this.deps.minDelaySeconds);
+    const { state, created } = await this.persist(() =>
+      data.incidents.open({
+        incident_id: alert.incident_id,
+        tenant_id: monitor.tenant_id,
+        monitor_id: monitor.id,
+        opened_at: opened,
+        alert,
+        steps,
+        next_due_at: nextDue,
+      }),
+    );
+    if (first.length === 0 || !(created || untouched(state))) return;
+    if (this.silenced(monitor, alert, 'down')) return;
+    await this.deps.notifier.notify(first, { kind: 'down', alert });
+  }
+
+  /** Resolves the incident's row; `up` to each channel notified so far that wants it, and to every paging channel. */
+  private async up(alert: StateAlert, monitor: AlertingMonitor): Promise<void> {
+    const row = await this.persist(() => this.deps.data.incidents.resolve(alert.incident_id, this.now()));
+    if (!row || row.tenant_id !== monitor.tenant_id) return;
+    const notified = await this.notified(row);
+    const to = notified.filter((c) => c.send_resolved || this.deps.notifier.paging(c));
+    if (to.length === 0 || this.silenced(monitor, alert, 'up')) return;
+    await this.deps.notifier.notify(to, { kind: 'up', alert });
+  }
+
+  /** Passes an acknowledgement on to the paging channels notified so far (PagerDuty's and Opsgenie's own). */
+  private async acknowledged(alert: AcknowledgementAlert, monitor: AlertingMonitor): Promise<void> {
+    const row = await this.persist(() => this.deps.data.incidents.get(alert.incident_id));
+    if (!row || row.tenant_id !== monitor.tenant_id) return;
+    const to = (await this.notified(row)).filter((c) => this.deps.notifier.paging(c));
+    if (to.length === 0 || this.silenced(monitor, alert, 'acknowledged')) return;
+    await this.deps.notifier.notify(to, {
+      kind: 'acknowledged',
+      alert: row.alert,
+      acknowledgement: alert,
+      ...(alert.actor === undefined ? {} : { acknowledged_by: alert.actor }),
     });
   }
 
-  private async deliver<T extends ChannelType>(
-    target: ChannelTarget<T>,
-    alert: AlertMessage,
-    records: Promise<void>[],
-  ): Promise<void> {
-    const channel = channelFor(this.deps.channels, target);
-    const type = target.type;
-    const shown = channel.shown(target.config);
-    const ctx: ChannelContext = {
-      http: this.deps.http,
-      mail: this.deps.mail,
-      userAgent: this.deps.userAgent,
-      timeoutMs: this.deps.timeoutMs,
-      signal: this.stopped.signal,
-      now: this.now,
-    };
-    const last = (attempt: number): boolean => attempt >= this.deps.maxAttempts;
-    // Log lines name the channel (`webhook delivered`); fields never hold more than `shown`.
-    const fields = { alert_id: alert.id, channel: type, url: shown };
-    for (let attempt = 1; ; attempt++) {
-      const started: Start = { at: this.now(), t: performance.now() };
-      if (!isStateAlert(alert)) return;
-      const notification = {
-        id: alert.id,
-        kind: alert.type === 'monitor.up' ? ('up' as const) : ('down' as const),
-        items: [{ kind: alert.type === 'monitor.up' ? ('up' as const) : ('down' as const), alert, monitorLink: '' }],
-        attempt,
-      };
-      const rendered = channel.render(notification, target.config, { templates: {}, name: '', now: started.at });
-      const answer = await channel.send(rendered, target.config, ctx);
-      const verdict = channel.classify(answer);
-      const status =
-        verdict === 'delivered' ? 'delivered' : verdict === 'retry' && !last(attempt) ? 'retrying' : 'failed';
-      records.push(this.record(alert, type, shown, attempt, started, status, answer));
-      if (verdict === 'delivered') {
-        this.deliveries.inc({ outcome: 'delivered', channel: type });
-        this.deps.logger.info(`${type} delivered`, { ...fields, attempt });
-        return;
-      }
-      if (verdict === 'give_up') {
-        this.deliveries.inc({ outcome: 'failed', channel: type });
-        if (answer.error === 'target_not_allowed') {
-          this.deps.logger.warn(`${type} target not allowed by the egress policy; not retried`, fields);
-        } else {
-          this.deps.logger.warn(`${type} refused; not retried`, {
-            ...fields,
-            status_code: answer.statusCode,
-            ...(answer.error === undefined ? {} : { error: answer.error }),
-          });
-        }
-        return;
-      }
-      // The last attempt is given up even while stopping: its record says `failed`, so
-      // it must not be delivered again.
-      if (last(attempt)) {
-        this.deliveries.inc({ outcome: 'failed', channel: type });
-        this.deps.logger.warn(`${type} given up`, { ...fields, attempt, outcome: outcomeOf(answer) });
-        return;
-      }
-      if (this.stopping) {
-        // Not committed: whoever reads the alerts next delivers it again.
-        throw new Error('stopping during a delivery');
-      }
-      this.deliveries.inc({ outcome: 'retried', channel: type });
+  /** The channels of the steps notified so far (steps 0..row.step). */
+  private notified(row: IncidentAlertState): Promise<StoredChannel[]> {
+    const ids = channelsUpTo(row.steps, row.step);
+    return ids.length === 0 ? Promise.resolve([]) : this.persist(() => this.deps.data.channels(row.tenant_id, ids));
+  }
+
+  /**
+   * Runs a registry read or write until it succeeds (PostgreSQL away for a while must not
+   * lose a page), waiting longer each time; a stop ends the waiting (the alert is then not
+   * committed, and whoever reads it next sends it).
+   */
+  private async persist<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
       try {
-        await sleep(Math.min(60_000, this.deps.retryBaseMs * 2 ** (attempt - 1)), undefined, {
-          signal: this.stopped.signal,
-        });
-      } catch {
-        // Stopping: not committed, so whoever reads the alerts next delivers it again.
-        throw new Error('stopping during a delivery');
+        return await fn();
+      } catch (err) {
+        if (this.stopping) throw new StoppedError();
+        this.deps.logger.warn('registry unavailable for alerting; retrying', { err: String(err) });
+        try {
+          await sleep(retryDelayMs(attempt, 10_000), undefined, { signal: this.stopped.signal });
+        } catch {
+          throw new StoppedError();
+        }
       }
     }
   }
 }
 
-/** An answer in words, for the log line of a delivery given up. */
-function outcomeOf(a: Answer): string {
-  return a.error === undefined ? `status ${a.statusCode}` : (a.detail ?? a.error);
+/** Channels by id. */
+function byId(channels: readonly StoredChannel[]): Map<string, StoredChannel> {
+  return new Map(channels.map((c) => [c.id, c] as const));
 }
 
-/** When an attempt started: wall clock (its record's time) and monotonic (its duration). */
-interface Start {
-  at: number;
-  t: number;
+/** Nothing happened on the row since it opened: its first step may never have been sent. */
+function untouched(s: IncidentAlertState): boolean {
+  return s.step === 0 && Object.keys(s.reminders).length === 0 && s.acknowledged_at === null && s.resolved_at === null;
 }

@@ -13,10 +13,13 @@ import {
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
-import { MonitorStore, registryFeed } from '@telemetry/store';
+import { ChannelStore, EscalationPolicyStore, IncidentAlertStore, MonitorStore, registryFeed } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
-import { CHANNELS } from '@telemetry/alerting';
-import { monitorTargets } from './targets.js';
+import { AckLinks, CHANNELS, createMailer } from '@telemetry/alerting';
+import { alertingData, monitorTargets } from './targets.js';
+import { channelAlerting } from './channel-alerting.js';
+import { longestDeliveryMs } from './delivery.js';
+import { EscalationClock } from './escalation-clock.js';
 import type { RunnerConfig } from './config.js';
 import { probeMap, probeWith } from './probes/index.js';
 import { AlertDispatcher } from './dispatcher.js';
@@ -56,10 +59,12 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
 
   // The registry and the group call the scheduler (built below) when they change.
   const reconcile = (): void => scheduler.reconcile();
-  // Its PostgreSQL role reads the monitors only; the copy follows the change feed.
+  // Its PostgreSQL role reads the monitors, channels and escalation policies and keeps the
+  // incidents' rows (schema.ts); the monitors' copy follows the change feed.
   const pool = createPostgres(config, logger, 'check-runner');
   const feed = registryFeed({ pool, config, name: 'check-runner', logger, registry });
-  const monitors = new RegistryCache(new MonitorStore(pool, new SecretBox(config.secretsKeys)), reconcile);
+  const box = new SecretBox(config.secretsKeys);
+  const monitors = new RegistryCache(new MonitorStore(pool, box), reconcile);
   feed.subscribe(monitors.mirror);
   const assignment = new GroupAssignment({
     consumers: groupConsumers,
@@ -103,6 +108,28 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     maxBodyBytes: config.maxBodyBytes,
     stateSettleMs: config.stateSettleMs,
   });
+  const alerting = channelAlerting({
+    logger,
+    registry,
+    channels: CHANNELS,
+    http: (call) => httpCall({ ...call, policy }),
+    mail: createMailer(config, { policy, logger }),
+    userAgent,
+    timeoutMs: config.webhookTimeoutMs,
+    maxAttempts: config.webhookMaxAttempts,
+    retryBaseMs: config.webhookRetryBaseMs,
+    record: (d) => publisher.send(config.webhookDeliveriesTopic, [{ key: d.monitor_id, value: JSON.stringify(d) }]),
+    groupWaitMs: config.alertGroupWaitMs,
+    groupThreshold: config.alertGroupThreshold,
+    publicUrl: config.publicUrl,
+    ackLinks: new AckLinks(config.secretsKeys, config.publicUrl, config.ackLinkTtlSeconds),
+  });
+  const data = alertingData({
+    monitors,
+    channels: new ChannelStore(pool, box),
+    policies: new EscalationPolicyStore(pool),
+    incidents: new IncidentAlertStore(pool),
+  });
   const webhooks = new AlertDispatcher({
     consumers: groupConsumers,
     logger,
@@ -111,25 +138,53 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     topic: config.alertsTopic,
     groupId: config.webhookGroupId,
     targets: monitorTargets(monitors),
-    channels: CHANNELS,
-    http: (call) => httpCall({ ...call, policy }),
-    // TEMPORARY until the mailer lands (issue 40): email channels are refused.
-    mail: { send: () => Promise.resolve({ statusCode: 0, error: 'network', detail: 'mail is not configured' }) },
-    userAgent,
-    timeoutMs: config.webhookTimeoutMs,
-    maxAttempts: config.webhookMaxAttempts,
-    retryBaseMs: config.webhookRetryBaseMs,
+    data,
+    delivery: alerting.delivery,
+    notifier: alerting.notifier,
+    minDelaySeconds: config.alertMinDelaySeconds,
+    silenced: alerting.silenced,
     maxPending: config.webhookMaxPending,
-    record: (d) => publisher.send(config.webhookDeliveriesTopic, [{ key: d.monitor_id, value: JSON.stringify(d) }]),
+  });
+  const clock = new EscalationClock({
+    data,
+    notifier: alerting.notifier,
+    logger,
+    registry,
+    owner: config.runnerId,
+    tickMs: config.escalationTickMs,
+    // A claimed row stays this runner's through its longest delivery (and its group's wait).
+    leaseMs:
+      longestDeliveryMs({
+        timeoutMs: config.webhookTimeoutMs,
+        maxAttempts: config.webhookMaxAttempts,
+        retryBaseMs: config.webhookRetryBaseMs,
+      }) +
+      config.alertGroupWaitMs +
+      30_000,
+    minDelaySeconds: config.alertMinDelaySeconds,
+    silenced: alerting.silenced,
+    stopDeliveries: () => alerting.delivery.stop(),
   });
 
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const http = healthServer({ runner, registry, logger, ...config });
   // Start in this order; stop in reverse: the scheduler stops checking (in-flight checks
   // finish and publish), then the runner leaves the group (its monitors move to the
-  // others at once), then webhooks stop (uncommitted alerts are delivered by another),
+  // others at once), then the escalation clock stops (a row cut short is sent again by
+  // another runner once its lease ends), then webhooks stop (uncommitted alerts are delivered by another),
   // then the producer, the registry feed, PostgreSQL, ClickHouse, the egress re-resolution, and HTTP last.
-  runner.use(http, egressRefresh, ch, new PostgresComponent(pool), feed, producer, webhooks, assignment, scheduler);
+  runner.use(
+    http,
+    egressRefresh,
+    ch,
+    new PostgresComponent(pool),
+    feed,
+    producer,
+    webhooks,
+    clock,
+    assignment,
+    scheduler,
+  );
   await runner.start();
   logger.info('check runner running', { port: http.boundPort, runner_id: config.runnerId });
   return { runner, http, scheduler, assignment };

@@ -1,5 +1,6 @@
 import type { AlertMessage, AnyChannelTarget } from '@telemetry/contract';
-import type { StoredMonitor } from '@telemetry/store';
+import type { ChannelStore, EscalationPolicyStore, StoredMonitor } from '@telemetry/store';
+import type { AlertingData, IncidentRows } from './notify.js';
 
 /**
  * Where a monitor's alerts go: each of its `webhooks` URLs, a webhook signed with its
@@ -9,20 +10,39 @@ export function targetsOf(m: Pick<StoredMonitor, 'webhooks' | 'webhook_secret'>)
   return m.webhooks.map((url) => ({ type: 'webhook', config: { url, secret: m.webhook_secret } }));
 }
 
-/**
- * The targets of an alert's monitor, from the runner's registry copy; a monitor it does
- * not hold yet (created a moment ago) is loaded first. None: a monitor deleted since.
- */
-export function monitorTargets(monitors: {
+/** The runner's registry copy: a monitor it does not hold yet (created a moment ago) is loaded first. */
+export interface MonitorCopy {
   get(id: string): StoredMonitor | undefined;
   reload(id: string): Promise<void>;
-}): (alert: AlertMessage) => Promise<AnyChannelTarget[]> {
+}
+
+/** The monitor of `id` from the copy, loaded first when missing; undefined: deleted (or PostgreSQL away). */
+async function monitorOf(monitors: MonitorCopy, id: string): Promise<StoredMonitor | undefined> {
+  const m = monitors.get(id);
+  if (m) return m;
+  await monitors.reload(id).catch(() => undefined);
+  return monitors.get(id);
+}
+
+/** The targets of an alert's monitor's own `webhooks`. None: a monitor deleted since. */
+export function monitorTargets(monitors: MonitorCopy): (alert: AlertMessage) => Promise<AnyChannelTarget[]> {
   return async (alert) => {
-    let m = monitors.get(alert.monitor_id);
-    if (!m) {
-      await monitors.reload(alert.monitor_id).catch(() => undefined);
-      m = monitors.get(alert.monitor_id);
-    }
+    const m = await monitorOf(monitors, alert.monitor_id);
     return m ? targetsOf(m) : [];
+  };
+}
+
+/** What alerting reads, from the registry copy (monitors) and PostgreSQL (channels, policies, incident rows). */
+export function alertingData(d: {
+  monitors: MonitorCopy;
+  channels: Pick<ChannelStore, 'list'>;
+  policies: Pick<EscalationPolicyStore, 'get'>;
+  incidents: IncidentRows;
+}): AlertingData {
+  return {
+    monitor: (id) => monitorOf(d.monitors, id),
+    policy: async (tenantId, id) => (await d.policies.get(tenantId, id))?.steps,
+    channels: (tenantId, ids) => (ids.length === 0 ? Promise.resolve([]) : d.channels.list(tenantId, ids)),
+    incidents: d.incidents,
   };
 }
