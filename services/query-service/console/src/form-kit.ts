@@ -142,16 +142,32 @@ export function problemSummary(err: unknown, rest: Problem[]): HTMLElement {
   );
 }
 
-/** Who uses an object that cannot be deleted (IN_USE's `details.used_by`), in words. */
-function usedBy(details: Record<string, unknown>): string {
-  const list = Array.isArray(details.used_by) ? (details.used_by as unknown[]) : [];
-  const names = list.map((u) => {
-    if (typeof u === 'string') return u;
-    const o = (u ?? {}) as { type?: string; kind?: string; name?: string; id?: string };
-    const what = o.type ?? o.kind;
-    return [what, o.name ?? o.id].filter((p) => p).join(' ');
-  });
-  return names.length > 0 ? `Used by: ${names.join(', ')}.` : '';
+/** Where a user named by IN_USE (`monitor mon_…`, `escalation policy esc_…`) is edited. */
+const USER_PAGES: [RegExp, (id: string) => string][] = [
+  [/^monitor (\S+)$/, (id) => `#/monitors/${id}/edit`],
+  [/^escalation policy (\S+)$/, (id) => `#/escalation-policies/${id}`],
+];
+
+/** Who uses an object that cannot be deleted (IN_USE's `details.used_by`), each a link to where it is edited. */
+function usedBy(details: Record<string, unknown>): HTMLElement | null {
+  const list = Array.isArray(details.used_by) ? details.used_by.map(String) : [];
+  if (list.length === 0) return null;
+  return h(
+    'div',
+    { class: 'error', role: 'alert' },
+    h('p', {}, 'It is used by these; remove it there first:'),
+    h(
+      'ul',
+      {},
+      list.map((u) => {
+        for (const [re, page] of USER_PAGES) {
+          const id = re.exec(u)?.[1];
+          if (id) return h('li', {}, h('a', { href: page(id) }, u));
+        }
+        return h('li', {}, u);
+      }),
+    ),
+  );
 }
 
 /**
@@ -160,8 +176,7 @@ function usedBy(details: Record<string, unknown>): string {
  */
 export function removeObject(what: string, path: string, notice: HTMLElement, done: () => void): void {
   if (!confirm(`Delete the ${what}?`)) return;
-  call('DELETE', path).then(done, (err: unknown) => {
-    const who = err instanceof ApiError ? usedBy(err.details) : '';
-    show(notice, failure(err), who ? h('p', { class: 'error', role: 'alert' }, 'Remove it there first. ', who) : null);
-  });
+  call('DELETE', path).then(done, (err: unknown) =>
+    show(notice, failure(err), err instanceof ApiError ? usedBy(err.details) : null),
+  );
 }
