@@ -80,7 +80,7 @@ export async function channelList(main: HTMLElement): Promise<void> {
 function testResult(r: ChannelTestResult): HTMLElement {
   return h(
     'div',
-    { class: r.delivered ? 'notice' : 'error' },
+    { class: r.delivered ? 'result' : 'error' },
     h(
       'p',
       {},
@@ -89,10 +89,7 @@ function testResult(r: ChannelTestResult): HTMLElement {
       r.error ? ` Error: ${r.error}.` : '',
     ),
     r.response
-      ? [
-          h('p', {}, 'Its answer:'),
-          h('pre', { class: 'response', tabindex: 0, 'aria-label': 'Provider answer' }, r.response),
-        ]
+      ? [h('p', {}, 'Its answer:'), h('pre', { class: 'response' }, r.response)]
       : h('p', { class: 'muted' }, 'Its answer was empty.'),
   );
 }
