@@ -105,7 +105,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     await page.getByLabel('Remind every (seconds)').fill('600');
     await pageErrors.provoking(async () => {
       await page.getByRole('button', { name: 'Create channel' }).click();
-      await page.locator('#e-config-url').filter({ hasText: /\S/ }).waitFor();
+      await page.locator('#e-config-url').filter({ hasText: /^\/config\/url: \S/ }).waitFor();
     });
     expect(await page.getByLabel('URL (required)').getAttribute('aria-invalid')).to.not.equal(null);
     expect(await page.locator('#form-error').innerText()).to.match(/VALIDATION_FAILED|INVALID/);

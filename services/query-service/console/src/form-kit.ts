@@ -103,8 +103,8 @@ export function getAt(obj: unknown, pointer: string): unknown {
 }
 
 /**
- * Puts each problem next to the field whose pointer is the longest prefix of its path, and
- * marks that field invalid; returns those no field shows (the form's summary says them).
+ * Puts each problem (its path and message) next to the field whose pointer is the longest
+ * prefix of its path, and marks that field invalid; returns those no field shows (the form's summary says them).
  */
 export function placeProblems(form: HTMLFormElement, pointers: readonly string[], problems: Problem[]): Problem[] {
   const mine = new Map<string, string[]>(pointers.map((p) => [p, []]));
@@ -114,7 +114,8 @@ export function placeProblems(form: HTMLFormElement, pointers: readonly string[]
       .filter((p) => problem.path === p || problem.path.startsWith(`${p}/`))
       .sort((a, b) => b.length - a.length)[0];
     if (owner === undefined) rest.push(problem);
-    else mine.get(owner)!.push(`${problem.path.slice(owner.length).replace(/^\//, '')} ${problem.message}`.trim());
+    // The whole path, as the API names it: `/config/url: must match format "uri"`.
+    else mine.get(owner)!.push(`${problem.path}: ${problem.message}`);
   }
   for (const [pointer, messages] of mine) {
     const slot = form.querySelector(`#${fieldId(pointer, 'e')}`);
