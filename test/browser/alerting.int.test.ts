@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { ChannelObject, EscalationPolicy, Incident, Monitor, StateAlert } from '@telemetry/contract';
 import { signature } from '@telemetry/alerting';
 import { createTenant, IncidentAlertStore, SCOPES } from '@telemetry/store';
-import { buildConsole, expectAccessible, launchChromium, PageErrors } from '../support/browser.js';
+import { buildConsole, expectAccessible, launchChromium, PageErrors, showPageIfFailed } from '../support/browser.js';
 import {
   adminClickHouse,
   adminRegistry,
@@ -75,14 +75,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
   });
 
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && page) {
-      process.stderr.write(
-        `page ${page.url()}:\n${await page
-          .locator('body')
-          .innerText()
-          .catch(() => '?')}\n`,
-      );
-    }
+    await showPageIfFailed(this.currentTest, page);
   });
 
   after(async () => {
@@ -105,7 +98,10 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     await page.getByLabel('Remind every (seconds)').fill('600');
     await pageErrors.provoking(async () => {
       await page.getByRole('button', { name: 'Create channel' }).click();
-      await page.locator('#e-config-url').filter({ hasText: /^\/config\/url: \S/ }).waitFor();
+      await page
+        .locator('#e-config-url')
+        .filter({ hasText: /^\/config\/url: \S/ })
+        .waitFor();
     });
     expect(await page.getByLabel('URL (required)').getAttribute('aria-invalid')).to.not.equal(null);
     expect(await page.locator('#form-error').innerText()).to.match(/VALIDATION_FAILED|INVALID/);

@@ -16,7 +16,7 @@ import {
 } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
 import { TestTarget } from '../support/target.js';
-import { buildConsole, expectAccessible, launchChromium, PageErrors } from '../support/browser.js';
+import { buildConsole, expectAccessible, launchChromium, PageErrors, showPageIfFailed } from '../support/browser.js';
 
 /**
  * Records where each chart draws its text (page script: this file has no DOM types). uPlot
@@ -181,15 +181,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
   });
 
   afterEach(async function () {
-    // What the page showed when a step failed.
-    if (this.currentTest?.state === 'failed' && page) {
-      process.stderr.write(
-        `page ${page.url()}:\n${await page
-          .locator('body')
-          .innerText()
-          .catch(() => '?')}`,
-      );
-    }
+    await showPageIfFailed(this.currentTest, page);
   });
 
   after(async () => {

@@ -98,3 +98,13 @@ export async function expectAccessible(p: Page, what: string): Promise<void> {
   });
   expect(violations, `${what}: axe-core`).to.deep.equal([]);
 }
+
+/** After a failed step (mocha's afterEach), what the page showed, on stderr. */
+export async function showPageIfFailed(test: Mocha.Test | undefined, page: Page | undefined): Promise<void> {
+  if (test?.state !== 'failed' || !page) return;
+  const text = await page
+    .locator('body')
+    .innerText()
+    .catch(() => '?');
+  process.stderr.write(`page ${page.url()}:\n${text}\n`);
+}
