@@ -127,20 +127,16 @@ export function placeProblems(form: HTMLFormElement, pointers: readonly string[]
 
 /** A request's failure as the form's summary: the message and code, and the problems no field shows. */
 export function problemSummary(err: unknown, rest: Problem[]): HTMLElement {
-  const message = err instanceof Error ? err.message : String(err);
-  const code = (err as { code?: string }).code;
-  return h(
-    'div',
-    { class: 'error', role: 'alert' },
-    h('p', {}, h('strong', {}, 'Not saved: '), message, code ? ` (${code})` : ''),
-    rest.length > 0
-      ? h(
-          'ul',
-          {},
-          rest.map((p) => h('li', {}, h('code', {}, p.path), ' ', p.message)),
-        )
-      : null,
-  );
+  const box = failure(err);
+  if (rest.length > 0)
+    box.append(
+      h(
+        'ul',
+        {},
+        rest.map((p) => h('li', {}, h('code', {}, p.path), ' ', p.message)),
+      ),
+    );
+  return box;
 }
 
 /** Where a user named by IN_USE (`monitor mon_…`, `escalation policy esc_…`) is edited. */
