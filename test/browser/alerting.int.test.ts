@@ -247,6 +247,8 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     const notice = page.locator('#silenced');
     await notice.waitFor();
     expect(await notice.innerText()).to.match(/^Silenced until .+ \(database migration\)/);
+    await page.getByRole('link', { name: 'Monitors', exact: true }).click();
+    await page.locator(`tr[data-monitor="${monitor.id}"]`, { hasText: 'silenced until' }).waitFor();
 
     // The form shows what is stored, by name.
     await page.goto(`${query.url}/#/monitors/${monitor.id}/edit`);

@@ -108,9 +108,19 @@ export function chosen(el: Element): string[] {
   return el instanceof HTMLSelectElement ? [...el.selectedOptions].map((o) => o.value) : [];
 }
 
+/** Is the monitor silenced now? */
+function silenced(m: Monitor): m is Monitor & { silenced_until: string } {
+  return typeof m.silenced_until === 'string' && Date.parse(m.silenced_until) > Date.now();
+}
+
+/** The monitor list's mark of a silenced monitor (its status cell), or null. */
+export function silenceMark(m: Monitor): HTMLElement | null {
+  return silenced(m) ? h('span', { class: 'muted' }, ' silenced until ', time(m.silenced_until)) : null;
+}
+
 /** "Silenced until … (reason)" while the monitor is silenced; null otherwise. */
 export function silenceNotice(m: Monitor): HTMLElement | null {
-  if (!m.silenced_until || Date.parse(m.silenced_until) <= Date.now()) return null;
+  if (!silenced(m)) return null;
   return h(
     'p',
     { class: 'banner stale', id: 'silenced', role: 'status' },
