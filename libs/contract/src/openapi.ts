@@ -1,3 +1,4 @@
+import { alertingPaths } from './openapi/alerting.js';
 import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
 import { eventPaths } from './openapi/events.js';
@@ -26,7 +27,7 @@ export type ApiPart = 'gateway' | 'query' | 'all';
 const gatewayPaths: Json = { ...telemetryPaths, ...heartbeatPaths, ...sdkPaths };
 
 /** The query service's routes. */
-const queryPaths: Json = { ...monitorPaths, ...statusPagePaths, ...eventPaths, ...checkPaths };
+const queryPaths: Json = { ...monitorPaths, ...statusPagePaths, ...eventPaths, ...checkPaths, ...alertingPaths };
 
 const TITLES: Record<ApiPart, string> = {
   gateway: 'Telemetry ingest gateway',

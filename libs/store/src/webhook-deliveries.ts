@@ -3,6 +3,7 @@ import {
   type WebhookDelivery,
   type WebhookDeliveryMessage,
   type ChannelType,
+  type NotificationKind,
   type CheckError,
   type Validators,
 } from '@telemetry/contract';
@@ -93,7 +94,10 @@ export function decodeWebhookDelivery(v: Validators, value: Buffer | null): Deco
 
 export interface WebhookDeliveriesQuery {
   tenantId: string;
-  monitorId: string;
+  /** One monitor's attempts (GET /api/monitors/{id}/webhook-deliveries), */
+  monitorId?: string;
+  /** or one channel object's (GET /api/channels/{id}/deliveries); one of the two. */
+  channelId?: string;
   limit: number;
   status?: string;
   alertId?: string;
@@ -102,11 +106,18 @@ export interface WebhookDeliveriesQuery {
 }
 
 /**
- * A monitor's delivery attempts, newest first, one row per attempt (`LIMIT 1 BY id`
- * hides copies not merged yet). One row more than the limit says whether a next page exists.
+ * A monitor's (or a channel's) delivery attempts, newest first, one row per attempt
+ * (`LIMIT 1 BY id` hides copies not merged yet). One row more than the limit says whether
+ * a next page exists. NOTE: a channel's attempts are not in the sort key's prefix
+ * (tenant_id, monitor_id): its read scans the tenant's rows, bounded by the cursor's time.
  */
 export function webhookDeliveriesSql(database: string, q: WebhookDeliveriesQuery): string {
-  const where = [`tenant_id = ${sqlString(q.tenantId)}`, `monitor_id = ${sqlString(q.monitorId)}`];
+  if ((q.monitorId === undefined) === (q.channelId === undefined)) {
+    throw new Error('webhookDeliveriesSql: give a monitor or a channel');
+  }
+  const where = [`tenant_id = ${sqlString(q.tenantId)}`];
+  if (q.monitorId !== undefined) where.push(`monitor_id = ${sqlString(q.monitorId)}`);
+  if (q.channelId !== undefined) where.push(`channel_id = ${sqlString(q.channelId)}`);
   if (q.status !== undefined) where.push(`status = ${sqlString(q.status)}`);
   if (q.alertId !== undefined) where.push(`alert_id = ${sqlString(q.alertId)}`);
   if (q.cursor) {
@@ -116,7 +127,7 @@ export function webhookDeliveriesSql(database: string, q: WebhookDeliveriesQuery
     where.push(`(attempted_at_ms < ${ms} OR (attempted_at_ms = ${ms} AND id < ${sqlString(q.cursor.id)}))`);
   }
   return `SELECT id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
-      attempted_at_ms, channel
+      attempted_at_ms, channel, channel_id, kind
     FROM ${sqlIdentifier(database)}.webhook_deliveries
     WHERE ${where.join(' AND ')}
     ORDER BY attempted_at_ms DESC, id DESC
@@ -138,6 +149,8 @@ export interface WebhookDeliveryReadRow {
   error: string;
   attempted_at_ms: number | string;
   channel: string;
+  channel_id: string;
+  kind: string;
 }
 
 export function rowToWebhookDelivery(r: WebhookDeliveryReadRow): WebhookDelivery {
@@ -154,5 +167,8 @@ export function rowToWebhookDelivery(r: WebhookDeliveryReadRow): WebhookDelivery
     error: (r.error || null) as CheckError | null,
     attempted_at: new Date(Number(r.attempted_at_ms)).toISOString(),
     channel: r.channel as ChannelType,
+    // Empty in rows of a monitor's own webhooks, and in rows from before channel objects.
+    channel_id: r.channel_id || null,
+    ...(r.kind ? { kind: r.kind as NotificationKind } : {}),
   };
 }

@@ -1,6 +1,7 @@
 import type { Express, RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
-import { buildOpenApi, type Validators } from '@telemetry/contract';
+import { buildOpenApi, type AlertMessage, type ChannelValidators, type Validators } from '@telemetry/contract';
+import type { AckLinks, ChannelContext } from '@telemetry/alerting';
 import {
   AppError,
   methodNotAllowed,
@@ -15,6 +16,9 @@ import {
   endApp,
 } from '@telemetry/platform';
 import {
+  type ChannelStore,
+  type EscalationPolicyStore,
+  type IncidentAlertStore,
   type KeyStore,
   type MonitorStore,
   type Scope,
@@ -35,6 +39,9 @@ import { eventsPerMinuteRoute } from './events.route.js';
 import { statusPageRoutes } from './status-pages.route.js';
 import { monitorQuotaOf, type QueryConfig } from './config.js';
 import type { ReadDeps } from './params.js';
+import { channelRoutes } from './channels.route.js';
+import { escalationPolicyRoutes } from './escalation-policies.route.js';
+import { acknowledgeRoutes } from './acknowledge.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -58,6 +65,16 @@ export interface QueryDeps {
   notifier: ChangeNotifier;
   /** Refuses monitor and webhook URLs that are denied IP literals. */
   policy: EgressPolicy;
+  /** Alerting (docs/alerting.md): channels, escalation policies, acknowledgements and their links. */
+  channels: ChannelStore;
+  policies: EscalationPolicyStore;
+  incidentAlerts: IncidentAlertStore;
+  ackLinks: AckLinks;
+  channelValidators: ChannelValidators;
+  /** Publishes to the alerts topic; resolves once Kafka acknowledged. */
+  publishAlert: (alert: AlertMessage) => Promise<void>;
+  /** What a test notification is sent with (this service's egress-bound HTTP client and mailer). */
+  channelContext: () => ChannelContext;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -100,6 +117,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     bearer(deps.keys, 'monitors:read'),
     ...incidentsRoute({
       known,
+      acknowledgements: deps.incidentAlerts,
       ...read,
     }),
   );
@@ -159,6 +177,31 @@ export function createQueryApp(deps: QueryDeps): Express {
     cacheSeconds: deps.config.statusPageCacheSeconds,
     registry: deps.registry,
   });
+  channelRoutes(app, {
+    store: deps.channels,
+    validators: deps.validators,
+    channelValidators: deps.channelValidators,
+    policy: deps.policy,
+    auth: registryAuth,
+    minDelaySeconds: deps.config.alertMinDelaySeconds,
+    publicUrl: deps.config.publicUrl,
+    testContext: deps.channelContext,
+    ...read,
+  });
+  escalationPolicyRoutes(app, {
+    store: deps.policies,
+    validators: deps.validators,
+    logger: deps.logger,
+    auth: registryAuth,
+    minDelaySeconds: deps.config.alertMinDelaySeconds,
+  });
+  acknowledgeRoutes(app, {
+    incidents: deps.incidentAlerts,
+    links: deps.ackLinks,
+    publish: deps.publishAlert,
+    logger: deps.logger,
+    auth: registryAuth,
+  });
   app.get(
     '/api/events/per-minute',
     bearer(deps.keys, 'events:read'),
@@ -174,6 +217,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     '/api/monitors/:id/checks/export',
     '/api/monitors/:id/incidents',
     '/api/monitors/:id/webhook-deliveries',
+    '/api/channels/:id/deliveries',
   ]) {
     methodNotAllowed(app, path, ['GET', 'HEAD']);
   }
@@ -182,6 +226,14 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/status-pages/:slug', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id/webhook-secret', ['POST']);
+  methodNotAllowed(app, '/api/channels', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/channels/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/channels/:id/test', ['POST']);
+  methodNotAllowed(app, '/api/escalation-policies', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/escalation-policies/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/incidents/:id/acknowledge', ['POST']);
+  methodNotAllowed(app, '/api/incidents/:id/unacknowledge', ['POST']);
+  methodNotAllowed(app, '/ack/:token', ['GET', 'HEAD', 'POST']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

@@ -1,3 +1,4 @@
+import { alertingSpec, mailSpec } from '@telemetry/alerting';
 import { heartbeatSpec } from '@telemetry/store';
 import {
   clickhouseSpec,
@@ -29,6 +30,19 @@ export const querySpec = {
   kafkaClient: kafkaSpec.kafkaClient,
   monitorChangesTopic: topicSpec.monitorChangesTopic,
   checksTopic: topicSpec.checksTopic,
+  // Acknowledgements are published there, for the runners' dispatchers and the alerts table.
+  alertsTopic: topicSpec.alertsTopic,
+  // Acknowledge links (PUBLIC_URL, ACK_LINK_TTL_SECONDS), the escalation minimum, and the
+  // mail settings a test notification of an email channel is sent with.
+  ...alertingSpec,
+  ...mailSpec,
+  channelTestTimeoutMs: v.int(
+    'CHANNEL_TEST_TIMEOUT_MS',
+    10_000,
+    'a test notification (POST /api/channels/{id}/test) that has no answer after this long answers `timeout`',
+    100,
+    60_000,
+  ),
   ...consumerGroupSpec,
   tailChecksPerMonitor: v.int(
     'TAIL_CHECKS_PER_MONITOR',

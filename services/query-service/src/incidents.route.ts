@@ -1,11 +1,13 @@
 import type { RequestHandler } from 'express';
 import { bad, limitParam, rejectUnknown, single } from '@telemetry/platform';
-import { incidentsSql, rowToIncident, type IncidentRow } from '@telemetry/store';
-import { monitorIdOf, readRows, tenantOf, type ReadDeps } from './params.js';
+import { incidentsSql, rowToIncident, type IncidentAlertStore, type IncidentRow } from '@telemetry/store';
+import { isoSecondsOf, monitorIdOf, readRows, storeCall, tenantOf, type ReadDeps } from './params.js';
 
 export interface IncidentsRouteDeps extends ReadDeps {
   /** 404 for an unknown monitor, checked after the parameters. */
   known: RequestHandler;
+  /** Who acknowledged which of these incidents, and when (the registry's incident_alerts). */
+  acknowledgements: Pick<IncidentAlertStore, 'ofIncidents'>;
 }
 
 /** GET /api/monitors/{id}/incidents: newest first, `limit`, `status`. */
@@ -27,7 +29,24 @@ export function incidentsRoute(deps: IncidentsRouteDeps): RequestHandler[] {
       incidentsSql(deps.database, tenantOf(res), id, limit, status),
     );
     const now = Math.floor(Date.now() / 1000);
-    res.json({ success: true, data: rows.map((r) => rowToIncident(r, id, now)) });
+    const incidents = rows.map((r) => rowToIncident(r, id, now));
+    const acks = await storeCall(deps.logger, req, 'incident acknowledgements', () =>
+      deps.acknowledgements.ofIncidents(
+        tenantOf(res),
+        incidents.map((i) => i.id),
+      ),
+    );
+    res.json({
+      success: true,
+      data: incidents.map((i) => {
+        const a = acks.get(i.id);
+        return {
+          ...i,
+          acknowledged_at: isoSecondsOf(a?.acknowledged_at ?? null),
+          acknowledged_by: a?.acknowledged_by ?? null,
+        };
+      }),
+    });
   };
   return [params, deps.known, read];
 }

@@ -3,7 +3,6 @@ import {
   describeErrors,
   MONITOR_LIMITS,
   ok,
-  toIsoSeconds,
   type Monitor,
   type MonitorCreate,
   type MonitorSettings,
@@ -11,12 +10,10 @@ import {
 } from '@telemetry/contract';
 import {
   AppError,
-  entityTags,
   cursorParam,
   encodeCursor,
   limitParam,
   nextLink,
-  readJsonBody,
   rejectUnknown,
   type EgressPolicy,
 } from '@telemetry/platform';
@@ -34,10 +31,16 @@ import {
   type MonitorChange,
   type MonitorStore,
   type MonitorWithNonce,
-  type StoredMonitor,
-  type VerifiedKey,
 } from '@telemetry/store';
 import { monitorActivity } from './monitor-activity.js';
+import {
+  conditionally as conditionallyWrite,
+  etagOf,
+  invalid as invalidObject,
+  jsonBody,
+  keyOf,
+  nowIso,
+} from './registry-objects.js';
 import type { MonitorDirectory } from './monitor-directory.js';
 import { MONITOR_ID, monitorIdOf, storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
 
@@ -64,37 +67,8 @@ export interface MonitorRoutesDeps extends ReadDeps {
   heartbeatKey: string;
 }
 
-/** A monitor's ETag: its version, quoted. */
-function etagOf(version: number): string {
-  return `"${version}"`;
-}
-
-/**
- * `If-Match` (RFC 9110 13.1.1): absent or `*` passes; otherwise one of its entity tags
- * must be the monitor's current one, else 412 PRECONDITION_FAILED and nothing changes.
- */
-function checkIfMatch(req: Request, current: StoredMonitor): void {
-  const tags = entityTags(req.get('if-match'));
-  if (tags === undefined || tags === '*') return;
-  if (!tags.includes(etagOf(current.version))) {
-    throw new AppError(
-      'PRECONDITION_FAILED',
-      `the monitor is at version ${etagOf(current.version)}, not ${req.get('if-match')!.trim()}; read it again and retry`,
-    );
-  }
-}
-
-const BODY_LIMITS = { maxBytes: 256 * 1024, maxRatio: 100 };
-const MAX_JSON_DEPTH = 8;
-
-function jsonBody(req: Request): Promise<unknown> {
-  return readJsonBody(req, BODY_LIMITS, MAX_JSON_DEPTH);
-}
-
 function invalid(problems: { path: string; message: string }[]): AppError {
-  return new AppError('VALIDATION_FAILED', `the monitor is not valid: ${problems[0]?.path} ${problems[0]?.message}`, {
-    problems,
-  });
+  return invalidObject('monitor', problems);
 }
 
 /** 400 TARGET_NOT_ALLOWED for a URL that is an IP literal the egress policy denies. */
@@ -105,16 +79,8 @@ function refuseDeniedTargets(settings: MonitorSettings, policy: EgressPolicy): v
   }
 }
 
-function keyOf(res: Response): VerifiedKey {
-  return res.locals.key as VerifiedKey;
-}
-
 function isMonitorCursor(v: unknown): v is string {
   return typeof v === 'string' && MONITOR_ID.test(v);
-}
-
-function nowIso(): string {
-  return toIsoSeconds(Math.floor(Date.now() / 1000));
 }
 
 /** The registry's routes: /api/monitors and /api/monitors/{id}. */
@@ -168,32 +134,19 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     if (!m) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${id}`);
     return m;
   };
-  /**
-   * A read-modify-write of the path's monitor: `change` computes the next state from the
-   * current one and `write` stores it only if the monitor is still at the version read
-   * (an UPDATE … WHERE version = $n, atomic across replicas). With If-Match, a monitor that
-   * moved on answers 412; without, the change is computed again from the newer state.
-   */
-  const conditionally = async <T>(
+  /** A read-modify-write of the path's monitor (registry-objects.ts). */
+  const conditionally = <T>(
     req: Request,
     res: Response,
     what: string,
     write: (current: MonitorWithNonce) => Promise<T | undefined>,
-  ): Promise<T> => {
-    for (let attempt = 0; ; attempt++) {
-      const current = await load(req, res);
-      checkIfMatch(req, current);
-      const done = await storeCall(req, what, () => write(current));
-      if (done !== undefined) return done;
-      const tags = entityTags(req.get('if-match'));
-      if ((tags !== undefined && tags !== '*') || attempt >= 4) {
-        throw new AppError(
-          'PRECONDITION_FAILED',
-          `the monitor changed while this request was handled; read it again and retry`,
-        );
-      }
-    }
-  };
+  ): Promise<T> =>
+    conditionallyWrite(
+      req,
+      'monitor',
+      () => load(req, res),
+      (current) => storeCall(req, what, () => write(current)),
+    );
   const intervalProblems = (interval: number): { path: string; message: string }[] =>
     interval < deps.minIntervalSeconds
       ? [{ path: '/interval_seconds', message: `must be at least ${deps.minIntervalSeconds} (MIN_INTERVAL_SECONDS)` }]

@@ -129,3 +129,8 @@ export async function storeCall<T>(logger: Logger, req: Request, what: string, f
     throw new StoreUnavailableError();
   }
 }
+
+/** Epoch ms as the API's times (ISO 8601 in whole seconds, UTC); null stays null. */
+export function isoSecondsOf(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}

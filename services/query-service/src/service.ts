@@ -1,4 +1,5 @@
-import { createValidators, type Validators } from '@telemetry/contract';
+import { createChannelValidators, createValidators, type Validators } from '@telemetry/contract';
+import { AckLinks, createMailer, type ChannelContext } from '@telemetry/alerting';
 import type { Registry } from 'prom-client';
 import {
   clickhouseComponent,
@@ -6,6 +7,7 @@ import {
   ClickHouseReader,
   createRegistry,
   egressPolicyFor,
+  httpCall,
   HttpServerComponent,
   createPostgres,
   Mirror,
@@ -18,6 +20,9 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import {
+  ChannelStore,
+  EscalationPolicyStore,
+  IncidentAlertStore,
   checksSql,
   decodeCheck,
   type CheckHistoryRow,
@@ -122,8 +127,27 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   );
   // The change log keeps a week: any replica away longer loads everything again.
   const prune = new PeriodicJob('registry change log pruning', 3_600_000, () => pruneRegistryChanges(pool, 7), logger);
+  // Alerting: test notifications go out through this service's own egress-bound client and
+  // mailer (a tenant's SMTP server is judged by the policy too); acknowledge links are
+  // signed with the SECRETS_KEYS ring, as the runners sign them.
+  const mailer = createMailer(config, { policy, logger });
+  const channelContext = (): ChannelContext => ({
+    http: (call) => httpCall({ ...call, policy }),
+    mail: mailer,
+    userAgent: 'telemetry-query-service/0.1 (channel test)',
+    timeoutMs: config.channelTestTimeoutMs,
+    signal: AbortSignal.timeout(config.channelTestTimeoutMs + 1000),
+    now: Date.now,
+  });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createQueryApp({
+    channels: new ChannelStore(pool, new SecretBox(config.secretsKeys)),
+    policies: new EscalationPolicyStore(pool),
+    incidentAlerts: new IncidentAlertStore(pool),
+    ackLinks: new AckLinks(config.secretsKeys, config.publicUrl, config.ackLinkTtlSeconds),
+    channelValidators: createChannelValidators(),
+    publishAlert: (a) => changes.send(config.alertsTopic, [{ key: a.monitor_id, value: JSON.stringify(a) }]),
+    channelContext,
     statusPages,
     statusPageDirectory: statusDirectory,
     consoleAssets: loadConsoleAssets(logger),

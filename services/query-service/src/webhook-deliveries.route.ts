@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { WEBHOOK_DELIVERY_STATUSES } from '@telemetry/contract';
 import { bad, cursorParam, limitParam, rejectUnknown, sendPage, single } from '@telemetry/platform';
 import {
@@ -16,37 +16,52 @@ export interface WebhookDeliveriesRouteDeps extends ReadDeps {
   known: RequestHandler;
 }
 
+/** What a delivery log is asked (`limit`, `status`, `alert_id`, `cursor`): 400 INVALID_PARAMETER for a bad one. */
+export function deliveriesParams(
+  req: Request,
+): Pick<WebhookDeliveriesQuery, 'limit' | 'status' | 'alertId' | 'cursor'> {
+  rejectUnknown(req, KNOWN_PARAMS);
+  const limit = limitParam(req, 1000, 100);
+  const status = single(req, 'status');
+  if (status !== undefined && !(WEBHOOK_DELIVERY_STATUSES as readonly string[]).includes(status)) {
+    throw bad('status', `must be one of ${WEBHOOK_DELIVERY_STATUSES.join(', ')}`);
+  }
+  const alertId = single(req, 'alert_id');
+  if (alertId !== undefined && (alertId.length > 128 || !MONITOR_ID.test(alertId))) {
+    throw bad('alert_id', 'an alert id is 1-128 letters, digits and . _ : -');
+  }
+  const cursor = cursorParam(req, isTimeIdCursor);
+  return {
+    limit,
+    ...(status === undefined ? {} : { status }),
+    ...(alertId === undefined ? {} : { alertId }),
+    ...(cursor === undefined ? {} : { cursor: { ms: cursor[0], id: cursor[1] } }),
+  };
+}
+
+/** Reads the page of `q` and answers it, newest first. */
+export async function sendDeliveries(
+  deps: ReadDeps,
+  req: Request,
+  res: Response,
+  q: WebhookDeliveriesQuery,
+): Promise<void> {
+  const rows = await readRows<WebhookDeliveryReadRow>(deps, req, 'webhook deliveries query', () =>
+    webhookDeliveriesSql(deps.database, q),
+  );
+  sendPage(req, res, rows, q.limit, (r) => [Number(r.attempted_at_ms), r.id], rowToWebhookDelivery);
+}
+
 /** GET /api/monitors/{id}/webhook-deliveries: every attempt, newest first; `limit`, `status`, `alert_id`, `cursor`. */
 export function webhookDeliveriesRoute(deps: WebhookDeliveriesRouteDeps): RequestHandler[] {
   const params: RequestHandler = (req, res, next) => {
     const monitorId = monitorIdOf(req);
-    rejectUnknown(req, KNOWN_PARAMS);
-    const limit = limitParam(req, 1000, 100);
-    const status = single(req, 'status');
-    if (status !== undefined && !(WEBHOOK_DELIVERY_STATUSES as readonly string[]).includes(status)) {
-      throw bad('status', `must be one of ${WEBHOOK_DELIVERY_STATUSES.join(', ')}`);
-    }
-    const alertId = single(req, 'alert_id');
-    if (alertId !== undefined && (alertId.length > 128 || !MONITOR_ID.test(alertId))) {
-      throw bad('alert_id', 'an alert id is 1-128 letters, digits and . _ : -');
-    }
-    const cursor = cursorParam(req, isTimeIdCursor);
-    const q: Omit<WebhookDeliveriesQuery, 'tenantId'> = {
-      monitorId,
-      limit,
-      ...(status === undefined ? {} : { status }),
-      ...(alertId === undefined ? {} : { alertId }),
-      ...(cursor === undefined ? {} : { cursor: { ms: cursor[0], id: cursor[1] } }),
-    };
-    res.locals.deliveries = q;
+    res.locals.deliveries = { monitorId, ...deliveriesParams(req) };
     next();
   };
   const read: RequestHandler = async (req, res) => {
     const q = { ...(res.locals.deliveries as Omit<WebhookDeliveriesQuery, 'tenantId'>), tenantId: tenantOf(res) };
-    const rows = await readRows<WebhookDeliveryReadRow>(deps, req, 'webhook deliveries query', () =>
-      webhookDeliveriesSql(deps.database, q),
-    );
-    sendPage(req, res, rows, q.limit, (r) => [Number(r.attempted_at_ms), r.id], rowToWebhookDelivery);
+    await sendDeliveries(deps, req, res, q);
   };
   return [params, deps.known, read];
 }

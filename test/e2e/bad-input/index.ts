@@ -2,6 +2,7 @@
  * The whole bad-input corpus, route by route, in the order the runner sends it
  * (test/e2e/bad-input.int.test.ts). A new route's cases go in a file of their own here.
  */
+import { alertingCases } from './alerting.js';
 import type { Case } from './case.js';
 import { checkCases } from './checks.js';
 import { eventCases } from './events.js';
@@ -27,5 +28,6 @@ export function corpus(): Case[] {
     ...monitorBodyCases(),
     ...monitorParamCases(),
     ...monitorPathCases(),
+    ...alertingCases(),
   ];
 }

@@ -1,3 +1,12 @@
+import {
+  channelCreateSchema,
+  channelPatchSchema,
+  channelSchema,
+  channelTestResultSchema,
+  escalationPolicyCreateSchema,
+  escalationPolicyPatchSchema,
+  escalationPolicySchema,
+} from '../alerting-schemas.js';
 import { ERROR_CODES } from '../error-codes.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
@@ -97,4 +106,11 @@ export const schemas: Json = {
   WebhookDeliveryPage: pageOf('WebhookDelivery'),
   CheckPage: pageOf('Check'),
   SummarySuccess: summarySuccessSchema,
+  ChannelCreate: component(channelCreateSchema),
+  ChannelPatch: component(channelPatchSchema),
+  Channel: component(channelSchema),
+  ChannelTestResult: component(channelTestResultSchema),
+  EscalationPolicyCreate: component(escalationPolicyCreateSchema),
+  EscalationPolicyPatch: component(escalationPolicyPatchSchema),
+  EscalationPolicy: component(escalationPolicySchema),
 };

@@ -153,7 +153,10 @@ export class IncidentAlertStore {
    * Acknowledges (or, with `by` null, takes back the acknowledgement of) `tenantId`'s open
    * incident, and runs `then` with the new row before the change commits (the caller
    * publishes the acknowledgement there: a failure there changes nothing). Taking it back
-   * restarts the escalation clock at `at`. Undefined: no such open incident.
+   * restarts the escalation clock at `at`. An incident already in the state asked for is
+   * left as it is (`changed` false, `then` not run): a second acknowledgement neither
+   * replaces the first one's who and when nor is published again, and taking back one
+   * that nobody made does not restart escalation. Undefined: no such open incident.
    */
   async acknowledge(
     tenantId: string,
@@ -161,21 +164,29 @@ export class IncidentAlertStore {
     by: string | null,
     at: number,
     then: (s: IncidentAlertState) => Promise<void>,
-  ): Promise<IncidentAlertState | undefined> {
+  ): Promise<{ state: IncidentAlertState; changed: boolean } | undefined> {
     return registryCall(() =>
       inTransaction(this.db, async (tx) => {
         const { rows } = await tx.query<Row>(
           by === null
             ? `UPDATE incident_alerts SET acknowledged_at = NULL, acknowledged_by = NULL, step_at = $3, next_due_at = $3
-               WHERE tenant_id = $1 AND incident_id = $2 AND resolved_at IS NULL RETURNING ${COLUMNS}`
+               WHERE tenant_id = $1 AND incident_id = $2 AND resolved_at IS NULL AND acknowledged_at IS NOT NULL
+               RETURNING ${COLUMNS}`
             : `UPDATE incident_alerts SET acknowledged_at = $3, acknowledged_by = $4
-               WHERE tenant_id = $1 AND incident_id = $2 AND resolved_at IS NULL RETURNING ${COLUMNS}`,
+               WHERE tenant_id = $1 AND incident_id = $2 AND resolved_at IS NULL AND acknowledged_at IS NULL
+               RETURNING ${COLUMNS}`,
           by === null ? [tenantId, incidentId, ts(at)] : [tenantId, incidentId, ts(at), by],
         );
-        if (!rows[0]) return undefined;
-        const state = decode(rows[0]);
-        await then(state);
-        return state;
+        if (rows[0]) {
+          const state = decode(rows[0]);
+          await then(state);
+          return { state, changed: true };
+        }
+        const { rows: open } = await tx.query<Row>(
+          `SELECT ${COLUMNS} FROM incident_alerts WHERE tenant_id = $1 AND incident_id = $2 AND resolved_at IS NULL`,
+          [tenantId, incidentId],
+        );
+        return open[0] ? { state: decode(open[0]), changed: false } : undefined;
       }),
     );
   }

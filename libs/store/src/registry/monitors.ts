@@ -9,7 +9,29 @@ import {
   WEBHOOKS_SEALED_MARK,
   type StoredMonitor,
 } from '../monitor-rows.js';
+import { ChannelStore } from './channels.js';
+import { EscalationPolicyStore } from './escalation-policies.js';
 import { registryCall, registryWrite } from './pg.js';
+
+/**
+ * 400 VALIDATION_FAILED unless every channel the monitor names is one of its tenant's and
+ * its escalation policy too: checked in the transaction that stores the monitor, so a
+ * channel deleted meanwhile (ChannelStore.remove checks the other way) cannot be named.
+ */
+async function checkAlerting(tx: PgQueryable, m: Omit<StoredMonitor, 'version'>): Promise<void> {
+  const missing = new Set(await ChannelStore.missing(tx, m.tenant_id, m.channels));
+  const problems = m.channels.flatMap((id, i) =>
+    missing.has(id) ? [{ path: `/channels/${i}`, message: `there is no channel ${id}` }] : [],
+  );
+  if (m.escalation_policy !== null && !(await EscalationPolicyStore.exists(tx, m.tenant_id, m.escalation_policy))) {
+    problems.push({ path: '/escalation_policy', message: `there is no escalation policy ${m.escalation_policy}` });
+  }
+  if (problems.length > 0) {
+    throw new AppError('VALIDATION_FAILED', `the monitor is not valid: ${problems[0]!.path} ${problems[0]!.message}`, {
+      problems,
+    });
+  }
+}
 
 export interface ListOptions {
   /** Only this tenant's monitors (every API read); all tenants when absent (the runners). */
@@ -164,6 +186,7 @@ export class MonitorStore {
       if (count >= quota) {
         throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} monitors and has ${count}`, { quota });
       }
+      await checkAlerting(tx, m);
       await this.insert(tx, m, 1);
       const nonce = await this.syncToken(tx, m, undefined);
       return { ...m, version: 1, ...(nonce !== undefined ? { heartbeat_nonce: nonce } : {}) };
@@ -176,6 +199,7 @@ export class MonitorStore {
    */
   async update(next: Omit<StoredMonitor, 'version'>, basedOn: number): Promise<MonitorWithNonce | undefined> {
     return registryWrite(this.db, async (tx) => {
+      await checkAlerting(tx, next);
       const version = await this.updateIn(tx, next, basedOn);
       if (version === undefined) return undefined;
       const nonce = await this.syncToken(tx, next, undefined);

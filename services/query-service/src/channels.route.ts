@@ -1,0 +1,239 @@
+import type { Express, Request, RequestHandler, Response } from 'express';
+import {
+  CHANNEL_ID_PATTERN,
+  describeErrors,
+  ok,
+  type AnyChannelTarget,
+  type ChannelTestResult,
+  type ChannelValidators,
+  type StateAlert,
+  type Validators,
+} from '@telemetry/contract';
+import { CHANNELS, channelFor, type ChannelContext, type Notification } from '@telemetry/alerting';
+import { AppError, rejectUnknown, type EgressPolicy } from '@telemetry/platform';
+import {
+  CHANNEL_DEFAULTS,
+  channelView,
+  newChannelId,
+  unmaskConfig,
+  type ChannelStore,
+  type StoredChannel,
+} from '@telemetry/store';
+import { refuseBadChannel, reminderProblems } from './channel-rules.js';
+import { storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
+import { checkIfMatch, conditionally, etagOf, invalid, jsonBody, nowIso, refuseLimited } from './registry-objects.js';
+import { deliveriesParams, sendDeliveries } from './webhook-deliveries.route.js';
+
+export interface ChannelRoutesDeps extends ReadDeps {
+  store: ChannelStore;
+  validators: Validators;
+  channelValidators: ChannelValidators;
+  /** Judges every address a channel sends to (the runner judges names again when it connects). */
+  policy: EgressPolicy;
+  auth: { read: RequestHandler; write: RequestHandler };
+  /** ALERT_MIN_DELAY_SECONDS: the shortest reminder interval. */
+  minDelaySeconds: number;
+  /** PUBLIC_URL: the console's address, linked from a test notification. */
+  publicUrl: string;
+  /** What a test notification is sent with: this service's egress-bound HTTP client and mailer. */
+  testContext: () => ChannelContext;
+}
+
+const CHANNEL_ID = new RegExp(CHANNEL_ID_PATTERN);
+
+/** The path's channel id; anything else is no channel (404, as an unknown one). */
+function channelIdOf(req: Request): string {
+  const id = String(req.params.id);
+  if (!CHANNEL_ID.test(id)) throw new AppError('CHANNEL_NOT_FOUND', 'there is no such channel');
+  return id;
+}
+
+/** A test notification about a monitor named "Test notification" of the channel's tenant. */
+function testNotification(c: StoredChannel, publicUrl: string, now: number): Notification {
+  const at = new Date(Math.floor(now / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  const id = `test_${c.id}_${now}`;
+  const alert: StateAlert = {
+    id,
+    type: 'monitor.down',
+    monitor_id: 'test',
+    tenant_id: c.tenant_id,
+    incident_id: id,
+    created_at: at,
+    monitor: { name: 'Test notification', url: publicUrl },
+    check: { id, status: 'down', response_time: 0, status_code: 0, created_at: at },
+  };
+  return {
+    id,
+    kind: 'test',
+    items: [{ kind: 'test', alert, monitorLink: `${publicUrl.replace(/\/+$/, '')}/` }],
+    attempt: 1,
+  };
+}
+
+/**
+ * Sends one test notification now, once (no retry), within the context's timeout and a
+ * second more whatever the channel does: what the provider answered.
+ */
+async function sendTest(c: StoredChannel, ctx: ChannelContext, publicUrl: string): Promise<ChannelTestResult> {
+  const channel = channelFor(CHANNELS, c.target);
+  const config = c.target.config as never;
+  const now = ctx.now();
+  const rendered = channel.render(testNotification(c, publicUrl, now), config, {
+    templates: c.templates,
+    name: c.name,
+    now,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const cutOff = new Promise<{ statusCode: number; error: 'timeout' }>((resolve) => {
+    timer = setTimeout(() => resolve({ statusCode: 0, error: 'timeout' }), ctx.timeoutMs + 1000);
+  });
+  try {
+    const answer = await Promise.race([channel.send(rendered, config, ctx), cutOff]);
+    return {
+      delivered: channel.classify(answer) === 'delivered',
+      status_code: answer.statusCode,
+      error: answer.error ?? null,
+      ...('response' in answer && answer.response !== undefined ? { response: answer.response.slice(0, 1024) } : {}),
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** /api/channels and /api/channels/{id}: a tenant's alert channels (docs/alerting.md, "API"). */
+export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
+  const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
+    storeCallOf(deps.logger, req, what, fn);
+  const load = async (req: Request, res: Response): Promise<StoredChannel> => {
+    const id = channelIdOf(req);
+    const c = await storeCall(req, 'channel lookup', () => deps.store.get(tenantOf(res), id));
+    if (!c) throw new AppError('CHANNEL_NOT_FOUND', `there is no channel ${id}`);
+    return c;
+  };
+  const shown = (res: Response, c: StoredChannel) => {
+    res.setHeader('ETag', etagOf(c.version));
+    return ok(channelView(c));
+  };
+  const refuseReminders = (remindEvery: number | undefined): void => {
+    const problems = reminderProblems(remindEvery, deps.minDelaySeconds);
+    if (problems.length > 0) throw invalid('channel', problems);
+  };
+
+  app.get('/api/channels', deps.auth.read, async (req, res) => {
+    rejectUnknown(req, new Set());
+    const all = await storeCall(req, 'channel list', () => deps.store.list(tenantOf(res)));
+    res.json(ok(all.map(channelView)));
+  });
+
+  app.post('/api/channels', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res, 'alert channels');
+    const body = await jsonBody(req);
+    if (!deps.validators.channelCreate(body))
+      throw invalid('channel', describeErrors(deps.validators.channelCreate.errors));
+    refuseReminders(body.remind_every_seconds);
+    const target = { type: body.type, config: body.config } as AnyChannelTarget;
+    const templates = body.templates ?? CHANNEL_DEFAULTS.templates;
+    refuseBadChannel(target, templates, deps.channelValidators, deps.policy);
+    const now = nowIso();
+    const c = await storeCall(req, 'channel insert', () =>
+      deps.store.create({
+        id: newChannelId(),
+        tenant_id: tenantOf(res),
+        name: body.name,
+        target,
+        send_resolved: body.send_resolved ?? CHANNEL_DEFAULTS.send_resolved,
+        remind_every_seconds: body.remind_every_seconds ?? CHANNEL_DEFAULTS.remind_every_seconds,
+        remind_max: body.remind_max ?? CHANNEL_DEFAULTS.remind_max,
+        templates,
+        created_at: now,
+        updated_at: now,
+      }),
+    );
+    res.status(201).setHeader('Location', `/api/channels/${c.id}`);
+    res.json(shown(res, c));
+  });
+
+  app.get('/api/channels/:id', deps.auth.read, async (req, res) => {
+    rejectUnknown(req, new Set());
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(shown(res, await load(req, res)));
+  });
+
+  app.patch('/api/channels/:id', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res, 'alert channels');
+    channelIdOf(req);
+    const patch = await jsonBody(req);
+    if (!deps.validators.channelPatch(patch))
+      throw invalid('channel', describeErrors(deps.validators.channelPatch.errors));
+    refuseReminders(patch.remind_every_seconds);
+    const c = await conditionally(
+      req,
+      'channel',
+      () => load(req, res),
+      async (current) => {
+        // What the PATCH sent masked is the stored secret.
+        const config =
+          patch.config === undefined
+            ? current.target.config
+            : unmaskConfig(current.target.type, current.target.config, patch.config);
+        const target = { type: current.target.type, config } as AnyChannelTarget;
+        const templates = patch.templates ?? current.templates;
+        refuseBadChannel(target, templates, deps.channelValidators, deps.policy);
+        const { version: _v, ...rest } = current;
+        return storeCall(req, 'channel update', () =>
+          deps.store.update(
+            {
+              ...rest,
+              target,
+              templates,
+              name: patch.name ?? current.name,
+              send_resolved: patch.send_resolved ?? current.send_resolved,
+              remind_every_seconds: patch.remind_every_seconds ?? current.remind_every_seconds,
+              remind_max: patch.remind_max ?? current.remind_max,
+              updated_at: nowIso(),
+            },
+            current.version,
+          ),
+        );
+      },
+    );
+    res.json(shown(res, c));
+  });
+
+  app.delete('/api/channels/:id', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res, 'alert channels');
+    const current = await load(req, res);
+    checkIfMatch(req, current.version, 'channel');
+    // IN_USE is decided in the delete's transaction.
+    const gone = await storeCall(req, 'channel delete', () => deps.store.remove(current.tenant_id, current.id));
+    if (!gone) throw new AppError('CHANNEL_NOT_FOUND', `there is no channel ${current.id}`);
+    res.json(ok(null));
+  });
+
+  app.post('/api/channels/:id/test', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res, 'alert channels');
+    const c = await load(req, res);
+    // NOTE: the stored target is judged again: EGRESS_ALLOW may have changed since it was saved.
+    refuseBadChannel(c.target, c.templates, deps.channelValidators, deps.policy);
+    const result = await sendTest(c, deps.testContext(), deps.publicUrl);
+    deps.logger.info('channel test sent', {
+      request_id: req.id,
+      channel_id: c.id,
+      type: c.target.type,
+      delivered: result.delivered,
+      status_code: result.status_code,
+      error: result.error,
+    });
+    res.json(ok(result));
+  });
+
+  app.get('/api/channels/:id/deliveries', deps.auth.read, async (req, res) => {
+    const params = deliveriesParams(req);
+    const c = await load(req, res);
+    await sendDeliveries(deps, req, res, { ...params, tenantId: c.tenant_id, channelId: c.id });
+  });
+}

@@ -1,0 +1,137 @@
+import type { Express, Request, RequestHandler, Response } from 'express';
+import { describeErrors, ESCALATION_POLICY_ID_PATTERN, ok, type Problem, type Validators } from '@telemetry/contract';
+import { AppError, rejectUnknown, type Logger } from '@telemetry/platform';
+import {
+  newEscalationPolicyId,
+  type EscalationPolicyStore,
+  type PolicyStep,
+  type StoredPolicy,
+} from '@telemetry/store';
+import { storeCall as storeCallOf, tenantOf } from './params.js';
+import { checkIfMatch, conditionally, etagOf, invalid, jsonBody, nowIso, refuseLimited } from './registry-objects.js';
+
+export interface EscalationPolicyRoutesDeps {
+  store: EscalationPolicyStore;
+  validators: Validators;
+  logger: Logger;
+  auth: { read: RequestHandler; write: RequestHandler };
+  /** ALERT_MIN_DELAY_SECONDS: the shortest escalation delay. */
+  minDelaySeconds: number;
+}
+
+const POLICY_ID = new RegExp(ESCALATION_POLICY_ID_PATTERN);
+
+function policyIdOf(req: Request): string {
+  const id = String(req.params.id);
+  if (!POLICY_ID.test(id)) throw new AppError('ESCALATION_POLICY_NOT_FOUND', 'there is no such escalation policy');
+  return id;
+}
+
+/** The API's view of a policy: its tenant is the key's, not shown. */
+function view({ tenant_id: _t, ...p }: StoredPolicy): Omit<StoredPolicy, 'tenant_id'> {
+  return p;
+}
+
+/** /api/escalation-policies and /api/escalation-policies/{id} (docs/alerting.md, "API"). */
+export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoutesDeps): void {
+  const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
+    storeCallOf(deps.logger, req, what, fn);
+  const load = async (req: Request, res: Response): Promise<StoredPolicy> => {
+    const id = policyIdOf(req);
+    const p = await storeCall(req, 'escalation policy lookup', () => deps.store.get(tenantOf(res), id));
+    if (!p) throw new AppError('ESCALATION_POLICY_NOT_FOUND', `there is no escalation policy ${id}`);
+    return p;
+  };
+  /** Every step's delay is at least ALERT_MIN_DELAY_SECONDS (the channels are checked in the store's transaction). */
+  const refuseShortDelays = (steps: readonly PolicyStep[]): void => {
+    const problems: Problem[] = steps.flatMap((s, i) =>
+      s.escalate_after_seconds !== undefined && s.escalate_after_seconds < deps.minDelaySeconds
+        ? [
+            {
+              path: `/steps/${i}/escalate_after_seconds`,
+              message: `must be at least ${deps.minDelaySeconds} (ALERT_MIN_DELAY_SECONDS)`,
+            },
+          ]
+        : [],
+    );
+    if (problems.length > 0) throw invalid('escalation policy', problems);
+  };
+  const shown = (res: Response, p: StoredPolicy) => {
+    res.setHeader('ETag', etagOf(p.version));
+    return ok(view(p));
+  };
+
+  app.get('/api/escalation-policies', deps.auth.read, async (req, res) => {
+    rejectUnknown(req, new Set());
+    const all = await storeCall(req, 'escalation policy list', () => deps.store.list(tenantOf(res)));
+    res.json(ok(all.map(view)));
+  });
+
+  app.post('/api/escalation-policies', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res, 'escalation policies');
+    const body = await jsonBody(req);
+    if (!deps.validators.escalationPolicyCreate(body)) {
+      throw invalid('escalation policy', describeErrors(deps.validators.escalationPolicyCreate.errors));
+    }
+    refuseShortDelays(body.steps);
+    const now = nowIso();
+    const p = await storeCall(req, 'escalation policy insert', () =>
+      deps.store.create({
+        id: newEscalationPolicyId(),
+        tenant_id: tenantOf(res),
+        name: body.name,
+        steps: body.steps,
+        created_at: now,
+        updated_at: now,
+      }),
+    );
+    res.status(201).setHeader('Location', `/api/escalation-policies/${p.id}`);
+    res.json(shown(res, p));
+  });
+
+  app.get('/api/escalation-policies/:id', deps.auth.read, async (req, res) => {
+    rejectUnknown(req, new Set());
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(shown(res, await load(req, res)));
+  });
+
+  app.patch('/api/escalation-policies/:id', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res, 'escalation policies');
+    policyIdOf(req);
+    const patch = await jsonBody(req);
+    if (!deps.validators.escalationPolicyPatch(patch)) {
+      throw invalid('escalation policy', describeErrors(deps.validators.escalationPolicyPatch.errors));
+    }
+    if (patch.steps) refuseShortDelays(patch.steps);
+    const p = await conditionally(
+      req,
+      'escalation policy',
+      () => load(req, res),
+      (current) => {
+        const { version: _v, ...rest } = current;
+        return storeCall(req, 'escalation policy update', () =>
+          deps.store.update(
+            { ...rest, name: patch.name ?? current.name, steps: patch.steps ?? current.steps, updated_at: nowIso() },
+            current.version,
+          ),
+        );
+      },
+    );
+    res.json(shown(res, p));
+  });
+
+  app.delete('/api/escalation-policies/:id', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res, 'escalation policies');
+    const current = await load(req, res);
+    checkIfMatch(req, current.version, 'escalation policy');
+    // IN_USE is decided in the delete's transaction.
+    const gone = await storeCall(req, 'escalation policy delete', () =>
+      deps.store.remove(current.tenant_id, current.id),
+    );
+    if (!gone) throw new AppError('ESCALATION_POLICY_NOT_FOUND', `there is no escalation policy ${current.id}`);
+    res.json(ok(null));
+  });
+}
