@@ -50,7 +50,8 @@ export interface Templates {
   text?: string;
 }
 
-const TITLES: Record<NotificationKind, string> = {
+/** Each kind's word in a title (`{{title}}`), used by channels for their structured parts too. */
+export const KIND_TITLES: Record<NotificationKind, string> = {
   down: 'DOWN',
   up: 'UP',
   reminder: 'STILL DOWN',
@@ -63,14 +64,14 @@ const TITLES: Record<NotificationKind, string> = {
 export const DEFAULT_TEMPLATES: Required<Templates> = {
   title: '{{#grouped}}{{count}} monitors changed state{{/grouped}}{{^grouped}}{{title}}: {{monitor.name}}{{/grouped}}',
   text: [
-    '{{#grouped}}{{#alerts}}{{title}}: {{monitor.name}} ({{monitor.url}}): {{incident.cause}}',
+    '{{#grouped}}{{#alerts}}{{title}}: {{monitor.name}} ({{monitor.url}}): {{incident.cause}}\n',
     '{{/alerts}}{{/grouped}}{{^grouped}}{{monitor.name}} ({{monitor.url}}) ',
     '{{#kind_is.down}}is down: {{incident.cause}}, since {{incident.started_at}}.{{/kind_is.down}}',
     '{{#kind_is.reminder}}is still down after {{incident.duration}}: {{incident.cause}} (reminder {{reminder}}).{{/kind_is.reminder}}',
     '{{#kind_is.escalation}}is down: {{incident.cause}}, since {{incident.started_at}}; nobody acknowledged, so step {{step}} is notified.{{/kind_is.escalation}}',
     '{{#kind_is.up}}is up again after {{incident.duration}}.{{/kind_is.up}}',
-    '{{#kind_is.acknowledged}}is down; {{incident.acknowledged_by}} acknowledged the incident.{{/kind_is.acknowledged}}',
-    '{{#kind_is.test}}: a test notification; nothing is down.{{/kind_is.test}}',
+    '{{#kind_is.acknowledged}}is down: {{incident.cause}}; {{incident.acknowledged_by}} acknowledged the incident.{{/kind_is.acknowledged}}',
+    '{{#kind_is.test}}– this is a test notification; nothing is down.{{/kind_is.test}}',
     '{{#ack_link}}\nAcknowledge: {{ack_link}}{{/ack_link}}\nMonitor: {{monitor.link}}{{/grouped}}',
   ].join(''),
 };
@@ -102,7 +103,7 @@ function itemView(item: NotifiedAlert, recipient: string, now: number): Record<s
   return {
     kind: item.kind,
     kind_is: { [item.kind]: true },
-    title: TITLES[item.kind],
+    title: KIND_TITLES[item.kind],
     monitor: { id: a.monitor_id, name: a.monitor.name, url: a.monitor.url, link: item.monitorLink },
     incident: {
       id: a.incident_id,
@@ -132,11 +133,13 @@ export function messageView(n: Notification, recipient: string, now: number): Re
 
 /** How a rendered value is escaped: none (plain text), HTML, or inside a JSON string. */
 export type Escape = 'text' | 'html' | 'json';
-const ESCAPES: Record<Escape, (s: string) => string> = {
-  text: (s) => s,
-  html: (s) =>
-    s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!),
-  json: (s) => JSON.stringify(s).slice(1, -1),
+// NOTE: mustache hands a custom escape the value as it is in the view: numbers
+// (check.status_code, count, step) arrive as numbers, so each escape takes a string of it.
+const ESCAPES: Record<Escape, (v: unknown) => string> = {
+  text: (v) => String(v),
+  html: (v) =>
+    String(v).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!),
+  json: (v) => JSON.stringify(String(v)).slice(1, -1),
 };
 
 /** Renders one template over `view` (a template validated on save; a bad one here renders as its source). */

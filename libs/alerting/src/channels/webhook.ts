@@ -2,12 +2,18 @@ import { createHmac } from 'node:crypto';
 import { channelConfigProblems, type ChannelValidators, type WebhookChannelConfig } from '@telemetry/contract';
 import { maskWebhookUrl, originOf } from '@telemetry/store';
 import { firstItem, type Notification } from '../notification.js';
+import { messageView, renderTemplate } from '../templates.js';
 import type { Answer, Channel, ChannelContext, RenderContext } from './channel.js';
 import { classifyHttp, sendHttp } from './http-send.js';
 
 /**
  * The signed webhook (docs/monitors.md, "Webhooks"): the alert message, as JSON, POSTed
- * to the URL with the X-Telemetry-* headers, signed with the secret.
+ * to the URL with the X-Telemetry-* headers, signed with the secret. Notifications other
+ * than down and up (a reminder, an escalation, an acknowledgement, a test) send the same
+ * message (an `acknowledged` one: its acknowledgement, when there is one) and say their
+ * kind in `X-Telemetry-Notification`. `body_template`, when set, is the body instead: a
+ * Mustache template over the documented variables, each value JSON-escaped
+ * (docs/alerting.md, "Templates").
  */
 
 /**
@@ -40,17 +46,22 @@ export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
   shown: (c) => maskWebhookUrl(c.url),
 
   render(n: Notification, c: WebhookChannelConfig, ctx: RenderContext): WebhookRequest {
-    const { alert } = firstItem(n);
+    const item = firstItem(n);
     const { attempt } = n;
     const now = ctx.now;
-    const body = JSON.stringify(alert);
+    const message = (item.kind === 'acknowledged' ? item.acknowledgement : undefined) ?? item.alert;
+    const body =
+      c.body_template === undefined
+        ? JSON.stringify(message)
+        : renderTemplate(c.body_template, messageView(n, `webhook:${ctx.name}`, now), 'json');
     return {
       body,
       headers: {
-        'X-Telemetry-Event': alert.type,
-        'X-Telemetry-Delivery': alert.id,
+        'X-Telemetry-Event': message.type,
+        'X-Telemetry-Delivery': message.id,
         'X-Telemetry-Attempt': String(attempt),
         'X-Telemetry-Signature': signature(c.secret, body, Math.floor(now / 1000)),
+        ...(n.kind === 'down' || n.kind === 'up' ? {} : { 'X-Telemetry-Notification': n.kind }),
       },
     };
   },
