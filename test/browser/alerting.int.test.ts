@@ -4,7 +4,14 @@ import type { Browser, Page } from 'playwright-core';
 import type { ChannelObject, EscalationPolicy, Incident, Monitor, StateAlert } from '@telemetry/contract';
 import { signature } from '@telemetry/alerting';
 import { createTenant, IncidentAlertStore, SCOPES } from '@telemetry/store';
-import { buildConsole, expectAccessible, launchChromium, PageErrors, showPageIfFailed } from '../support/browser.js';
+import {
+  buildConsole,
+  expectAccessible,
+  launchChromium,
+  PageErrors,
+  photograph,
+  showPageIfFailed,
+} from '../support/browser.js';
 import {
   adminClickHouse,
   adminRegistry,
@@ -106,11 +113,12 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     expect(await page.getByLabel('URL (required)').getAttribute('aria-invalid')).to.not.equal(null);
     expect(await page.locator('#form-error').innerText()).to.match(/VALIDATION_FAILED|INVALID/);
     await expectAccessible(page, 'new channel form with an error');
+    await photograph(page, 'channel-form');
 
     await page.getByLabel('URL (required)').fill(provider.url('/hook'));
     await page.getByRole('button', { name: 'Create channel' }).click();
-    await page.waitForURL(/#\/channels\/[^/]+$/);
-    channelId = /#\/channels\/([^/]+)$/.exec(page.url())![1]!;
+    await page.waitForURL(/#\/channels\/chn_[a-z0-9]+$/);
+    channelId = /#\/channels\/(chn_[a-z0-9]+)$/.exec(page.url())![1]!;
     await page.getByRole('heading', { name: channelName }).waitFor();
     const stored = (await api<ChannelObject>('GET', `/api/channels/${channelId}`)).body.data;
     expect(stored).to.include({ type: 'webhook', name: channelName, remind_every_seconds: 600 });
@@ -124,6 +132,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     expect(await page.content()).to.not.contain(secret);
     expect(shown).to.not.contain('/hook');
     await expectAccessible(page, 'channels list');
+    await photograph(page, 'channels');
   });
 
   it('sends a test and shows what the provider answered; the recording server got it signed', async () => {
@@ -184,6 +193,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     expect(log.split('\n').filter((l) => l.trim())).to.have.length(2);
     expect(log).to.contain('reminder').and.contain('retrying').and.contain('429').and.contain('delivered');
     await expectAccessible(page, 'channel page with its delivery log');
+    await photograph(page, 'channel');
   });
 
   it('puts the channel in an escalation policy, and refuses to delete the channel while the policy uses it', async () => {
@@ -196,6 +206,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     await page.getByRole('button', { name: 'Add step' }).click();
     await page.getByRole('group', { name: 'Step 2: notify' }).getByLabel(channelName).check();
     await expectAccessible(page, 'escalation policy form');
+    await photograph(page, 'escalation-policies');
     await page.getByRole('button', { name: 'Create policy' }).click();
     const item = page.locator('li[data-policy]', { hasText: policyName });
     await item.waitFor();
@@ -236,6 +247,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
       );
     await page.getByLabel('Why it is silenced').fill(reason);
     await expectAccessible(page, 'monitor form with alerting settings');
+    await photograph(page, 'monitor-form-alerting');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForURL(new RegExp(`#/monitors/${monitor.id}$`));
     const saved = (await api<Monitor>('GET', `/api/monitors/${monitor.id}`)).body.data;
@@ -326,6 +338,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     await page.reload();
     await row.locator('.acknowledged').waitFor();
     await expectAccessible(page, 'monitor page with an acknowledged incident');
+    await photograph(page, 'monitor-acknowledged');
 
     await row.getByRole('button', { name: 'Un-acknowledge' }).click();
     await row.getByRole('button', { name: 'Acknowledge', exact: true }).waitFor();

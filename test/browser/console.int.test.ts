@@ -1,5 +1,3 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { expect } from 'chai';
 import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createTenant } from '@telemetry/store';
@@ -16,7 +14,14 @@ import {
 } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
 import { TestTarget } from '../support/target.js';
-import { buildConsole, expectAccessible, launchChromium, PageErrors, showPageIfFailed } from '../support/browser.js';
+import {
+  buildConsole,
+  expectAccessible,
+  launchChromium,
+  PageErrors,
+  photograph,
+  showPageIfFailed,
+} from '../support/browser.js';
 
 /**
  * Records where each chart draws its text (page script: this file has no DOM types). uPlot
@@ -74,7 +79,6 @@ const CHART_CANVASES = `[...document.querySelectorAll('figure.chart canvas')].ma
 describe('console and status pages in Chromium (real Kafka, ClickHouse and runner)', function () {
   this.timeout(120_000);
   const target = new TestTarget();
-  const screenshots = process.env.CONSOLE_SCREENSHOTS;
   let query: Running;
   let consumer: Running;
   let gateway: Running;
@@ -90,19 +94,6 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
   const secretValue = `s3cr3t-${uid('v')}`;
   /** Console errors and page errors, by page URL; a step that provokes an HTTP error on purpose pauses this. */
   const pageErrors = new PageErrors();
-
-  /** Photographs `p` at both widths (only with CONSOLE_SCREENSHOTS). */
-  async function photograph(p: Page, file: string): Promise<void> {
-    if (!screenshots) return;
-    await mkdir(screenshots, { recursive: true });
-    for (const width of [1280, 360]) {
-      await p.setViewportSize({ width, height: 900 });
-      // Charts redraw to their new width.
-      await p.waitForTimeout(400);
-      await p.screenshot({ path: join(screenshots, `${file}-${width}.png`), fullPage: true });
-    }
-    await p.setViewportSize({ width: 1280, height: 900 });
-  }
 
   /**
    * At 1280 and 360 px wide, every chart of the page has drawn its tick labels, each wholly

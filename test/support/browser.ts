@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -107,4 +109,21 @@ export async function showPageIfFailed(test: Mocha.Test | undefined, page: Page 
     .innerText()
     .catch(() => '?');
   process.stderr.write(`page ${page.url()}:\n${text}\n`);
+}
+
+/**
+ * With CONSOLE_SCREENSHOTS=dir (npm run docs:screenshots), photographs `p` at 1280 and 360
+ * px wide into dir/`file`-1280.png and -360.png; without it, nothing.
+ */
+export async function photograph(p: Page, file: string): Promise<void> {
+  const dir = process.env.CONSOLE_SCREENSHOTS;
+  if (!dir) return;
+  await mkdir(dir, { recursive: true });
+  for (const width of [1280, 360]) {
+    await p.setViewportSize({ width, height: 900 });
+    // Charts redraw to their new width.
+    await p.waitForTimeout(400);
+    await p.screenshot({ path: join(dir, `${file}-${width}.png`), fullPage: true });
+  }
+  await p.setViewportSize({ width: 1280, height: 900 });
 }

@@ -67,7 +67,8 @@ function describe(s: Schema, required: boolean, secret: boolean): string | undef
     if (s.minimum !== undefined && s.maximum !== undefined) parts.push(`${s.minimum} to ${s.maximum}`);
   } else if (s.format === 'uri') parts.push('a URL');
   else if (s.format === 'email') parts.push('an email address');
-  if (!required) parts.push("optional: the provider's default when empty");
+  if (!required)
+    parts.push(s.maxLength && s.maxLength >= 1000 ? 'optional' : "optional: the provider's default when empty");
   if (secret) parts.push('secret: shown masked once saved; leave it as shown to keep it');
   return parts.length > 0 ? parts.join('; ') : undefined;
 }
