@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import type { ChannelObject, EscalationPolicy, Incident, Monitor, StateAlert } from '@telemetry/contract';
@@ -23,6 +24,7 @@ import {
   type Running,
 } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
+import { createAjv } from '../../libs/contract/src/ajv.js';
 import { TestTarget } from '../support/target.js';
 
 /**
@@ -194,6 +196,30 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     expect(log).to.contain('reminder').and.contain('retrying').and.contain('429').and.contain('delivered');
     await expectAccessible(page, 'channel page with its delivery log');
     await photograph(page, 'channel');
+  });
+
+  it('makes a Slack channel from the same form: Send test posts the body Slack documents (test/fixtures/providers/slack.json)', async () => {
+    const path = '/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX';
+    await page.goto(`${query.url}/#/channels/new`);
+    await page.getByLabel('Type (required)').selectOption('slack');
+    await page.getByLabel('Name (required)').fill(`Ops Slack ${uid('s')}`);
+    await page.getByLabel('URL (required)').fill(provider.url(path));
+    expect(await page.getByLabel('Secret').count(), 'a Slack channel has no secret field').to.equal(0);
+    await page.getByRole('button', { name: 'Create channel' }).click();
+    await page.waitForURL(/#\/channels\/chn_[a-z0-9]+$/);
+    // The webhook's path holds Slack's token: shown as scheme and host only.
+    expect(await page.locator('dl.facts').innerText()).to.not.contain(path);
+    await page.getByRole('button', { name: 'Send test' }).click();
+    await page.locator('#test-result').filter({ hasText: 'Delivered.' }).waitFor();
+    const [seen] = provider.requests(path);
+    expect(seen, 'the recording server received the test').to.not.equal(undefined);
+    // Slack's schema as transcribed (not strict: it is not ours), by the contract's ajv.
+    const Ajv = createAjv([]).constructor as new (opts: object) => ReturnType<typeof createAjv>;
+    const validate = new Ajv({ strict: false, allErrors: true }).compile(
+      JSON.parse(readFileSync('test/fixtures/providers/slack.json', 'utf8')) as object,
+    );
+    const body = JSON.parse(seen!.body) as unknown;
+    expect(validate(body), JSON.stringify(validate.errors)).to.equal(true);
   });
 
   it('puts the channel in an escalation policy, and refuses to delete the channel while the policy uses it', async () => {
