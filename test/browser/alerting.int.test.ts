@@ -198,6 +198,28 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     await photograph(page, 'channel');
   });
 
+  it('edits the channel: its secrets show masked and, sent back as shown, stay as stored', async () => {
+    await page.goto(`${query.url}/#/channels/${channelId}/edit`);
+    await page.getByRole('button', { name: 'Save' }).waitFor();
+    expect(await page.getByLabel('URL (required)').inputValue()).to.equal(provider.url('/hook').replace('/hook', ''));
+    expect(await page.getByLabel('Secret (required)').inputValue()).to.equal('****');
+    await page.getByLabel('At most this many reminders').fill('5');
+    await page.getByLabel('Title template').fill('{{monitor.name}} is {{kind}}');
+    await expectAccessible(page, 'channel edit form');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(new RegExp(`#/channels/${channelId}$`));
+    await page.getByText('every 600 s, at most 5').waitFor();
+    const stored = (await api<ChannelObject>('GET', `/api/channels/${channelId}`)).body.data;
+    expect(stored).to.deep.include({ remind_max: 5, templates: { title: '{{monitor.name}} is {{kind}}' } });
+    // The stored URL and secret are still the ones given: the test reaches /hook, signed with the secret.
+    const before = provider.requests('/hook').length;
+    await page.getByRole('button', { name: 'Send test' }).click();
+    await page.locator('#test-result').filter({ hasText: 'Delivered.' }).waitFor();
+    const seen = provider.requests('/hook')[before]!;
+    const t = Number(/t=(\d+)/.exec(String(seen.headers['x-telemetry-signature']))?.[1]);
+    expect(seen.headers['x-telemetry-signature']).to.equal(signature(secret, seen.body, t));
+  });
+
   it('makes a Slack channel from the same form: Send test posts the body Slack documents (test/fixtures/providers/slack.json)', async () => {
     const path = '/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX';
     await page.goto(`${query.url}/#/channels/new`);
