@@ -1,7 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import { expect } from 'chai';
 import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createTenant } from '@telemetry/store';
@@ -18,7 +14,14 @@ import {
 } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
 import { TestTarget } from '../support/target.js';
-import { buildConsole, launchChromium } from '../support/browser.js';
+import {
+  buildConsole,
+  expectAccessible,
+  launchChromium,
+  PageErrors,
+  photograph,
+  showPageIfFailed,
+} from '../support/browser.js';
 
 /**
  * Records where each chart draws its text (page script: this file has no DOM types). uPlot
@@ -76,7 +79,6 @@ const CHART_CANVASES = `[...document.querySelectorAll('figure.chart canvas')].ma
 describe('console and status pages in Chromium (real Kafka, ClickHouse and runner)', function () {
   this.timeout(120_000);
   const target = new TestTarget();
-  const screenshots = process.env.CONSOLE_SCREENSHOTS;
   let query: Running;
   let consumer: Running;
   let gateway: Running;
@@ -91,50 +93,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
   const secretHeader = 'X-Secret-Token';
   const secretValue = `s3cr3t-${uid('v')}`;
   /** Console errors and page errors, by page URL; a step that provokes an HTTP error on purpose pauses this. */
-  const errors: string[] = [];
-  let expectingHttpErrors = false;
-  const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-  function watch(p: Page): void {
-    p.on('console', (m) => {
-      if (m.type() !== 'error') return;
-      if (expectingHttpErrors && /Failed to load resource: the server responded with a status of 4\d\d/.test(m.text()))
-        return;
-      errors.push(`${p.url()}: ${m.text()}`);
-    });
-    p.on('pageerror', (e) => errors.push(`${p.url()}: ${e.message}`));
-  }
-
-  /** No serious or critical axe-core violations on what `p` shows now. */
-  async function accessible(p: Page, what: string): Promise<void> {
-    // Evaluated through the DevTools protocol, which the page's CSP does not govern.
-    await p.evaluate(axeSource);
-    const violations = await p.evaluate(async () => {
-      const w = globalThis as unknown as {
-        axe: {
-          run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }>;
-        };
-      };
-      const r = await w.axe.run();
-      return r.violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    });
-    expect(violations, `${what}: axe-core`).to.deep.equal([]);
-  }
-
-  /** Photographs `p` at both widths (only with CONSOLE_SCREENSHOTS). */
-  async function photograph(p: Page, file: string): Promise<void> {
-    if (!screenshots) return;
-    await mkdir(screenshots, { recursive: true });
-    for (const width of [1280, 360]) {
-      await p.setViewportSize({ width, height: 900 });
-      // Charts redraw to their new width.
-      await p.waitForTimeout(400);
-      await p.screenshot({ path: join(screenshots, `${file}-${width}.png`), fullPage: true });
-    }
-    await p.setViewportSize({ width: 1280, height: 900 });
-  }
+  const pageErrors = new PageErrors();
 
   /**
    * At 1280 and 360 px wide, every chart of the page has drawn its tick labels, each wholly
@@ -209,19 +168,11 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addInitScript(RECORD_CANVAS_TEXT);
     page = await context.newPage();
-    watch(page);
+    pageErrors.watch(page);
   });
 
   afterEach(async function () {
-    // What the page showed when a step failed.
-    if (this.currentTest?.state === 'failed' && page) {
-      process.stderr.write(
-        `page ${page.url()}:\n${await page
-          .locator('body')
-          .innerText()
-          .catch(() => '?')}`,
-      );
-    }
+    await showPageIfFailed(this.currentTest, page);
   });
 
   after(async () => {
@@ -234,13 +185,13 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
   it('signs in (a wrong key is refused with a message), creates a monitor with the API’s validation next to the field, and sees its first checks in the chart', async () => {
     await page.goto(`${query.url}/`);
     await page.getByLabel('API key').waitFor();
-    await accessible(page, 'sign-in');
+    await expectAccessible(page, 'sign-in');
     await photograph(page, 'sign-in');
-    expectingHttpErrors = true;
+    pageErrors.expectingHttpErrors = true;
     await page.getByLabel('API key').fill('ak_0000000000000000_' + '0'.repeat(64));
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('#key-error', { hasText: 'not accepted' }).waitFor();
-    expectingHttpErrors = false;
+    pageErrors.expectingHttpErrors = false;
     expect(await page.evaluate(() => sessionStorage.length)).to.equal(0);
 
     await page.getByLabel('API key').fill(key);
@@ -254,13 +205,13 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await page.getByLabel('Interval (seconds)').fill('1');
     await page.getByLabel('Failing checks before down').fill('2');
     await page.getByLabel('Request headers').fill(`${secretHeader}: ${secretValue}`);
-    expectingHttpErrors = true;
+    pageErrors.expectingHttpErrors = true;
     await page.getByRole('button', { name: 'Create monitor' }).click();
     const urlError = page.locator('#e-url');
     await urlError.filter({ hasText: /\S/ }).waitFor();
-    expectingHttpErrors = false;
+    pageErrors.expectingHttpErrors = false;
     expect(await page.getByLabel('URL', { exact: true }).getAttribute('aria-invalid')).to.not.equal(null);
-    await accessible(page, 'new monitor form with an error');
+    await expectAccessible(page, 'new monitor form with an error');
     await photograph(page, 'monitor-form');
 
     await page.getByLabel('URL', { exact: true }).fill(target.url('/site'));
@@ -293,7 +244,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await page.locator('.timeline li.open').waitFor({ timeout: 60_000 });
     expect(await page.locator('.timeline li.open').innerText()).to.contain('HTTP 500');
     await page.locator('h1 .badge', { hasText: 'down' }).waitFor({ timeout: 30_000 });
-    await accessible(page, 'monitor page, down');
+    await expectAccessible(page, 'monitor page, down');
     await photograph(page, 'monitor-down');
     target.set('/site', 'ok');
     await page.locator('.timeline li.resolved').waitFor({ timeout: 60_000 });
@@ -314,7 +265,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await row.waitFor();
     await page.getByRole('button', { name: 'Name' }).click();
     expect(await page.locator('th[aria-sort="descending"]').count()).to.equal(1);
-    await accessible(page, 'monitor list');
+    await expectAccessible(page, 'monitor list');
     await page.getByLabel('Filter by name').fill('');
     await photograph(page, 'monitors');
 
@@ -332,7 +283,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
       30_000,
     );
     expect(Number(await page.locator('figure.chart').getAttribute('data-points'))).to.be.greaterThan(0);
-    await accessible(page, 'events');
+    await expectAccessible(page, 'events');
     await chartsFit(page, 'events');
     await photograph(page, 'events');
   });
@@ -342,7 +293,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await page.getByLabel('Slug (the page is /status/slug)').fill(slug);
     await page.getByLabel('Title').fill('Shop status');
     await page.getByLabel(name).check();
-    await accessible(page, 'status pages');
+    await expectAccessible(page, 'status pages');
     await page.getByRole('button', { name: 'Publish page' }).click();
     await page.locator(`li[data-slug="${slug}"]`).waitFor();
     await photograph(page, 'status-pages');
@@ -351,7 +302,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     const visitor = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     try {
       const p = await visitor.newPage();
-      watch(p);
+      pageErrors.watch(p);
       await p.goto(`${query.url}/status/${slug}`);
       await p.getByRole('heading', { name: 'Shop status' }).waitFor();
       await p.getByRole('heading', { name: new RegExp(name) }).waitFor();
@@ -365,7 +316,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
       for (const secret of [host, '/site', secretHeader, secretValue, monitorId]) {
         expect(json, `the public JSON shows ${secret}`).to.not.contain(secret);
       }
-      await accessible(p, 'public status page');
+      await expectAccessible(p, 'public status page');
       await photograph(p, 'status-page');
     } finally {
       await visitor.close();
@@ -394,7 +345,7 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await page.locator('#form-error', { hasText: `headers.${secretHeader}` }).waitFor();
     expect(await page.getByLabel('Request headers').inputValue()).to.equal('');
     expect((await api('GET', `/api/monitors/${monitorId}`)).body.data).to.deep.include({ headers: {} });
-    await accessible(page, 'monitor form after dropped secrets');
+    await expectAccessible(page, 'monitor form after dropped secrets');
     await page.getByLabel('URL', { exact: true }).fill(target.url('/site'));
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForURL(/#\/monitors\/mon_[0-9a-f]{16}$/);
@@ -421,6 +372,6 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
     expect(await page.evaluate(() => sessionStorage.getItem('telemetry.apiKey'))).to.equal(null);
-    expect(errors).to.deep.equal([]);
+    expect(pageErrors.errors).to.deep.equal([]);
   });
 });

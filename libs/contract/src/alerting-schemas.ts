@@ -1,5 +1,5 @@
 import { ALERTING_LIMITS as A, CHANNEL_ID_PATTERN, ESCALATION_POLICY_ID_PATTERN } from './limits.js';
-import { CHANNEL_TYPES } from './channels/index.js';
+import { CHANNEL_TYPES } from './channels/catalog.js';
 import { closed, closedSchema, dateTime, patchSchema } from './schema-parts.js';
 
 /**

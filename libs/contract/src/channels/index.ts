@@ -1,19 +1,21 @@
 import type { ValidateFunction } from 'ajv';
 import { createAjv, describeErrors, type Problem } from '../ajv.js';
-import { discordChannelConfigSchema, discordSecrets, type DiscordChannelConfig } from './discord.js';
-import { emailChannelConfigSchema, emailSecrets, type EmailChannelConfig } from './email.js';
-import { googleChatChannelConfigSchema, googleChatSecrets, type GoogleChatChannelConfig } from './google_chat.js';
-import { mattermostChannelConfigSchema, mattermostSecrets, type MattermostChannelConfig } from './mattermost.js';
-import { ntfyChannelConfigSchema, ntfySecrets, type NtfyChannelConfig } from './ntfy.js';
-import { opsgenieChannelConfigSchema, opsgenieSecrets, type OpsgenieChannelConfig } from './opsgenie.js';
-import { pagerdutyChannelConfigSchema, pagerdutySecrets, type PagerdutyChannelConfig } from './pagerduty.js';
-import { pushoverChannelConfigSchema, pushoverSecrets, type PushoverChannelConfig } from './pushover.js';
-import { slackChannelConfigSchema, slackSecrets, type SlackChannelConfig } from './slack.js';
-import { teamsChannelConfigSchema, teamsSecrets, type TeamsChannelConfig } from './teams.js';
-import { telegramChannelConfigSchema, telegramSecrets, type TelegramChannelConfig } from './telegram.js';
-import { webhookChannelConfigSchema, webhookSecrets, type WebhookChannelConfig } from './webhook.js';
+import { CHANNEL_CONFIG_SCHEMAS, CHANNEL_TYPES, type ChannelType } from './catalog.js';
+import type { DiscordChannelConfig } from './discord.js';
+import type { EmailChannelConfig } from './email.js';
+import type { GoogleChatChannelConfig } from './google_chat.js';
+import type { MattermostChannelConfig } from './mattermost.js';
+import type { NtfyChannelConfig } from './ntfy.js';
+import type { OpsgenieChannelConfig } from './opsgenie.js';
+import type { PagerdutyChannelConfig } from './pagerduty.js';
+import type { PushoverChannelConfig } from './pushover.js';
+import type { SlackChannelConfig } from './slack.js';
+import type { TeamsChannelConfig } from './teams.js';
+import type { TelegramChannelConfig } from './telegram.js';
+import type { WebhookChannelConfig } from './webhook.js';
 
 export { webhookChannelConfigSchema, type WebhookChannelConfig } from './webhook.js';
+export { CHANNEL_CONFIG_SCHEMAS, CHANNEL_SECRETS, CHANNEL_TYPES, type ChannelType } from './catalog.js';
 export type { DiscordChannelConfig } from './discord.js';
 export type { EmailChannelConfig } from './email.js';
 export type { GoogleChatChannelConfig } from './google_chat.js';
@@ -25,66 +27,6 @@ export type { PushoverChannelConfig } from './pushover.js';
 export type { SlackChannelConfig } from './slack.js';
 export type { TeamsChannelConfig } from './teams.js';
 export type { TelegramChannelConfig } from './telegram.js';
-
-/**
- * Alert channels: where an alert is sent (docs/alerting.md). Each type owns a config
- * schema here (channels/<type>.ts, with the JSON pointers of its secrets), so that what
- * validates a channel's config (the query service) is the same code the check runner
- * relies on; how a channel renders, sends and judges an answer lives in libs/alerting
- * (src/channels/<type>.ts). A new channel is its module here, its value in CHANNEL_TYPES,
- * its lines in CHANNEL_CONFIG_SCHEMAS, CHANNEL_SECRETS and ChannelConfigs (the compiler
- * refuses a type missing from any), and its module in libs/alerting.
- */
-export const CHANNEL_TYPES = [
-  'webhook',
-  'email',
-  'slack',
-  'teams',
-  'discord',
-  'google_chat',
-  'mattermost',
-  'telegram',
-  'ntfy',
-  'pushover',
-  'pagerduty',
-  'opsgenie',
-] as const;
-export type ChannelType = (typeof CHANNEL_TYPES)[number];
-
-/**
- * Each type's config schema, from its module (channels/<type>.ts): a type without one,
- * or one that is not a type, does not compile.
- */
-export const CHANNEL_CONFIG_SCHEMAS = {
-  webhook: webhookChannelConfigSchema,
-  email: emailChannelConfigSchema,
-  slack: slackChannelConfigSchema,
-  teams: teamsChannelConfigSchema,
-  discord: discordChannelConfigSchema,
-  google_chat: googleChatChannelConfigSchema,
-  mattermost: mattermostChannelConfigSchema,
-  telegram: telegramChannelConfigSchema,
-  ntfy: ntfyChannelConfigSchema,
-  pushover: pushoverChannelConfigSchema,
-  pagerduty: pagerdutyChannelConfigSchema,
-  opsgenie: opsgenieChannelConfigSchema,
-} as const satisfies { readonly [T in ChannelType]: { readonly $id: string } };
-
-/** The JSON pointers of each type's write-only config fields (sealed, shown masked). */
-export const CHANNEL_SECRETS = {
-  webhook: webhookSecrets,
-  email: emailSecrets,
-  slack: slackSecrets,
-  teams: teamsSecrets,
-  discord: discordSecrets,
-  google_chat: googleChatSecrets,
-  mattermost: mattermostSecrets,
-  telegram: telegramSecrets,
-  ntfy: ntfySecrets,
-  pushover: pushoverSecrets,
-  pagerduty: pagerdutySecrets,
-  opsgenie: opsgenieSecrets,
-} as const satisfies { readonly [T in ChannelType]: readonly string[] };
 
 /** The config of each channel type (each derived from its schema in its module). */
 export interface ChannelConfigs {

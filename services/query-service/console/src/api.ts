@@ -16,6 +16,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly problems: Problem[] = [],
+    /** The envelope's other details (IN_USE's `used_by`). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -40,7 +42,7 @@ interface Envelope {
   /** The seed's failure envelope: a message, a stable code and optional details. */
   error?: string;
   code?: string;
-  details?: { problems?: Problem[] };
+  details?: { problems?: Problem[] } & Record<string, unknown>;
 }
 
 export async function call<T>(method: string, path: string, body?: unknown, auth = true): Promise<Page<T>> {
@@ -79,6 +81,7 @@ export async function call<T>(method: string, path: string, body?: unknown, auth
       env?.code ?? 'HTTP_' + String(res.status),
       env?.error ?? `The server answered ${res.status} ${res.statusText}.`,
       env?.details?.problems ?? [],
+      env?.details ?? {},
     );
   }
   return { data: env.data as T, next_cursor: env.next_cursor ?? null };

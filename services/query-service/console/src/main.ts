@@ -1,5 +1,8 @@
 import { ApiError, get, session } from './api.js';
+import { channelForm } from './channel-form.js';
+import { channelList, channelPage } from './channels.js';
 import { h, show } from './dom.js';
+import { escalationPolicies } from './escalation-policies.js';
 import { eventsOverview } from './events.js';
 import { monitorForm } from './monitor-form.js';
 import { monitorList } from './monitor-list.js';
@@ -73,6 +76,7 @@ function navigation(): void {
     link('#/', 'Monitors', here === '#/' || here.startsWith('#/monitors')),
     link('#/events', 'Events', here.startsWith('#/events')),
     link('#/status-pages', 'Status pages', here.startsWith('#/status-pages')),
+    link('#/channels', 'Alert channels', here.startsWith('#/channels') || here.startsWith('#/escalation-policies')),
     h(
       'button',
       {
@@ -113,6 +117,11 @@ async function route(): Promise<void> {
       else stop();
     } else if (parts[0] === 'events') await eventsOverview(view);
     else if (parts[0] === 'status-pages') await statusPagesView(view);
+    else if (parts[0] === 'channels' && parts[1] === 'new') await channelForm(view, undefined, navigate);
+    else if (parts[0] === 'channels' && parts[1] && parts[2] === 'edit') await channelForm(view, parts[1], navigate);
+    else if (parts[0] === 'channels' && parts[1]) await channelPage(view, parts[1], navigate);
+    else if (parts[0] === 'channels') await channelList(view);
+    else if (parts[0] === 'escalation-policies') await escalationPolicies(view, parts[1] || undefined, navigate);
     else await monitorList(view);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {

@@ -10,6 +10,14 @@ import {
 } from '@telemetry/contract/monitor-catalog';
 import { ApiError, call, get, type Problem } from './api.js';
 import { failure, h, loading, loadView, show } from './dom.js';
+import {
+  ALERTING_HINTS,
+  alertingChoices,
+  alertingControl,
+  chosen,
+  fromLocalInput,
+  type AlertingChoices,
+} from './monitor-alerting.js';
 
 /** The settings this form does not edit (the API does): every other field comes from the schema. */
 const NOT_IN_FORM: readonly SettingName[] = ['body', 'maintenance_windows'];
@@ -18,7 +26,7 @@ interface Field {
   name: SettingName;
   label: string;
   hint?: string;
-  kind: 'text' | 'url' | 'number' | 'select' | 'checkbox' | 'lines' | 'pairs';
+  kind: 'text' | 'url' | 'number' | 'select' | 'checkbox' | 'lines' | 'pairs' | 'multi' | 'datetime';
   options?: { value: string; text: string }[];
   required: boolean;
   /** What the control shows on a new monitor: the schema's default for a select or checkbox. */
@@ -45,8 +53,17 @@ function asText(v: unknown): string {
   return v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
 }
 
+/** Settings whose control is not their JSON type's: the tenant's channels and policies, a local time. */
+const OWN_KINDS: Partial<Record<SettingName, Field['kind']>> = {
+  channels: 'multi',
+  escalation_policy: 'select',
+  silenced_until: 'datetime',
+};
+
 /** The control of a setting: a menu for an enum, else by its JSON type (and format). */
-function kindOf(s: SettingSchema): Field['kind'] {
+function kindOf(name: SettingName, s: SettingSchema): Field['kind'] {
+  const own = OWN_KINDS[name];
+  if (own) return own;
   const types = [s.type].flat();
   if (s.enum) return 'select';
   if (types.includes('boolean')) return 'checkbox';
@@ -69,14 +86,14 @@ function urlForms(): string {
 function field(name: SettingName): Field {
   const s = settingSchema(name);
   const types = [s.type].flat();
-  const kind = kindOf(s);
+  const kind = kindOf(name, s);
   const users = typesUsing(name);
   // What a type's module puts in when the field is left empty (a tls monitor's 14 days).
   const typeDefaults = [...new Set(modules.flatMap((m) => (name in m.defaults ? [asText(m.defaults[name])] : [])))];
   const hint = [
     users ? `${listFormat.format(users)} monitors only` : undefined,
     name === 'url' ? urlForms() : undefined,
-    s.description,
+    ALERTING_HINTS[name] ?? s.description,
     typeDefaults.length > 0 ? `${typeDefaults.join(' or ')} when empty` : undefined,
   ].filter((p) => p !== undefined);
   return {
@@ -111,8 +128,10 @@ function field(name: SettingName): Field {
 
 const FIELDS: Field[] = SETTING_NAMES.filter((name) => !NOT_IN_FORM.includes(name)).map(field);
 
-function control(f: Field, value: unknown): HTMLElement {
+function control(f: Field, value: unknown, choices: AlertingChoices): HTMLElement {
   const common = { id: `f-${f.name}`, name: f.name, 'aria-describedby': `e-${f.name}${f.hint ? ` h-${f.name}` : ''}` };
+  const own = alertingControl(f.name, common, value, choices);
+  if (own) return own;
   switch (f.kind) {
     case 'select':
       return h(
@@ -160,9 +179,13 @@ function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> 
     if (el.closest('.field')?.hasAttribute('hidden')) continue;
     const raw = el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value.trim();
     if (f.kind === 'checkbox') out[f.name] = raw;
-    else if (raw === '') {
+    else if (f.kind === 'multi') {
+      const ids = chosen(el);
+      if (ids.length > 0 || editing) out[f.name] = ids;
+    } else if (raw === '') {
       if (editing && f.cleared !== undefined) out[f.name] = structuredClone(f.cleared);
     } else if (f.kind === 'number') out[f.name] = Number(raw);
+    else if (f.kind === 'datetime') out[f.name] = fromLocalInput(String(raw));
     else if (f.kind === 'lines') {
       out[f.name] = String(raw)
         .split(',')
@@ -212,6 +235,8 @@ export async function monitorForm(
 ): Promise<void> {
   const title = id ? 'Edit monitor' : 'New monitor';
   let current: Monitor | undefined;
+  // The channels and policies load meanwhile; when they cannot be read, the form says so and works on.
+  const loadingChoices = alertingChoices();
   if (id) {
     current = await loadView(
       main,
@@ -222,6 +247,7 @@ export async function monitorForm(
     );
     if (!current) return;
   } else show(main, h('h1', {}, title), loading());
+  const choices = await loadingChoices;
   const summary = h('div', { id: 'form-error', role: 'alert' }, notice ? h('p', {}, notice) : null);
   const form = h(
     'form',
@@ -231,7 +257,7 @@ export async function monitorForm(
         'div',
         { class: `field ${f.kind}` },
         h('label', { for: `f-${f.name}` }, f.label, f.required ? ' (required)' : ''),
-        control(f, current ? (current as unknown as Record<string, unknown>)[f.name] : f.initial),
+        control(f, current ? (current as unknown as Record<string, unknown>)[f.name] : f.initial, choices),
         f.hint ? h('small', { id: `h-${f.name}`, class: 'muted' }, f.hint) : null,
         h('span', { id: `e-${f.name}`, class: 'field-error' }),
       ),
@@ -281,5 +307,12 @@ export async function monitorForm(
       },
     );
   });
-  show(main, h('p', {}, h('a', { href: id ? `#/monitors/${id}` : '#/' }, '← Back')), h('h1', {}, title), form);
+  const unread = choices.problem
+    ? h(
+        'p',
+        { class: 'muted', id: 'choices-error' },
+        `The alert channels and escalation policies could not be read (${choices.problem instanceof Error ? choices.problem.message : 'unknown error'}): those set show as ids.`,
+      )
+    : null;
+  show(main, h('p', {}, h('a', { href: id ? `#/monitors/${id}` : '#/' }, '← Back')), h('h1', {}, title), unread, form);
 }

@@ -1,5 +1,6 @@
 import type { Monitor } from '@telemetry/contract';
 import { h, loadView, percent, scroller, show, statusBadge, time } from './dom.js';
+import { silenceMark } from './monitor-alerting.js';
 import { allMonitors, pool, uptimes } from './monitor-data.js';
 
 type SortKey = 'name' | 'status' | 'last_check_at' | 'u24' | 'u7' | 'u30';
@@ -49,7 +50,7 @@ export async function monitorList(main: HTMLElement): Promise<void> {
           'tr',
           { 'data-monitor': r.m.id },
           h('th', { scope: 'row' }, h('a', { href: `#/monitors/${r.m.id}` }, r.m.name)),
-          h('td', {}, statusBadge(r.m.status)),
+          h('td', {}, statusBadge(r.m.status), silenceMark(r.m)),
           h('td', {}, time(r.m.last_check_at)),
           ...(['u24', 'u7', 'u30'] as const).map((k) =>
             h('td', { class: 'num' }, r[k] === undefined ? '…' : percent(r[k])),

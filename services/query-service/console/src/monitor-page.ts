@@ -3,6 +3,7 @@ import { ApiError, call, get } from './api.js';
 import { lineChart } from './chart.js';
 import { failure, h, loading, rangePicker, show, statusBadge, time } from './dom.js';
 import { DAY, minuteBuckets, RANGES, summaryBuckets } from './monitor-data.js';
+import { silenceNotice } from './monitor-alerting.js';
 import { checkTable, deliveryTable, incidentList, statusBars } from './monitor-tables.js';
 
 /** A monitor's page; refreshes itself every few seconds while shown. */
@@ -35,6 +36,37 @@ export async function monitorPage(
     chartBody,
   );
   let monitor: Monitor | undefined;
+  let incidents: Incident[] = [];
+  /**
+   * What an acknowledgement answered, by incident: shown until the incident list says the
+   * same (it reads the acknowledgement a moment later).
+   */
+  const acks = new Map<string, Pick<Incident, 'acknowledged_at' | 'acknowledged_by'>>();
+  const drawIncidents = (): void => {
+    const shown = incidents.map((i) => {
+      const a = acks.get(i.id);
+      if (a && Boolean(i.acknowledged_at) === Boolean(a.acknowledged_at)) acks.delete(i.id);
+      return a && acks.has(i.id) ? { ...i, ...a } : i;
+    });
+    show(sections.incidents, h('h2', { id: 'h-incidents' }, 'Incidents'), incidentList(shown, acknowledge));
+  };
+  const acknowledge = (i: Incident, ack: boolean): void =>
+    void act(ack ? 'Acknowledging' : 'Taking back the acknowledgement', async () => {
+      const r = await call<Partial<Incident> | null>(
+        'POST',
+        `/api/incidents/${i.id}/${ack ? 'acknowledge' : 'unacknowledge'}`,
+      );
+      acks.set(
+        i.id,
+        ack
+          ? {
+              acknowledged_at: r.data?.acknowledged_at ?? new Date().toISOString(),
+              acknowledged_by: r.data?.acknowledged_by ?? null,
+            }
+          : { acknowledged_at: null, acknowledged_by: null },
+      );
+      drawIncidents();
+    });
 
   const act = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
     show(notice, `${what}…`);
@@ -89,7 +121,7 @@ export async function monitorPage(
   const refresh = async (): Promise<void> => {
     if (stopped) return;
     try {
-      const [m, buckets, incidents, checks, deliveries] = await Promise.all([
+      const [m, buckets, listed, checks, deliveries] = await Promise.all([
         get<Monitor>(`/api/monitors/${id}`),
         range.id === '1h' ? minuteBuckets(id) : summaryBuckets(id, range.seconds),
         get<Incident[]>(`/api/monitors/${id}/incidents?limit=20`),
@@ -98,6 +130,7 @@ export async function monitorPage(
       ]);
       if (stopped) return;
       monitor = m;
+      incidents = listed;
       show(
         sections.head,
         head(m),
@@ -109,6 +142,7 @@ export async function monitorPage(
             : `${m.type === 'http' ? `${m.method} ` : ''}${m.url} every ${m.interval_seconds} s from ${m.locations.join(', ')} · last check `,
           time(m.last_check_at),
         ),
+        silenceNotice(m),
         m.heartbeat_token
           ? h(
               'p',
@@ -135,7 +169,7 @@ export async function monitorPage(
         h('h3', {}, `Status per ${unit}`),
         buckets.length ? statusBars(buckets, unit) : h('p', { class: 'empty' }, 'No checks in this range yet.'),
       );
-      show(sections.incidents, h('h2', { id: 'h-incidents' }, 'Incidents'), incidentList(incidents));
+      drawIncidents();
       show(sections.checks, h('h2', { id: 'h-checks' }, 'Recent checks'), checkTable(checks));
       show(sections.deliveries, h('h2', { id: 'h-deliveries' }, 'Webhook deliveries'), deliveryTable(deliveries));
       if (!main.contains(sections.head)) {

@@ -17,7 +17,10 @@ export function statusBars(buckets: Bucket[], unit: string): HTMLElement {
   );
 }
 
-export function incidentList(incidents: Incident[]): HTMLElement {
+/** Acknowledge (`true`) or take back (`false`) an open incident. */
+export type Acknowledge = (incident: Incident, acknowledge: boolean) => void;
+
+export function incidentList(incidents: Incident[], acknowledge?: Acknowledge): HTMLElement {
   if (incidents.length === 0) return h('p', { class: 'empty' }, 'No incidents.');
   return h(
     'ol',
@@ -34,6 +37,25 @@ export function incidentList(incidents: Incident[]): HTMLElement {
         [i.cause.status_code ? `HTTP ${i.cause.status_code}` : '', i.cause.error ?? ''].filter((c) => c).join(', ') ||
           'unknown',
         i.maintenance ? ' In a maintenance window: nobody was paged.' : '',
+        i.acknowledged_at
+          ? h(
+              'span',
+              { class: 'acknowledged' },
+              ` Acknowledged by ${i.acknowledged_by ?? 'someone'} at `,
+              time(i.acknowledged_at),
+              '.',
+            )
+          : null,
+        acknowledge && i.status === 'open'
+          ? [
+              ' ',
+              h(
+                'button',
+                { type: 'button', onclick: () => acknowledge(i, !i.acknowledged_at) },
+                i.acknowledged_at ? 'Un-acknowledge' : 'Acknowledge',
+              ),
+            ]
+          : null,
       ),
     ),
   );
