@@ -124,6 +124,17 @@ describe('message templates (unit)', () => {
       expect(text).not.to.include('Acknowledge');
     });
 
+    it("up: the incident lasted from its down to its up, started then, and was caused by the down's check", () => {
+      const up = { ...item('up', upAlert), opening: sampleAlert };
+      const view = messageView(notification([up]), 'email:ops@example.test', NOW) as {
+        incident: { duration: string; started_at: string; cause: string };
+      };
+      // down 10:00:00, up 10:04:00: 4 minutes, whatever the clock says now.
+      expect(view.incident.duration).to.equal('4m 0s');
+      expect(view.incident.started_at).to.equal(sampleAlert.created_at);
+      expect(view.incident.cause).to.equal('connection refused');
+    });
+
     it('acknowledged: the cause and who acknowledged', () => {
       const { title, text } = words('acknowledged');
       expect(title).to.equal('ACKNOWLEDGED: a');

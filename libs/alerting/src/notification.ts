@@ -12,6 +12,8 @@ export interface NotifiedAlert {
   kind: NotificationKind;
   /** The incident's down (or up) alert: monitor, incident, check. */
   alert: StateAlert;
+  /** For `up`: the down alert that opened the incident (when it started, and why). */
+  opening?: StateAlert;
   /** The acknowledgement behind an `acknowledged` notification, if any. */
   acknowledgement?: AlertMessage;
   /** 1-based: the escalation step notified (escalation), or the reminder's number (reminder). */

@@ -99,7 +99,11 @@ export function causeText(a: NotifiedAlert['alert']): string {
 /** The variables of one item, as a template sees them (docs/alerting.md). */
 function itemView(item: NotifiedAlert, recipient: string, now: number): Record<string, unknown> {
   const a = item.alert;
-  const started = Date.parse(a.type === 'monitor.up' ? a.created_at : a.created_at);
+  // The down alert that opened the incident: this one, or (for an up) the one it closes.
+  const down = a.type === 'monitor.down' ? a : item.opening;
+  const started = Date.parse(down?.created_at ?? a.created_at);
+  // An up's duration is the incident's (down to up); anything else's runs until now.
+  const until = a.type === 'monitor.up' ? Date.parse(a.created_at) : now;
   return {
     kind: item.kind,
     kind_is: { [item.kind]: true },
@@ -107,10 +111,10 @@ function itemView(item: NotifiedAlert, recipient: string, now: number): Record<s
     monitor: { id: a.monitor_id, name: a.monitor.name, url: a.monitor.url, link: item.monitorLink },
     incident: {
       id: a.incident_id,
-      started_at: a.type === 'monitor.down' ? a.created_at : '',
+      started_at: down?.created_at ?? '',
       resolved_at: a.type === 'monitor.up' ? a.created_at : '',
-      duration: durationText((now - started) / 1000),
-      cause: causeText(a),
+      duration: durationText((until - started) / 1000),
+      cause: causeText(down ?? a),
       acknowledged_by: item.acknowledged_by ?? '',
     },
     check: {

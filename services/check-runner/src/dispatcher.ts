@@ -222,7 +222,7 @@ export class AlertDispatcher extends OnGroupConsumer {
     const notified = await this.notified(row);
     const to = notified.filter((c) => c.send_resolved || this.deps.notifier.paging(c));
     if (to.length === 0 || this.silenced(monitor, alert, 'up')) return;
-    await this.deps.notifier.notify(to, { kind: 'up', alert });
+    await this.deps.notifier.notify(to, { kind: 'up', alert, opening: row.alert });
   }
 
   /** Passes an acknowledgement on to the paging channels notified so far (PagerDuty's and Opsgenie's own). */

@@ -48,6 +48,8 @@ export interface Notice {
   reminder?: number;
   acknowledgement?: AlertMessage;
   acknowledged_by?: string;
+  /** For `up`: the down alert that opened the incident (its start and its cause). */
+  opening?: StateAlert;
 }
 
 export interface NotifierDeps {
@@ -98,6 +100,7 @@ export class Notifier {
       ...(n.reminder === undefined ? {} : { reminder: n.reminder }),
       ...(n.acknowledgement === undefined ? {} : { acknowledgement: n.acknowledgement }),
       ...(n.acknowledged_by === undefined ? {} : { acknowledged_by: n.acknowledged_by }),
+      ...(n.opening === undefined ? {} : { opening: n.opening }),
       ...(OPEN_KINDS.has(n.kind)
         ? {
             ackLink: (recipient: string) =>
