@@ -174,10 +174,12 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
       () => load(req, res),
       async (current) => {
         // What the PATCH sent masked is the stored secret.
-        const config =
-          patch.config === undefined
-            ? current.target.config
-            : unmaskConfig(current.target.type, current.target.config, patch.config);
+        let config: object = current.target.config;
+        if (patch.config !== undefined) {
+          const unmasked = unmaskConfig(current.target.type, current.target.config, patch.config);
+          if (unmasked.problems.length > 0) throw invalid('channel', unmasked.problems);
+          config = unmasked.config;
+        }
         const target = { type: current.target.type, config } as AnyChannelTarget;
         const templates = patch.templates ?? current.templates;
         refuseBadChannel(target, templates, deps.channelValidators, deps.policy);

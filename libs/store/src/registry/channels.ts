@@ -69,19 +69,63 @@ export function maskConfig(type: ChannelType, config: object): Json {
   return out;
 }
 
+/** The config fields that say where a channel connects: its secrets go back only while these stay where they were. */
+export const CONNECT_FIELDS = ['/url', '/api_url', '/server', '/smtp/url'] as const;
+
+function originAt(config: Json, pointer: string): string | undefined {
+  const slot = at(config, pointer);
+  const v = slot?.parent[slot.key];
+  if (typeof v !== 'string') return undefined;
+  try {
+    const u = new URL(v);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return v;
+  }
+}
+
 /**
  * `sent` with each secret that equals its stored value's shown form replaced by the
- * stored value (an update that sends back what it read keeps the secret).
+ * stored value (an update that sends back what it read keeps the secret), but only while
+ * every field that says where the channel connects (CONNECT_FIELDS) keeps its stored
+ * origin: a secret never follows a channel to another host. A shown secret that cannot go
+ * back is a problem at its path (send the secret itself).
  */
-export function unmaskConfig(type: ChannelType, stored: object, sent: object): Json {
+export function unmaskConfig(
+  type: ChannelType,
+  stored: object,
+  sent: object,
+): { config: Json; problems: { path: string; message: string }[] } {
   const out = structuredClone(sent) as Json;
-  for (const pointer of CHANNEL_SECRETS[type]) {
+  const old = stored as Json;
+  const shownAt = (pointer: string): { mine: { parent: Json; key: string }; value: string } | undefined => {
     const mine = at(out, pointer);
-    const theirs = at(stored as Json, pointer);
-    const old = theirs?.parent[theirs.key];
-    if (mine && typeof old === 'string' && mine.parent[mine.key] === shownSecret(old)) mine.parent[mine.key] = old;
+    const theirs = at(old, pointer);
+    const value = theirs?.parent[theirs.key];
+    return mine && typeof value === 'string' && mine.parent[mine.key] === shownSecret(value)
+      ? { mine, value }
+      : undefined;
+  };
+  // A URL shown as its scheme and host stands for the stored URL on that origin.
+  const secrets = CHANNEL_SECRETS[type] as readonly string[];
+  for (const pointer of secrets.filter((p) => (CONNECT_FIELDS as readonly string[]).includes(p))) {
+    const hit = shownAt(pointer);
+    if (hit) hit.mine.parent[hit.mine.key] = hit.value;
   }
-  return out;
+  const sameHosts = CONNECT_FIELDS.every((p) => originAt(out, p) === originAt(old, p));
+  const problems: { path: string; message: string }[] = [];
+  for (const pointer of secrets) {
+    const hit = shownAt(pointer);
+    if (!hit) continue;
+    if (sameHosts) hit.mine.parent[hit.mine.key] = hit.value;
+    else {
+      problems.push({
+        path: `/config${pointer}`,
+        message: 'is shown masked and the channel now connects elsewhere: send the secret itself',
+      });
+    }
+  }
+  return { config: out, problems };
 }
 
 interface Row {
