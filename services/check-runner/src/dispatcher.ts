@@ -8,7 +8,7 @@ import {
   type StateAlert,
   type Validators,
 } from '@telemetry/contract';
-import { DurableConsumer, OnGroupConsumer, retryDelayMs } from '@telemetry/platform';
+import { DurableConsumer, KeyedQueue, OnGroupConsumer, retryDelayMs } from '@telemetry/platform';
 import type { DurableBatch, GroupConsumerFactory, Logger } from '@telemetry/platform';
 import type { IncidentAlertState, StoredChannel } from '@telemetry/store';
 import { StoppedError, type Delivery } from './delivery.js';
@@ -45,6 +45,9 @@ export interface DispatcherDeps {
   now?: () => number;
 }
 
+/** Sends decided on for one alert (run after its monitor's next alert may be decided). */
+type Send = () => Promise<void>;
+
 /**
  * Reads the alerts topic as its own consumer group and sends what each alert means
  * (docs/alerting.md, "What is sent when"): a monitor's own signed `webhooks` get its down
@@ -69,6 +72,8 @@ export class AlertDispatcher extends OnGroupConsumer {
   /** Cuts waits for PostgreSQL short when the runner stops. */
   private readonly stopped = new AbortController();
   private readonly now: () => number;
+  /** Each monitor's alerts, one at a time, while their rows are read and written. */
+  private readonly states = new KeyedQueue();
 
   constructor(private readonly deps: DispatcherDeps) {
     super();
@@ -159,14 +164,24 @@ export class AlertDispatcher extends OnGroupConsumer {
     );
   }
 
+  /**
+   * What an alert changes in its incident's row is decided one alert of a monitor at a
+   * time, in the order read (a down and its up in one batch must not race: an up that
+   * found no row yet would leave the down to open one after the recovery); the sends it
+   * decides on then go on without holding the monitor's next alert.
+   */
   private async channels(alert: AlertMessage): Promise<void> {
-    const monitor = await this.persist(() => this.deps.data.monitor(alert.monitor_id));
-    // A monitor deleted since: its incident is nobody's any more.
-    if (!monitor) return;
-    if (alert.type === 'monitor.down') await this.down(alert, monitor);
-    else if (alert.type === 'monitor.up') await this.up(alert, monitor);
-    else if (alert.type === 'incident.acknowledged') await this.acknowledged(alert, monitor);
-    // incident.unacknowledged: nothing is sent; the escalation clock resumes from the row.
+    const send = await this.states.run(alert.monitor_id, async (): Promise<Send | undefined> => {
+      const monitor = await this.persist(() => this.deps.data.monitor(alert.monitor_id));
+      // A monitor deleted since: its incident is nobody's any more.
+      if (!monitor) return undefined;
+      if (alert.type === 'monitor.down') return this.down(alert, monitor);
+      if (alert.type === 'monitor.up') return this.up(alert, monitor);
+      if (alert.type === 'incident.acknowledged') return this.acknowledged(alert, monitor);
+      // incident.unacknowledged: nothing is sent; the escalation clock resumes from the row.
+      return undefined;
+    });
+    if (send) await send();
   }
 
   /** True (and logged, counted) when the monitor's channels must hear nothing now. */
@@ -189,7 +204,7 @@ export class AlertDispatcher extends OnGroupConsumer {
    * acknowledged nor resolved), since the first send may never have gone out; the ids are
    * the same, so providers with idempotency keys see it once, and others may see it twice.
    */
-  private async down(alert: StateAlert, monitor: AlertingMonitor): Promise<void> {
+  private async down(alert: StateAlert, monitor: AlertingMonitor): Promise<Send | undefined> {
     const { data } = this.deps;
     const policy = monitor.escalation_policy
       ? await this.persist(() => data.policy(monitor.tenant_id, monitor.escalation_policy!))
@@ -210,33 +225,38 @@ export class AlertDispatcher extends OnGroupConsumer {
         next_due_at: nextDue,
       }),
     );
-    if (first.length === 0 || !(created || untouched(state))) return;
-    if (this.silenced(monitor, alert, 'down')) return;
-    await this.deps.notifier.notify(first, { kind: 'down', alert });
+    if (first.length === 0 || !(created || untouched(state))) return undefined;
+    if (this.silenced(monitor, alert, 'down')) return undefined;
+    return () => this.deps.notifier.notify(first, { kind: 'down', alert });
   }
 
   /** Resolves the incident's row; `up` to each channel notified so far that wants it, and to every paging channel. */
-  private async up(alert: StateAlert, monitor: AlertingMonitor): Promise<void> {
+  private async up(alert: StateAlert, monitor: AlertingMonitor): Promise<Send | undefined> {
     const row = await this.persist(() => this.deps.data.incidents.resolve(alert.incident_id, this.now()));
-    if (!row || row.tenant_id !== monitor.tenant_id) return;
+    if (!row || row.tenant_id !== monitor.tenant_id) return undefined;
     const notified = await this.notified(row);
-    const to = notified.filter((c) => c.send_resolved || this.deps.notifier.paging(c));
-    if (to.length === 0 || this.silenced(monitor, alert, 'up')) return;
-    await this.deps.notifier.notify(to, { kind: 'up', alert, opening: row.alert });
+    // A silence holds chat and mail; a paging service is still told, or its incident stays open there.
+    const silenced = isSilenced(monitor, this.now());
+    const to = notified.filter((c) => this.deps.notifier.paging(c) || (c.send_resolved && !silenced));
+    if (silenced) this.silenced(monitor, alert, 'up');
+    if (to.length === 0) return undefined;
+    return () => this.deps.notifier.notify(to, { kind: 'up', alert, opening: row.alert });
   }
 
   /** Passes an acknowledgement on to the paging channels notified so far (PagerDuty's and Opsgenie's own). */
-  private async acknowledged(alert: AcknowledgementAlert, monitor: AlertingMonitor): Promise<void> {
+  private async acknowledged(alert: AcknowledgementAlert, monitor: AlertingMonitor): Promise<Send | undefined> {
     const row = await this.persist(() => this.deps.data.incidents.get(alert.incident_id));
-    if (!row || row.tenant_id !== monitor.tenant_id) return;
+    if (!row || row.tenant_id !== monitor.tenant_id) return undefined;
+    // Paging services only, silenced or not: their incident would otherwise go on paging there.
     const to = (await this.notified(row)).filter((c) => this.deps.notifier.paging(c));
-    if (to.length === 0 || this.silenced(monitor, alert, 'acknowledged')) return;
-    await this.deps.notifier.notify(to, {
-      kind: 'acknowledged',
-      alert: row.alert,
-      acknowledgement: alert,
-      ...(alert.actor === undefined ? {} : { acknowledged_by: alert.actor }),
-    });
+    if (to.length === 0) return undefined;
+    return () =>
+      this.deps.notifier.notify(to, {
+        kind: 'acknowledged',
+        alert: row.alert,
+        acknowledgement: alert,
+        ...(alert.actor === undefined ? {} : { acknowledged_by: alert.actor }),
+      });
   }
 
   /** The channels of the steps notified so far (steps 0..row.step). */
