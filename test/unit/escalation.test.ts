@@ -401,4 +401,70 @@ describe('channel notifications: steps, escalation, reminders, acknowledgement, 
     release();
     await done;
   });
+
+  it('tells a step notified while the incident was acknowledged: its paging service gets the acknowledgement too', async () => {
+    data.channel('chn_slack000000000000000', target('slack', 'https://slack.example.test/1'));
+    data.channel('chn_pd000000000000000000', target('pagerduty', 'https://pd.example.test/1'));
+    data.policies.set('esc_1', [
+      { channels: ['chn_slack000000000000000'], escalate_after_seconds: 60 },
+      { channels: ['chn_pd000000000000000000'] },
+    ]);
+    data.monitors.set('mon_a', { ...data.monitors.get('mon_a')!, escalation_policy: 'esc_1' });
+    const { dispatcher, clock } = setup();
+    await dispatcher.dispatch(down);
+    let release = (): void => undefined;
+    script.gates.set('https://pd.example.test/1', new Promise<void>((r) => (release = r)));
+    now = T0 + 60_000;
+    const sweep = clock.sweep();
+    await until(() => sent.some((s) => s.type === 'pagerduty'), 'the escalation to PagerDuty');
+    // Acknowledged while PagerDuty's trigger is in flight: the dispatcher's pass reached step 1 only.
+    data.incidents.acknowledge('inc_1', 'key:k1', now);
+    script.gates.delete('https://pd.example.test/1');
+    release();
+    await sweep;
+    expect(sent.filter((s) => s.type === 'pagerduty').map(brief)).to.deep.equal([
+      'pagerduty pd.example.test escalation step 2',
+      'pagerduty pd.example.test acknowledged',
+    ]);
+  });
+
+  it('sends nothing for a row acknowledged between its claim and its sends', async () => {
+    policy();
+    const { dispatcher, clock } = setup();
+    await dispatcher.dispatch(down);
+    sent.length = 0;
+    now = T0 + 60_000;
+    // Acknowledged just after the clock claimed the row (while it reads the monitor).
+    const read = data.monitor.bind(data);
+    data.monitor = (id) => {
+      data.incidents.acknowledge('inc_1', 'key:k1', now);
+      return read(id);
+    };
+    await clock.sweep();
+    expect(data.incidents.rows.get('inc_1')!.acknowledged_by).to.equal('key:k1');
+    expect(channelsOnly()).to.deep.equal([]);
+  });
+
+  it('keeps a row in work its own: its lease is renewed each tick and it is never claimed twice', async () => {
+    policy();
+    data.channelsById.get('chn_slack000000000000000')!.remind_every_seconds = 10;
+    const { dispatcher, clock } = setup();
+    await dispatcher.dispatch(down);
+    let release = (): void => undefined;
+    script.gates.set('https://slack.example.test/1', new Promise<void>((r) => (release = r)));
+    now = T0 + 10_000;
+    const first = clock.sweep();
+    await until(() => sent.filter((s) => s.type === 'slack').length === 2, 'the reminder in flight');
+    // Long past the 60 s lease: another tick renews it rather than claiming the row again.
+    now = T0 + 200_000;
+    await clock.sweep();
+    expect(data.incidents.rows.get('inc_1')!.lease_until).to.equal(now + 60_000);
+    expect(sent.filter((s) => s.type === 'slack').map(brief)).to.deep.equal([
+      'slack slack.example.test down',
+      'slack slack.example.test reminder #1',
+    ]);
+    script.gates.delete('https://slack.example.test/1');
+    release();
+    await first;
+  });
 });

@@ -1,12 +1,13 @@
 import type { Counter, Registry } from 'prom-client';
 import { counter, PeriodicJob, type Logger } from '@telemetry/platform';
+import type { StateAlert } from '@telemetry/contract';
 import type { IncidentAlertState, StoredChannel } from '@telemetry/store';
 import { isSilenced, type AlertingData, type Notifier } from './notify.js';
 import { channelsUpTo, planDue } from './steps.js';
 
 export interface EscalationClockDeps {
   data: AlertingData;
-  notifier: Pick<Notifier, 'notify'>;
+  notifier: Pick<Notifier, 'notify' | 'paging'>;
   logger: Logger;
   registry: Registry;
   /** Names this runner's leases. */
@@ -39,8 +40,8 @@ export interface EscalationClockDeps {
 export class EscalationClock extends PeriodicJob {
   private readonly now: () => number;
   private readonly ticks: Counter<'outcome'>;
-  /** Rows being worked on (claimed, not yet finished). */
-  private readonly working = new Set<Promise<void>>();
+  /** Rows being worked on (claimed, not yet finished), by incident id. */
+  private readonly working = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: EscalationClockDeps) {
     // Each tick only claims and starts: a row waiting on a slow provider never holds another's.
@@ -58,7 +59,7 @@ export class EscalationClock extends PeriodicJob {
     // A row cut short is not finished: its lease expires and another runner sends again.
     this.deps.stopDeliveries();
     await super.stop();
-    await Promise.allSettled([...this.working]);
+    await Promise.allSettled([...this.working.values()]);
   }
 
   /** Works every due row once and resolves when all are finished (tests; the ticks do not wait). */
@@ -66,20 +67,28 @@ export class EscalationClock extends PeriodicJob {
     await Promise.allSettled(await this.startDue());
   }
 
-  /** Claims the due rows (as many as there is room for) and starts working on each. */
+  /**
+   * Renews the leases of the rows still being sent for (a provider's Retry-After or a slow
+   * queue may outlast one lease: no other runner may take the row meanwhile), then claims
+   * the due rows (as many as there is room for, never one of its own in work) and starts
+   * working on each.
+   */
   private async startDue(): Promise<Promise<void>[]> {
+    const { incidents } = this.deps.data;
+    const now = this.now();
+    const inWork = [...this.working.keys()];
+    await incidents.renew(this.deps.owner, inWork, now, this.deps.leaseMs);
     const room = (this.deps.batch ?? 100) - this.working.size;
     if (room <= 0) return [];
-    const now = this.now();
-    const rows = await this.deps.data.incidents.claimDue(this.deps.owner, now, this.deps.leaseMs, room);
+    const rows = await incidents.claimDue(this.deps.owner, now, this.deps.leaseMs, room, inWork);
     return rows.map((row) => {
       const p = this.work(row, now).catch((err: unknown) => {
         this.ticks.inc({ outcome: 'failed' });
         // Its lease expires and a later tick (here or on another runner) sends again.
         this.deps.logger.warn('escalation row not finished', { incident_id: row.incident_id, err: String(err) });
       });
-      this.working.add(p);
-      void p.finally(() => this.working.delete(p));
+      this.working.set(row.incident_id, p);
+      void p.finally(() => this.working.delete(row.incident_id));
       return p;
     });
   }
@@ -107,16 +116,17 @@ export class EscalationClock extends PeriodicJob {
     const plan = planDue(row, channels, now, min);
     const of = (list: readonly string[]): StoredChannel[] =>
       list.flatMap((id) => (channels.has(id) ? [channels.get(id)!] : []));
+    // Acknowledged or resolved since it was claimed: nothing more goes out.
+    if (await this.settled(row)) {
+      await this.finish(row, { ...progress, next_due_at: null });
+      return;
+    }
     const sends: Promise<void>[] = [];
+    const escalated = plan.escalateTo === undefined ? [] : of(row.steps[plan.escalateTo]!.channels);
     if (plan.escalateTo !== undefined) {
-      const step = row.steps[plan.escalateTo]!;
       this.deps.logger.info('incident escalated', { incident_id: row.incident_id, step: plan.escalateTo + 1 });
       sends.push(
-        this.deps.notifier.notify(of(step.channels), {
-          kind: 'escalation',
-          alert: row.alert,
-          step: plan.escalateTo + 1,
-        }),
+        this.deps.notifier.notify(escalated, { kind: 'escalation', alert: row.alert, step: plan.escalateTo + 1 }),
       );
     }
     for (const r of plan.reminders) {
@@ -124,10 +134,47 @@ export class EscalationClock extends PeriodicJob {
     }
     await Promise.all(sends);
     await this.finish(row, plan.progress);
+    await this.passOn(row, escalated);
+  }
+
+  /** Has the row been acknowledged or resolved since it was claimed? */
+  private async settled(row: IncidentAlertState): Promise<boolean> {
+    const now = await this.deps.data.incidents.get(row.incident_id);
+    return !now || now.acknowledged_at !== null || now.resolved_at !== null;
+  }
+
+  /**
+   * An acknowledgement or a resolve that came while a step was being notified reached only
+   * the steps before it: the paging services of the new step are told now, or their
+   * incident would stay open there.
+   */
+  private async passOn(row: IncidentAlertState, escalated: readonly StoredChannel[]): Promise<void> {
+    const paging = escalated.filter((c) => this.deps.notifier.paging(c));
+    if (paging.length === 0) return;
+    const now = await this.deps.data.incidents.get(row.incident_id);
+    if (!now) return;
+    if (now.resolved_at !== null) {
+      await this.deps.notifier.notify(paging, {
+        kind: 'up',
+        alert: resolvedAlert(row.alert, now.resolved_at),
+        opening: row.alert,
+      });
+    } else if (now.acknowledged_at !== null) {
+      await this.deps.notifier.notify(paging, {
+        kind: 'acknowledged',
+        alert: row.alert,
+        ...(now.acknowledged_by === null ? {} : { acknowledged_by: now.acknowledged_by }),
+      });
+    }
   }
 
   private async finish(row: IncidentAlertState, p: Parameters<AlertingData['incidents']['finish']>[2]): Promise<void> {
     const kept = await this.deps.data.incidents.finish(row.incident_id, this.deps.owner, p);
     this.ticks.inc({ outcome: kept ? 'finished' : 'lease_lost' });
   }
+}
+
+/** The up of an incident resolved at `at` (ms), for a paging service that must close it: its down alert, as an up. */
+function resolvedAlert(down: StateAlert, at: number): StateAlert {
+  return { ...down, type: 'monitor.up', created_at: new Date(at).toISOString() };
 }

@@ -11,7 +11,7 @@ export type AlertingMonitor = Pick<
 >;
 
 /** The incident rows the runner keeps (IncidentAlertStore in production). */
-export type IncidentRows = Pick<IncidentAlertStore, 'open' | 'get' | 'resolve' | 'claimDue' | 'finish'>;
+export type IncidentRows = Pick<IncidentAlertStore, 'open' | 'get' | 'resolve' | 'claimDue' | 'renew' | 'finish'>;
 
 /** Where the runner reads what alerting needs (the registry copy and PostgreSQL in production). */
 export interface AlertingData {

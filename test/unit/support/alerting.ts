@@ -53,10 +53,17 @@ export class FakeIncidentRows implements IncidentRows {
     Object.assign(this.rows.get(id)!, { acknowledged_at: at, acknowledged_by: by });
   }
 
-  claimDue(owner: string, now: number, leaseMs: number, limit: number): Promise<IncidentAlertState[]> {
+  claimDue(
+    owner: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    working: readonly string[] = [],
+  ): Promise<IncidentAlertState[]> {
     const due = [...this.rows.values()]
       .filter(
         (r) =>
+          !working.includes(r.incident_id) &&
           r.resolved_at === null &&
           r.acknowledged_at === null &&
           r.next_due_at !== null &&
@@ -66,6 +73,14 @@ export class FakeIncidentRows implements IncidentRows {
       .slice(0, limit);
     for (const r of due) Object.assign(r, { lease_owner: owner, lease_until: now + leaseMs });
     return Promise.resolve(due.map((r) => structuredClone(r)));
+  }
+
+  renew(owner: string, ids: readonly string[], now: number, leaseMs: number): Promise<void> {
+    for (const id of ids) {
+      const r = this.rows.get(id);
+      if (r && r.lease_owner === owner) r.lease_until = now + leaseMs;
+    }
+    return Promise.resolve();
   }
 
   finish(id: string, owner: string, p: IncidentProgress): Promise<boolean> {

@@ -194,21 +194,39 @@ export class IncidentAlertStore {
   /**
    * Claims up to `limit` rows with something due by `now` and no live lease (another
    * runner's), for `leaseMs`: each is this runner's until it finishes or the lease ends.
+   * Rows of `working` (this runner's, still being sent) are never claimed again.
    */
-  async claimDue(owner: string, now: number, leaseMs: number, limit: number): Promise<IncidentAlertState[]> {
+  async claimDue(
+    owner: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    working: readonly string[] = [],
+  ): Promise<IncidentAlertState[]> {
     const { rows } = await registryCall(() =>
       this.db.query<Row>(
         `UPDATE incident_alerts SET lease_owner = $1, lease_until = $3
          WHERE incident_id IN (
            SELECT incident_id FROM incident_alerts
            WHERE resolved_at IS NULL AND acknowledged_at IS NULL AND next_due_at IS NOT NULL AND next_due_at <= $2
-             AND (lease_until IS NULL OR lease_until < $2)
+             AND (lease_until IS NULL OR lease_until < $2) AND NOT (incident_id = ANY($5::text[]))
            ORDER BY next_due_at LIMIT $4 FOR UPDATE SKIP LOCKED)
          RETURNING ${COLUMNS}`,
-        [owner, ts(now), ts(now + leaseMs), limit],
+        [owner, ts(now), ts(now + leaseMs), limit, working],
       ),
     );
     return rows.map(decode);
+  }
+
+  /** Extends this runner's leases of `ids` (rows it is still sending for) to `now + leaseMs`. */
+  async renew(owner: string, ids: readonly string[], now: number, leaseMs: number): Promise<void> {
+    if (ids.length === 0) return;
+    await registryCall(() =>
+      this.db.query(
+        'UPDATE incident_alerts SET lease_until = $3 WHERE lease_owner = $1 AND incident_id = ANY($2::text[])',
+        [owner, ids, ts(now + leaseMs)],
+      ),
+    );
   }
 
   /** Writes back a claimed row's progress and ends the lease; false when the lease was lost. */
