@@ -168,11 +168,15 @@ describe('alert channels (unit)', () => {
       expect(verdict(0, 'target_not_allowed')).to.equal('give_up');
     });
 
-    it('queues by origin and shows scheme and host only', () => {
-      expect(webhookChannel.endpoint(config)).to.equal('https://hooks.example.test');
-      expect(webhookChannel.endpoint({ ...config, url: 'https://hooks.example.test:8443/x' })).to.equal(
-        'https://hooks.example.test:8443',
+    it('queues per URL (its origin and a digest: one tenant’s hook never holds another’s) and shows scheme and host only', () => {
+      expect(webhookChannel.endpoint(config)).to.match(/^https:\/\/hooks\.example\.test [0-9a-f]{16}$/);
+      expect(webhookChannel.endpoint({ ...config, url: 'https://hooks.example.test:8443/x' })).to.match(
+        /^https:\/\/hooks\.example\.test:8443 [0-9a-f]{16}$/,
       );
+      expect(webhookChannel.endpoint({ ...config, url: `${config.url}/other` })).not.to.equal(
+        webhookChannel.endpoint(config),
+      );
+      expect(webhookChannel.endpoint({ ...config })).to.equal(webhookChannel.endpoint(config));
       expect(webhookChannel.shown({ ...config, url: 'https://u:pw@hooks.example.test/p?token=s3cret' })).to.equal(
         'https://hooks.example.test',
       );

@@ -82,16 +82,17 @@ describe('the email channel (unit)', () => {
     expect(m!.html).not.to.include('>Acknowledge</a>');
   });
 
-  it('shows the recipients’ count and domains only, and queues per server', () => {
+  it('shows the recipients’ count and domains only, and queues per server and recipients', () => {
     expect(emailChannel.shown(config)).to.equal('email: 3 recipients @corp.example, @example.com');
     expect(emailChannel.shown({ to: ['a@x.example'] })).to.equal('email: 1 recipient @x.example');
-    expect(emailChannel.endpoint(config)).to.equal('smtp:operator');
+    expect(emailChannel.endpoint(config)).to.match(/^smtp:operator [0-9a-f]{16}$/);
+    expect(emailChannel.endpoint({ to: ['a@x.example'] })).not.to.equal(emailChannel.endpoint(config));
     expect(
       emailChannel.endpoint({
         ...config,
         smtp: { url: 'smtp://u:secret@mail.tenant.example:587', from: 'a@b.example' },
       }),
-    ).to.equal('smtp:mail.tenant.example:587');
+    ).to.match(/^smtp:mail\.tenant\.example:587 [0-9a-f]{16}$/);
   });
 
   it('validates the config with the contract’s schema and the SMTP URL’s options, at their paths', () => {

@@ -240,11 +240,14 @@ describe('paging channel contracts (unit, a loopback recording server)', () => {
       expect(rec.seen).to.have.length(0);
     });
 
-    it('pages (always resolved and acknowledged), never groups, queues per origin and shows no key', () => {
+    it('pages (always resolved and acknowledged), never groups, queues per key and shows no key', () => {
       expect(CHANNELS.pagerduty).to.equal(pagerdutyChannel);
       expect([pagerdutyChannel.paging, pagerdutyChannel.groups]).to.deep.equal([true, false]);
       const c = { routing_key: 'e93facc04764012d7bfb002500d5d1a6' };
-      expect(pagerdutyChannel.endpoint(c)).to.equal('https://events.pagerduty.com');
+      // One queue per routing key (a digest: the key itself never shows), so one tenant's rate limit holds no other's.
+      expect(pagerdutyChannel.endpoint(c)).to.match(/^https:\/\/events\.pagerduty\.com [0-9a-f]{16}$/);
+      expect(pagerdutyChannel.endpoint(c)).not.to.include(c.routing_key);
+      expect(pagerdutyChannel.endpoint({ routing_key: 'f'.repeat(32) })).not.to.equal(pagerdutyChannel.endpoint(c));
       expect(PAGERDUTY_EVENTS_URL).to.equal('https://events.pagerduty.com/v2/enqueue');
       expect(pagerdutyChannel.shown(c)).to.equal('pagerduty: events.pagerduty.com');
     });
@@ -333,11 +336,12 @@ describe('paging channel contracts (unit, a loopback recording server)', () => {
       expect(validOg.create(body)).to.equal(true);
     });
 
-    it('pages, never groups, queues per origin and shows no key', () => {
+    it('pages, never groups, queues per key and shows no key', () => {
       expect(CHANNELS.opsgenie).to.equal(opsgenieChannel);
       expect([opsgenieChannel.paging, opsgenieChannel.groups]).to.deep.equal([true, false]);
       const c = { api_key: 'eb243592-faa2-4ba2-a551q-1afdf565c889' };
-      expect(opsgenieChannel.endpoint(c)).to.equal('https://api.opsgenie.com');
+      expect(opsgenieChannel.endpoint(c)).to.match(/^https:\/\/api\.opsgenie\.com [0-9a-f]{16}$/);
+      expect(opsgenieChannel.endpoint(c)).not.to.include(c.api_key);
       expect(opsgenieChannel.shown(c)).to.equal('opsgenie: api.opsgenie.com');
       expect(opsgenieChannel.shown({ ...c, api_url: 'https://api.eu.opsgenie.com' })).to.equal(
         'opsgenie: api.eu.opsgenie.com',

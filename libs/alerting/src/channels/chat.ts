@@ -4,11 +4,11 @@ import {
   type ConfigOf,
   type NotificationKind,
 } from '@telemetry/contract';
-import { maskWebhookUrl, originOf } from '@telemetry/store';
+import { maskWebhookUrl } from '@telemetry/store';
 import type { Notification } from '../notification.js';
 import { causeText, KIND_TITLES, renderMessage } from '../templates.js';
 import type { Answer, Channel, ChannelContext, RenderContext } from './channel.js';
-import { classifyHttp, sendHttp, type HttpRequest } from './http-send.js';
+import { classifyHttp, endpointOf, sendHttp, type HttpRequest } from './http-send.js';
 
 /**
  * What the chat channels (slack, teams, discord, google_chat, mattermost, telegram, ntfy,
@@ -213,7 +213,7 @@ export function webhookChatChannel<T extends WebhookChatType, B>(
 ): Channel<ConfigOf<T>, B> {
   return chatChannel<T, B>({
     type,
-    endpoint: (c) => originOf(c.url),
+    endpoint: (c) => endpointOf(c.url),
     shown: (c) => maskWebhookUrl(c.url),
     body,
     request: (r, c) => ({ url: c.url, body: JSON.stringify(r) }),

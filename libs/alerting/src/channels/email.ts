@@ -133,13 +133,14 @@ export const emailChannel: Channel<EmailChannelConfig, EmailRendered> = {
     return bad ? [...problems, { path: '/smtp/url', message: bad }] : problems;
   },
 
-  // The tenant's server, or the operator's: deliveries to one server wait for each other only.
+  // One queue per server and set of recipients: a greylisting recipient holds only their own mail.
   endpoint(c) {
-    if (!c.smtp) return 'smtp:operator';
+    const to = tag([...c.to].sort().join(','));
+    if (!c.smtp) return `smtp:operator ${to}`;
     try {
-      return `smtp:${new URL(c.smtp.url).host}`;
+      return `smtp:${new URL(c.smtp.url).host} ${to}`;
     } catch {
-      return 'smtp:tenant';
+      return `smtp:tenant ${to}`;
     }
   },
 

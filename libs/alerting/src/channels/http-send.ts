@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { HttpCallError } from '@telemetry/platform';
+import { originOf } from '@telemetry/store';
 import type { Answer, ChannelContext, Verdict } from './channel.js';
 
 /**
@@ -66,4 +68,18 @@ export function classifyHttp(a: Answer): Verdict {
   if (a.error === 'target_not_allowed') return 'give_up';
   if (a.error !== undefined) return 'retry';
   return retriable(a.statusCode) ? 'retry' : 'give_up';
+}
+
+/**
+ * The queue of one destination: its origin and a digest of the whole URL and the
+ * credentials it is sent with (never the secrets themselves). Each tenant's webhook,
+ * routing key or API key is its own queue, so one tenant's rate limit or dead endpoint on
+ * a shared provider host delays nobody else's.
+ */
+export function endpointOf(url: string, ...credentials: string[]): string {
+  const digest = createHash('sha256')
+    .update([url, ...credentials].join('\u0000'))
+    .digest('hex')
+    .slice(0, 16);
+  return `${originOf(url)} ${digest}`;
 }

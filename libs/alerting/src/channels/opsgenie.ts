@@ -1,8 +1,7 @@
 import { channelConfigProblems, type ChannelValidators, type OpsgenieChannelConfig } from '@telemetry/contract';
-import { originOf } from '@telemetry/store';
 import type { Notification } from '../notification.js';
 import type { Answer, Channel, ChannelContext, RenderContext } from './channel.js';
-import { classifyHttp, sendHttp } from './http-send.js';
+import { classifyHttp, endpointOf, sendHttp } from './http-send.js';
 import { clip, CLIENT, pagingFacts, pagingKey, sourceOf } from './paging.js';
 
 /**
@@ -74,7 +73,7 @@ export const opsgenieChannel: Channel<OpsgenieChannelConfig, OpsgenieRequest> = 
 
   validate: (config: unknown, v: ChannelValidators) => channelConfigProblems(v, 'opsgenie', config),
 
-  endpoint: (c) => originOf(c.api_url ?? OPSGENIE_API_URL),
+  endpoint: (c) => endpointOf(c.api_url ?? OPSGENIE_API_URL, c.api_key),
 
   // The key is a header, never in what is shown.
   shown: (c) => `opsgenie: ${new URL(c.api_url ?? OPSGENIE_API_URL).host}`,

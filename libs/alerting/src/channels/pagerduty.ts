@@ -1,8 +1,7 @@
 import { channelConfigProblems, type ChannelValidators, type PagerdutyChannelConfig } from '@telemetry/contract';
-import { originOf } from '@telemetry/store';
 import type { Notification } from '../notification.js';
 import type { Answer, Channel, ChannelContext, RenderContext } from './channel.js';
-import { classifyHttp, sendHttp } from './http-send.js';
+import { classifyHttp, endpointOf, sendHttp } from './http-send.js';
 import { clip, CLIENT, pagingFacts, pagingKey, sourceOf } from './paging.js';
 
 /**
@@ -86,7 +85,7 @@ export const pagerdutyChannel: Channel<PagerdutyChannelConfig, PagerdutyEvent> =
 
   validate: (config: unknown, v: ChannelValidators) => channelConfigProblems(v, 'pagerduty', config),
 
-  endpoint: (c) => originOf(c.api_url ?? PAGERDUTY_EVENTS_URL),
+  endpoint: (c) => endpointOf(c.api_url ?? PAGERDUTY_EVENTS_URL, c.routing_key),
 
   // The routing key is in the body, never in what is shown.
   shown: (c) => `pagerduty: ${new URL(c.api_url ?? PAGERDUTY_EVENTS_URL).host}`,

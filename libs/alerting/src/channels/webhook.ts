@@ -1,10 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { channelConfigProblems, type ChannelValidators, type WebhookChannelConfig } from '@telemetry/contract';
-import { maskWebhookUrl, originOf } from '@telemetry/store';
+import { maskWebhookUrl } from '@telemetry/store';
 import { firstItem, type Notification } from '../notification.js';
 import { messageView, renderTemplate } from '../templates.js';
 import type { Answer, Channel, ChannelContext, RenderContext } from './channel.js';
-import { classifyHttp, sendHttp } from './http-send.js';
+import { classifyHttp, endpointOf, sendHttp } from './http-send.js';
 
 /**
  * The signed webhook (docs/monitors.md, "Webhooks"): the alert message, as JSON, POSTed
@@ -40,7 +40,7 @@ export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
   validate: (config: unknown, v: ChannelValidators) => channelConfigProblems(v, 'webhook', config),
 
   // Deliveries to one origin wait for each other only.
-  endpoint: (c) => originOf(c.url),
+  endpoint: (c) => endpointOf(c.url),
 
   // Scheme and host: Slack, Discord and Telegram keep their secret in the path.
   shown: (c) => maskWebhookUrl(c.url),
