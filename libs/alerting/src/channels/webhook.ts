@@ -39,7 +39,7 @@ export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
 
   validate: (config: unknown, v: ChannelValidators) => channelConfigProblems(v, 'webhook', config),
 
-  // Deliveries to one origin wait for each other only.
+  // Deliveries to one URL wait for each other only.
   endpoint: (c) => endpointOf(c.url),
 
   // Scheme and host: Slack, Discord and Telegram keep their secret in the path.
@@ -50,6 +50,7 @@ export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
     const { attempt } = n;
     const now = ctx.now;
     const message = (item.kind === 'acknowledged' ? item.acknowledgement : undefined) ?? item.alert;
+    const repeats = message === item.alert && n.kind !== 'down' && n.kind !== 'up';
     const body =
       c.body_template === undefined
         ? JSON.stringify(message)
@@ -58,7 +59,10 @@ export const webhookChannel: Channel<WebhookChannelConfig, WebhookRequest> = {
       body,
       headers: {
         'X-Telemetry-Event': message.type,
-        'X-Telemetry-Delivery': message.id,
+        // Receivers de-duplicate on it: a down, an up or an acknowledgement is its alert; a
+        // reminder, an escalation or a test repeats the down's body and is its own notification
+        // (the alert's id would have it dropped as a duplicate).
+        'X-Telemetry-Delivery': repeats ? n.id : message.id,
         'X-Telemetry-Attempt': String(attempt),
         'X-Telemetry-Signature': signature(c.secret, body, Math.floor(now / 1000)),
         ...(n.kind === 'down' || n.kind === 'up' ? {} : { 'X-Telemetry-Notification': n.kind }),
