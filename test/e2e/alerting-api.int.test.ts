@@ -36,7 +36,7 @@ describe('alerting API: channels, escalation policies, acknowledgement (real Kaf
   this.timeout(90_000);
   let query: Running;
   const target = new TestTarget();
-  const keys = { a: '', b: '', read: '' };
+  const keys = { a: '', b: '', read: '', limitedB: '' };
   const tenants = { a: '', b: '' };
   let keyIdA = '';
   const client = apiClient(
@@ -69,6 +69,15 @@ describe('alerting API: channels, escalation policies, acknowledgement (real Kaf
     keys.b = (await issueKey(adminRegistry(), { tenantId: tenants.b, kind: 'api', name: 'b', scopes })).key;
     keys.read = (
       await issueKey(adminRegistry(), { tenantId: tenants.a, kind: 'api', name: 'r', scopes: ['monitors:read'] })
+    ).key;
+    keys.limitedB = (
+      await issueKey(adminRegistry(), {
+        tenantId: tenants.b,
+        kind: 'api',
+        name: 'limited',
+        scopes: ['monitors:read'],
+        monitorIds: ['mon_only'],
+      })
     ).key;
     query = await runQuery({
       ALERT_MIN_DELAY_SECONDS: '30',
@@ -218,6 +227,37 @@ describe('alerting API: channels, escalation policies, acknowledgement (real Kaf
     const hung = await api<ChannelTestResult>('POST', `/api/channels/${h.id}/test`);
     expect(hung.body.data).to.deep.include({ delivered: false, status_code: 0, error: 'timeout' });
     expect(Date.now() - started).to.be.below(5000);
+  });
+
+  it('closes at once what a test opened at a paging service: PagerDuty gets the trigger, then its resolve', async () => {
+    const pd = (
+      await api<ChannelObject>('POST', '/api/channels', {
+        type: 'pagerduty',
+        name: 'On call',
+        config: { routing_key: 'a'.repeat(32), api_url: target.url('/pd/enqueue') },
+      })
+    ).body.data;
+    const r = await api<ChannelTestResult>('POST', `/api/channels/${pd.id}/test`);
+    expect(r.body.data.delivered).to.equal(true);
+    const events = target
+      .requests('/pd/enqueue')
+      .map((q) => JSON.parse(q.body) as { event_action: string; dedup_key: string });
+    expect(events.map((e) => e.event_action)).to.deep.equal(['trigger', 'resolve']);
+    expect(events[1]!.dedup_key).to.equal(events[0]!.dedup_key);
+  });
+
+  it('spends at most CHANNEL_TESTS_PER_MINUTE tests a tenant, then answers 429 with Retry-After; a limited key reads no delivery log', async () => {
+    // Tenant b has sent no test yet: its whole budget (10 a minute) is there.
+    const c = (await api<ChannelObject>('POST', '/api/channels', webhook('Budget'), { key: keys.b })).body.data;
+    const answers: number[] = [];
+    for (let i = 0; i < 11; i++)
+      answers.push((await api('POST', `/api/channels/${c.id}/test`, undefined, { key: keys.b })).status);
+    expect(answers).to.deep.equal([...Array<number>(10).fill(200), 429]);
+    const refused = await api('POST', `/api/channels/${c.id}/test`, undefined, { key: keys.b });
+    expect(refused.body.code).to.equal('RATE_LIMITED');
+    expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 60);
+    const log = await api('GET', `/api/channels/${c.id}/deliveries`, undefined, { key: keys.limitedB });
+    expect([log.status, log.body.code]).to.deep.equal([403, 'MONITOR_NOT_ALLOWED']);
   });
 
   it('lists a channel’s delivery log, newest first, of its tenant only', async () => {

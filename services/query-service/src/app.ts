@@ -186,6 +186,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     minDelaySeconds: deps.config.alertMinDelaySeconds,
     publicUrl: deps.config.publicUrl,
     testContext: deps.channelContext,
+    testsPerMinute: deps.config.channelTestsPerMinute,
     ...read,
   });
   escalationPolicyRoutes(app, {

@@ -21,7 +21,16 @@ import {
 } from '@telemetry/store';
 import { refuseBadChannel, reminderProblems } from './channel-rules.js';
 import { storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
-import { checkIfMatch, conditionally, etagOf, invalid, jsonBody, nowIso, refuseLimited } from './registry-objects.js';
+import {
+  checkIfMatch,
+  conditionally,
+  etagOf,
+  invalid,
+  jsonBody,
+  keyOf,
+  nowIso,
+  refuseLimited,
+} from './registry-objects.js';
 import { deliveriesParams, sendDeliveries } from './webhook-deliveries.route.js';
 
 export interface ChannelRoutesDeps extends ReadDeps {
@@ -37,6 +46,27 @@ export interface ChannelRoutesDeps extends ReadDeps {
   publicUrl: string;
   /** What a test notification is sent with: this service's egress-bound HTTP client and mailer. */
   testContext: () => ChannelContext;
+  /** CHANNEL_TESTS_PER_MINUTE: a tenant's test sends per minute (each replica counts its own). */
+  testsPerMinute: number;
+}
+
+/** At most `limit` tests per tenant in any minute (per replica); 429 RATE_LIMITED beyond. */
+function testBudget(limit: number): (tenantId: string, now: number) => void {
+  const sent = new Map<string, number[]>();
+  return (tenantId, now) => {
+    const recent = (sent.get(tenantId) ?? []).filter((t) => t > now - 60_000);
+    if (recent.length >= limit) {
+      const wait = Math.max(1, Math.ceil((recent[0]! + 60_000 - now) / 1000));
+      throw new AppError(
+        'RATE_LIMITED',
+        `this tenant may send ${limit} test notifications a minute`,
+        { limit: 'CHANNEL_TESTS_PER_MINUTE' },
+        { 'Retry-After': String(wait) },
+      );
+    }
+    recent.push(now);
+    sent.set(tenantId, recent);
+  };
 }
 
 const CHANNEL_ID = new RegExp(CHANNEL_ID_PATTERN);
@@ -70,6 +100,13 @@ function testNotification(c: StoredChannel, publicUrl: string, now: number): Not
   };
 }
 
+/** The resolve of a test: PagerDuty's and Opsgenie's key for it is `test-<notification id>`. */
+function closing(test: Notification): Notification {
+  const item = test.items[0]!;
+  const alert: StateAlert = { ...item.alert, type: 'monitor.up', incident_id: `test-${test.id}` };
+  return { ...test, kind: 'up', items: [{ kind: 'up', alert, monitorLink: item.monitorLink }] };
+}
+
 /**
  * Sends one test notification now, once (no retry), within the context's timeout and a
  * second more whatever the channel does: what the provider answered.
@@ -78,17 +115,20 @@ async function sendTest(c: StoredChannel, ctx: ChannelContext, publicUrl: string
   const channel = channelFor(CHANNELS, c.target);
   const config = c.target.config as never;
   const now = ctx.now();
-  const rendered = channel.render(testNotification(c, publicUrl, now), config, {
-    templates: c.templates,
-    name: c.name,
-    now,
-  });
+  const test = testNotification(c, publicUrl, now);
+  const renderCtx = { templates: c.templates, name: c.name, now };
+  const rendered = channel.render(test, config, renderCtx);
   let timer: NodeJS.Timeout | undefined;
   const cutOff = new Promise<{ statusCode: number; error: 'timeout' }>((resolve) => {
     timer = setTimeout(() => resolve({ statusCode: 0, error: 'timeout' }), ctx.timeoutMs + 1000);
   });
   try {
     const answer = await Promise.race([channel.send(rendered, config, ctx), cutOff]);
+    if (channel.paging && channel.classify(answer) === 'delivered') {
+      // A paging service opened an incident for the test: close it at once (best effort),
+      // or on-call would be paged by every test until someone resolved it there.
+      await Promise.race([channel.send(channel.render(closing(test), config, renderCtx), config, ctx), cutOff]);
+    }
     return {
       delivered: channel.classify(answer) === 'delivered',
       status_code: answer.statusCode,
@@ -102,6 +142,7 @@ async function sendTest(c: StoredChannel, ctx: ChannelContext, publicUrl: string
 
 /** /api/channels and /api/channels/{id}: a tenant's alert channels (docs/alerting.md, "API"). */
 export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
+  const spendTest = testBudget(deps.testsPerMinute);
   const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
     storeCallOf(deps.logger, req, what, fn);
   const load = async (req: Request, res: Response): Promise<StoredChannel> => {
@@ -221,6 +262,7 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
     const c = await load(req, res);
     // NOTE: the stored target is judged again: EGRESS_ALLOW may have changed since it was saved.
     refuseBadChannel(c.target, c.templates, deps.channelValidators, deps.policy);
+    spendTest(c.tenant_id, Date.now());
     const result = await sendTest(c, deps.testContext(), deps.publicUrl);
     deps.logger.info('channel test sent', {
       request_id: req.id,
@@ -235,6 +277,10 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
 
   app.get('/api/channels/:id/deliveries', deps.auth.read, async (req, res) => {
     const params = deliveriesParams(req);
+    // The log names every monitor of the tenant: not for a key limited to some of them.
+    if (keyOf(res).monitorIds.size > 0) {
+      throw new AppError('MONITOR_NOT_ALLOWED', "a key limited to some monitors cannot read a channel's delivery log");
+    }
     const c = await load(req, res);
     await sendDeliveries(deps, req, res, { ...params, tenantId: c.tenant_id, channelId: c.id });
   });

@@ -43,6 +43,13 @@ export const querySpec = {
     100,
     60_000,
   ),
+  channelTestsPerMinute: v.int(
+    'CHANNEL_TESTS_PER_MINUTE',
+    10,
+    "test notifications (POST /api/channels/{id}/test) a tenant may send per minute; more answer 429 (a test mails up to 20 addresses through the operator's server)",
+    1,
+    10_000,
+  ),
   ...consumerGroupSpec,
   tailChecksPerMonitor: v.int(
     'TAIL_CHECKS_PER_MONITOR',

@@ -130,7 +130,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   // Alerting: test notifications go out through this service's own egress-bound client and
   // mailer (a tenant's SMTP server is judged by the policy too); acknowledge links are
   // signed with the SECRETS_KEYS ring, as the runners sign them.
-  const mailer = createMailer(config, { policy, logger });
+  const mailer = createMailer(config, { policy, logger, timeoutMs: config.channelTestTimeoutMs });
   const channelContext = (): ChannelContext => ({
     http: (call) => httpCall({ ...call, policy }),
     mail: mailer,
