@@ -61,6 +61,14 @@ describe('message templates (unit)', () => {
       ]);
     });
 
+    it('refuses unescaped output (a value could break the JSON or HTML it is put in)', () => {
+      for (const t of ['{{{monitor.name}}}', '{{& monitor.name}}']) {
+        expect(templateProblems(t, '/templates/text').map((p) => p.message)[0]).to.match(
+          /^unescaped output is not allowed/,
+        );
+      }
+    });
+
     it('refuses partials (no other template is ever read)', () => {
       expect(templateProblems('{{> header}}', '/t')).to.deep.equal([
         { path: '/t', message: 'partials are not allowed ({{> header}})' },
@@ -76,9 +84,7 @@ describe('message templates (unit)', () => {
 
     it('accepts every documented variable, as a value, a section and an inverted section', () => {
       for (const v of TEMPLATE_VARIABLES) {
-        expect(templateProblems(`{{${v}}} {{{${v}}}} {{#${v}}}x{{/${v}}} {{^${v}}}y{{/${v}}}`, '/t'), v).to.deep.equal(
-          [],
-        );
+        expect(templateProblems(`{{${v}}} {{#${v}}}x{{/${v}}} {{^${v}}}y{{/${v}}}`, '/t'), v).to.deep.equal([]);
       }
     });
 

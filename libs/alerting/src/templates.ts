@@ -25,6 +25,11 @@ function walk(tokens: Token[], inAlerts: boolean, out: string[]): void {
       continue;
     }
     if (kind === '=') continue;
+    if (kind === '&' || kind === '{') {
+      // Unescaped output would let a monitor name break a webhook's JSON or an email's HTML.
+      out.push(`unescaped output is not allowed ({{{${name}}}} or {{& ${name}}}): use {{${name}}}`);
+      continue;
+    }
     const allowed = inAlerts ? ITEM.has(name) || name === '.' || KNOWN.has(name) : KNOWN.has(name);
     if (!allowed) out.push(`unknown variable {{${name}}}`);
     if ((kind === '#' || kind === '^') && t[4]) walk(t[4], inAlerts || name === 'alerts', out);
