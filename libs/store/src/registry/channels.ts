@@ -8,7 +8,8 @@ import {
 } from '@telemetry/contract';
 import { AppError, type PgPool, type PgQueryable, type SecretBox } from '@telemetry/platform';
 import { MASK, maskWebhookUrl } from '../monitor-secrets.js';
-import { epochOf, registryCall, registryWrite } from './pg.js';
+import { toUnixSeconds } from '../monitor-rows.js';
+import { epochOf, isoOfEpoch, registryCall, registryWrite } from './pg.js';
 
 /**
  * Alert channels (docs/alerting.md) in PostgreSQL's `channels` table. A channel's config
@@ -140,8 +141,8 @@ interface Row {
 }
 
 const COLUMNS = `id, tenant_id, type, version, spec, sealed, ${epochOf('created_at')} AS c, ${epochOf('updated_at')} AS u`;
-const iso = (unix: string | number): string => new Date(Number(unix) * 1000).toISOString();
-const unix = (isoTime: string): number => Math.floor(Date.parse(isoTime) / 1000);
+const iso = isoOfEpoch;
+const unix = toUnixSeconds;
 
 /** The channels of a tenant, and of the runner (which reads them with their secrets). */
 export class ChannelStore {

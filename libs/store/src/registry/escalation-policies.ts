@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { ALERTING_LIMITS, type EscalationPolicy } from '@telemetry/contract';
 import { AppError, type PgPool, type PgQueryable } from '@telemetry/platform';
 import { ChannelStore } from './channels.js';
-import { epochOf, registryCall, registryWrite } from './pg.js';
+import { toUnixSeconds } from '../monitor-rows.js';
+import { epochOf, isoOfEpoch, registryCall, registryWrite } from './pg.js';
 
 /**
  * Escalation policies (docs/alerting.md, "Escalation") in PostgreSQL's
@@ -32,8 +33,8 @@ interface Row {
 }
 
 const COLUMNS = `id, tenant_id, version, name, steps, ${epochOf('created_at')} AS c, ${epochOf('updated_at')} AS u`;
-const iso = (unix: string | number): string => new Date(Number(unix) * 1000).toISOString();
-const unix = (isoTime: string): number => Math.floor(Date.parse(isoTime) / 1000);
+const iso = isoOfEpoch;
+const unix = toUnixSeconds;
 
 function decode(r: Row): StoredPolicy {
   return {

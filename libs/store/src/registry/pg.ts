@@ -47,3 +47,8 @@ export function registryWrite<T>(pool: PgPool, fn: (tx: PgClient) => Promise<T>)
 export function epochOf(column: string): string {
   return `extract(epoch from ${column})::bigint`;
 }
+
+/** An epochOf column's value (unix seconds, as text or a number) as an ISO time with milliseconds. */
+export function isoOfEpoch(unix: string | number): string {
+  return new Date(Number(unix) * 1000).toISOString();
+}
