@@ -6,7 +6,7 @@ describe('channel secrets (unit)', () => {
   const telegram = {
     bot_token: '123456:ABCDEFGHIJKLMNOPQRSTUVWXYZabcd',
     chat_id: '42',
-    api_url: 'https://api.telegram.org',
+    api_url: 'https://telegram-api.example.test',
   };
 
   it('shows each secret masked: a URL as its scheme and host, anything else as ****', () => {
