@@ -40,6 +40,11 @@ describe('first-seen times for a large batch (real ClickHouse)', function () {
       sent_at: null,
       received_at: rowTime(now - i * 1000, false),
       inserted_at: Math.floor(now / 1000),
+      protocol: 'telemetry',
+      anonymous_id: '',
+      user_id: '',
+      client_ip: '',
+      user_agent: '',
     }));
     expect(rows.length).to.be.greaterThan(5 * LOOKUP_SLICE);
     await new FirstSeen(ch, table, false).resolve(rows);

@@ -1,4 +1,4 @@
-import { LIMITS, NAME_PATTERN, TENANT_ID_PATTERN } from './limits.js';
+import { EVENT_NAME_PATTERN, EVENT_PROTOCOLS, LIMITS, NAME_PATTERN, TENANT_ID_PATTERN } from './limits.js';
 import type { EventMessage } from './types.js';
 
 /**
@@ -11,6 +11,8 @@ import type { EventMessage } from './types.js';
  */
 
 const NAME = new RegExp(NAME_PATTERN);
+const PRINTABLE = new RegExp(EVENT_NAME_PATTERN);
+const PROTOCOLS = new Set<unknown>(EVENT_PROTOCOLS);
 const TENANT = new RegExp(TENANT_ID_PATTERN);
 // ajv-formats' "uuid"
 const UUID = /^(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i;
@@ -28,6 +30,11 @@ const EVENT_FIELDS = new Set([
   'client_ts',
   'sent_at',
   'received_at',
+  'protocol',
+  'anonymous_id',
+  'user_id',
+  'client_ip',
+  'user_agent',
 ]);
 
 /** The number the `n` ASCII digits of `s` from `at` spell. */
@@ -65,6 +72,11 @@ function name(v: unknown): boolean {
   return typeof v === 'string' && v.length <= LIMITS.maxNameLength && NAME.test(v);
 }
 
+/** Text of 1 to `max` UTF-16 units without control characters (a pattern of the schema's; maxLength counts code points, never more). */
+function printable(v: unknown, max: number): boolean {
+  return typeof v === 'string' && v.length >= 1 && v.length <= max && PRINTABLE.test(v);
+}
+
 /** True only if eventMessageSchema accepts `m` (false: ask the schema). */
 export function isCanonicalEventMessage(m: unknown): m is EventMessage {
   if (typeof m !== 'object' || m === null || Array.isArray(m)) return false;
@@ -79,7 +91,13 @@ export function isCanonicalEventMessage(m: unknown): m is EventMessage {
     e.key_id.length <= 64 &&
     (e.tenant_id === undefined || (typeof e.tenant_id === 'string' && TENANT.test(e.tenant_id))) &&
     name(e.source) &&
-    name(e.category) &&
+    (name(e.category) || printable(e.category, LIMITS.maxEventNameLength)) &&
+    (e.protocol === undefined || PROTOCOLS.has(e.protocol)) &&
+    (e.anonymous_id === undefined || printable(e.anonymous_id, LIMITS.maxIdentityLength)) &&
+    (e.user_id === undefined || printable(e.user_id, LIMITS.maxIdentityLength)) &&
+    (e.user_agent === undefined || printable(e.user_agent, LIMITS.maxUserAgentLength)) &&
+    // Rare (a client-reported address): the schema decides.
+    e.client_ip === undefined &&
     typeof e.payload === 'object' &&
     e.payload !== null &&
     !Array.isArray(e.payload) &&

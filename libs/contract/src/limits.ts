@@ -17,6 +17,12 @@ export const LIMITS = {
   maxClientIdLength: 128,
   /** Length of a monitor id. */
   maxMonitorIdLength: 128,
+  /** Length of an event name a tracker's protocol sends (Segment's `event`, PostHog's `event`): its `category`. */
+  maxEventNameLength: 200,
+  /** Length of `anonymous_id` and `user_id`. */
+  maxIdentityLength: 256,
+  /** Length of a client-reported user agent kept with an event. */
+  maxUserAgentLength: 512,
 } as const;
 
 /**
@@ -36,6 +42,18 @@ export const CLIENT_TIME_WINDOW = {
 
 /** `source`, `category`: start with a letter or digit, then letters, digits and . _ : / - */
 export const NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:/-]*$';
+/**
+ * The `category` of an event that came in a tracker's protocol (docs/compat.md): the
+ * event's own name as its SDK sent it ("Order Completed", "$pageview"): any text without
+ * control characters. Our own endpoint keeps NAME_PATTERN.
+ */
+export const EVENT_NAME_PATTERN = '^[^\\u0000-\\u001f\\u007f]+$';
+/** `anonymous_id`, `user_id` and a client's user agent: any text without control characters. */
+export const PRINTABLE_PATTERN = EVENT_NAME_PATTERN;
+/** The protocols an event can come in (docs/compat.md); `telemetry` is our own. */
+export const EVENT_PROTOCOLS = ['telemetry', 'segment', 'posthog'] as const;
+export type EventProtocol = (typeof EVENT_PROTOCOLS)[number];
+
 /** Client event ids and monitor ids: letters, digits and . _ : - */
 export const ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:-]*$';
 

@@ -1,6 +1,9 @@
 import {
   ALERT_TYPES,
   CHANNEL_ID_PATTERN,
+  EVENT_NAME_PATTERN,
+  EVENT_PROTOCOLS,
+  PRINTABLE_PATTERN,
   CHECK_ERRORS,
   CHECK_STATUSES,
   ID_PATTERN,
@@ -34,6 +37,14 @@ const name = {
   pattern: NAME_PATTERN,
 } as const;
 
+/** Who an event is about (docs/compat.md, "Identity"): the same columns whatever the protocol. */
+const identity = {
+  type: 'string',
+  minLength: 1,
+  maxLength: LIMITS.maxIdentityLength,
+  pattern: PRINTABLE_PATTERN,
+} as const;
+
 /** One element of `events` in POST /api/telemetry/events (seed 2.1, plus our optional fields). */
 export const telemetryEventSchema = closedSchema('TelemetryEvent', ['source', 'category', 'payload'], {
   source: name,
@@ -43,6 +54,10 @@ export const telemetryEventSchema = closedSchema('TelemetryEvent', ['source', 'c
   id: { type: 'string', minLength: 1, maxLength: LIMITS.maxClientIdLength, pattern: ID_PATTERN },
   /** When the event happened, by the client's clock. */
   timestamp: dateTime,
+  /** The visitor before they are known (our browser SDK's anonymous id); the `anonymous_id` column. */
+  anonymous_id: identity,
+  /** The known user (after identify); the `user_id` column. */
+  user_id: identity,
 });
 
 /** Body of POST /api/telemetry/events (seed 4.1). */
@@ -71,12 +86,21 @@ export const eventMessageSchema = closedSchema(
     /** The key's tenant; absent in messages written before tenants (read as the default tenant). */
     tenant_id: tenantId,
     source: name,
-    category: name,
+    /** Our own endpoint's categories are names (NAME_PATTERN); a tracker's event names are any printable text. */
+    category: { type: 'string', minLength: 1, maxLength: LIMITS.maxEventNameLength, pattern: EVENT_NAME_PATTERN },
     payload: { type: 'object' },
     client_event_id: { type: 'string', minLength: 1, maxLength: LIMITS.maxClientIdLength },
     client_ts: dateTime,
     sent_at: dateTime,
     received_at: dateTime,
+    /** The protocol the event came in; absent: ours (`telemetry`). */
+    protocol: { type: 'string', enum: EVENT_PROTOCOLS },
+    anonymous_id: identity,
+    user_id: identity,
+    /** The address the client reported for itself (Segment's `context.ip`, PostHog's `$ip`): an IPv4 or IPv6 literal. */
+    client_ip: { type: 'string', minLength: 2, maxLength: 45, pattern: '^[0-9A-Fa-f:.]+$' },
+    /** The user agent the client reported (Segment's `context.userAgent`, PostHog's `$raw_user_agent`). */
+    user_agent: { type: 'string', minLength: 1, maxLength: LIMITS.maxUserAgentLength, pattern: PRINTABLE_PATTERN },
   },
 );
 

@@ -1,4 +1,4 @@
-import type { CheckError, CheckStatus, MonitorStatus, StateAlertType } from './limits.js';
+import type { CheckError, CheckStatus, EventProtocol, MonitorStatus, StateAlertType } from './limits.js';
 import type {
   channelCreateSchema,
   channelPatchSchema,
@@ -25,6 +25,8 @@ export interface TelemetryEvent {
   payload: Record<string, unknown>;
   id?: string;
   timestamp?: string;
+  anonymous_id?: string;
+  user_id?: string;
 }
 
 export interface IngestRequest {
@@ -44,6 +46,12 @@ export interface EventMessage {
   client_ts?: string;
   sent_at?: string;
   received_at: string;
+  /** Absent: our own endpoint (`telemetry`). */
+  protocol?: EventProtocol;
+  anonymous_id?: string;
+  user_id?: string;
+  client_ip?: string;
+  user_agent?: string;
 }
 
 export interface CheckMessage {

@@ -159,6 +159,20 @@ export const eventsMigrations: MigrationsByVersion = {
         GROUP BY tenant_id, event_id`,
     ];
   },
+  // The trackers' protocols (docs/compat.md): which protocol an event came in, who it is
+  // about, and what the client reported of itself. Rows stored before read '' (and
+  // 'telemetry'), which is what they were.
+  15: (_db, _name, engine) => {
+    const lc = engine.modern ? 'LowCardinality(String)' : 'String';
+    const zstd = engine.modern ? ' CODEC(ZSTD(1))' : '';
+    return [
+      { addColumn: { table: 'events', column: 'protocol', type: `${lc} DEFAULT 'telemetry'` } },
+      { addColumn: { table: 'events', column: 'anonymous_id', type: `String DEFAULT ''${zstd}` } },
+      { addColumn: { table: 'events', column: 'user_id', type: `String DEFAULT ''${zstd}` } },
+      { addColumn: { table: 'events', column: 'client_ip', type: `String DEFAULT ''${zstd}` } },
+      { addColumn: { table: 'events', column: 'user_agent', type: `String DEFAULT ''${zstd}` } },
+    ];
+  },
 };
 
 /** SQL: whether `col` is a UUIDv7 whose time fits ClickHouse's DateTime (as v7Millis). */
@@ -217,6 +231,11 @@ export interface EventRow {
   sent_at: RowTime | null;
   received_at: RowTime;
   inserted_at: number;
+  protocol: string;
+  anonymous_id: string;
+  user_id: string;
+  client_ip: string;
+  user_agent: string;
 }
 
 const V7_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
@@ -315,6 +334,11 @@ function eventRow(modern: boolean) {
       sent_at: sentAtMs === null ? null : t(sentAtMs),
       received_at: t(receivedMs),
       inserted_at: now,
+      protocol: e.protocol ?? 'telemetry',
+      anonymous_id: e.anonymous_id ?? '',
+      user_id: e.user_id ?? '',
+      client_ip: e.client_ip ?? '',
+      user_agent: e.user_agent ?? '',
     };
     // NOTE: the zone is judged on the row's own values (whole seconds on 18.16), as
     // needsFirstSeen judges it, so both always agree.

@@ -46,6 +46,7 @@ const VERSIONS: Record<number, string> = {
   12: 'webhook deliveries: channel',
   13: 'the monitors dimension table (the registry moved to PostgreSQL)',
   14: 'alerting: who acknowledged an incident; the channel and kind of each delivery attempt',
+  15: "events: the trackers' protocols (protocol, anonymous_id, user_id, client_ip, user_agent)",
 };
 
 const MODULES: readonly MigrationsByVersion[] = [

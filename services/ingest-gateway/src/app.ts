@@ -19,7 +19,11 @@ import { type HeartbeatTokens, type KeyStore, type VerifiedKey } from '@telemetr
 import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';
 
-import { applyLimit, RateLimiter } from './rate-limit.js';
+import { RateLimiter } from './rate-limit.js';
+import { createIntake } from './intake.js';
+import { corsFor } from './cors.js';
+import { segmentRoutes } from './protocols/segment.js';
+import { posthogRoutes } from './protocols/posthog.js';
 import { sdkRoute, type SdkBundle } from './sdk.route.js';
 import { heartbeatRoute } from './heartbeat.route.js';
 
@@ -59,6 +63,13 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     registers: [registry],
   });
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
+  const intake = createIntake({
+    keys: deps.keys,
+    limiter,
+    publisher: deps.publisher,
+    eventsTopic: config.eventsTopic,
+    accepted,
+  });
 
   /** Everything after authentication that both routes share: checks, publish, count. Returns the stored event ids. */
   async function accept(key: VerifiedKey, body: IngestRequest): Promise<string[]> {
@@ -71,14 +82,15 @@ export function createGatewayApp(deps: GatewayDeps): Express {
       }
     }
     const messages = toMessages(body, key, new Date().toISOString(), LIMITS.maxEventBytes);
-    // The key owns its messages in flight: one key cannot take all the room.
-    await deps.publisher.send(config.eventsTopic, messages, key.keyId);
-    accepted.inc(messages.length);
+    await intake.publish(key, messages);
     return messages.map((m) => String(m.key));
   }
 
   const cors = corsFor(config.corsMaxAgeS);
-  const auth = authenticate(deps.keys, limiter);
+  const auth: RequestHandler = (req, res, next) => {
+    res.locals.key = intake.authenticate(accessKeyOf(req), req, res);
+    next();
+  };
   app.options(EVENTS_ROUTE, cors, (_req, res) => {
     res.status(204).end();
   });
@@ -109,6 +121,10 @@ export function createGatewayApp(deps: GatewayDeps): Express {
       sendGif(res, appErr.status);
     }
   });
+
+  // The trackers' protocols (docs/compat.md): their SDKs send to us unchanged.
+  segmentRoutes(app, { config, logger, intake, cors });
+  posthogRoutes(app, { config, logger, intake, cors });
 
   sdkRoute(app, deps.sdk, config.sdkCacheSeconds);
   heartbeatRoute(app, {
@@ -170,30 +186,6 @@ export function pixelRequest(req: Request): unknown {
   return { events: [event] };
 }
 
-/**
- * CORS for browser pixels: any origin may send (the access key, not the origin, is the
- * credential), no cookies. A key restricted to origins is enforced in authenticate().
- */
-function corsFor(maxAgeS: number): RequestHandler {
-  return (req, res, next) => {
-    const origin = req.get('origin');
-    if (origin) {
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Vary', 'Origin');
-      res.setHeader(
-        'Access-Control-Expose-Headers',
-        'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id',
-      );
-    }
-    if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', 'Content-Type, Content-Encoding, X-Access-Key, X-Request-Id');
-      res.setHeader('Access-Control-Max-Age', String(maxAgeS));
-    }
-    next();
-  };
-}
-
 /** The access key from `X-Access-Key` or `?key=`; never logged (see logger redaction too). */
 export function accessKeyOf(req: Request): string | undefined {
   const header = req.get('x-access-key')?.trim();
@@ -203,22 +195,6 @@ export function accessKeyOf(req: Request): string | undefined {
     throw new AppError('INVALID_CREDENTIALS', 'X-Access-Key and the key parameter disagree');
   }
   return header ?? q;
-}
-
-function authenticate(keys: Pick<KeyStore, 'authenticate'>, limiter: RateLimiter): RequestHandler {
-  return (req, res, next) => {
-    const raw = accessKeyOf(req);
-    if (!raw)
-      throw new AppError('MISSING_CREDENTIALS', 'send the access key in X-Access-Key or the key query parameter');
-    const key = keys.authenticate(raw, 'telemetry');
-    const origin = req.get('origin');
-    if (key.allowedOrigins.size > 0 && (!origin || !key.allowedOrigins.has(origin))) {
-      throw new AppError('ORIGIN_NOT_ALLOWED', 'this access key may not be used from this origin');
-    }
-    applyLimit(limiter, key.keyId, res, 'too many requests for this access key');
-    res.locals.key = key;
-    next();
-  };
 }
 
 const checkContentType: RequestHandler = (req, _res, next) => {

@@ -83,6 +83,8 @@ export function toMessages(
     if (e.id !== undefined) msg.client_event_id = e.id;
     if (e.timestamp !== undefined) msg.client_ts = e.timestamp;
     if (req.sent_at !== undefined) msg.sent_at = req.sent_at;
+    if (e.anonymous_id !== undefined) msg.anonymous_id = e.anonymous_id;
+    if (e.user_id !== undefined) msg.user_id = e.user_id;
     const value = JSON.stringify(msg);
     if (Buffer.byteLength(value) > maxEventBytes) {
       throw new AppError('EVENT_TOO_LARGE', `event ${index} is larger than ${maxEventBytes} bytes`, {

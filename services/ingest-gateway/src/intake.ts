@@ -1,0 +1,51 @@
+import type { Request, Response } from 'express';
+import type { Counter } from 'prom-client';
+import { AppError, type FairPublisher, type ProducerMessage } from '@telemetry/platform';
+import type { KeyStore, VerifiedKey } from '@telemetry/store';
+import { applyLimit, type RateLimiter } from './rate-limit.js';
+
+/**
+ * What every ingest route shares, whatever its protocol (ours, Segment's, PostHog's):
+ * the key's checks (kind, origin, rate limit) and the publish that answers only once
+ * Kafka has the events. A protocol module parses and maps; it calls these two.
+ */
+export interface Intake {
+  /**
+   * The telemetry key `raw` (undefined: none was sent), as our own endpoint checks it:
+   * MISSING_CREDENTIALS, INVALID_CREDENTIALS, ORIGIN_NOT_ALLOWED (a key restricted to
+   * origins, and the request's Origin is not one), RATE_LIMITED (RateLimit headers set on `res`).
+   */
+  authenticate(raw: string | undefined, req: Request, res: Response): VerifiedKey;
+  /** Publishes `messages` on the events topic; resolves once Kafka acknowledged all of them. */
+  publish(key: VerifiedKey, messages: ProducerMessage[]): Promise<void>;
+}
+
+export interface IntakeDeps {
+  keys: Pick<KeyStore, 'authenticate'>;
+  limiter: RateLimiter;
+  publisher: FairPublisher;
+  eventsTopic: string;
+  accepted: Counter;
+}
+
+export function createIntake(deps: IntakeDeps): Intake {
+  return {
+    authenticate(raw, req, res) {
+      if (!raw) {
+        throw new AppError('MISSING_CREDENTIALS', 'send the access key in X-Access-Key or the key query parameter');
+      }
+      const key = deps.keys.authenticate(raw, 'telemetry');
+      const origin = req.get('origin');
+      if (key.allowedOrigins.size > 0 && (!origin || !key.allowedOrigins.has(origin))) {
+        throw new AppError('ORIGIN_NOT_ALLOWED', 'this access key may not be used from this origin');
+      }
+      applyLimit(deps.limiter, key.keyId, res, 'too many requests for this access key');
+      return key;
+    },
+    async publish(key, messages) {
+      // The key owns its messages in flight: one key cannot take all the room.
+      await deps.publisher.send(deps.eventsTopic, messages, key.keyId);
+      deps.accepted.inc(messages.length);
+    },
+  };
+}

@@ -1,0 +1,187 @@
+import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
+import {
+  EVENT_NAME_PATTERN,
+  ID_PATTERN,
+  LIMITS,
+  NAME_PATTERN,
+  type EventMessage,
+  type EventProtocol,
+} from '@telemetry/contract';
+import { AppError, type ProducerMessage } from '@telemetry/platform';
+import type { VerifiedKey } from '@telemetry/store';
+import { eventIdFor } from '../ingest.js';
+
+/**
+ * One event of a tracker's protocol (Segment's, PostHog's), as its module read it, before
+ * it becomes our event message: the one mapping of docs/compat.md. Values are as the
+ * client sent them; compatMessages() validates and normalises them.
+ */
+export interface CompatEvent {
+  protocol: Exclude<EventProtocol, 'telemetry'>;
+  /** Segment's `messageId`, PostHog's `uuid`: the client event id (retries are read once). */
+  clientId?: unknown;
+  /** The event's name (`track`'s `event`, PostHog's `event`) or its type (`identify`, `page`...): `category`. */
+  category: unknown;
+  /** The SDK's library name (Segment's `context.library.name`, PostHog's `$lib`): the source when the key does not fix one. */
+  library?: unknown;
+  /** The message as the client sent it: the `payload` column. */
+  payload: Record<string, unknown>;
+  /** When it happened by the client's clock (Segment's `originalTimestamp` or `timestamp`, PostHog's `timestamp`). */
+  timestamp?: unknown;
+  /** When the client sent it by the same clock (Segment's `sentAt`, PostHog's `sent_at`): corrects the skew. */
+  sentAt?: unknown;
+  anonymousId?: unknown;
+  userId?: unknown;
+  /** The address the client reported (`context.ip`, `$ip`): kept only if it is an IP literal. */
+  clientIp?: unknown;
+  /** The user agent the client reported (`context.userAgent`, `$raw_user_agent`): kept only if printable and at most maxUserAgentLength. */
+  userAgent?: unknown;
+}
+
+const ID = new RegExp(ID_PATTERN);
+const NAME = new RegExp(NAME_PATTERN);
+const PRINTABLE = new RegExp(EVENT_NAME_PATTERN, 'u');
+
+/** A problem with one event: `path` is a JSON pointer into the request as the protocol's client sent it. */
+export interface CompatProblem {
+  index: number;
+  path: string;
+  message: string;
+}
+
+/**
+ * The source of a tracker's event (docs/compat.md, "Source"): the key's one allowed
+ * source if it allows exactly one; else the library's name made a NAME_PATTERN name
+ * (other characters become `-`), else the protocol's name. A key restricted to several
+ * sources refuses a library outside them (SOURCE_NOT_ALLOWED), as our endpoint does.
+ */
+export function compatSource(key: Pick<VerifiedKey, 'allowedSources'>, protocol: string, library: unknown): string {
+  if (key.allowedSources.size === 1) return key.allowedSources.values().next().value as string;
+  let name =
+    typeof library === 'string' ? library.replace(/[^A-Za-z0-9._:/-]/g, '-').replace(/^[^A-Za-z0-9]+/, '') : '';
+  name = name.slice(0, LIMITS.maxNameLength);
+  return name !== '' && NAME.test(name) ? name : protocol;
+}
+
+/**
+ * The client event id as we keep it: an id that fits ID_PATTERN and maxClientIdLength as
+ * is; any other string (or number) as `h:` and the first 32 hex digits of its SHA-256,
+ * so a retry still maps to the same id; nothing else is an id.
+ */
+export function compatClientId(v: unknown): string | undefined {
+  if (typeof v === 'number' && Number.isFinite(v)) v = String(v);
+  if (typeof v !== 'string' || v === '') return undefined;
+  if (v.length <= LIMITS.maxClientIdLength && ID.test(v)) return v;
+  return `h:${createHash('sha256').update(v).digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * A client time as toISOString() writes it: any string Date.parse reads with an explicit
+ * zone (RFC 3339 / ISO 8601, with any number of fraction digits), or a Date the client
+ * serialised. undefined: absent. null: present but not a time.
+ */
+export function compatTime(v: unknown): string | undefined | null {
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v !== 'string' || v.length > 64) return null;
+  // A zone is required: a time without one would be read in the gateway's own zone.
+  if (!/(Z|[+-]\d\d:?\d\d)$/i.test(v.trim())) return null;
+  // V8 reads at most 3 fraction digits reliably: cut the rest (Python sends microseconds).
+  const ms = Date.parse(v.trim().replace(/(\.\d{3})\d+/, '$1'));
+  if (!Number.isFinite(ms)) return null;
+  const d = new Date(ms);
+  const y = d.getUTCFullYear();
+  return y >= 1970 && y < 2106 ? d.toISOString() : null;
+}
+
+function identity(v: unknown): string | undefined | null {
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v === 'number' && Number.isFinite(v)) v = String(v);
+  if (typeof v !== 'string') return null;
+  return [...v].length <= LIMITS.maxIdentityLength && PRINTABLE.test(v) ? v : null;
+}
+
+/**
+ * Our event messages for a tracker's events, all or nothing: the first problems found
+ * throw VALIDATION_FAILED (details.problems with each path, details.invalid_events);
+ * an event whose message is over `maxEventBytes` throws EVENT_TOO_LARGE. `pathOf(i)` is
+ * the JSON pointer of event i in the client's request (`/batch/3`, or `` for a single one).
+ */
+export function compatMessages(
+  events: readonly CompatEvent[],
+  key: Pick<VerifiedKey, 'keyId' | 'tenantId' | 'allowedSources'>,
+  receivedAt: string,
+  maxEventBytes: number,
+  pathOf: (index: number) => string,
+): ProducerMessage[] {
+  const problems: CompatProblem[] = [];
+  const messages: ProducerMessage[] = [];
+  events.forEach((e, index) => {
+    const at = pathOf(index);
+    const problem = (field: string, message: string): void => {
+      problems.push({ index, path: `${at}${field}`, message });
+    };
+    const category = typeof e.category === 'string' ? e.category : undefined;
+    if (category === undefined || [...category].length > LIMITS.maxEventNameLength || !PRINTABLE.test(category)) {
+      problem('', `needs an event name of 1 to ${LIMITS.maxEventNameLength} characters without control characters`);
+    }
+    const source = compatSource(key, e.protocol, e.library);
+    if (key.allowedSources.size > 1 && !key.allowedSources.has(source)) {
+      throw new AppError('SOURCE_NOT_ALLOWED', 'this access key may not send events of that source', {
+        invalid_events: [index],
+      });
+    }
+    const timestamp = compatTime(e.timestamp);
+    if (timestamp === null) problem('/timestamp', 'must be a date-time with a zone (RFC 3339)');
+    const sentAt = compatTime(e.sentAt);
+    if (sentAt === null) problem('/sentAt', 'must be a date-time with a zone (RFC 3339)');
+    const anonymousId = identity(e.anonymousId);
+    if (anonymousId === null) problem('/anonymousId', `must be 1 to ${LIMITS.maxIdentityLength} printable characters`);
+    const userId = identity(e.userId);
+    if (userId === null) problem('/userId', `must be 1 to ${LIMITS.maxIdentityLength} printable characters`);
+    if (problems.length > 0 || category === undefined) return;
+
+    const clientId = compatClientId(e.clientId);
+    const msg: EventMessage = {
+      v: 1,
+      event_id: eventIdFor(key.keyId, clientId),
+      key_id: key.keyId,
+      tenant_id: key.tenantId,
+      source,
+      category,
+      payload: e.payload,
+      received_at: receivedAt,
+      protocol: e.protocol,
+    };
+    if (clientId !== undefined) msg.client_event_id = clientId;
+    if (timestamp) msg.client_ts = timestamp;
+    if (timestamp && sentAt) msg.sent_at = sentAt;
+    if (anonymousId) msg.anonymous_id = anonymousId;
+    if (userId) msg.user_id = userId;
+    if (typeof e.clientIp === 'string' && isIP(e.clientIp) !== 0) msg.client_ip = e.clientIp;
+    if (
+      typeof e.userAgent === 'string' &&
+      e.userAgent !== '' &&
+      e.userAgent.length <= LIMITS.maxUserAgentLength &&
+      PRINTABLE.test(e.userAgent)
+    ) {
+      msg.user_agent = e.userAgent;
+    }
+    const value = JSON.stringify(msg);
+    if (Buffer.byteLength(value) > maxEventBytes) {
+      throw new AppError('EVENT_TOO_LARGE', `event ${index} is larger than ${maxEventBytes} bytes`, {
+        limit: 'maxEventBytes',
+        max: maxEventBytes,
+        invalid_events: [index],
+      });
+    }
+    messages.push({ key: msg.event_id, value });
+  });
+  if (problems.length > 0) {
+    throw new AppError('VALIDATION_FAILED', 'the request is invalid; nothing was accepted', {
+      problems: problems.slice(0, 20).map(({ path, message }) => ({ path, message })),
+      invalid_events: [...new Set(problems.map((p) => p.index))],
+    });
+  }
+  return messages;
+}
