@@ -10,6 +10,8 @@ export interface Exchange {
   answeredAt: number;
   status: number;
   answerHeaders: IncomingHttpHeaders;
+  /** The gateway's own status when the proxy answered 503 instead (failNext). */
+  gatewayStatus?: number;
 }
 
 /**
@@ -22,6 +24,13 @@ export class RecordingProxy {
   readonly seen: Exchange[] = [];
   private server: Server | undefined;
   url = '';
+  /**
+   * The next request whose method and path match goes to the gateway as usual, and its
+   * client gets a 503 instead of the gateway's answer: what a client sees when the answer is
+   * lost after the gateway accepted the batch (a retry then sends copies the pipeline
+   * must read once). Cleared once used.
+   */
+  failNext: RegExp | undefined;
 
   constructor(private readonly target: string) {}
 
@@ -36,8 +45,15 @@ export class RecordingProxy {
         const up = request(
           { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
           (answer) => {
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            answer.pipe(res);
+            const fail = this.failNext !== undefined && this.failNext.test(`${req.method} ${req.url}`);
+            if (fail) {
+              this.failNext = undefined;
+              answer.resume();
+              res.writeHead(503, { 'Content-Type': 'text/plain', 'Retry-After': '0' }).end('answer lost on purpose');
+            } else {
+              res.writeHead(answer.statusCode ?? 502, answer.headers);
+              answer.pipe(res);
+            }
             this.seen.push({
               method: req.method ?? '',
               path: req.url ?? '',
@@ -45,8 +61,9 @@ export class RecordingProxy {
               body: body.toString(),
               at,
               answeredAt: Date.now(),
-              status: answer.statusCode ?? 0,
+              status: fail ? 503 : (answer.statusCode ?? 0),
               answerHeaders: answer.headers,
+              ...(fail ? { gatewayStatus: answer.statusCode ?? 0 } : {}),
             });
           },
         );
