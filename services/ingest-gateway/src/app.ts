@@ -159,16 +159,20 @@ function sendGif(res: Response, status: number): void {
   res.end(GIF);
 }
 
+/** The optional event fields a pixel may carry, by the POST body's names (docs/api.md). */
+const PIXEL_OPTIONAL = ['id', 'timestamp', 'anonymous_id', 'user_id'] as const;
+const PIXEL_FIELDS = new Set<string>(['source', 'category', 'payload', ...PIXEL_OPTIONAL]);
+
 /**
  * The pixel's compact event: `source`, `category`, `payload` (a JSON object,
- * URL-encoded; default {}), optional `id` and `timestamp`. Only these and `key`.
+ * URL-encoded; default {}), optional `id`, `timestamp`, `anonymous_id` and `user_id`.
+ * Only these and `key`.
  */
 export function pixelRequest(req: Request): unknown {
   const q = req.query as Record<string, unknown>;
-  const allowed = new Set(['key', 'source', 'category', 'payload', 'id', 'timestamp']);
   for (const k of Object.keys(q)) {
-    if (!allowed.has(k)) {
-      throw new AppError('VALIDATION_FAILED', 'the pixel takes key, source, category, payload, id, timestamp', {
+    if (k !== 'key' && !PIXEL_FIELDS.has(k)) {
+      throw new AppError('VALIDATION_FAILED', `the pixel takes key, ${[...PIXEL_FIELDS].join(', ')}`, {
         problems: [{ path: `/${k.slice(0, 64)}`, message: 'is not an allowed parameter' }],
       });
     }
@@ -181,8 +185,8 @@ export function pixelRequest(req: Request): unknown {
     payload = parseBody(Buffer.from(q.payload));
   }
   const event: Record<string, unknown> = { source: q.source, category: q.category, payload };
-  if (q.id !== undefined) event.id = q.id;
-  if (q.timestamp !== undefined) event.timestamp = q.timestamp;
+  // The optional fields of an event, as given (validated as the POST body's are).
+  for (const k of PIXEL_OPTIONAL) if (q[k] !== undefined) event[k] = q[k];
   return { events: [event] };
 }
 

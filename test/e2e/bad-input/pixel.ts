@@ -59,4 +59,25 @@ export const pixelCases = (): Case[] => [
     path: `/api/telemetry/pixel.gif?key=@access&category=c&source=${encodeURIComponent("' OR 1=1 --")}`,
     expect: { status: 400, code: 'VALIDATION_FAILED' },
   },
+  {
+    name: 'GET pixel: anonymous_id 257 chars',
+    service: 'gateway',
+    method: 'GET',
+    path: `/api/telemetry/pixel.gif?key=@access&source=s&category=c&anonymous_id=${'a'.repeat(257)}`,
+    expect: { status: 400, code: 'VALIDATION_FAILED' },
+  },
+  {
+    name: 'GET pixel: user_id with a control character',
+    service: 'gateway',
+    method: 'GET',
+    path: '/api/telemetry/pixel.gif?key=@access&source=s&category=c&user_id=a%0D%0AX-Injected:%201',
+    expect: { status: 400, code: 'VALIDATION_FAILED' },
+  },
+  {
+    name: 'GET pixel: user_id twice',
+    service: 'gateway',
+    method: 'GET',
+    path: '/api/telemetry/pixel.gif?key=@access&source=s&category=c&user_id=a&user_id=b',
+    expect: { status: 400, code: 'VALIDATION_FAILED' },
+  },
 ];

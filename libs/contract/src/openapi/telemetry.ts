@@ -74,6 +74,8 @@ export const telemetryPaths: Json = {
         queryParam('payload', { type: 'string' }, 'One URL-encoded JSON object.'),
         queryParam('id', telemetryEventSchema.properties.id),
         queryParam('timestamp', { type: 'string', format: 'date-time' }),
+        queryParam('anonymous_id', telemetryEventSchema.properties.anonymous_id, 'The visitor before they are known.'),
+        queryParam('user_id', telemetryEventSchema.properties.user_id, 'The known user.'),
       ],
       responses: Object.fromEntries(
         ['200', '400', '401', '403', '413', '429', '500', '503'].map((s) => [
