@@ -433,6 +433,124 @@ describe('browser SDK in Chromium (real gateway, Kafka and ClickHouse)', functio
     }
   });
 
+  /** The identity columns of the events `ids` in ClickHouse, by client id (once each: storedOnce first). */
+  async function identityOf(
+    ids: string[],
+  ): Promise<Map<string, { protocol: string; anonymous: string; user: string }>> {
+    await storedOnce(ids);
+    const ch = adminClickHouse();
+    try {
+      const r = await ch.query({
+        query: `SELECT client_event_id AS id, protocol, anonymous_id AS anonymous, user_id AS user
+                FROM ${testStack().database}.events FINAL
+                WHERE tenant_id = ${sqlString(tenantId)} AND client_event_id IN (${sqlStringList(ids)})`,
+        format: 'JSONEachRow',
+      });
+      const rows = await r.json<{ id: string; protocol: string; anonymous: string; user: string }>();
+      return new Map(rows.map(({ id, ...rest }) => [id, rest]));
+    } finally {
+      await ch.close();
+    }
+  }
+
+  function callSdk(page: Page, call: 'identify' | 'reset', arg?: string): Promise<void> {
+    return page.evaluate(
+      ({ call, arg }) => {
+        const t = (globalThis as unknown as { Telemetry: Record<string, (a?: string) => void> }).Telemetry;
+        t[call]!(arg);
+      },
+      { call, arg },
+    );
+  }
+
+  it('fills anonymous_id (kept across visits) and user_id (identify, until reset), as Segment and PostHog do', async () => {
+    // identify() before the SDK arrived: the snippet queues it, in order with the tracks.
+    pages.set(
+      'identity',
+      shopPage(front.url, { flushIntervalMs: 20 }).replace(
+        '</script></head>',
+        "Telemetry.identify('early-user');</script></head>",
+      ),
+    );
+    pages.set('identity-next', shopPage(front.url, { flushIntervalMs: 20 }));
+    const ctx = await browser.newContext();
+    try {
+      let page = await open(ctx, 'identity');
+      const early = await track(page, 'page_view', 2);
+      await callSdk(page, 'reset');
+      const anonymous = await track(page, 'page_view', 2);
+      await callSdk(page, 'identify', 'user-42');
+      const known = await track(page, 'add_to_cart', 2);
+      // The next visit (a new page of the site) is the same visitor, still known.
+      await eventually('all sent', async () => ((await stats(page)).queued === 0 ? true : undefined));
+      await page.close();
+      page = await open(ctx, 'identity-next');
+      const again = await track(page, 'checkout', 1);
+      // A control character is refused: the user id stays, onError is told.
+      await callSdk(page, 'identify', 'bad\nuser');
+      const still = await track(page, 'checkout', 1);
+      await callSdk(page, 'reset');
+      const fresh = await track(page, 'page_view', 1);
+      const all = [...early, ...anonymous, ...known, ...again, ...still, ...fresh];
+      const got = await identityOf(all);
+      const of = (ids: string[]) => ids.map((id) => got.get(id));
+      expect(new Set(all.map((id) => got.get(id)?.protocol))).to.deep.equal(new Set(['telemetry']));
+      const first = got.get(early[0]!)!.anonymous;
+      expect(first).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(of(early)).to.deep.equal(
+        early.map(() => ({ protocol: 'telemetry', anonymous: first, user: 'early-user' })),
+      );
+      // reset(): a new visitor, not known.
+      const second = got.get(anonymous[0]!)!.anonymous;
+      expect(second).to.not.equal(first);
+      expect(of(anonymous)).to.deep.equal(
+        anonymous.map(() => ({ protocol: 'telemetry', anonymous: second, user: '' })),
+      );
+      const user42 = { protocol: 'telemetry', anonymous: second, user: 'user-42' };
+      expect(of([...known, ...again, ...still])).to.deep.equal([...known, ...again, ...still].map(() => user42));
+      const third = got.get(fresh[0]!)!;
+      expect(third.user).to.equal('');
+      expect([first, second]).to.not.include(third.anonymous);
+      expect(
+        await page.evaluate(() =>
+          (globalThis as unknown as { refused: { code: string }[] }).refused.map((r) => r.code),
+        ),
+      ).to.deep.equal(['INVALID_USER_ID']);
+      // Kept in localStorage only: no cookie.
+      expect(await ctx.cookies()).to.deep.equal([]);
+      const stored = await page.evaluate(() =>
+        Object.keys(localStorage).filter((k) => /^tlm1\.[0-9a-f]{8}\.[au]$/.test(k)),
+      );
+      expect(stored.map((k) => k.slice(-1))).to.deep.equal(['a']);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it("keeps no visitor id with persistence: 'memory': a new anonymous id each page load", async () => {
+    pages.set('memory', shopPage(front.url, { flushIntervalMs: 20, persistence: 'memory' }));
+    const ctx = await browser.newContext();
+    try {
+      const page = await open(ctx, 'memory');
+      const a = await track(page, 'page_view', 2);
+      await page.reload();
+      await page.waitForFunction(
+        () => typeof (globalThis as unknown as { Telemetry: { stats?: unknown } }).Telemetry.stats === 'function',
+      );
+      const b = await track(page, 'page_view', 1);
+      const got = await identityOf([...a, ...b]);
+      expect(got.get(a[0]!)!.anonymous).to.equal(got.get(a[1]!)!.anonymous);
+      expect(got.get(a[0]!)!.anonymous).to.match(/^[0-9a-f-]{36}$/);
+      expect(got.get(b[0]!)!.anonymous).to.match(/^[0-9a-f-]{36}$/);
+      expect(got.get(b[0]!)!.anonymous).to.not.equal(got.get(a[0]!)!.anonymous);
+      expect(
+        await page.evaluate(() => Object.keys(localStorage).filter((k) => /^tlm1\.[0-9a-f]{8}\.[au]$/.test(k))),
+      ).to.deep.equal([]);
+    } finally {
+      await ctx.close();
+    }
+  });
+
   it('keeps at most maxQueuedEvents, dropping the oldest and counting them', async () => {
     pages.set('bounded', shopPage(front.url, { flushIntervalMs: 20, retryMinMs: 50, maxQueuedEvents: 5 }));
     const ctx = await browser.newContext();

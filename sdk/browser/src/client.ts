@@ -8,6 +8,7 @@ import {
   type TelemetryStats,
   type TrackedEvent,
 } from './options.js';
+import { Identity, userIdProblem } from './identity.js';
 import { backoffMs, retryAfterMs } from './retry.js';
 import { EventStore, ownerOf } from './store.js';
 import { uuidv7Factory } from './uuid.js';
@@ -58,6 +59,7 @@ export class TelemetryClient {
   private readonly busy = new Map<string, number>();
   private readonly enc = new TextEncoder();
   private readonly newId: () => string;
+  private readonly identity: Identity;
   private readonly o: ResolvedOptions;
   private maxEvents: number = LIMITS.maxEventsPerRequest;
   private failures = 0;
@@ -83,9 +85,14 @@ export class TelemetryClient {
     this.ready = new Promise((resolve) => (this.isReady = resolve));
     const base = endpoint.replace(/\/+$/, '');
     this.url = `${base}/api/telemetry/events?key=${encodeURIComponent(key)}`;
-    this.store = new EventStore(`tlm1.${fnv1a(`${base}\n${key}`)}.`, () => w.localStorage);
+    const prefix = `tlm1.${fnv1a(`${base}\n${key}`)}.`;
+    this.store = new EventStore(prefix, () => w.localStorage);
     const bytes = w.crypto.getRandomValues.bind(w.crypto);
     this.newId = uuidv7Factory(Date.now, bytes);
+    this.identity = new Identity(
+      this.o.persistence === 'memory' ? new EventStore(prefix, () => undefined) : this.store,
+      this.newId,
+    );
     this.owner = [...bytes(new Uint8Array(6))].map((b) => (b + 256).toString(16).slice(1)).join('');
     this.claim(this.owner);
     w.addEventListener('visibilitychange', () => {
@@ -119,6 +126,8 @@ export class TelemetryClient {
       payload,
       id: this.newId(),
       timestamp: Number.isFinite(+at) ? at.toISOString() : String(time),
+      anonymous_id: this.identity.anonymousId(),
+      user_id: this.identity.userId(),
     };
     let problem = trackProblem(category, payload, at);
     let json = '';
@@ -143,6 +152,28 @@ export class TelemetryClient {
     if (this.leaving) this.leave(true);
     else this.schedule(this.sendable().length >= this.o.batchSize ? 0 : this.o.flushIntervalMs);
     return event.id;
+  }
+
+  /**
+   * Sets the user id of every event tracked from now on (Segment's and PostHog's `identify`);
+   * false (and `onError` told, code INVALID_USER_ID) when it is not 1 to 256 characters
+   * without control characters.
+   */
+  identify(userId: string): boolean {
+    const problem = userIdProblem(userId);
+    if (problem) this.report({ status: 0, code: 'INVALID_USER_ID', message: problem, events: [] });
+    else this.identity.identify(userId);
+    return !problem;
+  }
+
+  /** Forgets the user id and the anonymous id (a log-out): later events are a new visitor's. */
+  reset(): void {
+    this.identity.reset();
+  }
+
+  /** Who the next event is about. */
+  user(): { anonymousId: string; userId: string | undefined } {
+    return { anonymousId: this.identity.anonymousId(), userId: this.identity.userId() };
   }
 
   /** Sends what waits now; resolves when it is sent, or kept for a retry (nothing is dropped). */

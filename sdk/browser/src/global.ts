@@ -15,6 +15,8 @@ if (!stub?.init || stub.q) {
     if (name === 'init') api.init(args[0] as TelemetryOptions);
     if (name === 'track')
       api.track(args[0] as string, args[1] as Record<string, unknown>, (args[2] as number | undefined) ?? time);
+    if (name === 'identify') api.identify(args[0] as string);
+    if (name === 'reset') api.reset();
     if (name === 'flush') void api.flush();
   }
 }

@@ -25,6 +25,12 @@ export interface TelemetryOptions {
   retryMinMs?: number;
   /** Longest retry delay (default 60000 ms). */
   retryMaxMs?: number;
+  /**
+   * Where the anonymous id and the user id are kept: `localStorage` (the default: the
+   * visitor keeps one anonymous id across visits) or `memory` (a new one each page load;
+   * nothing about the visitor is stored). Unsent events are kept in localStorage either way.
+   */
+  persistence?: 'localStorage' | 'memory';
   /** Told about events dropped for good: refused by the gateway (a 4xx other than 408 and 429) or invalid at `track`. */
   onError?: (error: TelemetryError) => void;
 }
@@ -38,15 +44,19 @@ export interface TrackedEvent {
   id: string;
   /** When it was tracked, by this browser's clock (the request's `sent_at` corrects the skew). */
   timestamp: string;
+  /** The visitor's anonymous id (`anonymous_id` column); absent in events stored by an older SDK. */
+  anonymous_id?: string;
+  /** The user id `identify` set (`user_id` column); absent before identify and after reset. */
+  user_id?: string;
 }
 
 export interface TelemetryError {
   /** The gateway's HTTP status; 0 when `track` refused the event before sending it. */
   status: number;
-  /** The gateway's error code (docs/errors.md), or `INVALID_EVENT` from `track`. */
+  /** The gateway's error code (docs/errors.md), `INVALID_EVENT` from `track` or `INVALID_USER_ID` from `identify`. */
   code: string;
   message: string;
-  /** The events dropped. */
+  /** The events dropped (none for `INVALID_USER_ID`). */
   events: TrackedEvent[];
 }
 
@@ -72,6 +82,9 @@ export function resolveOptions(options: TelemetryOptions): ResolvedOptions {
     throw new TypeError('Telemetry: endpoint must be an http(s) URL');
   if (typeof source !== 'string' || !NAME.test(source) || source.length > LIMITS.maxNameLength)
     throw new TypeError(`Telemetry: source must match ${NAME_PATTERN}`);
+  const persistence = options.persistence ?? 'localStorage';
+  if (persistence !== 'localStorage' && persistence !== 'memory')
+    throw new TypeError("Telemetry: persistence must be 'localStorage' or 'memory'");
   const num = (name: keyof TelemetryOptions, fallback: number, min: number): number => {
     const v = options[name] ?? fallback;
     if (typeof v !== 'number' || !Number.isFinite(v) || v < min)
@@ -83,6 +96,7 @@ export function resolveOptions(options: TelemetryOptions): ResolvedOptions {
     endpoint,
     source,
     onError: options.onError,
+    persistence,
     batchSize: num('batchSize', 20, 1),
     flushIntervalMs: num('flushIntervalMs', 2000, 0),
     maxQueuedEvents: num('maxQueuedEvents', 1000, 1),
