@@ -1,4 +1,10 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { runInNewContext } from 'node:vm';
+import { gunzipSync } from 'node:zlib';
+import { Analytics } from '@segment/analytics-node';
+import { PostHog } from 'posthog-node';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,6 +18,50 @@ const sh = promisify(execFile);
  * The README's first command, as a new user runs it: `npm start` brings the services up
  * and prints commands; those commands, pasted into a shell, must work.
  */
+/**
+ * Runs the printed analytics-node and posthog-node lines with `gateway` replaced by a
+ * loopback recorder's URL, and shows each SDK then sends its batch there with the key.
+ */
+async function nodeSdkLinesWork(lines: string[], key: string, gateway: string): Promise<void> {
+  const seen: { url: string; auth: string; body: string }[] = [];
+  const recorder = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      const raw = Buffer.concat(parts);
+      const body = req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
+      seen.push({ url: req.url ?? '', auth: req.headers.authorization ?? '', body: body.toString() });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    });
+  });
+  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`;
+  try {
+    const code = (sdk: string): string => {
+      const line = lines.find((l) => l.trimStart().startsWith(`${sdk} `));
+      expect(line, `the ${sdk} line`).to.be.a('string');
+      return line!.trim().slice(sdk.length).trim().replace(gateway, url);
+    };
+    const segment = runInNewContext(code('@segment/analytics-node'), { Analytics }) as Analytics;
+    segment.track({ anonymousId: 'quickstart', event: 'Quick Start' });
+    await segment.closeAndFlush();
+    const posthog = runInNewContext(code('posthog-node'), { PostHog }) as PostHog;
+    posthog.capture({ distinctId: 'quickstart', event: 'quick start' });
+    await posthog.shutdown();
+    const basic = `Basic ${Buffer.from(`${key}:`).toString('base64')}`;
+    expect(
+      seen.filter((r) => r.url === '/v1/batch' && r.auth === basic),
+      'analytics-node',
+    ).to.have.length(1);
+    expect(
+      seen.filter((r) => r.url.startsWith('/batch') && (JSON.parse(r.body) as { api_key?: string }).api_key === key),
+      'posthog-node',
+    ).to.have.length(1);
+  } finally {
+    await new Promise((resolve) => recorder.close(resolve));
+  }
+}
+
 describe('quick start (npm start, real Kafka and ClickHouse)', () => {
   let child: ChildProcess | undefined;
   let output = '';
@@ -61,6 +111,27 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
     );
     const commands = output.split('\n').filter((l) => l.startsWith('curl '));
     expect(commands, output).to.have.length(4);
+
+    // One line per tracker SDK, with the development key and this gateway (docs/compat.md).
+    const key = /X-Access-Key: (tk_[^']+)'/.exec(commands[0]!)![1]!;
+    const g = `http://127.0.0.1:${gw}`;
+    const lines = output.split('\n');
+    for (const code of [
+      `AnalyticsBrowser.load({ writeKey: '${key}', cdnURL: '${g}' })`,
+      `new Analytics({ writeKey: '${key}', host: '${g}' })`,
+      `from segment.analytics import Client; Client(write_key='${key}', host='${g}')`,
+      `posthog.init('${key}', { api_host: '${g}' })`,
+      `new PostHog('${key}', { host: '${g}' })`,
+      `from posthog import Posthog; Posthog('${key}', host='${g}')`,
+    ]) {
+      expect(
+        lines.filter((l) => l.endsWith(` ${code}`)),
+        `one line printing ${code}`,
+      ).to.have.length(1);
+    }
+    // The Node lines, run as printed (the gateway's address swapped for a recorder's), make the
+    // real SDKs send to that address with the key: the option names are the SDKs' own.
+    await nodeSdkLinesWork(lines, key, g);
 
     const send = JSON.parse((await sh('sh', ['-c', commands[0]!])).stdout) as unknown;
     expect(send).to.deep.equal({ success: true, data: null });

@@ -22,6 +22,7 @@ import { portOr } from './ports.js';
 import { startMailpit, type Mailpit } from './mailpit.js';
 import { ManagedProcess } from './process.js';
 import { provision, topicEnv } from './provision.js';
+import { sdkLines } from './sdk-lines.js';
 import { storeEnv } from './users.js';
 import { startStack } from './stack.js';
 
@@ -185,7 +186,10 @@ Read a monitor's check history (this is the demo monitor; use your monitor's "id
 curl -sS '${q}/api/monitors/${demo}/checks?limit=5' -H 'Authorization: Bearer ${api.key}'
 
 Query the events in ClickHouse:
-curl -sS '${stack.clickhouseUrl}/' --data-binary "SELECT source, category, payload, received_at FROM ${database}.events FINAL ORDER BY received_at DESC LIMIT 5 FORMAT PrettyCompact"
+curl -sS '${stack.clickhouseUrl}/' --data-binary "SELECT protocol, source, category, payload, received_at FROM ${database}.events FINAL ORDER BY received_at DESC LIMIT 5 FORMAT PrettyCompact"
+
+Or keep your Segment or PostHog SDK and point it at the stack, with the development access key as its write key or project token (docs/compat.md):
+${sdkLines(g, access.key).join('\n')}
 
 Its incidents: ${q}/api/monitors/${demo}/incidents (same key). More keys: npm run keys -- create --tenant ${tenantId} --kind api --name me --scopes checks:read
 Press Ctrl-C to stop.`);
