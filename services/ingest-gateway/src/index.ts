@@ -11,3 +11,7 @@ export { segmentRoutes, SEGMENT_BATCH_ROUTES, SEGMENT_SINGLE_ROUTES } from './pr
 export { SEGMENT_LIMITS, segmentEvents, segmentWriteKey } from './protocols/segment/messages.js';
 export { arrayElementSpans } from './protocols/segment/spans.js';
 export { gatewayOrigin, segmentSettings } from './protocols/segment/settings.js';
+export { posthogRoutes, POSTHOG_CAPTURE_PATHS } from './protocols/posthog.js';
+export { decodePosthogBody } from './protocols/posthog/decode.js';
+export { posthogBatch, posthogCompatEvent, posthogIdentity } from './protocols/posthog/map.js';
+export { posthogErrorBody, remoteConfig, remoteConfigScript } from './protocols/posthog/answers.js';
