@@ -29,8 +29,11 @@ export interface ClientSpec {
   events(tag: string): ExpectedEvent[];
   /** The client's time of an event as the payload carries it: client_ts (docs/compat.md). */
   clientTime(payload: Record<string, unknown>): string;
-  /** The bytes of a property that make one event too large, and what the SDK says before sending, if it checks. */
-  oversized: { bytes: number; refusedLocally?: RegExp };
+  /**
+   * The bytes of a property that make one event too large; what the SDK says before
+   * sending, if it checks; the gateway's status and answer to that SDK's request with it.
+   */
+  oversized: { bytes: number; refusedLocally?: RegExp; status: number; answer: RegExp };
 }
 
 const segmentEvents = (tag: string): ExpectedEvent[] => [
@@ -46,6 +49,13 @@ const segmentTime = (p: Record<string, unknown>): string => String(p.originalTim
 const SEGMENT_OVERSIZED = 40_000;
 // Our per-event limit (LIMITS.maxEventBytes, 64 KiB) with room; under posthog-python's own 900 KiB.
 const POSTHOG_OVERSIZED = 100_000;
+// What the gateway answers (docs/compat.md: Segment's 400; PostHog's error body with our code).
+const SEGMENT_TOO_LARGE = { status: 400, answer: /EVENT_TOO_LARGE/ };
+const POSTHOG_TOO_LARGE = {
+  bytes: POSTHOG_OVERSIZED,
+  status: 413,
+  answer: /"type":"validation_error","code":"EVENT_TOO_LARGE"/,
+};
 
 export const CLIENTS: ClientSpec[] = [
   {
@@ -57,7 +67,11 @@ export const CLIENTS: ClientSpec[] = [
     gzip: false,
     events: segmentEvents,
     clientTime: segmentTime,
-    oversized: { bytes: SEGMENT_OVERSIZED, refusedLocally: /Event exceeds maximum event size of 32 KB/ },
+    oversized: {
+      bytes: SEGMENT_OVERSIZED,
+      refusedLocally: /Event exceeds maximum event size of 32 KB/,
+      ...SEGMENT_TOO_LARGE,
+    },
   },
   {
     name: 'segment-analytics-python 2.4.0',
@@ -68,7 +82,7 @@ export const CLIENTS: ClientSpec[] = [
     gzip: false,
     events: segmentEvents,
     clientTime: segmentTime,
-    oversized: { bytes: SEGMENT_OVERSIZED, refusedLocally: /Message exceeds 32kb limit/ },
+    oversized: { bytes: SEGMENT_OVERSIZED, refusedLocally: /Message exceeds 32kb limit/, ...SEGMENT_TOO_LARGE },
   },
   {
     name: 'posthog-node 5.70.0',
@@ -83,7 +97,7 @@ export const CLIENTS: ClientSpec[] = [
       { what: 'page', category: '$pageview', anonymous_id: '', user_id: `user-${tag}` },
     ],
     clientTime: (p) => String(p.timestamp),
-    oversized: { bytes: POSTHOG_OVERSIZED },
+    oversized: POSTHOG_TOO_LARGE,
   },
   {
     name: 'posthog (Python) 7.91.1',
@@ -98,7 +112,7 @@ export const CLIENTS: ClientSpec[] = [
       { what: 'page', category: '$pageview', anonymous_id: '', user_id: `user-${tag}` },
     ],
     clientTime: (p) => String(p.timestamp),
-    oversized: { bytes: POSTHOG_OVERSIZED },
+    oversized: POSTHOG_TOO_LARGE,
   },
 ];
 
