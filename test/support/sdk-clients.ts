@@ -21,6 +21,8 @@ export interface ClientArgs {
   /** `events`: track, identify and page (or PostHog's). `oversized`: one event with a property of `bytes`. */
   mode: 'events' | 'oversized';
   bytes?: number;
+  /** The oversized property's characters: `ascii` (default; random, so it does not compress) or `accented` ('é', 2 bytes each). */
+  text?: 'ascii' | 'accented';
 }
 
 /** What a client program reports. */
