@@ -84,15 +84,42 @@ export function compatClientId(v: unknown): string | undefined {
 export function compatTime(v: unknown): string | undefined | null {
   if (v === undefined || v === null || v === '') return undefined;
   if (typeof v !== 'string' || v.length > 64) return null;
-  // A zone is required: a time without one would be read in the gateway's own zone.
-  if (!/(Z|[+-]\d\d:?\d\d)$/i.test(v.trim())) return null;
-  // V8 reads at most 3 fraction digits reliably: cut the rest (Python sends microseconds).
-  const ms = Date.parse(v.trim().replace(/(\.\d{3})\d+/, '$1'));
+  // RFC 3339 with a zone (a time without one would be read in the gateway's own zone), any
+  // number of fraction digits (Python sends microseconds), and a day the month has:
+  // Date.parse alone would move 2026-02-30 to March.
+  const m = RFC3339.exec(v.trim());
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  if (days === undefined || day < 1 || day > days || hour > 23 || minute > 59 || second > 59) return null;
+  const zone = m[8]!.toUpperCase() === 'Z' ? 'Z' : `${m[8]!.slice(0, 3)}:${m[8]!.slice(-2)}`;
+  const ms = Date.parse(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}${(m[7] ?? '').slice(0, 4)}${zone}`);
   if (!Number.isFinite(ms)) return null;
   const d = new Date(ms);
   const y = d.getUTCFullYear();
   return y >= 1970 && y < 2106 ? d.toISOString() : null;
 }
+
+const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?([Zz]|[+-]\d\d:?\d\d)$/;
+
+/**
+ * The client's own address as we carry it: an IPv4 or IPv6 literal as the message
+ * schema takes it (no zone id such as `%eth0`, at most 45 characters); anything else is
+ * not carried (it stays in `payload`).
+ */
+export function compatIp(v: unknown): string | undefined {
+  return typeof v === 'string' && v.length <= 45 && IP_TEXT.test(v) && isIP(v) !== 0 ? v : undefined;
+}
+
+const IP_TEXT = /^[0-9A-Fa-f:.]+$/;
 
 function identity(v: unknown): string | undefined | null {
   if (v === undefined || v === null || v === '') return undefined;
@@ -158,7 +185,8 @@ export function compatMessages(
     if (timestamp && sentAt) msg.sent_at = sentAt;
     if (anonymousId) msg.anonymous_id = anonymousId;
     if (userId) msg.user_id = userId;
-    if (typeof e.clientIp === 'string' && isIP(e.clientIp) !== 0) msg.client_ip = e.clientIp;
+    const clientIp = compatIp(e.clientIp);
+    if (clientIp !== undefined) msg.client_ip = clientIp;
     if (
       typeof e.userAgent === 'string' &&
       e.userAgent !== '' &&
