@@ -55,8 +55,8 @@ const segmentTime = (p: Record<string, unknown>): string => String(p.originalTim
 // Segment's documented limit is 32 KB per message; 40 000 bytes of property is over it
 // (and under our own 64 KiB per event, so only Segment's limit refuses it).
 const SEGMENT_OVERSIZED = 40_000;
-// Our per-event limit (LIMITS.maxEventBytes, 64 KiB) with room; under posthog-python's own 900 KiB.
-const POSTHOG_OVERSIZED = 100_000;
+// Over our per-event limit for PostHog (POSTHOG_MAX_EVENT_BYTES, 192 KiB); under posthog-python's own 900 KiB.
+const POSTHOG_OVERSIZED = 250_000;
 // What the gateway answers (docs/compat.md: Segment's 400; PostHog's error body with our code).
 const SEGMENT_TOO_LARGE = { status: 400, answer: /EVENT_TOO_LARGE/ };
 const POSTHOG_TOO_LARGE = {

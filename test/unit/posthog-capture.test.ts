@@ -219,7 +219,7 @@ describe('posthog capture API on the gateway (unit)', () => {
       ['/e/?compression=gzip-js', json([jsEvent()]), 400, 'validation_error', 'INVALID_JSON'],
       [
         '/e/',
-        json([jsEvent({ properties: { token: TOKEN, big: 'x'.repeat(70 * 1024) } })]),
+        json([jsEvent({ properties: { token: TOKEN, distinct_id: 'd', big: 'x'.repeat(200 * 1024) } })]),
         413,
         'validation_error',
         'EVENT_TOO_LARGE',
@@ -229,23 +229,39 @@ describe('posthog capture API on the gateway (unit)', () => {
     ];
     for (const [path, body, status, type, code] of cases) {
       const res = await post(path, body, { 'Content-Type': 'application/json' });
-      expect(res.status, code).to.equal(status);
+      expect(res.status, `${code} ${JSON.stringify(await res.clone().json())}`).to.equal(status);
       const answer = (await res.json()) as Record<string, unknown>;
       expect(answer, code).to.include({ type, code });
       expect(answer.detail, code).to.be.a('string');
       expect(answer, code).to.have.property('attr');
     }
-    const bad = await post('/batch/', json({ api_key: TOKEN, batch: [{ event: 'x', timestamp: 'yesterday' }] }));
+    const bad = await post(
+      '/batch/',
+      json({ api_key: TOKEN, batch: [{ event: 'x', distinct_id: 'd', timestamp: 'yesterday' }] }),
+    );
     expect(await bad.json()).to.include({ attr: '/batch/0/timestamp' });
     expect(intake.published).to.deep.equal([]);
   });
 
-  it('429 with Retry-After when rate limited, 503 with Retry-After when Kafka did not acknowledge', async () => {
+  it('refuses an event without a distinct_id, and an offset that leaves the range of dates, with 400 (never a 500 the SDKs would retry)', async () => {
+    let res = await post('/batch/', json({ api_key: TOKEN, batch: [{ event: 'x', uuid: 'u1' }] }));
+    expect(res.status).to.equal(400);
+    expect(await res.json()).to.include({ code: 'VALIDATION_FAILED', attr: '/batch/0/distinct_id' });
+    res = await post(
+      '/batch/',
+      json({ api_key: TOKEN, batch: [{ event: 'x', distinct_id: 'd', uuid: 'u2', offset: 1e17 }] }),
+    );
+    expect(res.status).to.equal(400);
+    expect(await res.json()).to.include({ code: 'VALIDATION_FAILED', attr: '/batch/0/timestamp' });
+    expect(intake.published).to.deep.equal([]);
+  });
+
+  it('503 with Retry-After when rate limited (posthog-js drops a 429) or when Kafka did not acknowledge', async () => {
     intake.failAuth = new AppError('RATE_LIMITED', 'too many', undefined, { 'Retry-After': '2' });
     let res = await post('/e/', json([jsEvent()]));
-    expect(res.status).to.equal(429);
+    expect(res.status).to.equal(503);
     expect(res.headers.get('retry-after')).to.equal('2');
-    expect(await res.json()).to.include({ type: 'throttled_error', code: 'RATE_LIMITED' });
+    expect(await res.json()).to.include({ type: 'server_error', code: 'RATE_LIMITED' });
     intake.failAuth = undefined;
     intake.failPublish = new KafkaUnavailableError();
     res = await post('/e/', json([jsEvent()]));

@@ -1,8 +1,7 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
-import { LIMITS } from '@telemetry/contract';
 import { AppError, methodNotAllowed, single, type BodyLimits } from '@telemetry/platform';
 import type { VerifiedKey } from '@telemetry/store';
-import { compatMessages } from './compat.js';
+import { compatMessages, validationFailed } from './compat.js';
 import type { ProtocolDeps } from './protocol.js';
 import { readPosthogBody } from './posthog/decode.js';
 import { msTime, posthogBatch, posthogCompatEvent } from './posthog/map.js';
@@ -20,6 +19,16 @@ const CONFIG_JS_PATH = '/array/:token/config.js';
 
 /** Each path with and without its trailing slash (the SDKs send it; PostHog accepts both). */
 const both = (paths: readonly string[]): string[] => paths.flatMap((p) => [p, `${p}/`]);
+
+/**
+ * The largest PostHog event we take, as our message (docs/compat.md, "Limits"): PostHog
+ * takes up to 1 MB, our own endpoint 64 KiB; 192 KiB keeps the message under the
+ * consumer's MAX_MESSAGE_BYTES (256 KiB) with room for our fields. A larger event is 413:
+ * posthog-node then halves its batch size (for good) and sends the rest of the batch again.
+ */
+export const POSTHOG_MAX_EVENT_BYTES = 192 * 1024;
+
+const none = (x: unknown): boolean => x === undefined || x === null || x === '';
 
 /** PostHog's capture API, flags and remote config (docs/compat.md, "PostHog"). */
 export function posthogRoutes(app: Express, deps: ProtocolDeps): void {
@@ -51,7 +60,14 @@ export function posthogRoutes(app: Express, deps: ProtocolDeps): void {
     const key = authenticate(batch.key, req, res);
     const querySentAt = msTime(single(req, '_')) ?? msTime(single(req, 'sent_at'));
     const events = batch.events.map((e) => posthogCompatEvent(e, batch.sentAt, querySentAt, receivedAt.getTime()));
-    const messages = compatMessages(events, key, receivedAt.toISOString(), LIMITS.maxEventBytes, batch.pathOf);
+    // PostHog's capture refuses an event without a distinct id; so do we (every SDK sends one).
+    const anonymous = events.flatMap((e, index) =>
+      none(e.anonymousId) && none(e.userId)
+        ? [{ index, path: `${batch.pathOf(index)}/distinct_id`, message: 'needs a distinct_id' }]
+        : [],
+    );
+    if (anonymous.length > 0) throw validationFailed(anonymous);
+    const messages = compatMessages(events, key, receivedAt.toISOString(), POSTHOG_MAX_EVENT_BYTES, batch.pathOf);
     // A 2xx only once Kafka acknowledged every event (publish rejects otherwise: 503).
     await intake.publish(key, messages);
     res.status(200).json(CAPTURE_OK);

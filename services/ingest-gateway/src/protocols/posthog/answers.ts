@@ -17,8 +17,8 @@ function errorType(status: number): string {
 /**
  * An error as PostHog's API answers it, `{type, code, detail, attr}`, with our stable
  * error code as `code` and the JSON pointer of the first bad field as `attr` (else null).
- * The status is our code's (400, 401, 413, 429 with Retry-After, 503 when Kafka did not
- * acknowledge: the SDKs retry 408, 429 and 5xx, and drop other 4xx).
+ * The status is our code's (400, 401, 413, 503 with Retry-After when Kafka did not
+ * acknowledge or the key's rate limit is reached: the SDKs retry 5xx and drop 4xx).
  */
 export function posthogErrorBody(err: AppError): { type: string; code: string; detail: string; attr: string | null } {
   const problems = (err.details as { problems?: { path?: unknown }[] } | undefined)?.problems;
@@ -29,6 +29,18 @@ export function posthogErrorBody(err: AppError): { type: string; code: string; d
     detail: err.expose ? err.message : 'internal error',
     attr: path === null ? null : posthogProblemPath(path),
   };
+}
+
+/**
+ * posthog-js 1.449.2 retries only a status below 400 or from 500 (its retry queue): a 429
+ * would make it drop the batch. So the rate limit answers 503 on PostHog's routes, with
+ * the same Retry-After (which posthog-js and posthog-node honour) and our code RATE_LIMITED.
+ */
+function posthogStatus(err: unknown): unknown {
+  if (err instanceof AppError && err.code === 'RATE_LIMITED') {
+    return new AppError(err.code, err.message, err.details, err.headers, err.expose, 503);
+  }
+  return err;
 }
 
 /**
@@ -45,7 +57,7 @@ export function posthogRoute(
     try {
       await handler(req, res);
     } catch (err) {
-      onError(err, req, res, next);
+      onError(posthogStatus(err), req, res, next);
     }
   };
 }

@@ -114,7 +114,9 @@ export function posthogCompatEvent(
   if ((timestamp === undefined || timestamp === null) && typeof e.offset === 'number' && Number.isFinite(e.offset)) {
     // The offset is measured on the client's clock up to its send time; without one, up to now.
     const sent = typeof sentAt === 'string' ? Date.parse(sentAt) : NaN;
-    timestamp = new Date((Number.isFinite(sent) ? sent : receivedMs) - Math.max(0, e.offset)).toISOString();
+    const at = (Number.isFinite(sent) ? sent : receivedMs) - Math.max(0, e.offset);
+    // An offset that leaves the range of dates is no time: compatTime refuses it (400 at its path).
+    timestamp = Math.abs(at) <= 8.64e15 ? new Date(at).toISOString() : `invalid offset ${e.offset}`;
   }
   return {
     protocol: 'posthog',
