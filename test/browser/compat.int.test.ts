@@ -1,0 +1,414 @@
+import { gunzipSync } from 'node:zlib';
+import { expect } from 'chai';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createTenant } from '@telemetry/store';
+import { adminRegistry, eventually, newKey, runConsumer, runGateway, uid, type Running } from '../support/fixtures.js';
+import { launchChromium } from '../support/browser.js';
+import { RecordingProxy, type Exchange } from '../support/recording-proxy.js';
+import { bundleTrackers, confine, SCRIPT_PATHS, TrackerSite, type Traffic } from '../support/tracker-pages.js';
+import { countOf, expectTimes, storedOnce, type CompatRow } from '../support/compat-rows.js';
+
+/**
+ * The trackers' own browser SDKs, unchanged, in Debian's Chromium: `@segment/analytics-next`
+ * and `posthog-js` (the pinned devDependencies), bundled from node_modules with esbuild and
+ * served by the test's own loopback site, pointed at the real gateway (behind a recording
+ * proxy), Kafka, stream consumer and ClickHouse. docs/compat.md ("Browser SDKs") says what
+ * each is set to and what it calls; these tests are its proof.
+ */
+describe("the trackers' browser SDKs in Chromium (real gateway, Kafka and ClickHouse)", function () {
+  this.timeout(120_000);
+  let gateway: Running;
+  let consumer: Running;
+  /** What the browser sends to the gateway, recorded on the way (test/support/recording-proxy.ts). */
+  let front: RecordingProxy;
+  let site: TrackerSite;
+  let browser: Browser;
+  /** A visitor's Chrome: headless Chromium's own user agent says HeadlessChrome, which posthog-js drops as a bot. */
+  let userAgent = '';
+  let tenantId = '';
+  let key = '';
+  /** A key of the same tenant that only https://shop.example may use. */
+  let elsewhereKey = '';
+  /** Each test's browser traffic, for afterEach to check. */
+  let traffic: Traffic[] = [];
+  const pageErrors: string[] = [];
+  /** Console errors a test provokes on purpose (a refused key): the browser's own "Failed to load resource". */
+  let expectingRefusals = false;
+
+  before(async () => {
+    const [bundles] = await Promise.all([
+      bundleTrackers(),
+      (async () => {
+        tenantId = (await createTenant(adminRegistry(), uid('compat-browser'))).tenant_id;
+        key = await newKey({ tenantId, kind: 'telemetry', name: 'browser trackers' });
+        elsewhereKey = await newKey({
+          tenantId,
+          kind: 'telemetry',
+          name: 'another site',
+          allowedOrigins: ['https://shop.example'],
+        });
+      })(),
+    ]);
+    [gateway, consumer] = await Promise.all([runGateway(), runConsumer()]);
+    front = new RecordingProxy(gateway.url);
+    site = new TrackerSite(bundles);
+    await Promise.all([front.start(), site.start()]);
+    // NOTE: without this flag navigator.webdriver is true, and posthog-js drops every event as a bot's.
+    browser = await launchChromium(['--disable-blink-features=AutomationControlled']);
+    userAgent = `Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${browser.version()} Safari/537.36`;
+  });
+
+  beforeEach(() => {
+    front.seen.length = 0;
+    traffic = [];
+  });
+
+  afterEach(function () {
+    // (c) Whatever the test did, the browser asked nothing of any origin but the site and the
+    // gateway, and loaded no script but the site's bundles.
+    for (const t of traffic) {
+      expect(t.refused, 'requests outside the site and the gateway').to.deep.equal([]);
+      expect(
+        [...new Set(t.requests.map((r) => r.origin))].filter((o) => o !== site.url && o !== front.url),
+      ).to.deep.equal([]);
+      const scripts = t.requests.filter((r) => r.resourceType === 'script').map((r) => new URL(r.url).pathname);
+      expect(
+        scripts.filter((p) => !Object.values<string>(SCRIPT_PATHS).includes(p)),
+        'scripts',
+      ).to.deep.equal([]);
+    }
+    expect(pageErrors.splice(0), 'errors in the pages').to.deep.equal([]);
+    expectingRefusals = false;
+    if (this.currentTest?.state === 'failed') {
+      process.stderr.write(`gateway saw:\n${front.seen.map((x) => `${x.method} ${x.path} ${x.status}`).join('\n')}\n`);
+    }
+  });
+
+  after(async () => {
+    await browser?.close();
+    await Promise.all([site?.stop(), front?.stop()]);
+    await Promise.all([gateway?.stop(), consumer?.stop()]);
+  });
+
+  /** A new visitor (a context of its own) opens page `name` of `sdk` running `script`; the page clock as given. */
+  async function visit(
+    name: string,
+    sdk: 'segment' | 'posthog',
+    script: string,
+    clock?: number,
+  ): Promise<{ ctx: BrowserContext; page: Page; traffic: Traffic }> {
+    const ctx = await browser.newContext({ userAgent });
+    const t = await confine(ctx, [site.url, front.url]);
+    traffic.push(t);
+    const page = await ctx.newPage();
+    page.on('pageerror', (e) => pageErrors.push(`${page.url()}: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() !== 'error') return;
+      if (expectingRefusals && m.text().startsWith('Failed to load resource:')) return;
+      pageErrors.push(`${page.url()}: ${m.text()}`);
+    });
+    // The page's own clock, from before its first script runs; it keeps ticking from there.
+    if (clock !== undefined) await page.clock.install({ time: clock });
+    await page.goto(site.page(name, sdk, script));
+    return { ctx, page, traffic: t };
+  }
+
+  /** The ids the page's script put in `window.ids` once its SDK calls resolved. */
+  async function sentIds(page: Page): Promise<string[]> {
+    const ids = await page.waitForFunction(() => (globalThis as unknown as { ids?: string[] }).ids, null, {
+      timeout: 30_000,
+    });
+    return (await ids.jsonValue())!;
+  }
+
+  /** The JSON of `value` for a page script. */
+  const js = (value: unknown): string => JSON.stringify(value);
+
+  describe('@segment/analytics-next 1.84.3', () => {
+    interface SegmentMessage {
+      type: string;
+      event?: string;
+      messageId: string;
+      anonymousId: string;
+      userId?: string | null;
+      timestamp: string;
+      originalTimestamp?: string;
+      sentAt: string;
+      context: { userAgent?: string; library: { name: string; version: string } };
+      [k: string]: unknown;
+    }
+
+    /** analytics.js's one-letter paths under the settings' apiHost: t(rack), i(dentify), p(age)... */
+    const SEND = /^\/(?:v1\/)?[tipsga]$/;
+
+    /** A page that loads analytics-next with nothing but the write key and the gateway as cdnURL, then sends page, track, identify. */
+    function segmentPage(writeKey: string): string {
+      return `(async () => {
+        const analytics = AnalyticsBrowser.load({ writeKey: ${js(writeKey)}, cdnURL: ${js(front.url)} });
+        const page = await analytics.page();
+        const track = await analytics.track('Order Completed', { revenue: 42.5, currency: 'EUR' });
+        const identify = await analytics.identify('user-42', { plan: 'pro' });
+        window.ids = [page, track, identify].map((c) => c.event.messageId);
+      })();`;
+    }
+
+    /** The messages the SDK sent and the gateway accepted (200), from the proxy's record. */
+    function sent(): SegmentMessage[] {
+      return front.seen
+        .filter((x) => x.method === 'POST' && SEND.test(x.path) && x.status === 200)
+        .map((x) => JSON.parse(x.body) as SegmentMessage);
+    }
+
+    function expectSegmentRow(row: CompatRow, m: SegmentMessage): void {
+      expect(row).to.include({
+        protocol: 'segment',
+        category: m.type === 'track' ? m.event : m.type,
+        // No source fixed by the key: the library's name.
+        source: m.context.library.name,
+        client_event_id: m.messageId,
+        anonymous_id: m.anonymousId,
+        user_id: m.userId ?? '',
+        user_agent: m.context.userAgent ?? '',
+        client_ip: '',
+      });
+      const payload = JSON.parse(row.payload) as Record<string, unknown>;
+      const { writeKey: _writeKey, ...rest } = m;
+      expect(payload).to.deep.include(rest);
+      expect(row.payload, 'the write key is not stored').to.not.include(key);
+      expect(row.sent_at).to.equal(Math.floor(Date.parse(m.sentAt) / 1000) * 1000 || row.sent_at);
+    }
+
+    it('sends page, track and identify with its defaults: each lands once, mapped as docs/compat.md says', async () => {
+      const { ctx, page } = await visit('segment-basic', 'segment', segmentPage(key));
+      try {
+        const ids = await sentIds(page);
+        const rows = await storedOnce(tenantId, ids);
+        const messages = sent();
+        expect(messages.map((m) => m.messageId).sort()).to.deep.equal([...ids].sort());
+        for (const m of messages) {
+          expectSegmentRow(rows.get(m.messageId)!, m);
+          expectTimes(rows.get(m.messageId)!, Date.parse(m.originalTimestamp ?? m.timestamp), Date.parse(m.timestamp));
+        }
+        const [pageRow, trackRow, identifyRow] = ids.map((id) => rows.get(id)!);
+        expect([pageRow!.category, trackRow!.category, identifyRow!.category]).to.deep.equal([
+          'page',
+          'Order Completed',
+          'identify',
+        ]);
+        expect(identifyRow!.user_id).to.equal('user-42');
+        expect(trackRow!.user_id).to.equal('');
+        expect(new Set([pageRow!.anonymous_id, trackRow!.anonymous_id, identifyRow!.anonymous_id]).size).to.equal(1);
+        // What it asked the gateway for, in all: its settings, then one request per event.
+        expect(
+          front.seen.map((x) => `${x.method} ${x.path.replace(/\/v1\/projects\/[^/]+\//, '/v1/projects/KEY/')}`),
+        ).to.include('GET /v1/projects/KEY/settings');
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('(a) retries a send whose answer was lost (503 after the gateway accepted it): read once', async () => {
+      front.failNext = /^POST \/(?:v1\/)?t$/;
+      const { ctx, page } = await visit('segment-retry', 'segment', segmentPage(key));
+      try {
+        const ids = await sentIds(page);
+        const trackId = ids[1]!;
+        const tracks = await eventually('the track sent again after the 503', () => {
+          const t = front.seen.filter((x) => /^\/(?:v1\/)?t$/.test(x.path));
+          return t.length >= 2 && t.some((x) => x.status === 200) ? t : undefined;
+        });
+        expect(tracks[0]!.status, 'the page saw').to.equal(503);
+        expect(tracks[0]!.gatewayStatus, 'the gateway answered').to.equal(200);
+        for (const t of tracks) expect((JSON.parse(t.body) as SegmentMessage).messageId).to.equal(trackId);
+        const rows = await storedOnce(tenantId, ids);
+        expect(rows.get(trackId)!.n).to.equal(1);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('(b) a page clock an hour behind lands at the right time', async () => {
+      const skew = 3_600_000;
+      const { ctx, page } = await visit('segment-clock', 'segment', segmentPage(key), Date.now() - skew);
+      try {
+        const ids = await sentIds(page);
+        const rows = await storedOnce(tenantId, ids);
+        for (const m of sent()) {
+          const row = rows.get(m.messageId)!;
+          // The client's times are an hour behind; the row's event_time is the real one.
+          expect(Date.now() - Date.parse(m.timestamp)).to.be.within(skew - 60_000, skew + 60_000);
+          expectTimes(row, Date.parse(m.timestamp), Date.parse(m.timestamp) + skew, 10_000);
+          expect(Math.abs(row.event_time - row.received_at), 'event_time near received_at').to.be.below(10_000);
+        }
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('(d) a key restricted to another origin is refused with the protocol\u2019s error, and nothing is stored', async () => {
+      const before = await countOf(tenantId);
+      expectingRefusals = true;
+      const { ctx, page } = await visit(
+        'segment-elsewhere',
+        'segment',
+        `(async () => {
+          const analytics = AnalyticsBrowser.load({ writeKey: ${js(elsewhereKey)}, cdnURL: ${js(front.url)} });
+          const c = await analytics.track('Order Completed', { revenue: 1 });
+          window.ids = [c.event.messageId];
+        })();`,
+      );
+      try {
+        await sentIds(page);
+        const refused = await eventually('the track refused', () =>
+          front.seen.find((x) => x.method === 'POST' && /^\/(?:v1\/)?t$/.test(x.path)),
+        );
+        expect(refused.status).to.equal(403);
+        process.stdout.write(`      segment refusal: ${refused.status} ${refused.body.length} ${answerOf(refused)}\n`);
+        expect(await countOf(tenantId)).to.equal(before);
+      } finally {
+        await ctx.close();
+      }
+    });
+  });
+
+  describe('posthog-js 1.449.2', () => {
+    interface PosthogEvent {
+      uuid: string;
+      event: string;
+      timestamp: string;
+      offset?: number;
+      properties: Record<string, unknown> & { distinct_id: string; $lib: string };
+    }
+
+    /** posthog-js's capture path: /e/ (or /i/v0/e/), with a `_` time and its compression in the query. */
+    const SEND = /^\/(?:e|i\/v0\/e|batch|capture)\/?(?:\?|$)/;
+
+    /** A page that inits posthog-js with the gateway and the fewest options, then captures and identifies. */
+    function posthogPage(token: string): string {
+      return `posthog.init(${js(token)}, { api_host: ${js(front.url)}, disable_external_dependency_loading: true });
+        posthog.capture('order completed', { revenue: 42.5, currency: 'EUR' });
+        posthog.identify('user-42', { plan: 'pro' });`;
+    }
+
+    /** The events of one /e/ request as sent: gzip, base64 `data=` form or JSON; an array, a batch or one event. */
+    function eventsOf(x: Exchange): PosthogEvent[] {
+      let raw = x.raw;
+      if (raw[0] === 0x1f && raw[1] === 0x8b) raw = gunzipSync(raw);
+      let text = raw.toString();
+      if (text.startsWith('data=')) text = Buffer.from(decodeURIComponent(text.slice(5)), 'base64').toString();
+      const body = JSON.parse(text) as PosthogEvent | PosthogEvent[] | { batch: PosthogEvent[] };
+      return Array.isArray(body) ? body : 'batch' in body ? body.batch : [body];
+    }
+
+    function sent(): { x: Exchange; e: PosthogEvent }[] {
+      return front.seen
+        .filter((x) => x.method === 'POST' && SEND.test(x.path) && x.status === 200)
+        .flatMap((x) => eventsOf(x).map((e) => ({ x, e })));
+    }
+
+    /** The events of `names`, once each, as sent. */
+    async function sentNamed(...names: string[]): Promise<PosthogEvent[]> {
+      return eventually(`${names.join(', ')} sent`, () => {
+        const events = sent().map((s) => s.e);
+        const found = names.flatMap((n) => events.filter((e) => e.event === n).slice(0, 1));
+        return found.length === names.length ? found : undefined;
+      });
+    }
+
+    function expectPosthogRow(row: CompatRow, e: PosthogEvent): void {
+      expect(row).to.include({
+        protocol: 'posthog',
+        category: e.event,
+        source: e.properties.$lib,
+        client_event_id: e.uuid,
+        user_agent: (e.properties.$raw_user_agent as string | undefined) ?? '',
+      });
+      const payload = JSON.parse(row.payload) as Record<string, unknown>;
+      expect(payload).to.deep.include({ uuid: e.uuid, event: e.event });
+    }
+
+    it('captures $pageview, an event and $identify with its defaults: each lands once, mapped as docs/compat.md says', async () => {
+      const { ctx } = await visit('posthog-basic', 'posthog', posthogPage(key));
+      try {
+        const [pageview, order, identify] = await sentNamed('$pageview', 'order completed', '$identify');
+        const all = sent().map((s) => s.e);
+        const rows = await storedOnce(
+          tenantId,
+          all.map((e) => e.uuid),
+        );
+        for (const e of all) expectPosthogRow(rows.get(e.uuid)!, e);
+        for (const e of [pageview!, order!, identify!]) {
+          const row = rows.get(e.uuid)!;
+          expectTimes(row, Date.parse(e.timestamp), Date.parse(e.timestamp));
+        }
+        process.stdout.write(
+          `      posthog rows: ${js([pageview, order, identify].map((e) => ({ e: e!.event, d: e!.properties.distinct_id, r: rows.get(e!.uuid) && { a: rows.get(e!.uuid)!.anonymous_id, u: rows.get(e!.uuid)!.user_id } })))}\n`,
+        );
+        expect(rows.get(identify!.uuid)!.user_id).to.equal('user-42');
+        expect(rows.get(pageview!.uuid)!.user_id).to.equal('');
+        expect(rows.get(pageview!.uuid)!.anonymous_id).to.equal(pageview!.properties.distinct_id);
+        expect(rows.get(identify!.uuid)!.anonymous_id).to.equal(pageview!.properties.distinct_id);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('(a) retries a batch whose answer was lost (503 after the gateway accepted it): read once', async () => {
+      front.failNext = /^POST \/(?:e|i\/v0\/e|batch)\/?(?:\?|$)/;
+      const { ctx } = await visit('posthog-retry', 'posthog', posthogPage(key));
+      try {
+        const lost = await eventually('the lost answer', () => front.seen.find((x) => x.status === 503));
+        expect(lost.gatewayStatus, 'the gateway answered').to.equal(200);
+        const lostIds = eventsOf(lost).map((e) => e.uuid);
+        await eventually('the lost batch sent again', () => {
+          const again = new Set(sent().map((s) => s.e.uuid));
+          return lostIds.every((id) => again.has(id)) ? true : undefined;
+        });
+        const rows = await storedOnce(tenantId, lostIds);
+        for (const id of lostIds) expect(rows.get(id)!.n).to.equal(1);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('(b) a page clock an hour behind lands at the right time', async () => {
+      const skew = 3_600_000;
+      const { ctx } = await visit('posthog-clock', 'posthog', posthogPage(key), Date.now() - skew);
+      try {
+        const events = await sentNamed('$pageview', 'order completed', '$identify');
+        const rows = await storedOnce(
+          tenantId,
+          events.map((e) => e.uuid),
+        );
+        for (const e of events) {
+          const row = rows.get(e.uuid)!;
+          expect(Date.now() - Date.parse(e.timestamp)).to.be.within(skew - 60_000, skew + 60_000);
+          expectTimes(row, Date.parse(e.timestamp), Date.parse(e.timestamp) + skew, 10_000);
+        }
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('(d) a key restricted to another origin is refused with the protocol\u2019s error, and nothing is stored', async () => {
+      const before = await countOf(tenantId);
+      expectingRefusals = true;
+      const { ctx } = await visit('posthog-elsewhere', 'posthog', posthogPage(elsewhereKey));
+      try {
+        const refused = await eventually('a capture refused', () =>
+          front.seen.find((x) => x.method === 'POST' && SEND.test(x.path)),
+        );
+        process.stdout.write(`      posthog refusal: ${refused.status} ${answerOf(refused)}\n`);
+        expect(refused.status).to.be.within(400, 499);
+        expect(await countOf(tenantId)).to.equal(before);
+      } finally {
+        await ctx.close();
+      }
+    });
+  });
+});
+
+/** The answer as the SDK got it. */
+function answerOf(x: Exchange): string {
+  return `${String(x.answerHeaders['content-type'])} ${x.answer}`;
+}
