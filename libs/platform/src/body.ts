@@ -39,6 +39,14 @@ export async function readBody(req: Request, limits: BodyLimits): Promise<Buffer
   const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'gzip') return raw;
+  return gunzipWithin(raw, limits);
+}
+
+/**
+ * Inflates a gzip body with the same caps as readBody (output size, ratio): for
+ * protocols that send gzip without `Content-Encoding` (posthog-js's `gzip-js`).
+ */
+export function gunzipWithin(raw: Buffer, limits: BodyLimits): Buffer {
   let inflated: Buffer;
   try {
     inflated = gunzipSync(raw, { maxOutputLength: limits.maxBytes });

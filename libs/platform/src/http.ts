@@ -170,8 +170,13 @@ export const notFound: RequestHandler = (_req, _res, next) => {
 /**
  * The one error middleware: every error becomes our envelope. With `discard`, an answer
  * given before the request's body was all read is followed by discardRest (body.ts).
+ * `render` writes another protocol's error body (a tracker's API on the gateway).
  */
-export function errorHandler(logger: Logger, discard?: DiscardLimits): ErrorRequestHandler {
+export function errorHandler(
+  logger: Logger,
+  discard?: DiscardLimits,
+  render: (err: AppError) => unknown = (e) => fail(e.code, e.expose ? e.message : 'internal error', e.details),
+): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
     let appErr: AppError;
     if (err instanceof AppError) {
@@ -193,9 +198,7 @@ export function errorHandler(logger: Logger, discard?: DiscardLimits): ErrorRequ
     res.locals.errorCode = appErr.code;
     for (const [h, v] of Object.entries(appErr.headers)) res.setHeader(h, v);
     if (discard) discardRest(req, res, discard);
-    res
-      .status(appErr.status)
-      .json(fail(appErr.code, appErr.expose ? appErr.message : 'internal error', appErr.details));
+    res.status(appErr.status).json(render(appErr));
   };
 }
 
