@@ -53,7 +53,11 @@ export class RecordingProxy {
             if (fail) {
               this.failNext = undefined;
               answer.resume();
-              res.writeHead(503, { 'Content-Type': 'text/plain', 'Retry-After': '0' }).end('answer lost on purpose');
+              // The gateway's CORS headers stay, so that a page reads the 503 (not a network error).
+              const cors = Object.entries(answer.headers).filter(([h]) => h.startsWith('access-control-'));
+              res
+                .writeHead(503, { ...Object.fromEntries(cors), 'Content-Type': 'text/plain', 'Retry-After': '0' })
+                .end('answer lost on purpose');
             } else {
               res.writeHead(answer.statusCode ?? 502, answer.headers);
               answer.pipe(res);
