@@ -3,6 +3,8 @@ import { ERROR_CODES, type ErrorCode } from '@telemetry/contract';
 /**
  * The one error base class. `expose` says whether `message` may be shown to a client;
  * unexpected errors are never exposed (the error middleware sends a generic message).
+ * `status` is the code's own (ERROR_CODES) unless a protocol whose clients read another
+ * status for the same meaning says otherwise (Segment's answer 400 to an over-size body).
  */
 export class AppError extends Error {
   readonly status: number;
@@ -12,11 +14,12 @@ export class AppError extends Error {
     readonly details?: unknown,
     readonly headers: Record<string, string> = {},
     readonly expose = true,
+    status?: number,
   ) {
     super(message);
     this.name = new.target.name;
     Object.setPrototypeOf(this, new.target.prototype);
-    this.status = ERROR_CODES[code].status;
+    this.status = status ?? ERROR_CODES[code].status;
   }
 }
 

@@ -10,3 +10,8 @@ export { posthogBatch, posthogCompatEvent, posthogIdentity } from './protocols/p
 export { posthogErrorBody, remoteConfig, remoteConfigScript } from './protocols/posthog/answers.js';
 export { type Intake } from './intake.js';
 export { corsFor } from './cors.js';
+export { type ProtocolDeps } from './protocols/protocol.js';
+export { segmentRoutes, SEGMENT_BATCH_ROUTES, SEGMENT_SINGLE_ROUTES } from './protocols/segment.js';
+export { SEGMENT_LIMITS, segmentEvents, segmentWriteKey } from './protocols/segment/messages.js';
+export { arrayElementSpans } from './protocols/segment/spans.js';
+export { gatewayOrigin, segmentSettings } from './protocols/segment/settings.js';

@@ -177,11 +177,14 @@ export function compatMessages(
     }
     messages.push({ key: msg.event_id, value });
   });
-  if (problems.length > 0) {
-    throw new AppError('VALIDATION_FAILED', 'the request is invalid; nothing was accepted', {
-      problems: problems.slice(0, 20).map(({ path, message }) => ({ path, message })),
-      invalid_events: [...new Set(problems.map((p) => p.index))],
-    });
-  }
+  if (problems.length > 0) throw validationFailed(problems);
   return messages;
+}
+
+/** VALIDATION_FAILED for `problems` (at least one): the first 20 with their paths, and every event they name. */
+export function validationFailed(problems: readonly CompatProblem[]): AppError {
+  return new AppError('VALIDATION_FAILED', 'the request is invalid; nothing was accepted', {
+    problems: problems.slice(0, 20).map(({ path, message }) => ({ path, message })),
+    invalid_events: [...new Set(problems.map((p) => p.index))],
+  });
 }
