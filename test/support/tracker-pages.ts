@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { build } from 'esbuild';
-import type { BrowserContext, Request } from 'playwright-core';
+import type { Socket } from 'node:net';
+import type { Browser, BrowserContext, BrowserContextOptions, Request } from 'playwright-core';
 
 /**
  * The trackers' own browser SDKs, as a site bundles them from npm (never from a CDN):
@@ -41,7 +42,7 @@ export async function bundleTrackers(): Promise<TrackerBundles> {
 
 /**
  * The test's own site on loopback: the bundles at SCRIPT_PATHS and each page of `pages`
- * at /p/<name>. Nothing else (404).
+ * at /p/<name>; an empty favicon. Nothing else (404).
  */
 export class TrackerSite {
   readonly pages = new Map<string, string>();
@@ -53,6 +54,7 @@ export class TrackerSite {
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
       const path = (req.url ?? '').split('?')[0]!;
+      if (path === '/favicon.ico') return void res.writeHead(204).end();
       const script =
         path === SCRIPT_PATHS.segment
           ? this.bundles.segment
@@ -86,19 +88,60 @@ export class TrackerSite {
   }
 }
 
-/** Every request a browser context made, and those it refused because they left the allowed origins. */
+/** Every request a browser context made (as the page saw it), and those the refuser turned away. */
 export interface Traffic {
   requests: { url: string; origin: string; resourceType: string; method: string }[];
   refused: string[];
 }
 
 /**
- * Records every request of `ctx` (ctx.on('request'): pages, workers, beacons) and lets
- * through only those to `allowed` origins; any other is aborted and listed in `refused`,
- * so a page can reach nothing but the test's site and the gateway even if an SDK tried.
+ * Where a confined context's requests to any origin but the allowed ones go: a loopback
+ * HTTP proxy that records each (`METHOD URL`, or `CONNECT host:port` for TLS) and refuses
+ * it with a 403. A browser-level proxy, not Playwright's routing: while a route is set,
+ * Playwright answers every CORS preflight itself, and the gateway's own OPTIONS answer
+ * would go untested.
  */
-export async function confine(ctx: BrowserContext, allowed: readonly string[]): Promise<Traffic> {
-  const traffic: Traffic = { requests: [], refused: [] };
+export class Refuser {
+  readonly seen: string[] = [];
+  private server: Server | undefined;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      this.seen.push(`${req.method} ${req.url}`);
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('outside the test');
+    });
+    this.server.on('connect', (req: { url?: string }, socket: Socket) => {
+      this.seen.push(`CONNECT ${req.url}`);
+      socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise((resolve) => this.server?.close(resolve));
+  }
+}
+
+/**
+ * A new browser context (a new visitor) whose requests reach only the `allowed` origins
+ * (loopback `http://127.0.0.1:port` ones): any other, loopback included, goes to
+ * `refuser`. Every request the context makes (pages, workers, beacons) is recorded.
+ */
+export async function confinedContext(
+  browser: Browser,
+  allowed: readonly string[],
+  refuser: Refuser,
+  options: BrowserContextOptions = {},
+): Promise<{ ctx: BrowserContext; traffic: Traffic }> {
+  const ctx = await browser.newContext({
+    ...options,
+    // `<-loopback>`: loopback is proxied too, but for the allowed host:port pairs.
+    proxy: { server: refuser.url, bypass: ['<-loopback>', ...allowed.map((o) => new URL(o).host)].join(',') },
+  });
+  const traffic: Traffic = { requests: [], refused: refuser.seen };
   const originOf = (url: string): string => {
     try {
       return new URL(url).origin;
@@ -114,11 +157,5 @@ export async function confine(ctx: BrowserContext, allowed: readonly string[]): 
       method: r.method(),
     }),
   );
-  await ctx.route('**/*', async (route) => {
-    const url = route.request().url();
-    if (allowed.includes(originOf(url))) return route.continue();
-    traffic.refused.push(url);
-    return route.abort('blockedbyclient');
-  });
-  return traffic;
+  return { ctx, traffic };
 }
