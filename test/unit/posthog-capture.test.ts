@@ -12,6 +12,7 @@ import {
   POSTHOG_CAPTURE_PATHS,
   type Intake,
 } from '@telemetry/ingest-gateway';
+import { Compression, type RemoteConfig } from 'posthog-js';
 import { silentLogger } from './support/fakes.js';
 
 const TOKEN = 'tk_posthog_unit_good';
@@ -282,6 +283,30 @@ describe('posthog capture API on the gateway (unit)', () => {
     expect(config).to.include({ captureDeadClicks: false, capturePerformance: false, autocaptureExceptions: false });
     expect(config.supportedCompression).to.deep.equal(['gzip-js', 'base64']);
     expect(config.siteApps).to.deep.equal([]);
+    // Exactly a document of the pinned posthog-js's own RemoteConfig type (tsc checks the literal).
+    const typed: RemoteConfig & { token: string } = {
+      token: TOKEN,
+      supportedCompression: [Compression.GZipJS, Compression.Base64],
+      hasFeatureFlags: false,
+      captureDeadClicks: false,
+      capturePerformance: false,
+      autocapture_opt_out: false,
+      autocaptureExceptions: false,
+      errorTracking: { autocaptureExceptions: false, suppressionRules: [] },
+      elementsChainAsString: true,
+      sessionRecording: false,
+      heatmaps: false,
+      surveys: false,
+      productTours: false,
+      conversations: false,
+      logs: { captureConsoleLogs: false },
+      defaultIdentifiedOnly: true,
+      toolbarParams: {},
+      toolbarVersion: 'toolbar',
+      isAuthenticated: false,
+      siteApps: [],
+    };
+    expect(config).to.deep.equal(typed);
     res = await fetch(`${base}/array/${TOKEN}/config.js`);
     expect(res.status).to.equal(200);
     expect(res.headers.get('content-type')).to.match(/^application\/javascript/);

@@ -52,7 +52,7 @@ export function posthogRoute(
 
 /**
  * The remote config posthog-js reads (`/array/{token}/config` and `config.js`, and
- * `/flags?config=true`): everything that would load an extension script (`/static/*.js`)
+ * `/flags?config=true`), as @posthog/browser-common's RemoteConfig type has it: everything that would load an extension script (`/static/*.js`)
  * or call another API is off, and `supportedCompression` names exactly what we decode.
  */
 export function remoteConfig(token: string): Record<string, unknown> {
@@ -71,11 +71,12 @@ export function remoteConfig(token: string): Record<string, unknown> {
     surveys: false,
     productTours: false,
     conversations: false,
-    logs: false,
+    logs: { captureConsoleLogs: false },
     defaultIdentifiedOnly: true,
     toolbarParams: {},
+    toolbarVersion: 'toolbar',
+    isAuthenticated: false,
     siteApps: [],
-    siteAppsJS: [],
   };
 }
 
