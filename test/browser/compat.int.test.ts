@@ -49,6 +49,8 @@ describe("the trackers' browser SDKs in Chromium (real gateway, Kafka and ClickH
   let expectingFailedLoads = false;
   /** Other console errors a test provokes on purpose. */
   let expectedConsole: RegExp | undefined;
+  /** A script of the gateway's that one test shows a page loads (posthog-js's remote config). */
+  let gatewayScript: string | undefined;
 
   before(async () => {
     const [bundles] = await Promise.all([
@@ -90,15 +92,17 @@ describe("the trackers' browser SDKs in Chromium (real gateway, Kafka and ClickH
       expect(
         [...new Set(t.requests.map((r) => r.origin))].filter((o) => o !== site.url && o !== front.url),
       ).to.deep.equal([]);
-      const scripts = t.requests.filter((r) => r.resourceType === 'script').map((r) => new URL(r.url).pathname);
+      const ours = Object.values<string>(SCRIPT_PATHS).map((p) => `${site.url}${p}`);
+      const scripts = t.requests.filter((r) => r.resourceType === 'script').map((r) => r.url);
       expect(
-        scripts.filter((p) => !Object.values<string>(SCRIPT_PATHS).includes(p)),
+        scripts.filter((u) => !ours.includes(u) && u !== gatewayScript),
         'scripts',
       ).to.deep.equal([]);
     }
     expect(pageErrors.splice(0), 'errors in the pages').to.deep.equal([]);
     expectingFailedLoads = false;
     expectedConsole = undefined;
+    gatewayScript = undefined;
     if (this.currentTest?.state === 'failed') {
       process.stderr.write(`gateway saw:\n${front.seen.map((x) => `${x.method} ${x.path} ${x.status}`).join('\n')}\n`);
     }
@@ -443,6 +447,26 @@ describe("the trackers' browser SDKs in Chromium (real gateway, Kafka and ClickH
             .filter((o, i, a) => a.indexOf(o) === i)
             .sort(),
         ).to.deep.equal([site.url, front.url].sort());
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('without disable_external_dependency_loading, it also loads the gateway\u2019s remote config as a script, and nothing else', async () => {
+      gatewayScript = `${front.url}/array/${key}/config.js`;
+      const { ctx } = await visit(
+        'posthog-scripts',
+        'posthog',
+        `posthog.init(${js(key)}, { api_host: ${js(front.url)} });
+        posthog.capture('order completed', { revenue: 1 });`,
+      );
+      try {
+        const [order] = await sentNamed('order completed');
+        await storedOnce(tenantId, [order!.uuid]);
+        const scripts = traffic[0]!.requests.filter((r) => r.resourceType === 'script').map((r) => r.url);
+        expect(scripts.sort()).to.deep.equal([gatewayScript, `${site.url}${SCRIPT_PATHS.posthog}`].sort());
+        // The script is the remote config (every extension off), so it needs no JSON config.
+        expect(endpoints()).to.deep.equal(['GET /array/KEY/config.js 200', 'POST /e/ 200']);
       } finally {
         await ctx.close();
       }
