@@ -192,6 +192,7 @@ describe('@segment/analytics-next 1.84.3 in Chromium (real gateway, Kafka and Cl
       const loadError = await page.waitForFunction(() => (globalThis as unknown as { loadError?: string }).loadError);
       const settings = s.front.seen.find((x) => x.path.startsWith('/v1/projects/'))!;
       expect(settings.status).to.equal(403);
+      await eventually('the answer recorded', () => (settings.answer === '' ? undefined : true));
       expect(JSON.parse(settings.answer)).to.deep.include({ success: false, code: 'ORIGIN_NOT_ALLOWED' });
       expect(JSON.parse(String(await loadError.jsonValue()))).to.deep.include({ code: 'ORIGIN_NOT_ALLOWED' });
       expect(s.endpoints()).to.deep.equal(['GET /v1/projects/KEY/settings 403']);
