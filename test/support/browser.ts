@@ -23,7 +23,7 @@ export async function buildConsole(): Promise<void> {
  * networking, updates, sync or QUIC (this machine's network is closed, and tests stay on
  * loopback).
  */
-export async function launchChromium(): Promise<Browser> {
+export async function launchChromium(extraArgs: readonly string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does), or set CHROMIUM_PATH`);
   }
@@ -38,6 +38,7 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-component-update',
       '--disable-sync',
       '--disable-features=Translate,MediaRouter,OptimizationHints',
+      ...extraArgs,
     ],
   });
 }

@@ -5,11 +5,15 @@ export interface Exchange {
   path: string;
   headers: IncomingHttpHeaders;
   body: string;
+  /** The body's bytes as sent (a gzipped body does not survive `body`'s decoding as text). */
+  raw: Buffer;
   /** When the request arrived and when its answer was sent (Date.now()). */
   at: number;
   answeredAt: number;
   status: number;
   answerHeaders: IncomingHttpHeaders;
+  /** The answer's body as text, once it has all arrived (the gateway's, or the proxy's 503). */
+  answer: string;
   /** The gateway's own status when the proxy answered 503 instead (failNext). */
   gatewayStatus?: number;
 }
@@ -49,21 +53,33 @@ export class RecordingProxy {
             if (fail) {
               this.failNext = undefined;
               answer.resume();
-              res.writeHead(503, { 'Content-Type': 'text/plain', 'Retry-After': '0' }).end('answer lost on purpose');
+              // The gateway's CORS headers stay, so that a page reads the 503 (not a network error).
+              const cors = Object.entries(answer.headers).filter(([h]) => h.startsWith('access-control-'));
+              res
+                .writeHead(503, { ...Object.fromEntries(cors), 'Content-Type': 'text/plain', 'Retry-After': '0' })
+                .end('answer lost on purpose');
             } else {
               res.writeHead(answer.statusCode ?? 502, answer.headers);
               answer.pipe(res);
             }
-            this.seen.push({
+            const exchange: Exchange = {
               method: req.method ?? '',
               path: req.url ?? '',
               headers: req.headers,
               body: body.toString(),
+              raw: body,
               at,
               answeredAt: Date.now(),
               status: fail ? 503 : (answer.statusCode ?? 0),
               answerHeaders: answer.headers,
+              answer: '',
               ...(fail ? { gatewayStatus: answer.statusCode ?? 0 } : {}),
+            };
+            this.seen.push(exchange);
+            const answerParts: Buffer[] = [];
+            answer.on('data', (d: Buffer) => answerParts.push(d));
+            answer.on('end', () => {
+              exchange.answer = fail ? 'answer lost on purpose' : Buffer.concat(answerParts).toString();
             });
           },
         );

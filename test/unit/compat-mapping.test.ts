@@ -57,7 +57,7 @@ describe("the trackers' one mapping (unit)", () => {
       },
       { userAgent: 'a\u0085b', clientIp: '10.0.0.1' },
     ];
-    const events = odd.map((e) => ({ protocol: 'segment', category: 'track', payload: { a: 1 }, ...e }));
+    const events = odd.map((e) => ({ protocol: 'segment' as const, category: 'track', payload: { a: 1 }, ...e }));
     const messages = compatMessages(events, key, new Date().toISOString(), 64 * 1024, (i) => `/batch/${i}`);
     expect(messages).to.have.length(odd.length);
     for (const m of messages) {

@@ -283,7 +283,8 @@ describe('posthog capture API on the gateway (unit)', () => {
     expect(res.status).to.equal(200);
     res = await post('/decide/?v=3', json({ token: TOKEN, distinct_id: 'd' }));
     body = (await res.json()) as Record<string, unknown>;
-    expect(body).to.include({ sessionRecording: false, surveys: false, hasFeatureFlags: false });
+    expect(body).to.include({ sessionRecording: false, hasFeatureFlags: false });
+    expect(body).to.not.have.property('surveys');
     expect(body.featureFlags).to.deep.equal({});
     expect(body.featureFlagPayloads).to.deep.equal({});
     res = await post('/flags/?v=2', json({ token: 'tk_nope', distinct_id: 'd' }));
@@ -295,7 +296,9 @@ describe('posthog capture API on the gateway (unit)', () => {
     let res = await fetch(`${base}/array/${TOKEN}/config`);
     expect(res.status).to.equal(200);
     const config = (await res.json()) as Record<string, unknown>;
-    expect(config).to.include({ sessionRecording: false, surveys: false, heatmaps: false, hasFeatureFlags: false });
+    expect(config).to.include({ sessionRecording: false, heatmaps: false, hasFeatureFlags: false });
+    // Absent, not false: posthog-js loads its surveys script for `surveys: false`.
+    expect(config).to.not.have.property('surveys');
     expect(config).to.include({ captureDeadClicks: false, capturePerformance: false, autocaptureExceptions: false });
     expect(config.supportedCompression).to.deep.equal(['gzip-js', 'base64']);
     expect(config.siteApps).to.deep.equal([]);
@@ -312,7 +315,6 @@ describe('posthog capture API on the gateway (unit)', () => {
       elementsChainAsString: true,
       sessionRecording: false,
       heatmaps: false,
-      surveys: false,
       productTours: false,
       conversations: false,
       logs: { captureConsoleLogs: false },

@@ -80,7 +80,9 @@ export function remoteConfig(token: string): Record<string, unknown> {
     elementsChainAsString: true,
     sessionRecording: false,
     heatmaps: false,
-    surveys: false,
+    // NOTE: no `surveys`. posthog-js 1.449.2 loads /static/surveys.js for `surveys: false` (or
+    // []) too; only without the key ("flags not loaded yet") does it load no surveys script
+    // (test/browser/compat-posthog.int.test.ts).
     productTours: false,
     conversations: false,
     logs: { captureConsoleLogs: false },
