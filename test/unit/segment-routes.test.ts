@@ -26,9 +26,11 @@ class FakeIntake implements Intake {
   published: ProducerMessage[] = [];
   limited = false;
   kafkaDown = false;
+  calls = 0;
   constructor(private readonly keys: Record<string, VerifiedKey>) {}
 
   authenticate(raw: string | undefined, req: Request, _res: Response): VerifiedKey {
+    this.calls += 1;
     if (!raw) throw new AppError('MISSING_CREDENTIALS', 'no key');
     const key = this.keys[raw];
     if (!key) throw new AppError('INVALID_CREDENTIALS', 'unknown key');
@@ -174,6 +176,23 @@ describe('segment: the HTTP Tracking API routes (fake Intake)', () => {
       expect(((await res.json()) as { code: string }).code).to.equal(code);
     }
     expect(intake.published).to.have.length(0);
+  });
+
+  it('checks a key in Authorization before reading the body, once per request (one rate-limit token)', async () => {
+    intake.calls = 0;
+    let res = await post('/v1/batch', '{not json', { Authorization: basic('tk_unknown') });
+    expect(res.status).to.equal(401);
+    intake.limited = true;
+    res = await post('/v1/batch', '{not json', { Authorization: basic('tk_a') });
+    expect(res.status).to.equal(429);
+    intake.limited = false;
+    intake.calls = 0;
+    res = await post('/v1/batch', { batch: [track()], writeKey: 'tk_a' }, { Authorization: basic('tk_a') });
+    expect(res.status).to.equal(200);
+    expect(intake.calls).to.equal(1);
+    res = await post('/v1/batch', { batch: [track()], writeKey: 'tk_o' }, { Authorization: basic('tk_a') });
+    expect(res.status).to.equal(401);
+    expect(stored()).to.have.length(1);
   });
 
   it('answers 400 in our envelope for bad JSON, invalid messages and both size limits, storing nothing', async () => {

@@ -77,6 +77,10 @@ export function segmentRoutes(app: Express, deps: ProtocolDeps): void {
   /** One request of `pathType` (undefined: a batch): 200 only once Kafka has every message. */
   async function receive(req: Request, res: Response, pathType: SegmentType | undefined): Promise<void> {
     checkMediaType(req, TYPES);
+    // A key in Authorization is checked (and takes its rate-limit token) before the body is
+    // read, as on our own endpoint: a bad or throttled key costs no body read or parse.
+    const headerKey = segmentWriteKey(req.get('authorization'), []);
+    const early = headerKey === undefined ? undefined : intake.authenticate(headerKey, req, res);
     const raw = await readBody(req, {
       maxBytes: Math.min(config.maxBodyBytes, SEGMENT_LIMITS.maxBatchBytes),
       maxRatio: config.maxGzipRatio,
@@ -106,7 +110,8 @@ export function segmentRoutes(app: Express, deps: ProtocolDeps): void {
         'send the write key as the HTTP Basic user name or writeKey in the body',
       );
     }
-    const key = intake.authenticate(writeKey, req, res);
+    // segmentWriteKey refused a body key that differs from the header's.
+    const key = early ?? intake.authenticate(writeKey, req, res);
     const events = segmentEvents(inputs, batch);
     const messages = compatMessages(
       events,
