@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { backoffMs, retryAfterMs } from '../../sdk/browser/src/retry.js';
 import { uuidv7Factory } from '../../sdk/browser/src/uuid.js';
-import { idOf, ownerOf } from '../../sdk/browser/src/store.js';
+import { EventStore, idOf, ownerOf } from '../../sdk/browser/src/store.js';
+import { Identity } from '../../sdk/browser/src/identity.js';
 
 const UUID7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -52,5 +53,18 @@ describe('browser SDK: ids, retry delays and storage keys (unit)', () => {
     const k = 'tlm1.0a1b2c3d.e.a1b2c3d4e5f6.01a209ca-facd-711a-9af5-b8ac23ce8668';
     expect(ownerOf(k)).to.equal('a1b2c3d4e5f6');
     expect(idOf(k)).to.equal('01a209ca-facd-711a-9af5-b8ac23ce8668');
+  });
+
+  it('forgets a stored user id the gateway would refuse (edited by hand, another version), so events keep flowing', () => {
+    const store = new EventStore('t.', () => undefined);
+    const identity = new Identity(store, () => 'anon-1');
+    identity.identify('user-1');
+    expect(identity.userId()).to.equal('user-1');
+    store.set('t.u', 'bad\nid');
+    expect(identity.userId()).to.equal(undefined);
+    expect(store.get('t.u')).to.equal(null);
+    store.set('t.u', 'x'.repeat(257));
+    expect(identity.userId()).to.equal(undefined);
+    expect(identity.anonymousId()).to.equal('anon-1');
   });
 });

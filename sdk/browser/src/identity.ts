@@ -22,8 +22,16 @@ export class Identity {
     return id;
   }
 
+  /** The user id `identify` kept; one the gateway would refuse (edited by hand, another version's) is forgotten. */
   userId(): string | undefined {
-    return this.store.get(`${this.store.prefix}u`) || undefined;
+    const key = `${this.store.prefix}u`;
+    const id = this.store.get(key);
+    if (!id) return undefined;
+    if (userIdProblem(id)) {
+      this.store.remove(key);
+      return undefined;
+    }
+    return id;
   }
 
   /** Sets the user id of the events tracked from now on (the caller checked it). */
