@@ -15,7 +15,9 @@ describe('@segment/analytics-next 1.84.3 in Chromium (real gateway, Kafka and Cl
   const s = trackerStack();
 
   it('(c) confines each visitor to the site and the gateway: any other request is refused, and seen', async () => {
-    // A loopback port of nobody (not an "unsafe" one, which Chromium refuses itself).
+    // A loopback port of nobody (not an "unsafe" one, which Chromium refuses itself), and
+    // hosts shaped like the SDKs' own CDNs under the reserved .test domain: no test aims a
+    // request at a public host, even one the proxy would refuse.
     const other = 'http://127.0.0.1:8089/';
     const { ctx, page } = await s.visit('confined', 'segment', '');
     try {
@@ -29,11 +31,11 @@ describe('@segment/analytics-next 1.84.3 in Chromium (real gateway, Kafka and Cl
               ),
             ),
           ),
-        ['https://cdn.segment.com/v1/projects/k/settings', 'https://us-assets.i.posthog.com/static/array.js', other],
+        ['https://cdn.segment.test/v1/projects/k/settings', 'https://us-assets.posthog.test/static/array.js', other],
       );
       expect(results).to.deep.equal(['failed', 'failed', 'failed']);
       expect([...s.refuser.seen].sort()).to.deep.equal(
-        ['CONNECT cdn.segment.com:443', 'CONNECT us-assets.i.posthog.com:443', `GET ${other}`].sort(),
+        ['CONNECT cdn.segment.test:443', 'CONNECT us-assets.posthog.test:443', `GET ${other}`].sort(),
       );
       expect(s.traffic[0]!.requests.map((r) => r.url)).to.include.members([other]);
       // Seen and refused as it should be: nothing for afterEach to find.
