@@ -85,14 +85,19 @@ export function toMessages(
     if (req.sent_at !== undefined) msg.sent_at = req.sent_at;
     if (e.anonymous_id !== undefined) msg.anonymous_id = e.anonymous_id;
     if (e.user_id !== undefined) msg.user_id = e.user_id;
-    const value = JSON.stringify(msg);
-    if (Buffer.byteLength(value) > maxEventBytes) {
-      throw new AppError('EVENT_TOO_LARGE', `event ${index} is larger than ${maxEventBytes} bytes`, {
-        limit: 'maxEventBytes',
-        max: maxEventBytes,
-        invalid_events: [index],
-      });
-    }
-    return { key: msg.event_id, value };
+    return producerMessage(msg, index, maxEventBytes);
   });
+}
+
+/** Event `index`'s message as Kafka gets it, keyed by its event id; EVENT_TOO_LARGE over `maxEventBytes`. */
+export function producerMessage(msg: EventMessage, index: number, maxEventBytes: number): ProducerMessage {
+  const value = JSON.stringify(msg);
+  if (Buffer.byteLength(value) > maxEventBytes) {
+    throw new AppError('EVENT_TOO_LARGE', `event ${index} is larger than ${maxEventBytes} bytes`, {
+      limit: 'maxEventBytes',
+      max: maxEventBytes,
+      invalid_events: [index],
+    });
+  }
+  return { key: msg.event_id, value };
 }

@@ -10,7 +10,7 @@ import {
 } from '@telemetry/contract';
 import { AppError, type ProducerMessage } from '@telemetry/platform';
 import type { VerifiedKey } from '@telemetry/store';
-import { eventIdFor } from '../ingest.js';
+import { eventIdFor, producerMessage } from '../ingest.js';
 
 /**
  * One event of a tracker's protocol (Segment's, PostHog's), as its module read it, before
@@ -195,15 +195,7 @@ export function compatMessages(
     ) {
       msg.user_agent = e.userAgent;
     }
-    const value = JSON.stringify(msg);
-    if (Buffer.byteLength(value) > maxEventBytes) {
-      throw new AppError('EVENT_TOO_LARGE', `event ${index} is larger than ${maxEventBytes} bytes`, {
-        limit: 'maxEventBytes',
-        max: maxEventBytes,
-        invalid_events: [index],
-      });
-    }
-    messages.push({ key: msg.event_id, value });
+    messages.push(producerMessage(msg, index, maxEventBytes));
   });
   if (problems.length > 0) throw validationFailed(problems);
   return messages;
