@@ -227,7 +227,9 @@ describe('compat: PostHog capture API (real Kafka and ClickHouse)', function () 
 
   it("an oversized event answers PostHog's 413 and stores nothing of its batch", async () => {
     const small = jsEvent(A.key, 'beside the big one');
-    const big = jsEvent(A.key, 'too big', { properties: { token: A.key, distinct_id: 'user-js-1', blob: 'x'.repeat(200 * 1024) } });
+    const big = jsEvent(A.key, 'too big', {
+      properties: { token: A.key, distinct_id: 'user-js-1', blob: 'x'.repeat(200 * 1024) },
+    });
     const res = await post('/batch/', JSON.stringify({ api_key: A.key, batch: [small, big] }), {
       'Content-Type': 'application/json',
     });
