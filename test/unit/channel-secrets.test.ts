@@ -11,8 +11,8 @@ describe('channel secrets (unit)', () => {
 
   it('shows each secret masked: a URL as its scheme and host, anything else as ****', () => {
     expect(maskConfig('telegram', telegram)).to.deep.equal({ ...telegram, bot_token: '****' });
-    expect(maskConfig('slack', { url: 'https://hooks.slack.com/services/T0/B0/secret' })).to.deep.equal({
-      url: 'https://hooks.slack.com',
+    expect(maskConfig('slack', { url: 'https://hooks.slack.example.test/services/T0/B0/secret' })).to.deep.equal({
+      url: 'https://hooks.slack.example.test',
     });
   });
 
