@@ -121,11 +121,15 @@ export function compatIp(v: unknown): string | undefined {
 
 const IP_TEXT = /^[0-9A-Fa-f:.]+$/;
 
+/** `v` if it is text of 1 to `max` characters (code points, as the schema's maxLength) without control characters. */
+function printable(v: unknown, max: number): v is string {
+  return typeof v === 'string' && v !== '' && [...v].length <= max && PRINTABLE.test(v);
+}
+
 function identity(v: unknown): string | undefined | null {
   if (v === undefined || v === null || v === '') return undefined;
   if (typeof v === 'number' && Number.isFinite(v)) v = String(v);
-  if (typeof v !== 'string') return null;
-  return [...v].length <= LIMITS.maxIdentityLength && PRINTABLE.test(v) ? v : null;
+  return printable(v, LIMITS.maxIdentityLength) ? v : null;
 }
 
 /**
@@ -148,8 +152,8 @@ export function compatMessages(
     const problem = (field: string, message: string): void => {
       problems.push({ index, path: `${at}${field}`, message });
     };
-    const category = typeof e.category === 'string' ? e.category : undefined;
-    if (category === undefined || [...category].length > LIMITS.maxEventNameLength || !PRINTABLE.test(category)) {
+    const category = printable(e.category, LIMITS.maxEventNameLength) ? e.category : undefined;
+    if (category === undefined) {
       problem('', `needs an event name of 1 to ${LIMITS.maxEventNameLength} characters without control characters`);
     }
     const source = compatSource(key, e.protocol, e.library);
@@ -187,14 +191,7 @@ export function compatMessages(
     if (userId) msg.user_id = userId;
     const clientIp = compatIp(e.clientIp);
     if (clientIp !== undefined) msg.client_ip = clientIp;
-    if (
-      typeof e.userAgent === 'string' &&
-      e.userAgent !== '' &&
-      e.userAgent.length <= LIMITS.maxUserAgentLength &&
-      PRINTABLE.test(e.userAgent)
-    ) {
-      msg.user_agent = e.userAgent;
-    }
+    if (printable(e.userAgent, LIMITS.maxUserAgentLength)) msg.user_agent = e.userAgent;
     messages.push(producerMessage(msg, index, maxEventBytes));
   });
   if (problems.length > 0) throw validationFailed(problems);

@@ -2,7 +2,7 @@ import type { Express, Request, RequestHandler, Response } from 'express';
 import { LIMITS, ok } from '@telemetry/contract';
 import { AppError, checkMediaType, methodNotAllowed, parseBody, readBody } from '@telemetry/platform';
 import { compatMessages } from './compat.js';
-import type { ProtocolDeps } from './protocol.js';
+import { withStatus, type ProtocolDeps } from './protocol.js';
 import {
   isObject,
   SEGMENT_LIMITS,
@@ -44,13 +44,6 @@ const TYPES = new Set(['application/json', 'text/plain']);
  * other 4xx; the code stays ours, the status becomes Segment's.
  */
 const SEGMENT_400 = new Set(['PAYLOAD_TOO_LARGE', 'EVENT_TOO_LARGE', 'BATCH_TOO_LARGE', 'KAFKA_MESSAGE_TOO_LARGE']);
-
-function segmentStatus(err: unknown): unknown {
-  if (err instanceof AppError && SEGMENT_400.has(err.code)) {
-    return new AppError(err.code, err.message, err.details, err.headers, err.expose, 400);
-  }
-  return err;
-}
 
 /** Segment's HTTP Tracking API (docs/compat.md, "Segment"): its SDKs send to us unchanged. */
 export function segmentRoutes(app: Express, deps: ProtocolDeps): void {
@@ -130,7 +123,7 @@ export function segmentRoutes(app: Express, deps: ProtocolDeps): void {
       try {
         await receive(req, res, pathType);
       } catch (err) {
-        throw segmentStatus(err);
+        throw withStatus(err, SEGMENT_400, 400);
       }
     };
 

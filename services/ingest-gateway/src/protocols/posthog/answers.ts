@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError, errorHandler, type DiscardLimits, type Logger } from '@telemetry/platform';
 import { posthogProblemPath } from './map.js';
+import { withStatus } from '../protocol.js';
 
 /** What PostHog's capture answers a request it accepted; the SDKs read nothing else from it. */
 export const CAPTURE_OK = { status: 1 } as const;
@@ -36,12 +37,7 @@ export function posthogErrorBody(err: AppError): { type: string; code: string; d
  * would make it drop the batch. So the rate limit answers 503 on PostHog's routes, with
  * the same Retry-After (which posthog-js and posthog-node honour) and our code RATE_LIMITED.
  */
-function posthogStatus(err: unknown): unknown {
-  if (err instanceof AppError && err.code === 'RATE_LIMITED') {
-    return new AppError(err.code, err.message, err.details, err.headers, err.expose, 503);
-  }
-  return err;
-}
+const RETRIED_AS_503 = new Set(['RATE_LIMITED']);
 
 /**
  * A PostHog route: any error becomes PostHog's error body (not our envelope), through
@@ -57,7 +53,7 @@ export function posthogRoute(
     try {
       await handler(req, res);
     } catch (err) {
-      onError(posthogStatus(err), req, res, next);
+      onError(withStatus(err, RETRIED_AS_503, 503), req, res, next);
     }
   };
 }
