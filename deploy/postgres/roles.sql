@@ -63,7 +63,7 @@ SELECT format('CREATE ROLE %I', :'runner_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'runner_role') \gexec
 ALTER ROLE :"runner_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'runner_password';
 
--- query service: authenticates API keys; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies; acknowledges incidents
+-- query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; issues and revokes keys; acknowledges incidents
 \set query_role :db _query
 SELECT format('CREATE ROLE %I', :'query_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'query_role') \gexec
@@ -76,7 +76,7 @@ BEGIN;
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"ingest_role";
 GRANT USAGE ON SCHEMA public TO :"ingest_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts FROM :"ingest_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings FROM :"ingest_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON access_keys TO :"ingest_role";
 GRANT SELECT ON heartbeat_tokens TO :"ingest_role";
@@ -86,7 +86,7 @@ GRANT SELECT ON registry_changes TO :"ingest_role";
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"runner_role";
 GRANT USAGE ON SCHEMA public TO :"runner_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts FROM :"runner_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings FROM :"runner_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON monitors TO :"runner_role";
 GRANT SELECT ON registry_changes TO :"runner_role";
@@ -94,14 +94,23 @@ GRANT SELECT ON channels TO :"runner_role";
 GRANT SELECT ON escalation_policies TO :"runner_role";
 GRANT SELECT, INSERT, UPDATE ON incident_alerts TO :"runner_role";
 
--- <db>_query: query service: authenticates API keys; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies; acknowledges incidents
+-- <db>_query: query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; issues and revokes keys; acknowledges incidents
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"query_role";
 GRANT USAGE ON SCHEMA public TO :"query_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts FROM :"query_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings FROM :"query_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON tenants TO :"query_role";
-GRANT SELECT ON access_keys TO :"query_role";
+GRANT SELECT, INSERT, UPDATE ON access_keys TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON people TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON memberships TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON invitations TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON sessions TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON oidc_identities TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON oidc_flows TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON password_resets TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON sign_in_failures TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON tenant_settings TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON monitors TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON heartbeat_tokens TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON status_pages TO :"query_role";

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import type { Monitor, StatusPage } from '@telemetry/contract';
 import { createLogger, createPostgres, type PgPool } from '@telemetry/platform';
 import {
+  ALERTING_TABLES,
   createTenant,
   issueKey,
   MonitorStore,
@@ -11,6 +12,7 @@ import {
   pgRoleName,
   placeholderMonitor,
   PG_SERVICE_ROLE_NAMES,
+  PEOPLE_TABLES,
   REGISTRY_ENTITIES,
   revokeKey,
   sqlState,
@@ -398,7 +400,12 @@ describe('the registry across replicas (real PostgreSQL)', function () {
   });
 
   describe("each service's PostgreSQL role may do exactly what PG_SERVICE_ROLES grants", () => {
-    const TABLES = [...(Object.keys(REGISTRY_ENTITIES) as RegistryTable[]), 'registry_changes'] as const;
+    const TABLES = [
+      ...(Object.keys(REGISTRY_ENTITIES) as RegistryTable[]),
+      'registry_changes',
+      ...ALERTING_TABLES,
+      ...PEOPLE_TABLES,
+    ] as const;
     const PRIVILEGES: readonly PgPrivilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
     const pools = new Map<PgServiceRole, PgPool>();
     const hex = (bytes: number): string => randomBytes(bytes).toString('hex');
@@ -529,6 +536,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
         UPDATE: () => [`UPDATE incident_alerts SET step = 1 WHERE tenant_id = $1`, [f.tenant]],
         DELETE: () => ['DELETE FROM incident_alerts WHERE tenant_id = $1', [f.tenant]],
       },
+      ...peopleProbes(() => f.tenant),
       registry_changes: {
         SELECT: () => ['SELECT count(*) FROM registry_changes', []],
         INSERT: () => [`INSERT INTO registry_changes (entity, id) VALUES ('probe', 'probe')`, []],
@@ -619,4 +627,97 @@ function countBy(values: readonly string[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const v of values) out[v] = (out[v] ?? 0) + 1;
   return out;
+}
+
+/** A new person's row, as an INSERT's CTE (the people tables' probes need one). */
+const NEW_PERSON = `WITH p AS (INSERT INTO people (person_id, email) VALUES ($1, $2) RETURNING person_id)`;
+
+function newPerson(): [string, string] {
+  const id = `per_${randomBytes(10).toString('hex')}`;
+  return [id, `${id}@example.test`];
+}
+
+/** The probes of the people tables (migration 4): each statement on one row of its own, or none. */
+function peopleProbes(
+  tenant: () => string,
+): Record<(typeof PEOPLE_TABLES)[number], Record<PgPrivilege, () => [string, unknown[]]>> {
+  const h = (n: number): string => randomBytes(n).toString('hex');
+  const later = "now() + interval '1 hour'";
+  const plain = (
+    table: string,
+    insert: () => [string, unknown[]],
+    column: string,
+  ): Record<PgPrivilege, () => [string, unknown[]]> => ({
+    SELECT: () => [`SELECT count(*) FROM ${table}`, []],
+    INSERT: insert,
+    UPDATE: () => [`UPDATE ${table} SET ${column} = ${column} WHERE false`, []],
+    DELETE: () => [`DELETE FROM ${table} WHERE false`, []],
+  });
+  return {
+    people: plain('people', () => [`INSERT INTO people (person_id, email) VALUES ($1, $2)`, newPerson()], 'name'),
+    memberships: plain(
+      'memberships',
+      () => [
+        `${NEW_PERSON} INSERT INTO memberships (tenant_id, person_id, role) SELECT $3, person_id, 'viewer' FROM p`,
+        [...newPerson(), tenant()],
+      ],
+      'role',
+    ),
+    invitations: plain(
+      'invitations',
+      () => [
+        `INSERT INTO invitations (invitation_id, tenant_id, email, role, invited_by, expires_at)
+         VALUES ($1, $2, 'probe@example.test', 'viewer', 'probe', ${later})`,
+        [`inv_${h(10)}`, tenant()],
+      ],
+      'role',
+    ),
+    sessions: plain(
+      'sessions',
+      () => [
+        `${NEW_PERSON} INSERT INTO sessions (session_hash, person_id, tenant_id, method, csrf_token, expires_at)
+         SELECT $3, person_id, $4, 'password', 'probe', ${later} FROM p`,
+        [...newPerson(), h(32), tenant()],
+      ],
+      'ip',
+    ),
+    oidc_identities: plain(
+      'oidc_identities',
+      () => [
+        `${NEW_PERSON} INSERT INTO oidc_identities (issuer, subject, person_id) SELECT 'probe', $3, person_id FROM p`,
+        [...newPerson(), h(8)],
+      ],
+      'subject',
+    ),
+    oidc_flows: plain(
+      'oidc_flows',
+      () => [
+        `INSERT INTO oidc_flows (state, browser_hash, nonce, code_verifier, expires_at)
+         VALUES ($1, 'probe', 'probe', 'probe', ${later})`,
+        [h(16)],
+      ],
+      'nonce',
+    ),
+    password_resets: plain(
+      'password_resets',
+      () => [
+        `${NEW_PERSON} INSERT INTO password_resets (token_hash, person_id, expires_at) SELECT $3, person_id, ${later} FROM p`,
+        [...newPerson(), h(32)],
+      ],
+      'used_at',
+    ),
+    sign_in_failures: plain(
+      'sign_in_failures',
+      () => [
+        `INSERT INTO sign_in_failures (bucket, failures, last_failure_at, blocked_until) VALUES ($1, 1, now(), now())`,
+        [`probe:${h(8)}`],
+      ],
+      'failures',
+    ),
+    tenant_settings: plain(
+      'tenant_settings',
+      () => [`INSERT INTO tenant_settings (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING`, [tenant()]],
+      'version',
+    ),
+  };
 }

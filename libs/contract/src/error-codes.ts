@@ -25,6 +25,25 @@ export const ERROR_CODES = {
     description:
       "A monitor's URL or a webhook URL is an IP address the egress policy denies (loopback, private, link-local, ... in any notation), or its port is one EGRESS_DENY_PORTS denies (25 by default), whatever its host; `details.path` names the field. Names are judged when a check connects.",
   },
+  INVITATION_INVALID: {
+    status: 400,
+    description:
+      'An invitation link is malformed, forged, expired, revoked or used already, or was sent to another email than the one signing in with it; ask for a new invitation.',
+  },
+  RESET_LINK_INVALID: {
+    status: 400,
+    description: 'A password-reset link is malformed, forged, expired or used already; ask for a new one.',
+  },
+  WEAK_PASSWORD: {
+    status: 400,
+    description:
+      'The password is shorter than the minimum (docs/access.md, "Limits"), longer than the maximum, or on the list of common passwords; `details.reason` says which.',
+  },
+  OIDC_FAILED: {
+    status: 400,
+    description:
+      "A single sign-on callback was refused: its `state` is unknown, used or expired, or the identity provider's answer failed validation (issuer, audience, nonce, signature); sign in again from the start.",
+  },
   // 401: who are you?
   MISSING_CREDENTIALS: {
     status: 401,
@@ -38,8 +57,26 @@ export const ERROR_CODES = {
     status: 401,
     description: 'The key was valid but its expiry time has passed; ask for a new key.',
   },
+  SIGN_IN_FAILED: {
+    status: 401,
+    description:
+      'The email and password (or the TOTP code) do not match an account; the same answer whichever was wrong.',
+  },
+  TOTP_REQUIRED: {
+    status: 401,
+    description: 'The password was right and the account has two-step sign-in: send `totp` with the current code.',
+  },
+  SESSION_EXPIRED: {
+    status: 401,
+    description:
+      'The session cookie names a session that was signed out, expired (idle or absolute), or whose person is no longer a member of its tenant; sign in again.',
+  },
   // 403: we know you, and no
-  INSUFFICIENT_SCOPE: { status: 403, description: 'The API key lacks the scope this route needs.' },
+  INSUFFICIENT_SCOPE: {
+    status: 403,
+    description:
+      "The API key, or the signed-in person's role, lacks the scope this route needs (`details.scope`; docs/access.md has the matrix).",
+  },
   MONITOR_NOT_ALLOWED: { status: 403, description: 'The API key is limited to other monitors.' },
   QUOTA_EXCEEDED: {
     status: 403,
@@ -54,6 +91,21 @@ export const ERROR_CODES = {
     status: 403,
     description: "An event's `source` is not in the access key's allowed sources.",
   },
+  CSRF_FAILED: {
+    status: 403,
+    description:
+      "A state-changing request authenticated by the session cookie came without the session's `X-CSRF-Token`, with a wrong one, or from another origin; nothing was changed.",
+  },
+  ROLE_NOT_ALLOWED: {
+    status: 403,
+    description:
+      'Only an owner may grant or take the owner role, remove an owner or invite one; an admin may do the rest.',
+  },
+  NOT_A_MEMBER: {
+    status: 403,
+    description:
+      'The person signed in is not a member of that tenant (or of any: ask an owner or admin for an invitation).',
+  },
   // 404
   NOT_FOUND: { status: 404, description: 'No such route.' },
   MONITOR_NOT_FOUND: { status: 404, description: 'No monitor with this id (never created, or deleted).' },
@@ -66,6 +118,13 @@ export const ERROR_CODES = {
   INCIDENT_NOT_FOUND: {
     status: 404,
     description: 'No incident with this id in this tenant (or its down alert has not been dispatched yet).',
+  },
+  MEMBER_NOT_FOUND: { status: 404, description: 'No member with this person id in this tenant.' },
+  INVITATION_NOT_FOUND: { status: 404, description: 'No pending invitation with this id in this tenant.' },
+  KEY_NOT_FOUND: { status: 404, description: 'No key with this key id in this tenant.' },
+  SSO_NOT_CONFIGURED: {
+    status: 404,
+    description: 'Single sign-on is not configured here (OIDC_ISSUER is empty); sign in with email and password.',
   },
   LINK_INVALID: {
     status: 400,
@@ -87,6 +146,14 @@ export const ERROR_CODES = {
     status: 409,
     description:
       'The alert channel or escalation policy is used by a monitor or a policy (`details.used_by` lists them); remove it there first.',
+  },
+  ALREADY_MEMBER: {
+    status: 409,
+    description: 'The person with this email is a member of the tenant already; change their role instead.',
+  },
+  LAST_OWNER: {
+    status: 409,
+    description: 'The tenant would have no owner left; make another member owner first.',
   },
   // 412
   PRECONDITION_FAILED: {
@@ -113,6 +180,11 @@ export const ERROR_CODES = {
     status: 429,
     description:
       'Too many requests for this key, or too many exports at once (`details.limit` names the limit); see `Retry-After`.',
+  },
+  SIGN_IN_THROTTLED: {
+    status: 429,
+    description:
+      'Too many failed sign-ins for this account or from this address: wait `Retry-After` seconds (the wait grows with each failure and ends by itself; nobody is locked out).',
   },
   // 5xx: our side; safe to retry after `Retry-After`
   INTERNAL_ERROR: { status: 500, description: 'An unexpected error; details are in our logs, not here.' },

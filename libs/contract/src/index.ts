@@ -12,3 +12,4 @@ export * from './monitor-types/index.js';
 export { ipVersion } from './urls.js';
 export * from './channels/index.js';
 export * from './alerting-schemas.js';
+export * from './access.js';

@@ -165,6 +165,12 @@ export const topicSpec = {
     'Kafka topic of webhook delivery attempts (one message per attempt)',
     TOPIC,
   ),
+  auditTopic: v.str(
+    'AUDIT_TOPIC',
+    'telemetry.audit',
+    'Kafka topic of audit entries (docs/access.md, "Audit log"), written to the audit_log table',
+    TOPIC,
+  ),
   monitorChangesTopic: v.str(
     'MONITOR_CHANGES_TOPIC',
     'monitor.changes',

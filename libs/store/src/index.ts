@@ -26,3 +26,5 @@ export * from './first-seen.js';
 export * from './heartbeats.js';
 export * from './monitor-dimension.js';
 export * from './stream-tables.js';
+export * from './audit-log.js';
+export * from './people/index.js';

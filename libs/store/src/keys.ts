@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { DEFAULT_TENANT } from '@telemetry/contract';
+import { DEFAULT_TENANT, SCOPES, withImpliedScopes } from '@telemetry/contract';
 import { AppError, Mirror } from '@telemetry/platform';
 
 /** The change feed's name for access keys (registry_changes.entity). */
@@ -14,9 +14,8 @@ export const KEYS_ENTITY = 'access_keys';
  */
 export type KeyKind = 'telemetry' | 'api';
 
-/** API key scopes (docs/api.md). */
-export const SCOPES = ['checks:read', 'monitors:read', 'monitors:write', 'events:read'] as const;
-export type Scope = (typeof SCOPES)[number];
+/** API key scopes: the contract's (docs/access.md). */
+export { SCOPES, type Scope } from '@telemetry/contract';
 
 const PREFIX: Record<KeyKind, string> = { telemetry: 'tk', api: 'ak' };
 const KEY_FORMAT = /^(tk|ak)_([0-9a-f]{16})_([0-9a-f]{64})$/;
@@ -36,6 +35,8 @@ export interface KeyRecord {
   /** When the key stops working ('YYYY-MM-DD hh:mm:ss', UTC), or null: never. */
   expires_at: string | null;
   version: number;
+  /** Who made it: a person's id (`per_…`), or `operator` (npm run keys), or '' before people existed. */
+  created_by?: string;
 }
 
 export interface ParsedKey {
@@ -67,6 +68,8 @@ export interface NewKey {
   allowedSources?: string[];
   /** Seconds from now until the key stops working; undefined: never. */
   expiresInSeconds?: number;
+  /** Who makes it (KeyRecord.created_by). */
+  createdBy?: string;
 }
 
 /** '90d', '12h', '30m', '3600s': seconds; undefined when it is not such a duration. */
@@ -101,6 +104,7 @@ export function newKeyRecord(spec: NewKey, now = Date.now()): { key: string; rec
     created_at: dateTimeText(now),
     expires_at: spec.expiresInSeconds === undefined ? null : dateTimeText(now + spec.expiresInSeconds * 1000),
     version: now,
+    created_by: spec.createdBy ?? 'operator',
   };
   return { key: `${PREFIX[spec.kind]}_${keyId}_${secret}`, record };
 }
@@ -149,7 +153,8 @@ export function indexKeys(records: KeyRecord[]): Map<string, KeyEntry> {
         tenantId: r.tenant_id || DEFAULT_TENANT,
         name: r.name,
         kind: r.kind,
-        scopes: new Set(r.scopes),
+        // A monitors scope carries its channels scope (keys made before those existed).
+        scopes: withImpliedScopes(r.scopes),
         monitorIds: new Set(r.monitor_ids),
         allowedOrigins: new Set(r.allowed_origins),
         allowedSources: new Set(r.allowed_sources),

@@ -19,6 +19,7 @@ import { statusPagesMigrations } from './legacy/status-pages.js';
 import { tenantsMigrations } from './legacy/tenants.js';
 import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
 import { monitorDimensionMigrations } from './monitor-dimension.js';
+import { auditLogMigrations } from './audit-log.js';
 
 /**
  * Versioned ClickHouse migrations. Each table module (events, checks, alerts, webhook
@@ -47,6 +48,7 @@ const VERSIONS: Record<number, string> = {
   13: 'the monitors dimension table (the registry moved to PostgreSQL)',
   14: 'alerting: who acknowledged an incident; the channel and kind of each delivery attempt',
   15: "events: the trackers' protocols (protocol, anonymous_id, user_id, client_ip, user_agent)",
+  16: 'the audit log',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -60,6 +62,7 @@ const MODULES: readonly MigrationsByVersion[] = [
   freshnessMigrations,
   statusPagesMigrations,
   monitorDimensionMigrations,
+  auditLogMigrations,
 ];
 
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({
@@ -92,6 +95,7 @@ export const DISTRIBUTED_TABLES: Record<string, string> = {
   checks: 'cityHash64(id)',
   alerts: 'cityHash64(id)',
   webhook_deliveries: 'cityHash64(id)',
+  audit_log: 'cityHash64(id)',
 };
 
 /**

@@ -24,7 +24,6 @@ import {
   type Scope,
   type StatusPageStore,
   type StoredStatusPage,
-  type VerifiedKey,
 } from '@telemetry/store';
 import type { CheckTail } from './check-tail.js';
 import { checksRoute } from './checks.route.js';
@@ -42,6 +41,8 @@ import type { ReadDeps } from './params.js';
 import { channelRoutes } from './channels.route.js';
 import { escalationPolicyRoutes } from './escalation-policies.route.js';
 import { acknowledgeRoutes } from './acknowledge.route.js';
+import { authorize, type SessionResolver } from './access/principal.js';
+import type { Auditor } from './access/audit.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -75,6 +76,9 @@ export interface QueryDeps {
   publishAlert: (alert: AlertMessage) => Promise<void>;
   /** What a test notification is sent with (this service's egress-bound HTTP client and mailer). */
   channelContext: () => ChannelContext;
+  /** People's sessions (access/principal.ts) and the audit log (access/audit.ts). */
+  sessions: SessionResolver;
+  audit: Auditor;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -98,7 +102,11 @@ export function createQueryApp(deps: QueryDeps): Express {
     logger: deps.logger,
     queryTimeoutMs: deps.config.queryTimeoutMs,
   };
-  const registryAuth = { read: bearer(deps.keys, 'monitors:read'), write: bearer(deps.keys, 'monitors:write') };
+  // An API key or a session (docs/access.md), with a scope.
+  const access = { keys: deps.keys, sessions: deps.sessions, audit: deps.audit };
+  const auth = (scope: Scope): RequestHandler => authorize(access, scope);
+  const registryAuth = { read: auth('monitors:read'), write: auth('monitors:write') };
+  const channelsAuth = { read: auth('channels:read'), write: auth('channels:write') };
   monitorRoutes(app, {
     store: deps.monitors,
     directory: deps.directory,
@@ -114,7 +122,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   });
   app.get(
     '/api/monitors/:id/incidents',
-    bearer(deps.keys, 'monitors:read'),
+    auth('monitors:read'),
     ...incidentsRoute({
       known,
       acknowledgements: deps.incidentAlerts,
@@ -123,7 +131,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   );
   app.get(
     '/api/monitors/:id/webhook-deliveries',
-    bearer(deps.keys, 'monitors:read'),
+    auth('monitors:read'),
     ...webhookDeliveriesRoute({
       known,
       ...read,
@@ -131,7 +139,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   );
   app.get(
     '/api/monitors/:id/checks',
-    bearer(deps.keys, 'checks:read'),
+    auth('checks:read'),
     known,
     checksRoute({
       tail: deps.tail,
@@ -145,7 +153,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   );
   app.get(
     '/api/monitors/:id/checks/summary',
-    bearer(deps.keys, 'checks:read'),
+    auth('checks:read'),
     known,
     summaryRoute({
       closed: new ByteLru(deps.config.summaryCacheBytes),
@@ -154,7 +162,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   );
   app.get(
     '/api/monitors/:id/checks/export',
-    bearer(deps.keys, 'checks:read'),
+    auth('checks:read'),
     known,
     exportRoute({
       client: deps.exportClient,
@@ -182,7 +190,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     validators: deps.validators,
     channelValidators: deps.channelValidators,
     policy: deps.policy,
-    auth: registryAuth,
+    auth: channelsAuth,
     minDelaySeconds: deps.config.alertMinDelaySeconds,
     publicUrl: deps.config.publicUrl,
     testContext: deps.channelContext,
@@ -193,7 +201,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     store: deps.policies,
     validators: deps.validators,
     logger: deps.logger,
-    auth: registryAuth,
+    auth: channelsAuth,
     minDelaySeconds: deps.config.alertMinDelaySeconds,
   });
   acknowledgeRoutes(app, {
@@ -205,7 +213,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   });
   app.get(
     '/api/events/per-minute',
-    bearer(deps.keys, 'events:read'),
+    auth('events:read'),
     eventsPerMinuteRoute({
       ...read,
     }),
@@ -239,21 +247,4 @@ export function createQueryApp(deps: QueryDeps): Express {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,
   });
-}
-
-/**
- * `Authorization: Bearer <API key>` with `scope`. The key's tenant confines everything
- * after it; which monitors of the tenant it may touch is checked by requireMonitor.
- */
-function bearer(keys: Pick<KeyStore, 'authenticate'>, scope: Scope): RequestHandler {
-  return (req, res, next) => {
-    const header = req.get('authorization');
-    if (!header) throw new AppError('MISSING_CREDENTIALS', 'send Authorization: Bearer <API key>');
-    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (!m) throw new AppError('INVALID_CREDENTIALS', 'the API key is not valid');
-    const key: VerifiedKey = keys.authenticate(m[1]!, 'api');
-    if (!key.scopes.has(scope)) throw new AppError('INSUFFICIENT_SCOPE', `this API key lacks the ${scope} scope`);
-    res.locals.key = key;
-    next();
-  };
 }

@@ -1,5 +1,6 @@
 import { alertingSpec, mailSpec } from '@telemetry/alerting';
 import { heartbeatSpec } from '@telemetry/store';
+import { accessSpec } from './access/config.js';
 import {
   clickhouseSpec,
   postgresSpec,
@@ -32,6 +33,9 @@ export const querySpec = {
   checksTopic: topicSpec.checksTopic,
   // Acknowledgements are published there, for the runners' dispatchers and the alerts table.
   alertsTopic: topicSpec.alertsTopic,
+  // The audit log's entries (docs/access.md).
+  auditTopic: topicSpec.auditTopic,
+  ...accessSpec,
   // Acknowledge links (PUBLIC_URL, ACK_LINK_TTL_SECONDS), the escalation minimum, and the
   // mail settings a test notification of an email channel is sent with.
   ...alertingSpec,

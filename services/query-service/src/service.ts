@@ -33,10 +33,12 @@ import {
   MonitorDimension,
   pruneRegistryChanges,
   registryFeed,
+  resolveSession,
   StatusPageStore,
   type StoredStatusPage,
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
+import { publishingAuditor } from './access/audit.js';
 import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
@@ -148,6 +150,12 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     channelValidators: createChannelValidators(),
     publishAlert: (a) => changes.send(config.alertsTopic, [{ key: a.monitor_id, value: JSON.stringify(a) }]),
     channelContext,
+    sessions: { resolve: (token) => resolveSession(pool, token, config.sessionIdleSeconds) },
+    // Audit entries are keyed by tenant: one tenant's entries stay in order.
+    audit: publishingAuditor(
+      (e) => changes.send(config.auditTopic, [{ key: e.tenant_id, value: JSON.stringify(e) }]),
+      logger,
+    ),
     statusPages,
     statusPageDirectory: statusDirectory,
     consoleAssets: loadConsoleAssets(logger),

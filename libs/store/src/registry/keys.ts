@@ -4,7 +4,7 @@ import { registryWrite } from './pg.js';
 
 const COLUMNS = `tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins, allowed_sources,
   revoked, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS created_at,
-  to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS expires_at`;
+  to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS expires_at, created_by`;
 
 interface Row extends Omit<KeyRecord, 'revoked' | 'version'> {
   revoked: boolean;
@@ -34,15 +34,15 @@ export async function insertKeyRecordsIn(tx: PgQueryable, records: readonly KeyR
   if (records.length === 0) return 0;
   const { rowCount } = await tx.query(
     `INSERT INTO access_keys (tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins,
-       allowed_sources, revoked, created_at, expires_at)
+       allowed_sources, revoked, created_at, expires_at, created_by)
      SELECT r.tenant_id, r.key_id, r.kind, r.name, r.secret_hash,
        ARRAY(SELECT jsonb_array_elements_text(r.scopes)), ARRAY(SELECT jsonb_array_elements_text(r.monitor_ids)),
        ARRAY(SELECT jsonb_array_elements_text(r.allowed_origins)),
        ARRAY(SELECT jsonb_array_elements_text(r.allowed_sources)),
-       r.revoked, (r.created_at || 'Z')::timestamptz, (r.expires_at || 'Z')::timestamptz
+       r.revoked, (r.created_at || 'Z')::timestamptz, (r.expires_at || 'Z')::timestamptz, coalesce(r.created_by, '')
      FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key_id text, kind text, name text, secret_hash text,
        scopes jsonb, monitor_ids jsonb, allowed_origins jsonb, allowed_sources jsonb, revoked boolean,
-       created_at text, expires_at text)
+       created_at text, expires_at text, created_by text)
      ON CONFLICT (key_id) DO NOTHING`,
     [
       JSON.stringify(

@@ -31,7 +31,24 @@ export const REGISTRY_ENTITIES = {
 /** The alerting tables (migration 3): not in the change feed; each service reads them when it needs them. */
 export const ALERTING_TABLES = ['channels', 'escalation_policies', 'incident_alerts'] as const;
 
-export type RegistryTable = keyof typeof REGISTRY_ENTITIES | 'registry_changes' | (typeof ALERTING_TABLES)[number];
+/** People, memberships, sign-in and sessions (migration 4, docs/access.md): read by the query service only. */
+export const PEOPLE_TABLES = [
+  'people',
+  'memberships',
+  'invitations',
+  'sessions',
+  'oidc_identities',
+  'oidc_flows',
+  'password_resets',
+  'sign_in_failures',
+  'tenant_settings',
+] as const;
+
+export type RegistryTable =
+  | keyof typeof REGISTRY_ENTITIES
+  | 'registry_changes'
+  | (typeof ALERTING_TABLES)[number]
+  | (typeof PEOPLE_TABLES)[number];
 
 const trigger = (table: keyof typeof REGISTRY_ENTITIES): string[] => [
   `CREATE TRIGGER ${table}_changed AFTER INSERT OR UPDATE OR DELETE ON ${table}
@@ -179,6 +196,103 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
       `CREATE INDEX incident_alerts_monitor ON incident_alerts (tenant_id, monitor_id)`,
     ],
   },
+  {
+    version: 4,
+    name: 'people',
+    statements: [
+      // A person: one per email (lower case). password_hash: a PHC string of the memory-hard
+      // hash (docs/access.md, "Passwords"), null when they sign in by SSO only; totp_sealed:
+      // their TOTP secret sealed with SECRETS_KEYS; totp_last_step: the last time step
+      // accepted, so that a code is used once.
+      `CREATE TABLE people (
+         person_id text PRIMARY KEY CHECK (person_id ~ '^per_[a-z0-9]{20}$'),
+         email text NOT NULL UNIQUE CHECK (email = lower(email) AND length(email) BETWEEN 3 AND 254),
+         name text NOT NULL DEFAULT '' CHECK (length(name) <= 200),
+         password_hash text,
+         password_changed_at timestamptz,
+         totp_sealed text,
+         totp_enabled boolean NOT NULL DEFAULT false,
+         totp_last_step bigint NOT NULL DEFAULT 0,
+         created_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE TABLE memberships (
+         tenant_id text NOT NULL REFERENCES tenants ON DELETE CASCADE,
+         person_id text NOT NULL REFERENCES people ON DELETE CASCADE,
+         role text NOT NULL CHECK (role IN ('viewer', 'editor', 'admin', 'owner')),
+         created_at timestamptz NOT NULL DEFAULT now(),
+         created_by text NOT NULL DEFAULT '',
+         PRIMARY KEY (tenant_id, person_id))`,
+      `CREATE INDEX memberships_person ON memberships (person_id)`,
+      // The link carries the id and a signature (SECRETS_KEYS); the row says whether it is
+      // still pending: accepted or revoked once, never again.
+      `CREATE TABLE invitations (
+         invitation_id text PRIMARY KEY CHECK (invitation_id ~ '^inv_[a-z0-9]{20}$'),
+         tenant_id text NOT NULL REFERENCES tenants ON DELETE CASCADE,
+         email text NOT NULL CHECK (email = lower(email)),
+         role text NOT NULL CHECK (role IN ('viewer', 'editor', 'admin', 'owner')),
+         invited_by text NOT NULL,
+         created_at timestamptz NOT NULL DEFAULT now(),
+         expires_at timestamptz NOT NULL,
+         accepted_at timestamptz,
+         accepted_by text,
+         revoked_at timestamptz)`,
+      `CREATE INDEX invitations_tenant ON invitations (tenant_id) WHERE accepted_at IS NULL AND revoked_at IS NULL`,
+      // A session: SHA-256 of the cookie's token (the token is never stored), the tenant it
+      // is signed in to, its CSRF token, its absolute expiry; idle expiry is last_seen_at
+      // plus SESSION_IDLE_SECONDS.
+      `CREATE TABLE sessions (
+         session_hash text PRIMARY KEY CHECK (session_hash ~ '^[0-9a-f]{64}$'),
+         person_id text NOT NULL REFERENCES people ON DELETE CASCADE,
+         tenant_id text NOT NULL REFERENCES tenants ON DELETE CASCADE,
+         method text NOT NULL CHECK (method IN ('password', 'oidc')),
+         csrf_token text NOT NULL,
+         created_at timestamptz NOT NULL DEFAULT now(),
+         last_seen_at timestamptz NOT NULL DEFAULT now(),
+         expires_at timestamptz NOT NULL,
+         ip text NOT NULL DEFAULT '',
+         user_agent text NOT NULL DEFAULT '')`,
+      `CREATE INDEX sessions_person ON sessions (person_id)`,
+      `CREATE INDEX sessions_expiry ON sessions (expires_at)`,
+      `CREATE TABLE oidc_identities (
+         issuer text NOT NULL,
+         subject text NOT NULL,
+         person_id text NOT NULL REFERENCES people ON DELETE CASCADE,
+         created_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (issuer, subject))`,
+      // A sign-in started at the identity provider: used once (DELETE … RETURNING), bound
+      // to the browser that started it by a cookie whose hash is browser_hash.
+      `CREATE TABLE oidc_flows (
+         state text PRIMARY KEY,
+         browser_hash text NOT NULL,
+         nonce text NOT NULL,
+         code_verifier text NOT NULL,
+         invitation text,
+         return_to text NOT NULL DEFAULT '',
+         created_at timestamptz NOT NULL DEFAULT now(),
+         expires_at timestamptz NOT NULL)`,
+      `CREATE TABLE password_resets (
+         token_hash text PRIMARY KEY CHECK (token_hash ~ '^[0-9a-f]{64}$'),
+         person_id text NOT NULL REFERENCES people ON DELETE CASCADE,
+         created_at timestamptz NOT NULL DEFAULT now(),
+         expires_at timestamptz NOT NULL,
+         used_at timestamptz)`,
+      // Failed sign-ins per bucket (an account, an address, the pair): the growing delay.
+      `CREATE TABLE sign_in_failures (
+         bucket text PRIMARY KEY CHECK (length(bucket) <= 600),
+         failures integer NOT NULL CHECK (failures >= 0),
+         last_failure_at timestamptz NOT NULL,
+         blocked_until timestamptz NOT NULL)`,
+      // The email-domain rule: a verified SSO email in one of these domains joins as auto_admit_role.
+      `CREATE TABLE tenant_settings (
+         tenant_id text PRIMARY KEY REFERENCES tenants ON DELETE CASCADE,
+         auto_admit_domains text[] NOT NULL DEFAULT '{}',
+         auto_admit_role text NOT NULL DEFAULT 'viewer' CHECK (auto_admit_role IN ('viewer', 'editor', 'admin')),
+         version bigint NOT NULL DEFAULT 1 CHECK (version > 0),
+         updated_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE INDEX tenant_settings_domains ON tenant_settings USING gin (auto_admit_domains)`,
+      // Who made a key: a person's id, 'operator' (npm run keys), '' before people.
+      `ALTER TABLE access_keys ADD COLUMN created_by text NOT NULL DEFAULT ''`,
+    ],
+  },
 ];
 
 /** Applies the registry's migrations (as the database's owner). */
@@ -228,9 +342,11 @@ export const PG_SERVICE_ROLES = {
   },
   query: {
     usedBy:
-      'query service: authenticates API keys; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies; acknowledges incidents',
+      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; issues and revokes keys; acknowledges incidents',
     grants: [
-      ...grant(READ, 'tenants', 'access_keys'),
+      ...grant(READ, 'tenants'),
+      { table: 'access_keys', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
+      ...grant(WRITE, ...PEOPLE_TABLES),
       ...grant(WRITE, 'monitors', 'heartbeat_tokens', 'status_pages', 'channels', 'escalation_policies'),
       { table: 'incident_alerts', privileges: ['SELECT', 'UPDATE'] },
       ...grant(READ, 'registry_changes'),
@@ -253,6 +369,7 @@ export function pgGrantStatements(
     ...(Object.keys(REGISTRY_ENTITIES) as RegistryTable[]),
     'registry_changes',
     ...ALERTING_TABLES,
+    ...PEOPLE_TABLES,
   ];
   return PG_SERVICE_ROLE_NAMES.map((service) => {
     const { usedBy, grants, functions } = PG_SERVICE_ROLES[service];
