@@ -3,7 +3,6 @@ import type { Registry } from 'prom-client';
 import { buildOpenApi, type AlertMessage, type ChannelValidators, type Validators } from '@telemetry/contract';
 import type { AckLinks, ChannelContext } from '@telemetry/alerting';
 import {
-  AppError,
   methodNotAllowed,
   type ClickHouseClient,
   type ClickHouseReader,

@@ -50,6 +50,12 @@ export function changedFields(
   return out;
 }
 
+/** The route's pattern (`/api/monitors/:id`), not the path with its ids. */
+function routePath(req: Request): string {
+  const route = req.route as { path?: unknown } | undefined;
+  return `${req.baseUrl}${typeof route?.path === 'string' ? route.path : req.path}`;
+}
+
 /** An Auditor that publishes each entry with `publish` (Kafka, acknowledged). */
 export function publishingAuditor(publish: (entry: AuditEntry) => Promise<void>, logger: Logger): Auditor {
   const record = async (req: Request, res: Response, r: AuditRecord): Promise<void> => {
@@ -87,7 +93,7 @@ export function publishingAuditor(publish: (entry: AuditEntry) => Promise<void>,
     denied: (req, res, code) =>
       record(req, res, {
         action: 'access.denied',
-        target: { type: 'route', id: `${req.method} ${req.baseUrl}${req.route ? String(req.route.path) : req.path}` },
+        target: { type: 'route', id: `${req.method} ${routePath(req)}` },
         outcome: 'denied',
         changes: { code: { after: code } },
       }),
