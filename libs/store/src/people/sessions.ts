@@ -80,3 +80,65 @@ export async function resolveSession(
     expiresAtMs: Number(r.expires_ms),
   };
 }
+
+export interface NewSession {
+  personId: string;
+  tenantId: string;
+  method: 'password' | 'oidc';
+  ip: string;
+  userAgent: string;
+  /** Absolute lifetime (SESSION_MAX_SECONDS). */
+  maxSeconds: number;
+}
+
+/** Starts a session: its cookie token (never stored) and CSRF token, and when it ends at the latest. */
+export async function createSession(
+  db: PgQueryable,
+  s: NewSession,
+): Promise<{ token: string; csrfToken: string; expiresAtMs: number }> {
+  const { token, csrfToken } = newSessionTokens();
+  const { rows } = await registryCall(() =>
+    db.query<{ expires_ms: string }>(
+      `INSERT INTO sessions (session_hash, person_id, tenant_id, method, csrf_token, expires_at, ip, user_agent)
+       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6), $7, $8)
+       RETURNING (extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms`,
+      [
+        sessionHash(token),
+        s.personId,
+        s.tenantId,
+        s.method,
+        csrfToken,
+        s.maxSeconds,
+        s.ip.slice(0, 100),
+        s.userAgent.slice(0, 512),
+      ],
+    ),
+  );
+  return { token, csrfToken, expiresAtMs: Number(rows[0]!.expires_ms) };
+}
+
+/** Ends one session (sign-out). */
+export async function endSession(db: PgQueryable, hash: string): Promise<void> {
+  await registryCall(() => db.query('DELETE FROM sessions WHERE session_hash = $1', [hash]));
+}
+
+/** Ends every session of a person, in every tenant ("sign out everywhere", a password reset). Returns how many. */
+export async function endSessionsOf(db: PgQueryable, personId: string): Promise<number> {
+  const { rowCount } = await registryCall(() => db.query('DELETE FROM sessions WHERE person_id = $1', [personId]));
+  return rowCount ?? 0;
+}
+
+/** Every tenant a person belongs to, with its name and their role there (oldest membership first). */
+export async function tenantsOf(
+  db: PgQueryable,
+  personId: string,
+): Promise<{ id: string; name: string; role: Role }[]> {
+  const { rows } = await registryCall(() =>
+    db.query<{ id: string; name: string; role: Role }>(
+      `SELECT m.tenant_id AS id, t.name, m.role FROM memberships m JOIN tenants t USING (tenant_id)
+       WHERE m.person_id = $1 ORDER BY m.created_at, m.tenant_id`,
+      [personId],
+    ),
+  );
+  return rows;
+}
