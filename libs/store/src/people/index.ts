@@ -1,2 +1,3 @@
 export * from './sessions.js';
 export * from './passwords.js';
+export * from './people.js';

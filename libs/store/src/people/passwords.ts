@@ -21,7 +21,7 @@ export const PASSWORD_HASH = {
   parallelism: 1,
 } as const;
 
-const COMMON = new Set((dictionary.passwords).map((p) => p.toLowerCase()));
+const COMMON = new Set(dictionary.passwords.map((p) => p.toLowerCase()));
 
 /** Why `password` may not be a new password, or undefined (count in code points). */
 export function passwordProblem(password: string): 'too_short' | 'too_long' | 'common' | undefined {
