@@ -42,6 +42,8 @@ import { escalationPolicyRoutes } from './escalation-policies.route.js';
 import { acknowledgeRoutes } from './acknowledge.route.js';
 import { authorize, type SessionResolver } from './access/principal.js';
 import type { Auditor } from './access/audit.js';
+import { sessionRoutes, type SignInDeps } from './session.route.js';
+import { accountRoutes } from './account.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -78,6 +80,8 @@ export interface QueryDeps {
   /** People's sessions (access/principal.ts) and the audit log (access/audit.ts). */
   sessions: SessionResolver;
   audit: Auditor;
+  /** Password sign-in, TOTP, reset by email, throttling (session.route.ts, account.route.ts). */
+  signIn: Omit<SignInDeps, 'access' | 'logger'>;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -105,6 +109,9 @@ export function createQueryApp(deps: QueryDeps): Express {
   const access = { keys: deps.keys, sessions: deps.sessions, audit: deps.audit };
   const auth = (scope: Scope): RequestHandler => authorize(access, scope);
   const registryAuth = { read: auth('monitors:read'), write: auth('monitors:write') };
+  const signIn: SignInDeps = { ...deps.signIn, access, logger: deps.logger };
+  sessionRoutes(app, signIn);
+  accountRoutes(app, signIn);
   const channelsAuth = { read: auth('channels:read'), write: auth('channels:write') };
   monitorRoutes(app, {
     store: deps.monitors,
@@ -242,6 +249,19 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/incidents/:id/acknowledge', ['POST']);
   methodNotAllowed(app, '/api/incidents/:id/unacknowledge', ['POST']);
   methodNotAllowed(app, '/ack/:token', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/session', ['GET', 'HEAD', 'DELETE']);
+  for (const path of [
+    '/api/session/password',
+    '/api/session/sign-out-everywhere',
+    '/api/session/tenant',
+    '/api/password-resets',
+    '/api/password-resets/confirm',
+    '/api/me/totp/enable',
+  ]) {
+    methodNotAllowed(app, path, ['POST']);
+  }
+  methodNotAllowed(app, '/api/me/password', ['PUT']);
+  methodNotAllowed(app, '/api/me/totp', ['POST', 'DELETE']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

@@ -34,11 +34,14 @@ import {
   pruneRegistryChanges,
   registryFeed,
   resolveSession,
+  SignInThrottle,
+  TotpStore,
   StatusPageStore,
   type StoredStatusPage,
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
+import { cookieSecure } from './access/session-cookie.js';
 import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
@@ -156,6 +159,16 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       (e) => changes.send(config.auditTopic, [{ key: e.tenant_id, value: JSON.stringify(e) }]),
       logger,
     ),
+    signIn: {
+      pool,
+      throttle: new SignInThrottle(pool),
+      totp: new TotpStore(pool, new SecretBox(config.secretsKeys)),
+      mailer,
+      secureCookie: cookieSecure(config.publicUrl),
+      publicUrl: config.publicUrl,
+      sessionMaxSeconds: config.sessionMaxSeconds,
+      passwordResetTtlSeconds: config.passwordResetTtlSeconds,
+    },
     statusPages,
     statusPageDirectory: statusDirectory,
     consoleAssets: loadConsoleAssets(logger),
