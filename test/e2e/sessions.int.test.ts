@@ -11,6 +11,7 @@ import {
   hashPassword,
   needsRehash,
   personByEmail,
+  pruneSignInRecords,
   sessionHash,
   totpCode,
 } from '@telemetry/store';
@@ -429,5 +430,34 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     expect((await call('GET', '/api/session', { cookie: other.cookie })).body.code).to.equal('SESSION_EXPIRED');
     const r = await call('POST', '/api/session/password', { body: { email: p.email, password: fresh } });
     expect(r.status).to.equal(200);
+  });
+
+  it('prunes quiet throttle buckets, old reset links and expired sessions, and keeps the rest', async () => {
+    const db = adminRegistry();
+    const p = await person([tenants.a]);
+    const live = await signIn(p.email);
+    const ended = await signIn(p.email);
+    await db.query(`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE session_hash = $1`, [
+      sessionHash(ended.token),
+    ]);
+    const quiet = `account:${uid('quiet')}@example.com`;
+    const recent = `account:${uid('recent')}@example.com`;
+    await db.query(
+      `INSERT INTO sign_in_failures (bucket, failures, last_failure_at, blocked_until) VALUES
+         ($1, 7, now() - interval '25 hours', now() - interval '25 hours'), ($2, 7, now(), now() + interval '1 minute')`,
+      [quiet, recent],
+    );
+    await db.query(
+      `INSERT INTO password_resets (token_hash, person_id, expires_at) VALUES ($1, $3, now() - interval '2 days'),
+         ($2, $3, now() + interval '1 hour')`,
+      [sessionHash(uid('old')), sessionHash(uid('new')), p.id],
+    );
+    expect(await pruneSignInRecords(db)).to.be.at.least(3);
+    const left = async (table: string, column: string, values: string[]) =>
+      (await db.query(`SELECT 1 FROM ${table} WHERE ${column} = ANY($1)`, [values])).rowCount;
+    expect(await left('sign_in_failures', 'bucket', [quiet, recent])).to.equal(1);
+    expect(await left('password_resets', 'person_id', [p.id])).to.equal(1);
+    expect(await left('sessions', 'session_hash', [sessionHash(live.token), sessionHash(ended.token)])).to.equal(1);
+    expect((await call('GET', '/api/session', { cookie: live.cookie })).status).to.equal(200);
   });
 });

@@ -109,3 +109,20 @@ export class SignInThrottle {
     await registryCall(() => this.pool.query('DELETE FROM sign_in_failures WHERE bucket = ANY($1)', [[account, pair]]));
   }
 }
+
+/**
+ * Forgets what sign-in no longer needs (hourly, by the query service): throttle buckets
+ * quiet and unblocked for a day, reset links a day past their expiry, sessions past their
+ * absolute expiry. Returns how many rows went.
+ */
+export async function pruneSignInRecords(pool: PgPool): Promise<number> {
+  const statements = [
+    `DELETE FROM sign_in_failures WHERE blocked_until < now() - interval '1 day'
+       AND last_failure_at < now() - interval '1 day'`,
+    `DELETE FROM password_resets WHERE expires_at < now() - interval '1 day'`,
+    'DELETE FROM sessions WHERE expires_at < now()',
+  ];
+  let n = 0;
+  for (const sql of statements) n += (await registryCall(() => pool.query(sql))).rowCount ?? 0;
+  return n;
+}
