@@ -169,6 +169,7 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     const got = await call<SessionView>('GET', '/api/session', { cookie: s.cookie });
     expect(got.status).to.equal(200);
     expect(got.body.data.csrf_token).to.equal(s.view.csrf_token);
+    expect(got.headers['cache-control']).to.equal('no-store');
     expect((await call('GET', '/api/session')).body.code).to.equal('MISSING_CREDENTIALS');
     expect((await call('GET', '/api/session', { cookie: 'telemetry_session=nonsense' })).body.code).to.equal(
       'SESSION_EXPIRED',

@@ -88,6 +88,11 @@ export function sessionOnly(access: AccessDeps, safe = false): RequestHandler {
   };
 }
 
+/** Answers `data` that holds a secret (a CSRF token, a TOTP secret): never stored by a cache. */
+export function sendPrivate(res: Response, data: unknown): void {
+  res.set('Cache-Control', 'no-store').json(ok(data));
+}
+
 export function signedIn(res: Response): SignedIn {
   return (res.locals.key as Principal).session!;
 }
@@ -184,11 +189,11 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
       csrfToken: s.csrfToken,
       expiresAtMs: s.expiresAtMs,
     });
-    res.json(ok(view));
+    sendPrivate(res, view);
   });
 
   app.get('/api/session', sessionOnly(access, true), async (_req, res) => {
-    res.json(ok(await sessionView(deps.pool, signedIn(res))));
+    sendPrivate(res, await sessionView(deps.pool, signedIn(res)));
   });
 
   app.delete('/api/session', sessionOnly(access), async (req, res) => {
@@ -225,6 +230,6 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
       changes: { tenant: { before: s.tenantId, after: tenant.id } },
       tenantId: tenant.id,
     });
-    res.json(ok(await sessionView(deps.pool, now)));
+    sendPrivate(res, await sessionView(deps.pool, now));
   });
 }
