@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { Algorithm, hash } from '@node-rs/argon2';
 import type { AuditEntry, SessionView } from '@telemetry/contract';
-import { ensureTopics } from '@telemetry/platform';
+import { createLogger, createPostgres, ensureTopics } from '@telemetry/platform';
 import {
   addMembership,
   createTenant,
@@ -453,7 +453,17 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
          ($2, $3, now() + interval '1 hour')`,
       [sessionHash(uid('old')), sessionHash(uid('new')), p.id],
     );
-    expect(await pruneSignInRecords(db)).to.be.at.least(3);
+    // As the query service's own role (least privilege), as its hourly job runs it.
+    const asQuery = createPostgres(
+      { databaseUrl: testStack().users.postgres!.query, databasePoolMax: 1, databaseTimeoutMs: 10_000 },
+      createLogger({ service: 'test', level: 'warn' }),
+      'sessions-test',
+    );
+    try {
+      expect(await pruneSignInRecords(asQuery)).to.be.at.least(3);
+    } finally {
+      await asQuery.end();
+    }
     const left = async (table: string, column: string, values: string[]) =>
       (await db.query(`SELECT 1 FROM ${table} WHERE ${column} = ANY($1)`, [values])).rowCount;
     expect(await left('sign_in_failures', 'bucket', [quiet, recent])).to.equal(1);
