@@ -175,10 +175,18 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
       'SESSION_EXPIRED',
     );
 
+    // Signing in again from the same browser ends the session its cookie held.
+    const again = await call<SessionView>('POST', '/api/session/password', {
+      cookie: s.cookie,
+      body: { email: p.email, password: PASSWORD },
+    });
+    expect(again.status).to.equal(200);
+    expect((await call('GET', '/api/session', { cookie: s.cookie })).body.code).to.equal('SESSION_EXPIRED');
+
     // tenant_id picks the tenant when they are a member there, else the oldest membership.
     expect((await signIn(p.email, { tenant_id: tenants.b })).view.tenant.id).to.equal(tenants.b);
     expect((await signIn(p.email, { tenant_id: 'ten_elsewhere' })).view.tenant.id).to.equal(tenants.a);
-    await eventually('sign-in audited', () => (auditOf('session.sign_in', p.id).length >= 3 ? true : undefined));
+    await eventually('sign-in audited', () => (auditOf('session.sign_in', p.id).length >= 4 ? true : undefined));
     const entry = auditOf('session.sign_in', p.id)[0]!;
     expect(entry).to.deep.include({ tenant_id: tenants.a, outcome: 'ok' });
     expect(entry.actor).to.deep.equal({ type: 'person', id: p.id, email: p.email });

@@ -10,6 +10,7 @@ import {
   needsRehash,
   normalEmail,
   personByEmail,
+  sessionHash,
   setPasswordHash,
   switchSessionTenant,
   tenantsOf,
@@ -18,7 +19,14 @@ import {
   type SignInThrottle,
   type TotpStore,
 } from '@telemetry/store';
-import { authenticate, csrfProblem, type AccessDeps, type Principal, type SignedIn } from './access/principal.js';
+import {
+  authenticate,
+  csrfProblem,
+  sessionToken,
+  type AccessDeps,
+  type Principal,
+  type SignedIn,
+} from './access/principal.js';
 import type { AuditRecord } from './access/audit.js';
 import { clearSessionCookie, setSessionCookie, sessionView } from './access/session-cookie.js';
 import { invalid, jsonBody } from './registry-objects.js';
@@ -173,6 +181,9 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
       userAgent: req.get('user-agent') ?? '',
       maxSeconds: deps.sessionMaxSeconds,
     });
+    // The session this browser held before (if any) ends: its cookie is replaced.
+    const previous = sessionToken(req);
+    if (previous !== undefined) await endSession(deps.pool, sessionHash(previous));
     setSessionCookie(res, s.token, s.expiresAtMs, deps.secureCookie);
     await access.audit.record(req, res, {
       action: 'session.sign_in',
