@@ -42,6 +42,7 @@ import { escalationPolicyRoutes } from './escalation-policies.route.js';
 import { acknowledgeRoutes } from './acknowledge.route.js';
 import { authorize, type SessionResolver } from './access/principal.js';
 import type { Auditor } from './access/audit.js';
+import { oidcRoutes, type OidcRoutesDeps } from './oidc.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -78,6 +79,8 @@ export interface QueryDeps {
   /** People's sessions (access/principal.ts) and the audit log (access/audit.ts). */
   sessions: SessionResolver;
   audit: Auditor;
+  /** Single sign-on (oidc.route.ts). */
+  oidc: Omit<OidcRoutesDeps, 'audit' | 'logger'>;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -210,6 +213,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     logger: deps.logger,
     auth: registryAuth,
   });
+  oidcRoutes(app, { ...deps.oidc, audit: deps.audit, logger: deps.logger });
   app.get(
     '/api/events/per-minute',
     auth('events:read'),

@@ -1,3 +1,4 @@
 export * from './sessions.js';
 export * from './passwords.js';
 export * from './people.js';
+export * from './oidc.js';
