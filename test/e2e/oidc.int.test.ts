@@ -136,6 +136,14 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     expect(ids.rowCount).to.equal(0);
   });
 
+  it("trusts an email Entra ID's way (xms_edov: true, no email_verified)", async () => {
+    const email = `${uid('e')}@${domain}`;
+    accounts.set('sub-entra', { email, xms_edov: true, name: 'E' });
+    const r = await oidcSignIn(query.url, 'sub-entra');
+    expect(r.callback.status).to.equal(302);
+    expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+  });
+
   it('admits a verified email of a ruled domain as the configured role', async () => {
     const email = `${uid('d')}@${domain}`;
     accounts.set('sub-domain', { email, email_verified: true, name: 'D' });

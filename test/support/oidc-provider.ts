@@ -32,6 +32,7 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
 export interface OidcAccount {
   email?: string;
   email_verified?: boolean;
+  xms_edov?: boolean;
   name?: string;
 }
 
@@ -81,7 +82,8 @@ export async function startOidcProvider(o: {
     jwks: { keys: [jwk] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
     pkce: { required: () => true },
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    // xms_edov: Entra ID's "email domain verified" (it sends no email_verified).
+    claims: { openid: ['sub'], email: ['email', 'email_verified', 'xms_edov'], profile: ['name'] },
     features: { devInteractions: { enabled: true } },
     findAccount: (_ctx: KoaContextWithOIDC, sub: string) => {
       const account = o.accounts.get(sub);

@@ -159,7 +159,8 @@ export class OidcRelyingParty {
         issuer: claims.iss,
         subject: claims.sub,
         email: typeof info.email === 'string' && info.email.includes('@') ? info.email : undefined,
-        emailVerified: info.email_verified === true,
+        // Entra ID sends no email_verified; its optional claim xms_edov says the tenant verified the domain.
+        emailVerified: info.email_verified === true || info.xms_edov === true,
         name: typeof info.name === 'string' ? info.name : '',
       };
     } catch (err) {
