@@ -2,18 +2,21 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { parse as parseCookies, serialize } from 'cookie';
 import { ok, type Role } from '@telemetry/contract';
-import { AppError, methodNotAllowed, type Logger, type PgQueryable } from '@telemetry/platform';
+import { AppError, methodNotAllowed, type Logger, type PgPool, type PgQueryable } from '@telemetry/platform';
 import {
+  acceptInvitation,
   addMembership,
   createSession,
   ensurePerson,
   linkIdentity,
+  openInvitationLink,
   personById,
   personOfIdentity,
   saveOidcFlow,
   takeOidcFlow,
   tenantsAdmittingDomain,
   tenantsOf,
+  type InvitationLinks,
   type PersonRecord,
 } from '@telemetry/store';
 import type { Auditor } from './access/audit.js';
@@ -30,6 +33,17 @@ import { cookieSecure, setSessionCookie } from './access/session-cookie.js';
 /** Accepts an invitation (its link token) for a person: libs/store's invitations, wired in service.ts. */
 export type InvitationAcceptor = (token: string, person: PersonRecord) => Promise<{ tenantId: string; role: Role }>;
 
+/** The acceptor of invitation links (libs/store's InvitationLinks and acceptInvitation: one transaction, once). */
+export function invitationAcceptor(pool: PgPool, links: InvitationLinks): InvitationAcceptor {
+  return async (token, person) => {
+    const link = await openInvitationLink(pool, links, token, Date.now());
+    if (link.forged) throw new AppError('INVITATION_INVALID', 'this invitation link is not one we made');
+    if (link.problem) throw new AppError('INVITATION_INVALID', `this invitation was ${link.problem}`);
+    // The person's email must be the invitation's (checked in the transaction).
+    return acceptInvitation(pool, link.invitation.id, person);
+  };
+}
+
 export interface OidcRoutesDeps {
   /** Undefined when OIDC_ISSUER is empty. */
   rp: OidcRelyingParty | undefined;
@@ -39,8 +53,8 @@ export interface OidcRoutesDeps {
   logger: Logger;
   publicUrl: string;
   sessionMaxSeconds: number;
-  /** Undefined until invitations exist: a flow with an invitation is then refused INVITATION_INVALID. */
-  acceptInvitation: InvitationAcceptor | undefined;
+  /** Accepts a flow's invitation (invitationAcceptor). */
+  acceptInvitation: InvitationAcceptor;
 }
 
 /** How long a started sign-in may take at the provider. */
@@ -206,7 +220,6 @@ async function admit(
   }
   const actor = { type: 'person' as const, id: person.id, email: person.email };
   if (invitation !== null) {
-    if (!deps.acceptInvitation) throw new AppError('INVITATION_INVALID', 'invitations are not accepted here');
     const { tenantId, role } = await deps.acceptInvitation(invitation, person);
     await deps.audit.record(req, res, {
       action: 'invitation.accept',

@@ -1,4 +1,9 @@
-import { createChannelValidators, createValidators, type Validators } from '@telemetry/contract';
+import {
+  createChannelValidators,
+  createPeopleValidators,
+  createValidators,
+  type Validators,
+} from '@telemetry/contract';
 import { AckLinks, createMailer, type ChannelContext } from '@telemetry/alerting';
 import type { Registry } from 'prom-client';
 import {
@@ -23,6 +28,7 @@ import {
   ChannelStore,
   EscalationPolicyStore,
   IncidentAlertStore,
+  InvitationLinks,
   checksSql,
   decodeCheck,
   type CheckHistoryRow,
@@ -40,6 +46,8 @@ import {
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
 import { OidcRelyingParty } from './access/oidc.js';
+import { invitationAcceptor } from './oidc.route.js';
+import { cookieSecure } from './access/session-cookie.js';
 import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
@@ -176,7 +184,17 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       db: pool,
       publicUrl: config.publicUrl,
       sessionMaxSeconds: config.sessionMaxSeconds,
-      acceptInvitation: undefined,
+      acceptInvitation: invitationAcceptor(pool, new InvitationLinks(config.secretsKeys, config.publicUrl)),
+    },
+    people: {
+      db: pool,
+      validators: createPeopleValidators(),
+      cookieSecure: cookieSecure(config.publicUrl),
+      links: new InvitationLinks(config.secretsKeys, config.publicUrl),
+      mailer,
+      ttlSeconds: config.invitationTtlSeconds,
+      sessionMaxSeconds: config.sessionMaxSeconds,
+      sso: config.oidcIssuer !== '',
     },
     statusPages,
     statusPageDirectory: statusDirectory,
