@@ -1,7 +1,8 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { expect } from 'chai';
-import type { PgPool } from '@telemetry/platform';
-import { addMembership, createTenant, ensurePerson } from '@telemetry/store';
+import { parseSealingKeys, type PgPool } from '@telemetry/platform';
+import { addMembership, createInvitation, createTenant, ensurePerson, InvitationLinks } from '@telemetry/store';
+import { RUN_SECRETS_KEYS } from '../../harness/processes.js';
 import { freePort } from '../../tools/devstack/ports.js';
 import { adminRegistry, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
 import {
@@ -163,10 +164,44 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     expect(json.callback.status).to.equal(403);
     expect((await envelope(json.callback)).code).to.equal('NOT_A_MEMBER');
     expect(json.sessionCookie).to.equal('');
+    const left = await db.query('SELECT 1 FROM people WHERE email = $1', [accounts.get('sub-nobody')!.email]);
+    expect(left.rowCount, 'a stranger leaves no person behind').to.equal(0);
     const html = await oidcSignIn(query.url, 'sub-nobody', { accept: 'text/html,application/xhtml+xml' });
     expect(html.callback.status).to.equal(302);
     expect(html.callback.headers.get('location')).to.equal('/console/#/sign-in?error=NOT_A_MEMBER');
     expect(html.sessionCookie).to.equal('');
+  });
+
+  it('accepts an invitation through SSO (new person, the invited role, return_to kept)', async () => {
+    const tenantId = (await createTenant(db, uid('tenant'))).tenant_id;
+    const links = new InvitationLinks(parseSealingKeys(RUN_SECRETS_KEYS), publicUrl);
+    const invite = async (email: string) =>
+      links.token(await createInvitation(db, { tenantId, email, role: 'viewer', invitedBy: 'test', ttlSeconds: 600 }));
+    const email = `${uid('inv')}@invited.example`;
+    accounts.set('sub-invited', { email, email_verified: true, name: 'Invited' });
+    const token = await invite(email);
+    const start = `?invitation=${encodeURIComponent(token)}&return_to=${encodeURIComponent('/console/#/monitors')}`;
+    const r = await oidcSignIn(query.url, 'sub-invited', { startQuery: start });
+    expect(r.callback.status).to.equal(302);
+    expect(r.callback.headers.get('location')).to.equal('/console/#/monitors');
+    expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+    const m = await db.query(
+      `SELECT m.role, i.accepted_at IS NOT NULL AS accepted FROM memberships m JOIN people p USING (person_id)
+       JOIN invitations i ON i.tenant_id = m.tenant_id AND i.email = p.email WHERE m.tenant_id = $1 AND p.email = $2`,
+      [tenantId, email],
+    );
+    expect(m.rows).to.deep.equal([{ role: 'viewer', accepted: true }]);
+    // Used once; forged; for another email: INVITATION_INVALID, no session.
+    const again = await oidcSignIn(query.url, 'sub-invited', { startQuery: `?invitation=${token}` });
+    expect(again.callback.status).to.equal(400);
+    expect((await envelope(again.callback)).code).to.equal('INVITATION_INVALID');
+    const forged = await oidcSignIn(query.url, 'sub-invited', { startQuery: `?invitation=${token.slice(0, -2)}xx` });
+    expect((await envelope(forged.callback)).code).to.equal('INVITATION_INVALID');
+    const other = await oidcSignIn(query.url, 'sub-member', {
+      startQuery: `?invitation=${await invite(`${uid('someone')}@invited.example`)}`,
+    });
+    expect((await envelope(other.callback)).code).to.equal('INVITATION_INVALID');
+    for (const f of [again, forged, other]) expect(f.sessionCookie).to.equal('');
   });
 
   it('returns to a /console/ path of this origin only (no open redirect)', async () => {

@@ -10,6 +10,7 @@ import {
   ensurePerson,
   linkIdentity,
   openInvitationLink,
+  personByEmail,
   personById,
   personOfIdentity,
   saveOidcFlow,
@@ -31,7 +32,10 @@ import { cookieSecure, setSessionCookie } from './access/session-cookie.js';
  */
 
 /** Accepts an invitation (its link token) for a person: libs/store's invitations, wired in service.ts. */
-export type InvitationAcceptor = (token: string, person: PersonRecord) => Promise<{ tenantId: string; role: Role }>;
+export type InvitationAcceptor = (
+  token: string,
+  person: PersonRecord,
+) => Promise<{ tenantId: string; role: Role; invitationId: string }>;
 
 /** The acceptor of invitation links (libs/store's InvitationLinks and acceptInvitation: one transaction, once). */
 export function invitationAcceptor(pool: PgPool, links: InvitationLinks): InvitationAcceptor {
@@ -40,7 +44,7 @@ export function invitationAcceptor(pool: PgPool, links: InvitationLinks): Invita
     if (link.forged) throw new AppError('INVITATION_INVALID', 'this invitation link is not one we made');
     if (link.problem) throw new AppError('INVITATION_INVALID', `this invitation was ${link.problem}`);
     // The person's email must be the invitation's (checked in the transaction).
-    return acceptInvitation(pool, link.invitation.id, person);
+    return { ...(await acceptInvitation(pool, link.invitation.id, person)), invitationId: link.invitation.id };
   };
 }
 
@@ -190,9 +194,9 @@ export function oidcRoutes(app: Express, deps: OidcRoutesDeps): void {
 
 /**
  * The person of a validated identity, and the tenant the session opens in:
- * (issuer, subject) already linked; else a verified email (the person made when new, and
- * the identity linked); then the flow's invitation, else the email-domain rule; else
- * NOT_A_MEMBER.
+ * (issuer, subject) already linked; else a verified email (the person made only when an
+ * invitation or the domain rule is about to admit them, and the identity linked); then the
+ * flow's invitation, else the email-domain rule; else NOT_A_MEMBER.
  */
 async function admit(
   deps: OidcRoutesDeps,
@@ -205,44 +209,50 @@ async function admit(
   let person = linked === undefined ? undefined : await personById(deps.db, linked);
   // NOTE: an unverified email is never trusted: anyone may type any address at some providers.
   const email = id.email !== undefined && id.emailVerified ? id.email : undefined;
+  const domain = email?.slice(email.lastIndexOf('@') + 1).toLowerCase();
+  const rules = domain === undefined || invitation !== null ? [] : await tenantsAdmittingDomain(deps.db, domain);
   if (!person && email) {
-    person = (await ensurePerson(deps.db, { email, name: id.name })).person;
-    const owner = await linkIdentity(deps.db, id.issuer, id.subject, person.id);
-    if (owner !== person.id) person = await personById(deps.db, owner);
+    // Nobody is made for a sign-in that nothing admits: a stranger leaves no row behind.
+    person = await personByEmail(deps.db, email);
+    if (!person && (invitation !== null || rules.length > 0))
+      person = (await ensurePerson(deps.db, { email, name: id.name })).person;
+    if (person) {
+      const owner = await linkIdentity(deps.db, id.issuer, id.subject, person.id);
+      if (owner !== person.id) person = await personById(deps.db, owner);
+    }
   }
   if (!person) {
-    if (invitation !== null)
+    if (invitation !== null && !email)
       throw new AppError('INVITATION_INVALID', 'the identity provider did not verify your email');
     throw new AppError(
       'NOT_A_MEMBER',
-      'the identity provider did not verify your email, and this identity is not linked to anyone here',
+      email
+        ? 'you are not a member of any tenant here; ask an owner or admin for an invitation'
+        : 'the identity provider did not verify your email, and this identity is not linked to anyone here',
     );
   }
   const actor = { type: 'person' as const, id: person.id, email: person.email };
   if (invitation !== null) {
-    const { tenantId, role } = await deps.acceptInvitation(invitation, person);
+    const { tenantId, role, invitationId } = await deps.acceptInvitation(invitation, person);
     await deps.audit.record(req, res, {
       action: 'invitation.accept',
-      target: { type: 'person', id: person.id },
+      target: { type: 'invitation', id: invitationId },
       tenantId,
       actor,
       changes: { role: { after: role }, method: { after: 'oidc' } },
     });
     return { person, tenantId };
   }
-  if (email) {
-    const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
-    for (const rule of await tenantsAdmittingDomain(deps.db, domain)) {
-      const added = await addMembership(deps.db, { ...rule, personId: person.id, createdBy: 'auto_admit' });
-      if (added)
-        await deps.audit.record(req, res, {
-          action: 'member.auto_admit',
-          target: { type: 'person', id: person.id },
-          tenantId: rule.tenantId,
-          actor,
-          changes: { role: { after: rule.role }, domain: { after: domain } },
-        });
-    }
+  for (const rule of rules) {
+    const added = await addMembership(deps.db, { ...rule, personId: person.id, createdBy: 'auto_admit' });
+    if (added)
+      await deps.audit.record(req, res, {
+        action: 'member.auto_admit',
+        target: { type: 'person', id: person.id },
+        tenantId: rule.tenantId,
+        actor,
+        changes: { role: { after: rule.role }, domain: { after: domain } },
+      });
   }
   const tenants = await tenantsOf(deps.db, person.id);
   if (tenants.length === 0)
