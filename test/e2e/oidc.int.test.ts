@@ -1,10 +1,19 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { expect } from 'chai';
-import { parseSealingKeys, type PgPool } from '@telemetry/platform';
+import type { AuditEntry } from '@telemetry/contract';
+import { createKafka, createLogger, parseSealingKeys, type PgPool } from '@telemetry/platform';
 import { addMembership, createInvitation, createTenant, ensurePerson, InvitationLinks } from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../harness/processes.js';
 import { freePort } from '../../tools/devstack/ports.js';
-import { adminRegistry, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import {
+  adminRegistry,
+  collectTopic,
+  eventually,
+  runQuery,
+  testStack,
+  uid,
+  type Running,
+} from '../support/fixtures.js';
 import {
   CookieJar,
   get,
@@ -42,6 +51,11 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   const domain = `${uid('auto')}.example`;
   const people = { member: '', unverified: '' };
   let db: PgPool;
+  const auditTopic = uid('audit');
+  let audit: Awaited<ReturnType<typeof collectTopic>>;
+  /** The audit entries published so far with this action and tenant. */
+  const audited = (action: string, tenantId: string): AuditEntry[] =>
+    (audit.values as AuditEntry[]).filter((e) => e.action === action && e.tenant_id === tenantId);
 
   const sessionsOf = async (personId: string): Promise<number> =>
     Number(
@@ -73,7 +87,18 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
       await addMembership(db, { tenantId: tenants.member, personId: person.id, role: 'editor', createdBy: 'test' });
       accounts.set(`sub-${k}`, { email, email_verified: k === 'member', name: k });
     }
+    // A topic of this file's own for the audit entries it checks.
+    const admin = createKafka({
+      brokers: testStack().kafkaBrokers.split(','),
+      clientId: 'oidc-test',
+      logger: createLogger({ service: 'test', level: 'silent' }),
+    }).admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: auditTopic, numPartitions: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+    audit = await collectTopic(auditTopic);
     query = await runQuery({
+      AUDIT_TOPIC: auditTopic,
       PORT: String(port),
       PUBLIC_URL: publicUrl,
       OIDC_ISSUER: op.issuer,
@@ -85,6 +110,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   });
 
   after(async () => {
+    await audit?.stop();
     await query?.stop();
     await op?.stop();
     await other?.stop();
@@ -109,6 +135,11 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     expect(ids.rows).to.deep.equal([{ issuer: op.issuer, person_id: people.member }]);
     // The browser-binding cookie is cleared.
     expect(r.jar.cookies.has('oidc_flow')).to.equal(false);
+    const signIn = await eventually('session.sign_in audited', () =>
+      audited('session.sign_in', tenants.member).find((e) => e.actor.id === people.member),
+    );
+    expect(signIn).to.deep.include({ outcome: 'ok', target: { type: 'person', id: people.member } });
+    expect(signIn.changes).to.deep.equal({ method: { after: 'oidc' } });
   });
 
   it('finds the person by (issuer, sub) after the email changed at the provider', async () => {
@@ -156,6 +187,10 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
       [email],
     );
     expect(m.rows).to.deep.equal([{ tenant_id: tenants.auto, role: 'editor', created_by: 'auto_admit' }]);
+    const admitted = await eventually('member.auto_admit audited', () =>
+      audited('member.auto_admit', tenants.auto).find((e) => e.actor.email === email),
+    );
+    expect(admitted.changes).to.deep.equal({ role: { after: 'editor' }, domain: { after: domain } });
   });
 
   it('refuses a person without membership: NOT_A_MEMBER (JSON, or back to the sign-in page for a browser)', async () => {
@@ -202,6 +237,18 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     });
     expect((await envelope(other.callback)).code).to.equal('INVITATION_INVALID');
     for (const f of [again, forged, other]) expect(f.sessionCookie).to.equal('');
+    await eventually('invitation.accept audited', () =>
+      audited('invitation.accept', tenantId).find((e) => e.actor.email === email),
+    );
+    // The refusals of genuine links concern the tenant: audited there as failed sign-ins (the forged one is not).
+    const failed = await eventually('failed sign-ins audited', () => {
+      const f = audited('session.sign_in', tenantId).filter((e) => e.outcome === 'failed');
+      return f.length >= 2 ? f : undefined;
+    });
+    expect(failed.map((e) => e.changes.code)).to.deep.equal([
+      { after: 'INVITATION_INVALID' },
+      { after: 'INVITATION_INVALID' },
+    ]);
   });
 
   it('returns to a /console/ path of this origin only (no open redirect)', async () => {
@@ -303,6 +350,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const late = await runQuery({
+      AUDIT_TOPIC: auditTopic,
       PORT: String(port),
       PUBLIC_URL: url,
       OIDC_ISSUER: `http://127.0.0.1:${opPort}`,
