@@ -320,6 +320,16 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     expect(await sessionsOf(people.member)).to.equal(n);
   });
 
+  it("bad input: another flow's code injected into this flow's callback is refused (PKCE)", async () => {
+    const n = await sessionsOf(people.member);
+    const mine = await begin('sub-member');
+    const theirs = await begin('sub-member');
+    const injected = new URL(mine.callbackUrl);
+    injected.searchParams.set('code', new URL(theirs.callbackUrl).searchParams.get('code')!);
+    await expectRefused(await get(injected.href, mine.jar), /invalid_grant|PKCE|code_verifier/i);
+    expect(await sessionsOf(people.member)).to.equal(n);
+  });
+
   it('bad input: an ID token from another issuer, for another audience, or signed by another key is refused', async () => {
     const n = await sessionsOf(people.member);
     for (const [provider, client, claim] of [
