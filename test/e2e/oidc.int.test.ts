@@ -19,6 +19,7 @@ import {
   get,
   mintIdToken,
   oidcSignIn,
+  oidcSignInFlow,
   startOidcProvider,
   walkProvider,
   type OidcAccount,
@@ -126,7 +127,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   });
 
   it('signs in a member by verified email, links the identity, and opens a session', async () => {
-    const r = await oidcSignIn(query.url, 'sub-member');
+    const r = await oidcSignInFlow(query.url, 'sub-member');
     expect(r.callback.status).to.equal(302);
     expect(r.callback.headers.get('location')).to.equal('/console/#/');
     expect(r.sessionCookie).to.match(/session=/);
@@ -147,9 +148,8 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     accounts.set('sub-member', { ...before, email: `${uid('renamed')}@elsewhere.example` });
     try {
       const n = await sessionsOf(people.member);
-      const r = await oidcSignIn(query.url, 'sub-member');
-      expect(r.callback.status).to.equal(302);
-      expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+      const cookie = await oidcSignIn(query.url, 'sub-member');
+      expect((await monitorsWith(cookie)).status).to.equal(200);
       expect(await sessionsOf(people.member)).to.equal(n + 1);
       const made = await db.query('SELECT 1 FROM people WHERE email = $1', [accounts.get('sub-member')!.email]);
       expect(made.rowCount).to.equal(0);
@@ -159,7 +159,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   });
 
   it('does not link an unverified email: NOT_A_MEMBER, no identity, no session', async () => {
-    const r = await oidcSignIn(query.url, 'sub-unverified', { accept: 'application/json' });
+    const r = await oidcSignInFlow(query.url, 'sub-unverified', { accept: 'application/json' });
     expect(r.callback.status).to.equal(403);
     expect((await envelope(r.callback)).code).to.equal('NOT_A_MEMBER');
     expect(r.sessionCookie).to.equal('');
@@ -171,7 +171,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   it("trusts an email Entra ID's way (xms_edov: true, no email_verified)", async () => {
     const email = `${uid('e')}@${domain}`;
     accounts.set('sub-entra', { email, xms_edov: true, name: 'E' });
-    const r = await oidcSignIn(query.url, 'sub-entra');
+    const r = await oidcSignInFlow(query.url, 'sub-entra');
     expect(r.callback.status).to.equal(302);
     expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
   });
@@ -179,7 +179,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   it('admits a verified email of a ruled domain as the configured role', async () => {
     const email = `${uid('d')}@${domain}`;
     accounts.set('sub-domain', { email, email_verified: true, name: 'D' });
-    const r = await oidcSignIn(query.url, 'sub-domain');
+    const r = await oidcSignInFlow(query.url, 'sub-domain');
     expect(r.callback.status).to.equal(302);
     expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
     const m = await db.query(
@@ -195,13 +195,13 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
 
   it('refuses a person without membership: NOT_A_MEMBER (JSON, or back to the sign-in page for a browser)', async () => {
     accounts.set('sub-nobody', { email: `${uid('n')}@nowhere.example`, email_verified: true });
-    const json = await oidcSignIn(query.url, 'sub-nobody', { accept: 'application/json' });
+    const json = await oidcSignInFlow(query.url, 'sub-nobody', { accept: 'application/json' });
     expect(json.callback.status).to.equal(403);
     expect((await envelope(json.callback)).code).to.equal('NOT_A_MEMBER');
     expect(json.sessionCookie).to.equal('');
     const left = await db.query('SELECT 1 FROM people WHERE email = $1', [accounts.get('sub-nobody')!.email]);
     expect(left.rowCount, 'a stranger leaves no person behind').to.equal(0);
-    const html = await oidcSignIn(query.url, 'sub-nobody', { accept: 'text/html,application/xhtml+xml' });
+    const html = await oidcSignInFlow(query.url, 'sub-nobody', { accept: 'text/html,application/xhtml+xml' });
     expect(html.callback.status).to.equal(302);
     expect(html.callback.headers.get('location')).to.equal('/console/#/sign-in?error=NOT_A_MEMBER');
     expect(html.sessionCookie).to.equal('');
@@ -216,7 +216,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     accounts.set('sub-invited', { email, email_verified: true, name: 'Invited' });
     const token = await invite(email);
     const start = `?invitation=${encodeURIComponent(token)}&return_to=${encodeURIComponent('/console/#/monitors')}`;
-    const r = await oidcSignIn(query.url, 'sub-invited', { startQuery: start });
+    const r = await oidcSignInFlow(query.url, 'sub-invited', { startQuery: start });
     expect(r.callback.status).to.equal(302);
     expect(r.callback.headers.get('location')).to.equal('/console/#/monitors');
     expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
@@ -227,12 +227,14 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     );
     expect(m.rows).to.deep.equal([{ role: 'viewer', accepted: true }]);
     // Used once; forged; for another email: INVITATION_INVALID, no session.
-    const again = await oidcSignIn(query.url, 'sub-invited', { startQuery: `?invitation=${token}` });
+    const again = await oidcSignInFlow(query.url, 'sub-invited', { startQuery: `?invitation=${token}` });
     expect(again.callback.status).to.equal(400);
     expect((await envelope(again.callback)).code).to.equal('INVITATION_INVALID');
-    const forged = await oidcSignIn(query.url, 'sub-invited', { startQuery: `?invitation=${token.slice(0, -2)}xx` });
+    const forged = await oidcSignInFlow(query.url, 'sub-invited', {
+      startQuery: `?invitation=${token.slice(0, -2)}xx`,
+    });
     expect((await envelope(forged.callback)).code).to.equal('INVITATION_INVALID');
-    const other = await oidcSignIn(query.url, 'sub-member', {
+    const other = await oidcSignInFlow(query.url, 'sub-member', {
       startQuery: `?invitation=${await invite(`${uid('someone')}@invited.example`)}`,
     });
     expect((await envelope(other.callback)).code).to.equal('INVITATION_INVALID');
@@ -254,7 +256,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   it('returns to a /console/ path of this origin only (no open redirect)', async () => {
     const to = async (returnTo: string) =>
       (
-        await oidcSignIn(query.url, 'sub-member', { startQuery: `?return_to=${encodeURIComponent(returnTo)}` })
+        await oidcSignInFlow(query.url, 'sub-member', { startQuery: `?return_to=${encodeURIComponent(returnTo)}` })
       ).callback.headers.get('location');
     expect(await to('/console/#/monitors/mon_1')).to.equal('/console/#/monitors/mon_1');
     for (const bad of [
@@ -379,7 +381,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
         accounts,
         port: opPort,
       });
-      const r = await oidcSignIn(late.url, 'sub-member');
+      const r = await oidcSignInFlow(late.url, 'sub-member');
       expect(r.callback.status).to.equal(302);
       expect((await fetch(`${late.url}/api/monitors`, { headers: { cookie: r.sessionCookie } })).status).to.equal(200);
     } finally {
