@@ -8,6 +8,7 @@ import { monitorPaths } from './openapi/monitors.js';
 import type { Json } from './openapi/responses.js';
 import { sdkPaths } from './openapi/sdk.js';
 import { sessionPaths } from './openapi/sessions.js';
+import { ssoPaths } from './openapi/sso.js';
 import { statusPagePaths } from './openapi/status-pages.js';
 import { telemetryPaths } from './openapi/telemetry.js';
 
@@ -35,6 +36,7 @@ const queryPaths: Json = {
   ...checkPaths,
   ...alertingPaths,
   ...sessionPaths,
+  ...ssoPaths,
 };
 
 const TITLES: Record<ApiPart, string> = {

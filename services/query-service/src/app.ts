@@ -44,6 +44,10 @@ import { authorize, type SessionResolver } from './access/principal.js';
 import type { Auditor } from './access/audit.js';
 import { sessionRoutes, type SignInDeps } from './session.route.js';
 import { accountRoutes } from './account.route.js';
+import { oidcRoutes, type OidcRoutesDeps } from './oidc.route.js';
+import { memberRoutes } from './members.route.js';
+import { invitationRoutes, type InvitationRoutesDeps } from './invitations.route.js';
+import { settingsRoutes } from './settings.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -82,6 +86,10 @@ export interface QueryDeps {
   audit: Auditor;
   /** Password sign-in, TOTP, reset by email, throttling (session.route.ts, account.route.ts). */
   signIn: Omit<SignInDeps, 'access' | 'logger'>;
+  /** Single sign-on (oidc.route.ts). */
+  oidc: Omit<OidcRoutesDeps, 'audit' | 'logger'>;
+  /** Members, invitations and settings (docs/access.md, "Members"). */
+  people: Omit<InvitationRoutesDeps, 'auth' | 'audit' | 'access' | 'logger'>;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -217,6 +225,11 @@ export function createQueryApp(deps: QueryDeps): Express {
     logger: deps.logger,
     auth: registryAuth,
   });
+  oidcRoutes(app, { ...deps.oidc, audit: deps.audit, logger: deps.logger });
+  const people = { ...deps.people, auth, audit: deps.audit, access, logger: deps.logger };
+  memberRoutes(app, people);
+  invitationRoutes(app, people);
+  settingsRoutes(app, people);
   app.get(
     '/api/events/per-minute',
     auth('events:read'),
@@ -262,6 +275,13 @@ export function createQueryApp(deps: QueryDeps): Express {
   }
   methodNotAllowed(app, '/api/me/password', ['PUT']);
   methodNotAllowed(app, '/api/me/totp', ['POST', 'DELETE']);
+  methodNotAllowed(app, '/api/members', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/members/:person_id', ['PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/invitations', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/invitations/preview', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/invitations/accept', ['POST']);
+  methodNotAllowed(app, '/api/invitations/:id', ['DELETE']);
+  methodNotAllowed(app, '/api/settings', ['GET', 'HEAD', 'PATCH']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

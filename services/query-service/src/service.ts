@@ -1,4 +1,9 @@
-import { createChannelValidators, createValidators, type Validators } from '@telemetry/contract';
+import {
+  createChannelValidators,
+  createPeopleValidators,
+  createValidators,
+  type Validators,
+} from '@telemetry/contract';
 import { AckLinks, createMailer, type ChannelContext } from '@telemetry/alerting';
 import type { Registry } from 'prom-client';
 import {
@@ -23,6 +28,7 @@ import {
   ChannelStore,
   EscalationPolicyStore,
   IncidentAlertStore,
+  InvitationLinks,
   checksSql,
   decodeCheck,
   type CheckHistoryRow,
@@ -42,6 +48,8 @@ import {
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
+import { OidcRelyingParty } from './access/oidc.js';
+import { invitationAcceptor } from './oidc.route.js';
 import { cookieSecure } from './access/session-cookie.js';
 import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
@@ -148,6 +156,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     now: Date.now,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
+  // Invitation links are signed with the SECRETS_KEYS ring; members and SSO accept them.
+  const invitationLinks = new InvitationLinks(config.secretsKeys, config.publicUrl);
   const app = createQueryApp({
     channels: new ChannelStore(pool, new SecretBox(config.secretsKeys)),
     policies: new EscalationPolicyStore(pool),
@@ -171,6 +181,37 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       publicUrl: config.publicUrl,
       sessionMaxSeconds: config.sessionMaxSeconds,
       passwordResetTtlSeconds: config.passwordResetTtlSeconds,
+    },
+    oidc: {
+      rp:
+        config.oidcIssuer === ''
+          ? undefined
+          : new OidcRelyingParty(
+              {
+                issuer: config.oidcIssuer,
+                clientId: config.oidcClientId,
+                clientSecret: config.oidcClientSecret,
+                scopes: config.oidcScopes,
+                publicUrl: config.publicUrl,
+                timeoutMs: 10_000,
+              },
+              logger,
+            ),
+      displayName: config.oidcDisplayName,
+      db: pool,
+      publicUrl: config.publicUrl,
+      sessionMaxSeconds: config.sessionMaxSeconds,
+      invitations: invitationAcceptor(pool, invitationLinks),
+    },
+    people: {
+      db: pool,
+      validators: createPeopleValidators(),
+      cookieSecure: cookieSecure(config.publicUrl),
+      links: invitationLinks,
+      mailer,
+      ttlSeconds: config.invitationTtlSeconds,
+      sessionMaxSeconds: config.sessionMaxSeconds,
+      sso: config.oidcIssuer !== '',
     },
     statusPages,
     statusPageDirectory: statusDirectory,

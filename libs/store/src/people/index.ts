@@ -4,3 +4,8 @@ export * from './people.js';
 export * from './throttle.js';
 export * from './totp.js';
 export * from './resets.js';
+export * from './oidc.js';
+export * from './memberships.js';
+export * from './invitations.js';
+export * from './settings.js';
+export * from './owners.js';
