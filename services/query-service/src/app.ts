@@ -10,6 +10,7 @@ import {
   type Logger,
   type Slots,
   type Mirror,
+  type PgPool,
   beginApp,
   ByteLru,
   endApp,
@@ -42,6 +43,8 @@ import { escalationPolicyRoutes } from './escalation-policies.route.js';
 import { acknowledgeRoutes } from './acknowledge.route.js';
 import { authorize, type SessionResolver } from './access/principal.js';
 import type { Auditor } from './access/audit.js';
+import { auditRoutes } from './audit.route.js';
+import { keyRoutes } from './keys.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -78,6 +81,8 @@ export interface QueryDeps {
   /** People's sessions (access/principal.ts) and the audit log (access/audit.ts). */
   sessions: SessionResolver;
   audit: Auditor;
+  /** The registry (PostgreSQL) as this service's role: /api/keys issues and revokes keys with it. */
+  pool: PgPool;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -118,6 +123,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     quotaOf: monitorQuotaOf(deps.config),
     minIntervalSeconds: deps.config.minIntervalSeconds,
     heartbeatKey: deps.config.heartbeatKey,
+    audit: deps.audit,
   });
   app.get(
     '/api/monitors/:id/incidents',
@@ -183,6 +189,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     auth: registryAuth,
     cacheSeconds: deps.config.statusPageCacheSeconds,
     registry: deps.registry,
+    audit: deps.audit,
   });
   channelRoutes(app, {
     store: deps.channels,
@@ -195,6 +202,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     testContext: deps.channelContext,
     testsPerMinute: deps.config.channelTestsPerMinute,
     ...read,
+    audit: deps.audit,
   });
   escalationPolicyRoutes(app, {
     store: deps.policies,
@@ -202,6 +210,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     logger: deps.logger,
     auth: channelsAuth,
     minDelaySeconds: deps.config.alertMinDelaySeconds,
+    audit: deps.audit,
   });
   acknowledgeRoutes(app, {
     incidents: deps.incidentAlerts,
@@ -209,6 +218,14 @@ export function createQueryApp(deps: QueryDeps): Express {
     publish: deps.publishAlert,
     logger: deps.logger,
     auth: registryAuth,
+    audit: deps.audit,
+  });
+  auditRoutes(app, { ...read, auth: auth('audit:read') });
+  keyRoutes(app, {
+    pool: deps.pool,
+    validators: deps.validators,
+    audit: deps.audit,
+    auth: { read: auth('keys:read'), write: auth('keys:write') },
   });
   app.get(
     '/api/events/per-minute',
@@ -242,6 +259,9 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/incidents/:id/acknowledge', ['POST']);
   methodNotAllowed(app, '/api/incidents/:id/unacknowledge', ['POST']);
   methodNotAllowed(app, '/ack/:token', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/audit', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/keys', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/keys/:key_id', ['DELETE']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

@@ -156,6 +156,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       (e) => changes.send(config.auditTopic, [{ key: e.tenant_id, value: JSON.stringify(e) }]),
       logger,
     ),
+    pool,
     statusPages,
     statusPageDirectory: statusDirectory,
     consoleAssets: loadConsoleAssets(logger),
