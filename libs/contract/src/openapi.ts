@@ -1,3 +1,4 @@
+import { accessPaths } from './openapi/access.js';
 import { alertingPaths } from './openapi/alerting.js';
 import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
@@ -27,7 +28,14 @@ export type ApiPart = 'gateway' | 'query' | 'all';
 const gatewayPaths: Json = { ...telemetryPaths, ...heartbeatPaths, ...sdkPaths };
 
 /** The query service's routes. */
-const queryPaths: Json = { ...monitorPaths, ...statusPagePaths, ...eventPaths, ...checkPaths, ...alertingPaths };
+const queryPaths: Json = {
+  ...monitorPaths,
+  ...statusPagePaths,
+  ...eventPaths,
+  ...checkPaths,
+  ...alertingPaths,
+  ...accessPaths,
+};
 
 const TITLES: Record<ApiPart, string> = {
   gateway: 'Telemetry ingest gateway',
