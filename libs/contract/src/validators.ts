@@ -23,6 +23,8 @@ import type {
   EscalationPolicyCreate,
   EscalationPolicyPatch,
 } from './types.js';
+import type { AuditEntry } from './access.js';
+import type { KeyCreate } from './access-schemas.js';
 
 export { describeErrors, parsesAsUrl, type Problem } from './ajv.js';
 
@@ -47,6 +49,8 @@ export interface Validators {
   channel: ValidateFunction<ChannelObject>;
   escalationPolicyCreate: ValidateFunction<EscalationPolicyCreate>;
   escalationPolicyPatch: ValidateFunction<EscalationPolicyPatch>;
+  auditEntry: ValidateFunction<AuditEntry>;
+  keyCreate: ValidateFunction<KeyCreate>;
 }
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
@@ -78,5 +82,7 @@ export function createValidators(): Validators {
     channel: get<ChannelObject>('Channel'),
     escalationPolicyCreate: get<EscalationPolicyCreate>('EscalationPolicyCreate'),
     escalationPolicyPatch: get<EscalationPolicyPatch>('EscalationPolicyPatch'),
+    auditEntry: get<AuditEntry>('AuditEntry'),
+    keyCreate: get<KeyCreate>('KeyCreate'),
   };
 }

@@ -213,6 +213,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       sessionMaxSeconds: config.sessionMaxSeconds,
       sso: config.oidcIssuer !== '',
     },
+    pool,
     statusPages,
     statusPageDirectory: statusDirectory,
     consoleAssets: loadConsoleAssets(logger),

@@ -7,6 +7,7 @@ import {
   escalationPolicyPatchSchema,
   escalationPolicySchema,
 } from '../alerting-schemas.js';
+import { auditEntrySchema, keyCreateSchema } from '../access-schemas.js';
 import { ERROR_CODES } from '../error-codes.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
@@ -120,4 +121,10 @@ export const schemas: Json = {
   EscalationPolicyCreate: component(escalationPolicyCreateSchema),
   EscalationPolicyPatch: component(escalationPolicyPatchSchema),
   EscalationPolicy: component(escalationPolicySchema),
+  AuditEntry: {
+    ...component(auditEntrySchema),
+    description: 'One audit entry: a message on AUDIT_TOPIC, a row of audit_log, an item of GET /api/audit.',
+  },
+  AuditPage: pageOf('AuditEntry'),
+  KeyCreate: component(keyCreateSchema),
 };
