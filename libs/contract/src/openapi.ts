@@ -3,6 +3,7 @@ import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
 import { eventPaths } from './openapi/events.js';
 import { healthPaths } from './openapi/health.js';
+import { memberPaths } from './openapi/members.js';
 import { heartbeatPaths } from './openapi/heartbeats.js';
 import { monitorPaths } from './openapi/monitors.js';
 import type { Json } from './openapi/responses.js';
@@ -27,7 +28,14 @@ export type ApiPart = 'gateway' | 'query' | 'all';
 const gatewayPaths: Json = { ...telemetryPaths, ...heartbeatPaths, ...sdkPaths };
 
 /** The query service's routes. */
-const queryPaths: Json = { ...monitorPaths, ...statusPagePaths, ...eventPaths, ...checkPaths, ...alertingPaths };
+const queryPaths: Json = {
+  ...monitorPaths,
+  ...statusPagePaths,
+  ...eventPaths,
+  ...checkPaths,
+  ...alertingPaths,
+  ...memberPaths,
+};
 
 const TITLES: Record<ApiPart, string> = {
   gateway: 'Telemetry ingest gateway',

@@ -53,6 +53,13 @@ export const securitySchemes: Json = {
     scheme: 'bearer',
     description: `API key (ak_…) with scopes: checks:read, monitors:read, monitors:write, events:read.`,
   },
+  sessionCookie: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'telemetry_session',
+    description:
+      'A signed-in person’s session (`__Host-telemetry_session` outside loopback; docs/access.md): the scopes of their role; a change also sends X-CSRF-Token.',
+  },
 };
 
 export const schemas: Json = {
