@@ -8,15 +8,8 @@ import { type Case, MARK, mon } from './case.js';
 const FORGED = `inv_00000000000000000000.${'A'.repeat(43)}`;
 
 /** A request without a key (the public invitation routes): `mon` without its Authorization. */
-const open = (
-  name: string,
-  method: string,
-  path: string,
-  b: unknown,
-  status: number,
-  code?: string,
-  headers: Record<string, string> = {},
-): Case => mon(name, method, path, b, status, code, { authorization: '', ...headers });
+const open = (...[name, method, path, b, status, code, headers = {}]: Parameters<typeof mon>): Case =>
+  mon(name, method, path, b, status, code, { authorization: '', ...headers });
 const accept = (name: string, b: unknown, status: number, code?: string, headers?: Record<string, string>): Case =>
   open(name, 'POST', '/api/invitations/accept', b, status, code, headers);
 const preview = (name: string, query: string, status: number, code?: string): Case =>
