@@ -170,6 +170,49 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
     expect((await auditOf('invitation.refused', made.body.data.id)).outcome).to.equal('denied');
   });
 
+  it('accept as an existing person: signed in (CSRF checked, the email must match) or with their password', async () => {
+    const elsewhere = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+    const [signedIn, other] = await Promise.all([member(elsewhere, 'viewer'), member(elsewhere, 'viewer')]);
+    const invite = async (email: string): Promise<string> => {
+      const made = await call<{ link: string }>('POST', '/api/invitations', { email, role: 'editor' }, owner);
+      expect(made.status, made.text).to.equal(201);
+      return made.body.data.link.split('/invite/')[1]!;
+    };
+    // Someone else's session: another email than the invited one.
+    const forSignedIn = await invite(signedIn.email);
+    const wrong = await call('POST', '/api/invitations/accept', { token: forSignedIn }, other);
+    expect(wrong.code).to.equal('INVITATION_INVALID');
+    const noCsrf = await apiRequest(
+      query.url,
+      'POST',
+      '/api/invitations/accept',
+      { token: forSignedIn },
+      {
+        headers: { cookie: signedIn.cookie },
+      },
+    );
+    expect(noCsrf.code).to.equal('CSRF_FAILED');
+    const joined = await call<SessionView>('POST', '/api/invitations/accept', { token: forSignedIn }, signedIn);
+    expect(joined.status, joined.text).to.equal(200);
+    expect(joined.body.data).to.deep.include({ role: 'editor' });
+    expect(joined.body.data.tenants.map((t) => t.id).sort()).to.deep.equal([elsewhere, tenant].sort());
+    // The session it came with gave way to the new one.
+    expect((await call('GET', '/api/members', undefined, signedIn)).code).to.equal('SESSION_EXPIRED');
+
+    // Without a session: their own password, not a new one.
+    const forOther = await invite(other.email);
+    const bad = await call('POST', '/api/invitations/accept', { token: forOther, password: 'not their password 1' });
+    expect(bad.code).to.equal('SIGN_IN_FAILED');
+    const preview = await call<{ has_account: boolean }>('GET', `/api/invitations/preview?token=${forOther}`);
+    expect(preview.body.data.has_account).to.equal(true);
+    const ok = await call<SessionView>('POST', '/api/invitations/accept', {
+      token: forOther,
+      password: 'a long enough password 1',
+    });
+    expect(ok.status, ok.text).to.equal(200);
+    expect(ok.body.data.person.id).to.equal(other.id);
+  });
+
   it('forged, expired and revoked links are refused with INVITATION_INVALID; genuine ones are audited', async () => {
     const email = `${uid('x')}@example.test`;
     const made = await call<InvitationView & { link: string }>(
