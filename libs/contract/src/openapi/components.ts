@@ -59,7 +59,7 @@ export const securitySchemes: Json = {
     in: 'cookie',
     name: 'telemetry_session',
     description:
-      'A signed-in person (POST /api/session/password); __Host-telemetry_session outside loopback. State-changing requests also send X-CSRF-Token.',
+      'A signed-in person’s session (`__Host-telemetry_session` outside loopback; docs/access.md): the scopes of their role; a change also sends X-CSRF-Token.',
   },
 };
 
