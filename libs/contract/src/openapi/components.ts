@@ -7,6 +7,7 @@ import {
   escalationPolicyPatchSchema,
   escalationPolicySchema,
 } from '../alerting-schemas.js';
+import { auditEntrySchema } from '../audit-schema.js';
 import { ERROR_CODES } from '../error-codes.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
@@ -113,4 +114,9 @@ export const schemas: Json = {
   EscalationPolicyCreate: component(escalationPolicyCreateSchema),
   EscalationPolicyPatch: component(escalationPolicyPatchSchema),
   EscalationPolicy: component(escalationPolicySchema),
+  AuditEntry: {
+    ...component(auditEntrySchema),
+    description: 'One audit entry: a message on AUDIT_TOPIC, a row of audit_log, an item of GET /api/audit.',
+  },
+  AuditPage: pageOf('AuditEntry'),
 };
