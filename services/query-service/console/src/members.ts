@@ -31,21 +31,29 @@ export async function membersPage(main: HTMLElement): Promise<void> {
   const [members, invitations] = loaded;
   const me = session.view()?.person.id;
   const notice = h('div', { id: 'members-notice', role: 'status' });
-  const reload = (): void => void membersPage(main);
-  const act = (what: Promise<unknown>, done: string): void => {
+  /** After a change: the page again, with what happened (or what failed, and `undo`) above it. */
+  const act = (what: Promise<unknown>, done: string, undo?: () => void): void => {
     what.then(
-      () => {
-        reload();
-        show(notice, done);
+      async () => {
+        await membersPage(main);
+        const fresh = main.querySelector('#members-notice');
+        if (fresh) show(fresh, done);
       },
-      (err: unknown) => show(notice, failure(err)),
+      (err: unknown) => {
+        undo?.();
+        show(notice, failure(err));
+      },
     );
   };
 
   const roleSelect = (m: MemberView): HTMLElement => {
     const select = h('select', { class: 'member-role', 'aria-label': `Role of ${m.email}` }, roleOptions(m.role));
     select.addEventListener('change', () =>
-      act(call('PATCH', `/api/members/${m.id}`, { role: select.value }), `${m.email} is now ${select.value}.`),
+      act(
+        call('PATCH', `/api/members/${m.id}`, { role: select.value }),
+        `${m.email} is now ${select.value}.`,
+        () => (select.value = m.role),
+      ),
     );
     return guard('members:write', select);
   };
