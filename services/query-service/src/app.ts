@@ -45,6 +45,7 @@ import type { Auditor } from './access/audit.js';
 import { memberRoutes } from './members.route.js';
 import { invitationRoutes, type InvitationRoutesDeps } from './invitations.route.js';
 import { settingsRoutes } from './settings.route.js';
+import { oidcRoutes, type OidcRoutesDeps } from './oidc.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -83,6 +84,8 @@ export interface QueryDeps {
   audit: Auditor;
   /** Members, invitations and settings (docs/access.md, "Members"). */
   people: Omit<InvitationRoutesDeps, 'auth' | 'audit' | 'access' | 'logger'>;
+  /** Single sign-on (oidc.route.ts). */
+  oidc: Omit<OidcRoutesDeps, 'audit' | 'logger'>;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -219,6 +222,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   memberRoutes(app, people);
   invitationRoutes(app, people);
   settingsRoutes(app, people);
+  oidcRoutes(app, { ...deps.oidc, audit: deps.audit, logger: deps.logger });
   app.get(
     '/api/events/per-minute',
     auth('events:read'),

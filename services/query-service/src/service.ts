@@ -46,6 +46,7 @@ import {
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
 import { cookieSecure } from './access/session-cookie.js';
+import { OidcRelyingParty } from './access/oidc.js';
 import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
@@ -172,6 +173,27 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       ttlSeconds: config.invitationTtlSeconds,
       sessionMaxSeconds: config.sessionMaxSeconds,
       sso: config.oidcIssuer !== '',
+    },
+    oidc: {
+      rp:
+        config.oidcIssuer === ''
+          ? undefined
+          : new OidcRelyingParty(
+              {
+                issuer: config.oidcIssuer,
+                clientId: config.oidcClientId,
+                clientSecret: config.oidcClientSecret,
+                scopes: config.oidcScopes,
+                publicUrl: config.publicUrl,
+                timeoutMs: 10_000,
+              },
+              logger,
+            ),
+      displayName: config.oidcDisplayName,
+      db: pool,
+      publicUrl: config.publicUrl,
+      sessionMaxSeconds: config.sessionMaxSeconds,
+      acceptInvitation: undefined,
     },
     statusPages,
     statusPageDirectory: statusDirectory,
