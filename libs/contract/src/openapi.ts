@@ -7,6 +7,7 @@ import { heartbeatPaths } from './openapi/heartbeats.js';
 import { monitorPaths } from './openapi/monitors.js';
 import type { Json } from './openapi/responses.js';
 import { sdkPaths } from './openapi/sdk.js';
+import { sessionPaths } from './openapi/sessions.js';
 import { statusPagePaths } from './openapi/status-pages.js';
 import { telemetryPaths } from './openapi/telemetry.js';
 
@@ -27,7 +28,14 @@ export type ApiPart = 'gateway' | 'query' | 'all';
 const gatewayPaths: Json = { ...telemetryPaths, ...heartbeatPaths, ...sdkPaths };
 
 /** The query service's routes. */
-const queryPaths: Json = { ...monitorPaths, ...statusPagePaths, ...eventPaths, ...checkPaths, ...alertingPaths };
+const queryPaths: Json = {
+  ...monitorPaths,
+  ...statusPagePaths,
+  ...eventPaths,
+  ...checkPaths,
+  ...alertingPaths,
+  ...sessionPaths,
+};
 
 const TITLES: Record<ApiPart, string> = {
   gateway: 'Telemetry ingest gateway',

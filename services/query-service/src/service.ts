@@ -38,8 +38,11 @@ import {
   MonitorStore,
   MonitorDimension,
   pruneRegistryChanges,
+  pruneSignInRecords,
   registryFeed,
   resolveSession,
+  SignInThrottle,
+  TotpStore,
   StatusPageStore,
   type StoredStatusPage,
 } from '@telemetry/store';
@@ -137,6 +140,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   );
   // The change log keeps a week: any replica away longer loads everything again.
   const prune = new PeriodicJob('registry change log pruning', 3_600_000, () => pruneRegistryChanges(pool, 7), logger);
+  // Quiet throttle buckets, old reset links and expired sessions go hourly.
+  const signInPrune = new PeriodicJob('sign-in records pruning', 3_600_000, () => pruneSignInRecords(pool), logger);
   // Alerting: test notifications go out through this service's own egress-bound client and
   // mailer (a tenant's SMTP server is judged by the policy too); acknowledge links are
   // signed with the SECRETS_KEYS ring, as the runners sign them.
@@ -195,6 +200,16 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       sessionMaxSeconds: config.sessionMaxSeconds,
       acceptInvitation: undefined,
     },
+    signIn: {
+      pool,
+      throttle: new SignInThrottle(pool),
+      totp: new TotpStore(pool, new SecretBox(config.secretsKeys)),
+      mailer,
+      secureCookie: cookieSecure(config.publicUrl),
+      publicUrl: config.publicUrl,
+      sessionMaxSeconds: config.sessionMaxSeconds,
+      passwordResetTtlSeconds: config.passwordResetTtlSeconds,
+    },
     statusPages,
     statusPageDirectory: statusDirectory,
     consoleAssets: loadConsoleAssets(logger),
@@ -229,6 +244,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     directory,
     feed,
     prune,
+    signInPrune,
     changes,
     http,
   );

@@ -54,6 +54,13 @@ export const securitySchemes: Json = {
     scheme: 'bearer',
     description: `API key (ak_…) with scopes: checks:read, monitors:read, monitors:write, events:read.`,
   },
+  sessionCookie: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'telemetry_session',
+    description:
+      'A signed-in person (POST /api/session/password); __Host-telemetry_session outside loopback. State-changing requests also send X-CSRF-Token.',
+  },
 };
 
 export const schemas: Json = {
