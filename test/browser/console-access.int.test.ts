@@ -154,6 +154,49 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     expect((await api<{ paused: boolean }>('GET', `/api/monitors/${monitorId}`)).body.data.paused).to.equal(false);
   });
 
+  it('lets an admin invite someone, who joins from the link (a weak password refused with why) and signs out everywhere', async () => {
+    const p = await signIn('admin');
+    await p.locator('#nav-members').click();
+    await p.locator('table#members').waitFor();
+    await expectAccessible(p, 'members');
+    const email = `new-${uid('p')}@example.test`;
+    await p.locator('#invite-email').fill(email);
+    await p.locator('#invite-role').selectOption('editor');
+    await p.getByRole('button', { name: 'Send the invitation' }).click();
+    const link = await p.locator('#invitation-link').inputValue();
+    await p.locator('#invitations tbody tr', { hasText: email }).waitFor();
+    const token = link.slice(link.indexOf('#/invite/') + '#/invite/'.length);
+    expect(token).to.not.equal('');
+
+    const context = await browser.newContext();
+    contexts.push(context);
+    const q = await context.newPage();
+    pageErrors.watch(q);
+    await q.goto(`${query.url}/#/invite/${token}`);
+    await q.locator('#invitation', { hasText: email }).waitFor();
+    expect(await q.locator('#invitation').innerText()).to.contain('editor');
+    await expectAccessible(q, 'invitation');
+    await q.getByLabel('Your name').fill('New Person');
+    await q.getByLabel('Choose a password').fill('too short');
+    await pageErrors.provoking(async () => {
+      await q.getByRole('button', { name: 'Accept the invitation' }).click();
+      await q.locator('#invite-status', { hasText: 'WEAK_PASSWORD' }).waitFor();
+    });
+    expect(await q.locator('#invite-status').innerText()).to.contain('12 characters');
+    await q.getByLabel('Choose a password').fill(password);
+    await q.getByRole('button', { name: 'Accept the invitation' }).click();
+    await q.getByRole('heading', { name: 'Monitors' }).waitFor();
+    expect(await q.locator('#new-monitor').isDisabled(), 'an editor may make monitors').to.equal(false);
+
+    await q.locator('#nav-account').click();
+    await q.locator('#account-person', { hasText: email }).waitFor();
+    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    await q.locator('#sign-out-everywhere').click();
+    await q.locator('form#password-sign-in').waitFor();
+    const after = await fetch(`${query.url}/api/session`, { headers: { cookie } });
+    expect(after.status, 'the ended session is refused').to.equal(401);
+  });
+
   it('lets an admin make a key (shown once), use it, and revoke it', async () => {
     const p = await signIn('admin');
     await p.locator('#nav-keys').click();
