@@ -7,7 +7,7 @@ import {
   escalationPolicyPatchSchema,
   escalationPolicySchema,
 } from '../alerting-schemas.js';
-import { auditEntrySchema } from '../audit-schema.js';
+import { auditEntrySchema, keyCreateSchema } from '../access-schemas.js';
 import { ERROR_CODES } from '../error-codes.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
@@ -126,4 +126,5 @@ export const schemas: Json = {
     description: 'One audit entry: a message on AUDIT_TOPIC, a row of audit_log, an item of GET /api/audit.',
   },
   AuditPage: pageOf('AuditEntry'),
+  KeyCreate: component(keyCreateSchema),
 };
