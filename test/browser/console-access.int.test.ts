@@ -203,7 +203,7 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await p.locator('form#key-form').waitFor();
     await expectAccessible(p, 'keys');
     const name = uid('deploy');
-    await p.getByLabel('Name').fill(name);
+    await p.getByLabel('Name', { exact: true }).fill(name);
     await p.locator('input[name="key-scope"][value="monitors:read"]').check();
     // The person's own scopes are offered (an admin's).
     expect(
