@@ -129,6 +129,26 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
     );
   });
 
+  it('finds no 5xx and no answer that contradicts the document on the members, invitations and settings routes', async () => {
+    const key = await newKey({
+      kind: 'api',
+      name: 'fuzz members',
+      scopes: ['members:read', 'members:write', 'settings:read', 'settings:write'],
+    });
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/members`, { headers: { authorization: `Bearer ${key}` } })).status === 200
+        ? true
+        : undefined,
+    );
+    // The invitations it makes are mailed to the run's Mailpit (loopback).
+    await fuzz(
+      'query service, members',
+      query.url,
+      `Authorization: Bearer ${key}`,
+      '^/api/(members|invitations|settings)',
+    );
+  });
+
   it("finds no 5xx and no undocumented answer with another tenant's key on the query service", async () => {
     // The monitors above belong to the default tenant; for this key none of them exists.
     const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz foreign');

@@ -3,6 +3,7 @@ import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
 import { eventPaths } from './openapi/events.js';
 import { healthPaths } from './openapi/health.js';
+import { memberPaths } from './openapi/members.js';
 import { heartbeatPaths } from './openapi/heartbeats.js';
 import { monitorPaths } from './openapi/monitors.js';
 import type { Json } from './openapi/responses.js';
@@ -35,6 +36,7 @@ const queryPaths: Json = {
   ...checkPaths,
   ...alertingPaths,
   ...sessionPaths,
+  ...memberPaths,
 };
 
 const TITLES: Record<ApiPart, string> = {

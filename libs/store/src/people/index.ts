@@ -8,3 +8,4 @@ export * from './oidc.js';
 export * from './throttle.js';
 export * from './totp.js';
 export * from './resets.js';
+export * from './owners.js';
