@@ -1,17 +1,20 @@
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ROLE_SCOPES, type Role } from '@telemetry/contract';
-import { addMembership, createTenant, ensurePerson, hashPassword } from '@telemetry/store';
+import { addMembership, createTenant, ensurePerson, hashPassword, totpCode } from '@telemetry/store';
 import { apiClient } from '../support/api.js';
+import { runMailpit } from '../support/mailpit.js';
 import { buildConsole, expectAccessible, launchChromium, PageErrors, showPageIfFailed } from '../support/browser.js';
 import { adminRegistry, eventually, newKey, runConsumer, runQuery, uid, type Running } from '../support/fixtures.js';
 
 /**
  * The console as people use it (issue 42), in a real Chromium against the query service on
  * PostgreSQL, Kafka and ClickHouse: signing in with email and password, controls a role
- * cannot use shown disabled with why (a viewer) and usable (an editor), the keys page
- * making and revoking a key, and the audit page listing what was done. The people are made
- * in the registry as its owner (ensurePerson, addMembership, hashPassword).
+ * cannot use shown disabled with why (a viewer) and usable (an editor), an invitation
+ * accepted from its link, TOTP turned on from the account page, a password reset from the
+ * mailed link (the open page of the person whose sessions it ended goes to sign-in), the
+ * keys page making and revoking a key, and the audit page listing what was done. The people
+ * are made in the registry as its owner (ensurePerson, addMembership, hashPassword).
  */
 describe('the console for people: sign-in, roles, keys and the audit log (Chromium)', function () {
   this.timeout(180_000);
@@ -22,10 +25,17 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
   let key: string;
   let monitorId: string;
   let page: Page | undefined;
+  /** The editor's page, left on a monitor (it refreshes itself) when their password is reset. */
+  let editorPage: Page;
   const contexts: BrowserContext[] = [];
   const pageErrors = new PageErrors();
   const password = `correct horse ${uid('pw')}`;
-  const people: Record<'viewer' | 'editor' | 'admin', string> = { viewer: '', editor: '', admin: '' };
+  const people: Record<'viewer' | 'editor' | 'admin' | 'totp', string> = {
+    viewer: '',
+    editor: '',
+    admin: '',
+    totp: '',
+  };
 
   const api = apiClient(
     () => query.url,
@@ -52,11 +62,17 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     const db = adminRegistry();
     tenantId = (await createTenant(db, uid('access'))).tenant_id;
     const hash = await hashPassword(password);
-    for (const role of ['viewer', 'editor', 'admin'] as const satisfies readonly Role[]) {
-      const email = `${role}-${uid('p')}@example.test`;
-      const { person } = await ensurePerson(db, { email, name: `The ${role}`, passwordHash: hash });
+    const roles: [keyof typeof people, Role][] = [
+      ['viewer', 'viewer'],
+      ['editor', 'editor'],
+      ['admin', 'admin'],
+      ['totp', 'viewer'],
+    ];
+    for (const [who, role] of roles) {
+      const email = `${who}-${uid('p')}@example.test`;
+      const { person } = await ensurePerson(db, { email, name: `The ${who}`, passwordHash: hash });
       await addMembership(db, { tenantId, personId: person.id, role, createdBy: 'test' });
-      people[role] = email;
+      people[who] = email;
     }
     key = await newKey({ tenantId, kind: 'api', name: 'access test', scopes: ['monitors:read', 'monitors:write'] });
     const made = await eventually('key loaded', async () => {
@@ -137,6 +153,7 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
 
   it('gives an editor the same controls enabled', async () => {
     const p = await signIn('editor');
+    editorPage = p;
     expect(await p.locator('#new-monitor').isDisabled()).to.equal(false);
     expect(await p.locator('.role-note').count()).to.equal(0);
     await p.goto(`${query.url}/#/monitors/${monitorId}`);
@@ -165,14 +182,16 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await p.getByRole('button', { name: 'Send the invitation' }).click();
     const link = await p.locator('#invitation-link').inputValue();
     await p.locator('#invitations tbody tr', { hasText: email }).waitFor();
-    const token = link.slice(link.indexOf('#/invite/') + '#/invite/'.length);
-    expect(token).to.not.equal('');
+    // The link as mailed (PUBLIC_URL/console/#/invite/…), opened on this run's query service.
+    const mailed = new URL(link);
+    expect(mailed.pathname).to.equal('/console/');
+    expect(mailed.hash).to.match(/^#\/invite\/./);
 
     const context = await browser.newContext();
     contexts.push(context);
     const q = await context.newPage();
     pageErrors.watch(q);
-    await q.goto(`${query.url}/#/invite/${token}`);
+    await q.goto(`${query.url}${mailed.pathname}${mailed.hash}`);
     await q.locator('#invitation', { hasText: email }).waitFor();
     expect(await q.locator('#invitation').innerText()).to.contain('editor');
     await expectAccessible(q, 'invitation');
@@ -195,6 +214,66 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await q.locator('form#password-sign-in').waitFor();
     const after = await fetch(`${query.url}/api/session`, { headers: { cookie } });
     expect(after.status, 'the ended session is refused').to.equal(401);
+  });
+
+  it('turns on TOTP on the account page; sign-in then asks for a code', async () => {
+    const p = await signIn('totp');
+    await p.locator('#nav-account').click();
+    await p.locator('#account-person', { hasText: people.totp }).waitFor();
+    await expectAccessible(p, 'account');
+    await p.locator('#totp-setup').click();
+    const secret = await p.locator('#totp-secret').innerText();
+    expect(await p.locator('#totp-url').innerText()).to.match(/^otpauth:\/\/totp\//);
+    await p.locator('#totp-enable-code').fill(totpCode(secret));
+    await p.getByRole('button', { name: 'Turn on' }).click();
+    await p.locator('#totp', { hasText: 'Sign-in now asks for a code' }).waitFor();
+    await p.locator('#account-sign-out').click();
+    await p.locator('form#password-sign-in').waitFor();
+
+    await p.getByLabel('Email').first().fill(people.totp);
+    await p.getByLabel('Password').fill(password);
+    await pageErrors.provoking(async () => {
+      await p.getByRole('button', { name: 'Sign in' }).click();
+      await p.locator('#sign-in-status', { hasText: 'Enter the code from your authenticator app.' }).waitFor();
+    });
+    // The step after the one that turned it on (each step signs in once; one step either side is accepted).
+    await p.getByLabel('Authenticator code').fill(totpCode(secret, Date.now() + 30_000));
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByRole('heading', { name: 'Monitors' }).waitFor();
+  });
+
+  it('sends a reset link for a forgotten password, and the mailed link sets a new one', async () => {
+    const context = await browser.newContext();
+    contexts.push(context);
+    const q = await context.newPage();
+    pageErrors.watch(q);
+    await q.goto(`${query.url}/`);
+    await q.getByText('Forgot your password?').click();
+    await q.locator('#reset-email').fill(people.editor);
+    await q.getByRole('button', { name: 'Send a reset link' }).click();
+    await q.locator('#reset-status', { hasText: 'If the account exists' }).waitFor();
+    const [mail] = await runMailpit().waitFor(`to:${people.editor}`);
+    const link = /https?:\/\/[^\s/]+(\/console\/#\/reset\/[A-Za-z0-9_-]+)/.exec(mail!.Text);
+    expect(link, mail!.Text).to.not.equal(null);
+    await q.goto(`${query.url}${link![1]}`);
+    await q.getByLabel('New password').fill('password');
+    await pageErrors.provoking(async () => {
+      await q.getByRole('button', { name: 'Set the password' }).click();
+      await q.locator('#reset-password-status', { hasText: 'WEAK_PASSWORD' }).waitFor();
+    });
+    const fresh = `${password} again`;
+    await q.getByLabel('New password').fill(fresh);
+    await pageErrors.provoking(async () => {
+      await q.getByRole('button', { name: 'Set the password' }).click();
+      await q.getByRole('heading', { name: 'Password changed' }).waitFor();
+      // Every session of the editor ended: their page still open (a monitor, refreshing) goes to sign-in, saying why.
+      await editorPage.locator('#sign-in-message', { hasText: 'sign in again' }).waitFor();
+    });
+    await q.getByRole('link', { name: 'Sign in' }).click();
+    await q.getByLabel('Email').first().fill(people.editor);
+    await q.getByLabel('Password').fill(fresh);
+    await q.getByRole('button', { name: 'Sign in' }).click();
+    await q.getByRole('heading', { name: 'Monitors' }).waitFor();
   });
 
   it('lets an admin make a key (shown once), use it, and revoke it', async () => {

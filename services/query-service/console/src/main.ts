@@ -32,6 +32,9 @@ function navigate(hash: string): void {
 
 /** Back to the sign-in page (the one the person used) with why. */
 function signedOut(err: ApiError): void {
+  // A page refreshing itself (a monitor's) stops asking.
+  leave?.();
+  leave = undefined;
   const key = session.mode() === 'key';
   session.signOut();
   show(nav);
