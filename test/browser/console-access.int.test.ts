@@ -291,7 +291,10 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await p.getByRole('button', { name: 'Create the key' }).click();
     const made = await p.locator('#new-key').inputValue();
     expect(made).to.match(/^ak_/);
-    expect((await api('GET', '/api/monitors?limit=1', undefined, { key: made })).status).to.equal(200);
+    // Every replica learns a new key from the change feed within a second.
+    await eventually('the new key accepted', async () =>
+      (await api('GET', '/api/monitors?limit=1', undefined, { key: made })).status === 200 ? true : undefined,
+    );
     const row = p.locator('#keys tbody tr', { hasText: name });
     await row.waitFor();
 
