@@ -1,3 +1,4 @@
+import { accessPaths } from './openapi/access.js';
 import { alertingPaths } from './openapi/alerting.js';
 import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
@@ -37,6 +38,7 @@ const queryPaths: Json = {
   ...alertingPaths,
   ...sessionPaths,
   ...memberPaths,
+  ...accessPaths,
 };
 
 const TITLES: Record<ApiPart, string> = {
