@@ -25,6 +25,8 @@ export const SIGN_IN_ERRORS: Record<string, string> = {
   INVITATION_INVALID:
     'This invitation is no longer valid: it expired, was revoked or used, or was sent to another email. Ask for a new one.',
   SSO_NOT_CONFIGURED: 'Single sign-on is not set up here: sign in with your email and password.',
+  SSO_UNAVAILABLE:
+    'The sign-on provider did not answer: try again in a moment, or sign in with your email and password.',
   SESSION_EXPIRED: 'Your session has ended (idle too long, at its limit, or signed out elsewhere): sign in again.',
   MISSING_CREDENTIALS: 'You are signed out: sign in again.',
   RESET_LINK_INVALID: 'This reset link is no longer valid (expired or used): ask for a new one.',
