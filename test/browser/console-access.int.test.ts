@@ -106,6 +106,9 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await page.goto(`${query.url}/`);
     await page.locator('form#password-sign-in').waitFor();
     await expectAccessible(page, 'sign-in');
+    // A single sign-on that failed comes back with its code: the page says what it means.
+    await page.goto(`${query.url}/#/sign-in?error=NOT_A_MEMBER`);
+    await page.locator('#sign-in-message', { hasText: 'You are not a member of this tenant' }).waitFor();
     await page.getByLabel('Email').first().fill(people.viewer);
     await page.getByLabel('Password').fill('not the password at all');
     await pageErrors.provoking(async () => {
