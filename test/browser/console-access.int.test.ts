@@ -4,7 +4,14 @@ import { ROLE_SCOPES, type Role } from '@telemetry/contract';
 import { addMembership, createTenant, ensurePerson, hashPassword, totpCode } from '@telemetry/store';
 import { apiClient } from '../support/api.js';
 import { runMailpit } from '../support/mailpit.js';
-import { buildConsole, expectAccessible, launchChromium, PageErrors, showPageIfFailed } from '../support/browser.js';
+import {
+  buildConsole,
+  expectAccessible,
+  launchChromium,
+  PageErrors,
+  photograph,
+  showPageIfFailed,
+} from '../support/browser.js';
 import { adminRegistry, eventually, newKey, runConsumer, runQuery, uid, type Running } from '../support/fixtures.js';
 
 /**
@@ -106,6 +113,7 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await page.goto(`${query.url}/`);
     await page.locator('form#password-sign-in').waitFor();
     await expectAccessible(page, 'sign-in');
+    await photograph(page, 'sign-in-password');
     // A single sign-on that failed comes back with its code: the page says what it means.
     await page.goto(`${query.url}/#/sign-in?error=NOT_A_MEMBER`);
     await page.locator('#sign-in-message', { hasText: 'You are not a member of this tenant' }).waitFor();
@@ -179,6 +187,7 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await p.locator('#nav-members').click();
     await p.locator('table#members').waitFor();
     await expectAccessible(p, 'members');
+    await photograph(p, 'members');
     const email = `new-${uid('p')}@example.test`;
     await p.locator('#invite-email').fill(email);
     await p.locator('#invite-role').selectOption('editor');
@@ -224,6 +233,7 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await p.locator('#nav-account').click();
     await p.locator('#account-person', { hasText: people.totp }).waitFor();
     await expectAccessible(p, 'account');
+    await photograph(p, 'account');
     await p.locator('#totp-setup').click();
     const secret = await p.locator('#totp-secret').innerText();
     expect(await p.locator('#totp-url').innerText()).to.match(/^otpauth:\/\/totp\//);
@@ -300,6 +310,7 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     );
     const row = p.locator('#keys tbody tr', { hasText: name });
     await row.waitFor();
+    await photograph(p, 'keys');
 
     p.once('dialog', (d) => void d.accept());
     await row.locator('button.key-revoke').click();
@@ -326,6 +337,7 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     );
     expect(await p.locator('#audit tbody tr', { hasText: 'key.create' }).first().innerText()).to.contain(people.admin);
     await expectAccessible(p, 'audit');
+    await photograph(p, 'audit');
     expect(pageErrors.errors).to.deep.equal([]);
   });
 });

@@ -1,4 +1,4 @@
-import { SCOPES, SCOPE_DESCRIPTIONS, type Scope } from '@telemetry/contract/access';
+import { SCOPES, SCOPE_DESCRIPTIONS, type MemberView, type Scope } from '@telemetry/contract/access';
 import { call, get, session } from './api.js';
 import { failure, h, loadView, scroller, show, table, time } from './dom.js';
 import { guard, guardForm, roleNote } from './guard.js';
@@ -38,14 +38,23 @@ const EXPIRIES: [string, number | null][] = [
 
 export async function keysPage(main: HTMLElement, made?: { name: string; key: string }): Promise<void> {
   const title = 'Keys';
-  const keys = await loadView(
+  const loaded = await loadView(
     main,
     title,
     'Loading the keys…',
-    () => get<KeyView[]>('/api/keys'),
+    () =>
+      Promise.all([
+        get<KeyView[]>('/api/keys'),
+        // Who made a key, by email for a person who may read the members (else their id).
+        session.mode() === 'session' && session.can('members:read')
+          ? get<MemberView[]>('/api/members').catch((): MemberView[] => [])
+          : [],
+      ]),
     () => void keysPage(main),
   );
-  if (!keys) return;
+  if (!loaded) return;
+  const [keys, members] = loaded;
+  const emails = new Map(members.map((m) => [m.id, m.email]));
   const notice = h('div', { id: 'keys-notice', role: 'status' });
   const revoke = (k: KeyView): void => {
     if (!confirm(`Revoke the key “${k.name}”? Whatever uses it is refused from now on. This cannot be undone.`)) return;
@@ -62,7 +71,7 @@ export async function keysPage(main: HTMLElement, made?: { name: string; key: st
       h('td', {}, k.name),
       h('td', {}, k.kind),
       h('td', {}, k.kind === 'api' ? k.scopes.join(', ') || '—' : '—'),
-      h('td', {}, k.created_by ?? '—'),
+      h('td', {}, k.created_by ? (emails.get(k.created_by) ?? k.created_by) : '—'),
       h('td', {}, time(k.created_at)),
       h('td', {}, k.expires_at ? time(k.expires_at) : 'never'),
       h('td', { class: 'key-revoked' }, k.revoked ? 'revoked' : 'no'),
