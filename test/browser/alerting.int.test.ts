@@ -78,6 +78,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     pageErrors.watch(page);
     await page.goto(`${query.url}/`);
+    await page.getByRole('link', { name: 'Use an API key instead' }).click();
     await page.getByLabel('API key').fill(key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Monitors' }).waitFor();

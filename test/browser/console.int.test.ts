@@ -184,6 +184,8 @@ describe('console and status pages in Chromium (real Kafka, ClickHouse and runne
 
   it('signs in (a wrong key is refused with a message), creates a monitor with the API’s validation next to the field, and sees its first checks in the chart', async () => {
     await page.goto(`${query.url}/`);
+    // A person signs in with email and password by default; the API key is one click away.
+    await page.getByRole('link', { name: 'Use an API key instead' }).click();
     await page.getByLabel('API key').waitFor();
     await expectAccessible(page, 'sign-in');
     await photograph(page, 'sign-in');

@@ -58,6 +58,7 @@ describe('the console’s monitor form, from the contract (Chromium, real ClickH
     page = await (await browser.newContext()).newPage();
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${query.url}/`);
+    await page.getByRole('link', { name: 'Use an API key instead' }).click();
     await page.getByLabel('API key').fill(key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Monitors' }).waitFor();

@@ -72,7 +72,7 @@ function send(req: Request, res: Response, a: Asset): void {
   if (!answeredNotModified(req, res, a.etag)) res.send(a.body);
 }
 
-/** GET / (the console), /status/{slug} (a public status page) and /console/* (their files). */
+/** GET / and /console/ (the console), /status/{slug} (a public status page) and /console/* (their files). */
 export function consoleRoutes(app: Express, assets: Map<string, Asset>): void {
   const page =
     (path: string) =>
@@ -82,6 +82,8 @@ export function consoleRoutes(app: Express, assets: Map<string, Asset>): void {
       else next();
     };
   app.get('/', page('/console/index.html'));
+  // Emailed links (invitations, password resets) and single sign-on come back to /console/#/….
+  app.get('/console/', page('/console/index.html'));
   app.get('/status/:slug', page('/console/status.html'));
   app.get('/console/*file', (req, res, next) => {
     const a = assets.get(req.path);

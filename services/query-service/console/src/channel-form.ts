@@ -4,6 +4,7 @@ import { ApiError, call, get } from './api.js';
 import { CHANNEL_TYPE_LABELS, configFields, SETTING_FIELDS, TYPE_OPTIONS } from './channel-fields.js';
 import { h, loading, loadView, show } from './dom.js';
 import { fieldBlock, getAt, placeProblems, problemSummary, readField, setAt, type FieldSpec } from './form-kit.js';
+import { guard, roleNote } from './guard.js';
 
 /**
  * Create (`id` undefined) or edit an alert channel: its type's config fields come from the
@@ -63,7 +64,10 @@ export async function channelForm(main: HTMLElement, id: string | undefined, nav
     h(
       'div',
       { class: 'actions' },
-      h('button', { type: 'submit', class: 'primary' }, id ? 'Save' : 'Create channel'),
+      guard(
+        'channels:write',
+        h('button', { type: 'submit', class: 'primary', id: 'save-channel' }, id ? 'Save' : 'Create channel'),
+      ),
       h('a', { class: 'button', href: id ? `#/channels/${id}` : '#/channels' }, 'Cancel'),
     ),
   );
@@ -99,5 +103,11 @@ export async function channelForm(main: HTMLElement, id: string | undefined, nav
       },
     );
   });
-  show(main, h('p', {}, h('a', { href: id ? `#/channels/${id}` : '#/channels' }, '← Back')), h('h1', {}, title), form);
+  show(
+    main,
+    h('p', {}, h('a', { href: id ? `#/channels/${id}` : '#/channels' }, '← Back')),
+    h('h1', {}, title),
+    roleNote('channels:write'),
+    form,
+  );
 }

@@ -3,6 +3,7 @@ import { call, get } from './api.js';
 import { CHANNEL_TYPE_LABELS } from './channel-fields.js';
 import { failure, h, loading, loadView, scroller, show, statusBadge, table, time } from './dom.js';
 import { removeObject } from './form-kit.js';
+import { guard, roleNote } from './guard.js';
 
 // The channels page (list) and a channel's page (settings, Send test, delivery log, delete).
 
@@ -43,7 +44,10 @@ export async function channelList(main: HTMLElement): Promise<void> {
       h(
         'div',
         { class: 'actions' },
-        h('a', { class: 'button primary', href: '#/channels/new' }, 'New channel'),
+        guard(
+          'channels:write',
+          h('a', { class: 'button primary', id: 'new-channel', href: '#/channels/new' }, 'New channel'),
+        ),
         h('a', { class: 'button', href: '#/escalation-policies' }, 'Escalation policies'),
       ),
     ),
@@ -154,7 +158,10 @@ export async function channelPage(main: HTMLElement, id: string, navigate: (hash
   };
   const remove = (): void =>
     removeObject(`channel “${c.name}”`, `/api/channels/${id}`, notice, () => navigate('#/channels'));
-  const testButton = h('button', { type: 'button', class: 'primary' }, 'Send test');
+  const testButton = guard(
+    'channels:write',
+    h('button', { type: 'button', class: 'primary', id: 'test-channel' }, 'Send test'),
+  );
   testButton.addEventListener('click', () => sendTest(testButton));
   show(
     main,
@@ -167,10 +174,14 @@ export async function channelPage(main: HTMLElement, id: string, navigate: (hash
         'div',
         { class: 'actions' },
         testButton,
-        h('a', { class: 'button', href: `#/channels/${id}/edit` }, 'Edit'),
-        h('button', { type: 'button', class: 'danger', onclick: remove }, 'Delete'),
+        guard('channels:write', h('a', { class: 'button', id: 'edit-channel', href: `#/channels/${id}/edit` }, 'Edit')),
+        guard(
+          'channels:write',
+          h('button', { type: 'button', class: 'danger', id: 'delete-channel', onclick: remove }, 'Delete'),
+        ),
       ),
     ),
+    roleNote('channels:write'),
     notice,
     h(
       'dl',

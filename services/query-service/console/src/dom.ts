@@ -1,7 +1,7 @@
 /** A few DOM helpers: the console needs no framework. */
 
 type Child = Node | string | number | null | undefined | false;
-type Attrs = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>;
+export type Attrs = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>;
 
 /** An element with attributes (on* are listeners; false or null leave one out) and children. */
 export function h<K extends keyof HTMLElementTagNameMap>(

@@ -11,6 +11,7 @@ import {
   removeObject,
   type FieldSpec,
 } from './form-kit.js';
+import { guard, roleNote } from './guard.js';
 
 /**
  * Escalation policies: the list, and a form (new, or the one in the address) of a name and
@@ -136,7 +137,10 @@ export async function escalationPolicies(
     h(
       'div',
       { class: 'actions' },
-      h('button', { type: 'submit', class: 'primary' }, editing ? 'Save policy' : 'Create policy'),
+      guard(
+        'channels:write',
+        h('button', { type: 'submit', class: 'primary', id: 'save-policy' }, editing ? 'Save policy' : 'Create policy'),
+      ),
       editing ? h('a', { class: 'button', href: '#/escalation-policies' }, 'Cancel') : null,
     ),
   );
@@ -174,6 +178,7 @@ export async function escalationPolicies(
       'A monitor with a policy notifies its steps in order until someone acknowledges; without one, its channels are notified once.',
     ),
     notice,
+    roleNote('channels:write'),
     policies.length === 0
       ? h('p', { class: 'empty' }, 'No escalation policies yet.')
       : h(
@@ -187,9 +192,15 @@ export async function escalationPolicies(
               ': ',
               stepsInWords(p, names),
               ' ',
-              h('a', { class: 'button', href: `#/escalation-policies/${p.id}` }, `Edit ${p.name}`),
+              guard(
+                'channels:write',
+                h('a', { class: 'button', href: `#/escalation-policies/${p.id}` }, `Edit ${p.name}`),
+              ),
               ' ',
-              h('button', { type: 'button', class: 'danger', onclick: () => remove(p) }, `Delete ${p.name}`),
+              guard(
+                'channels:write',
+                h('button', { type: 'button', class: 'danger', onclick: () => remove(p) }, `Delete ${p.name}`),
+              ),
             ),
           ),
         ),

@@ -1,13 +1,25 @@
-import { ApiError, get, session } from './api.js';
+import { ApiError, refreshSession, session } from './api.js';
+import { accountPage, signOut } from './account.js';
+import { auditPage } from './audit.js';
 import { channelForm } from './channel-form.js';
 import { channelList, channelPage } from './channels.js';
-import { h, show } from './dom.js';
+import { failure, h, show } from './dom.js';
 import { escalationPolicies } from './escalation-policies.js';
 import { eventsOverview } from './events.js';
+import { invitePage, resetPage } from './invitation.js';
+import { keysPage } from './keys.js';
+import { membersPage } from './members.js';
 import { monitorForm } from './monitor-form.js';
 import { monitorList } from './monitor-list.js';
 import { monitorPage } from './monitor-page.js';
+import { keySignIn, SIGN_IN_ERRORS, signInPage } from './sign-in.js';
 import { statusPagesView } from './status-pages.js';
+
+/**
+ * The console's router. Ids a test can find in the navigation: #nav-members, #nav-keys and
+ * #nav-audit (shown only with members:read, keys:read and audit:read), #nav-account
+ * (signed in as a person), button#sign-out.
+ */
 
 const main = document.getElementById('main')!;
 const nav = document.getElementById('nav')!;
@@ -18,91 +30,97 @@ function navigate(hash: string): void {
   else location.hash = hash;
 }
 
-function signIn(message?: string): void {
+/** Back to the sign-in page (the one the person used) with why. */
+function signedOut(err: ApiError): void {
+  // A page refreshing itself (a monitor's) stops asking.
+  leave?.();
+  leave = undefined;
+  const key = session.mode() === 'key';
+  session.signOut();
   show(nav);
-  const error = h('p', { class: 'field-error', id: 'key-error', role: 'alert' }, message ?? '');
-  const input = h('input', {
-    id: 'api-key',
-    name: 'key',
-    type: 'password',
-    autocomplete: 'off',
-    required: true,
-    'aria-describedby': 'key-help key-error',
-  });
-  const form = h(
-    'form',
-    { class: 'sign-in' },
-    h('h1', {}, 'Sign in'),
-    h('label', { for: 'api-key' }, 'API key'),
-    input,
-    h(
-      'p',
-      { id: 'key-help', class: 'muted' },
-      'Use an API key (ak_…) with the monitors:read, monitors:write, checks:read and events:read scopes. ',
-      'It is kept in this tab’s sessionStorage only: it is gone when you close the tab or sign out, and never sent anywhere but this server.',
-    ),
-    error,
-    h('button', { type: 'submit', class: 'primary' }, 'Sign in'),
-  );
-  form.addEventListener('submit', (e) => {
-    e.preventDefault();
-    const key = input.value.trim();
-    session.signIn(key);
-    // One read proves the key before the console opens.
-    get('/api/monitors?limit=1').then(
-      () => navigate('#/'),
-      (err: unknown) => {
-        session.signOut();
-        error.textContent =
-          err instanceof ApiError && err.status === 401
-            ? 'This key was not accepted: it is unknown, revoked or expired.'
-            : err instanceof Error
-              ? err.message
-              : String(err);
-        input.focus();
-      },
+  if (key) keySignIn(main, navigate, 'Your key is no longer accepted; sign in again.');
+  else
+    void signInPage(
+      main,
+      new URLSearchParams(),
+      navigate,
+      SIGN_IN_ERRORS[err.code] ?? SIGN_IN_ERRORS.MISSING_CREDENTIALS,
     );
-  });
-  show(main, form);
-  input.focus();
 }
+session.onUnauthorized(signedOut);
 
 function navigation(): void {
   const here = location.hash || '#/';
-  const link = (href: string, label: string, active: boolean): HTMLElement =>
-    h('a', { href, 'aria-current': active ? 'page' : false }, label);
+  const link = (href: string, label: string, active: boolean, id?: string): HTMLElement =>
+    h('a', { href, id: id ?? false, 'aria-current': active ? 'page' : false }, label);
   show(
     nav,
     link('#/', 'Monitors', here === '#/' || here.startsWith('#/monitors')),
     link('#/events', 'Events', here.startsWith('#/events')),
     link('#/status-pages', 'Status pages', here.startsWith('#/status-pages')),
     link('#/channels', 'Alert channels', here.startsWith('#/channels') || here.startsWith('#/escalation-policies')),
-    h(
-      'button',
-      {
-        type: 'button',
-        id: 'sign-out',
-        onclick: () => {
-          session.signOut();
-          navigate('#/sign-in');
-        },
-      },
-      'Sign out',
-    ),
+    session.can('members:read') && link('#/members', 'Members', here.startsWith('#/members'), 'nav-members'),
+    session.can('keys:read') && link('#/keys', 'Keys', here.startsWith('#/keys'), 'nav-keys'),
+    session.can('audit:read') && link('#/audit', 'Audit', here.startsWith('#/audit'), 'nav-audit'),
+    session.mode() === 'session' && link('#/account', 'Account', here.startsWith('#/account'), 'nav-account'),
+    h('button', { type: 'button', id: 'sign-out', onclick: () => void signOut(navigate) }, 'Sign out'),
   );
+}
+
+/** Whether someone is signed in: an API key, or a session GET /api/session confirms. */
+async function signedIn(): Promise<boolean> {
+  if (session.mode() === 'key') return true;
+  if (session.view()) return true;
+  // No sign-in since the last sign-out here: no request (a first visit makes no 401).
+  if (!session.maybe()) return false;
+  try {
+    await refreshSession();
+    return true;
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 401) throw err;
+    session.signOut();
+    return false;
+  }
 }
 
 async function route(): Promise<void> {
   leave?.();
   leave = undefined;
   const hash = location.hash || '#/';
-  if (!session.key() || hash === '#/sign-in') {
-    signIn();
+  const [path = '', query = ''] = hash.slice(2).split('?');
+  const parts = path.split('/');
+  // The pages one reaches signed out.
+  if (parts[0] === 'sign-in') {
+    show(nav);
+    if (parts[1] === 'key') keySignIn(main, navigate);
+    else await signInPage(main, new URLSearchParams(query), navigate);
+    return;
+  }
+  if (parts[0] === 'invite' && parts[1]) {
+    show(nav);
+    await invitePage(main, parts[1], navigate);
+    return;
+  }
+  if (parts[0] === 'reset' && parts[1]) {
+    show(nav);
+    resetPage(main, parts[1]);
+    return;
+  }
+  try {
+    if (!(await signedIn())) {
+      show(nav);
+      await signInPage(main, new URLSearchParams(), navigate);
+      return;
+    }
+  } catch (err) {
+    show(
+      main,
+      failure(err, () => void route()),
+    );
     return;
   }
   navigation();
   main.focus({ preventScroll: true });
-  const parts = hash.slice(2).split('/');
   // Each route renders into a view of its own: a page still loading when the person moves
   // on (the list's monitors, a slow answer) finishes into a detached view, not over the next.
   const view = h('div', { class: 'view' });
@@ -122,12 +140,14 @@ async function route(): Promise<void> {
     else if (parts[0] === 'channels' && parts[1]) await channelPage(view, parts[1], navigate);
     else if (parts[0] === 'channels') await channelList(view);
     else if (parts[0] === 'escalation-policies') await escalationPolicies(view, parts[1] || undefined, navigate);
+    else if (parts[0] === 'members') await membersPage(view);
+    else if (parts[0] === 'keys') await keysPage(view);
+    else if (parts[0] === 'audit') auditPage(view);
+    else if (parts[0] === 'account') await accountPage(view, navigate);
     else await monitorList(view);
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) {
-      session.signOut();
-      signIn('Your key is no longer accepted; sign in again.');
-    } else throw err;
+    // A 401 already showed the sign-in page (signedOut).
+    if (!(err instanceof ApiError && err.status === 401)) throw err;
   }
 }
 

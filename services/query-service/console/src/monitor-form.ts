@@ -18,6 +18,7 @@ import {
   fromLocalInput,
   type AlertingChoices,
 } from './monitor-alerting.js';
+import { guard, roleNote } from './guard.js';
 
 /** The settings this form does not edit (the API does): every other field comes from the schema. */
 const NOT_IN_FORM: readonly SettingName[] = ['body', 'maintenance_windows'];
@@ -266,7 +267,10 @@ export async function monitorForm(
     h(
       'div',
       { class: 'actions' },
-      h('button', { type: 'submit', class: 'primary' }, id ? 'Save' : 'Create monitor'),
+      guard(
+        'monitors:write',
+        h('button', { type: 'submit', class: 'primary', id: 'save-monitor' }, id ? 'Save' : 'Create monitor'),
+      ),
       h('a', { class: 'button', href: id ? `#/monitors/${id}` : '#/' }, 'Cancel'),
     ),
   );
@@ -314,5 +318,12 @@ export async function monitorForm(
         `The alert channels and escalation policies could not be read (${choices.problem instanceof Error ? choices.problem.message : 'unknown error'}): those set show as ids.`,
       )
     : null;
-  show(main, h('p', {}, h('a', { href: id ? `#/monitors/${id}` : '#/' }, '← Back')), h('h1', {}, title), unread, form);
+  show(
+    main,
+    h('p', {}, h('a', { href: id ? `#/monitors/${id}` : '#/' }, '← Back')),
+    h('h1', {}, title),
+    roleNote('monitors:write'),
+    unread,
+    form,
+  );
 }

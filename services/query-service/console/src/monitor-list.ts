@@ -2,6 +2,7 @@ import type { Monitor } from '@telemetry/contract';
 import { h, loadView, percent, scroller, show, statusBadge, time } from './dom.js';
 import { silenceMark } from './monitor-alerting.js';
 import { allMonitors, pool, uptimes } from './monitor-data.js';
+import { guard, roleNote } from './guard.js';
 
 type SortKey = 'name' | 'status' | 'last_check_at' | 'u24' | 'u7' | 'u30';
 interface Row {
@@ -87,8 +88,12 @@ export async function monitorList(main: HTMLElement): Promise<void> {
       'div',
       { class: 'title-row' },
       h('h1', {}, 'Monitors'),
-      h('a', { class: 'button primary', href: '#/monitors/new' }, 'New monitor'),
+      guard(
+        'monitors:write',
+        h('a', { class: 'button primary', id: 'new-monitor', href: '#/monitors/new' }, 'New monitor'),
+      ),
     ),
+    roleNote('monitors:write'),
     h(
       'div',
       { class: 'filters' },

@@ -5,6 +5,7 @@ import { failure, h, loading, rangePicker, show, statusBadge, time } from './dom
 import { DAY, minuteBuckets, RANGES, summaryBuckets } from './monitor-data.js';
 import { silenceNotice } from './monitor-alerting.js';
 import { checkTable, deliveryTable, incidentList, statusBars } from './monitor-tables.js';
+import { guard, roleNote } from './guard.js';
 
 /** A monitor's page; refreshes itself every few seconds while shown. */
 export async function monitorPage(
@@ -86,36 +87,48 @@ export async function monitorPage(
       h(
         'div',
         { class: 'actions' },
-        h('a', { class: 'button', href: `#/monitors/${m.id}/edit` }, 'Edit'),
-        h(
-          'button',
-          {
-            type: 'button',
-            onclick: () =>
-              void act(m.paused ? 'Resuming' : 'Pausing', () =>
-                call('PATCH', `/api/monitors/${m.id}`, { paused: !m.paused }),
-              ),
-          },
-          m.paused ? 'Resume' : 'Pause',
+        guard(
+          'monitors:write',
+          h('a', { class: 'button', id: 'edit-monitor', href: `#/monitors/${m.id}/edit` }, 'Edit'),
         ),
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'danger',
-            onclick: () => {
-              if (!confirm(`Delete the monitor “${m.name}”? Its checks stop and its history is no longer shown.`))
-                return;
-              void act('Deleting', async () => {
-                await call('DELETE', `/api/monitors/${m.id}`);
-                stopped = true;
-                navigate('#/');
-              });
+        guard(
+          'monitors:write',
+          h(
+            'button',
+            {
+              type: 'button',
+              id: 'pause-monitor',
+              onclick: () =>
+                void act(m.paused ? 'Resuming' : 'Pausing', () =>
+                  call('PATCH', `/api/monitors/${m.id}`, { paused: !m.paused }),
+                ),
             },
-          },
-          'Delete',
+            m.paused ? 'Resume' : 'Pause',
+          ),
+        ),
+        guard(
+          'monitors:write',
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'danger',
+              id: 'delete-monitor',
+              onclick: () => {
+                if (!confirm(`Delete the monitor “${m.name}”? Its checks stop and its history is no longer shown.`))
+                  return;
+                void act('Deleting', async () => {
+                  await call('DELETE', `/api/monitors/${m.id}`);
+                  stopped = true;
+                  navigate('#/');
+                });
+              },
+            },
+            'Delete',
+          ),
         ),
       ),
+      roleNote('monitors:write'),
     );
 
   const refresh = async (): Promise<void> => {

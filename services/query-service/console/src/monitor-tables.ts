@@ -1,6 +1,7 @@
 import type { Check, Incident, WebhookDelivery } from '@telemetry/contract';
 import { h, scroller, statusBadge, table, time } from './dom.js';
 import type { Bucket } from './monitor-data.js';
+import { guard } from './guard.js';
 
 // The monitor page's tables and lists: status bars, incidents, checks, webhook deliveries.
 
@@ -49,10 +50,13 @@ export function incidentList(incidents: Incident[], acknowledge?: Acknowledge): 
         acknowledge && i.status === 'open'
           ? [
               ' ',
-              h(
-                'button',
-                { type: 'button', onclick: () => acknowledge(i, !i.acknowledged_at) },
-                i.acknowledged_at ? 'Un-acknowledge' : 'Acknowledge',
+              guard(
+                'monitors:write',
+                h(
+                  'button',
+                  { type: 'button', class: 'acknowledge', onclick: () => acknowledge(i, !i.acknowledged_at) },
+                  i.acknowledged_at ? 'Un-acknowledge' : 'Acknowledge',
+                ),
               ),
             ]
           : null,

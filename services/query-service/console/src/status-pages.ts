@@ -1,6 +1,7 @@
 import type { Monitor, PublicStatusPage, StatusPage } from '@telemetry/contract';
 import { ApiError, call, get } from './api.js';
 import { failure, h, loadView, percent, show, statusBadge, time } from './dom.js';
+import { guard, roleNote } from './guard.js';
 
 /** The owner's status pages: list, create, delete. */
 export async function statusPagesView(main: HTMLElement): Promise<void> {
@@ -49,7 +50,10 @@ export async function statusPagesView(main: HTMLElement): Promise<void> {
       fieldError('monitor_ids'),
     ),
     errors,
-    h('button', { type: 'submit', class: 'primary' }, 'Publish page'),
+    guard(
+      'monitors:write',
+      h('button', { type: 'submit', class: 'primary', id: 'publish-status-page' }, 'Publish page'),
+    ),
   );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -103,11 +107,15 @@ export async function statusPagesView(main: HTMLElement): Promise<void> {
               ' · updated ',
               time(p.updated_at),
               ' ',
-              h('button', { type: 'button', class: 'danger', onclick: () => remove(p) }, `Delete ${p.slug}`),
+              guard(
+                'monitors:write',
+                h('button', { type: 'button', class: 'danger', onclick: () => remove(p) }, `Delete ${p.slug}`),
+              ),
             ),
           ),
         ),
     h('h2', {}, 'New status page'),
+    roleNote('monitors:write'),
     monitors.length === 0 ? h('p', {}, 'Create a monitor first.') : form,
   );
 }
