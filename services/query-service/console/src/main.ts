@@ -70,14 +70,19 @@ function navigation(): void {
 /** Whether someone is signed in: an API key, or a session GET /api/session confirms. */
 async function signedIn(): Promise<boolean> {
   if (session.mode() === 'key') return true;
-  if (session.view()) return true;
   // No sign-in since the last sign-out here: no request (a first visit makes no 401).
-  if (!session.maybe()) return false;
+  if (!session.view() && !session.maybe()) return false;
   try {
+    // Every page asks again: a role changed or a removal shows on the next page the person
+    // opens, as the server applies it on their next request.
     await refreshSession();
     return true;
   } catch (err) {
-    if (!(err instanceof ApiError) || err.status !== 401) throw err;
+    if (!(err instanceof ApiError) || err.status !== 401) {
+      // The server did not answer: the page opens with what was known (its calls say why they fail).
+      if (session.view()) return true;
+      throw err;
+    }
     session.signOut();
     return false;
   }
