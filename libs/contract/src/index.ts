@@ -13,3 +13,4 @@ export { ipVersion } from './urls.js';
 export * from './channels/index.js';
 export * from './alerting-schemas.js';
 export * from './access.js';
+export * from './people-schemas.js';

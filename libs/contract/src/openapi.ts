@@ -5,7 +5,9 @@ import { eventPaths } from './openapi/events.js';
 import { healthPaths } from './openapi/health.js';
 import { heartbeatPaths } from './openapi/heartbeats.js';
 import { monitorPaths } from './openapi/monitors.js';
-import type { Json } from './openapi/responses.js';
+import { csrfHeader } from './openapi/parameters.js';
+import { peoplePaths } from './openapi/people.js';
+import { withCodes, type Json } from './openapi/responses.js';
 import { sdkPaths } from './openapi/sdk.js';
 import { statusPagePaths } from './openapi/status-pages.js';
 import { telemetryPaths } from './openapi/telemetry.js';
@@ -27,7 +29,47 @@ export type ApiPart = 'gateway' | 'query' | 'all';
 const gatewayPaths: Json = { ...telemetryPaths, ...heartbeatPaths, ...sdkPaths };
 
 /** The query service's routes. */
-const queryPaths: Json = { ...monitorPaths, ...statusPagePaths, ...eventPaths, ...checkPaths, ...alertingPaths };
+const queryPaths: Json = withSessionCookie({
+  ...monitorPaths,
+  ...statusPagePaths,
+  ...eventPaths,
+  ...checkPaths,
+  ...alertingPaths,
+  ...peoplePaths,
+});
+
+/**
+ * Every route of the query service that takes an API key with a scope takes the session
+ * cookie too (authorize() in the query service's access/principal.ts): the cookie scheme
+ * beside the key's, SESSION_EXPIRED, and on state-changing methods the X-CSRF-Token header
+ * and CSRF_FAILED. Added here once rather than in each route family.
+ */
+function withSessionCookie(paths: Json): Json {
+  const safe = new Set(['get', 'head', 'options']);
+  const out: Json = {};
+  for (const [path, item] of Object.entries(paths) as [string, Record<string, Json>][]) {
+    out[path] = Object.fromEntries(
+      Object.entries(item).map(([method, op]) => {
+        const key = (op.security as Json[] | undefined)?.find((s) => 'apiKey' in s);
+        if (!key) return [method, op];
+        const write = !safe.has(method);
+        return [
+          method,
+          {
+            ...op,
+            security: [key, { sessionCookie: key.apiKey }],
+            ...(write ? { parameters: [...((op.parameters as Json[] | undefined) ?? []), csrfHeader(false)] } : {}),
+            responses: withCodes(
+              op.responses as Json,
+              write ? ['SESSION_EXPIRED', 'CSRF_FAILED'] : ['SESSION_EXPIRED'],
+            ),
+          },
+        ];
+      }),
+    );
+  }
+  return out;
+}
 
 const TITLES: Record<ApiPart, string> = {
   gateway: 'Telemetry ingest gateway',

@@ -7,7 +7,9 @@ import {
   escalationPolicyPatchSchema,
   escalationPolicySchema,
 } from '../alerting-schemas.js';
+import { SCOPES, SESSION_COOKIE } from '../access.js';
 import { ERROR_CODES } from '../error-codes.js';
+import { PEOPLE_SCHEMAS } from '../people-schemas.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
   alertMessageSchema,
@@ -51,7 +53,13 @@ export const securitySchemes: Json = {
   apiKey: {
     type: 'http',
     scheme: 'bearer',
-    description: `API key (ak_…) with scopes: checks:read, monitors:read, monitors:write, events:read.`,
+    description: `API key (ak_…) with scopes: ${SCOPES.join(', ')} (docs/access.md).`,
+  },
+  sessionCookie: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: SESSION_COOKIE,
+    description: `A person's session (POST /api/session/password, or single sign-on), named \`__Host-${SESSION_COOKIE}\` when Secure; it holds the scopes of the person's role (docs/access.md). State-changing requests it authenticates carry X-CSRF-Token.`,
   },
 };
 
@@ -113,4 +121,6 @@ export const schemas: Json = {
   EscalationPolicyCreate: component(escalationPolicyCreateSchema),
   EscalationPolicyPatch: component(escalationPolicyPatchSchema),
   EscalationPolicy: component(escalationPolicySchema),
+  ...Object.fromEntries(PEOPLE_SCHEMAS.map((s) => [s.$id, component(s)])),
+  AuditEntryPage: pageOf('AuditEntry'),
 };

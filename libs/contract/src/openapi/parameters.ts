@@ -100,3 +100,14 @@ export const ifNoneMatch: Json = {
 export const notModified: Json = {
   '304': { description: 'Not modified: the answer is still the one whose ETag was sent.', headers: cacheHeaders },
 };
+
+/** The session's CSRF token: every state-changing request the session cookie authenticates carries it. */
+export const csrfHeader = (required: boolean): Json => ({
+  name: 'X-CSRF-Token',
+  in: 'header',
+  required,
+  description: required
+    ? "The session's CSRF token (GET /api/session answers it as csrf_token)."
+    : "With the session cookie (not with an API key): the session's CSRF token (GET /api/session answers it as csrf_token), else 403 CSRF_FAILED.",
+  schema: { type: 'string', minLength: 1, maxLength: 100 },
+});

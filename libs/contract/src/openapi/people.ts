@@ -1,0 +1,422 @@
+import { ACCESS_LIMITS, AUDIT_OUTCOMES, type Scope } from '../access.js';
+import type { ErrorCode } from '../error-codes.js';
+import { INVITATION_ID_PATTERN, KEY_ID_PATTERN, PERSON_ID_PATTERN } from '../people-schemas.js';
+import { csrfHeader, cursorParam, header, limitParam, queryParam, timeParam } from './parameters.js';
+import {
+  bodyErrors,
+  envelopeOf,
+  errors,
+  jsonBody,
+  jsonOk,
+  keyErrors,
+  ref,
+  storeErrors,
+  type Json,
+} from './responses.js';
+
+/**
+ * The people routes in the OpenAPI document (docs/access.md): sessions and passwords,
+ * members, invitations and the tenant's settings, single sign-on, the audit log and the
+ * tenant's keys. A route taking `auth(scope)` lists the API key scheme; openapi.ts adds the
+ * session cookie beside it, and the X-CSRF-Token header on writes, for every such route.
+ */
+
+const idPath = (name: string, description: string, pattern: string): Json => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema: { type: 'string', pattern },
+});
+const personPath = idPath('person_id', "The member's person id (per_…).", PERSON_ID_PATTERN);
+const invitationPath = idPath('id', 'The invitation id (inv_…).', INVITATION_ID_PATTERN);
+const keyPath = idPath('key_id', "The key's id: the 16 hex digits after ak_ or tk_.", KEY_ID_PATTERN);
+
+const auth = (scope: Scope): Json[] => [{ apiKey: [scope] }];
+/** A session cookie only (no API key): the person's own session and account. */
+const cookieOnly = [{ sessionCookie: [] }];
+const csrf = csrfHeader(true);
+const setCookie = {
+  'Set-Cookie': header('The session cookie (HttpOnly, SameSite=Lax; Secure and __Host- outside loopback).'),
+};
+const empty = envelopeOf({ type: 'object', additionalProperties: false, maxProperties: 0 });
+const done = (description: string): Json => jsonOk(description, empty);
+const sessionOk = (description: string): Json => jsonOk(description, envelopeOf(ref('Session')), setCookie);
+const listOf = (name: string): Json => envelopeOf({ type: 'array', items: ref(name) });
+/** The refusals of a route only a session may call (a request with an API key is MISSING_CREDENTIALS here). */
+const sessionErrors = (write: boolean, ...more: ErrorCode[]): Json =>
+  errors([
+    'MISSING_CREDENTIALS',
+    'SESSION_EXPIRED',
+    ...(write ? (['CSRF_FAILED'] as const) : []),
+    ...more,
+    ...storeErrors,
+  ]);
+/** The refusals of a public route. */
+const publicErrors = (...more: ErrorCode[]): Json => errors([...more, ...storeErrors]);
+const redirect = (description: string): Json => ({
+  description,
+  headers: { Location: header('Where the browser goes next.'), ...setCookie },
+});
+
+const sessionPaths: Json = {
+  '/api/session/password': {
+    post: {
+      operationId: 'signInWithPassword',
+      summary: 'Sign in with email and password (and the TOTP code when the account has one)',
+      description:
+        'Sets the session cookie. Failed attempts are slowed per account and per address with a growing delay (429 SIGN_IN_THROTTLED with Retry-After), never locked out. A person in several tenants signs in to `tenant_id`, else to the first they joined.',
+      security: [],
+      requestBody: jsonBody('PasswordSignIn'),
+      responses: {
+        '200': sessionOk('Signed in.'),
+        ...publicErrors(...bodyErrors, 'SIGN_IN_FAILED', 'TOTP_REQUIRED', 'NOT_A_MEMBER', 'SIGN_IN_THROTTLED'),
+      },
+    },
+  },
+  '/api/session': {
+    get: {
+      operationId: 'getSession',
+      summary: 'Who is signed in, to which tenant, with what role and scopes, and the CSRF token',
+      security: cookieOnly,
+      responses: { '200': jsonOk('The session.', envelopeOf(ref('Session'))), ...sessionErrors(false) },
+    },
+    delete: {
+      operationId: 'signOut',
+      summary: 'Sign out: ends this session and clears the cookie',
+      security: cookieOnly,
+      parameters: [csrf],
+      responses: { '200': done('Signed out.'), ...sessionErrors(true) },
+    },
+  },
+  '/api/session/sign-out-everywhere': {
+    post: {
+      operationId: 'signOutEverywhere',
+      summary: 'End every session of the person signed in, this one included',
+      security: cookieOnly,
+      parameters: [csrf],
+      responses: {
+        '200': jsonOk(
+          'How many sessions ended.',
+          envelopeOf({ type: 'object', required: ['ended'], properties: { ended: { type: 'integer', minimum: 0 } } }),
+        ),
+        ...sessionErrors(true),
+      },
+    },
+  },
+  '/api/session/tenant': {
+    post: {
+      operationId: 'switchTenant',
+      summary: 'Switch the session to another tenant the person belongs to',
+      security: cookieOnly,
+      parameters: [csrf],
+      requestBody: jsonBody('TenantSwitch'),
+      responses: {
+        '200': sessionOk('Signed in to that tenant.'),
+        ...sessionErrors(true, ...bodyErrors, 'NOT_A_MEMBER'),
+      },
+    },
+  },
+  '/api/password-resets': {
+    post: {
+      operationId: 'requestPasswordReset',
+      summary: 'Mail a password-reset link, if the email is an account',
+      description: 'Answers 202 whether or not the email is an account, so that it tells nobody which emails are.',
+      security: [],
+      requestBody: jsonBody('PasswordResetRequest'),
+      responses: { '202': done('Accepted.'), ...publicErrors(...bodyErrors, 'SIGN_IN_THROTTLED') },
+    },
+  },
+  '/api/password-resets/confirm': {
+    post: {
+      operationId: 'confirmPasswordReset',
+      summary: "Set a new password with a reset link's token; ends every session of the person",
+      security: [],
+      requestBody: jsonBody('PasswordResetConfirm'),
+      responses: {
+        '200': done('The password is changed.'),
+        ...publicErrors(...bodyErrors, 'RESET_LINK_INVALID', 'WEAK_PASSWORD'),
+      },
+    },
+  },
+  '/api/me/password': {
+    put: {
+      operationId: 'changePassword',
+      summary: 'Change (or set) the password of the person signed in',
+      security: cookieOnly,
+      parameters: [csrf],
+      requestBody: jsonBody('PasswordChange'),
+      responses: {
+        '200': done('The password is changed.'),
+        ...sessionErrors(true, ...bodyErrors, 'SIGN_IN_FAILED', 'WEAK_PASSWORD', 'SIGN_IN_THROTTLED'),
+      },
+    },
+  },
+  '/api/me/totp': {
+    post: {
+      operationId: 'startTotp',
+      summary: 'A new TOTP secret, pending until POST /api/me/totp/enable confirms a code of it',
+      security: cookieOnly,
+      parameters: [csrf],
+      responses: {
+        '200': jsonOk(
+          'The secret, and the otpauth:// URL an authenticator app scans.',
+          envelopeOf({
+            type: 'object',
+            required: ['secret', 'otpauth_url'],
+            properties: { secret: { type: 'string' }, otpauth_url: { type: 'string' } },
+          }),
+        ),
+        ...sessionErrors(true),
+      },
+    },
+    delete: {
+      operationId: 'disableTotp',
+      summary: 'Turn two-step sign-in off (with a current code)',
+      security: cookieOnly,
+      parameters: [csrf],
+      requestBody: jsonBody('TotpCode'),
+      responses: { '200': done('Two-step sign-in is off.'), ...sessionErrors(true, ...bodyErrors, 'SIGN_IN_FAILED') },
+    },
+  },
+  '/api/me/totp/enable': {
+    post: {
+      operationId: 'enableTotp',
+      summary: 'Turn two-step sign-in on with a code of the pending secret',
+      security: cookieOnly,
+      parameters: [csrf],
+      requestBody: jsonBody('TotpCode'),
+      responses: { '200': done('Two-step sign-in is on.'), ...sessionErrors(true, ...bodyErrors, 'SIGN_IN_FAILED') },
+    },
+  },
+};
+
+const memberPaths: Json = {
+  '/api/members': {
+    get: {
+      operationId: 'listMembers',
+      summary: "The tenant's members",
+      security: auth('members:read'),
+      responses: { '200': jsonOk('Every member.', listOf('Member')), ...keyErrors('INVALID_PARAMETER') },
+    },
+  },
+  '/api/members/{person_id}': {
+    patch: {
+      operationId: 'changeMemberRole',
+      summary: "Change a member's role",
+      description:
+        'Only an owner grants or takes the owner role (403 ROLE_NOT_ALLOWED); the last owner stays one (409 LAST_OWNER).',
+      security: auth('members:write'),
+      parameters: [personPath],
+      requestBody: jsonBody('MemberPatch'),
+      responses: {
+        '200': jsonOk('The member with the new role.', envelopeOf(ref('Member'))),
+        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'MEMBER_NOT_FOUND', 'ROLE_NOT_ALLOWED', 'LAST_OWNER'),
+      },
+    },
+    delete: {
+      operationId: 'removeMember',
+      summary: 'Remove a member (or leave the tenant: any member may remove themself); their sessions here end',
+      security: auth('members:write'),
+      parameters: [personPath],
+      responses: {
+        '200': done('Removed.'),
+        ...keyErrors('INVALID_PARAMETER', 'MEMBER_NOT_FOUND', 'ROLE_NOT_ALLOWED', 'LAST_OWNER'),
+      },
+    },
+  },
+  '/api/invitations': {
+    get: {
+      operationId: 'listInvitations',
+      summary: "The tenant's pending invitations",
+      security: auth('members:read'),
+      responses: {
+        '200': jsonOk('Every pending invitation.', listOf('Invitation')),
+        ...keyErrors('INVALID_PARAMETER'),
+      },
+    },
+    post: {
+      operationId: 'invite',
+      summary: 'Invite a person by email: a signed, expiring link, mailed and answered once',
+      security: auth('members:write'),
+      requestBody: jsonBody('InvitationCreate'),
+      responses: {
+        '201': jsonOk('Invited.', envelopeOf(ref('InvitationCreated'))),
+        ...keyErrors(...bodyErrors, 'ALREADY_MEMBER', 'ROLE_NOT_ALLOWED', 'QUOTA_EXCEEDED'),
+      },
+    },
+  },
+  '/api/invitations/{id}': {
+    delete: {
+      operationId: 'revokeInvitation',
+      summary: 'Revoke a pending invitation: its link no longer works',
+      security: auth('members:write'),
+      parameters: [invitationPath],
+      responses: { '200': done('Revoked.'), ...keyErrors('INVALID_PARAMETER', 'INVITATION_NOT_FOUND') },
+    },
+  },
+  '/api/invitations/preview': {
+    get: {
+      operationId: 'previewInvitation',
+      summary: "What an invitation link is for (no key: the link's token is the credential)",
+      security: [],
+      parameters: [
+        {
+          name: 'token',
+          in: 'query',
+          required: true,
+          description: "The link's token.",
+          schema: { type: 'string', minLength: 1, maxLength: 512 },
+        },
+      ],
+      responses: {
+        '200': jsonOk('The invitation.', envelopeOf(ref('InvitationPreview'))),
+        ...publicErrors('INVALID_PARAMETER', 'INVITATION_INVALID'),
+      },
+    },
+  },
+  '/api/invitations/accept': {
+    post: {
+      operationId: 'acceptInvitation',
+      summary: 'Accept an invitation and sign in',
+      description:
+        'A new person sets a password (WEAK_PASSWORD rules); an existing person with a password gives it; with a session cookie (and X-CSRF-Token), the person signed in accepts it (their email must be the invitation’s).',
+      security: [],
+      requestBody: jsonBody('InvitationAccept'),
+      responses: {
+        '200': sessionOk('Accepted: a member, and signed in.'),
+        ...publicErrors(
+          ...bodyErrors,
+          'INVITATION_INVALID',
+          'WEAK_PASSWORD',
+          'SIGN_IN_FAILED',
+          'SIGN_IN_THROTTLED',
+          'SESSION_EXPIRED',
+          'CSRF_FAILED',
+        ),
+      },
+    },
+  },
+  '/api/settings': {
+    get: {
+      operationId: 'getSettings',
+      summary: "The tenant's settings: its name and the sign-in domain rule",
+      security: auth('settings:read'),
+      responses: { '200': jsonOk('The settings.', envelopeOf(ref('Settings'))), ...keyErrors('INVALID_PARAMETER') },
+    },
+    patch: {
+      operationId: 'updateSettings',
+      summary: "Change the tenant's settings",
+      description:
+        'A person whose verified single sign-on email is in one of auto_admit_domains joins the tenant as auto_admit_role (never owner) when they first sign in.',
+      security: auth('settings:write'),
+      requestBody: jsonBody('SettingsPatch'),
+      responses: { '200': jsonOk('The changed settings.', envelopeOf(ref('Settings'))), ...keyErrors(...bodyErrors) },
+    },
+  },
+};
+
+const ssoPaths: Json = {
+  '/api/sso': {
+    get: {
+      operationId: 'getSso',
+      summary: 'Whether single sign-on is configured, and the name its button shows',
+      security: [],
+      responses: { '200': jsonOk('The single sign-on settings.', envelopeOf(ref('Sso'))) },
+    },
+  },
+  '/auth/oidc/start': {
+    get: {
+      operationId: 'startSso',
+      summary: 'Start single sign-on: a redirect to the identity provider (state, nonce, PKCE S256)',
+      security: [],
+      parameters: [
+        queryParam('invitation', { type: 'string', maxLength: 512 }, 'An invitation token to accept on the way.'),
+        queryParam(
+          'return_to',
+          { type: 'string', maxLength: 512, pattern: '^/console/' },
+          'Where to go afterwards (a path of the console).',
+        ),
+      ],
+      responses: {
+        '302': redirect('To the identity provider; sets a short-lived cookie that binds the sign-in to this browser.'),
+        ...publicErrors('INVALID_PARAMETER', 'SSO_NOT_CONFIGURED', 'OIDC_FAILED'),
+      },
+    },
+  },
+  '/auth/oidc/callback': {
+    get: {
+      operationId: 'ssoCallback',
+      summary: "The identity provider's redirect back: signs in and goes to the console",
+      description:
+        'A browser (Accept: text/html) is redirected to /console/#/ signed in, or to /console/#/sign-in?error=CODE; anything else gets the JSON envelope on failure.',
+      security: [],
+      parameters: ['code', 'state', 'iss', 'error', 'error_description'].map((n) =>
+        queryParam(n, { type: 'string', maxLength: 2048 }),
+      ),
+      responses: {
+        '302': redirect(
+          'Signed in (the session cookie is set), or, for a browser, to the sign-in page with the error code.',
+        ),
+        ...publicErrors('OIDC_FAILED', 'INVITATION_INVALID', 'NOT_A_MEMBER', 'SSO_NOT_CONFIGURED'),
+      },
+    },
+  },
+};
+
+const auditPaths: Json = {
+  '/api/audit': {
+    get: {
+      operationId: 'listAudit',
+      summary: "The tenant's audit log, newest first",
+      security: auth('audit:read'),
+      parameters: [
+        timeParam('from', 'Entries at or after this time.'),
+        timeParam('to', 'Entries before this time.'),
+        queryParam('actor', { type: 'string', maxLength: 254 }, "The actor's id (a person, a key) or email."),
+        queryParam('action', { type: 'string', maxLength: 100 }, 'An action, e.g. monitor.update.'),
+        queryParam('target_type', { type: 'string', maxLength: 100 }),
+        queryParam('target_id', { type: 'string', maxLength: 200 }),
+        queryParam('outcome', { type: 'string', enum: AUDIT_OUTCOMES }),
+        {
+          ...limitParam(ACCESS_LIMITS.maxAuditPage),
+          schema: {
+            type: 'integer',
+            minimum: 1,
+            maximum: ACCESS_LIMITS.maxAuditPage,
+            default: ACCESS_LIMITS.defaultAuditPage,
+          },
+        },
+        cursorParam,
+      ],
+      responses: { '200': jsonOk('A page of entries.', ref('AuditEntryPage')), ...keyErrors('INVALID_PARAMETER') },
+    },
+  },
+  '/api/keys': {
+    get: {
+      operationId: 'listKeys',
+      summary: "The tenant's API and telemetry keys (never their secrets)",
+      security: auth('keys:read'),
+      responses: { '200': jsonOk('Every key.', listOf('ApiKey')), ...keyErrors('INVALID_PARAMETER') },
+    },
+    post: {
+      operationId: 'createKey',
+      summary: 'Make a key; it is answered this once',
+      description: 'A person (or a key) cannot give a key a scope they lack (403 INSUFFICIENT_SCOPE).',
+      security: auth('keys:write'),
+      requestBody: jsonBody('KeyCreate'),
+      responses: { '201': jsonOk('Made.', envelopeOf(ref('ApiKeyCreated'))), ...keyErrors(...bodyErrors) },
+    },
+  },
+  '/api/keys/{key_id}': {
+    delete: {
+      operationId: 'revokeKey',
+      summary: 'Revoke a key: it stops working at once',
+      security: auth('keys:write'),
+      parameters: [keyPath],
+      responses: { '200': done('Revoked.'), ...keyErrors('INVALID_PARAMETER', 'KEY_NOT_FOUND') },
+    },
+  },
+};
+
+export const peoplePaths: Json = { ...sessionPaths, ...memberPaths, ...ssoPaths, ...auditPaths };
