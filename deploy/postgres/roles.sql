@@ -63,7 +63,7 @@ SELECT format('CREATE ROLE %I', :'runner_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'runner_role') \gexec
 ALTER ROLE :"runner_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'runner_password';
 
--- query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; issues and revokes keys; acknowledges incidents
+-- query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents
 \set query_role :db _query
 SELECT format('CREATE ROLE %I', :'query_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'query_role') \gexec
@@ -94,13 +94,13 @@ GRANT SELECT ON channels TO :"runner_role";
 GRANT SELECT ON escalation_policies TO :"runner_role";
 GRANT SELECT, INSERT, UPDATE ON incident_alerts TO :"runner_role";
 
--- <db>_query: query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; issues and revokes keys; acknowledges incidents
+-- <db>_query: query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"query_role";
 GRANT USAGE ON SCHEMA public TO :"query_role";
 REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings FROM :"query_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
-GRANT SELECT ON tenants TO :"query_role";
+GRANT SELECT, UPDATE ON tenants TO :"query_role";
 GRANT SELECT, INSERT, UPDATE ON access_keys TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON people TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON memberships TO :"query_role";

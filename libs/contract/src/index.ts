@@ -14,3 +14,4 @@ export * from './channels/index.js';
 export * from './alerting-schemas.js';
 export * from './access.js';
 export * from './people-schemas.js';
+export * from './access-schemas.js';

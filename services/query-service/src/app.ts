@@ -42,6 +42,9 @@ import { escalationPolicyRoutes } from './escalation-policies.route.js';
 import { acknowledgeRoutes } from './acknowledge.route.js';
 import { authorize, type SessionResolver } from './access/principal.js';
 import type { Auditor } from './access/audit.js';
+import { memberRoutes } from './members.route.js';
+import { invitationRoutes, type InvitationRoutesDeps } from './invitations.route.js';
+import { settingsRoutes } from './settings.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -78,6 +81,8 @@ export interface QueryDeps {
   /** People's sessions (access/principal.ts) and the audit log (access/audit.ts). */
   sessions: SessionResolver;
   audit: Auditor;
+  /** Members, invitations and settings (docs/access.md, "Members"). */
+  people: Omit<InvitationRoutesDeps, 'auth' | 'audit' | 'access' | 'logger'>;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -210,6 +215,10 @@ export function createQueryApp(deps: QueryDeps): Express {
     logger: deps.logger,
     auth: registryAuth,
   });
+  const people = { ...deps.people, auth, audit: deps.audit, access, logger: deps.logger };
+  memberRoutes(app, people);
+  invitationRoutes(app, people);
+  settingsRoutes(app, people);
   app.get(
     '/api/events/per-minute',
     auth('events:read'),
@@ -242,6 +251,13 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/incidents/:id/acknowledge', ['POST']);
   methodNotAllowed(app, '/api/incidents/:id/unacknowledge', ['POST']);
   methodNotAllowed(app, '/ack/:token', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/members', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/members/:person_id', ['PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/invitations', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/invitations/preview', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/invitations/accept', ['POST']);
+  methodNotAllowed(app, '/api/invitations/:id', ['DELETE']);
+  methodNotAllowed(app, '/api/settings', ['GET', 'HEAD', 'PATCH']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

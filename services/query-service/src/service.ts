@@ -1,4 +1,9 @@
-import { createChannelValidators, createValidators, type Validators } from '@telemetry/contract';
+import {
+  createChannelValidators,
+  createPeopleValidators,
+  createValidators,
+  type Validators,
+} from '@telemetry/contract';
 import { AckLinks, createMailer, type ChannelContext } from '@telemetry/alerting';
 import type { Registry } from 'prom-client';
 import {
@@ -23,6 +28,7 @@ import {
   ChannelStore,
   EscalationPolicyStore,
   IncidentAlertStore,
+  InvitationLinks,
   checksSql,
   decodeCheck,
   type CheckHistoryRow,
@@ -39,6 +45,7 @@ import {
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
+import { cookieSecure } from './access/session-cookie.js';
 import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
@@ -156,6 +163,16 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       (e) => changes.send(config.auditTopic, [{ key: e.tenant_id, value: JSON.stringify(e) }]),
       logger,
     ),
+    people: {
+      db: pool,
+      validators: createPeopleValidators(),
+      cookieSecure: cookieSecure(config.publicUrl),
+      links: new InvitationLinks(config.secretsKeys, config.publicUrl),
+      mailer,
+      ttlSeconds: config.invitationTtlSeconds,
+      sessionMaxSeconds: config.sessionMaxSeconds,
+      sso: config.oidcIssuer !== '',
+    },
     statusPages,
     statusPageDirectory: statusDirectory,
     consoleAssets: loadConsoleAssets(logger),

@@ -9,6 +9,7 @@ import {
 } from '../alerting-schemas.js';
 import { SCOPES, SESSION_COOKIE } from '../access.js';
 import { ERROR_CODES } from '../error-codes.js';
+import { ACCESS_SCHEMAS } from '../access-schemas.js';
 import { PEOPLE_SCHEMAS } from '../people-schemas.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
@@ -121,6 +122,6 @@ export const schemas: Json = {
   EscalationPolicyCreate: component(escalationPolicyCreateSchema),
   EscalationPolicyPatch: component(escalationPolicyPatchSchema),
   EscalationPolicy: component(escalationPolicySchema),
-  ...Object.fromEntries(PEOPLE_SCHEMAS.map((s) => [s.$id, component(s)])),
+  ...Object.fromEntries([...PEOPLE_SCHEMAS, ...ACCESS_SCHEMAS].map((s) => [s.$id, component(s)])),
   AuditEntryPage: pageOf('AuditEntry'),
 };

@@ -1,6 +1,7 @@
 import { ACCESS_LIMITS, AUDIT_OUTCOMES, type Scope } from '../access.js';
 import type { ErrorCode } from '../error-codes.js';
-import { INVITATION_ID_PATTERN, KEY_ID_PATTERN, PERSON_ID_PATTERN } from '../people-schemas.js';
+import { KEY_ID_PATTERN } from '../access-schemas.js';
+import { INVITATION_ID_PATTERN, PERSON_ID_PATTERN } from '../people-schemas.js';
 import { csrfHeader, cursorParam, header, limitParam, queryParam, timeParam } from './parameters.js';
 import {
   bodyErrors,
@@ -217,7 +218,8 @@ const memberPaths: Json = {
     delete: {
       operationId: 'removeMember',
       summary: 'Remove a member (or leave the tenant: any member may remove themself); their sessions here end',
-      security: auth('members:write'),
+      description: 'Removing another member takes members:write (403 INSUFFICIENT_SCOPE); leaving takes members:read.',
+      security: auth('members:read'),
       parameters: [personPath],
       responses: {
         '200': done('Removed.'),
@@ -242,7 +244,7 @@ const memberPaths: Json = {
       requestBody: jsonBody('InvitationCreate'),
       responses: {
         '201': jsonOk('Invited.', envelopeOf(ref('InvitationCreated'))),
-        ...keyErrors(...bodyErrors, 'ALREADY_MEMBER', 'ROLE_NOT_ALLOWED', 'QUOTA_EXCEEDED'),
+        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'ALREADY_MEMBER', 'ROLE_NOT_ALLOWED', 'QUOTA_EXCEEDED'),
       },
     },
   },
@@ -287,10 +289,14 @@ const memberPaths: Json = {
         '200': sessionOk('Accepted: a member, and signed in.'),
         ...publicErrors(
           ...bodyErrors,
+          'INVALID_PARAMETER',
           'INVITATION_INVALID',
           'WEAK_PASSWORD',
           'SIGN_IN_FAILED',
-          'SIGN_IN_THROTTLED',
+          'ALREADY_MEMBER',
+          // with the session cookie: the person signed in accepts
+          'INVALID_CREDENTIALS',
+          'KEY_EXPIRED',
           'SESSION_EXPIRED',
           'CSRF_FAILED',
         ),
@@ -311,7 +317,10 @@ const memberPaths: Json = {
         'A person whose verified single sign-on email is in one of auto_admit_domains joins the tenant as auto_admit_role (never owner) when they first sign in.',
       security: auth('settings:write'),
       requestBody: jsonBody('SettingsPatch'),
-      responses: { '200': jsonOk('The changed settings.', envelopeOf(ref('Settings'))), ...keyErrors(...bodyErrors) },
+      responses: {
+        '200': jsonOk('The changed settings.', envelopeOf(ref('Settings'))),
+        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER'),
+      },
     },
   },
 };

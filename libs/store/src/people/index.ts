@@ -1,3 +1,6 @@
 export * from './sessions.js';
 export * from './passwords.js';
 export * from './people.js';
+export * from './memberships.js';
+export * from './invitations.js';
+export * from './settings.js';

@@ -342,9 +342,10 @@ export const PG_SERVICE_ROLES = {
   },
   query: {
     usedBy:
-      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; issues and revokes keys; acknowledges incidents',
+      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents',
     grants: [
-      ...grant(READ, 'tenants'),
+      // UPDATE: a tenant's owner or admin renames it (PATCH /api/settings).
+      { table: 'tenants', privileges: ['SELECT', 'UPDATE'] },
       { table: 'access_keys', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
       ...grant(WRITE, ...PEOPLE_TABLES),
       ...grant(WRITE, 'monitors', 'heartbeat_tokens', 'status_pages', 'channels', 'escalation_policies'),

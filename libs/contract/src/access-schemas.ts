@@ -1,0 +1,201 @@
+import { ACCESS_LIMITS as L, AUDIT_OUTCOMES, ROLES, SCOPES } from './access.js';
+import { TENANT_ID_PATTERN } from './limits.js';
+import { EMAIL_PATTERN, INVITATION_ID_PATTERN, PERSON_ID_PATTERN, settingsPatchSchema } from './people-schemas.js';
+import { closed, closedSchema, dateTime } from './schema-parts.js';
+
+/**
+ * The access API's JSON Schemas beside people-schemas.ts's (members, invitations, settings):
+ * the bodies of the sign-in, session, password and key routes, and the shapes the people
+ * routes answer (the interfaces of access.ts). The OpenAPI document shows them all as
+ * components (openapi/people.ts).
+ */
+
+export const KEY_ID_PATTERN = '^[0-9a-f]{16}$';
+
+const email = { type: 'string', minLength: 3, maxLength: L.maxEmailLength, pattern: EMAIL_PATTERN } as const;
+const password = { type: 'string', minLength: 1, maxLength: L.maxPasswordLength } as const;
+/** A new password: WEAK_PASSWORD (400) below the minimum or on the common list. */
+const newPassword = { type: 'string', maxLength: L.maxPasswordLength } as const;
+const role = { type: 'string', enum: ROLES } as const;
+const scope = { type: 'string', enum: SCOPES } as const;
+const tenantId = { type: 'string', pattern: TENANT_ID_PATTERN } as const;
+const totpCode = { type: 'string', pattern: '^[0-9]{6}$' } as const;
+/** A signed link's token (invitation, password reset): opaque, bounded. */
+const linkToken = { type: 'string', minLength: 1, maxLength: 512 } as const;
+const tenantRef = closed(['id', 'name'], { id: { type: 'string' }, name: { type: 'string' } });
+
+// --- request bodies
+
+export const passwordSignInSchema = closedSchema('PasswordSignIn', ['email', 'password'], {
+  email,
+  password,
+  totp: totpCode,
+  tenant_id: tenantId,
+});
+export const tenantSwitchSchema = closedSchema('TenantSwitch', ['tenant_id'], { tenant_id: tenantId });
+export const passwordResetRequestSchema = closedSchema('PasswordResetRequest', ['email'], { email });
+export const passwordResetConfirmSchema = closedSchema('PasswordResetConfirm', ['token', 'password'], {
+  token: linkToken,
+  password: newPassword,
+});
+export const passwordChangeSchema = closedSchema('PasswordChange', ['current_password', 'password'], {
+  current_password: password,
+  password: newPassword,
+});
+export const totpCodeSchema = closedSchema('TotpCode', ['code'], { code: totpCode });
+export const keyCreateSchema = closedSchema('KeyCreate', ['kind', 'name'], {
+  kind: { type: 'string', enum: ['api', 'telemetry'] },
+  name: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f]+$' },
+  scopes: { type: 'array', maxItems: SCOPES.length, uniqueItems: true, items: scope },
+  monitor_ids: {
+    type: 'array',
+    maxItems: 1000,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: 100 },
+  },
+  allowed_origins: {
+    type: 'array',
+    maxItems: 100,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  allowed_sources: {
+    type: 'array',
+    maxItems: 100,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+  /** A duration: 90d, 12h, 30m, 3600s. */
+  expires_in: { type: 'string', pattern: '^[1-9][0-9]{0,5}[smhd]$' },
+});
+
+// --- answers
+
+export const personSchema = closedSchema('Person', ['id', 'email', 'name'], {
+  id: { type: 'string', pattern: PERSON_ID_PATTERN },
+  email: { type: 'string' },
+  name: { type: 'string' },
+});
+export const memberSchema = closedSchema('Member', ['id', 'email', 'name', 'role', 'joined_at', 'password', 'totp'], {
+  ...personSchema.properties,
+  role,
+  joined_at: dateTime,
+  password: { type: 'boolean' },
+  totp: { type: 'boolean' },
+});
+const invitationProperties = {
+  id: { type: 'string', pattern: INVITATION_ID_PATTERN },
+  email: { type: 'string' },
+  role,
+  invited_by: { type: 'string' },
+  created_at: dateTime,
+  expires_at: dateTime,
+} as const;
+const invitationRequired = ['id', 'email', 'role', 'invited_by', 'created_at', 'expires_at'] as const;
+export const invitationSchema = closedSchema('Invitation', invitationRequired, invitationProperties);
+export const invitationCreatedSchema = closedSchema('InvitationCreated', [...invitationRequired, 'link', 'mail_sent'], {
+  ...invitationProperties,
+  link: { type: 'string', description: 'The invitation link (also mailed); shown this once.' },
+  mail_sent: {
+    type: 'boolean',
+    description: 'Whether the mail server took the mail (else pass the link on yourself).',
+  },
+});
+export const invitationPreviewSchema = closedSchema(
+  'InvitationPreview',
+  ['tenant', 'email', 'role', 'expires_at', 'sso', 'has_account'],
+  {
+    tenant: tenantRef,
+    email: { type: 'string' },
+    role,
+    expires_at: dateTime,
+    sso: { type: 'boolean' },
+    has_account: { type: 'boolean' },
+  },
+);
+export const sessionSchema = closedSchema(
+  'Session',
+  ['person', 'tenant', 'role', 'scopes', 'tenants', 'csrf_token', 'expires_at'],
+  {
+    person: { $ref: 'Person' },
+    tenant: tenantRef,
+    role,
+    scopes: { type: 'array', items: scope },
+    tenants: {
+      type: 'array',
+      items: closed(['id', 'name', 'role'], { id: { type: 'string' }, name: { type: 'string' }, role }),
+    },
+    csrf_token: { type: 'string', description: 'Send it as X-CSRF-Token with every state-changing request.' },
+    expires_at: dateTime,
+  },
+);
+export const settingsSchema = closedSchema('Settings', ['name', 'auto_admit_domains', 'auto_admit_role'], {
+  name: { type: 'string' },
+  auto_admit_domains: { type: 'array', items: { type: 'string' } },
+  auto_admit_role: settingsPatchSchema.properties.auto_admit_role,
+});
+export const ssoSchema = closedSchema('Sso', ['enabled', 'name'], {
+  enabled: { type: 'boolean' },
+  name: { type: 'string' },
+});
+export const auditEntrySchema = closedSchema(
+  'AuditEntry',
+  ['id', 'tenant_id', 'at', 'actor', 'action', 'target', 'outcome', 'changes', 'ip', 'user_agent', 'request_id'],
+  {
+    id: { type: 'string' },
+    tenant_id: { type: 'string' },
+    at: dateTime,
+    actor: closed(['type', 'id', 'email'], {
+      type: { type: 'string', enum: ['person', 'api_key', 'operator', 'anonymous'] },
+      id: { type: 'string' },
+      email: { type: 'string' },
+    }),
+    action: { type: 'string' },
+    target: closed(['type', 'id'], { type: { type: 'string' }, id: { type: 'string' } }),
+    outcome: { type: 'string', enum: AUDIT_OUTCOMES },
+    changes: { type: 'object', additionalProperties: { type: 'object' } },
+    ip: { type: 'string' },
+    user_agent: { type: 'string' },
+    request_id: { type: 'string' },
+  },
+);
+const keyProperties = {
+  id: { type: 'string', pattern: KEY_ID_PATTERN },
+  kind: keyCreateSchema.properties.kind,
+  name: { type: 'string' },
+  scopes: { type: 'array', items: { type: 'string' } },
+  monitor_ids: { type: 'array', items: { type: 'string' } },
+  allowed_origins: { type: 'array', items: { type: 'string' } },
+  allowed_sources: { type: 'array', items: { type: 'string' } },
+  created_at: dateTime,
+  created_by: { type: 'string' },
+  expires_at: { ...dateTime, type: ['string', 'null'] },
+  revoked: { type: 'boolean' },
+} as const;
+const keyRequired = Object.keys(keyProperties) as (keyof typeof keyProperties)[];
+export const apiKeySchema = closedSchema('ApiKey', keyRequired, keyProperties);
+export const apiKeyCreatedSchema = closedSchema('ApiKeyCreated', [...keyRequired, 'key'], {
+  ...keyProperties,
+  key: { type: 'string', description: 'The key itself (tk_… or ak_…): shown this once, never stored.' },
+});
+
+export const ACCESS_SCHEMAS = [
+  passwordSignInSchema,
+  tenantSwitchSchema,
+  passwordResetRequestSchema,
+  passwordResetConfirmSchema,
+  passwordChangeSchema,
+  totpCodeSchema,
+  keyCreateSchema,
+  personSchema,
+  memberSchema,
+  invitationSchema,
+  invitationCreatedSchema,
+  invitationPreviewSchema,
+  sessionSchema,
+  settingsSchema,
+  ssoSchema,
+  auditEntrySchema,
+  apiKeySchema,
+  apiKeyCreatedSchema,
+] as const;
