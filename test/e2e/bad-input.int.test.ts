@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { writeSection } from '../../harness/report.js';
+import { SCOPES } from '@telemetry/contract';
 import { createTenant, revokeKey } from '@telemetry/store';
 import {
   adminRegistry,
@@ -21,6 +22,7 @@ import {
   FOREIGN_TENANT,
   KEY_NAMES,
   MARK,
+  peopleFixtures,
   type Case,
   type KeyName,
 } from './bad-input/index.js';
@@ -102,8 +104,15 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   let restricted: string;
   let expiredApi: string;
   let expiredAccess: string;
+  let viewer: string;
+  let people: string;
+  let keyMaker: string;
+  /** The people, sessions and invitations of the people cases (bad-input/people.ts). */
+  let fixtures: Record<string, string>;
   /** The registry as the corpus found it. */
   let registryBefore: Registry;
+  /** The tenant's members, invitations, keys and settings as the corpus found them. */
+  let peopleBefore: unknown;
   const results: { name: string; expected: string; got: string }[] = [];
 
   before(async () => {
@@ -131,6 +140,11 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       scopes: ['monitors:write'],
       monitorIds: ['tenant-a-monitor'],
     });
+    viewer = await newKey({ kind: 'api', name: 'corpus viewer', scopes: ['monitors:read'] });
+    people = await newKey({ kind: 'api', name: 'corpus people', scopes: [...SCOPES] });
+    keyMaker = await newKey({ kind: 'api', name: 'corpus key maker', scopes: ['keys:read', 'keys:write'] });
+    const foreignKey = await newKey({ tenantId: FOREIGN_TENANT, kind: 'api', name: 'corpus foreign' });
+    fixtures = { ...(await peopleFixtures(adminRegistry())), foreignKeyId: foreignKey.split('_')[1]! };
     await revokeKey(adminRegistry(), revoked.split('_')[1]!);
     await eventually('keys loaded and the revocation seen', async () => {
       const a = await send(gateway.url, {
@@ -161,11 +175,22 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         headers: { authorization: `Bearer ${restricted}`, 'content-type': 'application/json' },
         body: '{}',
       });
-      return a.status === 200 && b.status === 200 && r.status === 401 && m.status === 200 && w.status === 400
+      const p = await send(query.url, {
+        method: 'GET',
+        path: '/api/members',
+        headers: { authorization: `Bearer ${people}` },
+      });
+      return a.status === 200 &&
+        b.status === 200 &&
+        r.status === 401 &&
+        m.status === 200 &&
+        w.status === 400 &&
+        p.status === 200
         ? true
         : undefined;
     });
     registryBefore = await registry();
+    peopleBefore = await peopleNow();
   });
 
   /** Every monitor (all pages), and the ones the corpus aims at in full. */
@@ -192,6 +217,17 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     return { listed, shown };
   }
 
+  /** The tenant's members, pending invitations, keys and settings, as the every-scope key reads them. */
+  async function peopleNow(): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    for (const path of ['/api/members', '/api/invitations', '/api/keys', '/api/settings']) {
+      const r = await apiCall(query.url, people, 'GET', path);
+      expect(r.status, path).to.equal(200);
+      out[path] = r.body.data;
+    }
+    return out;
+  }
+
   after(async () => {
     await Promise.all([gateway?.stop(), query?.stop()]);
     const rows = results.map((r) => `| ${printable(r.name)} | ${r.expected} | ${r.got} |`).join('\n');
@@ -210,6 +246,16 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       restricted,
       expiredApi,
       expiredAccess,
+      viewer,
+      people,
+      keyMaker,
+      foreignKeyId: fixtures.foreignKeyId!,
+      viewerId: fixtures.viewerId!,
+      viewerSession: fixtures.viewerSession!,
+      viewerCsrf: fixtures.viewerCsrf!,
+      ownerId: fixtures.ownerId!,
+      ownerSession: fixtures.ownerSession!,
+      ownerCsrf: fixtures.ownerCsrf!,
     };
     // Expired keys answer KEY_EXPIRED once their second has passed.
     await eventually('the expired keys expired', async () => {
@@ -256,10 +302,16 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     expect(now.shown, 'm1 and the tenant monitors as the corpus found them').to.deep.equal(registryBefore.shown);
   });
 
-  it('never writes a key to a log line, even one sent in the query string', () => {
+  it('changes no member, invitation, key or setting on any bad request', async () => {
+    expect(await peopleNow()).to.deep.equal(peopleBefore);
+  });
+
+  it('never writes a key, a session or a CSRF token to a log line, even one sent in the query string', () => {
     const logs = [...gateway.logs.lines, ...query.logs.lines].join('\n');
     expect(logs.length).to.be.greaterThan(1000);
-    for (const k of [access, revoked, api, noScope, otherTenant, monitors, restricted])
+    for (const k of [access, revoked, api, noScope, otherTenant, monitors, restricted, viewer, people, keyMaker])
       expect(logs).not.to.contain(k.split('_')[2]!);
+    for (const t of ['viewerSession', 'viewerCsrf', 'ownerSession', 'ownerCsrf'])
+      expect(logs).not.to.contain(fixtures[t]);
   });
 });
