@@ -135,6 +135,7 @@ export function pipelineTopics(prefix: string) {
     deadLetter: `${prefix}.dead-letter`,
     alerts: `${prefix}.alerts`,
     webhookDeliveries: `${prefix}.webhook-deliveries`,
+    audit: `${prefix}.audit`,
     monitorChanges: `${prefix}.monitor-changes`,
   };
   return { topics, list: Object.values(topics), env: topicEnv(topics) };

@@ -32,6 +32,7 @@ export async function mochaGlobalSetup(): Promise<void> {
     TEST_DEAD_LETTER_TOPIC: `test.${run}.dead-letter`,
     TEST_ALERTS_TOPIC: `test.${run}.alerts`,
     TEST_WEBHOOK_DELIVERIES_TOPIC: `test.${run}.webhook-deliveries`,
+    TEST_AUDIT_TOPIC: `test.${run}.audit`,
     TEST_MONITOR_CHANGES_TOPIC: `test.${run}.monitor-changes`,
   };
   const users = await provision(stack, {
@@ -42,6 +43,7 @@ export async function mochaGlobalSetup(): Promise<void> {
       names.TEST_DEAD_LETTER_TOPIC,
       names.TEST_ALERTS_TOPIC,
       names.TEST_WEBHOOK_DELIVERIES_TOPIC,
+      names.TEST_AUDIT_TOPIC,
       names.TEST_MONITOR_CHANGES_TOPIC,
     ],
     partitions: 4,

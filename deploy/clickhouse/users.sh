@@ -9,15 +9,16 @@
 # (/docker-entrypoint-initdb.d). Elsewhere (Kubernetes), run it once from any machine
 # with clickhouse-client that reaches ClickHouse as an admin:
 #   CLICKHOUSE_HOST=... CLICKHOUSE_USER=admin CLICKHOUSE_PASSWORD=... \
-#   INGEST_PASSWORD=... CONSUMER_PASSWORD=... QUERY_PASSWORD=... \
-#   REGISTRY_PASSWORD=... RUNNER_PASSWORD=... ANALYST_PASSWORD=... \
+#   INGEST_PASSWORD=... CONSUMER_PASSWORD=... AUDIT_PASSWORD=... \
+#   QUERY_PASSWORD=... REGISTRY_PASSWORD=... RUNNER_PASSWORD=... \
+#   ANALYST_PASSWORD=... \
 #   bash deploy/clickhouse/users.sh
 # Re-running it sets the passwords again and replaces the grants.
 set -euo pipefail
 
 db=${CLICKHOUSE_DATABASE:-telemetry}
 [[ $db =~ ^[A-Za-z_][A-Za-z0-9_]{0,54}$ ]] || { echo "CLICKHOUSE_DATABASE: not a plain identifier" >&2; exit 1; }
-for v in INGEST_PASSWORD CONSUMER_PASSWORD QUERY_PASSWORD REGISTRY_PASSWORD RUNNER_PASSWORD ANALYST_PASSWORD; do
+for v in INGEST_PASSWORD CONSUMER_PASSWORD AUDIT_PASSWORD QUERY_PASSWORD REGISTRY_PASSWORD RUNNER_PASSWORD ANALYST_PASSWORD; do
   [[ -n ${!v:-} ]] || { echo "$v is not set" >&2; exit 1; }
   [[ ${!v} != *"'"* && ${!v} != *'\'* ]] || { echo "$v: no quotes or backslashes, please" >&2; exit 1; }
 done
@@ -36,9 +37,14 @@ GRANT SELECT ON ${db}_keys.access_keys TO ingest;
 CREATE USER OR REPLACE consumer IDENTIFIED WITH sha256_password BY '${CONSUMER_PASSWORD}';
 GRANT SELECT, INSERT, ALTER DELETE, ALTER TTL ON ${db}.* TO consumer;
 
--- query service (CLICKHOUSE_USER): reads the data tables, never writes
+-- stream consumer (AUDIT_CLICKHOUSE_USER): inserts audit entries into audit_log and nothing else, never alters or deletes
+CREATE USER OR REPLACE audit IDENTIFIED WITH sha256_password BY '${AUDIT_PASSWORD}';
+GRANT INSERT ON ${db}_audit.audit_log TO audit;
+
+-- query service (CLICKHOUSE_USER): reads the data tables and the audit log, never writes
 CREATE USER OR REPLACE query IDENTIFIED WITH sha256_password BY '${QUERY_PASSWORD}' SETTINGS readonly = 2;
 GRANT SELECT ON ${db}.* TO query;
+GRANT SELECT ON ${db}_audit.audit_log TO query;
 
 -- query service (REGISTRY_CLICKHOUSE_USER): writes the monitors dimension table from the registry (and nothing else)
 CREATE USER OR REPLACE registry IDENTIFIED WITH sha256_password BY '${REGISTRY_PASSWORD}';
@@ -49,8 +55,9 @@ CREATE USER OR REPLACE runner IDENTIFIED WITH sha256_password BY '${RUNNER_PASSW
 GRANT SELECT ON ${db}.alerts TO runner;
 GRANT SELECT ON ${db}.checks TO runner;
 
--- people and dashboards reading the data tables (docs/clickhouse.md), the monitors dimension table included, never keys or secrets
+-- people and dashboards reading the data tables (docs/clickhouse.md), the monitors dimension table and the audit log included, never keys or secrets
 CREATE USER OR REPLACE analyst IDENTIFIED WITH sha256_password BY '${ANALYST_PASSWORD}' SETTINGS readonly = 2;
 GRANT SELECT ON ${db}.* TO analyst;
+GRANT SELECT ON ${db}_audit.audit_log TO analyst;
 SQL
-echo "ClickHouse users ingest, consumer, query, registry, runner and analyst are set for ${db}"
+echo "ClickHouse users ingest, consumer, audit, query, registry, runner and analyst are set for ${db}"

@@ -337,7 +337,10 @@ describe('tenants (real Kafka and ClickHouse)', function () {
   });
 
   it("refuses each service's ClickHouse user the tables it does not need (and lets it use its own)", async () => {
-    const t = (role: 'data' | 'registry' | 'keys', table: string) => tableIn(s.database, role, table);
+    const t = (role: 'data' | 'registry' | 'keys' | 'audit', table: string) => tableIn(s.database, role, table);
+    // The audit log is append-only (docs/access.md): no service user may change or remove an entry.
+    const auditLog = t('audit', 'audit_log');
+    const tamper = [`ALTER TABLE ${auditLog} DELETE WHERE 1`, `TRUNCATE TABLE ${auditLog}`, `DROP TABLE ${auditLog}`];
     const read = (table: string) => `SELECT count() FROM ${table}`;
     const write = (table: string) => `INSERT INTO ${table} SELECT * FROM ${table} LIMIT 0`;
     // What each user must be able to do, and what it must be refused (docs/operations.md).
@@ -353,12 +356,29 @@ describe('tenants (real Kafka and ClickHouse)', function () {
       },
       consumer: {
         allowed: [read(t('data', 'events')), write(t('data', 'checks')), write(t('data', 'webhook_deliveries'))],
-        refused: [read(t('keys', 'access_keys')), read(t('registry', 'monitors')), read(t('keys', 'tenants'))],
+        refused: [
+          read(t('keys', 'access_keys')),
+          read(t('registry', 'monitors')),
+          read(t('keys', 'tenants')),
+          write(auditLog),
+          ...tamper,
+        ],
+      },
+      audit: {
+        allowed: [write(auditLog)],
+        refused: [...tamper, read(t('keys', 'access_keys')), write(t('data', 'checks'))],
       },
       // Since the registry moved to PostgreSQL, no service reads the legacy registry tables.
       query: {
-        allowed: [read(t('data', 'checks')), read(t('data', 'webhook_deliveries')), read(t('data', 'monitors'))],
+        allowed: [
+          read(t('data', 'checks')),
+          read(t('data', 'webhook_deliveries')),
+          read(t('data', 'monitors')),
+          read(auditLog),
+        ],
         refused: [
+          ...tamper,
+          write(auditLog),
           read(t('registry', 'monitors')),
           read(t('keys', 'access_keys')),
           write(t('data', 'checks')),
@@ -381,8 +401,19 @@ describe('tenants (real Kafka and ClickHouse)', function () {
         refused: [read(t('keys', 'access_keys')), read(t('registry', 'monitors')), write(t('data', 'alerts'))],
       },
       analyst: {
-        allowed: [read(t('data', 'events')), read(t('data', 'events_per_minute')), read(t('data', 'monitors'))],
-        refused: [read(t('keys', 'access_keys')), read(t('registry', 'monitors')), write(t('data', 'events'))],
+        allowed: [
+          read(t('data', 'events')),
+          read(t('data', 'events_per_minute')),
+          read(t('data', 'monitors')),
+          read(auditLog),
+        ],
+        refused: [
+          read(t('keys', 'access_keys')),
+          read(t('registry', 'monitors')),
+          write(t('data', 'events')),
+          write(auditLog),
+          ...tamper,
+        ],
       },
     };
     const denied = /Access denied|readonly mode|DDL queries are prohibited|Not enough privileges/;

@@ -51,6 +51,7 @@ export function testStack() {
     deadLetterTopic: need('TEST_DEAD_LETTER_TOPIC'),
     alertsTopic: need('TEST_ALERTS_TOPIC'),
     webhookDeliveriesTopic: need('TEST_WEBHOOK_DELIVERIES_TOPIC'),
+    auditTopic: need('TEST_AUDIT_TOPIC'),
     monitorChangesTopic: need('TEST_MONITOR_CHANGES_TOPIC'),
     /** Each service's own ClickHouse user (tools/devstack/users.ts). */
     users: JSON.parse(need('TEST_CLICKHOUSE_USERS')) as ServiceUsers,
@@ -175,6 +176,7 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     DEAD_LETTER_TOPIC: s.deadLetterTopic,
     ALERTS_TOPIC: s.alertsTopic,
     WEBHOOK_DELIVERIES_TOPIC: s.webhookDeliveriesTopic,
+    AUDIT_TOPIC: s.auditTopic,
     MONITOR_CHANGES_TOPIC: s.monitorChangesTopic,
     HOST: '127.0.0.1',
     PORT: '0',

@@ -250,7 +250,7 @@ describe('batch writer tables (types)', () => {
   it('takes for each stream table only rows of its type (a wrong table does not compile)', async () => {
     const sink = new PickySink();
     const w = writerFor(sink, []);
-    const t = streamTables('db');
+    const t = streamTables('db', 'db_audit');
     const events: EventRow[] = [];
     const checks: CheckRow[] = [];
     // Compile-time checks: `npm run check` (tsc) fails if either line compiles.

@@ -62,8 +62,9 @@ function setup(): {
     checksTopic: 'checks',
     alertsTopic: 'alerts',
     webhookDeliveriesTopic: 'webhook-deliveries',
+    auditTopic: 'audit',
     deadLetterTopic: 'dlq',
-    tables: streamTables('db'),
+    tables: streamTables('db', 'db_audit'),
     maxMessageBytes: 1_000_000,
     partitionsConcurrently: 2,
     sessionTimeoutMs: 30_000,
@@ -82,9 +83,9 @@ function eachBatch(group: FakeGroupConsumer): (b: ReturnType<typeof fakeBatch>) 
 }
 
 describe('stream consumer insert-then-commit (unit)', () => {
-  it('reads its four topics with manual commits, from the beginning for a new group', () => {
+  it('reads its five topics with manual commits, from the beginning for a new group', () => {
     const { group } = setup();
-    expect(group.spec.topics).to.deep.equal(['events', 'checks', 'alerts', 'webhook-deliveries']);
+    expect(group.spec.topics).to.deep.equal(['events', 'checks', 'alerts', 'webhook-deliveries', 'audit']);
     expect(group.spec.fromBeginning).to.equal(true);
     expect('manualCommit' in group.spec && group.spec.manualCommit).to.equal(true);
   });

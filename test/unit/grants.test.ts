@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { ClickHouseClient } from '@clickhouse/client';
+import { sqlIdentifier } from '@telemetry/platform';
 import {
   applyRetention,
+  auditDatabase,
+  auditLogSql,
   checksSql,
   dailyCountsSql,
   databasesOf,
@@ -16,6 +19,7 @@ import {
   placeholderMonitor,
   retentionRules,
   SERVICE_USER_NAMES,
+  streamTables,
   summarySql,
   webhookDeliveriesSql,
   type DatabaseRole,
@@ -137,6 +141,7 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
         incidentsSql(DB, 'ten_a', 'mon_a', 10),
         eventsPerMinuteSql(DB, 'ten_a', 0, 1, 10),
         webhookDeliveriesSql(DB, { ...q, limit: 10 }),
+        auditLogSql(DB, { tenantId: 'ten_a', limit: 10, action: 'monitor.', cursor: { ms: 1, id: 'aud_a' } }),
         lastChecksSql(DB, 'ten_a', ids),
         lastAlertsSql(DB, ids, 'ten_a'),
         dailyCountsSql(DB, 'ten_a', ids, 0, 1),
@@ -159,6 +164,10 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
       await dimension.settled();
       break;
     }
+    case 'audit':
+      // Its one table (stream-consumer service.ts): the audit log, in <db>_audit.
+      r.statements.push(`INSERT INTO ${streamTables(sqlIdentifier(DB), sqlIdentifier(auditDatabase(DB))).audit_log}`);
+      break;
     case 'analyst':
       break;
   }

@@ -16,6 +16,7 @@ export interface PipelineTopics {
   deadLetter: string;
   alerts: string;
   webhookDeliveries: string;
+  audit: string;
   monitorChanges: string;
 }
 
@@ -27,6 +28,7 @@ export function topicEnv(t: PipelineTopics) {
     DEAD_LETTER_TOPIC: t.deadLetter,
     ALERTS_TOPIC: t.alerts,
     WEBHOOK_DELIVERIES_TOPIC: t.webhookDeliveries,
+    AUDIT_TOPIC: t.audit,
     MONITOR_CHANGES_TOPIC: t.monitorChanges,
   };
 }

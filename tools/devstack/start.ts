@@ -37,6 +37,7 @@ const topics = {
   deadLetter: env.DEAD_LETTER_TOPIC ?? 'telemetry.dead-letter',
   alerts: env.ALERTS_TOPIC ?? 'monitor.alerts',
   webhookDeliveries: env.WEBHOOK_DELIVERIES_TOPIC ?? 'monitor.webhook-deliveries',
+  audit: env.AUDIT_TOPIC ?? 'telemetry.audit',
   monitorChanges: env.MONITOR_CHANGES_TOPIC ?? 'monitor.changes',
 };
 const DEMO_MONITOR = 'demo: ingest gateway health';

@@ -144,7 +144,7 @@ export function storeEnv(users: ServiceUsers, service: ServiceName): Record<stri
     case 'ingest-gateway':
       return { ...as(users.ingest), ...(pg ? { DATABASE_URL: pg.ingest } : {}) };
     case 'stream-consumer':
-      return as(users.consumer);
+      return { ...as(users.consumer), ...as(users.audit, 'AUDIT_') };
     case 'query-service':
       return { ...as(users.query), ...as(users.registry, 'REGISTRY_'), ...(pg ? { DATABASE_URL: pg.query } : {}) };
     case 'check-runner':

@@ -1,4 +1,4 @@
-import { ACCESS_LIMITS as L, AUDIT_OUTCOMES, ROLES, SCOPES } from './access.js';
+import { ACCESS_LIMITS as L, ROLES, SCOPES } from './access.js';
 import { TENANT_ID_PATTERN } from './limits.js';
 import { EMAIL_PATTERN, INVITATION_ID_PATTERN, PERSON_ID_PATTERN, settingsPatchSchema } from './people-schemas.js';
 import { closed, closedSchema, dateTime } from './schema-parts.js';
@@ -138,27 +138,6 @@ export const ssoSchema = closedSchema('Sso', ['enabled', 'name'], {
   enabled: { type: 'boolean' },
   name: { type: 'string' },
 });
-export const auditEntrySchema = closedSchema(
-  'AuditEntry',
-  ['id', 'tenant_id', 'at', 'actor', 'action', 'target', 'outcome', 'changes', 'ip', 'user_agent', 'request_id'],
-  {
-    id: { type: 'string' },
-    tenant_id: { type: 'string' },
-    at: dateTime,
-    actor: closed(['type', 'id', 'email'], {
-      type: { type: 'string', enum: ['person', 'api_key', 'operator', 'anonymous'] },
-      id: { type: 'string' },
-      email: { type: 'string' },
-    }),
-    action: { type: 'string' },
-    target: closed(['type', 'id'], { type: { type: 'string' }, id: { type: 'string' } }),
-    outcome: { type: 'string', enum: AUDIT_OUTCOMES },
-    changes: { type: 'object', additionalProperties: { type: 'object' } },
-    ip: { type: 'string' },
-    user_agent: { type: 'string' },
-    request_id: { type: 'string' },
-  },
-);
 const keyProperties = {
   id: { type: 'string', pattern: KEY_ID_PATTERN },
   kind: keyCreateSchema.properties.kind,
@@ -179,7 +158,7 @@ export const apiKeyCreatedSchema = closedSchema('ApiKeyCreated', [...keyRequired
   key: { type: 'string', description: 'The key itself (tk_… or ak_…): shown this once, never stored.' },
 });
 
-export const ACCESS_SCHEMAS = [
+export const ACCESS_API_SCHEMAS = [
   passwordSignInSchema,
   tenantSwitchSchema,
   passwordResetRequestSchema,
@@ -195,7 +174,6 @@ export const ACCESS_SCHEMAS = [
   sessionSchema,
   settingsSchema,
   ssoSchema,
-  auditEntrySchema,
   apiKeySchema,
   apiKeyCreatedSchema,
 ] as const;

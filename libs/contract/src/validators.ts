@@ -23,6 +23,7 @@ import type {
   EscalationPolicyCreate,
   EscalationPolicyPatch,
 } from './types.js';
+import type { AuditEntry } from './access.js';
 
 export { describeErrors, parsesAsUrl, type Problem } from './ajv.js';
 
@@ -47,6 +48,7 @@ export interface Validators {
   channel: ValidateFunction<ChannelObject>;
   escalationPolicyCreate: ValidateFunction<EscalationPolicyCreate>;
   escalationPolicyPatch: ValidateFunction<EscalationPolicyPatch>;
+  auditEntry: ValidateFunction<AuditEntry>;
 }
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
@@ -78,5 +80,6 @@ export function createValidators(): Validators {
     channel: get<ChannelObject>('Channel'),
     escalationPolicyCreate: get<EscalationPolicyCreate>('EscalationPolicyCreate'),
     escalationPolicyPatch: get<EscalationPolicyPatch>('EscalationPolicyPatch'),
+    auditEntry: get<AuditEntry>('AuditEntry'),
   };
 }

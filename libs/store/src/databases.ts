@@ -8,7 +8,10 @@ import { sqlIdentifier } from '@telemetry/platform';
  * - `data`: CLICKHOUSE_DATABASE itself: events, checks, alerts and the rollups, the
  *   tables analysts read;
  * - `registry`: `<data>_registry`: monitors (their secrets sealed);
- * - `keys`: `<data>_keys`: tenants and access keys (hashes).
+ * - `keys`: `<data>_keys`: tenants and access keys (hashes);
+ * - `audit`: `<data>_audit`: the audit log, which only its writer may INSERT into and
+ *   nobody but the operator may ALTER (on 18.16 the consumer's own user, which drops the
+ *   data tables' partitions, must not reach it).
  *
  * Migration 5 moved monitors, tenants and access keys out of the data database.
  */
@@ -16,6 +19,7 @@ export interface Databases {
   data: string;
   registry: string;
   keys: string;
+  audit: string;
 }
 
 export type DatabaseRole = keyof Databases;
@@ -24,7 +28,11 @@ export type DatabaseRole = keyof Databases;
 export const MAX_DATA_DATABASE_LENGTH = 55;
 
 export function databasesOf(data: string): Databases {
-  return { data, registry: registryDatabase(data), keys: keysDatabase(data) };
+  return { data, registry: registryDatabase(data), keys: keysDatabase(data), audit: auditDatabase(data) };
+}
+
+export function auditDatabase(data: string): string {
+  return `${data}_audit`;
 }
 
 export function registryDatabase(data: string): string {
@@ -85,9 +93,18 @@ export const SERVICE_USERS = {
     grants: [{ database: 'data', tables: '*', privileges: ['SELECT', 'INSERT', 'ALTER DELETE', 'ALTER TTL'] }],
     usedBy: 'stream consumer (CLICKHOUSE_USER): writes the data tables and applies their retention',
   },
+  // Its own user, with no ALTER (allow_ddl=0 on 18.16): the audit log is append-only.
+  audit: {
+    grants: [{ database: 'audit', tables: ['audit_log'], privileges: ['INSERT'] }],
+    usedBy:
+      'stream consumer (AUDIT_CLICKHOUSE_USER): inserts audit entries into audit_log and nothing else, never alters or deletes',
+  },
   query: {
-    grants: [{ database: 'data', tables: '*', privileges: ['SELECT'] }],
-    usedBy: 'query service (CLICKHOUSE_USER): reads the data tables, never writes',
+    grants: [
+      { database: 'data', tables: '*', privileges: ['SELECT'] },
+      { database: 'audit', tables: ['audit_log'], privileges: ['SELECT'] },
+    ],
+    usedBy: 'query service (CLICKHOUSE_USER): reads the data tables and the audit log, never writes',
   },
   registry: {
     grants: [{ database: 'data', tables: ['monitors'], privileges: ['SELECT', 'INSERT'] }],
@@ -101,9 +118,12 @@ export const SERVICE_USERS = {
     usedBy: 'check runner (CLICKHOUSE_USER): reads the last alerts and checks',
   },
   analyst: {
-    grants: [{ database: 'data', tables: '*', privileges: ['SELECT'] }],
+    grants: [
+      { database: 'data', tables: '*', privileges: ['SELECT'] },
+      { database: 'audit', tables: ['audit_log'], privileges: ['SELECT'] },
+    ],
     usedBy:
-      'people and dashboards reading the data tables (docs/clickhouse.md), the monitors dimension table included, never keys or secrets',
+      'people and dashboards reading the data tables (docs/clickhouse.md), the monitors dimension table and the audit log included, never keys or secrets',
   },
 } as const satisfies Record<string, ServiceAccess>;
 

@@ -20,6 +20,7 @@ import { tenantsMigrations } from './legacy/tenants.js';
 import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
 import { monitorDimensionMigrations } from './monitor-dimension.js';
 import { auditLogMigrations } from './audit-log.js';
+import { databasesOf, type DatabaseRole } from './databases.js';
 
 /**
  * Versioned ClickHouse migrations. Each table module (events, checks, alerts, webhook
@@ -48,7 +49,7 @@ const VERSIONS: Record<number, string> = {
   13: 'the monitors dimension table (the registry moved to PostgreSQL)',
   14: 'alerting: who acknowledged an incident; the channel and kind of each delivery attempt',
   15: "events: the trackers' protocols (protocol, anonymous_id, user_id, client_ip, user_agent)",
-  16: 'the audit log',
+  16: 'the audit log, in <db>_audit',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -98,14 +99,18 @@ export const DISTRIBUTED_TABLES: Record<string, string> = {
   audit_log: 'cityHash64(id)',
 };
 
+/** The tables of DISTRIBUTED_TABLES that live in a sibling of the data database (databases.ts). */
+const DISTRIBUTED_IN: Record<string, DatabaseRole> = { audit_log: 'audit' };
+
 /**
  * Creates each `_all` table that is missing, and makes again one whose columns are no
  * longer its table's (a migration added one; a Distributed table holds no data).
  */
-async function distributedTablesOn(client: ClickHouseClient, database: string, cluster: string): Promise<void> {
-  const db = sqlIdentifier(database);
+async function distributedTablesOn(client: ClickHouseClient, data: string, cluster: string): Promise<void> {
   const c = sqlIdentifier(cluster);
   for (const [table, key] of Object.entries(DISTRIBUTED_TABLES)) {
+    const database = databasesOf(data)[DISTRIBUTED_IN[table] ?? 'data'];
+    const db = sqlIdentifier(database);
     const all = `${table}_all`;
     const [want, have] = await Promise.all([columnsOf(client, database, table), columnsOf(client, database, all)]);
     if (have === want) continue;

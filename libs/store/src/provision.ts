@@ -71,6 +71,7 @@ export async function provisionFromEnv(env: Env, logger: Logger): Promise<Provis
       c.checksTopic,
       c.alertsTopic,
       c.webhookDeliveriesTopic,
+      c.auditTopic,
       c.monitorChangesTopic,
       c.deadLetterTopic,
     ].map((topic) => ({

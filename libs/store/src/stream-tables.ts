@@ -5,6 +5,7 @@
  */
 import { table, type Table } from '@telemetry/platform';
 import type { AlertRow } from './alerts.js';
+import type { AuditLogRow } from './audit-log.js';
 import type { CheckRow } from './checks.js';
 import type { EventRow } from './events.js';
 import type { WebhookDeliveryRow } from './webhook-deliveries.js';
@@ -15,16 +16,21 @@ export interface StreamTableRows {
   checks: CheckRow;
   alerts: AlertRow;
   webhook_deliveries: WebhookDeliveryRow;
+  audit_log: AuditLogRow;
 }
 
 export type StreamTables = { readonly [K in keyof StreamTableRows]: Table<StreamTableRows[K]> };
 
-/** The stream consumer's tables in database `db` (a validated, quoted identifier), as `db.name`. */
-export function streamTables(db: string): StreamTables {
+/**
+ * The stream consumer's tables in database `db` (a validated, quoted identifier), as
+ * `db.name`; the audit log in `auditDb` (`<db>_audit`, quoted likewise: databases.ts).
+ */
+export function streamTables(db: string, auditDb: string): StreamTables {
   return {
     events: table<EventRow>(`${db}.events`),
     checks: table<CheckRow>(`${db}.checks`),
     alerts: table<AlertRow>(`${db}.alerts`),
     webhook_deliveries: table<WebhookDeliveryRow>(`${db}.webhook_deliveries`),
+    audit_log: table<AuditLogRow>(`${auditDb}.audit_log`),
   };
 }

@@ -17,8 +17,15 @@ export const consumerSpec = {
   checksTopic: topicSpec.checksTopic,
   alertsTopic: topicSpec.alertsTopic,
   webhookDeliveriesTopic: topicSpec.webhookDeliveriesTopic,
+  auditTopic: topicSpec.auditTopic,
   deadLetterTopic: topicSpec.deadLetterTopic,
   ...clickhouseSpec,
+  auditUser: v.str(
+    'AUDIT_CLICKHOUSE_USER',
+    'default',
+    'ClickHouse user that inserts audit entries into <db>_audit.audit_log (it may do nothing else: the log is append-only)',
+  ),
+  auditPassword: v.secret('AUDIT_CLICKHOUSE_PASSWORD', '', 'its password'),
   shutdownTimeoutMs: serviceSpec.shutdownTimeoutMs,
   sessionTimeoutMs: v.int(
     'CONSUMER_SESSION_TIMEOUT_MS',

@@ -12,6 +12,7 @@ import type {
 import type { BatchWriter } from './batch-writer.js';
 import {
   decodeAlert,
+  decodeAuditEntry,
   decodeCheck,
   decodeEvent,
   decodeWebhookDelivery,
@@ -43,6 +44,8 @@ export interface ConsumerDeps {
   checksTopic: string;
   alertsTopic: string;
   webhookDeliveriesTopic: string;
+  /** Audit entries (docs/access.md), published by the query service. */
+  auditTopic: string;
   deadLetterTopic: string;
   /** The tables rows go to, each typed with its row (streamTables). */
   tables: StreamTables;
@@ -85,7 +88,7 @@ function route<Row extends object>(
 }
 
 /**
- * Reads the events, check-results, alerts and webhook-deliveries topics as one consumer group and writes them to
+ * Reads the events, check-results, alerts, webhook-deliveries and audit topics as one consumer group and writes them to
  * ClickHouse through the batch writer. Offsets are committed only after the rows of
  * every message up to them are inserted (or the message was dead-lettered), so a
  * crash at any point re-delivers rather than loses; duplicates are removed on read.
@@ -118,6 +121,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       [deps.checksTopic, route(deps.tables.checks, (b) => decodeCheck(v, b))],
       [deps.alertsTopic, route(deps.tables.alerts, (b) => decodeAlert(v, b))],
       [deps.webhookDeliveriesTopic, route(deps.tables.webhook_deliveries, (b) => decodeWebhookDelivery(v, b))],
+      [deps.auditTopic, route(deps.tables.audit_log, (b) => decodeAuditEntry(v, b))],
     ]);
     const registers = [deps.registry];
     this.deadLettered = new Counter({

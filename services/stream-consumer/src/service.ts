@@ -14,7 +14,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { hostname } from 'node:os';
-import { FirstSeen, migrateWith, retentionJob, retentionRules, streamTables } from '@telemetry/store';
+import { auditDatabase, FirstSeen, migrateWith, retentionJob, retentionRules, streamTables } from '@telemetry/store';
 import { BatchWriter } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
@@ -51,6 +51,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
         config.checksTopic,
         config.alertsTopic,
         config.webhookDeliveriesTopic,
+        config.auditTopic,
         config.deadLetterTopic,
       ].map((topic) => ({
         topic,
@@ -61,7 +62,22 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   const db = sqlIdentifier(config.clickhouseDatabase);
   // The events table's shape follows the server (migration 7): times with milliseconds on current ClickHouse.
   const engine = await detectEngine(ch.client);
-  const inserter = new ClickHouseInserter(ch.client, config.insertFormat);
+  const dataInserter = new ClickHouseInserter(ch.client, config.insertFormat);
+  // The audit log is written as its own user, which may only INSERT there (databases.ts):
+  // CLICKHOUSE_USER, which drops the data tables' partitions, cannot reach it.
+  const auditCh = clickhouseComponent(config, logger, {
+    username: config.auditUser,
+    password: config.auditPassword,
+    name: 'clickhouse-audit',
+    database: auditDatabase(config.clickhouseDatabase),
+    ping: false,
+  });
+  const auditInserter = new ClickHouseInserter(auditCh.client, config.insertFormat);
+  const tables = streamTables(db, sqlIdentifier(auditDatabase(config.clickhouseDatabase)));
+  const inserter = {
+    insert: (table: string, rows: readonly object[]): Promise<void> =>
+      (table === tables.audit_log ? auditInserter : dataInserter).insert(table, rows),
+  };
   const writer: BatchWriter = new BatchWriter({
     sink: inserter,
     logger,
@@ -86,8 +102,9 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     checksTopic: config.checksTopic,
     alertsTopic: config.alertsTopic,
     webhookDeliveriesTopic: config.webhookDeliveriesTopic,
+    auditTopic: config.auditTopic,
     deadLetterTopic: config.deadLetterTopic,
-    tables: streamTables(db),
+    tables,
     maxMessageBytes: config.maxMessageBytes,
     partitionsConcurrently: config.partitionsConcurrently,
     sessionTimeoutMs: config.sessionTimeoutMs,
@@ -118,11 +135,11 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     lags: (topics) => admin.groupLags(config.groupId, topics),
     lastInsertAt: (table) => writer.lastInsertAt(table),
     consumer: `${hostname()}-${process.pid}`,
-    insert: (rows) => inserter.insert(`${db}.freshness`, rows),
+    insert: (rows) => dataInserter.insert(`${db}.freshness`, rows),
     registry,
   });
   const reporter = new PeriodicJob('freshness', config.freshnessIntervalMs, () => freshness.report(), logger);
-  runner.use(http, ch, retention, reporter, deadLetters, new WriterComponent(writer), consumer);
+  runner.use(http, ch, auditCh, retention, reporter, deadLetters, new WriterComponent(writer), consumer);
   await runner.start();
   logger.info('stream consumer running', { port: http.boundPort, group: config.groupId });
   return { runner, http, writer };

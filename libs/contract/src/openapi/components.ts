@@ -8,8 +8,9 @@ import {
   escalationPolicySchema,
 } from '../alerting-schemas.js';
 import { SCOPES, SESSION_COOKIE } from '../access.js';
+import { auditEntrySchema } from '../audit-schema.js';
 import { ERROR_CODES } from '../error-codes.js';
-import { ACCESS_SCHEMAS } from '../access-schemas.js';
+import { ACCESS_API_SCHEMAS } from '../access-schemas.js';
 import { PEOPLE_SCHEMAS } from '../people-schemas.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
@@ -122,6 +123,10 @@ export const schemas: Json = {
   EscalationPolicyCreate: component(escalationPolicyCreateSchema),
   EscalationPolicyPatch: component(escalationPolicyPatchSchema),
   EscalationPolicy: component(escalationPolicySchema),
-  ...Object.fromEntries([...PEOPLE_SCHEMAS, ...ACCESS_SCHEMAS].map((s) => [s.$id, component(s)])),
-  AuditEntryPage: pageOf('AuditEntry'),
+  ...Object.fromEntries([...PEOPLE_SCHEMAS, ...ACCESS_API_SCHEMAS].map((s) => [s.$id, component(s)])),
+  AuditEntry: {
+    ...component(auditEntrySchema),
+    description: 'One audit entry: a message on AUDIT_TOPIC, a row of audit_log, an item of GET /api/audit.',
+  },
+  AuditPage: pageOf('AuditEntry'),
 };

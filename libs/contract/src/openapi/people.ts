@@ -398,7 +398,7 @@ const auditPaths: Json = {
         },
         cursorParam,
       ],
-      responses: { '200': jsonOk('A page of entries.', ref('AuditEntryPage')), ...keyErrors('INVALID_PARAMETER') },
+      responses: { '200': jsonOk('A page of entries.', ref('AuditPage')), ...keyErrors('INVALID_PARAMETER') },
     },
   },
   '/api/keys': {
