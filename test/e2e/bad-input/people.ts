@@ -43,10 +43,10 @@ const invitation = (id: string, email: string, expiresAtMs: number): SignedInvit
  * pending for a new person, one expired, one revoked, one accepted (a replayed link).
  */
 export const CORPUS_INVITATIONS = {
-  pending: invitation('inv_corpuspending0000', `${MARK}-new@example.com`, Date.now() + 24 * HOUR),
-  expired: invitation('inv_corpusexpired0000', `${MARK}-late@example.com`, Date.now() - 24 * HOUR),
-  revoked: invitation('inv_corpusrevoked0000', `${MARK}-revoked@example.com`, Date.now() + 24 * HOUR),
-  accepted: invitation('inv_corpusaccepted000', CORPUS_PEOPLE.viewer.email, Date.now() + 24 * HOUR),
+  pending: invitation('inv_corpuspending0000000', `${MARK}-new@example.com`, Date.now() + 24 * HOUR),
+  expired: invitation('inv_corpusexpired0000000', `${MARK}-late@example.com`, Date.now() - 24 * HOUR),
+  revoked: invitation('inv_corpusrevoked0000000', `${MARK}-revoked@example.com`, Date.now() + 24 * HOUR),
+  accepted: invitation('inv_corpusaccepted000000', CORPUS_PEOPLE.viewer.email, Date.now() + 24 * HOUR),
 } as const;
 
 /** What the people cases name, made in the run's registry: the values of their placeholders. */
