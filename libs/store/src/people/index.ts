@@ -4,3 +4,4 @@ export * from './people.js';
 export * from './memberships.js';
 export * from './invitations.js';
 export * from './settings.js';
+export * from './owners.js';
