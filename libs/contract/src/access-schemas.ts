@@ -1,6 +1,6 @@
 import { ACCESS_LIMITS as L, ROLES, SCOPES } from './access.js';
 import { TENANT_ID_PATTERN } from './limits.js';
-import { EMAIL_PATTERN, INVITATION_ID_PATTERN, PERSON_ID_PATTERN, settingsPatchSchema } from './people-schemas.js';
+import { INVITATION_ID_PATTERN, PERSON_ID_PATTERN, settingsPatchSchema } from './people-schemas.js';
 import { closed, closedSchema, dateTime } from './schema-parts.js';
 
 /**
@@ -12,7 +12,6 @@ import { closed, closedSchema, dateTime } from './schema-parts.js';
 
 export const KEY_ID_PATTERN = '^[0-9a-f]{16}$';
 
-const email = { type: 'string', minLength: 3, maxLength: L.maxEmailLength, pattern: EMAIL_PATTERN } as const;
 const password = { type: 'string', minLength: 1, maxLength: L.maxPasswordLength } as const;
 /** A new password: WEAK_PASSWORD (400) below the minimum or on the common list. */
 const newPassword = { type: 'string', maxLength: L.maxPasswordLength } as const;
@@ -21,19 +20,29 @@ const scope = { type: 'string', enum: SCOPES } as const;
 const tenantId = { type: 'string', pattern: TENANT_ID_PATTERN } as const;
 const totpCode = { type: 'string', pattern: '^[0-9]{6}$' } as const;
 /** A signed link's token (invitation, password reset): opaque, bounded. */
-const linkToken = { type: 'string', minLength: 1, maxLength: 512 } as const;
+const linkToken = { type: 'string', minLength: 1, maxLength: 1024 } as const;
 const tenantRef = closed(['id', 'name'], { id: { type: 'string' }, name: { type: 'string' } });
 
 // --- request bodies
 
+/**
+ * Sign-in takes any text up to SIGN_IN_FIELD_MAX in its fields (longer: 400): an email or a
+ * password no account can have is SIGN_IN_FAILED like a wrong one, a `totp` is read only
+ * for an account with two-step sign-in, and a `tenant_id` the person is not a member of
+ * gives way to their oldest membership.
+ */
+export const SIGN_IN_FIELD_MAX = 1024;
 export const passwordSignInSchema = closedSchema('PasswordSignIn', ['email', 'password'], {
-  email,
+  email: { type: 'string', maxLength: L.maxEmailLength },
   password,
-  totp: totpCode,
-  tenant_id: tenantId,
+  totp: { type: 'string', maxLength: SIGN_IN_FIELD_MAX, description: 'The current code of the authenticator app.' },
+  tenant_id: { type: 'string', maxLength: SIGN_IN_FIELD_MAX },
 });
 export const tenantSwitchSchema = closedSchema('TenantSwitch', ['tenant_id'], { tenant_id: tenantId });
-export const passwordResetRequestSchema = closedSchema('PasswordResetRequest', ['email'], { email });
+/** Any text up to maxEmailLength: the answer is 202 whether or not it is an account's email. */
+export const passwordResetRequestSchema = closedSchema('PasswordResetRequest', ['email'], {
+  email: { type: 'string', maxLength: L.maxEmailLength },
+});
 export const passwordResetConfirmSchema = closedSchema('PasswordResetConfirm', ['token', 'password'], {
   token: linkToken,
   password: newPassword,

@@ -9,6 +9,7 @@ import { csrfHeader } from './openapi/parameters.js';
 import { peoplePaths } from './openapi/people.js';
 import { withCodes, type Json } from './openapi/responses.js';
 import { sdkPaths } from './openapi/sdk.js';
+import { sessionPaths } from './openapi/sessions.js';
 import { statusPagePaths } from './openapi/status-pages.js';
 import { telemetryPaths } from './openapi/telemetry.js';
 
@@ -35,6 +36,7 @@ const queryPaths: Json = withSessionCookie({
   ...eventPaths,
   ...checkPaths,
   ...alertingPaths,
+  ...sessionPaths,
   ...peoplePaths,
 });
 

@@ -45,6 +45,8 @@ import type { Auditor } from './access/audit.js';
 import { memberRoutes } from './members.route.js';
 import { invitationRoutes, type InvitationRoutesDeps } from './invitations.route.js';
 import { settingsRoutes } from './settings.route.js';
+import { sessionRoutes, type SignInDeps } from './session.route.js';
+import { accountRoutes } from './account.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -83,6 +85,8 @@ export interface QueryDeps {
   audit: Auditor;
   /** Members, invitations and settings (docs/access.md, "Members"). */
   people: Omit<InvitationRoutesDeps, 'auth' | 'audit' | 'access' | 'logger'>;
+  /** Password sign-in, TOTP, reset by email, throttling (session.route.ts, account.route.ts). */
+  signIn: Omit<SignInDeps, 'access' | 'logger'>;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -110,6 +114,9 @@ export function createQueryApp(deps: QueryDeps): Express {
   const access = { keys: deps.keys, sessions: deps.sessions, audit: deps.audit };
   const auth = (scope: Scope): RequestHandler => authorize(access, scope);
   const registryAuth = { read: auth('monitors:read'), write: auth('monitors:write') };
+  const signIn: SignInDeps = { ...deps.signIn, access, logger: deps.logger };
+  sessionRoutes(app, signIn);
+  accountRoutes(app, signIn);
   const channelsAuth = { read: auth('channels:read'), write: auth('channels:write') };
   monitorRoutes(app, {
     store: deps.monitors,
@@ -258,6 +265,19 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/invitations/accept', ['POST']);
   methodNotAllowed(app, '/api/invitations/:id', ['DELETE']);
   methodNotAllowed(app, '/api/settings', ['GET', 'HEAD', 'PATCH']);
+  methodNotAllowed(app, '/api/session', ['GET', 'HEAD', 'DELETE']);
+  for (const path of [
+    '/api/session/password',
+    '/api/session/sign-out-everywhere',
+    '/api/session/tenant',
+    '/api/password-resets',
+    '/api/password-resets/confirm',
+    '/api/me/totp/enable',
+  ]) {
+    methodNotAllowed(app, path, ['POST']);
+  }
+  methodNotAllowed(app, '/api/me/password', ['PUT']);
+  methodNotAllowed(app, '/api/me/totp', ['POST', 'DELETE']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

@@ -5,3 +5,6 @@ export * from './memberships.js';
 export * from './invitations.js';
 export * from './settings.js';
 export * from './owners.js';
+export * from './throttle.js';
+export * from './totp.js';
+export * from './resets.js';

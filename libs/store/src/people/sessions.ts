@@ -142,3 +142,15 @@ export async function tenantsOf(
   );
   return rows;
 }
+
+/** Moves a session to another tenant of its person (POST /api/session/tenant); false when it is not theirs. */
+export async function switchSessionTenant(db: PgQueryable, hash: string, tenantId: string): Promise<boolean> {
+  const { rowCount } = await registryCall(() =>
+    db.query(
+      `UPDATE sessions s SET tenant_id = $2 WHERE s.session_hash = $1
+         AND EXISTS (SELECT 1 FROM memberships m WHERE m.tenant_id = $2 AND m.person_id = s.person_id)`,
+      [hash, tenantId],
+    ),
+  );
+  return rowCount === 1;
+}
