@@ -122,6 +122,11 @@ export const ERROR_CODES = {
   MEMBER_NOT_FOUND: { status: 404, description: 'No member with this person id in this tenant.' },
   INVITATION_NOT_FOUND: { status: 404, description: 'No pending invitation with this id in this tenant.' },
   KEY_NOT_FOUND: { status: 404, description: 'No key with this key id in this tenant.' },
+  SSO_UNAVAILABLE: {
+    status: 503,
+    description:
+      'The identity provider (OIDC_ISSUER) did not answer: its discovery document, keys or token endpoint could not be read; retry, or sign in with email and password.',
+  },
   SSO_NOT_CONFIGURED: {
     status: 404,
     description: 'Single sign-on is not configured here (OIDC_ISSUER is empty); sign in with email and password.',

@@ -42,6 +42,7 @@ import { escalationPolicyRoutes } from './escalation-policies.route.js';
 import { acknowledgeRoutes } from './acknowledge.route.js';
 import { authorize, type SessionResolver } from './access/principal.js';
 import type { Auditor } from './access/audit.js';
+import { oidcRoutes, type OidcRoutesDeps } from './oidc.route.js';
 import { memberRoutes } from './members.route.js';
 import { invitationRoutes, type InvitationRoutesDeps } from './invitations.route.js';
 import { settingsRoutes } from './settings.route.js';
@@ -83,6 +84,8 @@ export interface QueryDeps {
   /** People's sessions (access/principal.ts) and the audit log (access/audit.ts). */
   sessions: SessionResolver;
   audit: Auditor;
+  /** Single sign-on (oidc.route.ts). */
+  oidc: Omit<OidcRoutesDeps, 'audit' | 'logger'>;
   /** Members, invitations and settings (docs/access.md, "Members"). */
   people: Omit<InvitationRoutesDeps, 'auth' | 'audit' | 'access' | 'logger'>;
   /** Password sign-in, TOTP, reset by email, throttling (session.route.ts, account.route.ts). */
@@ -222,6 +225,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     logger: deps.logger,
     auth: registryAuth,
   });
+  oidcRoutes(app, { ...deps.oidc, audit: deps.audit, logger: deps.logger });
   const people = { ...deps.people, auth, audit: deps.audit, access, logger: deps.logger };
   memberRoutes(app, people);
   invitationRoutes(app, people);

@@ -47,6 +47,8 @@ import {
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
+import { OidcRelyingParty } from './access/oidc.js';
+import { invitationAcceptor } from './oidc.route.js';
 import { cookieSecure } from './access/session-cookie.js';
 import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
@@ -165,6 +167,27 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       (e) => changes.send(config.auditTopic, [{ key: e.tenant_id, value: JSON.stringify(e) }]),
       logger,
     ),
+    oidc: {
+      rp:
+        config.oidcIssuer === ''
+          ? undefined
+          : new OidcRelyingParty(
+              {
+                issuer: config.oidcIssuer,
+                clientId: config.oidcClientId,
+                clientSecret: config.oidcClientSecret,
+                scopes: config.oidcScopes,
+                publicUrl: config.publicUrl,
+                timeoutMs: 10_000,
+              },
+              logger,
+            ),
+      displayName: config.oidcDisplayName,
+      db: pool,
+      publicUrl: config.publicUrl,
+      sessionMaxSeconds: config.sessionMaxSeconds,
+      acceptInvitation: invitationAcceptor(pool, new InvitationLinks(config.secretsKeys, config.publicUrl)),
+    },
     people: {
       db: pool,
       validators: createPeopleValidators(),

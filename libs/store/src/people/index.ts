@@ -1,6 +1,7 @@
 export * from './sessions.js';
 export * from './passwords.js';
 export * from './people.js';
+export * from './oidc.js';
 export * from './memberships.js';
 export * from './invitations.js';
 export * from './settings.js';

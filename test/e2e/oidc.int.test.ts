@@ -1,0 +1,332 @@
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { expect } from 'chai';
+import { parseSealingKeys, type PgPool } from '@telemetry/platform';
+import { addMembership, createInvitation, createTenant, ensurePerson, InvitationLinks } from '@telemetry/store';
+import { RUN_SECRETS_KEYS } from '../../harness/processes.js';
+import { freePort } from '../../tools/devstack/ports.js';
+import { adminRegistry, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import {
+  CookieJar,
+  get,
+  mintIdToken,
+  oidcSignIn,
+  startOidcProvider,
+  walkProvider,
+  type OidcAccount,
+  type OidcClientSpec,
+  type TestOidcProvider,
+} from '../support/oidc-provider.js';
+
+/**
+ * Single sign-on (docs/access.md, "Single sign-on") against a real OpenID provider
+ * (oidc-provider on loopback) and the real registry: sign-in by verified email, the
+ * identity kept by (issuer, sub), the unverified email refused, the email-domain rule,
+ * NOT_A_MEMBER, return_to, a provider down at start, and the bad input of issue 42
+ * (state, browser binding, nonce, issuer, audience), each refused with OIDC_FAILED and
+ * no session.
+ */
+describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', function () {
+  this.timeout(90_000);
+  let query: Running;
+  let op: TestOidcProvider;
+  let other: TestOidcProvider;
+  let publicUrl = '';
+  const accounts = new Map<string, OidcAccount>();
+  const main: OidcClientSpec = { clientId: 'console', clientSecret: 'a-client-secret-for-tests', redirectUris: [] };
+  const otherApp: OidcClientSpec = {
+    clientId: 'other-app',
+    clientSecret: 'another-secret-for-tests',
+    redirectUris: [],
+  };
+  const tenants = { member: '', auto: '' };
+  const domain = `${uid('auto')}.example`;
+  const people = { member: '', unverified: '' };
+  let db: PgPool;
+
+  const sessionsOf = async (personId: string): Promise<number> =>
+    Number(
+      (await db.query<{ n: string }>('SELECT count(*) AS n FROM sessions WHERE person_id = $1', [personId])).rows[0]!.n,
+    );
+  const monitorsWith = (cookie: string) => fetch(`${query.url}/api/monitors`, { headers: { cookie } });
+  const envelope = async (res: Response) => (await res.json()) as { success: boolean; code?: string };
+
+  before(async () => {
+    db = adminRegistry();
+    const port = await freePort();
+    publicUrl = `http://127.0.0.1:${port}`;
+    main.redirectUris = [`${publicUrl}/auth/oidc/callback`];
+    otherApp.redirectUris = main.redirectUris;
+    op = await startOidcProvider({ clients: [main, otherApp], accounts });
+    other = await startOidcProvider({ clients: [main], accounts });
+    tenants.member = (await createTenant(db, uid('tenant'))).tenant_id;
+    tenants.auto = (await createTenant(db, uid('tenant'))).tenant_id;
+    await db.query(
+      `INSERT INTO tenant_settings (tenant_id, auto_admit_domains, auto_admit_role) VALUES ($1, $2, 'editor')`,
+      [tenants.auto, [domain]],
+    );
+    for (const [k, email] of [
+      ['member', `${uid('m')}@corp.example`],
+      ['unverified', `${uid('u')}@corp.example`],
+    ] as const) {
+      const { person } = await ensurePerson(db, { email, name: k });
+      people[k] = person.id;
+      await addMembership(db, { tenantId: tenants.member, personId: person.id, role: 'editor', createdBy: 'test' });
+      accounts.set(`sub-${k}`, { email, email_verified: k === 'member', name: k });
+    }
+    query = await runQuery({
+      PORT: String(port),
+      PUBLIC_URL: publicUrl,
+      OIDC_ISSUER: op.issuer,
+      OIDC_CLIENT_ID: main.clientId,
+      OIDC_CLIENT_SECRET: main.clientSecret,
+      OIDC_DISPLAY_NAME: 'Test provider',
+      DATABASE_URL: testStack().users.postgres!.query,
+    });
+  });
+
+  after(async () => {
+    await query?.stop();
+    await op?.stop();
+    await other?.stop();
+  });
+
+  afterEach(() => {
+    op.tamperToken = undefined;
+  });
+
+  it('GET /api/sso says SSO is on and names it', async () => {
+    const res = await fetch(`${query.url}/api/sso`);
+    expect(await res.json()).to.deep.equal({ success: true, data: { enabled: true, name: 'Test provider' } });
+  });
+
+  it('signs in a member by verified email, links the identity, and opens a session', async () => {
+    const r = await oidcSignIn(query.url, 'sub-member');
+    expect(r.callback.status).to.equal(302);
+    expect(r.callback.headers.get('location')).to.equal('/console/#/');
+    expect(r.sessionCookie).to.match(/session=/);
+    expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+    const ids = await db.query('SELECT issuer, person_id FROM oidc_identities WHERE subject = $1', ['sub-member']);
+    expect(ids.rows).to.deep.equal([{ issuer: op.issuer, person_id: people.member }]);
+    // The browser-binding cookie is cleared.
+    expect(r.jar.cookies.has('oidc_flow')).to.equal(false);
+  });
+
+  it('finds the person by (issuer, sub) after the email changed at the provider', async () => {
+    const before = accounts.get('sub-member')!;
+    accounts.set('sub-member', { ...before, email: `${uid('renamed')}@elsewhere.example` });
+    try {
+      const n = await sessionsOf(people.member);
+      const r = await oidcSignIn(query.url, 'sub-member');
+      expect(r.callback.status).to.equal(302);
+      expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+      expect(await sessionsOf(people.member)).to.equal(n + 1);
+      const made = await db.query('SELECT 1 FROM people WHERE email = $1', [accounts.get('sub-member')!.email]);
+      expect(made.rowCount).to.equal(0);
+    } finally {
+      accounts.set('sub-member', before);
+    }
+  });
+
+  it('does not link an unverified email: NOT_A_MEMBER, no identity, no session', async () => {
+    const r = await oidcSignIn(query.url, 'sub-unverified', { accept: 'application/json' });
+    expect(r.callback.status).to.equal(403);
+    expect((await envelope(r.callback)).code).to.equal('NOT_A_MEMBER');
+    expect(r.sessionCookie).to.equal('');
+    expect(await sessionsOf(people.unverified)).to.equal(0);
+    const ids = await db.query('SELECT 1 FROM oidc_identities WHERE subject = $1', ['sub-unverified']);
+    expect(ids.rowCount).to.equal(0);
+  });
+
+  it("trusts an email Entra ID's way (xms_edov: true, no email_verified)", async () => {
+    const email = `${uid('e')}@${domain}`;
+    accounts.set('sub-entra', { email, xms_edov: true, name: 'E' });
+    const r = await oidcSignIn(query.url, 'sub-entra');
+    expect(r.callback.status).to.equal(302);
+    expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+  });
+
+  it('admits a verified email of a ruled domain as the configured role', async () => {
+    const email = `${uid('d')}@${domain}`;
+    accounts.set('sub-domain', { email, email_verified: true, name: 'D' });
+    const r = await oidcSignIn(query.url, 'sub-domain');
+    expect(r.callback.status).to.equal(302);
+    expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+    const m = await db.query(
+      `SELECT m.tenant_id, m.role, m.created_by FROM memberships m JOIN people p USING (person_id) WHERE p.email = $1`,
+      [email],
+    );
+    expect(m.rows).to.deep.equal([{ tenant_id: tenants.auto, role: 'editor', created_by: 'auto_admit' }]);
+  });
+
+  it('refuses a person without membership: NOT_A_MEMBER (JSON, or back to the sign-in page for a browser)', async () => {
+    accounts.set('sub-nobody', { email: `${uid('n')}@nowhere.example`, email_verified: true });
+    const json = await oidcSignIn(query.url, 'sub-nobody', { accept: 'application/json' });
+    expect(json.callback.status).to.equal(403);
+    expect((await envelope(json.callback)).code).to.equal('NOT_A_MEMBER');
+    expect(json.sessionCookie).to.equal('');
+    const left = await db.query('SELECT 1 FROM people WHERE email = $1', [accounts.get('sub-nobody')!.email]);
+    expect(left.rowCount, 'a stranger leaves no person behind').to.equal(0);
+    const html = await oidcSignIn(query.url, 'sub-nobody', { accept: 'text/html,application/xhtml+xml' });
+    expect(html.callback.status).to.equal(302);
+    expect(html.callback.headers.get('location')).to.equal('/console/#/sign-in?error=NOT_A_MEMBER');
+    expect(html.sessionCookie).to.equal('');
+  });
+
+  it('accepts an invitation through SSO (new person, the invited role, return_to kept)', async () => {
+    const tenantId = (await createTenant(db, uid('tenant'))).tenant_id;
+    const links = new InvitationLinks(parseSealingKeys(RUN_SECRETS_KEYS), publicUrl);
+    const invite = async (email: string) =>
+      links.token(await createInvitation(db, { tenantId, email, role: 'viewer', invitedBy: 'test', ttlSeconds: 600 }));
+    const email = `${uid('inv')}@invited.example`;
+    accounts.set('sub-invited', { email, email_verified: true, name: 'Invited' });
+    const token = await invite(email);
+    const start = `?invitation=${encodeURIComponent(token)}&return_to=${encodeURIComponent('/console/#/monitors')}`;
+    const r = await oidcSignIn(query.url, 'sub-invited', { startQuery: start });
+    expect(r.callback.status).to.equal(302);
+    expect(r.callback.headers.get('location')).to.equal('/console/#/monitors');
+    expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+    const m = await db.query(
+      `SELECT m.role, i.accepted_at IS NOT NULL AS accepted FROM memberships m JOIN people p USING (person_id)
+       JOIN invitations i ON i.tenant_id = m.tenant_id AND i.email = p.email WHERE m.tenant_id = $1 AND p.email = $2`,
+      [tenantId, email],
+    );
+    expect(m.rows).to.deep.equal([{ role: 'viewer', accepted: true }]);
+    // Used once; forged; for another email: INVITATION_INVALID, no session.
+    const again = await oidcSignIn(query.url, 'sub-invited', { startQuery: `?invitation=${token}` });
+    expect(again.callback.status).to.equal(400);
+    expect((await envelope(again.callback)).code).to.equal('INVITATION_INVALID');
+    const forged = await oidcSignIn(query.url, 'sub-invited', { startQuery: `?invitation=${token.slice(0, -2)}xx` });
+    expect((await envelope(forged.callback)).code).to.equal('INVITATION_INVALID');
+    const other = await oidcSignIn(query.url, 'sub-member', {
+      startQuery: `?invitation=${await invite(`${uid('someone')}@invited.example`)}`,
+    });
+    expect((await envelope(other.callback)).code).to.equal('INVITATION_INVALID');
+    for (const f of [again, forged, other]) expect(f.sessionCookie).to.equal('');
+  });
+
+  it('returns to a /console/ path of this origin only (no open redirect)', async () => {
+    const to = async (returnTo: string) =>
+      (
+        await oidcSignIn(query.url, 'sub-member', { startQuery: `?return_to=${encodeURIComponent(returnTo)}` })
+      ).callback.headers.get('location');
+    expect(await to('/console/#/monitors/mon_1')).to.equal('/console/#/monitors/mon_1');
+    for (const bad of [
+      'https://evil.example/console/',
+      '//evil.example/console/',
+      '/console/\\\\evil.example',
+      '/\\evil.example/console/',
+      '/api/monitors',
+      'javascript:alert(1)',
+    ])
+      expect(await to(bad), bad).to.equal('/console/#/');
+  });
+
+  /** Starts a flow, walks the provider as `login`, and answers the callback URL, the jar and the flow's nonce. */
+  async function begin(login: string): Promise<{ callbackUrl: string; jar: CookieJar; nonce: string }> {
+    const jar = new CookieJar();
+    const start = await get(`${query.url}/auth/oidc/start`, jar);
+    expect(start.status).to.equal(302);
+    const location = start.headers.get('location')!;
+    const auth = new URL(location);
+    expect(auth.searchParams.get('code_challenge_method')).to.equal('S256');
+    expect(auth.searchParams.get('redirect_uri')).to.equal(`${publicUrl}/auth/oidc/callback`);
+    return { callbackUrl: await walkProvider(location, login), jar, nonce: auth.searchParams.get('nonce')! };
+  }
+
+  /** Why the last refused exchange was refused (logged, never answered). */
+  const lastRefusal = (): string => query.logs.lines.filter((l) => l.includes('OIDC sign-in refused')).at(-1) ?? '';
+
+  async function expectRefused(res: Response, why?: RegExp): Promise<void> {
+    if (why) expect(lastRefusal()).to.match(why);
+    expect(res.status).to.equal(400);
+    expect((await envelope(res)).code).to.equal('OIDC_FAILED');
+    expect(res.headers.getSetCookie().some((c) => /session=[^;]/.test(c))).to.equal(false);
+  }
+
+  it('bad input: a wrong state, and a replayed one, are refused (OIDC_FAILED, no session)', async () => {
+    const n = await sessionsOf(people.member);
+    const f = await begin('sub-member');
+    const wrong = new URL(f.callbackUrl);
+    wrong.searchParams.set('state', 'not-the-state');
+    await expectRefused(await get(wrong.href, f.jar));
+    const first = await get(f.callbackUrl, f.jar);
+    expect(first.status).to.equal(302);
+    await expectRefused(await get(f.callbackUrl, f.jar));
+    expect(await sessionsOf(people.member)).to.equal(n + 1);
+  });
+
+  it('bad input: a callback without the browser cookie that started it is refused', async () => {
+    const n = await sessionsOf(people.member);
+    const f = await begin('sub-member');
+    await expectRefused(await fetch(f.callbackUrl, { redirect: 'manual' }));
+    // The flow is spent: its own browser cannot use it afterwards either.
+    await expectRefused(await get(f.callbackUrl, f.jar));
+    expect(await sessionsOf(people.member)).to.equal(n);
+  });
+
+  it('bad input: a code with the ID token of another flow (wrong nonce) is refused', async () => {
+    const n = await sessionsOf(people.member);
+    const swapped = await mintIdToken(op, main, 'sub-member', 'the-nonce-of-another-flow');
+    const f = await begin('sub-member');
+    op.tamperToken = (body) => ({ ...body, id_token: swapped });
+    await expectRefused(await get(f.callbackUrl, f.jar), /"claim":"nonce"/);
+    expect(await sessionsOf(people.member)).to.equal(n);
+  });
+
+  it('bad input: an ID token from another issuer, for another audience, or signed by another key is refused', async () => {
+    const n = await sessionsOf(people.member);
+    for (const [provider, client, claim] of [
+      [other, main, 'iss'],
+      [op, otherApp, 'aud'],
+    ] as const) {
+      const f = await begin('sub-member');
+      // Right nonce and subject: only the issuer (and its keys), or the audience, is wrong.
+      const swapped = await mintIdToken(provider, client, 'sub-member', f.nonce);
+      op.tamperToken = (body) => ({ ...body, id_token: swapped });
+      await expectRefused(await get(f.callbackUrl, f.jar), new RegExp(`"claim":"${claim}"`));
+      op.tamperToken = undefined;
+    }
+    // Every claim right (issuer, audience, nonce), the key id too, but signed by another key.
+    const f = await begin('sub-member');
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    op.tamperToken = (body) => {
+      const [header, payload] = String(body.id_token).split('.');
+      const signature = sign('sha256', Buffer.from(`${header}.${payload}`), privateKey).toString('base64url');
+      return { ...body, id_token: `${header}.${payload}.${signature}` };
+    };
+    await expectRefused(await get(f.callbackUrl, f.jar), /signature/i);
+    expect(await sessionsOf(people.member)).to.equal(n);
+  });
+
+  it('starts while the provider is down, answers SSO_UNAVAILABLE, and discovers it once it is up', async () => {
+    const opPort = await freePort();
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const late = await runQuery({
+      PORT: String(port),
+      PUBLIC_URL: url,
+      OIDC_ISSUER: `http://127.0.0.1:${opPort}`,
+      OIDC_CLIENT_ID: main.clientId,
+      OIDC_CLIENT_SECRET: main.clientSecret,
+    });
+    let up: TestOidcProvider | undefined;
+    try {
+      const down = await fetch(`${late.url}/auth/oidc/start`, { redirect: 'manual' });
+      expect(down.status).to.equal(503);
+      expect((await envelope(down)).code).to.equal('SSO_UNAVAILABLE');
+      const page = await fetch(`${late.url}/auth/oidc/start`, { redirect: 'manual', headers: { accept: 'text/html' } });
+      expect(page.headers.get('location')).to.equal('/console/#/sign-in?error=SSO_UNAVAILABLE');
+      up = await startOidcProvider({
+        clients: [{ ...main, redirectUris: [`${url}/auth/oidc/callback`] }],
+        accounts,
+        port: opPort,
+      });
+      const r = await oidcSignIn(late.url, 'sub-member');
+      expect(r.callback.status).to.equal(302);
+      expect((await fetch(`${late.url}/api/monitors`, { headers: { cookie: r.sessionCookie } })).status).to.equal(200);
+    } finally {
+      await late.stop();
+      await up?.stop();
+    }
+  });
+});
