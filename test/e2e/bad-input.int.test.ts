@@ -95,6 +95,8 @@ interface Registry {
 describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   let gateway: Running;
   let query: Running;
+  /** The query service with single sign-on configured, for the callback's refusals. */
+  let sso: Running;
   let access: string;
   let revoked: string;
   let api: string;
@@ -116,7 +118,13 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   const results: { name: string; expected: string; got: string }[] = [];
 
   before(async () => {
-    [gateway, query] = await Promise.all([runGateway(), runQuery()]);
+    // NOTE: the issuer is a loopback port nothing listens on; the cases are refused before
+    // discovery (which is lazy) would reach it.
+    [gateway, query, sso] = await Promise.all([
+      runGateway(),
+      runQuery(),
+      runQuery({ OIDC_ISSUER: 'http://127.0.0.1:9', OIDC_CLIENT_ID: 'corpus', OIDC_CLIENT_SECRET: 'corpus-secret' }),
+    ]);
     await registerMonitors(...CORPUS_MONITORS);
     // A monitor of another tenant: every key of the corpus (default tenant) gets 404.
     await createTenant(adminRegistry(), 'corpus foreign', FOREIGN_TENANT);
@@ -229,7 +237,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   }
 
   after(async () => {
-    await Promise.all([gateway?.stop(), query?.stop()]);
+    await Promise.all([gateway?.stop(), query?.stop(), sso?.stop()]);
     const rows = results.map((r) => `| ${printable(r.name)} | ${r.expected} | ${r.got} |`).join('\n');
     const section = `## Bad-input corpus\n\nWritten by \`test/e2e/bad-input.int.test.ts\` (part of \`npm test\`) on ${new Date().toISOString().slice(0, 10)}: ${results.length} hostile requests, each answered as expected${results.some((r) => r.expected !== r.got) ? ' EXCEPT the rows where the columns differ' : ''}; none got a 5xx.\n\n| request | expected | answered |\n|---|---|---|\n${rows}`;
     writeSection('RELIABILITY.md', 'bad-input', section, RELIABILITY_TITLE);
@@ -281,7 +289,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
             .map(([k, v]) => [k, fill(v)]),
         ),
       };
-      const a = await send(c.service === 'gateway' ? gateway.url : query.url, real);
+      const a = await send({ gateway, query, sso }[c.service].url, real);
       const expected = `${c.expect.status}${c.expect.code ? ` ${c.expect.code}` : ''}`;
       const got = `${a.status}${c.expect.code ? ` ${a.code}` : ''}`;
       results.push({ name: c.name, expected, got });

@@ -9,7 +9,8 @@
 /** One hostile request and the answer we promise. */
 export interface Case {
   name: string;
-  service: 'gateway' | 'query';
+  /** `sso`: the query service with single sign-on configured (bad-input/people.ts). */
+  service: 'gateway' | 'query' | 'sso';
   method: string;
   path: string;
   headers?: Record<string, string>;
