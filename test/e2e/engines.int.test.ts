@@ -20,6 +20,7 @@ import {
   applyRetention,
   databasesOf,
   decodeAlert,
+  decodeAuditEntry,
   decodeCheck,
   decodeEvent,
   decodeWebhookDelivery,
@@ -312,6 +313,27 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         }),
       ),
     );
+    const audit = decoded(
+      decodeAuditEntry(
+        v,
+        json({
+          id: `aud_${'0'.repeat(24)}`,
+          tenant_id: 'ten_lane',
+          at,
+          actor: { type: 'person', id: 'per_1', email: 'ada@example.com' },
+          action: 'monitor.update',
+          target: { type: 'monitor', id: 'mon_lane' },
+          outcome: 'ok',
+          changes: { name: { before: 'quote " é', after: 'tab \t 日本' }, headers: { after: { 'X-Key': '****' } } },
+          ip: '127.0.0.1',
+          user_agent: 'curl/8',
+          request_id: 'req_1',
+        }),
+      ),
+    );
+    // The audit log lives in the data database's `_audit` sibling.
+    const tableIn = (db: string, table: string): string =>
+      table === 'audit_log' ? `${sqlIdentifier(`${db}_audit`)}.audit_log` : `${sqlIdentifier(db)}.${table}`;
     for (const e of engines) {
       const modern = (await detectEngine(e.ch)).modern;
       const tables: [string, object[]][] = [
@@ -319,6 +341,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         ['checks', [check(), check('timeout')]],
         ['alerts', [alert]],
         ['webhook_deliveries', [delivery]],
+        ['audit_log', [audit]],
       ];
       const read: Record<string, string[]> = {};
       for (const format of INSERT_FORMATS) {
@@ -326,14 +349,11 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         await migrate(e.ch, db, logger);
         const inserter = new ClickHouseInserter(e.ch, format);
         for (const [table, rows] of tables) {
-          await inserter.insert(`${sqlIdentifier(db)}.${table}`, rows);
-          expect(inserter.used.get(`${sqlIdentifier(db)}.${table}`), `${e.name} ${table}`).to.equal(format);
+          await inserter.insert(tableIn(db, table), rows);
+          expect(inserter.used.get(tableIn(db, table)), `${e.name} ${table}`).to.equal(format);
         }
         for (const [table] of tables) {
-          const got = await rows<Record<string, unknown>>(
-            e,
-            `SELECT * FROM ${sqlIdentifier(db)}.${table} ORDER BY tuple(*)`,
-          );
+          const got = await rows<Record<string, unknown>>(e, `SELECT * FROM ${tableIn(db, table)} ORDER BY tuple(*)`);
           (read[table] ??= []).push(JSON.stringify(got));
         }
         await dropDatabases(e, db);
@@ -732,13 +752,28 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
           attempted_at: iso(base + 200_000 + attempt * 1000),
         })),
       );
-      for (const g of groups) await drained(g, [s.checksTopic, s.alertsTopic, s.webhookDeliveriesTopic]);
+      // Audit entries about the monitor (and a redelivered copy), for GET /api/audit.
+      const entries = [0, 1, 2].map((i) => ({
+        id: `aud_${String(i).padStart(24, '0')}`,
+        tenant_id: DEFAULT_TENANT,
+        at: iso(base + 300_000 + i * 1000),
+        actor: { type: 'api_key', id: 'abcdef0123456789', email: '' },
+        action: i === 0 ? 'monitor.create' : 'monitor.update',
+        target: { type: 'monitor', id: m },
+        outcome: 'ok',
+        changes: { interval_seconds: { before: 60 + i, after: 61 + i } },
+        ip: '127.0.0.1',
+        user_agent: 'engines',
+        request_id: `req_${i}`,
+      }));
+      await produce(s.auditTopic, [...entries, entries[1]!]);
+      for (const g of groups) await drained(g, [s.checksTopic, s.alertsTopic, s.webhookDeliveriesTopic, s.auditTopic]);
       const services: { query: Running; key: string }[] = [];
       try {
         for (const t of targets) {
           services.push({
             query: await runQuery(t.env),
-            key: await newKey({ kind: 'api', name: 'engines', scopes: ['checks:read', 'monitors:read'] }),
+            key: await newKey({ kind: 'api', name: 'engines', scopes: ['checks:read', 'monitors:read', 'audit:read'] }),
           });
         }
         const paths = [
@@ -756,6 +791,10 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
           `/api/monitors/${m}/webhook-deliveries`,
           `/api/monitors/${m}/webhook-deliveries?status=retrying`,
           `/api/monitors/${m}`,
+          `/api/audit?target_id=${m}`,
+          `/api/audit?action=monitor.&target_type=monitor&target_id=${m}&limit=2`,
+          `/api/audit?action=monitor.create&actor=abcdef0123456789&target_id=${m}`,
+          `/api/audit?from=${iso(base + 301_000)}&to=${iso(base + 302_000)}&outcome=ok&target_id=${m}`,
         ];
         const answer = async (svc: { query: Running; key: string }, path: string) => {
           const r = await fetch(`${svc.query.url}${path}`, { headers: { authorization: `Bearer ${svc.key}` } });
@@ -806,11 +845,12 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
       for (const q of statements) {
         const answers = [];
         for (const [i, e] of engines.entries()) {
-          const { data, registry, keys } = databasesOf(dbs[i]!);
+          const { data, registry, keys, audit } = databasesOf(dbs[i]!);
           // The docs' database names and placeholders, made this run's.
           const sql = q
             .replace(/\btelemetry_registry\./g, `${registry}.`)
             .replace(/\btelemetry_keys\./g, `${keys}.`)
+            .replace(/\btelemetry_audit\./g, `${audit}.`)
             .replace(/\btelemetry\./g, `${data}.`)
             .replace(/'ten_…'/g, `'${DEFAULT_TENANT}'`)
             .replace(/'[a-z]+_[0-9a-f]*…'/g, "'none'");

@@ -1,188 +1,117 @@
-import { ACCESS_LIMITS as L, ROLES, SCOPES } from './access.js';
-import { TENANT_ID_PATTERN } from './limits.js';
-import { INVITATION_ID_PATTERN, PERSON_ID_PATTERN, settingsPatchSchema } from './people-schemas.js';
+import { ACCESS_LIMITS, AUDIT_OUTCOMES, SCOPES } from './access.js';
+import { ID_PATTERN, LIMITS, TENANT_ID_PATTERN } from './limits.js';
 import { closed, closedSchema, dateTime } from './schema-parts.js';
 
 /**
- * The access API's JSON Schemas beside people-schemas.ts's (members, invitations, settings):
- * the bodies of the sign-in, session, password and key routes, and the shapes the people
- * routes answer (the interfaces of access.ts). The OpenAPI document shows them all as
- * components (openapi/people.ts).
+ * The access API's JSON Schemas: the audit entry's and a new key's (POST /api/keys).
+ *
+ * The audit entry's JSON Schema (docs/access.md, "Audit log"): what the query service
+ * publishes to AUDIT_TOPIC, what the stream consumer accepts into `audit_log` (anything
+ * else is dead-lettered) and what GET /api/audit answers.
  */
 
-export const KEY_ID_PATTERN = '^[0-9a-f]{16}$';
+/** `<object>.<verb>`: lower-case words joined by dots (monitor.update, access.denied). */
+export const AUDIT_ACTION_PATTERN = '^[a-z][a-z_]*(\\.[a-z][a-z_]*)+$';
+/** GET /api/audit's `action`: an action, or a prefix of one ending in `.` (`monitor.`). */
+export const AUDIT_ACTION_FILTER_PATTERN = '^[a-z][a-z_]*(\\.[a-z][a-z_]*)*\\.?$';
 
-const password = { type: 'string', minLength: 1, maxLength: L.maxPasswordLength } as const;
-/** A new password: WEAK_PASSWORD (400) below the minimum or on the common list. */
-const newPassword = { type: 'string', maxLength: L.maxPasswordLength } as const;
-const role = { type: 'string', enum: ROLES } as const;
-const scope = { type: 'string', enum: SCOPES } as const;
-const tenantId = { type: 'string', pattern: TENANT_ID_PATTERN } as const;
-const totpCode = { type: 'string', pattern: '^[0-9]{6}$' } as const;
-/** A signed link's token (invitation, password reset): opaque, bounded. */
-const linkToken = { type: 'string', minLength: 1, maxLength: 1024 } as const;
-const tenantRef = closed(['id', 'name'], { id: { type: 'string' }, name: { type: 'string' } });
+/** A printable text of at most `max` characters (empty allowed). */
+const text = (max: number) => ({ type: 'string', maxLength: max }) as const;
 
-// --- request bodies
+export const auditEntrySchema = closedSchema(
+  'AuditEntry',
+  ['id', 'tenant_id', 'at', 'actor', 'action', 'target', 'outcome', 'changes', 'ip', 'user_agent', 'request_id'],
+  {
+    id: { type: 'string', pattern: '^aud_[0-9a-f]{24}$' },
+    tenant_id: { type: 'string', pattern: TENANT_ID_PATTERN, maxLength: 36 },
+    /** When the write was committed (UTC, milliseconds). */
+    at: dateTime,
+    /** Who: a person (`per_…` and their email), an API key (its id), the operator, or nobody known. */
+    actor: closed(['type', 'id', 'email'], {
+      type: { type: 'string', enum: ['person', 'api_key', 'operator', 'anonymous'] },
+      id: text(200),
+      email: text(254),
+    }),
+    action: { type: 'string', minLength: 3, maxLength: 64, pattern: AUDIT_ACTION_PATTERN },
+    /** What was acted on: its kind (monitor, channel, key, route, …) and id. */
+    target: closed(['type', 'id'], { type: text(64), id: text(300) }),
+    outcome: { type: 'string', enum: AUDIT_OUTCOMES },
+    /** Each changed field's before and after (absent before on a create, after on a delete), secrets masked. */
+    changes: {
+      type: 'object',
+      maxProperties: 200,
+      additionalProperties: { type: 'object', additionalProperties: false, properties: { before: {}, after: {} } },
+    },
+    ip: text(64),
+    user_agent: text(512),
+    request_id: text(200),
+  },
+);
 
-/**
- * Sign-in takes any text up to SIGN_IN_FIELD_MAX in its fields (longer: 400): an email or a
- * password no account can have is SIGN_IN_FAILED like a wrong one, a `totp` is read only
- * for an account with two-step sign-in, and a `tenant_id` the person is not a member of
- * gives way to their oldest membership.
- */
-export const SIGN_IN_FIELD_MAX = 1024;
-export const passwordSignInSchema = closedSchema('PasswordSignIn', ['email', 'password'], {
-  email: { type: 'string', maxLength: L.maxEmailLength },
-  password,
-  totp: { type: 'string', maxLength: SIGN_IN_FIELD_MAX, description: 'The current code of the authenticator app.' },
-  tenant_id: { type: 'string', maxLength: SIGN_IN_FIELD_MAX },
-});
-export const tenantSwitchSchema = closedSchema('TenantSwitch', ['tenant_id'], { tenant_id: tenantId });
-/** Any text up to maxEmailLength: the answer is 202 whether or not it is an account's email. */
-export const passwordResetRequestSchema = closedSchema('PasswordResetRequest', ['email'], {
-  email: { type: 'string', maxLength: L.maxEmailLength },
-});
-export const passwordResetConfirmSchema = closedSchema('PasswordResetConfirm', ['token', 'password'], {
-  token: linkToken,
-  password: newPassword,
-});
-export const passwordChangeSchema = closedSchema('PasswordChange', ['current_password', 'password'], {
-  current_password: password,
-  password: newPassword,
-});
-export const totpCodeSchema = closedSchema('TotpCode', ['code'], { code: totpCode });
+/** How long a key lives: `90d`, `12h`, `30m`, `3600s` (the store's parseDuration). */
+export const KEY_DURATION_PATTERN = '^[1-9][0-9]{0,5}[smhd]$';
+
+/** Body of POST /api/keys (keyCreateSchema). */
+export interface KeyCreate {
+  kind: 'api' | 'telemetry';
+  name: string;
+  scopes?: (typeof SCOPES)[number][];
+  monitor_ids?: string[];
+  allowed_origins?: string[];
+  allowed_sources?: string[];
+  expires_in?: string;
+}
+
+/** A key as GET /api/keys shows it (never its secret, nor its hash). */
+export interface KeyView {
+  id: string;
+  kind: 'api' | 'telemetry';
+  name: string;
+  scopes: string[];
+  monitor_ids: string[];
+  allowed_origins: string[];
+  allowed_sources: string[];
+  created_at: string;
+  /** A person's id (`per_…`), `key:<key id>`, `operator` (npm run keys), or '' for keys made before people. */
+  created_by: string;
+  expires_at: string | null;
+  revoked: boolean;
+}
+
+/** Body of POST /api/keys (docs/access.md, "API keys"). */
 export const keyCreateSchema = closedSchema('KeyCreate', ['kind', 'name'], {
+  /** `api`: an API key (ak_…) with scopes; `telemetry`: an access key (tk_…) that sends events. */
   kind: { type: 'string', enum: ['api', 'telemetry'] },
-  name: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f]+$' },
-  scopes: { type: 'array', maxItems: SCOPES.length, uniqueItems: true, items: scope },
+  name: {
+    type: 'string',
+    minLength: 1,
+    maxLength: ACCESS_LIMITS.maxNameLength,
+    pattern: '^[^\\u0000-\\u001f\\u007f]+$',
+  },
+  /** An API key's scopes (default checks:read); none of them beyond the creator's own. */
+  scopes: { type: 'array', maxItems: SCOPES.length, uniqueItems: true, items: { type: 'string', enum: SCOPES } },
+  /** Limits an API key to these monitors. */
   monitor_ids: {
     type: 'array',
     maxItems: 1000,
     uniqueItems: true,
-    items: { type: 'string', minLength: 1, maxLength: 100 },
+    items: { type: 'string', minLength: 1, maxLength: LIMITS.maxMonitorIdLength, pattern: ID_PATTERN },
   },
+  /** A telemetry key's allowed browser origins (scheme://host[:port]). */
   allowed_origins: {
     type: 'array',
     maxItems: 100,
     uniqueItems: true,
-    items: { type: 'string', minLength: 1, maxLength: 200 },
+    items: { type: 'string', maxLength: 300, pattern: '^https?://[^/\\s]+$' },
   },
+  /** A telemetry key's allowed `source` values. */
   allowed_sources: {
     type: 'array',
     maxItems: 100,
     uniqueItems: true,
-    items: { type: 'string', minLength: 1, maxLength: 200 },
+    items: { type: 'string', minLength: 1, maxLength: LIMITS.maxNameLength, pattern: '^[^\\u0000-\\u001f\\u007f]+$' },
   },
-  /** A duration: 90d, 12h, 30m, 3600s. */
-  expires_in: { type: 'string', pattern: '^[1-9][0-9]{0,5}[smhd]$' },
+  expires_in: { type: 'string', pattern: KEY_DURATION_PATTERN },
 });
 
-// --- answers
-
-export const personSchema = closedSchema('Person', ['id', 'email', 'name'], {
-  id: { type: 'string', pattern: PERSON_ID_PATTERN },
-  email: { type: 'string' },
-  name: { type: 'string' },
-});
-export const memberSchema = closedSchema('Member', ['id', 'email', 'name', 'role', 'joined_at', 'password', 'totp'], {
-  ...personSchema.properties,
-  role,
-  joined_at: dateTime,
-  password: { type: 'boolean' },
-  totp: { type: 'boolean' },
-});
-const invitationProperties = {
-  id: { type: 'string', pattern: INVITATION_ID_PATTERN },
-  email: { type: 'string' },
-  role,
-  invited_by: { type: 'string' },
-  created_at: dateTime,
-  expires_at: dateTime,
-} as const;
-const invitationRequired = ['id', 'email', 'role', 'invited_by', 'created_at', 'expires_at'] as const;
-export const invitationSchema = closedSchema('Invitation', invitationRequired, invitationProperties);
-export const invitationCreatedSchema = closedSchema('InvitationCreated', [...invitationRequired, 'link', 'mail_sent'], {
-  ...invitationProperties,
-  link: { type: 'string', description: 'The invitation link (also mailed); shown this once.' },
-  mail_sent: {
-    type: 'boolean',
-    description: 'Whether the mail server took the mail (else pass the link on yourself).',
-  },
-});
-export const invitationPreviewSchema = closedSchema(
-  'InvitationPreview',
-  ['tenant', 'email', 'role', 'expires_at', 'sso', 'has_account'],
-  {
-    tenant: tenantRef,
-    email: { type: 'string' },
-    role,
-    expires_at: dateTime,
-    sso: { type: 'boolean' },
-    has_account: { type: 'boolean' },
-  },
-);
-export const sessionSchema = closedSchema(
-  'Session',
-  ['person', 'tenant', 'role', 'scopes', 'tenants', 'csrf_token', 'expires_at'],
-  {
-    person: { $ref: 'Person' },
-    tenant: tenantRef,
-    role,
-    scopes: { type: 'array', items: scope },
-    tenants: {
-      type: 'array',
-      items: closed(['id', 'name', 'role'], { id: { type: 'string' }, name: { type: 'string' }, role }),
-    },
-    csrf_token: { type: 'string', description: 'Send it as X-CSRF-Token with every state-changing request.' },
-    expires_at: dateTime,
-  },
-);
-export const settingsSchema = closedSchema('Settings', ['name', 'auto_admit_domains', 'auto_admit_role'], {
-  name: { type: 'string' },
-  auto_admit_domains: { type: 'array', items: { type: 'string' } },
-  auto_admit_role: settingsPatchSchema.properties.auto_admit_role,
-});
-export const ssoSchema = closedSchema('Sso', ['enabled', 'name'], {
-  enabled: { type: 'boolean' },
-  name: { type: 'string' },
-});
-const keyProperties = {
-  id: { type: 'string', pattern: KEY_ID_PATTERN },
-  kind: keyCreateSchema.properties.kind,
-  name: { type: 'string' },
-  scopes: { type: 'array', items: { type: 'string' } },
-  monitor_ids: { type: 'array', items: { type: 'string' } },
-  allowed_origins: { type: 'array', items: { type: 'string' } },
-  allowed_sources: { type: 'array', items: { type: 'string' } },
-  created_at: dateTime,
-  created_by: { type: 'string' },
-  expires_at: { ...dateTime, type: ['string', 'null'] },
-  revoked: { type: 'boolean' },
-} as const;
-const keyRequired = Object.keys(keyProperties) as (keyof typeof keyProperties)[];
-export const apiKeySchema = closedSchema('ApiKey', keyRequired, keyProperties);
-export const apiKeyCreatedSchema = closedSchema('ApiKeyCreated', [...keyRequired, 'key'], {
-  ...keyProperties,
-  key: { type: 'string', description: 'The key itself (tk_… or ak_…): shown this once, never stored.' },
-});
-
-export const ACCESS_API_SCHEMAS = [
-  passwordSignInSchema,
-  tenantSwitchSchema,
-  passwordResetRequestSchema,
-  passwordResetConfirmSchema,
-  passwordChangeSchema,
-  totpCodeSchema,
-  keyCreateSchema,
-  personSchema,
-  memberSchema,
-  invitationSchema,
-  invitationCreatedSchema,
-  invitationPreviewSchema,
-  sessionSchema,
-  settingsSchema,
-  ssoSchema,
-  apiKeySchema,
-  apiKeyCreatedSchema,
-] as const;
+export const ACCESS_SCHEMAS = [auditEntrySchema, keyCreateSchema] as const;

@@ -1,3 +1,4 @@
+import { accessPaths } from './openapi/access.js';
 import { alertingPaths } from './openapi/alerting.js';
 import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
@@ -38,6 +39,7 @@ const queryPaths: Json = withSessionCookie({
   ...alertingPaths,
   ...sessionPaths,
   ...peoplePaths,
+  ...accessPaths,
 });
 
 /**

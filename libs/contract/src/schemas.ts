@@ -23,7 +23,7 @@ import { monitorSettings, monitorUrl, webhookSecret } from './monitor-schema.js'
 export { monitorSettingsSchema } from './monitor-schema.js';
 import { CHANNEL_TYPES } from './channels/index.js';
 import { ALERTING_SCHEMAS, NOTIFICATION_KINDS } from './alerting-schemas.js';
-import { ACCESS_SCHEMAS } from './audit-schema.js';
+import { ACCESS_SCHEMAS } from './access-schemas.js';
 
 /**
  * JSON Schemas, written once. They drive validation (ajv) in every service and are the

@@ -24,6 +24,7 @@ import type {
   EscalationPolicyPatch,
 } from './types.js';
 import type { AuditEntry } from './access.js';
+import type { KeyCreate } from './access-schemas.js';
 
 export { describeErrors, parsesAsUrl, type Problem } from './ajv.js';
 
@@ -49,6 +50,7 @@ export interface Validators {
   escalationPolicyCreate: ValidateFunction<EscalationPolicyCreate>;
   escalationPolicyPatch: ValidateFunction<EscalationPolicyPatch>;
   auditEntry: ValidateFunction<AuditEntry>;
+  keyCreate: ValidateFunction<KeyCreate>;
 }
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
@@ -81,5 +83,6 @@ export function createValidators(): Validators {
     escalationPolicyCreate: get<EscalationPolicyCreate>('EscalationPolicyCreate'),
     escalationPolicyPatch: get<EscalationPolicyPatch>('EscalationPolicyPatch'),
     auditEntry: get<AuditEntry>('AuditEntry'),
+    keyCreate: get<KeyCreate>('KeyCreate'),
   };
 }

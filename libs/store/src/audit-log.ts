@@ -1,7 +1,7 @@
 import type { AuditEntry, AuditOutcome, ActorType, Validators } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { auditDatabase } from './databases.js';
-import { decodeTimed, type Decoded } from './rows.js';
+import { beforeCursor, decodeTimed, type Decoded } from './rows.js';
 
 /**
  * The `audit_log` table (docs/access.md, "Audit log"; docs/clickhouse.md): one row per
@@ -113,12 +113,7 @@ export function auditLogSql(database: string, q: AuditQuery): string {
   if (q.targetType !== undefined) where.push(`target_type = ${sqlString(q.targetType)}`);
   if (q.targetId !== undefined) where.push(`target_id = ${sqlString(q.targetId)}`);
   if (q.outcome !== undefined) where.push(`outcome = ${sqlString(q.outcome)}`);
-  if (q.cursor) {
-    const ms = sqlNumber(q.cursor.ms);
-    // The first condition lets the sort key skip what comes after the cursor.
-    where.push(`at <= toDateTime(${sqlNumber(Math.floor(q.cursor.ms / 1000))})`);
-    where.push(`(at_ms < ${ms} OR (at_ms = ${ms} AND id < ${sqlString(q.cursor.id)}))`);
-  }
+  if (q.cursor) where.push(...beforeCursor('at', 'at_ms', q.cursor));
   return `SELECT id, tenant_id, at_ms, actor_type, actor_id, actor_email, action, target_type, target_id, outcome,
       changes, ip, user_agent, request_id
     FROM ${sqlIdentifier(auditDatabase(database))}.audit_log
@@ -129,22 +124,7 @@ export function auditLogSql(database: string, q: AuditQuery): string {
 }
 
 /** A row of auditLogSql's result (ClickHouse sends 64-bit integers as strings). */
-export interface AuditLogReadRow {
-  id: string;
-  tenant_id: string;
-  at_ms: number | string;
-  actor_type: string;
-  actor_id: string;
-  actor_email: string;
-  action: string;
-  target_type: string;
-  target_id: string;
-  outcome: string;
-  changes: string;
-  ip: string;
-  user_agent: string;
-  request_id: string;
-}
+export type AuditLogReadRow = Omit<AuditLogRow, 'at' | 'at_ms' | 'inserted_at'> & { at_ms: number | string };
 
 export function rowToAuditEntry(r: AuditLogReadRow): AuditEntry {
   let changes: AuditEntry['changes'] = {};

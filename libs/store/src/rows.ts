@@ -3,12 +3,27 @@
  * schema, then unix seconds in ClickHouse's DateTime range.
  */
 
+import { sqlNumber, sqlString } from '@telemetry/platform';
+
 export type Decoded<T> = { ok: true; row: T } | { ok: false; reason: string };
 
 /** A compiled schema (ajv's ValidateFunction has this shape). */
 export interface Validate<T> {
   (data: unknown): data is T;
   errors?: { instancePath: string; message?: string }[] | null;
+}
+
+/**
+ * The conditions of a keyset page newest first, after a cursor: rows before (ms, id), on a
+ * table ordered by a DateTime column `seconds` and its milliseconds `ms` (then id). The
+ * first condition lets the sort key skip what comes after the cursor.
+ */
+export function beforeCursor(seconds: string, ms: string, cursor: { ms: number; id: string }): string[] {
+  const at = sqlNumber(cursor.ms);
+  return [
+    `${seconds} <= toDateTime(${sqlNumber(Math.floor(cursor.ms / 1000))})`,
+    `(${ms} < ${at} OR (${ms} = ${at} AND id < ${sqlString(cursor.id)}))`,
+  ];
 }
 
 /**

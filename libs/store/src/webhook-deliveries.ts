@@ -9,7 +9,7 @@ import {
 } from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
-import { decodeTimed, type Decoded } from './rows.js';
+import { beforeCursor, decodeTimed, type Decoded } from './rows.js';
 
 /**
  * The `webhook_deliveries` table (docs/clickhouse.md): one row per attempt to deliver an
@@ -120,12 +120,7 @@ export function webhookDeliveriesSql(database: string, q: WebhookDeliveriesQuery
   if (q.channelId !== undefined) where.push(`channel_id = ${sqlString(q.channelId)}`);
   if (q.status !== undefined) where.push(`status = ${sqlString(q.status)}`);
   if (q.alertId !== undefined) where.push(`alert_id = ${sqlString(q.alertId)}`);
-  if (q.cursor) {
-    const ms = sqlNumber(q.cursor.ms);
-    // The first condition lets the sort key skip what comes after the cursor.
-    where.push(`attempted_at <= toDateTime(${sqlNumber(Math.floor(q.cursor.ms / 1000))})`);
-    where.push(`(attempted_at_ms < ${ms} OR (attempted_at_ms = ${ms} AND id < ${sqlString(q.cursor.id)}))`);
-  }
+  if (q.cursor) where.push(...beforeCursor('attempted_at', 'attempted_at_ms', q.cursor));
   return `SELECT id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
       attempted_at_ms, channel, channel_id, kind
     FROM ${sqlIdentifier(database)}.webhook_deliveries

@@ -16,6 +16,8 @@ import { jsonBody, keyOf } from './registry-objects.js';
  * inside the registry transaction that makes it: Kafka not taking it changes nothing.
  */
 
+import type { Auditor } from './access/audit.js';
+
 export interface AcknowledgeRoutesDeps {
   incidents: IncidentAlertStore;
   links: AckLinks;
@@ -23,6 +25,8 @@ export interface AcknowledgeRoutesDeps {
   publish: (alert: AlertMessage) => Promise<void>;
   logger: Logger;
   auth: { write: RequestHandler };
+  /** The audit log (docs/access.md): each acknowledgement (or taking one back) is recorded. */
+  audit: Auditor;
 }
 
 type AckType = AcknowledgementAlert['type'];
@@ -93,6 +97,15 @@ export function acknowledgeRoutes(app: Express, deps: AcknowledgeRoutesDeps): vo
     );
   };
 
+  /** incident.acknowledge / incident.unacknowledge, once it changed (by a link: its recipient, in its tenant). */
+  const recordAck = (req: Request, res: Response, s: IncidentAlertState, acknowledge: boolean, claim?: AckClaim) =>
+    deps.audit.record(req, res, {
+      action: acknowledge ? 'incident.acknowledge' : 'incident.unacknowledge',
+      target: { type: 'incident', id: s.incident_id },
+      changes: { acknowledged_by: { after: s.acknowledged_by }, monitor_id: { after: s.monitor_id } },
+      ...(claim ? { tenantId: claim.tenant_id, actor: { type: 'anonymous', id: claim.recipient, email: '' } } : {}),
+    });
+
   const apiRoute = (acknowledge: boolean) => async (req: Request, res: Response) => {
     rejectUnknown(req, new Set());
     const id = String(req.params.id);
@@ -104,6 +117,7 @@ export function acknowledgeRoutes(app: Express, deps: AcknowledgeRoutesDeps): vo
     // Unchanged (already in that state): `then` did not run, so the monitor is checked here.
     if (!done || !allowed(done.state.monitor_id)) throw notFound(id);
     const s = done.state;
+    if (done.changed) await recordAck(req, res, s, acknowledge);
     res.json(ok({ acknowledged_at: iso(s.acknowledged_at), acknowledged_by: s.acknowledged_by }));
   };
   app.post('/api/incidents/:id/acknowledge', deps.auth.write, apiRoute(true));
@@ -175,6 +189,7 @@ export function acknowledgeRoutes(app: Express, deps: AcknowledgeRoutesDeps): vo
     const done = await change(req, claim.tenant_id, claim.incident_id, claim.recipient, () => true);
     if (!done) return closedPage(req, res, await lookup(req, claim), claim.incident_id);
     const s = done.state;
+    if (done.changed) await recordAck(req, res, s, true, claim);
     if (wantsJson(req)) {
       res.json(ok({ acknowledged_at: iso(s.acknowledged_at), acknowledged_by: s.acknowledged_by }));
       return;

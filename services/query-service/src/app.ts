@@ -10,6 +10,7 @@ import {
   type Logger,
   type Slots,
   type Mirror,
+  type PgPool,
   beginApp,
   ByteLru,
   endApp,
@@ -48,6 +49,8 @@ import { invitationRoutes, type InvitationRoutesDeps } from './invitations.route
 import { settingsRoutes } from './settings.route.js';
 import { sessionRoutes, type SignInDeps } from './session.route.js';
 import { accountRoutes } from './account.route.js';
+import { auditRoutes } from './audit.route.js';
+import { keyRoutes } from './keys.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -90,6 +93,8 @@ export interface QueryDeps {
   people: Omit<InvitationRoutesDeps, 'auth' | 'audit' | 'access' | 'logger'>;
   /** Password sign-in, TOTP, reset by email, throttling (session.route.ts, account.route.ts). */
   signIn: Omit<SignInDeps, 'access' | 'logger'>;
+  /** The registry (PostgreSQL) as this service's role: /api/keys issues and revokes keys with it. */
+  pool: PgPool;
   ready: () => boolean;
   details: () => Record<string, boolean>;
 }
@@ -133,6 +138,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     quotaOf: monitorQuotaOf(deps.config),
     minIntervalSeconds: deps.config.minIntervalSeconds,
     heartbeatKey: deps.config.heartbeatKey,
+    audit: deps.audit,
   });
   app.get(
     '/api/monitors/:id/incidents',
@@ -198,6 +204,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     auth: registryAuth,
     cacheSeconds: deps.config.statusPageCacheSeconds,
     registry: deps.registry,
+    audit: deps.audit,
   });
   channelRoutes(app, {
     store: deps.channels,
@@ -210,6 +217,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     testContext: deps.channelContext,
     testsPerMinute: deps.config.channelTestsPerMinute,
     ...read,
+    audit: deps.audit,
   });
   escalationPolicyRoutes(app, {
     store: deps.policies,
@@ -217,6 +225,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     logger: deps.logger,
     auth: channelsAuth,
     minDelaySeconds: deps.config.alertMinDelaySeconds,
+    audit: deps.audit,
   });
   acknowledgeRoutes(app, {
     incidents: deps.incidentAlerts,
@@ -224,6 +233,14 @@ export function createQueryApp(deps: QueryDeps): Express {
     publish: deps.publishAlert,
     logger: deps.logger,
     auth: registryAuth,
+    audit: deps.audit,
+  });
+  auditRoutes(app, { ...read, auth: auth('audit:read') });
+  keyRoutes(app, {
+    pool: deps.pool,
+    validators: deps.validators,
+    audit: deps.audit,
+    auth: { read: auth('keys:read'), write: auth('keys:write') },
   });
   oidcRoutes(app, { ...deps.oidc, audit: deps.audit, logger: deps.logger });
   const people = { ...deps.people, auth, audit: deps.audit, access, logger: deps.logger };
@@ -282,6 +299,9 @@ export function createQueryApp(deps: QueryDeps): Express {
   }
   methodNotAllowed(app, '/api/me/password', ['PUT']);
   methodNotAllowed(app, '/api/me/totp', ['POST', 'DELETE']);
+  methodNotAllowed(app, '/api/audit', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/keys', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/keys/:key_id', ['DELETE']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

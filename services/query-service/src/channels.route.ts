@@ -33,6 +33,8 @@ import {
 } from './registry-objects.js';
 import { deliveriesParams, sendDeliveries } from './webhook-deliveries.route.js';
 
+import { recordChange, type Auditor } from './access/audit.js';
+
 export interface ChannelRoutesDeps extends ReadDeps {
   store: ChannelStore;
   validators: Validators;
@@ -40,6 +42,8 @@ export interface ChannelRoutesDeps extends ReadDeps {
   /** Judges every address a channel sends to (the runner judges names again when it connects). */
   policy: EgressPolicy;
   auth: { read: RequestHandler; write: RequestHandler };
+  /** The audit log (docs/access.md): each committed write is recorded. */
+  audit: Auditor;
   /** ALERT_MIN_DELAY_SECONDS: the shortest reminder interval. */
   minDelaySeconds: number;
   /** PUBLIC_URL: the console's address, linked from a test notification. */
@@ -191,6 +195,15 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
         updated_at: now,
       }),
     );
+    await recordChange(
+      deps.audit,
+      req,
+      res,
+      'channel.create',
+      { type: 'channel', id: c.id },
+      undefined,
+      channelView(c),
+    );
     res.status(201).setHeader('Location', `/api/channels/${c.id}`);
     res.json(shown(res, c));
   });
@@ -209,11 +222,13 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
     if (!deps.validators.channelPatch(patch))
       throw invalid('channel', describeErrors(deps.validators.channelPatch.errors));
     refuseReminders(patch.remind_every_seconds);
+    let before: StoredChannel | undefined;
     const c = await conditionally(
       req,
       'channel',
       () => load(req, res),
       async (current) => {
+        before = current;
         // What the PATCH sent masked is the stored secret.
         let config: object = current.target.config;
         if (patch.config !== undefined) {
@@ -242,6 +257,11 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
         );
       },
     );
+    const target = { type: 'channel', id: c.id };
+    await recordChange(deps.audit, req, res, 'channel.update', target, before && channelView(before), channelView(c), {
+      before: before && { config: before.target.config },
+      after: { config: c.target.config },
+    });
     res.json(shown(res, c));
   });
 
@@ -253,6 +273,8 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
     // IN_USE is decided in the delete's transaction.
     const gone = await storeCall(req, 'channel delete', () => deps.store.remove(current.tenant_id, current.id));
     if (!gone) throw new AppError('CHANNEL_NOT_FOUND', `there is no channel ${current.id}`);
+    const target = { type: 'channel', id: current.id };
+    await recordChange(deps.audit, req, res, 'channel.delete', target, channelView(current), undefined);
     res.json(ok(null));
   });
 
@@ -271,6 +293,12 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
       delivered: result.delivered,
       status_code: result.status_code,
       error: result.error,
+    });
+    await deps.audit.record(req, res, {
+      action: 'channel.test',
+      target: { type: 'channel', id: c.id },
+      outcome: result.delivered ? 'ok' : 'failed',
+      changes: { delivered: { after: result.delivered }, status_code: { after: result.status_code } },
     });
     res.json(ok(result));
   });

@@ -7,6 +7,7 @@ import {
   type PolicyStep,
   type StoredPolicy,
 } from '@telemetry/store';
+import { recordChange, type Auditor } from './access/audit.js';
 import { storeCall as storeCallOf, tenantOf } from './params.js';
 import { checkIfMatch, conditionally, etagOf, invalid, jsonBody, nowIso, refuseLimited } from './registry-objects.js';
 
@@ -17,6 +18,8 @@ export interface EscalationPolicyRoutesDeps {
   auth: { read: RequestHandler; write: RequestHandler };
   /** ALERT_MIN_DELAY_SECONDS: the shortest escalation delay. */
   minDelaySeconds: number;
+  /** The audit log (docs/access.md): each committed write is recorded. */
+  audit: Auditor;
 }
 
 const POLICY_ID = new RegExp(ESCALATION_POLICY_ID_PATTERN);
@@ -86,6 +89,8 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
         updated_at: now,
       }),
     );
+    const target = { type: 'escalation_policy', id: p.id };
+    await recordChange(deps.audit, req, res, 'escalation_policy.create', target, undefined, view(p));
     res.status(201).setHeader('Location', `/api/escalation-policies/${p.id}`);
     res.json(shown(res, p));
   });
@@ -105,11 +110,13 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
       throw invalid('escalation policy', describeErrors(deps.validators.escalationPolicyPatch.errors));
     }
     if (patch.steps) refuseShortDelays(patch.steps);
+    let before: StoredPolicy | undefined;
     const p = await conditionally(
       req,
       'escalation policy',
       () => load(req, res),
       (current) => {
+        before = current;
         const { version: _v, ...rest } = current;
         return storeCall(req, 'escalation policy update', () =>
           deps.store.update(
@@ -119,6 +126,8 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
         );
       },
     );
+    const target = { type: 'escalation_policy', id: p.id };
+    await recordChange(deps.audit, req, res, 'escalation_policy.update', target, before && view(before), view(p));
     res.json(shown(res, p));
   });
 
@@ -132,6 +141,8 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
       deps.store.remove(current.tenant_id, current.id),
     );
     if (!gone) throw new AppError('ESCALATION_POLICY_NOT_FOUND', `there is no escalation policy ${current.id}`);
+    const target = { type: 'escalation_policy', id: current.id };
+    await recordChange(deps.audit, req, res, 'escalation_policy.delete', target, view(current), undefined);
     res.json(ok(null));
   });
 }

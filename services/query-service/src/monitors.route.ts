@@ -21,6 +21,7 @@ import {
   createSettings,
   heartbeatToken,
   deniedTargets,
+  MASK,
   monitorProblems,
   newMonitorId,
   newWebhookSecret,
@@ -32,6 +33,7 @@ import {
   type MonitorStore,
   type MonitorWithNonce,
 } from '@telemetry/store';
+import { changedFields, recordChange, type Auditor } from './access/audit.js';
 import { monitorActivity } from './monitor-activity.js';
 import {
   conditionally as conditionallyWrite,
@@ -65,6 +67,18 @@ export interface MonitorRoutesDeps extends ReadDeps {
   minIntervalSeconds: number;
   /** HEARTBEAT_KEY: makes heartbeat monitors' tokens ('': heartbeat monitors are refused). */
   heartbeatKey: string;
+  /** The audit log (docs/access.md): each committed write is recorded. */
+  audit: Auditor;
+}
+
+/**
+ * A monitor as the audit log shows it: as the API answers it (secrets masked), without
+ * its webhook secret or heartbeat token and without its status (not a setting).
+ */
+function audited(m: MonitorWithNonce): Record<string, unknown> {
+  const { heartbeat_nonce: _nonce, ...stored } = m;
+  const { status: _s, last_check_at: _l, ...shown } = publicMonitor(stored);
+  return shown;
 }
 
 function invalid(problems: { path: string; message: string }[]): AppError {
@@ -189,6 +203,11 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     const version = m.version;
     deps.directory.remember(m.id, m.tenant_id);
     await announce(req, { id: m.id, version, deleted: false });
+    await deps.audit.record(req, res, {
+      action: 'monitor.create',
+      target: { type: 'monitor', id: m.id },
+      changes: changedFields(undefined, audited(m)),
+    });
     res.status(201).setHeader('Location', `/api/monitors/${m.id}`);
     res.setHeader('ETag', etagOf(version));
     res.json(ok(view(res, m, {}, true)));
@@ -234,7 +253,9 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     rejectUnknown(req, new Set());
     const body = await jsonBody(req);
     if (!deps.validators.monitorPatch(body)) throw invalid(describeErrors(deps.validators.monitorPatch.errors));
+    let before: MonitorWithNonce | undefined;
     const m = await conditionally(req, res, 'monitor update', async (current) => {
+      before = current;
       // What the PATCH sent masked is the stored secret; a URL moved to another origin
       // leaves the stored header values and URL credentials behind (named in the answer).
       const { patch, dropped } = unmaskPatch(current, body);
@@ -266,19 +287,35 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       });
     }
     await announce(req, { id: m.monitor.id, version: m.monitor.version, deleted: false });
+    // A secret that changed behind the same mask (a header value, the signing secret) is recorded masked.
+    await recordChange(
+      deps.audit,
+      req,
+      res,
+      'monitor.update',
+      { type: 'monitor', id: m.monitor.id },
+      before && audited(before),
+      audited(m.monitor),
+      { before, after: m.monitor },
+    );
     const out = await shown(req, res, m.monitor, body.webhook_secret !== undefined);
     res.json(ok({ ...out, dropped_secrets: m.dropped }));
   });
 
   app.delete('/api/monitors/:id', deps.auth.write, deps.known, async (req, res) => {
     rejectUnknown(req, new Set());
-    const { id, version } = await conditionally(req, res, 'monitor delete', async (current) =>
+    const { id, version, gone } = await conditionally(req, res, 'monitor delete', async (current) =>
       (await deps.store.remove(current.id, current.tenant_id, current.version))
-        ? { id: current.id, version: current.version + 1 }
+        ? { id: current.id, version: current.version + 1, gone: current }
         : undefined,
     );
     deps.directory.forget(id);
     await announce(req, { id, version, deleted: true });
+    await deps.audit.record(req, res, {
+      action: 'monitor.delete',
+      target: { type: 'monitor', id },
+      changes: changedFields(audited(gone), undefined),
+    });
     res.json(ok(null));
   });
 
@@ -289,6 +326,11 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       deps.store.update({ ...current, webhook_secret: newWebhookSecret(), updated_at: nowIso() }, current.version),
     );
     await announce(req, { id: m.id, version: m.version, deleted: false });
+    await deps.audit.record(req, res, {
+      action: 'monitor.rotate_webhook_secret',
+      target: { type: 'monitor', id: m.id },
+      changes: { webhook_secret: { before: MASK, after: MASK } },
+    });
     res.json(ok(await shown(req, res, m, true)));
   });
 
@@ -305,6 +347,11 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       return deps.store.rotateHeartbeatToken(current, current.version);
     });
     await announce(req, { id: m.id, version: m.version, deleted: false });
+    await deps.audit.record(req, res, {
+      action: 'monitor.rotate_heartbeat_token',
+      target: { type: 'monitor', id: m.id },
+      changes: { heartbeat_token: { before: MASK, after: MASK } },
+    });
     res.json(ok(await shown(req, res, m)));
   });
 }

@@ -208,6 +208,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       sessionMaxSeconds: config.sessionMaxSeconds,
       passwordResetTtlSeconds: config.passwordResetTtlSeconds,
     },
+    pool,
     statusPages,
     statusPageDirectory: statusDirectory,
     consoleAssets: loadConsoleAssets(logger),

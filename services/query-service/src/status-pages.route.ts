@@ -25,6 +25,7 @@ import {
   type VerifiedKey,
   uptimePercent,
 } from '@telemetry/store';
+import { recordChange, type Auditor } from './access/audit.js';
 import { monitorActivity } from './monitor-activity.js';
 import { RenderCache } from './render-cache.js';
 import { storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
@@ -39,6 +40,8 @@ export interface StatusPageRoutesDeps extends ReadDeps {
   /** How long a public page is answered from memory (and may be kept by browsers and proxies). */
   cacheSeconds: number;
   registry: Registry;
+  /** The audit log (docs/access.md): each committed write is recorded. */
+  audit: Auditor;
 }
 
 const SLUG = new RegExp(STATUS_PAGE_SLUG_PATTERN);
@@ -145,6 +148,8 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
       }),
     );
     changed(page);
+    const target = { type: 'status_page', id: page.slug };
+    await recordChange(deps.audit, req, res, 'status_page.create', target, undefined, publicStatusPageOf(page));
     res.status(201).setHeader('Location', `/api/status-pages/${page.slug}`);
     res.json(ok(publicStatusPageOf(page)));
   });
@@ -179,7 +184,10 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     );
     if (!page) throw movedOn(slug);
     changed(page);
-    res.json(ok(publicStatusPageOf(page)));
+    const after = publicStatusPageOf(page);
+    const target = { type: 'status_page', id: slug };
+    await recordChange(deps.audit, req, res, 'status_page.update', target, publicStatusPageOf(current), after);
+    res.json(ok(after));
   });
 
   app.delete('/api/status-pages/:slug', deps.auth.write, async (req, res) => {
@@ -192,6 +200,8 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     );
     if (!gone) throw movedOn(slug);
     changed(slug);
+    const target = { type: 'status_page', id: slug };
+    await recordChange(deps.audit, req, res, 'status_page.delete', target, publicStatusPageOf(current), undefined);
     res.json(ok(null));
   });
 

@@ -8,9 +8,9 @@ import {
   escalationPolicySchema,
 } from '../alerting-schemas.js';
 import { SCOPES, SESSION_COOKIE } from '../access.js';
-import { auditEntrySchema } from '../audit-schema.js';
+import { auditEntrySchema, keyCreateSchema } from '../access-schemas.js';
 import { ERROR_CODES } from '../error-codes.js';
-import { ACCESS_API_SCHEMAS } from '../access-schemas.js';
+import { ACCESS_API_SCHEMAS } from '../access-api-schemas.js';
 import { PEOPLE_SCHEMAS } from '../people-schemas.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
@@ -129,4 +129,5 @@ export const schemas: Json = {
     description: 'One audit entry: a message on AUDIT_TOPIC, a row of audit_log, an item of GET /api/audit.',
   },
   AuditPage: pageOf('AuditEntry'),
+  KeyCreate: component(keyCreateSchema),
 };

@@ -1,8 +1,7 @@
-import { ACCESS_LIMITS, AUDIT_OUTCOMES, type Scope } from '../access.js';
+import type { Scope } from '../access.js';
 import type { ErrorCode } from '../error-codes.js';
-import { KEY_ID_PATTERN } from '../access-schemas.js';
 import { INVITATION_ID_PATTERN, PERSON_ID_PATTERN } from '../people-schemas.js';
-import { csrfHeader, cursorParam, header, limitParam, queryParam, timeParam } from './parameters.js';
+import { header, queryParam } from './parameters.js';
 import {
   bodyErrors,
   envelopeOf,
@@ -16,9 +15,9 @@ import {
 } from './responses.js';
 
 /**
- * The people routes in the OpenAPI document (docs/access.md): sessions and passwords,
- * members, invitations and the tenant's settings, single sign-on, the audit log and the
- * tenant's keys. A route taking `auth(scope)` lists the API key scheme; openapi.ts adds the
+ * The people routes in the OpenAPI document (docs/access.md): members, invitations and
+ * the tenant's settings, and single sign-on (sessions.ts has the session and password
+ * routes, access.ts the audit log and the keys). A route taking `auth(scope)` lists the API key scheme; openapi.ts adds the
  * session cookie beside it, and the X-CSRF-Token header on writes, for every such route.
  */
 
@@ -31,12 +30,8 @@ const idPath = (name: string, description: string, pattern: string): Json => ({
 });
 const personPath = idPath('person_id', "The member's person id (per_…).", PERSON_ID_PATTERN);
 const invitationPath = idPath('id', 'The invitation id (inv_…).', INVITATION_ID_PATTERN);
-const keyPath = idPath('key_id', "The key's id: the 16 hex digits after ak_ or tk_.", KEY_ID_PATTERN);
 
 const auth = (scope: Scope): Json[] => [{ apiKey: [scope] }];
-/** A session cookie only (no API key): the person's own session and account. */
-const cookieOnly = [{ sessionCookie: [] }];
-const csrf = csrfHeader(true);
 const setCookie = {
   'Set-Cookie': header('The session cookie (HttpOnly, SameSite=Lax; Secure and __Host- outside loopback).'),
 };
@@ -44,15 +39,6 @@ const empty = envelopeOf({ type: 'object', additionalProperties: false, maxPrope
 const done = (description: string): Json => jsonOk(description, empty);
 const sessionOk = (description: string): Json => jsonOk(description, envelopeOf(ref('Session')), setCookie);
 const listOf = (name: string): Json => envelopeOf({ type: 'array', items: ref(name) });
-/** The refusals of a route only a session may call (a request with an API key is MISSING_CREDENTIALS here). */
-const sessionErrors = (write: boolean, ...more: ErrorCode[]): Json =>
-  errors([
-    'MISSING_CREDENTIALS',
-    'SESSION_EXPIRED',
-    ...(write ? (['CSRF_FAILED'] as const) : []),
-    ...more,
-    ...storeErrors,
-  ]);
 /** The refusals of a public route. */
 const publicErrors = (...more: ErrorCode[]): Json => errors([...more, ...storeErrors]);
 const redirect = (description: string): Json => ({
@@ -241,59 +227,4 @@ const ssoPaths: Json = {
   },
 };
 
-const auditPaths: Json = {
-  '/api/audit': {
-    get: {
-      operationId: 'listAudit',
-      summary: "The tenant's audit log, newest first",
-      security: auth('audit:read'),
-      parameters: [
-        timeParam('from', 'Entries at or after this time.'),
-        timeParam('to', 'Entries before this time.'),
-        queryParam('actor', { type: 'string', maxLength: 254 }, "The actor's id (a person, a key) or email."),
-        queryParam('action', { type: 'string', maxLength: 100 }, 'An action, e.g. monitor.update.'),
-        queryParam('target_type', { type: 'string', maxLength: 100 }),
-        queryParam('target_id', { type: 'string', maxLength: 200 }),
-        queryParam('outcome', { type: 'string', enum: AUDIT_OUTCOMES }),
-        {
-          ...limitParam(ACCESS_LIMITS.maxAuditPage),
-          schema: {
-            type: 'integer',
-            minimum: 1,
-            maximum: ACCESS_LIMITS.maxAuditPage,
-            default: ACCESS_LIMITS.defaultAuditPage,
-          },
-        },
-        cursorParam,
-      ],
-      responses: { '200': jsonOk('A page of entries.', ref('AuditPage')), ...keyErrors('INVALID_PARAMETER') },
-    },
-  },
-  '/api/keys': {
-    get: {
-      operationId: 'listKeys',
-      summary: "The tenant's API and telemetry keys (never their secrets)",
-      security: auth('keys:read'),
-      responses: { '200': jsonOk('Every key.', listOf('ApiKey')), ...keyErrors('INVALID_PARAMETER') },
-    },
-    post: {
-      operationId: 'createKey',
-      summary: 'Make a key; it is answered this once',
-      description: 'A person (or a key) cannot give a key a scope they lack (403 INSUFFICIENT_SCOPE).',
-      security: auth('keys:write'),
-      requestBody: jsonBody('KeyCreate'),
-      responses: { '201': jsonOk('Made.', envelopeOf(ref('ApiKeyCreated'))), ...keyErrors(...bodyErrors) },
-    },
-  },
-  '/api/keys/{key_id}': {
-    delete: {
-      operationId: 'revokeKey',
-      summary: 'Revoke a key: it stops working at once',
-      security: auth('keys:write'),
-      parameters: [keyPath],
-      responses: { '200': done('Revoked.'), ...keyErrors('INVALID_PARAMETER', 'KEY_NOT_FOUND') },
-    },
-  },
-};
-
-export const peoplePaths: Json = { ...memberPaths, ...ssoPaths, ...auditPaths };
+export const peoplePaths: Json = { ...memberPaths, ...ssoPaths };

@@ -1,6 +1,6 @@
 import type { PgPool, PgQueryable } from '@telemetry/platform';
 import { newKeyRecord, type KeyRecord, type NewKey } from '../keys.js';
-import { registryWrite } from './pg.js';
+import { registryCall, registryWrite } from './pg.js';
 
 const COLUMNS = `tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins, allowed_sources,
   revoked, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS created_at,
@@ -72,4 +72,32 @@ export async function revokeKey(db: PgPool, keyId: string): Promise<boolean> {
   if (rowCount === 1) return true;
   const { rows } = await db.query('SELECT 1 FROM access_keys WHERE key_id = $1', [keyId]);
   return rows.length > 0;
+}
+
+/** A tenant's keys, newest first (GET /api/keys; the route never shows secret_hash). */
+export async function listTenantKeys(db: PgQueryable, tenantId: string): Promise<KeyRecord[]> {
+  const { rows } = await registryCall(() =>
+    db.query<Row>(`SELECT ${COLUMNS} FROM access_keys WHERE tenant_id = $1 ORDER BY created_at DESC, key_id`, [
+      tenantId,
+    ]),
+  );
+  return rows.map(decode);
+}
+
+/**
+ * Revokes a key of `tenantId` only: the record as it was (undefined: no such key in this
+ * tenant, which is what a key of another tenant looks like too). Revoking a revoked key
+ * changes nothing and answers it.
+ */
+export async function revokeTenantKey(db: PgPool, tenantId: string, keyId: string): Promise<KeyRecord | undefined> {
+  return registryWrite(db, async (tx) => {
+    const { rows } = await tx.query<Row>(
+      `SELECT ${COLUMNS} FROM access_keys WHERE tenant_id = $1 AND key_id = $2 FOR UPDATE`,
+      [tenantId, keyId],
+    );
+    const found = rows[0];
+    if (!found) return undefined;
+    if (!found.revoked) await tx.query('UPDATE access_keys SET revoked = true WHERE key_id = $1', [keyId]);
+    return decode(found);
+  });
 }

@@ -99,3 +99,36 @@ export function publishingAuditor(publish: (entry: AuditEntry) => Promise<void>,
       }),
   };
 }
+
+/** How the audit log shows a secret that changed but whose shown form did not (a header value, a signing secret). */
+export const CHANGED_SECRET = '****';
+
+/**
+ * Records a committed write of one object (`<type>.<verb>`): the fields that differ between
+ * its views before and after, as the API answers them (undefined: made, or removed). With
+ * `stored` (the objects as stored, secrets in the clear), a field whose secret changed
+ * while its shown form stayed the same is recorded too, in its shown (masked) form.
+ */
+export function recordChange(
+  audit: Auditor,
+  req: Request,
+  res: Response,
+  action: string,
+  target: { type: string; id: string },
+  before: object | undefined,
+  after: object | undefined,
+  stored?: { before: object | undefined; after: object | undefined },
+): Promise<void> {
+  type Fields = Record<string, unknown> | undefined;
+  const [b, a] = [before as Fields, after as Fields];
+  const changes = changedFields(b, a);
+  if (stored) {
+    for (const k of Object.keys(changedFields(stored.before as Fields, stored.after as Fields))) {
+      if (k in changes) continue;
+      // Never the stored value: the shown one, or a mask where the API shows none.
+      const shown = (o: Fields) => (o && k in o ? o[k] : CHANGED_SECRET);
+      changes[k] = { ...(b ? { before: shown(b) } : {}), ...(a ? { after: shown(a) } : {}) };
+    }
+  }
+  return audit.record(req, res, { action, target, changes });
+}
