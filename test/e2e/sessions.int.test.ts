@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { Algorithm, hash } from '@node-rs/argon2';
 import type { AuditEntry, SessionView } from '@telemetry/contract';
-import { ensureTopics } from '@telemetry/platform';
+import { createLogger, createPostgres, ensureTopics } from '@telemetry/platform';
 import {
   addMembership,
   createTenant,
@@ -11,6 +11,7 @@ import {
   hashPassword,
   needsRehash,
   personByEmail,
+  pruneSignInRecords,
   sessionHash,
   totpCode,
 } from '@telemetry/store';
@@ -168,15 +169,24 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     const got = await call<SessionView>('GET', '/api/session', { cookie: s.cookie });
     expect(got.status).to.equal(200);
     expect(got.body.data.csrf_token).to.equal(s.view.csrf_token);
+    expect(got.headers['cache-control']).to.equal('no-store');
     expect((await call('GET', '/api/session')).body.code).to.equal('MISSING_CREDENTIALS');
     expect((await call('GET', '/api/session', { cookie: 'telemetry_session=nonsense' })).body.code).to.equal(
       'SESSION_EXPIRED',
     );
 
+    // Signing in again from the same browser ends the session its cookie held.
+    const again = await call<SessionView>('POST', '/api/session/password', {
+      cookie: s.cookie,
+      body: { email: p.email, password: PASSWORD },
+    });
+    expect(again.status).to.equal(200);
+    expect((await call('GET', '/api/session', { cookie: s.cookie })).body.code).to.equal('SESSION_EXPIRED');
+
     // tenant_id picks the tenant when they are a member there, else the oldest membership.
     expect((await signIn(p.email, { tenant_id: tenants.b })).view.tenant.id).to.equal(tenants.b);
     expect((await signIn(p.email, { tenant_id: 'ten_elsewhere' })).view.tenant.id).to.equal(tenants.a);
-    await eventually('sign-in audited', () => (auditOf('session.sign_in', p.id).length >= 3 ? true : undefined));
+    await eventually('sign-in audited', () => (auditOf('session.sign_in', p.id).length >= 4 ? true : undefined));
     const entry = auditOf('session.sign_in', p.id)[0]!;
     expect(entry).to.deep.include({ tenant_id: tenants.a, outcome: 'ok' });
     expect(entry.actor).to.deep.equal({ type: 'person', id: p.id, email: p.email });
@@ -429,5 +439,44 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     expect((await call('GET', '/api/session', { cookie: other.cookie })).body.code).to.equal('SESSION_EXPIRED');
     const r = await call('POST', '/api/session/password', { body: { email: p.email, password: fresh } });
     expect(r.status).to.equal(200);
+  });
+
+  it('prunes quiet throttle buckets, old reset links and expired sessions, and keeps the rest', async () => {
+    const db = adminRegistry();
+    const p = await person([tenants.a]);
+    const live = await signIn(p.email);
+    const ended = await signIn(p.email);
+    await db.query(`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE session_hash = $1`, [
+      sessionHash(ended.token),
+    ]);
+    const quiet = `account:${uid('quiet')}@example.com`;
+    const recent = `account:${uid('recent')}@example.com`;
+    await db.query(
+      `INSERT INTO sign_in_failures (bucket, failures, last_failure_at, blocked_until) VALUES
+         ($1, 7, now() - interval '25 hours', now() - interval '25 hours'), ($2, 7, now(), now() + interval '1 minute')`,
+      [quiet, recent],
+    );
+    await db.query(
+      `INSERT INTO password_resets (token_hash, person_id, expires_at) VALUES ($1, $3, now() - interval '2 days'),
+         ($2, $3, now() + interval '1 hour')`,
+      [sessionHash(uid('old')), sessionHash(uid('new')), p.id],
+    );
+    // As the query service's own role (least privilege), as its hourly job runs it.
+    const asQuery = createPostgres(
+      { databaseUrl: testStack().users.postgres!.query, databasePoolMax: 1, databaseTimeoutMs: 10_000 },
+      createLogger({ service: 'test', level: 'warn' }),
+      'sessions-test',
+    );
+    try {
+      expect(await pruneSignInRecords(asQuery)).to.be.at.least(3);
+    } finally {
+      await asQuery.end();
+    }
+    const left = async (table: string, column: string, values: string[]) =>
+      (await db.query(`SELECT 1 FROM ${table} WHERE ${column} = ANY($1)`, [values])).rowCount;
+    expect(await left('sign_in_failures', 'bucket', [quiet, recent])).to.equal(1);
+    expect(await left('password_resets', 'person_id', [p.id])).to.equal(1);
+    expect(await left('sessions', 'session_hash', [sessionHash(live.token), sessionHash(ended.token)])).to.equal(1);
+    expect((await call('GET', '/api/session', { cookie: live.cookie })).status).to.equal(200);
   });
 });

@@ -4,6 +4,7 @@ import {
   decayedFailures,
   passwordProblem,
   SIGN_IN_THROTTLE,
+  throttleAddress,
   throttleBuckets,
   throttleDelaySeconds,
   totpCode,
@@ -59,6 +60,17 @@ describe('sign-in: throttle arithmetic, password rules, TOTP steps, the session 
     });
     const long = throttleBuckets('x'.repeat(1000), 'y'.repeat(1000));
     expect(Math.max(...Object.values(long).map((b) => b.length))).to.be.at.most(600);
+  });
+
+  it('counts an IPv6 client by its /64 and a v4-mapped address as IPv4', () => {
+    expect(throttleAddress('203.0.113.7')).to.equal('203.0.113.7');
+    expect(throttleAddress('::ffff:203.0.113.7')).to.equal('203.0.113.7');
+    expect(throttleAddress('2001:db8:0:1:aaaa:bbbb:cccc:dddd')).to.equal('2001:db8:0:1::/64');
+    expect(throttleAddress('2001:0db8:0000:0001::1')).to.equal('2001:db8:0:1::/64');
+    expect(throttleAddress('2001:db8::1')).to.equal('2001:db8:0:0::/64');
+    expect(throttleAddress('fe80::1%eth0')).to.equal('fe80:0:0:0::/64');
+    expect(throttleAddress('::1')).to.equal('0:0:0:0::/64');
+    expect(throttleAddress('')).to.equal('');
   });
 
   it('says why a password may not be new: too short, too long, common (any case)', () => {

@@ -18,6 +18,7 @@ import {
   auditEverywhere,
   clientAddress,
   refuseThrottled,
+  sendPrivate,
   sessionOnly,
   signedIn,
   stringFields,
@@ -118,7 +119,7 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
     if (!started) {
       throw invalid('request', [{ path: '/', message: 'two-step sign-in is on already: turn it off first' }]);
     }
-    res.json(ok(started));
+    sendPrivate(res, started);
   });
 
   app.post('/api/me/totp/enable', sessionOnly(access), async (req, res) => {

@@ -38,6 +38,7 @@ import {
   MonitorStore,
   MonitorDimension,
   pruneRegistryChanges,
+  pruneSignInRecords,
   registryFeed,
   resolveSession,
   SignInThrottle,
@@ -140,6 +141,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   );
   // The change log keeps a week: any replica away longer loads everything again.
   const prune = new PeriodicJob('registry change log pruning', 3_600_000, () => pruneRegistryChanges(pool, 7), logger);
+  // Quiet throttle buckets, old reset links and expired sessions go hourly.
+  const signInPrune = new PeriodicJob('sign-in records pruning', 3_600_000, () => pruneSignInRecords(pool), logger);
   // Alerting: test notifications go out through this service's own egress-bound client and
   // mailer (a tenant's SMTP server is judged by the policy too); acknowledge links are
   // signed with the SECRETS_KEYS ring, as the runners sign them.
@@ -243,6 +246,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     directory,
     feed,
     prune,
+    signInPrune,
     changes,
     http,
   );

@@ -10,6 +10,7 @@ import {
   needsRehash,
   normalEmail,
   personByEmail,
+  sessionHash,
   setPasswordHash,
   switchSessionTenant,
   tenantsOf,
@@ -18,7 +19,14 @@ import {
   type SignInThrottle,
   type TotpStore,
 } from '@telemetry/store';
-import { authenticate, csrfProblem, type AccessDeps, type Principal, type SignedIn } from './access/principal.js';
+import {
+  authenticate,
+  csrfProblem,
+  sessionToken,
+  type AccessDeps,
+  type Principal,
+  type SignedIn,
+} from './access/principal.js';
 import type { AuditRecord } from './access/audit.js';
 import { clearSessionCookie, setSessionCookie, sessionView } from './access/session-cookie.js';
 import { invalid, jsonBody } from './registry-objects.js';
@@ -91,6 +99,11 @@ export function sessionOnly(access: AccessDeps, safe = false): RequestHandler {
     }
     next();
   };
+}
+
+/** Answers `data` that holds a secret (a CSRF token, a TOTP secret): never stored by a cache. */
+export function sendPrivate(res: Response, data: unknown): void {
+  res.set('Cache-Control', 'no-store').json(ok(data));
 }
 
 export function signedIn(res: Response): SignedIn {
@@ -173,6 +186,9 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
       userAgent: req.get('user-agent') ?? '',
       maxSeconds: deps.sessionMaxSeconds,
     });
+    // The session this browser held before (if any) ends: its cookie is replaced.
+    const previous = sessionToken(req);
+    if (previous !== undefined) await endSession(deps.pool, sessionHash(previous));
     setSessionCookie(res, s.token, s.expiresAtMs, deps.secureCookie);
     await access.audit.record(req, res, {
       action: 'session.sign_in',
@@ -189,11 +205,11 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
       csrfToken: s.csrfToken,
       expiresAtMs: s.expiresAtMs,
     });
-    res.json(ok(view));
+    sendPrivate(res, view);
   });
 
   app.get('/api/session', sessionOnly(access, true), async (_req, res) => {
-    res.json(ok(await sessionView(deps.pool, signedIn(res))));
+    sendPrivate(res, await sessionView(deps.pool, signedIn(res)));
   });
 
   app.delete('/api/session', sessionOnly(access), async (req, res) => {
@@ -230,6 +246,6 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
       changes: { tenant: { before: s.tenantId, after: tenant.id } },
       tenantId: tenant.id,
     });
-    res.json(ok(await sessionView(deps.pool, now)));
+    sendPrivate(res, await sessionView(deps.pool, now));
   });
 }

@@ -1,3 +1,4 @@
+import { isIPv4, isIPv6 } from 'node:net';
 import type { PgPool } from '@telemetry/platform';
 import { inTransaction } from '@telemetry/platform';
 import { registryCall } from '../registry/pg.js';
@@ -44,10 +45,30 @@ export function decayedFailures(rule: ThrottleRule, failures: number, elapsedSec
   return Math.max(0, failures - Math.floor(Math.max(0, elapsedSeconds) / rule.decaySeconds));
 }
 
+/**
+ * The address a bucket counts: an IPv4 address (a v4-mapped IPv6 one as IPv4), or an IPv6
+ * address's /64, which one subscriber usually holds whole (counting each of its addresses
+ * apart would let one client rotate through 2^64 of them).
+ */
+export function throttleAddress(address: string): string {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
+  if (!isIPv6(address)) return address.slice(0, 100);
+  const [head = '', tail] = address.toLowerCase().split('%')[0]!.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups =
+    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
 /** The buckets a sign-in of `email` from `address` falls in (email as stored: lower case). */
 export function throttleBuckets(email: string, address: string): Record<ThrottleBucket, string> {
   const e = email.slice(0, 254);
-  const a = address.slice(0, 100);
+  const a = throttleAddress(address);
   return { account: `account:${e}`, address: `address:${a}`, pair: `pair:${e}|${a}` };
 }
 
@@ -108,4 +129,21 @@ export class SignInThrottle {
     const { account, pair } = throttleBuckets(email, address);
     await registryCall(() => this.pool.query('DELETE FROM sign_in_failures WHERE bucket = ANY($1)', [[account, pair]]));
   }
+}
+
+/**
+ * Forgets what sign-in no longer needs (hourly, by the query service): throttle buckets
+ * quiet and unblocked for a day, reset links a day past their expiry, sessions past their
+ * absolute expiry. Returns how many rows went.
+ */
+export async function pruneSignInRecords(pool: PgPool): Promise<number> {
+  const statements = [
+    `DELETE FROM sign_in_failures WHERE blocked_until < now() - interval '1 day'
+       AND last_failure_at < now() - interval '1 day'`,
+    `DELETE FROM password_resets WHERE expires_at < now() - interval '1 day'`,
+    'DELETE FROM sessions WHERE expires_at < now()',
+  ];
+  let n = 0;
+  for (const sql of statements) n += (await registryCall(() => pool.query(sql))).rowCount ?? 0;
+  return n;
 }
