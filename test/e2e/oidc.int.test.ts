@@ -1,15 +1,25 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { expect } from 'chai';
-import { parseSealingKeys, type PgPool } from '@telemetry/platform';
+import type { AuditEntry } from '@telemetry/contract';
+import { createKafka, createLogger, parseSealingKeys, type PgPool } from '@telemetry/platform';
 import { addMembership, createInvitation, createTenant, ensurePerson, InvitationLinks } from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../harness/processes.js';
 import { freePort } from '../../tools/devstack/ports.js';
-import { adminRegistry, runQuery, testStack, uid, type Running } from '../support/fixtures.js';
+import {
+  adminRegistry,
+  collectTopic,
+  eventually,
+  runQuery,
+  testStack,
+  uid,
+  type Running,
+} from '../support/fixtures.js';
 import {
   CookieJar,
   get,
   mintIdToken,
   oidcSignIn,
+  oidcSignInFlow,
   startOidcProvider,
   walkProvider,
   type OidcAccount,
@@ -42,6 +52,11 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   const domain = `${uid('auto')}.example`;
   const people = { member: '', unverified: '' };
   let db: PgPool;
+  const auditTopic = uid('audit');
+  let audit: Awaited<ReturnType<typeof collectTopic>>;
+  /** The audit entries published so far with this action and tenant. */
+  const audited = (action: string, tenantId: string): AuditEntry[] =>
+    (audit.values as AuditEntry[]).filter((e) => e.action === action && e.tenant_id === tenantId);
 
   const sessionsOf = async (personId: string): Promise<number> =>
     Number(
@@ -73,7 +88,18 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
       await addMembership(db, { tenantId: tenants.member, personId: person.id, role: 'editor', createdBy: 'test' });
       accounts.set(`sub-${k}`, { email, email_verified: k === 'member', name: k });
     }
+    // A topic of this file's own for the audit entries it checks.
+    const admin = createKafka({
+      brokers: testStack().kafkaBrokers.split(','),
+      clientId: 'oidc-test',
+      logger: createLogger({ service: 'test', level: 'silent' }),
+    }).admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: auditTopic, numPartitions: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+    audit = await collectTopic(auditTopic);
     query = await runQuery({
+      AUDIT_TOPIC: auditTopic,
       PORT: String(port),
       PUBLIC_URL: publicUrl,
       OIDC_ISSUER: op.issuer,
@@ -85,6 +111,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   });
 
   after(async () => {
+    await audit?.stop();
     await query?.stop();
     await op?.stop();
     await other?.stop();
@@ -100,7 +127,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   });
 
   it('signs in a member by verified email, links the identity, and opens a session', async () => {
-    const r = await oidcSignIn(query.url, 'sub-member');
+    const r = await oidcSignInFlow(query.url, 'sub-member');
     expect(r.callback.status).to.equal(302);
     expect(r.callback.headers.get('location')).to.equal('/console/#/');
     expect(r.sessionCookie).to.match(/session=/);
@@ -109,6 +136,11 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     expect(ids.rows).to.deep.equal([{ issuer: op.issuer, person_id: people.member }]);
     // The browser-binding cookie is cleared.
     expect(r.jar.cookies.has('oidc_flow')).to.equal(false);
+    const signIn = await eventually('session.sign_in audited', () =>
+      audited('session.sign_in', tenants.member).find((e) => e.actor.id === people.member),
+    );
+    expect(signIn).to.deep.include({ outcome: 'ok', target: { type: 'person', id: people.member } });
+    expect(signIn.changes).to.deep.equal({ method: { after: 'oidc' } });
   });
 
   it('finds the person by (issuer, sub) after the email changed at the provider', async () => {
@@ -116,9 +148,8 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     accounts.set('sub-member', { ...before, email: `${uid('renamed')}@elsewhere.example` });
     try {
       const n = await sessionsOf(people.member);
-      const r = await oidcSignIn(query.url, 'sub-member');
-      expect(r.callback.status).to.equal(302);
-      expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
+      const cookie = await oidcSignIn(query.url, 'sub-member');
+      expect((await monitorsWith(cookie)).status).to.equal(200);
       expect(await sessionsOf(people.member)).to.equal(n + 1);
       const made = await db.query('SELECT 1 FROM people WHERE email = $1', [accounts.get('sub-member')!.email]);
       expect(made.rowCount).to.equal(0);
@@ -128,7 +159,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   });
 
   it('does not link an unverified email: NOT_A_MEMBER, no identity, no session', async () => {
-    const r = await oidcSignIn(query.url, 'sub-unverified', { accept: 'application/json' });
+    const r = await oidcSignInFlow(query.url, 'sub-unverified', { accept: 'application/json' });
     expect(r.callback.status).to.equal(403);
     expect((await envelope(r.callback)).code).to.equal('NOT_A_MEMBER');
     expect(r.sessionCookie).to.equal('');
@@ -140,7 +171,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   it("trusts an email Entra ID's way (xms_edov: true, no email_verified)", async () => {
     const email = `${uid('e')}@${domain}`;
     accounts.set('sub-entra', { email, xms_edov: true, name: 'E' });
-    const r = await oidcSignIn(query.url, 'sub-entra');
+    const r = await oidcSignInFlow(query.url, 'sub-entra');
     expect(r.callback.status).to.equal(302);
     expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
   });
@@ -148,7 +179,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
   it('admits a verified email of a ruled domain as the configured role', async () => {
     const email = `${uid('d')}@${domain}`;
     accounts.set('sub-domain', { email, email_verified: true, name: 'D' });
-    const r = await oidcSignIn(query.url, 'sub-domain');
+    const r = await oidcSignInFlow(query.url, 'sub-domain');
     expect(r.callback.status).to.equal(302);
     expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
     const m = await db.query(
@@ -156,17 +187,21 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
       [email],
     );
     expect(m.rows).to.deep.equal([{ tenant_id: tenants.auto, role: 'editor', created_by: 'auto_admit' }]);
+    const admitted = await eventually('member.auto_admit audited', () =>
+      audited('member.auto_admit', tenants.auto).find((e) => e.actor.email === email),
+    );
+    expect(admitted.changes).to.deep.equal({ role: { after: 'editor' }, domain: { after: domain } });
   });
 
   it('refuses a person without membership: NOT_A_MEMBER (JSON, or back to the sign-in page for a browser)', async () => {
     accounts.set('sub-nobody', { email: `${uid('n')}@nowhere.example`, email_verified: true });
-    const json = await oidcSignIn(query.url, 'sub-nobody', { accept: 'application/json' });
+    const json = await oidcSignInFlow(query.url, 'sub-nobody', { accept: 'application/json' });
     expect(json.callback.status).to.equal(403);
     expect((await envelope(json.callback)).code).to.equal('NOT_A_MEMBER');
     expect(json.sessionCookie).to.equal('');
     const left = await db.query('SELECT 1 FROM people WHERE email = $1', [accounts.get('sub-nobody')!.email]);
     expect(left.rowCount, 'a stranger leaves no person behind').to.equal(0);
-    const html = await oidcSignIn(query.url, 'sub-nobody', { accept: 'text/html,application/xhtml+xml' });
+    const html = await oidcSignInFlow(query.url, 'sub-nobody', { accept: 'text/html,application/xhtml+xml' });
     expect(html.callback.status).to.equal(302);
     expect(html.callback.headers.get('location')).to.equal('/console/#/sign-in?error=NOT_A_MEMBER');
     expect(html.sessionCookie).to.equal('');
@@ -181,7 +216,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     accounts.set('sub-invited', { email, email_verified: true, name: 'Invited' });
     const token = await invite(email);
     const start = `?invitation=${encodeURIComponent(token)}&return_to=${encodeURIComponent('/console/#/monitors')}`;
-    const r = await oidcSignIn(query.url, 'sub-invited', { startQuery: start });
+    const r = await oidcSignInFlow(query.url, 'sub-invited', { startQuery: start });
     expect(r.callback.status).to.equal(302);
     expect(r.callback.headers.get('location')).to.equal('/console/#/monitors');
     expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
@@ -192,22 +227,36 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     );
     expect(m.rows).to.deep.equal([{ role: 'viewer', accepted: true }]);
     // Used once; forged; for another email: INVITATION_INVALID, no session.
-    const again = await oidcSignIn(query.url, 'sub-invited', { startQuery: `?invitation=${token}` });
+    const again = await oidcSignInFlow(query.url, 'sub-invited', { startQuery: `?invitation=${token}` });
     expect(again.callback.status).to.equal(400);
     expect((await envelope(again.callback)).code).to.equal('INVITATION_INVALID');
-    const forged = await oidcSignIn(query.url, 'sub-invited', { startQuery: `?invitation=${token.slice(0, -2)}xx` });
+    const forged = await oidcSignInFlow(query.url, 'sub-invited', {
+      startQuery: `?invitation=${token.slice(0, -2)}xx`,
+    });
     expect((await envelope(forged.callback)).code).to.equal('INVITATION_INVALID');
-    const other = await oidcSignIn(query.url, 'sub-member', {
+    const other = await oidcSignInFlow(query.url, 'sub-member', {
       startQuery: `?invitation=${await invite(`${uid('someone')}@invited.example`)}`,
     });
     expect((await envelope(other.callback)).code).to.equal('INVITATION_INVALID');
     for (const f of [again, forged, other]) expect(f.sessionCookie).to.equal('');
+    await eventually('invitation.accept audited', () =>
+      audited('invitation.accept', tenantId).find((e) => e.actor.email === email),
+    );
+    // The refusals of genuine links concern the tenant: audited there as failed sign-ins (the forged one is not).
+    const failed = await eventually('failed sign-ins audited', () => {
+      const f = audited('session.sign_in', tenantId).filter((e) => e.outcome === 'failed');
+      return f.length >= 2 ? f : undefined;
+    });
+    expect(failed.map((e) => e.changes.code)).to.deep.equal([
+      { after: 'INVITATION_INVALID' },
+      { after: 'INVITATION_INVALID' },
+    ]);
   });
 
   it('returns to a /console/ path of this origin only (no open redirect)', async () => {
     const to = async (returnTo: string) =>
       (
-        await oidcSignIn(query.url, 'sub-member', { startQuery: `?return_to=${encodeURIComponent(returnTo)}` })
+        await oidcSignInFlow(query.url, 'sub-member', { startQuery: `?return_to=${encodeURIComponent(returnTo)}` })
       ).callback.headers.get('location');
     expect(await to('/console/#/monitors/mon_1')).to.equal('/console/#/monitors/mon_1');
     for (const bad of [
@@ -273,6 +322,16 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     expect(await sessionsOf(people.member)).to.equal(n);
   });
 
+  it("bad input: another flow's code injected into this flow's callback is refused (PKCE)", async () => {
+    const n = await sessionsOf(people.member);
+    const mine = await begin('sub-member');
+    const theirs = await begin('sub-member');
+    const injected = new URL(mine.callbackUrl);
+    injected.searchParams.set('code', new URL(theirs.callbackUrl).searchParams.get('code')!);
+    await expectRefused(await get(injected.href, mine.jar), /invalid_grant|PKCE|code_verifier/i);
+    expect(await sessionsOf(people.member)).to.equal(n);
+  });
+
   it('bad input: an ID token from another issuer, for another audience, or signed by another key is refused', async () => {
     const n = await sessionsOf(people.member);
     for (const [provider, client, claim] of [
@@ -303,6 +362,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const late = await runQuery({
+      AUDIT_TOPIC: auditTopic,
       PORT: String(port),
       PUBLIC_URL: url,
       OIDC_ISSUER: `http://127.0.0.1:${opPort}`,
@@ -321,7 +381,7 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
         accounts,
         port: opPort,
       });
-      const r = await oidcSignIn(late.url, 'sub-member');
+      const r = await oidcSignInFlow(late.url, 'sub-member');
       expect(r.callback.status).to.equal(302);
       expect((await fetch(`${late.url}/api/monitors`, { headers: { cookie: r.sessionCookie } })).status).to.equal(200);
     } finally {

@@ -26,7 +26,7 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
  * An unknown login is accepted by the form, but the provider then fails the sign-in
  * (findAccount answers nothing).
  *
- * For HTTP tests, `oidcSignIn` walks the same forms with a cookie jar.
+ * For HTTP tests, `oidcSignIn` (and `oidcSignInFlow`) walks the same forms with a cookie jar.
  */
 
 export interface OidcAccount {
@@ -177,11 +177,21 @@ export async function walkProvider(authorizationUrl: string, login: string): Pro
 
 /**
  * Signs in to the query service at `queryUrl` through its SSO (GET /auth/oidc/start ->
- * the provider's forms as `login` -> /auth/oidc/callback) and answers the callback's
- * response with the query service's cookie jar; `sessionCookie` is `name=value` for a
- * Cookie header ('' when the sign-in failed).
+ * the provider's forms as `login` -> /auth/oidc/callback) and answers the session cookie
+ * as `name=value` for a Cookie header. Throws when the sign-in fails (its answer in the message).
  */
-export async function oidcSignIn(
+export async function oidcSignIn(queryUrl: string, login: string, o: { startQuery?: string } = {}): Promise<string> {
+  const r = await oidcSignInFlow(queryUrl, login, o);
+  if (!r.sessionCookie)
+    throw new Error(`SSO sign-in of ${login} failed: ${r.callback.status} ${await r.callback.text()}`);
+  return r.sessionCookie;
+}
+
+/**
+ * oidcSignIn, answering the callback's response and the query service's cookie jar too;
+ * `sessionCookie` is '' when the sign-in failed.
+ */
+export async function oidcSignInFlow(
   queryUrl: string,
   login: string,
   o: { startQuery?: string; accept?: string } = {},

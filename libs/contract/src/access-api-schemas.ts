@@ -115,10 +115,6 @@ export const settingsSchema = closedSchema('Settings', ['name', 'auto_admit_doma
   auto_admit_domains: { type: 'array', items: { type: 'string' } },
   auto_admit_role: settingsPatchSchema.properties.auto_admit_role,
 });
-export const ssoSchema = closedSchema('Sso', ['enabled', 'name'], {
-  enabled: { type: 'boolean' },
-  name: { type: 'string' },
-});
 export const ACCESS_API_SCHEMAS = [
   passwordSignInSchema,
   tenantSwitchSchema,
@@ -133,5 +129,4 @@ export const ACCESS_API_SCHEMAS = [
   invitationPreviewSchema,
   sessionSchema,
   settingsSchema,
-  ssoSchema,
 ] as const;

@@ -11,6 +11,7 @@ import { peoplePaths } from './openapi/people.js';
 import { withCodes, type Json } from './openapi/responses.js';
 import { sdkPaths } from './openapi/sdk.js';
 import { sessionPaths } from './openapi/sessions.js';
+import { ssoPaths } from './openapi/sso.js';
 import { statusPagePaths } from './openapi/status-pages.js';
 import { telemetryPaths } from './openapi/telemetry.js';
 
@@ -39,6 +40,7 @@ const queryPaths: Json = withSessionCookie({
   ...alertingPaths,
   ...sessionPaths,
   ...peoplePaths,
+  ...ssoPaths,
   ...accessPaths,
 });
 

@@ -31,20 +31,28 @@ import { cookieSecure, setSessionCookie } from './access/session-cookie.js';
  * that leaks or is planted in another browser signs nobody in.
  */
 
-/** Accepts an invitation (its link token) for a person: libs/store's invitations, wired in service.ts. */
-export type InvitationAcceptor = (
-  token: string,
-  person: PersonRecord,
-) => Promise<{ tenantId: string; role: Role; invitationId: string }>;
+/** Invitations for SSO: libs/store's InvitationLinks and acceptInvitation, wired in service.ts. */
+export interface InvitationAcceptor {
+  /** Accepts the invitation of a link token for a person (one transaction, once); INVITATION_INVALID. */
+  accept(token: string, person: PersonRecord): Promise<{ tenantId: string; role: Role; invitationId: string }>;
+  /** The tenant of a genuine link token (to audit a failed sign-in there), else undefined. */
+  tenantOf(token: string): Promise<string | undefined>;
+}
 
-/** The acceptor of invitation links (libs/store's InvitationLinks and acceptInvitation: one transaction, once). */
 export function invitationAcceptor(pool: PgPool, links: InvitationLinks): InvitationAcceptor {
-  return async (token, person) => {
-    const link = await openInvitationLink(pool, links, token, Date.now());
-    if (link.forged) throw new AppError('INVITATION_INVALID', 'this invitation link is not one we made');
-    if (link.problem) throw new AppError('INVITATION_INVALID', `this invitation was ${link.problem}`);
-    // The person's email must be the invitation's (checked in the transaction).
-    return { ...(await acceptInvitation(pool, link.invitation.id, person)), invitationId: link.invitation.id };
+  const open = (token: string) => openInvitationLink(pool, links, token, Date.now());
+  return {
+    accept: async (token, person) => {
+      const link = await open(token);
+      if (link.forged) throw new AppError('INVITATION_INVALID', 'this invitation link is not one we made');
+      if (link.problem) throw new AppError('INVITATION_INVALID', `this invitation was ${link.problem}`);
+      // The person's email must be the invitation's (checked in the transaction).
+      return { ...(await acceptInvitation(pool, link.invitation.id, person)), invitationId: link.invitation.id };
+    },
+    tenantOf: async (token) => {
+      const link = await open(token);
+      return link.forged ? undefined : link.invitation.tenantId;
+    },
   };
 }
 
@@ -57,8 +65,8 @@ export interface OidcRoutesDeps {
   logger: Logger;
   publicUrl: string;
   sessionMaxSeconds: number;
-  /** Accepts a flow's invitation (invitationAcceptor). */
-  acceptInvitation: InvitationAcceptor;
+  /** A flow's invitation (invitationAcceptor). */
+  invitations: InvitationAcceptor;
 }
 
 /** How long a started sign-in may take at the provider. */
@@ -166,8 +174,14 @@ export function oidcRoutes(app: Express, deps: OidcRoutesDeps): void {
       if (!browser || !sameHash(sha256(browser), flow.browserHash))
         throw refused('this sign-in was started in another browser; sign in again');
       const search = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';
-      const identity = await rp.finish(search, flow);
-      const { person, tenantId } = await admit(deps, req, res, identity, flow.invitation);
+      let admitted: { person: PersonRecord; tenantId: string };
+      try {
+        admitted = await admit(deps, req, res, await rp.finish(search, flow), flow.invitation);
+      } catch (err) {
+        await auditFailure(deps, req, res, flow.invitation, err);
+        throw err;
+      }
+      const { person, tenantId } = admitted;
       const session = await createSession(deps.db, {
         personId: person.id,
         tenantId,
@@ -190,6 +204,26 @@ export function oidcRoutes(app: Express, deps: OidcRoutesDeps): void {
   methodNotAllowed(app, '/api/sso', ['GET', 'HEAD']);
   methodNotAllowed(app, '/auth/oidc/start', ['GET', 'HEAD']);
   methodNotAllowed(app, '/auth/oidc/callback', ['GET', 'HEAD']);
+}
+
+/** A refused sign-in, audited as session.sign_in failed where a tenant is known: the flow's invitation's. */
+async function auditFailure(
+  deps: OidcRoutesDeps,
+  req: Request,
+  res: Response,
+  invitation: string | null,
+  err: unknown,
+): Promise<void> {
+  if (invitation === null || !(err instanceof AppError)) return;
+  const tenantId = await deps.invitations.tenantOf(invitation).catch(() => undefined);
+  if (tenantId === undefined) return;
+  await deps.audit.record(req, res, {
+    action: 'session.sign_in',
+    target: { type: 'tenant', id: tenantId },
+    outcome: 'failed',
+    tenantId,
+    changes: { method: { after: 'oidc' }, code: { after: err.code } },
+  });
 }
 
 /**
@@ -233,7 +267,7 @@ async function admit(
   }
   const actor = { type: 'person' as const, id: person.id, email: person.email };
   if (invitation !== null) {
-    const { tenantId, role, invitationId } = await deps.acceptInvitation(invitation, person);
+    const { tenantId, role, invitationId } = await deps.invitations.accept(invitation, person);
     await deps.audit.record(req, res, {
       action: 'invitation.accept',
       target: { type: 'invitation', id: invitationId },

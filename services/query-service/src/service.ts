@@ -189,7 +189,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       db: pool,
       publicUrl: config.publicUrl,
       sessionMaxSeconds: config.sessionMaxSeconds,
-      acceptInvitation: invitationAcceptor(pool, new InvitationLinks(config.secretsKeys, config.publicUrl)),
+      invitations: invitationAcceptor(pool, new InvitationLinks(config.secretsKeys, config.publicUrl)),
     },
     people: {
       db: pool,

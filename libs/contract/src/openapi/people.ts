@@ -1,7 +1,7 @@
 import type { Scope } from '../access.js';
 import type { ErrorCode } from '../error-codes.js';
 import { INVITATION_ID_PATTERN, PERSON_ID_PATTERN } from '../people-schemas.js';
-import { header, queryParam } from './parameters.js';
+import { header } from './parameters.js';
 import {
   bodyErrors,
   envelopeOf,
@@ -16,8 +16,8 @@ import {
 
 /**
  * The people routes in the OpenAPI document (docs/access.md): members, invitations and
- * the tenant's settings, and single sign-on (sessions.ts has the session and password
- * routes, access.ts the audit log and the keys). A route taking `auth(scope)` lists the API key scheme; openapi.ts adds the
+ * the tenant's settings (sessions.ts has the session and password routes, sso.ts single
+ * sign-on's, access.ts the audit log and the keys). A route taking `auth(scope)` lists the API key scheme; openapi.ts adds the
  * session cookie beside it, and the X-CSRF-Token header on writes, for every such route.
  */
 
@@ -41,10 +41,6 @@ const sessionOk = (description: string): Json => jsonOk(description, envelopeOf(
 const listOf = (name: string): Json => envelopeOf({ type: 'array', items: ref(name) });
 /** The refusals of a public route. */
 const publicErrors = (...more: ErrorCode[]): Json => errors([...more, ...storeErrors]);
-const redirect = (description: string): Json => ({
-  description,
-  headers: { Location: header('Where the browser goes next.'), ...setCookie },
-});
 
 const memberPaths: Json = {
   '/api/members': {
@@ -179,52 +175,4 @@ const memberPaths: Json = {
   },
 };
 
-const ssoPaths: Json = {
-  '/api/sso': {
-    get: {
-      operationId: 'getSso',
-      summary: 'Whether single sign-on is configured, and the name its button shows',
-      security: [],
-      responses: { '200': jsonOk('The single sign-on settings.', envelopeOf(ref('Sso'))) },
-    },
-  },
-  '/auth/oidc/start': {
-    get: {
-      operationId: 'startSso',
-      summary: 'Start single sign-on: a redirect to the identity provider (state, nonce, PKCE S256)',
-      security: [],
-      parameters: [
-        queryParam('invitation', { type: 'string', maxLength: 512 }, 'An invitation token to accept on the way.'),
-        queryParam(
-          'return_to',
-          { type: 'string', maxLength: 512, pattern: '^/console/' },
-          'Where to go afterwards (a path of the console).',
-        ),
-      ],
-      responses: {
-        '302': redirect('To the identity provider; sets a short-lived cookie that binds the sign-in to this browser.'),
-        ...publicErrors('INVALID_PARAMETER', 'SSO_NOT_CONFIGURED', 'OIDC_FAILED'),
-      },
-    },
-  },
-  '/auth/oidc/callback': {
-    get: {
-      operationId: 'ssoCallback',
-      summary: "The identity provider's redirect back: signs in and goes to the console",
-      description:
-        'A browser (Accept: text/html) is redirected to /console/#/ signed in, or to /console/#/sign-in?error=CODE; anything else gets the JSON envelope on failure.',
-      security: [],
-      parameters: ['code', 'state', 'iss', 'error', 'error_description'].map((n) =>
-        queryParam(n, { type: 'string', maxLength: 2048 }),
-      ),
-      responses: {
-        '302': redirect(
-          'Signed in (the session cookie is set), or, for a browser, to the sign-in page with the error code.',
-        ),
-        ...publicErrors('OIDC_FAILED', 'INVITATION_INVALID', 'NOT_A_MEMBER', 'SSO_NOT_CONFIGURED'),
-      },
-    },
-  },
-};
-
-export const peoplePaths: Json = { ...memberPaths, ...ssoPaths };
+export const peoplePaths: Json = memberPaths;

@@ -57,13 +57,18 @@ function unreachable(err: unknown): boolean {
   return err instanceof TypeError || name === 'TimeoutError' || name === 'AbortError';
 }
 
-/** The library's code and, for a claim check, the claim (openid-client wraps oauth4webapi's error in `cause`). */
-function reasonOf(err: unknown): { code?: unknown; claim?: unknown; why?: string } {
-  const out: { code?: unknown; claim?: unknown; why?: string } = {};
+/**
+ * The library's code, the provider's OAuth error (`invalid_grant`: a code, verifier or
+ * redirect URI it refused) and, for a claim check, the claim (openid-client wraps
+ * oauth4webapi's error in `cause`).
+ */
+function reasonOf(err: unknown): { code?: unknown; claim?: unknown; error?: unknown; why?: string } {
+  const out: { code?: unknown; claim?: unknown; error?: unknown; why?: string } = {};
   for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, i = 0; e && i < 4; i++) {
     out.code ??= e.code;
-    const claim = (e as { claim?: unknown }).claim;
+    const { claim, error } = e as { claim?: unknown; error?: unknown };
     if (claim !== undefined) out.claim ??= claim;
+    if (typeof error === 'string') out.error ??= error;
     if (i > 0 && typeof e.message === 'string') out.why ??= e.message;
     e = e.cause as typeof e;
   }
