@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { createLogger, createPostgres } from '@telemetry/platform';
+import { personByEmail, tenantsOf, verifyPassword } from '@telemetry/store';
 import { freePort } from '../../tools/devstack/ports.js';
 import { eventually, testStack } from '../support/fixtures.js';
 
@@ -164,6 +167,24 @@ describe('quick start (npm start, real Kafka and ClickHouse)', () => {
       const { stdout } = await sh('sh', ['-c', commands[3]!]);
       return stdout.includes('quickstart') ? true : undefined;
     });
+
+    // The development owner: the printed password is theirs, and they own the development tenant.
+    const signIn = /^Sign in to the console: (\S+) as (\S+) .* with the password (\S+)$/m.exec(output);
+    expect(signIn, output).to.not.equal(null);
+    expect(signIn![1]).to.equal(`http://127.0.0.1:${qu}/`);
+    const envFile = readFileSync(join(tmpdir(), `quickstart-${process.pid}.env`), 'utf8');
+    const db = createPostgres(
+      { databaseUrl: /^DATABASE_URL=(.*)$/m.exec(envFile)![1]!, databasePoolMax: 1, databaseTimeoutMs: 10_000 },
+      createLogger({ service: 'test', level: 'warn' }),
+      'quickstart-test',
+    );
+    try {
+      const owner = (await personByEmail(db, signIn![2]!))!;
+      expect(await verifyPassword(owner.password_hash, signIn![3]!)).to.equal(true);
+      expect((await tenantsOf(db, owner.id)).map((t) => [t.name, t.role])).to.deep.include(['development', 'owner']);
+    } finally {
+      await db.end();
+    }
 
     // Ctrl-C, as a terminal sends it: SIGINT to the whole foreground process group.
     const exited = new Promise((r) => child!.once('exit', r));

@@ -614,6 +614,15 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       }
     });
 
+    it('only the query service may rename a tenant (PATCH /api/settings); no service makes or deletes one', async () => {
+      for (const role of PG_SERVICE_ROLE_NAMES) {
+        const rename = await attempt(role, `UPDATE tenants SET name = 'renamed' WHERE tenant_id = $1`, [f.bareTenant]);
+        expect(rename, role).to.equal(role === 'query' ? 1 : '42501');
+        expect(pgIsGranted(role, 'tenants', 'INSERT'), role).to.equal(false);
+        expect(pgIsGranted(role, 'tenants', 'DELETE'), role).to.equal(false);
+      }
+    });
+
     it('only the query service may prune the change log', async () => {
       for (const role of PG_SERVICE_ROLE_NAMES) {
         const r = await attempt(role, `SELECT prune_registry_changes('1000 years'::interval)`);

@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
  *
  * Starts (or uses, see stack.ts) Kafka and ClickHouse, and Mailpit (mailpit.ts: all mail
  * the services send arrives there, unless SMTP_URL names a server), applies migrations, creates the
- * topics, issues a development access key and API key, starts the four services as
+ * topics, issues a development access key and API key, makes a development owner
+ * (owner@example.test, its password kept in .stack/dev-owner-password), starts the four services as
  * child processes, registers a demo monitor (the gateway's own health), waits for its
  * first check, and prints commands to paste.
  * Ctrl-C stops everything in order (services first, then the servers).
@@ -15,7 +16,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger, createPostgres, newSealingKeyText, type PgPool } from '@telemetry/platform';
-import { createTenant, issueKey, listTenants } from '@telemetry/store';
+import { createTenant, ensureOwner, issueKey, listTenants } from '@telemetry/store';
 import { writeLocalEnv } from './local-env.js';
 import { serviceCommand, type ServiceName } from './commands.js';
 import { portOr } from './ports.js';
@@ -85,6 +86,7 @@ async function main(): Promise<void> {
       name: 'dev api key',
       scopes: ['checks:read', 'monitors:read', 'monitors:write', 'events:read'],
     });
+    const owner = await devOwner(admin, tenantId);
     await admin.end();
     // The console's bundles, which the query service serves (docs/console.md).
     await promisify(execFile)('npx', ['tsx', 'services/query-service/console/scripts/bundle.ts'], { timeout: 180_000 });
@@ -178,7 +180,9 @@ curl -sS -X POST '${g}/api/telemetry/events' -H 'Content-Type: application/json'
 
 Load the browser SDK on a page (docs/sdk.md; sdk/browser/snippet.html with endpoint ${g} and the access key above): ${g}/sdk/v1.js
 
-Open the console: ${q}/ and sign in with the development API key (checks:read, monitors:read, monitors:write, events:read; shown once): ${api.key}
+Sign in to the console: ${q}/ as ${DEV_OWNER} (the development tenant's owner) with the password ${owner.password}
+  (kept in .stack/dev-owner-password across restarts; if you changed it in the console, yours stands). More people: invite them from the console's members page, or npm run people -- create-owner --tenant ${tenantId} --email you@example.com
+Scripts sign in with the development API key (checks:read, monitors:read, monitors:write, events:read; shown once): ${api.key}
 
 Create a monitor with that key:
 curl -sS -X POST '${q}/api/monitors' -H 'Authorization: Bearer ${api.key}' -H 'Content-Type: application/json' -d '{"name":"My gateway","url":"${g}/readyz","interval_seconds":10}'
@@ -219,6 +223,21 @@ const DEV_TENANT = 'development';
 async function devTenant(admin: PgPool): Promise<string> {
   const found = (await listTenants(admin)).find((t) => t.name === DEV_TENANT);
   return (found ?? (await createTenant(admin, DEV_TENANT))).tenant_id;
+}
+
+const DEV_OWNER = 'owner@example.test';
+
+/**
+ * The development tenant's owner, DEV_OWNER: its password made once and kept in
+ * .stack/dev-owner-password (mode 600), so that it stays the same across restarts of the
+ * same stack; set only when the person has no password (a password changed in the console stands).
+ */
+async function devOwner(admin: PgPool, tenantId: string): Promise<{ password: string }> {
+  const file = join(root, '.stack', 'dev-owner-password');
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(18).toString('base64url')}\n`, { mode: 0o600 });
+  const password = readFileSync(file, 'utf8').trim();
+  await ensureOwner(admin, { tenantId, email: DEV_OWNER, name: 'Development owner', password });
+  return { password };
 }
 
 /**

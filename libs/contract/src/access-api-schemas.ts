@@ -1,12 +1,12 @@
 import { ACCESS_LIMITS as L, ROLES, SCOPES } from './access.js';
 import { TENANT_ID_PATTERN } from './limits.js';
-import { INVITATION_ID_PATTERN, PERSON_ID_PATTERN, settingsPatchSchema } from './people-schemas.js';
+import { PERSON_ID_PATTERN } from './people-schemas.js';
 import { closed, closedSchema, dateTime } from './schema-parts.js';
 
 /**
  * The access API's JSON Schemas beside people-schemas.ts's (members, invitations, settings)
  * and access-schemas.ts's (the audit entry, a new key): the bodies of the sign-in, session
- * and password routes, and the shapes the people routes answer (the interfaces of access.ts). The OpenAPI document shows them all as
+ * and password routes, and the session they answer (the interfaces of access.ts). The OpenAPI document shows them all as
  * components (openapi/people.ts).
  */
 
@@ -57,43 +57,6 @@ export const personSchema = closedSchema('Person', ['id', 'email', 'name'], {
   email: { type: 'string' },
   name: { type: 'string' },
 });
-export const memberSchema = closedSchema('Member', ['id', 'email', 'name', 'role', 'joined_at', 'password', 'totp'], {
-  ...personSchema.properties,
-  role,
-  joined_at: dateTime,
-  password: { type: 'boolean' },
-  totp: { type: 'boolean' },
-});
-const invitationProperties = {
-  id: { type: 'string', pattern: INVITATION_ID_PATTERN },
-  email: { type: 'string' },
-  role,
-  invited_by: { type: 'string' },
-  created_at: dateTime,
-  expires_at: dateTime,
-} as const;
-const invitationRequired = ['id', 'email', 'role', 'invited_by', 'created_at', 'expires_at'] as const;
-export const invitationSchema = closedSchema('Invitation', invitationRequired, invitationProperties);
-export const invitationCreatedSchema = closedSchema('InvitationCreated', [...invitationRequired, 'link', 'mail_sent'], {
-  ...invitationProperties,
-  link: { type: 'string', description: 'The invitation link (also mailed); shown this once.' },
-  mail_sent: {
-    type: 'boolean',
-    description: 'Whether the mail server took the mail (else pass the link on yourself).',
-  },
-});
-export const invitationPreviewSchema = closedSchema(
-  'InvitationPreview',
-  ['tenant', 'email', 'role', 'expires_at', 'sso', 'has_account'],
-  {
-    tenant: tenantRef,
-    email: { type: 'string' },
-    role,
-    expires_at: dateTime,
-    sso: { type: 'boolean' },
-    has_account: { type: 'boolean' },
-  },
-);
 export const sessionSchema = closedSchema(
   'Session',
   ['person', 'tenant', 'role', 'scopes', 'tenants', 'csrf_token', 'expires_at'],
@@ -110,11 +73,6 @@ export const sessionSchema = closedSchema(
     expires_at: dateTime,
   },
 );
-export const settingsSchema = closedSchema('Settings', ['name', 'auto_admit_domains', 'auto_admit_role'], {
-  name: { type: 'string' },
-  auto_admit_domains: { type: 'array', items: { type: 'string' } },
-  auto_admit_role: settingsPatchSchema.properties.auto_admit_role,
-});
 export const ACCESS_API_SCHEMAS = [
   passwordSignInSchema,
   tenantSwitchSchema,
@@ -123,10 +81,5 @@ export const ACCESS_API_SCHEMAS = [
   passwordChangeSchema,
   totpCodeSchema,
   personSchema,
-  memberSchema,
-  invitationSchema,
-  invitationCreatedSchema,
-  invitationPreviewSchema,
   sessionSchema,
-  settingsSchema,
 ] as const;

@@ -4,10 +4,10 @@ import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
 import { eventPaths } from './openapi/events.js';
 import { healthPaths } from './openapi/health.js';
+import { memberPaths } from './openapi/members.js';
 import { heartbeatPaths } from './openapi/heartbeats.js';
 import { monitorPaths } from './openapi/monitors.js';
 import { csrfHeader } from './openapi/parameters.js';
-import { peoplePaths } from './openapi/people.js';
 import { withCodes, type Json } from './openapi/responses.js';
 import { sdkPaths } from './openapi/sdk.js';
 import { sessionPaths } from './openapi/sessions.js';
@@ -39,10 +39,16 @@ const queryPaths: Json = withSessionCookie({
   ...checkPaths,
   ...alertingPaths,
   ...sessionPaths,
-  ...peoplePaths,
+  ...memberPaths,
   ...ssoPaths,
   ...accessPaths,
 });
+
+/** A write's parameters with the optional X-CSRF-Token header (once). */
+function withCsrfHeader(parameters: Json[] = []): Json[] {
+  const has = parameters.some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'x-csrf-token');
+  return has ? parameters : [...parameters, csrfHeader(false)];
+}
 
 /**
  * Every route of the query service that takes an API key with a scope takes the session
@@ -64,7 +70,7 @@ function withSessionCookie(paths: Json): Json {
           {
             ...op,
             security: [key, { sessionCookie: key.apiKey }],
-            ...(write ? { parameters: [...((op.parameters as Json[] | undefined) ?? []), csrfHeader(false)] } : {}),
+            ...(write ? { parameters: withCsrfHeader(op.parameters as Json[] | undefined) } : {}),
             responses: withCodes(
               op.responses as Json,
               write ? ['SESSION_EXPIRED', 'CSRF_FAILED'] : ['SESSION_EXPIRED'],

@@ -6,11 +6,12 @@ import { closedSchema, patchSchema } from './schema-parts.js';
 /**
  * The members, invitations and settings API's JSON Schemas (docs/access.md, "Members").
  *
- * An email is checked with a deliberately simple pattern (docs/access.md): no spaces, one
+ * An email is checked with a deliberately simple pattern (docs/access.md): no spaces or control characters, one
  * `@`, at most 64 characters before it, a dot in the domain, at most
  * ACCESS_LIMITS.maxEmailLength in all. Whether it receives mail is what the invitation tests.
  */
-export const EMAIL_PATTERN = '^[^\\s@]{1,64}@[^\\s@.]+(\\.[^\\s@.]+)+$';
+export const EMAIL_PATTERN =
+  '^[^\\s@\\u0000-\\u001f\\u007f]{1,64}@[^\\s@.\\u0000-\\u001f\\u007f]+(\\.[^\\s@.\\u0000-\\u001f\\u007f]+)+$';
 /** A domain of the sign-in rule: lower-case letters, digits and hyphens, dot-separated labels. */
 export const DOMAIN_PATTERN = '^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$';
 /** A person's id. */

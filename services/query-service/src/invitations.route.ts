@@ -1,4 +1,4 @@
-import type { Express, Request, Response } from 'express';
+import type { Express, Request, RequestHandler, Response } from 'express';
 import { INVITATION_ID_PATTERN, ok, type PersonView } from '@telemetry/contract';
 import { escapeHtml, type Mailer } from '@telemetry/alerting';
 import { AppError, rejectUnknown, single } from '@telemetry/platform';
@@ -122,7 +122,10 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
     res.json(ok({ ...invitationView(invitation), link, mail_sent: mailSent }));
   });
 
-  app.delete('/api/invitations/:id', deps.auth('members:write'), async (req, res) => {
+  // /api/invitations/preview and /accept are not invitations: their other methods answer 405 (app.ts).
+  const anId: RequestHandler = (req, _res, next) =>
+    ['preview', 'accept'].includes(String(req.params.id)) ? next('route') : next();
+  app.delete('/api/invitations/:id', anId, deps.auth('members:write'), async (req, res) => {
     rejectUnknown(req, new Set());
     const id = String(req.params.id);
     const gone = INVITATION_ID.test(id) ? await revokeInvitation(deps.db, tenantOf(res), id) : undefined;

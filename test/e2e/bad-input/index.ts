@@ -8,6 +8,7 @@ import { checkCases } from './checks.js';
 import { eventCases } from './events.js';
 import { gatewayRouteCases } from './gateway-routes.js';
 import { heartbeatCases } from './heartbeats.js';
+import { memberCases } from './members.js';
 import { monitorAuthCases } from './monitors-auth.js';
 import { monitorBodyCases } from './monitors-bodies.js';
 import { monitorParamCases } from './monitors-params.js';
@@ -32,5 +33,6 @@ export function corpus(): Case[] {
     ...monitorPathCases(),
     ...alertingCases(),
     ...peopleCases(),
+    ...memberCases(),
   ];
 }
