@@ -5,9 +5,9 @@ import { closed, closedSchema, dateTime } from './schema-parts.js';
 
 /**
  * The access API's JSON Schemas beside people-schemas.ts's (members, invitations, settings)
- * and access-schemas.ts's (the audit entry, a new key): the bodies of the sign-in, session
- * and password routes, and the session they answer (the interfaces of access.ts). The OpenAPI document shows them all as
- * components (openapi/people.ts).
+ * and access-schemas.ts's (the audit entry, a new key): the closed bodies of the sign-in,
+ * session and password routes, and the session they answer (SessionView of access.ts).
+ * The OpenAPI document shows them as components (openapi/sessions.ts refers to them).
  */
 
 const password = { type: 'string', minLength: 1, maxLength: L.maxPasswordLength } as const;
