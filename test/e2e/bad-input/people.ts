@@ -97,15 +97,8 @@ const cookie = (who: 'viewer' | 'owner', csrf = `@${who}Csrf`): Record<string, s
 const deadCookie = { authorization: '', cookie: `telemetry_session=${'A'.repeat(43)}`, 'x-csrf-token': 'x' };
 
 /** A request with the every-scope key (`@people`) unless told. */
-const ppl = (
-  name: string,
-  method: string,
-  path: string,
-  b: unknown,
-  status: number,
-  code?: string,
-  headers: Record<string, string> = {},
-): Case => mon(name, method, path, b, status, code, { authorization: 'Bearer @people', ...headers });
+const ppl = (...[name, method, path, b, status, code, headers = {}]: Parameters<typeof mon>): Case =>
+  mon(name, method, path, b, status, code, { authorization: 'Bearer @people', ...headers });
 /**
  * A request to the query service with single sign-on configured (its issuer is a loopback
  * port nothing listens on: these cases are refused before discovery would reach it), as
@@ -120,15 +113,11 @@ const sso = (name: string, path: string, status: number, code?: string, headers 
   expect: { status, code },
 });
 /** A public route's request: no key. */
-const pub = (
-  name: string,
-  method: string,
-  path: string,
-  b: unknown,
-  status: number,
-  code?: string,
-  headers = {},
-): Case => ppl(name, method, path, b, status, code, { ...noKey, ...headers });
+const pub = (...[name, method, path, b, status, code, headers = {}]: Parameters<typeof mon>): Case =>
+  ppl(name, method, path, b, status, code, { ...noKey, ...headers });
+/** A state-changing request a session cookie authenticates, refused by the CSRF check. */
+const csrfRefused = (name: string, method: string, path: string, headers: Record<string, string>, b?: unknown): Case =>
+  pub(name, method, path, b, 403, 'CSRF_FAILED', b === undefined ? headers : { ...json, ...headers });
 
 export const peopleCases = (): Case[] => {
   const links = new InvitationLinks(parseSealingKeys(RUN_SECRETS_KEYS), 'http://127.0.0.1');
@@ -359,66 +348,23 @@ export const peopleCases = (): Case[] => {
     pub('the session, a cookie over 200 characters', 'GET', '/api/session', undefined, 401, 'MISSING_CREDENTIALS', {
       cookie: `telemetry_session=${'A'.repeat(300)}`,
     }),
-    pub(
-      'sign out without the CSRF token',
-      'DELETE',
-      '/api/session',
-      undefined,
-      403,
-      'CSRF_FAILED',
-      cookie('viewer', ''),
-    ),
-    pub(
-      'sign out with a wrong CSRF token',
-      'DELETE',
-      '/api/session',
-      undefined,
-      403,
-      'CSRF_FAILED',
-      cookie('viewer', 'A'.repeat(43)),
-    ),
-    pub(
-      'sign out with the owner’s CSRF token',
-      'DELETE',
-      '/api/session',
-      undefined,
-      403,
-      'CSRF_FAILED',
-      cookie('viewer', '@ownerCsrf'),
-    ),
-    pub(
+    csrfRefused('sign out without the CSRF token', 'DELETE', '/api/session', cookie('viewer', '')),
+    csrfRefused('sign out with a wrong CSRF token', 'DELETE', '/api/session', cookie('viewer', 'A'.repeat(43))),
+    csrfRefused('sign out with the owner’s CSRF token', 'DELETE', '/api/session', cookie('viewer', '@ownerCsrf')),
+    csrfRefused(
       'sign out everywhere without the CSRF token',
       'POST',
       '/api/session/sign-out-everywhere',
-      undefined,
-      403,
-      'CSRF_FAILED',
       cookie('viewer', ''),
     ),
-    pub(
-      'sign out everywhere from another port of the host',
-      'POST',
-      '/api/session/sign-out-everywhere',
-      undefined,
-      403,
-      'CSRF_FAILED',
-      {
-        ...cookie('viewer'),
-        origin: 'http://127.0.0.1:1',
-      },
-    ),
-    pub(
-      'sign out everywhere from a sibling site',
-      'POST',
-      '/api/session/sign-out-everywhere',
-      undefined,
-      403,
-      'CSRF_FAILED',
-      {
-        ...cookie('viewer'),
-        'sec-fetch-site': 'same-site',
-      },
-    ),
+    csrfRefused('sign out everywhere from another port of the host', 'POST', '/api/session/sign-out-everywhere', {
+      ...cookie('viewer'),
+      origin: 'http://127.0.0.1:1',
+    }),
+    csrfRefused('sign out everywhere from a sibling site', 'POST', '/api/session/sign-out-everywhere', {
+      ...cookie('viewer'),
+      'sec-fetch-site': 'same-site',
+    }),
     pub(
       'switch to a tenant not theirs',
       'POST',
@@ -432,14 +378,12 @@ export const peopleCases = (): Case[] => {
       ...json,
       ...cookie('viewer'),
     }),
-    pub(
+    csrfRefused(
       'switch tenant without the CSRF token',
       'POST',
       '/api/session/tenant',
-      { tenant_id: DEFAULT_TENANT },
-      403,
-      'CSRF_FAILED',
       { ...json, ...cookie('viewer', '') },
+      { tenant_id: DEFAULT_TENANT },
     ),
     pub(
       'switch tenant with an API key',
@@ -597,14 +541,12 @@ export const peopleCases = (): Case[] => {
       'VALIDATION_FAILED',
     ),
     // --- the signed-in person's own account
-    pub(
+    csrfRefused(
       'change password, no CSRF token',
       'PUT',
       '/api/me/password',
-      { current_password: strong, password: strong },
-      403,
-      'CSRF_FAILED',
       { ...json, ...cookie('viewer', '') },
+      { current_password: strong, password: strong },
     ),
     pub(
       'change password, a weak new one',
@@ -637,7 +579,7 @@ export const peopleCases = (): Case[] => {
       ...json,
       ...cookie('viewer'),
     }),
-    pub('TOTP, no CSRF token', 'POST', '/api/me/totp', undefined, 403, 'CSRF_FAILED', cookie('viewer', '')),
+    csrfRefused('TOTP, no CSRF token', 'POST', '/api/me/totp', cookie('viewer', '')),
     // --- single sign-on: not configured (OIDC_ISSUER empty), and configured (service `sso`)
     pub('SSO start, not configured', 'GET', '/auth/oidc/start', undefined, 404, 'SSO_NOT_CONFIGURED', {
       accept: 'application/json',
