@@ -3,12 +3,14 @@ import type { AuditEntry, InvitationView, MemberView, Role, SessionView } from '
 import { createLogger, createKafka, parseSealingKeys } from '@telemetry/platform';
 import {
   addMembership,
+  changeRole,
   createInvitation,
   createSession,
   createTenant,
   ensurePerson,
   hashPassword,
   InvitationLinks,
+  listMembers,
 } from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../harness/processes.js';
 import {
@@ -168,6 +170,49 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
     expect((await auditOf('invitation.refused', made.body.data.id)).outcome).to.equal('denied');
   });
 
+  it('accept as an existing person: signed in (CSRF checked, the email must match) or with their password', async () => {
+    const elsewhere = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+    const [signedIn, other] = await Promise.all([member(elsewhere, 'viewer'), member(elsewhere, 'viewer')]);
+    const invite = async (email: string): Promise<string> => {
+      const made = await call<{ link: string }>('POST', '/api/invitations', { email, role: 'editor' }, owner);
+      expect(made.status, made.text).to.equal(201);
+      return made.body.data.link.split('/invite/')[1]!;
+    };
+    // Someone else's session: another email than the invited one.
+    const forSignedIn = await invite(signedIn.email);
+    const wrong = await call('POST', '/api/invitations/accept', { token: forSignedIn }, other);
+    expect(wrong.code).to.equal('INVITATION_INVALID');
+    const noCsrf = await apiRequest(
+      query.url,
+      'POST',
+      '/api/invitations/accept',
+      { token: forSignedIn },
+      {
+        headers: { cookie: signedIn.cookie },
+      },
+    );
+    expect(noCsrf.code).to.equal('CSRF_FAILED');
+    const joined = await call<SessionView>('POST', '/api/invitations/accept', { token: forSignedIn }, signedIn);
+    expect(joined.status, joined.text).to.equal(200);
+    expect(joined.body.data).to.deep.include({ role: 'editor' });
+    expect(joined.body.data.tenants.map((t) => t.id).sort()).to.deep.equal([elsewhere, tenant].sort());
+    // The session it came with gave way to the new one.
+    expect((await call('GET', '/api/members', undefined, signedIn)).code).to.equal('SESSION_EXPIRED');
+
+    // Without a session: their own password, not a new one.
+    const forOther = await invite(other.email);
+    const bad = await call('POST', '/api/invitations/accept', { token: forOther, password: 'not their password 1' });
+    expect(bad.code).to.equal('SIGN_IN_FAILED');
+    const preview = await call<{ has_account: boolean }>('GET', `/api/invitations/preview?token=${forOther}`);
+    expect(preview.body.data.has_account).to.equal(true);
+    const ok = await call<SessionView>('POST', '/api/invitations/accept', {
+      token: forOther,
+      password: 'a long enough password 1',
+    });
+    expect(ok.status, ok.text).to.equal(200);
+    expect(ok.body.data.person.id).to.equal(other.id);
+  });
+
   it('forged, expired and revoked links are refused with INVITATION_INVALID; genuine ones are audited', async () => {
     const email = `${uid('x')}@example.test`;
     const made = await call<InvitationView & { link: string }>(
@@ -263,8 +308,13 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
       call('PATCH', `/api/members/${b.id}`, { role: 'admin' }, a),
       call('PATCH', `/api/members/${a.id}`, { role: 'admin' }, b),
     ]);
-    expect(both.map((r) => r.status).sort()).to.deep.equal([200, 409]);
-    expect(both.find((r) => r.status === 409)!.code).to.equal('LAST_OWNER');
+    // The loser is refused by the lock (409 LAST_OWNER), or, when its request was read after
+    // the winner's commit, as the admin it has become (403 ROLE_NOT_ALLOWED).
+    expect(
+      both.filter((r) => r.status === 200),
+      JSON.stringify(both.map((r) => r.code)),
+    ).to.have.length(1);
+    expect(['LAST_OWNER', 'ROLE_NOT_ALLOWED']).to.include(both.find((r) => r.status !== 200)!.code);
     const last = both[0].status === 200 ? a : b;
     expect((await call('DELETE', `/api/members/${last.id}`, undefined, last)).code).to.equal('LAST_OWNER');
     expect((await call('PATCH', `/api/members/${last.id}`, { role: 'editor' }, last)).code).to.equal('LAST_OWNER');
@@ -272,6 +322,30 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
       (m) => m.role === 'owner',
     );
     expect(owners.map((m) => m.id)).to.deep.equal([last.id]);
+
+    // The same race in the store, both as owners (no session read between): the lock alone decides, every time.
+    for (let i = 0; i < 5; i++) {
+      const u = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+      const [x, y] = await Promise.all([member(u, 'owner'), member(u, 'owner')]);
+      const race = await Promise.allSettled([
+        changeRole(adminRegistry(), {
+          tenantId: u,
+          personId: y.id,
+          role: 'admin',
+          actor: { role: 'owner', personId: x.id },
+        }),
+        changeRole(adminRegistry(), {
+          tenantId: u,
+          personId: x.id,
+          role: 'admin',
+          actor: { role: 'owner', personId: y.id },
+        }),
+      ]);
+      expect(race.filter((r) => r.status === 'fulfilled')).to.have.length(1);
+      const lost = race.find((r) => r.status === 'rejected')!;
+      expect((lost.reason as { code?: string }).code).to.equal('LAST_OWNER');
+      expect((await listMembers(adminRegistry(), u)).filter((m) => m.role === 'owner')).to.have.length(1);
+    }
   });
 
   it("a removed member's next request answers 401 SESSION_EXPIRED; a member may leave", async () => {

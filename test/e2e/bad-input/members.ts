@@ -7,24 +7,9 @@ import { type Case, MARK, mon } from './case.js';
 
 const FORGED = `inv_00000000000000000000.${'A'.repeat(43)}`;
 
-/** A request without a key (the public invitation routes). */
-const open = (
-  name: string,
-  method: string,
-  path: string,
-  b: unknown,
-  status: number,
-  code?: string,
-  headers: Record<string, string> = {},
-): Case => ({
-  name: `${method} ${path.split('?')[0]}: ${name}`,
-  service: 'query',
-  method,
-  path,
-  headers: { ...(b !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-  body: b === undefined ? undefined : typeof b === 'string' ? b : JSON.stringify(b),
-  expect: { status, code },
-});
+/** A request without a key (the public invitation routes): `mon` without its Authorization. */
+const open = (...[name, method, path, b, status, code, headers = {}]: Parameters<typeof mon>): Case =>
+  mon(name, method, path, b, status, code, { authorization: '', ...headers });
 const accept = (name: string, b: unknown, status: number, code?: string, headers?: Record<string, string>): Case =>
   open(name, 'POST', '/api/invitations/accept', b, status, code, headers);
 const preview = (name: string, query: string, status: number, code?: string): Case =>
