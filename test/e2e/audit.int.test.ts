@@ -267,7 +267,12 @@ describe('audit log and API keys (real Kafka, ClickHouse, PostgreSQL)', function
     expect(made.body.data.created_by).to.equal(`key:${keys.aId}`);
     expect(made.body.data.scopes).to.deep.equal(['monitors:read']);
     const id = made.body.data.id;
-    expect((await api('GET', '/api/monitors', undefined, { key })).status).to.equal(200);
+    // Every replica learns of a new key from the registry's change feed, within a second.
+    await eventually(
+      'the new key accepted',
+      async () => ((await api('GET', '/api/monitors', undefined, { key })).status === 200 ? true : undefined),
+      1000,
+    );
 
     const listed = await api<KeyView[]>('GET', '/api/keys');
     expect(listed.status).to.equal(200);
