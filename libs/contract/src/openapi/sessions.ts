@@ -9,7 +9,7 @@ import { bodyErrors, envelopeOf, errors, jsonBody, jsonOk, ref, storeErrors, typ
 
 const session = [{ sessionCookie: [] }];
 const csrf = [csrfHeader(true)];
-/** The bodies are closed JSON Schemas (access-schemas.ts): a field the route does not know is refused. */
+/** The bodies are closed JSON Schemas (access-api-schemas.ts): a field the route does not know is refused. */
 const body = jsonBody;
 const empty = (description: string): Json =>
   jsonOk(description, envelopeOf({ type: 'object', additionalProperties: false, maxProperties: 0 }));
