@@ -292,6 +292,19 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
     const invite = await call('POST', '/api/invitations', { email: 'o@example.test', role: 'owner' }, admin);
     expect(invite.code).to.equal('ROLE_NOT_ALLOWED');
     expect((await call('DELETE', `/api/members/${owner.id}`, undefined, admin)).code).to.equal('ROLE_NOT_ALLOWED');
+    // Each refusal is in the audit log, as the admin's.
+    const refusals = await eventually('three refusals audited', () => {
+      const found = (audit.values as AuditEntry[]).filter(
+        (e) => e.action === 'access.denied' && e.actor.id === admin.id && e.changes.code?.after === 'ROLE_NOT_ALLOWED',
+      );
+      return found.length >= 3 ? found : undefined;
+    });
+    expect(refusals.map((e) => e.target.id).sort()).to.deep.equal([
+      'DELETE /api/members/:person_id',
+      'PATCH /api/members/:person_id',
+      'POST /api/invitations',
+    ]);
+    expect(refusals.every((e) => e.outcome === 'denied' && e.tenant_id === tenant)).to.equal(true);
     // An admin changes a viewer's role: audited with before and after.
     const change = await call<MemberView>('PATCH', `/api/members/${viewer.id}`, { role: 'editor' }, admin);
     expect(change.body.data.role).to.equal('editor');

@@ -23,7 +23,7 @@ import {
 } from '@telemetry/store';
 import { authenticate, csrfProblem, sessionToken, type AccessDeps } from './access/principal.js';
 import { sessionView, setSessionCookie } from './access/session-cookie.js';
-import { memberActor, validBody, type PeopleRoutesDeps } from './members.route.js';
+import { memberActor, refuse, validBody, type PeopleRoutesDeps } from './members.route.js';
 import { tenantOf } from './params.js';
 
 /**
@@ -92,7 +92,7 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
     const body = await validBody(req, deps.validators.invitationCreate, 'invitation');
     const actor = memberActor(res);
     if (body.role === 'owner' && actor.role !== 'owner')
-      throw new AppError('ROLE_NOT_ALLOWED', 'only an owner may invite an owner');
+      await refuse(deps, req, res, new AppError('ROLE_NOT_ALLOWED', 'only an owner may invite an owner'));
     const tenantId = tenantOf(res);
     const principal = res.locals.key as { actor: { id: string; email: string } };
     const invitation = await createInvitation(deps.db, {

@@ -42,6 +42,23 @@ export function memberActor(res: Response): MemberActor {
   return s ? { role: s.role, personId: s.person.id } : { role: 'api_key' };
 }
 
+/** Audits a refusal by the owner rules as access.denied, then throws it. */
+export async function refuse(deps: PeopleRoutesDeps, req: Request, res: Response, err: AppError): Promise<never> {
+  await deps.audit.denied(req, res, err.code);
+  throw err;
+}
+
+/** Runs `fn`; a refusal by the owner rules (ROLE_NOT_ALLOWED, LAST_OWNER) is audited (refuse). */
+async function ownerRules<T>(deps: PeopleRoutesDeps, req: Request, res: Response, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppError && (err.code === 'ROLE_NOT_ALLOWED' || err.code === 'LAST_OWNER'))
+      return refuse(deps, req, res, err);
+    throw err;
+  }
+}
+
 const PERSON_ID = new RegExp(PERSON_ID_PATTERN);
 
 function personIdOf(req: Request): string {
@@ -61,12 +78,9 @@ export function memberRoutes(app: Express, deps: PeopleRoutesDeps): void {
     rejectUnknown(req, new Set());
     const personId = personIdOf(req);
     const { role } = await validBody(req, deps.validators.memberPatch, 'role change');
-    const { before, after } = await changeRole(deps.db, {
-      tenantId: tenantOf(res),
-      personId,
-      role,
-      actor: memberActor(res),
-    });
+    const { before, after } = await ownerRules(deps, req, res, () =>
+      changeRole(deps.db, { tenantId: tenantOf(res), personId, role, actor: memberActor(res) }),
+    );
     if (before.role !== after.role)
       await deps.audit.record(req, res, {
         action: 'member.role_change',
@@ -88,7 +102,9 @@ export function memberRoutes(app: Express, deps: PeopleRoutesDeps): void {
         scope: 'members:write',
       });
     }
-    const gone = await removeMember(deps.db, { tenantId: tenantOf(res), personId, actor });
+    const gone = await ownerRules(deps, req, res, () =>
+      removeMember(deps.db, { tenantId: tenantOf(res), personId, actor }),
+    );
     await deps.audit.record(req, res, {
       action: 'member.remove',
       target: { type: 'member', id: personId },
