@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { writeSection } from '../../harness/report.js';
+import { SCOPES } from '@telemetry/contract';
 import { createTenant, revokeKey } from '@telemetry/store';
 import {
   adminRegistry,
@@ -21,6 +22,7 @@ import {
   FOREIGN_TENANT,
   KEY_NAMES,
   MARK,
+  peopleFixtures,
   type Case,
   type KeyName,
 } from './bad-input/index.js';
@@ -93,6 +95,8 @@ interface Registry {
 describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   let gateway: Running;
   let query: Running;
+  /** The query service with single sign-on configured, for the callback's refusals. */
+  let sso: Running;
   let access: string;
   let revoked: string;
   let api: string;
@@ -102,12 +106,25 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   let restricted: string;
   let expiredApi: string;
   let expiredAccess: string;
+  let viewer: string;
+  let people: string;
+  let keyMaker: string;
+  /** The people, sessions and invitations of the people cases (bad-input/people.ts). */
+  let fixtures: Record<string, string>;
   /** The registry as the corpus found it. */
   let registryBefore: Registry;
+  /** The tenant's members, invitations, keys and settings as the corpus found them. */
+  let peopleBefore: unknown;
   const results: { name: string; expected: string; got: string }[] = [];
 
   before(async () => {
-    [gateway, query] = await Promise.all([runGateway(), runQuery()]);
+    // NOTE: the issuer is a loopback port nothing listens on; the cases are refused before
+    // discovery (which is lazy) would reach it.
+    [gateway, query, sso] = await Promise.all([
+      runGateway(),
+      runQuery(),
+      runQuery({ OIDC_ISSUER: 'http://127.0.0.1:9', OIDC_CLIENT_ID: 'corpus', OIDC_CLIENT_SECRET: 'corpus-secret' }),
+    ]);
     await registerMonitors(...CORPUS_MONITORS);
     // A monitor of another tenant: every key of the corpus (default tenant) gets 404.
     await createTenant(adminRegistry(), 'corpus foreign', FOREIGN_TENANT);
@@ -131,6 +148,11 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       scopes: ['monitors:write'],
       monitorIds: ['tenant-a-monitor'],
     });
+    viewer = await newKey({ kind: 'api', name: 'corpus viewer', scopes: ['monitors:read'] });
+    people = await newKey({ kind: 'api', name: 'corpus people', scopes: [...SCOPES] });
+    keyMaker = await newKey({ kind: 'api', name: 'corpus key maker', scopes: ['keys:read', 'keys:write'] });
+    const foreignKey = await newKey({ tenantId: FOREIGN_TENANT, kind: 'api', name: 'corpus foreign' });
+    fixtures = { ...(await peopleFixtures(adminRegistry())), foreignKeyId: foreignKey.split('_')[1]! };
     await revokeKey(adminRegistry(), revoked.split('_')[1]!);
     await eventually('keys loaded and the revocation seen', async () => {
       const a = await send(gateway.url, {
@@ -161,11 +183,22 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         headers: { authorization: `Bearer ${restricted}`, 'content-type': 'application/json' },
         body: '{}',
       });
-      return a.status === 200 && b.status === 200 && r.status === 401 && m.status === 200 && w.status === 400
+      const p = await send(query.url, {
+        method: 'GET',
+        path: '/api/members',
+        headers: { authorization: `Bearer ${people}` },
+      });
+      return a.status === 200 &&
+        b.status === 200 &&
+        r.status === 401 &&
+        m.status === 200 &&
+        w.status === 400 &&
+        p.status === 200
         ? true
         : undefined;
     });
     registryBefore = await registry();
+    peopleBefore = await peopleNow();
   });
 
   /** Every monitor (all pages), and the ones the corpus aims at in full. */
@@ -192,8 +225,19 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     return { listed, shown };
   }
 
+  /** The tenant's members, pending invitations, keys and settings, as the every-scope key reads them. */
+  async function peopleNow(): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    for (const path of ['/api/members', '/api/invitations', '/api/keys', '/api/settings']) {
+      const r = await apiCall(query.url, people, 'GET', path);
+      expect(r.status, path).to.equal(200);
+      out[path] = r.body.data;
+    }
+    return out;
+  }
+
   after(async () => {
-    await Promise.all([gateway?.stop(), query?.stop()]);
+    await Promise.all([gateway?.stop(), query?.stop(), sso?.stop()]);
     const rows = results.map((r) => `| ${printable(r.name)} | ${r.expected} | ${r.got} |`).join('\n');
     const section = `## Bad-input corpus\n\nWritten by \`test/e2e/bad-input.int.test.ts\` (part of \`npm test\`) on ${new Date().toISOString().slice(0, 10)}: ${results.length} hostile requests, each answered as expected${results.some((r) => r.expected !== r.got) ? ' EXCEPT the rows where the columns differ' : ''}; none got a 5xx.\n\n| request | expected | answered |\n|---|---|---|\n${rows}`;
     writeSection('RELIABILITY.md', 'bad-input', section, RELIABILITY_TITLE);
@@ -210,6 +254,16 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       restricted,
       expiredApi,
       expiredAccess,
+      viewer,
+      people,
+      keyMaker,
+      foreignKeyId: fixtures.foreignKeyId!,
+      viewerId: fixtures.viewerId!,
+      viewerSession: fixtures.viewerSession!,
+      viewerCsrf: fixtures.viewerCsrf!,
+      ownerId: fixtures.ownerId!,
+      ownerSession: fixtures.ownerSession!,
+      ownerCsrf: fixtures.ownerCsrf!,
     };
     // Expired keys answer KEY_EXPIRED once their second has passed.
     await eventually('the expired keys expired', async () => {
@@ -235,7 +289,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
             .map(([k, v]) => [k, fill(v)]),
         ),
       };
-      const a = await send(c.service === 'gateway' ? gateway.url : query.url, real);
+      const a = await send({ gateway, query, sso }[c.service].url, real);
       const expected = `${c.expect.status}${c.expect.code ? ` ${c.expect.code}` : ''}`;
       const got = `${a.status}${c.expect.code ? ` ${a.code}` : ''}`;
       results.push({ name: c.name, expected, got });
@@ -256,10 +310,16 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     expect(now.shown, 'm1 and the tenant monitors as the corpus found them').to.deep.equal(registryBefore.shown);
   });
 
-  it('never writes a key to a log line, even one sent in the query string', () => {
+  it('changes no member, invitation, key or setting on any bad request', async () => {
+    expect(await peopleNow()).to.deep.equal(peopleBefore);
+  });
+
+  it('never writes a key, a session or a CSRF token to a log line, even one sent in the query string', () => {
     const logs = [...gateway.logs.lines, ...query.logs.lines].join('\n');
     expect(logs.length).to.be.greaterThan(1000);
-    for (const k of [access, revoked, api, noScope, otherTenant, monitors, restricted])
+    for (const k of [access, revoked, api, noScope, otherTenant, monitors, restricted, viewer, people, keyMaker])
       expect(logs).not.to.contain(k.split('_')[2]!);
+    for (const t of ['viewerSession', 'viewerCsrf', 'ownerSession', 'ownerCsrf'])
+      expect(logs).not.to.contain(fixtures[t]);
   });
 });

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { writeSection } from '../../harness/report.js';
+import { SCOPES } from '@telemetry/contract';
 import { createTenant } from '@telemetry/store';
 import {
   adminRegistry,
@@ -129,23 +130,24 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
     );
   });
 
-  it('finds no 5xx and no answer that contradicts the document on the members, invitations and settings routes', async () => {
-    const key = await newKey({
-      kind: 'api',
-      name: 'fuzz members',
-      scopes: ['members:read', 'members:write', 'settings:read', 'settings:write'],
-    });
+  it('finds no 5xx and no answer that contradicts the document on the people routes', async () => {
+    const key = await newKey({ kind: 'api', name: 'fuzz people', scopes: [...SCOPES] });
     await eventually('key loaded', async () =>
       (await fetch(`${query.url}/api/members`, { headers: { authorization: `Bearer ${key}` } })).status === 200
         ? true
         : undefined,
     );
-    // The invitations it makes are mailed to the run's Mailpit (loopback).
+    // NOTE: not the sign-in, session, password and SSO routes (/api/session*,
+    // /api/password-resets*, /api/me/*, /auth/oidc/*): sign-in failures are throttled per
+    // address with growing delays (every later case would be a 429), a reset mails whoever
+    // the fuzz names, and the session and account routes take no API key (with one, each
+    // case is 401). The bad-input corpus covers them. Invitations are fuzzed: their mail
+    // goes to the run's Mailpit.
     await fuzz(
-      'query service, members',
+      'query service, people',
       query.url,
       `Authorization: Bearer ${key}`,
-      '^/api/(members|invitations|settings)',
+      '^/api/(members|invitations|keys|audit|settings)',
     );
   });
 

@@ -15,3 +15,4 @@ export * from './alerting-schemas.js';
 export * from './access.js';
 export * from './people-schemas.js';
 export * from './access-schemas.js';
+export * from './access-api-schemas.js';

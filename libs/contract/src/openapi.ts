@@ -7,7 +7,8 @@ import { healthPaths } from './openapi/health.js';
 import { memberPaths } from './openapi/members.js';
 import { heartbeatPaths } from './openapi/heartbeats.js';
 import { monitorPaths } from './openapi/monitors.js';
-import type { Json } from './openapi/responses.js';
+import { csrfHeader } from './openapi/parameters.js';
+import { withCodes, type Json } from './openapi/responses.js';
 import { sdkPaths } from './openapi/sdk.js';
 import { sessionPaths } from './openapi/sessions.js';
 import { ssoPaths } from './openapi/sso.js';
@@ -31,17 +32,56 @@ export type ApiPart = 'gateway' | 'query' | 'all';
 const gatewayPaths: Json = { ...telemetryPaths, ...heartbeatPaths, ...sdkPaths };
 
 /** The query service's routes. */
-const queryPaths: Json = {
+const queryPaths: Json = withSessionCookie({
   ...monitorPaths,
   ...statusPagePaths,
   ...eventPaths,
   ...checkPaths,
   ...alertingPaths,
   ...sessionPaths,
+  ...memberPaths,
   ...ssoPaths,
   ...accessPaths,
-  ...memberPaths,
-};
+});
+
+/** A write's parameters with the optional X-CSRF-Token header (once). */
+function withCsrfHeader(parameters: Json[] = []): Json[] {
+  const has = parameters.some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'x-csrf-token');
+  return has ? parameters : [...parameters, csrfHeader(false)];
+}
+
+/**
+ * Every route of the query service that takes an API key with a scope takes the session
+ * cookie too (authorize() in the query service's access/principal.ts): the cookie scheme
+ * beside the key's, SESSION_EXPIRED, and on state-changing methods the X-CSRF-Token header
+ * and CSRF_FAILED. Added here once rather than in each route family.
+ */
+function withSessionCookie(paths: Json): Json {
+  const safe = new Set(['get', 'head', 'options']);
+  const out: Json = {};
+  for (const [path, item] of Object.entries(paths) as [string, Record<string, Json>][]) {
+    out[path] = Object.fromEntries(
+      Object.entries(item).map(([method, op]) => {
+        const key = (op.security as Json[] | undefined)?.find((s) => 'apiKey' in s);
+        if (!key) return [method, op];
+        const write = !safe.has(method);
+        return [
+          method,
+          {
+            ...op,
+            security: [key, { sessionCookie: key.apiKey }],
+            ...(write ? { parameters: withCsrfHeader(op.parameters as Json[] | undefined) } : {}),
+            responses: withCodes(
+              op.responses as Json,
+              write ? ['SESSION_EXPIRED', 'CSRF_FAILED'] : ['SESSION_EXPIRED'],
+            ),
+          },
+        ];
+      }),
+    );
+  }
+  return out;
+}
 
 const TITLES: Record<ApiPart, string> = {
   gateway: 'Telemetry ingest gateway',

@@ -53,7 +53,7 @@ export interface SignInDeps {
   passwordResetTtlSeconds: number;
 }
 
-/** A JSON object body's string fields: `required` must be there, the rest may. */
+/** A JSON object body's string fields: `required` must be there, the rest may, nothing else (closed, as every body is). */
 export async function stringFields<R extends string, O extends string = never>(
   req: Request,
   required: readonly R[],
@@ -65,13 +65,18 @@ export async function stringFields<R extends string, O extends string = never>(
     throw invalid('body', [{ path: '/', message: 'must be an object' }]);
   }
   const b = body as Record<string, unknown>;
-  const problems = [...required, ...optional].flatMap((k) => {
-    const v = b[k];
-    if (v === undefined && !required.includes(k as R)) return [];
-    if (typeof v !== 'string')
-      return [{ path: `/${k}`, message: v === undefined ? 'is required' : 'must be a string' }];
-    return v.length > max ? [{ path: `/${k}`, message: `must be at most ${max} characters` }] : [];
-  });
+  const known = new Set<string>([...required, ...optional]);
+  const unknown = Object.keys(b).filter((k) => !known.has(k));
+  const problems = [
+    ...unknown.map((k) => ({ path: `/${k}`, message: 'is not a known field' })),
+    ...[...required, ...optional].flatMap((k) => {
+      const v = b[k];
+      if (v === undefined && !required.includes(k as R)) return [];
+      if (typeof v !== 'string')
+        return [{ path: `/${k}`, message: v === undefined ? 'is required' : 'must be a string' }];
+      return v.length > max ? [{ path: `/${k}`, message: `must be at most ${max} characters` }] : [];
+    }),
+  ];
   if (problems.length > 0) throw invalid('body', problems);
   return b as Record<R, string> & Partial<Record<O, string>>;
 }

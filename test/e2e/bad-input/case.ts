@@ -9,7 +9,8 @@
 /** One hostile request and the answer we promise. */
 export interface Case {
   name: string;
-  service: 'gateway' | 'query';
+  /** `sso`: the query service with single sign-on configured (bad-input/people.ts). */
+  service: 'gateway' | 'query' | 'sso';
   method: string;
   path: string;
   headers?: Record<string, string>;
@@ -17,7 +18,7 @@ export interface Case {
   expect: { status: number; code?: string };
 }
 
-/** The key placeholders a case may use in its path or headers. */
+/** The placeholders a case may use in its path or headers: keys, and the people of bad-input/people.ts. */
 export const KEY_NAMES = [
   'access',
   'revoked',
@@ -28,6 +29,18 @@ export const KEY_NAMES = [
   'restricted',
   'expiredApi',
   'expiredAccess',
+  // an API key with monitors:read only (a viewer's), one with every scope, one with keys:* only
+  'viewer',
+  'people',
+  'keyMaker',
+  // not keys: the people the runner makes (bad-input/people.ts, peopleFixtures)
+  'foreignKeyId',
+  'viewerId',
+  'viewerSession',
+  'viewerCsrf',
+  'ownerId',
+  'ownerSession',
+  'ownerCsrf',
 ] as const;
 export type KeyName = (typeof KEY_NAMES)[number];
 

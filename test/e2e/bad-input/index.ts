@@ -13,9 +13,11 @@ import { monitorAuthCases } from './monitors-auth.js';
 import { monitorBodyCases } from './monitors-bodies.js';
 import { monitorParamCases } from './monitors-params.js';
 import { monitorPathCases } from './monitors-paths.js';
+import { peopleCases } from './people.js';
 import { pixelCases } from './pixel.js';
 
 export * from './case.js';
+export { CORPUS_PEOPLE, peopleFixtures } from './people.js';
 
 /** Every case (built on call: some bodies are megabytes). */
 export function corpus(): Case[] {
@@ -30,6 +32,7 @@ export function corpus(): Case[] {
     ...monitorParamCases(),
     ...monitorPathCases(),
     ...alertingCases(),
+    ...peopleCases(),
     ...memberCases(),
   ];
 }

@@ -7,8 +7,11 @@ import {
   escalationPolicyPatchSchema,
   escalationPolicySchema,
 } from '../alerting-schemas.js';
+import { SCOPES, SESSION_COOKIE } from '../access.js';
 import { auditEntrySchema, keyCreateSchema } from '../access-schemas.js';
 import { ERROR_CODES } from '../error-codes.js';
+import { ACCESS_API_SCHEMAS } from '../access-api-schemas.js';
+import { PEOPLE_SCHEMAS } from '../people-schemas.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
   alertMessageSchema,
@@ -52,14 +55,13 @@ export const securitySchemes: Json = {
   apiKey: {
     type: 'http',
     scheme: 'bearer',
-    description: `API key (ak_…) with scopes: checks:read, monitors:read, monitors:write, events:read.`,
+    description: `API key (ak_…) with scopes: ${SCOPES.join(', ')} (docs/access.md).`,
   },
   sessionCookie: {
     type: 'apiKey',
     in: 'cookie',
-    name: 'telemetry_session',
-    description:
-      'A signed-in person’s session (`__Host-telemetry_session` outside loopback; docs/access.md): the scopes of their role; a change also sends X-CSRF-Token.',
+    name: SESSION_COOKIE,
+    description: `A person's session (POST /api/session/password, or single sign-on), named \`__Host-${SESSION_COOKIE}\` when Secure; it holds the scopes of the person's role (docs/access.md). State-changing requests it authenticates carry X-CSRF-Token.`,
   },
 };
 
@@ -121,6 +123,7 @@ export const schemas: Json = {
   EscalationPolicyCreate: component(escalationPolicyCreateSchema),
   EscalationPolicyPatch: component(escalationPolicyPatchSchema),
   EscalationPolicy: component(escalationPolicySchema),
+  ...Object.fromEntries([...PEOPLE_SCHEMAS, ...ACCESS_API_SCHEMAS].map((s) => [s.$id, component(s)])),
   AuditEntry: {
     ...component(auditEntrySchema),
     description: 'One audit entry: a message on AUDIT_TOPIC, a row of audit_log, an item of GET /api/audit.',

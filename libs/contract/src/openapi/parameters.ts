@@ -100,3 +100,15 @@ export const ifNoneMatch: Json = {
 export const notModified: Json = {
   '304': { description: 'Not modified: the answer is still the one whose ETag was sent.', headers: cacheHeaders },
 };
+
+/** The session's CSRF token: every state-changing request the session cookie authenticates carries it. */
+export const csrfHeader = (required: boolean): Json => ({
+  name: 'X-CSRF-Token',
+  in: 'header',
+  required,
+  description: required
+    ? "The session's CSRF token (GET /api/session answers it as csrf_token)."
+    : "With the session cookie (not with an API key): the session's CSRF token (GET /api/session answers it as csrf_token), else 403 CSRF_FAILED.",
+  // NOTE: no length limits: with an API key the header is not read, so no length of it is refused.
+  schema: { type: 'string' },
+});

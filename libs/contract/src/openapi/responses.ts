@@ -70,6 +70,23 @@ function byStatus(codes: ErrorCode[]): Record<string, ErrorCode[]> {
   return out;
 }
 
+/** The codes an error response of `errors` lists (its schema's enum). */
+function codesOf(response: Json | undefined): ErrorCode[] {
+  const json = (response?.content as Json | undefined)?.['application/json'] as
+    { schema?: { allOf?: Json[] } } | undefined;
+  return (json?.schema?.allOf?.[1]?.properties as { code?: { enum: ErrorCode[] } } | undefined)?.code?.enum ?? [];
+}
+
+/** `responses` with `more` codes added to the error responses of their statuses. */
+export function withCodes(responses: Json, more: ErrorCode[]): Json {
+  const out = { ...responses };
+  for (const [status, cs] of Object.entries(byStatus(more))) {
+    const had = codesOf(out[status] as Json | undefined);
+    Object.assign(out, errors([...had, ...cs.filter((c) => !had.includes(c))]));
+  }
+  return out;
+}
+
 /** The error responses of a route: one per status its codes map to. */
 export function errors(codes: ErrorCode[]): Json {
   const out: Json = {};
@@ -84,11 +101,12 @@ export function errors(codes: ErrorCode[]): Json {
   return out;
 }
 
-/** What any route taking an API key may answer about the key. */
+/** What any route taking an API key (or the session cookie) may answer about it. */
 const authErrors: ErrorCode[] = [
   'MISSING_CREDENTIALS',
   'INVALID_CREDENTIALS',
   'KEY_EXPIRED',
+  'SESSION_EXPIRED',
   'INSUFFICIENT_SCOPE',
   'MONITOR_NOT_ALLOWED',
 ];

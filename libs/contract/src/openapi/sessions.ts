@@ -1,6 +1,5 @@
-import { ACCESS_LIMITS, ROLES, SCOPES } from '../access.js';
-import { header } from './parameters.js';
-import { bodyErrors, envelopeOf, errors, jsonOk, storeErrors, type Json } from './responses.js';
+import { csrfHeader, header } from './parameters.js';
+import { bodyErrors, envelopeOf, errors, jsonBody, jsonOk, ref, storeErrors, type Json } from './responses.js';
 
 /**
  * Password sign-in, the session, reset by email and the person's own account in the
@@ -9,40 +8,12 @@ import { bodyErrors, envelopeOf, errors, jsonOk, storeErrors, type Json } from '
  */
 
 const session = [{ sessionCookie: [] }];
-const str = (maxLength = 1024, description?: string): Json => ({
-  type: 'string',
-  maxLength,
-  ...(description ? { description } : {}),
-});
-const body = (required: string[], properties: Json): Json => ({
-  required: true,
-  content: {
-    'application/json': { schema: { type: 'object', required, properties, additionalProperties: true } },
-  },
-});
-const empty = (description: string): Json => jsonOk(description, envelopeOf({ type: 'object' }));
-const sessionView: Json = {
-  type: 'object',
-  required: ['person', 'tenant', 'role', 'scopes', 'tenants', 'csrf_token', 'expires_at'],
-  properties: {
-    person: {
-      type: 'object',
-      properties: { id: { type: 'string' }, email: { type: 'string' }, name: { type: 'string' } },
-    },
-    tenant: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' } } },
-    role: { enum: [...ROLES] },
-    scopes: { type: 'array', items: { enum: [...SCOPES] } },
-    tenants: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: { id: { type: 'string' }, name: { type: 'string' }, role: { enum: [...ROLES] } },
-      },
-    },
-    csrf_token: { type: 'string', description: 'Send it as X-CSRF-Token with every state-changing request.' },
-    expires_at: { type: 'string', format: 'date-time', description: 'The absolute expiry.' },
-  },
-};
+const csrf = [csrfHeader(true)];
+/** The bodies are closed JSON Schemas (access-api-schemas.ts): a field the route does not know is refused. */
+const body = jsonBody;
+const empty = (description: string): Json =>
+  jsonOk(description, envelopeOf({ type: 'object', additionalProperties: false, maxProperties: 0 }));
+const sessionView = ref('Session');
 const signedIn = jsonOk('Signed in; Set-Cookie carries the session.', envelopeOf(sessionView), {
   'Set-Cookie': header('telemetry_session (or __Host-telemetry_session): HttpOnly, SameSite=Lax, Path=/.'),
 });
@@ -50,7 +21,6 @@ const sessionErrors = (...more: Parameters<typeof errors>[0]): Json =>
   errors(['MISSING_CREDENTIALS', 'SESSION_EXPIRED', ...more, ...storeErrors]);
 const writeErrors = (...more: Parameters<typeof errors>[0]): Json =>
   sessionErrors('CSRF_FAILED', ...bodyErrors, ...more);
-const password = str(ACCESS_LIMITS.maxPasswordLength, `At least ${ACCESS_LIMITS.minPasswordLength} characters.`);
 
 /** A TOTP route taking `{code}` (400 VALIDATION_FAILED at /code when it is not the current one). */
 function withCode(operationId: string, summary: string, done: string): Json {
@@ -58,7 +28,8 @@ function withCode(operationId: string, summary: string, done: string): Json {
     operationId,
     summary,
     security: session,
-    requestBody: body(['code'], { code: str(20) }),
+    parameters: csrf,
+    requestBody: body('TotpCode'),
     responses: { '200': empty(done), ...writeErrors() },
   };
 }
@@ -70,12 +41,8 @@ export const sessionPaths: Json = {
       summary: 'Sign in with email and password (and a TOTP code when two-step sign-in is on)',
       description:
         'Throttled: failed sign-ins per account, per address and per pair delay further attempts (429 with Retry-After; nobody is locked out). An unknown email and a wrong password answer the same SIGN_IN_FAILED. The session is in `tenant_id` when the person is a member there, else in their oldest membership.',
-      requestBody: body(['email', 'password'], {
-        email: str(ACCESS_LIMITS.maxEmailLength),
-        password: str(),
-        totp: str(20, 'The current code of the authenticator app.'),
-        tenant_id: str(),
-      }),
+      security: [],
+      requestBody: body('PasswordSignIn'),
       responses: {
         '200': signedIn,
         ...errors([
@@ -100,6 +67,7 @@ export const sessionPaths: Json = {
       operationId: 'signOut',
       summary: 'Sign out (ends this session, clears the cookie)',
       security: session,
+      parameters: csrf,
       responses: { '200': empty('Signed out.'), ...writeErrors() },
     },
   },
@@ -108,6 +76,7 @@ export const sessionPaths: Json = {
       operationId: 'signOutEverywhere',
       summary: 'End every session of the signed-in person, in every tenant (this one too)',
       security: session,
+      parameters: csrf,
       responses: {
         '200': jsonOk(
           'How many sessions ended.',
@@ -122,7 +91,8 @@ export const sessionPaths: Json = {
       operationId: 'switchTenant',
       summary: 'Move the session to another tenant the person is a member of',
       security: session,
-      requestBody: body(['tenant_id'], { tenant_id: str() }),
+      parameters: csrf,
+      requestBody: body('TenantSwitch'),
       responses: { '200': jsonOk('The session, now there.', envelopeOf(sessionView)), ...writeErrors('NOT_A_MEMBER') },
     },
   },
@@ -130,7 +100,8 @@ export const sessionPaths: Json = {
     post: {
       operationId: 'requestPasswordReset',
       summary: 'Mail a password-reset link (202 whether or not the email has an account)',
-      requestBody: body(['email'], { email: str(ACCESS_LIMITS.maxEmailLength) }),
+      security: [],
+      requestBody: body('PasswordResetRequest'),
       responses: { '202': empty('Accepted; a link is mailed when the email has an account.'), ...errors(bodyErrors) },
     },
   },
@@ -138,7 +109,8 @@ export const sessionPaths: Json = {
     post: {
       operationId: 'confirmPasswordReset',
       summary: "Set a new password with a reset link's token (once); ends every session of the person",
-      requestBody: body(['token', 'password'], { token: str(), password }),
+      security: [],
+      requestBody: body('PasswordResetConfirm'),
       responses: {
         '200': empty('The password is changed.'),
         ...errors(['RESET_LINK_INVALID', 'WEAK_PASSWORD', ...bodyErrors, ...storeErrors]),
@@ -150,7 +122,8 @@ export const sessionPaths: Json = {
       operationId: 'changePassword',
       summary: "Change the signed-in person's password (their other sessions end)",
       security: session,
-      requestBody: body(['current_password', 'password'], { current_password: str(), password }),
+      parameters: csrf,
+      requestBody: body('PasswordChange'),
       responses: { '200': empty('Changed.'), ...writeErrors('WEAK_PASSWORD', 'SIGN_IN_THROTTLED') },
     },
   },
@@ -159,6 +132,7 @@ export const sessionPaths: Json = {
       operationId: 'startTotp',
       summary: 'A new TOTP secret, pending until POST /api/me/totp/enable with a correct code',
       security: session,
+      parameters: csrf,
       responses: {
         '200': jsonOk(
           'The secret (base32) and its otpauth:// URL (a QR code of it sets up an authenticator app).',
