@@ -213,6 +213,33 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
     expect(ok.body.data.person.id).to.equal(other.id);
   });
 
+  it("accepting as an existing person guesses their password under sign-in's throttle", async () => {
+    const elsewhere = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+    const someone = await member(elsewhere, 'viewer');
+    const made = await call<{ link: string }>(
+      'POST',
+      '/api/invitations',
+      { email: someone.email, role: 'viewer' },
+      owner,
+    );
+    expect(made.status, made.text).to.equal(201);
+    const token = made.body.data.link.split('/invite/')[1]!;
+    // The pair of account and address lets 3 failures through; the 4th starts the delay.
+    const codes: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await call('POST', '/api/invitations/accept', { token, password: `a wrong guess number ${i}` });
+      codes.push(r.code ?? String(r.status));
+    }
+    expect(codes.slice(0, 4)).to.deep.equal(['SIGN_IN_FAILED', 'SIGN_IN_FAILED', 'SIGN_IN_FAILED', 'SIGN_IN_FAILED']);
+    expect(codes[4]).to.equal('SIGN_IN_THROTTLED');
+    // Even the right password waits (it is not checked), and the invitation is still pending.
+    const right = await call('POST', '/api/invitations/accept', { token, password: 'a long enough password 1' });
+    expect(right.code).to.equal('SIGN_IN_THROTTLED');
+    expect(right.headers.get('retry-after')).to.match(/^[1-9]\d*$/);
+    const preview = await call('GET', `/api/invitations/preview?token=${token}`);
+    expect(preview.status, preview.text).to.equal(200);
+  });
+
   it('forged, expired and revoked links are refused with INVITATION_INVALID; genuine ones are audited', async () => {
     const email = `${uid('x')}@example.test`;
     const made = await call<InvitationView & { link: string }>(

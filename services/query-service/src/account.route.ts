@@ -14,16 +14,8 @@ import {
   verifyPassword,
   type PersonRecord,
 } from '@telemetry/store';
-import {
-  auditEverywhere,
-  clientAddress,
-  refuseThrottled,
-  sendPrivate,
-  sessionOnly,
-  signedIn,
-  stringFields,
-  type SignInDeps,
-} from './session.route.js';
+import { auditEverywhere, sendPrivate, sessionOnly, signedIn, stringFields, type SignInDeps } from './session.route.js';
+import { clientAddress, refuseThrottled } from './access/throttled.js';
 import { invalid } from './registry-objects.js';
 
 /**
@@ -98,7 +90,7 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
     const person = await me(res);
     const address = clientAddress(req);
     // Guessing the current password with a stolen session is throttled as sign-in is.
-    await refuseThrottled(deps, person.email, address);
+    await refuseThrottled(deps.throttle, person.email, address);
     if (!(await verifyPassword(person.password_hash, body.current_password))) {
       await deps.throttle.failed(person.email, address);
       throw invalid('body', [{ path: '/current_password', message: 'is not your current password' }]);

@@ -20,7 +20,9 @@ import {
   verifyPassword,
   type InvitationLinks,
   type InvitationRecord,
+  type SignInThrottle,
 } from '@telemetry/store';
+import { clientAddress, refuseThrottled } from './access/throttled.js';
 import { authenticate, csrfProblem, sessionToken, type AccessDeps } from './access/principal.js';
 import { sessionView, setSessionCookie } from './access/session-cookie.js';
 import { memberActor, refuse, validBody, type PeopleRoutesDeps } from './members.route.js';
@@ -44,6 +46,8 @@ export interface InvitationRoutesDeps extends PeopleRoutesDeps {
   sessionMaxSeconds: number;
   /** Whether single sign-on is configured (OIDC_ISSUER): the preview says so. */
   sso: boolean;
+  /** Sign-in's throttle: accepting as an existing person checks their password. */
+  throttle: SignInThrottle;
 }
 
 const INVITATION_ID = new RegExp(INVITATION_ID_PATTERN);
@@ -168,7 +172,8 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
       if (problem) throw new AppError('CSRF_FAILED', problem);
     }
     const invitation = await open(req, res, body.token);
-    const person = signedIn?.person ?? (await personFor(invitation.email, body.name, body.password));
+    const person =
+      signedIn?.person ?? (await personFor(invitation.email, body.name, body.password, clientAddress(req)));
     let joined: { tenantId: string };
     try {
       joined = await acceptInvitation(deps.db, invitation.id, person);
@@ -216,7 +221,12 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
    * existing one with their password (401 SIGN_IN_FAILED; with TOTP or without a password
    * they sign in first and accept signed in).
    */
-  async function personFor(email: string, name: string | undefined, password: string | undefined): Promise<PersonView> {
+  async function personFor(
+    email: string,
+    name: string | undefined,
+    password: string | undefined,
+    address: string,
+  ): Promise<PersonView> {
     if (password === undefined)
       throw new AppError('VALIDATION_FAILED', 'the acceptance is not valid: /password is required', {
         problems: [{ path: '/password', message: 'is required (or sign in first)' }],
@@ -234,8 +244,13 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
     const existing = known ?? (await personByEmail(deps.db, email))!;
     if (existing.totp_enabled || existing.password_hash === null)
       throw new AppError('SIGN_IN_FAILED', 'sign in first, then open the invitation link again');
-    if (!(await verifyPassword(existing.password_hash, password)))
+    // An existing person's password is guessed here as at sign-in: the same throttle.
+    await refuseThrottled(deps.throttle, email, address);
+    if (!(await verifyPassword(existing.password_hash, password))) {
+      await deps.throttle.failed(email, address);
       throw new AppError('SIGN_IN_FAILED', 'the email or password is not right');
+    }
+    await deps.throttle.succeeded(email, address);
     return { id: existing.id, email: existing.email, name: existing.name };
   }
 }

@@ -158,6 +158,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   // Invitation links are signed with the SECRETS_KEYS ring; members and SSO accept them.
   const invitationLinks = new InvitationLinks(config.secretsKeys, config.publicUrl);
+  // One throttle of failed password checks: sign-in, password changes, invitations accepted.
+  const signInThrottle = new SignInThrottle(pool);
   const app = createQueryApp({
     channels: new ChannelStore(pool, new SecretBox(config.secretsKeys)),
     policies: new EscalationPolicyStore(pool),
@@ -174,7 +176,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     ),
     signIn: {
       pool,
-      throttle: new SignInThrottle(pool),
+      throttle: signInThrottle,
       totp: new TotpStore(pool, new SecretBox(config.secretsKeys)),
       mailer,
       secureCookie: cookieSecure(config.publicUrl),
@@ -212,6 +214,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       ttlSeconds: config.invitationTtlSeconds,
       sessionMaxSeconds: config.sessionMaxSeconds,
       sso: config.oidcIssuer !== '',
+      throttle: signInThrottle,
     },
     pool,
     statusPages,

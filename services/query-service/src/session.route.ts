@@ -28,6 +28,7 @@ import {
   type SignedIn,
 } from './access/principal.js';
 import type { AuditRecord } from './access/audit.js';
+import { clientAddress, refuseThrottled } from './access/throttled.js';
 import { clearSessionCookie, setSessionCookie, sessionView } from './access/session-cookie.js';
 import { invalid, jsonBody } from './registry-objects.js';
 
@@ -81,11 +82,6 @@ export async function stringFields<R extends string, O extends string = never>(
   return b as Record<R, string> & Partial<Record<O, string>>;
 }
 
-/** The address a request came from (TRUSTED_PROXIES is not read yet: the socket's peer). */
-export function clientAddress(req: Request): string {
-  return req.socket.remoteAddress ?? '';
-}
-
 /** The person signed in (a session cookie, not an API key); CSRF-checked unless `safe`. */
 export function sessionOnly(access: AccessDeps, safe = false): RequestHandler {
   return async (req, res, next) => {
@@ -125,19 +121,6 @@ export async function auditEverywhere(
   }
 }
 
-/** 429 SIGN_IN_THROTTLED while a bucket of `email` from this address is blocked. */
-export async function refuseThrottled(deps: SignInDeps, email: string, address: string): Promise<void> {
-  const wait = await deps.throttle.retryAfter(email, address);
-  if (wait > 0) {
-    throw new AppError(
-      'SIGN_IN_THROTTLED',
-      `too many failed sign-ins: try again in ${wait} s`,
-      { retry_after: wait },
-      { 'Retry-After': String(wait) },
-    );
-  }
-}
-
 export function sessionRoutes(app: Express, deps: SignInDeps): void {
   const { access } = deps;
   const failed = (): AppError => new AppError('SIGN_IN_FAILED', 'the email or password is not right');
@@ -147,7 +130,7 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
     if (body.email.length > ACCESS_LIMITS.maxEmailLength) throw failed();
     const email = normalEmail(body.email);
     const address = clientAddress(req);
-    await refuseThrottled(deps, email, address);
+    await refuseThrottled(deps.throttle, email, address);
     const person = await personByEmail(deps.pool, email);
     const right = await verifyPassword(person?.password_hash, body.password);
     const fail = async (): Promise<never> => {

@@ -30,7 +30,7 @@ export type ThrottleBucket = 'account' | 'address' | 'pair';
 export const SIGN_IN_THROTTLE: Record<ThrottleBucket, ThrottleRule> = {
   account: { free: 5, baseSeconds: 1, capSeconds: 30, decaySeconds: 60 },
   pair: { free: 3, baseSeconds: 1, capSeconds: 900, decaySeconds: 300 },
-  address: { free: 20, baseSeconds: 1, capSeconds: 900, decaySeconds: 300 },
+  address: { free: 100, baseSeconds: 1, capSeconds: 900, decaySeconds: 300 },
 };
 
 /** How long a bucket is blocked after its `failures`-th failure (seconds; 0 while free). */
