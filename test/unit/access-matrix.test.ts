@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { ROLE_SCOPES, ROLES, SCOPE_DESCRIPTIONS, SCOPES } from '@telemetry/contract';
 
-/** docs/access.md's role matrix (section "matrix") is ROLE_SCOPES, row for row. */
+/** docs/access.md's role matrix (under "Roles and scopes") is ROLE_SCOPES, row for row. */
 describe('docs/access.md role matrix (unit)', () => {
   const text = readFileSync('docs/access.md', 'utf8');
-  const section = text.slice(text.indexOf('<!-- section: matrix -->'), text.indexOf('<!-- section: members -->'));
+  const section = text.slice(text.indexOf('## Roles and scopes'), text.indexOf('## People and memberships'));
   const rows = section
     .split('\n')
     .filter((l) => l.startsWith('| `'))
