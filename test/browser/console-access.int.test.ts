@@ -3,7 +3,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ROLE_SCOPES, type Role } from '@telemetry/contract';
 import { addMembership, createTenant, ensurePerson, hashPassword, totpCode } from '@telemetry/store';
 import { apiClient } from '../support/api.js';
-import { runMailpit } from '../support/mailpit.js';
+import { mailedInvitationLink, runMailpit } from '../support/mailpit.js';
 import {
   buildConsole,
   expectAccessible,
@@ -192,8 +192,11 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     await p.locator('#invite-email').fill(email);
     await p.locator('#invite-role').selectOption('editor');
     await p.getByRole('button', { name: 'Send the invitation' }).click();
-    const link = await p.locator('#invitation-link').inputValue();
+    await p.locator('#invitation-link-box', { hasText: `An invitation is on its way to ${email}` }).waitFor();
     await p.locator('#invitations tbody tr', { hasText: email }).waitFor();
+    // Mailed: the admin never sees the link; it is in the invitee's mailbox alone.
+    expect(await p.locator('#invitation-link').count()).to.equal(0);
+    const link = await mailedInvitationLink(email);
     // The link as mailed (PUBLIC_URL/console/#/invite/…), opened on this run's query service.
     const mailed = new URL(link);
     expect(mailed.pathname).to.equal('/console/');

@@ -13,6 +13,7 @@ import {
   listMembers,
 } from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../harness/processes.js';
+import { freePort } from '../../tools/devstack/ports.js';
 import {
   adminRegistry,
   collectTopic,
@@ -23,7 +24,7 @@ import {
   type Running,
 } from '../support/fixtures.js';
 import { apiRequest, type ApiAnswer } from '../support/api.js';
-import { runMailpit } from '../support/mailpit.js';
+import { mailedInvitationLink, runMailpit } from '../support/mailpit.js';
 
 /**
  * Members, invitations and settings (docs/access.md, "Members") on the real stack: the
@@ -112,19 +113,22 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
 
   it('invite: the mail arrives with the link; preview; accept with a password; the new session works', async () => {
     const email = `${uid('colleague')}@example.test`;
-    const made = await call<InvitationView & { link: string }>(
+    const made = await call<InvitationView & { link?: string; mail_sent: boolean }>(
       'POST',
       '/api/invitations',
       { email, role: 'viewer' },
       owner,
     );
     expect(made.status, made.text).to.equal(201);
-    expect(made.body.data).to.deep.include({ email, role: 'viewer', invited_by: owner.id });
-    expect(made.body.data.link).to.match(/^http:\/\/127\.0\.0\.1\/console\/#\/invite\/inv_[a-z0-9]{20}\.[\w-]{43}$/);
+    expect(made.body.data).to.deep.include({ email, role: 'viewer', invited_by: owner.id, mail_sent: true });
+    // Mailed: the link (the proof of controlling the email) goes to the mailbox alone.
+    expect(made.body.data).to.not.have.property('link');
+    const link = await mailedInvitationLink(email);
+    expect(link).to.match(/^http:\/\/127\.0\.0\.1\/console\/#\/invite\/inv_[a-z0-9]{20}\.[\w-]{43}$/);
     const [mail] = await runMailpit().waitFor(`to:${email}`);
-    expect(mail!.Text).to.contain(made.body.data.link);
-    expect(mail!.HTML).to.contain(made.body.data.link);
-    const token = made.body.data.link.split('/invite/')[1]!;
+    expect(mail!.Text).to.contain(link);
+    expect(mail!.HTML).to.contain(link);
+    const token = link.split('/invite/')[1]!;
     await auditOf('member.invite', made.body.data.id);
 
     const pending = await call<InvitationView[]>('GET', '/api/invitations', undefined, viewer);
@@ -170,13 +174,41 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
     expect((await auditOf('invitation.refused', made.body.data.id)).outcome).to.equal('denied');
   });
 
+  it('a mail that cannot be sent: the answer carries the link once (mail_sent false), to hand over', async () => {
+    // Nothing listens on this loopback port: the mail server refuses the connection.
+    const unmailed = await runQuery({
+      AUDIT_TOPIC: auditTopic,
+      PUBLIC_URL: 'http://127.0.0.1',
+      DATABASE_URL: testStack().users.postgres!.query,
+      SMTP_URL: `smtp://127.0.0.1:${await freePort()}`,
+    });
+    try {
+      const email = `${uid('unmailed')}@example.test`;
+      const made = await apiRequest<InvitationView & { link?: string; mail_sent: boolean }>(
+        unmailed.url,
+        'POST',
+        '/api/invitations',
+        { email, role: 'viewer' },
+        { headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf } },
+      );
+      expect(made.status, made.text).to.equal(201);
+      expect(made.body.data).to.deep.include({ email, mail_sent: false });
+      expect(made.body.data.link).to.match(/^http:\/\/127\.0\.0\.1\/console\/#\/invite\/inv_[a-z0-9]{20}\.[\w-]{43}$/);
+      const token = made.body.data.link!.split('/invite/')[1]!;
+      const preview = await call('GET', `/api/invitations/preview?token=${token}`);
+      expect(preview.status, preview.text).to.equal(200);
+    } finally {
+      await unmailed.stop();
+    }
+  });
+
   it('accept as an existing person: signed in (CSRF checked, the email must match) or with their password', async () => {
     const elsewhere = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
     const [signedIn, other] = await Promise.all([member(elsewhere, 'viewer'), member(elsewhere, 'viewer')]);
     const invite = async (email: string): Promise<string> => {
-      const made = await call<{ link: string }>('POST', '/api/invitations', { email, role: 'editor' }, owner);
+      const made = await call('POST', '/api/invitations', { email, role: 'editor' }, owner);
       expect(made.status, made.text).to.equal(201);
-      return made.body.data.link.split('/invite/')[1]!;
+      return (await mailedInvitationLink(email)).split('/invite/')[1]!;
     };
     // Someone else's session: another email than the invited one.
     const forSignedIn = await invite(signedIn.email);
@@ -216,14 +248,9 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
   it("accepting as an existing person guesses their password under sign-in's throttle", async () => {
     const elsewhere = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
     const someone = await member(elsewhere, 'viewer');
-    const made = await call<{ link: string }>(
-      'POST',
-      '/api/invitations',
-      { email: someone.email, role: 'viewer' },
-      owner,
-    );
+    const made = await call('POST', '/api/invitations', { email: someone.email, role: 'viewer' }, owner);
     expect(made.status, made.text).to.equal(201);
-    const token = made.body.data.link.split('/invite/')[1]!;
+    const token = (await mailedInvitationLink(someone.email)).split('/invite/')[1]!;
     // The pair of account and address lets 3 failures through; the 4th starts the delay.
     const codes: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -242,14 +269,9 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
 
   it('forged, expired and revoked links are refused with INVITATION_INVALID; genuine ones are audited', async () => {
     const email = `${uid('x')}@example.test`;
-    const made = await call<InvitationView & { link: string }>(
-      'POST',
-      '/api/invitations',
-      { email, role: 'editor' },
-      admin,
-    );
+    const made = await call<InvitationView>('POST', '/api/invitations', { email, role: 'editor' }, admin);
     expect(made.status, made.text).to.equal(201);
-    const token = made.body.data.link.split('/invite/')[1]!;
+    const token = (await mailedInvitationLink(email)).split('/invite/')[1]!;
     const [id, sig] = token.split('.') as [string, string];
     const flipped = `${sig[0] === 'A' ? 'B' : 'A'}${sig.slice(1)}`;
     const otherKey = new InvitationLinks(parseSealingKeys(`k1:${Buffer.alloc(32, 7).toString('base64')}`), '');

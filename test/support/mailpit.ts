@@ -80,3 +80,16 @@ export function mailpitClient(baseUrl: string): MailpitClient {
   };
   return client;
 }
+
+/**
+ * The invitation link (`…/console/#/invite/<token>`) in the newest mail to `email`: the only
+ * place a mailed invitation's link goes (POST /api/invitations answers it only when the mail
+ * could not be sent).
+ */
+export async function mailedInvitationLink(email: string, mailpit: MailpitClient = runMailpit()): Promise<string> {
+  const mails = await mailpit.waitFor(`to:${email}`);
+  const text = mails[mails.length - 1]!.Text;
+  const link = /https?:\/\/\S+\/console\/#\/invite\/[A-Za-z0-9._~-]+/.exec(text)?.[0];
+  if (link === undefined) throw new Error(`no invitation link in the mail to ${email}: ${text}`);
+  return link;
+}

@@ -30,8 +30,8 @@ import { tenantOf } from './params.js';
 
 /**
  * /api/invitations (docs/access.md, "Members"): owners and admins invite by email; the
- * link (`${PUBLIC_URL}/console/#/invite/<token>`, store/people/invitations.ts) is mailed
- * and shown once; whoever follows it previews and accepts it, once. A link that is
+ * link (`${PUBLIC_URL}/console/#/invite/<token>`, store/people/invitations.ts) is mailed,
+ * and answered to the inviter only when the mail could not be sent; whoever follows it previews and accepts it, once. A link that is
  * genuinely signed but cannot be used (expired, used, revoked, another email) is audited
  * as `invitation.refused` in its tenant; a forged one concerns no tenant.
  */
@@ -123,7 +123,9 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
         error: answer.error,
       });
     res.status(201).setHeader('Cache-Control', 'no-store');
-    res.json(ok({ ...invitationView(invitation), link, mail_sent: mailSent }));
+    // The link proves control of the invited email: the inviter sees it only when no mail went
+    // out (then they must hand it over); a mailed invitation answers no link (docs/access.md).
+    res.json(ok({ ...invitationView(invitation), ...(mailSent ? {} : { link }), mail_sent: mailSent }));
   });
 
   // /api/invitations/preview and /accept are not invitations: their other methods answer 405 (app.ts).

@@ -138,18 +138,22 @@ export const memberPaths: Json = {
     },
     post: {
       operationId: 'inviteMember',
-      summary: 'Invite an email with a role: the link is mailed, and answered once',
+      summary: 'Invite an email with a role: the link is mailed (answered only when the mail could not be sent)',
       description:
-        'Only an owner invites an owner (403 ROLE_NOT_ALLOWED). The link is `${PUBLIC_URL}/console/#/invite/<token>`; `mail_sent` says whether the mail server took the mail. Audited as member.invite.',
+        'Only an owner invites an owner (403 ROLE_NOT_ALLOWED). The link is `${PUBLIC_URL}/console/#/invite/<token>`; `mail_sent` says whether the mail server took the mail. The link proves control of the invited email, so the answer has `link` only when `mail_sent` is false (no SMTP_URL, or the server refused): then the inviter must hand it to the invitee, and to nobody else. Audited as member.invite.',
       security: security('members:write'),
       requestBody: body(invitationCreateSchema),
       responses: {
         '201': jsonOk(
-          'The invitation, its link (shown once) and whether it was mailed.',
+          'The invitation and whether it was mailed; its link only when it was not.',
           envelopeOf({
             type: 'object',
-            required: [...Object.keys(invitationProps), 'link', 'mail_sent'],
-            properties: { ...invitationProps, link: { type: 'string' }, mail_sent: { type: 'boolean' } },
+            required: [...Object.keys(invitationProps), 'mail_sent'],
+            properties: {
+              ...invitationProps,
+              link: { type: 'string', description: 'Only when mail_sent is false: hand it to the invitee alone.' },
+              mail_sent: { type: 'boolean' },
+            },
           }),
         ),
         ...routeErrors(...bodyErrors, 'INVALID_PARAMETER', 'ALREADY_MEMBER', 'ROLE_NOT_ALLOWED', 'QUOTA_EXCEEDED'),

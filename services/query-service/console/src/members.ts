@@ -6,13 +6,13 @@ import { field, onSubmit, shownOnce, statusLine, value } from './people-form.js'
 
 /**
  * #/members (docs/console.md): the tenant's members with their roles, the pending
- * invitations, and an invite form whose link is shown once. Without members:write the
+ * invitations, and an invite form (its link is shown once, only when it could not be mailed). Without members:write the
  * controls are disabled (guard.ts).
  *
  * Ids a test can find: table#members with tr[data-member=PERSON_ID], its select.member-role
  * and button.member-remove; table#invitations with tr[data-invitation=ID] and
  * button.invitation-revoke; form#invite-form with #invite-email, #invite-role and
- * #invite-status; the link shown once in #invitation-link; #members-notice.
+ * #invite-status; the link shown once in #invitation-link when the mail was not sent; #members-notice.
  */
 
 const roleOptions = (selected: string): HTMLElement[] =>
@@ -140,18 +140,28 @@ export async function membersPage(main: HTMLElement): Promise<void> {
   );
   onSubmit(form, status, async () => {
     const email = value(form, 'invite-email');
-    const made = await call<InvitationView & { link: string }>('POST', '/api/invitations', {
+    const made = await call<InvitationView & { link?: string; mail_sent: boolean }>('POST', '/api/invitations', {
       email,
       role: value(form, 'invite-role'),
     });
-    // The list redraws without the form's outcome: the link goes above it, once.
+    // The list redraws without the form's outcome: it goes above it. The answer has a link
+    // only when the mail could not be sent: then the inviter hands it to the invitee alone.
     await membersPage(main);
     const box = main.querySelector('#invitation-link-box');
+    const handOver = made.data.link;
     if (box)
       show(
         box,
-        h('p', { role: 'status' }, `An invitation is on its way to ${email}.`),
-        shownOnce('invitation-link', 'Its link', made.data.link),
+        ...(handOver === undefined
+          ? [h('p', { role: 'status' }, `An invitation is on its way to ${email}.`)]
+          : [
+              h(
+                'p',
+                { role: 'status' },
+                `The mail to ${email} could not be sent: hand them this link yourself, and nobody else (whoever holds it can join as them).`,
+              ),
+              shownOnce('invitation-link', 'Its link', handOver),
+            ]),
       );
   });
 
