@@ -2,7 +2,15 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import { expect } from 'chai';
 import type { AuditEntry } from '@telemetry/contract';
 import { createKafka, createLogger, parseSealingKeys, type PgPool } from '@telemetry/platform';
-import { addMembership, createInvitation, createTenant, ensurePerson, InvitationLinks } from '@telemetry/store';
+import {
+  addMembership,
+  createInvitation,
+  createSession,
+  createTenant,
+  ensurePerson,
+  hashPassword,
+  InvitationLinks,
+} from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../harness/processes.js';
 import { freePort } from '../../tools/devstack/ports.js';
 import {
@@ -156,6 +164,50 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     } finally {
       accounts.set('sub-member', before);
     }
+  });
+
+  it('linking a new identity to a person with a password clears it (and TOTP, and their sessions): nothing proves who set it', async () => {
+    // Say an inviter accepted the invitation themself with a password of their choosing.
+    const email = `${uid('ceo')}@corp.example`;
+    const password = 'a password the inviter chose 1';
+    const { person } = await ensurePerson(db, { email, passwordHash: await hashPassword(password) });
+    await addMembership(db, { tenantId: tenants.member, personId: person.id, role: 'viewer', createdBy: 'test' });
+    await createSession(db, {
+      personId: person.id,
+      tenantId: tenants.member,
+      method: 'password',
+      ip: '127.0.0.1',
+      userAgent: 'test',
+      maxSeconds: 3600,
+    });
+    const signInWith = (pw: string) =>
+      fetch(`${query.url}/api/session/password`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: pw }),
+      });
+    expect((await signInWith(password)).status, 'the password works before').to.equal(200);
+    expect(await sessionsOf(person.id)).to.equal(2);
+
+    accounts.set('sub-ceo', { email, email_verified: true, name: 'CEO' });
+    const r = await oidcSignInFlow(query.url, 'sub-ceo');
+    expect(r.callback.status).to.equal(302);
+    expect((await monitorsWith(r.sessionCookie)).status, 'the SSO session works').to.equal(200);
+    expect(await sessionsOf(person.id), 'only the SSO session is left').to.equal(1);
+    const after = await db.query('SELECT password_hash, totp_enabled FROM people WHERE person_id = $1', [person.id]);
+    expect(after.rows).to.deep.equal([{ password_hash: null, totp_enabled: false }]);
+    const old = await signInWith(password);
+    expect(old.status).to.equal(401);
+    expect((await envelope(old)).code).to.equal('SIGN_IN_FAILED');
+    const cleared = await eventually('person.password_cleared audited', () =>
+      audited('person.password_cleared', tenants.member).find((e) => e.target.id === person.id),
+    );
+    expect(cleared.changes).to.deep.equal({ sessions_ended: { after: 2 }, method: { after: 'oidc' } });
+
+    // Signing in again by the identity now linked clears nothing more (nor the session).
+    const again = await oidcSignInFlow(query.url, 'sub-ceo');
+    expect((await monitorsWith(again.sessionCookie)).status).to.equal(200);
+    expect((await monitorsWith(r.sessionCookie)).status).to.equal(200);
   });
 
   it('does not link an unverified email: NOT_A_MEMBER, no identity, no session', async () => {

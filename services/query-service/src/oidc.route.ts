@@ -251,8 +251,17 @@ async function admit(
     if (!person && (invitation !== null || rules.length > 0))
       person = (await ensurePerson(deps.db, { email, name: id.name })).person;
     if (person) {
-      const owner = await linkIdentity(deps.db, id.issuer, id.subject, person.id);
-      if (owner !== person.id) person = await personById(deps.db, owner);
+      const link = await linkIdentity(deps.db, id.issuer, id.subject, person.id);
+      if (link.passwordCleared)
+        for (const t of await tenantsOf(deps.db, person.id))
+          await deps.audit.record(req, res, {
+            action: 'person.password_cleared',
+            target: { type: 'person', id: person.id },
+            tenantId: t.id,
+            actor: { type: 'person', id: person.id, email: person.email },
+            changes: { sessions_ended: { after: link.sessionsEnded }, method: { after: 'oidc' } },
+          });
+      if (link.personId !== person.id || link.passwordCleared) person = await personById(deps.db, link.personId);
     }
   }
   if (!person) {

@@ -72,21 +72,37 @@ export async function personOfIdentity(db: PgQueryable, issuer: string, subject:
   return rows[0]?.person_id;
 }
 
-/** Links an identity to a person; an identity already linked keeps its person. Returns that person. */
+/**
+ * Links an identity to a person (found by verified email); an identity already linked keeps
+ * its person. When the link is new and the person has a password, that password and their
+ * TOTP are cleared and their sessions ended, in the same statement: nothing proves who set
+ * that password (an inviter who accepted the invitation themself, say); the person sets one
+ * again by reset. Returns the linked person, and what was cleared.
+ */
 export async function linkIdentity(
   db: PgQueryable,
   issuer: string,
   subject: string,
   personId: string,
-): Promise<string> {
-  await registryCall(() =>
-    db.query(
-      `INSERT INTO oidc_identities (issuer, subject, person_id) VALUES ($1, $2, $3)
-       ON CONFLICT (issuer, subject) DO NOTHING`,
+): Promise<{ personId: string; passwordCleared: boolean; sessionsEnded: number }> {
+  const { rows } = await registryCall(() =>
+    db.query<{ cleared: number; ended: number }>(
+      `WITH linked AS (
+         INSERT INTO oidc_identities (issuer, subject, person_id) VALUES ($1, $2, $3)
+         ON CONFLICT (issuer, subject) DO NOTHING RETURNING person_id),
+       cleared AS (
+         UPDATE people SET password_hash = NULL, password_changed_at = now(), totp_sealed = NULL, totp_enabled = false
+         WHERE person_id IN (SELECT person_id FROM linked) AND password_hash IS NOT NULL RETURNING person_id),
+       ended AS (DELETE FROM sessions WHERE person_id IN (SELECT person_id FROM cleared) RETURNING 1)
+       SELECT (SELECT count(*) FROM cleared)::int AS cleared, (SELECT count(*) FROM ended)::int AS ended`,
       [issuer, subject, personId],
     ),
   );
-  return (await personOfIdentity(db, issuer, subject)) ?? personId;
+  return {
+    personId: (await personOfIdentity(db, issuer, subject)) ?? personId,
+    passwordCleared: rows[0]!.cleared > 0,
+    sessionsEnded: rows[0]!.ended,
+  };
 }
 
 /** The tenants whose email-domain rule admits `domain` (lower case), with the role they admit as. */
