@@ -13,9 +13,10 @@ import {
   setPasswordHash,
   verifyPassword,
   type PersonRecord,
+  type Reservation,
 } from '@telemetry/store';
 import { auditEverywhere, sendPrivate, sessionOnly, signedIn, stringFields, type SignInDeps } from './session.route.js';
-import { clientAddress, refuseThrottled } from './access/throttled.js';
+import { clientAddress, reserveAttempt } from './access/throttled.js';
 import { invalid } from './registry-objects.js';
 
 /**
@@ -52,6 +53,17 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
   const audit = (req: Request, res: Response, action: string, person: PersonRecord) =>
     access.audit.record(req, res, { action, target: { type: 'person', id: person.id } });
   const wrongCode = () => invalid('code', [{ path: '/code', message: 'is not the current code' }]);
+  /**
+   * The signed-in person's current password, checked under sign-in's throttle (a stolen
+   * session guesses it as sign-in would). The reservation stays counted until `succeeded()`.
+   */
+  const proveSelf = async (req: Request, person: PersonRecord, currentPassword: string): Promise<Reservation> => {
+    const reservation = await reserveAttempt(deps.throttle, person.email, clientAddress(req));
+    if (!(await verifyPassword(person.password_hash, currentPassword))) {
+      throw invalid('body', [{ path: '/current_password', message: 'is not your current password' }]);
+    }
+    return reservation;
+  };
 
   app.post('/api/password-resets', async (req, res) => {
     const { email } = await stringFields(req, ['email'], [], 254);
@@ -88,13 +100,8 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
   app.put('/api/me/password', sessionOnly(access), async (req, res) => {
     const body = await stringFields(req, ['current_password', 'password']);
     const person = await me(res);
-    const address = clientAddress(req);
-    // Guessing the current password with a stolen session is throttled as sign-in is.
-    await refuseThrottled(deps.throttle, person.email, address);
-    if (!(await verifyPassword(person.password_hash, body.current_password))) {
-      await deps.throttle.failed(person.email, address);
-      throw invalid('body', [{ path: '/current_password', message: 'is not your current password' }]);
-    }
+    const reservation = await proveSelf(req, person, body.current_password);
+    await reservation.succeeded();
     requireStrongPassword(body.password);
     await setPasswordHash(deps.pool, person.id, await hashPassword(body.password));
     const ended = await endOtherSessions(deps.pool, person.id, signedIn(res).sessionHash);
