@@ -401,11 +401,32 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     // Pending: sign-in needs no code yet.
     await signIn(p.email);
 
-    const enable = (code: string) => call('POST', '/api/me/totp/enable', { ...withSession(s), body: { code } });
+    const enable = (code: string, current_password = PASSWORD) =>
+      call('POST', '/api/me/totp/enable', { ...withSession(s), body: { code, current_password } });
+    // A stolen session cannot enrol its own authenticator: the password is asked for too.
+    const noPassword = await call('POST', '/api/me/totp/enable', {
+      ...withSession(s),
+      body: { code: totpCode(secret, at) },
+    });
+    expect(noPassword.body.details?.problems?.[0]?.path).to.equal('/current_password');
+    const wrongPassword = await enable(totpCode(secret, at), 'not my password');
+    expect(wrongPassword.status).to.equal(400);
+    expect(wrongPassword.body.details?.problems?.[0]?.path).to.equal('/current_password');
     const bad = await enable(totpCode(secret, at + 300_000));
     expect(bad.status).to.equal(400);
     expect(bad.body.details?.problems?.[0]?.path).to.equal('/code');
-    expect((await enable(totpCode(secret, at - 30_000))).status).to.equal(200);
+    // Wrong codes and passwords count as sign-in failures: the pair's free ones are spent, then held.
+    for (let i = 2; i < SIGN_IN_THROTTLE.pair.free; i++) {
+      expect((await enable(totpCode(secret, at + 300_000))).body.details?.problems?.[0]?.path).to.equal('/code');
+    }
+    expect((await enable(totpCode(secret, at + 300_000))).status).to.equal(400);
+    const held = await enable(totpCode(secret, at - 30_000));
+    expect(held.body.code).to.equal('SIGN_IN_THROTTLED');
+    const enabled = await eventually('the delay ends', async () => {
+      const r = await enable(totpCode(secret, at - 30_000));
+      return r.status === 429 ? undefined : r;
+    });
+    expect(enabled.status, JSON.stringify(enabled.body)).to.equal(200);
 
     const noCode = await call('POST', '/api/session/password', { body: { email: p.email, password: PASSWORD } });
     expect(noCode.status).to.equal(401);
@@ -419,9 +440,14 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
 
     const off = await call('DELETE', '/api/me/totp', {
       ...withSession(s),
-      body: { code: totpCode(secret, at + 30_000) },
+      body: { code: totpCode(secret, at + 30_000), current_password: 'not my password' },
     });
-    expect(off.status, JSON.stringify(off.body)).to.equal(200);
+    expect(off.body.details?.problems?.[0]?.path).to.equal('/current_password');
+    const offRight = await call('DELETE', '/api/me/totp', {
+      ...withSession(s),
+      body: { code: totpCode(secret, at + 30_000), current_password: PASSWORD },
+    });
+    expect(offRight.status, JSON.stringify(offRight.body)).to.equal(200);
     await signIn(p.email);
     await eventually('TOTP changes audited', () =>
       auditOf('person.totp_enable', p.id).length === 1 && auditOf('person.totp_disable', p.id).length === 1
@@ -452,14 +478,20 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     const confirm = (password: string) => call('POST', '/api/password-resets/confirm', { body: { token, password } });
     const weak = await confirm('password1234');
     expect(weak.body.code).to.equal('WEAK_PASSWORD');
+    // Two-step sign-in on: the reset proves the email, not the authenticator, so it goes off.
+    await adminRegistry().query(`UPDATE people SET totp_enabled = true, totp_sealed = 'sealed' WHERE person_id = $1`, [
+      p.id,
+    ]);
     const fresh = 'a new and long enough passphrase';
     expect((await confirm(fresh)).status).to.equal(200);
     expect((await confirm(`${fresh}!`)).body.code).to.equal('RESET_LINK_INVALID');
     expect((await call('GET', '/api/session', { cookie: old.cookie })).body.code).to.equal('SESSION_EXPIRED');
     const signedIn = await call('POST', '/api/session/password', { body: { email: p.email, password: fresh } });
     expect(signedIn.status).to.equal(200);
-    await eventually('reset audited in both tenants', () =>
-      auditOf('person.password_reset', p.id).length === 2 ? true : undefined,
+    await eventually('reset and TOTP off audited in both tenants', () =>
+      auditOf('person.password_reset', p.id).length === 2 && auditOf('person.totp_disable', p.id).length === 2
+        ? true
+        : undefined,
     );
   });
 

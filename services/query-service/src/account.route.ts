@@ -42,6 +42,13 @@ function resetMail(to: string, link: string, ttlSeconds: number, token: string) 
   return { to, subject: 'Reset your password', text, html, messageId: `<reset-${id}@telemetry>` };
 }
 
+/** The body of turning TOTP on or off: the current code and the current password. */
+async function totpFields(req: Request): Promise<{ code: string; current_password: string }> {
+  const body = await stringFields(req, ['code', 'current_password']);
+  if (body.code.length > 20) throw invalid('body', [{ path: '/code', message: 'must be at most 20 characters' }]);
+  return body;
+}
+
 export function accountRoutes(app: Express, deps: SignInDeps): void {
   const { access } = deps;
   /** The signed-in person as stored (their hash, their TOTP state). */
@@ -94,6 +101,13 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
       target: { type: 'person', id: person.id },
       changes: { sessions_ended: { after: done.sessionsEnded } },
     });
+    if (done.totpDisabled) {
+      await auditEverywhere(deps, req, res, person, {
+        action: 'person.totp_disable',
+        target: { type: 'person', id: person.id },
+        changes: { reason: { after: 'password_reset' } },
+      });
+    }
     res.json(ok({}));
   });
 
@@ -122,22 +136,27 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
   });
 
   app.post('/api/me/totp/enable', sessionOnly(access), async (req, res) => {
-    const { code } = await stringFields(req, ['code'], [], 20);
+    const { code, current_password } = await totpFields(req);
     const person = await me(res);
     if (person.totp_enabled || !person.totp_sealed) {
       throw invalid('request', [{ path: '/', message: 'start with POST /api/me/totp (two-step sign-in is off)' }]);
     }
+    // A stolen session must not enrol its own authenticator: the password too, and a wrong code counts.
+    const reservation = await proveSelf(req, person, current_password);
     if (!(await deps.totp.accept(person, code.trim()))) throw wrongCode();
+    await reservation.succeeded();
     await deps.totp.enable(person.id);
     await audit(req, res, 'person.totp_enable', person);
     res.json(ok({}));
   });
 
   app.delete('/api/me/totp', sessionOnly(access), async (req, res) => {
-    const { code } = await stringFields(req, ['code'], [], 20);
+    const { code, current_password } = await totpFields(req);
     const person = await me(res);
     if (!person.totp_enabled) throw invalid('request', [{ path: '/', message: 'two-step sign-in is off' }]);
+    const reservation = await proveSelf(req, person, current_password);
     if (!(await deps.totp.accept(person, code.trim()))) throw wrongCode();
+    await reservation.succeeded();
     await deps.totp.disable(person.id);
     await audit(req, res, 'person.totp_disable', person);
     res.json(ok({}));
