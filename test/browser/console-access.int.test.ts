@@ -241,6 +241,8 @@ describe('the console for people: sign-in, roles, keys and the audit log (Chromi
     const secret = await p.locator('#totp-secret').innerText();
     expect(await p.locator('#totp-url').innerText()).to.match(/^otpauth:\/\/totp\//);
     await p.locator('#totp-enable-code').fill(totpCode(secret));
+    // The current password too: a session left open cannot enrol another authenticator.
+    await p.locator('#totp-enable-password').fill(password);
     await p.getByRole('button', { name: 'Turn on' }).click();
     await p.locator('#totp', { hasText: 'Sign-in now asks for a code' }).waitFor();
     await p.locator('#account-sign-out').click();

@@ -12,6 +12,7 @@ import {
   needsRehash,
   personByEmail,
   pruneSignInRecords,
+  SIGN_IN_THROTTLE,
   sessionHash,
   totpCode,
 } from '@telemetry/store';
@@ -348,6 +349,45 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     expect(needsRehash(await storedHash())).to.equal(false);
   });
 
+  it('counts parallel guesses before checking them: one address gets its pair’s free failures and one more', async () => {
+    const p = await person([tenants.a]);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        call('POST', '/api/session/password', {
+          body: { email: p.email, password: 'wrong password' },
+          from: '127.0.0.5',
+        }),
+      ),
+    );
+    const codes = answers.map((a) => a.body.code);
+    const failed = codes.filter((c) => c === 'SIGN_IN_FAILED').length;
+    expect(failed, codes.join()).to.be.within(1, SIGN_IN_THROTTLE.pair.free + 1);
+    expect(codes.filter((c) => c === 'SIGN_IN_THROTTLED').length, codes.join()).to.equal(10 - failed);
+  });
+
+  it('does not hold the owner at a known address while failures from elsewhere block the account', async () => {
+    const p = await person([tenants.a]);
+    await signIn(p.email, {}, '127.0.0.2');
+    // One wrong password from each of enough other addresses to block the account bucket.
+    for (let i = 0; i <= SIGN_IN_THROTTLE.account.free; i++) {
+      const r = await call('POST', '/api/session/password', {
+        body: { email: p.email, password: 'wrong password' },
+        from: `127.0.0.${3 + i}`,
+      });
+      expect(r.body.code).to.equal('SIGN_IN_FAILED');
+    }
+    // An address it never signed in from is held by the account bucket (its cap: 30 s) ...
+    const unknown = await call('POST', '/api/session/password', {
+      body: { email: p.email, password: PASSWORD },
+      from: '127.0.0.9',
+    });
+    expect(unknown.body.code).to.equal('SIGN_IN_THROTTLED');
+    expect(Number(unknown.headers['retry-after'])).to.be.within(1, SIGN_IN_THROTTLE.account.capSeconds);
+    // ... the owner, from where they signed in before, is not.
+    const owner = await signIn(p.email, {}, '127.0.0.2');
+    expect(owner.view.person.id).to.equal(p.id);
+  });
+
   it('asks for a TOTP code once it is on, and takes each code once', async () => {
     // Clear of a step's end: the codes below are computed from one step of the server's clock.
     await eventually('not at the end of a 30 s step', () => (Date.now() % 30_000 < 24_000 ? true : undefined), 10_000);
@@ -361,11 +401,32 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     // Pending: sign-in needs no code yet.
     await signIn(p.email);
 
-    const enable = (code: string) => call('POST', '/api/me/totp/enable', { ...withSession(s), body: { code } });
+    const enable = (code: string, current_password = PASSWORD) =>
+      call('POST', '/api/me/totp/enable', { ...withSession(s), body: { code, current_password } });
+    // A stolen session cannot enrol its own authenticator: the password is asked for too.
+    const noPassword = await call('POST', '/api/me/totp/enable', {
+      ...withSession(s),
+      body: { code: totpCode(secret, at) },
+    });
+    expect(noPassword.body.details?.problems?.[0]?.path).to.equal('/current_password');
+    const wrongPassword = await enable(totpCode(secret, at), 'not my password');
+    expect(wrongPassword.status).to.equal(400);
+    expect(wrongPassword.body.details?.problems?.[0]?.path).to.equal('/current_password');
     const bad = await enable(totpCode(secret, at + 300_000));
     expect(bad.status).to.equal(400);
     expect(bad.body.details?.problems?.[0]?.path).to.equal('/code');
-    expect((await enable(totpCode(secret, at - 30_000))).status).to.equal(200);
+    // Wrong codes and passwords count as sign-in failures: the pair's free ones are spent, then held.
+    for (let i = 2; i < SIGN_IN_THROTTLE.pair.free; i++) {
+      expect((await enable(totpCode(secret, at + 300_000))).body.details?.problems?.[0]?.path).to.equal('/code');
+    }
+    expect((await enable(totpCode(secret, at + 300_000))).status).to.equal(400);
+    const held = await enable(totpCode(secret, at - 30_000));
+    expect(held.body.code).to.equal('SIGN_IN_THROTTLED');
+    const enabled = await eventually('the delay ends', async () => {
+      const r = await enable(totpCode(secret, at - 30_000));
+      return r.status === 429 ? undefined : r;
+    });
+    expect(enabled.status, JSON.stringify(enabled.body)).to.equal(200);
 
     const noCode = await call('POST', '/api/session/password', { body: { email: p.email, password: PASSWORD } });
     expect(noCode.status).to.equal(401);
@@ -379,9 +440,14 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
 
     const off = await call('DELETE', '/api/me/totp', {
       ...withSession(s),
-      body: { code: totpCode(secret, at + 30_000) },
+      body: { code: totpCode(secret, at + 30_000), current_password: 'not my password' },
     });
-    expect(off.status, JSON.stringify(off.body)).to.equal(200);
+    expect(off.body.details?.problems?.[0]?.path).to.equal('/current_password');
+    const offRight = await call('DELETE', '/api/me/totp', {
+      ...withSession(s),
+      body: { code: totpCode(secret, at + 30_000), current_password: PASSWORD },
+    });
+    expect(offRight.status, JSON.stringify(offRight.body)).to.equal(200);
     await signIn(p.email);
     await eventually('TOTP changes audited', () =>
       auditOf('person.totp_enable', p.id).length === 1 && auditOf('person.totp_disable', p.id).length === 1
@@ -412,14 +478,20 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     const confirm = (password: string) => call('POST', '/api/password-resets/confirm', { body: { token, password } });
     const weak = await confirm('password1234');
     expect(weak.body.code).to.equal('WEAK_PASSWORD');
+    // Two-step sign-in on: the reset proves the email, not the authenticator, so it goes off.
+    await adminRegistry().query(`UPDATE people SET totp_enabled = true, totp_sealed = 'sealed' WHERE person_id = $1`, [
+      p.id,
+    ]);
     const fresh = 'a new and long enough passphrase';
     expect((await confirm(fresh)).status).to.equal(200);
     expect((await confirm(`${fresh}!`)).body.code).to.equal('RESET_LINK_INVALID');
     expect((await call('GET', '/api/session', { cookie: old.cookie })).body.code).to.equal('SESSION_EXPIRED');
     const signedIn = await call('POST', '/api/session/password', { body: { email: p.email, password: fresh } });
     expect(signedIn.status).to.equal(200);
-    await eventually('reset audited in both tenants', () =>
-      auditOf('person.password_reset', p.id).length === 2 ? true : undefined,
+    await eventually('reset and TOTP off audited in both tenants', () =>
+      auditOf('person.password_reset', p.id).length === 2 && auditOf('person.totp_disable', p.id).length === 2
+        ? true
+        : undefined,
     );
   });
 
@@ -451,10 +523,12 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     ]);
     const quiet = `account:${uid('quiet')}@example.com`;
     const recent = `account:${uid('recent')}@example.com`;
+    const known = `known:${uid('known')}@example.com|127.0.0.1`;
     await db.query(
       `INSERT INTO sign_in_failures (bucket, failures, last_failure_at, blocked_until) VALUES
-         ($1, 7, now() - interval '25 hours', now() - interval '25 hours'), ($2, 7, now(), now() + interval '1 minute')`,
-      [quiet, recent],
+         ($1, 7, now() - interval '25 hours', now() - interval '25 hours'), ($2, 7, now(), now() + interval '1 minute'),
+         ($3, 0, now() - interval '25 hours', now() + interval '29 days')`,
+      [quiet, recent, known],
     );
     await db.query(
       `INSERT INTO password_resets (token_hash, person_id, expires_at) VALUES ($1, $3, now() - interval '2 days'),
@@ -474,7 +548,7 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     }
     const left = async (table: string, column: string, values: string[]) =>
       (await db.query(`SELECT 1 FROM ${table} WHERE ${column} = ANY($1)`, [values])).rowCount;
-    expect(await left('sign_in_failures', 'bucket', [quiet, recent])).to.equal(1);
+    expect(await left('sign_in_failures', 'bucket', [quiet, recent, known])).to.equal(2);
     expect(await left('password_resets', 'person_id', [p.id])).to.equal(1);
     expect(await left('sessions', 'session_hash', [sessionHash(live.token), sessionHash(ended.token)])).to.equal(1);
     expect((await call('GET', '/api/session', { cookie: live.cookie })).status).to.equal(200);

@@ -49,7 +49,11 @@ export const passwordChangeSchema = closedSchema('PasswordChange', ['current_pas
   current_password: password,
   password: newPassword,
 });
-export const totpCodeSchema = closedSchema('TotpCode', ['code'], { code: totpCode });
+/** Turning two-step sign-in on or off: a current code and the current password (a stolen session cannot). */
+export const totpCodeSchema = closedSchema('TotpCode', ['code', 'current_password'], {
+  code: totpCode,
+  current_password: password,
+});
 // --- answers
 
 export const personSchema = closedSchema('Person', ['id', 'email', 'name'], {

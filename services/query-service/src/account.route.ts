@@ -13,9 +13,10 @@ import {
   setPasswordHash,
   verifyPassword,
   type PersonRecord,
+  type Reservation,
 } from '@telemetry/store';
 import { auditEverywhere, sendPrivate, sessionOnly, signedIn, stringFields, type SignInDeps } from './session.route.js';
-import { clientAddress, refuseThrottled } from './access/throttled.js';
+import { clientAddress, reserveAttempt } from './access/throttled.js';
 import { invalid } from './registry-objects.js';
 
 /**
@@ -41,6 +42,13 @@ function resetMail(to: string, link: string, ttlSeconds: number, token: string) 
   return { to, subject: 'Reset your password', text, html, messageId: `<reset-${id}@telemetry>` };
 }
 
+/** The body of turning TOTP on or off: the current code and the current password. */
+async function totpFields(req: Request): Promise<{ code: string; current_password: string }> {
+  const body = await stringFields(req, ['code', 'current_password']);
+  if (body.code.length > 20) throw invalid('body', [{ path: '/code', message: 'must be at most 20 characters' }]);
+  return body;
+}
+
 export function accountRoutes(app: Express, deps: SignInDeps): void {
   const { access } = deps;
   /** The signed-in person as stored (their hash, their TOTP state). */
@@ -52,6 +60,17 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
   const audit = (req: Request, res: Response, action: string, person: PersonRecord) =>
     access.audit.record(req, res, { action, target: { type: 'person', id: person.id } });
   const wrongCode = () => invalid('code', [{ path: '/code', message: 'is not the current code' }]);
+  /**
+   * The signed-in person's current password, checked under sign-in's throttle (a stolen
+   * session guesses it as sign-in would). The reservation stays counted until `succeeded()`.
+   */
+  const proveSelf = async (req: Request, person: PersonRecord, currentPassword: string): Promise<Reservation> => {
+    const reservation = await reserveAttempt(deps.throttle, person.email, clientAddress(req));
+    if (!(await verifyPassword(person.password_hash, currentPassword))) {
+      throw invalid('body', [{ path: '/current_password', message: 'is not your current password' }]);
+    }
+    return reservation;
+  };
 
   app.post('/api/password-resets', async (req, res) => {
     const { email } = await stringFields(req, ['email'], [], 254);
@@ -82,19 +101,21 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
       target: { type: 'person', id: person.id },
       changes: { sessions_ended: { after: done.sessionsEnded } },
     });
+    if (done.totpDisabled) {
+      await auditEverywhere(deps, req, res, person, {
+        action: 'person.totp_disable',
+        target: { type: 'person', id: person.id },
+        changes: { reason: { after: 'password_reset' } },
+      });
+    }
     res.json(ok({}));
   });
 
   app.put('/api/me/password', sessionOnly(access), async (req, res) => {
     const body = await stringFields(req, ['current_password', 'password']);
     const person = await me(res);
-    const address = clientAddress(req);
-    // Guessing the current password with a stolen session is throttled as sign-in is.
-    await refuseThrottled(deps.throttle, person.email, address);
-    if (!(await verifyPassword(person.password_hash, body.current_password))) {
-      await deps.throttle.failed(person.email, address);
-      throw invalid('body', [{ path: '/current_password', message: 'is not your current password' }]);
-    }
+    const reservation = await proveSelf(req, person, body.current_password);
+    await reservation.succeeded();
     requireStrongPassword(body.password);
     await setPasswordHash(deps.pool, person.id, await hashPassword(body.password));
     const ended = await endOtherSessions(deps.pool, person.id, signedIn(res).sessionHash);
@@ -115,22 +136,27 @@ export function accountRoutes(app: Express, deps: SignInDeps): void {
   });
 
   app.post('/api/me/totp/enable', sessionOnly(access), async (req, res) => {
-    const { code } = await stringFields(req, ['code'], [], 20);
+    const { code, current_password } = await totpFields(req);
     const person = await me(res);
     if (person.totp_enabled || !person.totp_sealed) {
       throw invalid('request', [{ path: '/', message: 'start with POST /api/me/totp (two-step sign-in is off)' }]);
     }
+    // A stolen session must not enrol its own authenticator: the password too, and a wrong code counts.
+    const reservation = await proveSelf(req, person, current_password);
     if (!(await deps.totp.accept(person, code.trim()))) throw wrongCode();
+    await reservation.succeeded();
     await deps.totp.enable(person.id);
     await audit(req, res, 'person.totp_enable', person);
     res.json(ok({}));
   });
 
   app.delete('/api/me/totp', sessionOnly(access), async (req, res) => {
-    const { code } = await stringFields(req, ['code'], [], 20);
+    const { code, current_password } = await totpFields(req);
     const person = await me(res);
     if (!person.totp_enabled) throw invalid('request', [{ path: '/', message: 'two-step sign-in is off' }]);
+    const reservation = await proveSelf(req, person, current_password);
     if (!(await deps.totp.accept(person, code.trim()))) throw wrongCode();
+    await reservation.succeeded();
     await deps.totp.disable(person.id);
     await audit(req, res, 'person.totp_disable', person);
     res.json(ok({}));

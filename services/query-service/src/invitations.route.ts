@@ -22,7 +22,7 @@ import {
   type InvitationRecord,
   type SignInThrottle,
 } from '@telemetry/store';
-import { clientAddress, refuseThrottled } from './access/throttled.js';
+import { clientAddress, reserveAttempt } from './access/throttled.js';
 import { authenticate, csrfProblem, sessionToken, type AccessDeps } from './access/principal.js';
 import { sessionView, setSessionCookie } from './access/session-cookie.js';
 import { memberActor, refuse, validBody, type PeopleRoutesDeps } from './members.route.js';
@@ -247,12 +247,10 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
     if (existing.totp_enabled || existing.password_hash === null)
       throw new AppError('SIGN_IN_FAILED', 'sign in first, then open the invitation link again');
     // An existing person's password is guessed here as at sign-in: the same throttle.
-    await refuseThrottled(deps.throttle, email, address);
-    if (!(await verifyPassword(existing.password_hash, password))) {
-      await deps.throttle.failed(email, address);
+    const reservation = await reserveAttempt(deps.throttle, email, address);
+    if (!(await verifyPassword(existing.password_hash, password)))
       throw new AppError('SIGN_IN_FAILED', 'the email or password is not right');
-    }
-    await deps.throttle.succeeded(email, address);
+    await reservation.succeeded();
     return { id: existing.id, email: existing.email, name: existing.name };
   }
 }

@@ -28,7 +28,7 @@ import {
   type SignedIn,
 } from './access/principal.js';
 import type { AuditRecord } from './access/audit.js';
-import { clientAddress, refuseThrottled } from './access/throttled.js';
+import { clientAddress, reserveAttempt } from './access/throttled.js';
 import { clearSessionCookie, setSessionCookie, sessionView } from './access/session-cookie.js';
 import { invalid, jsonBody } from './registry-objects.js';
 
@@ -130,11 +130,11 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
     if (body.email.length > ACCESS_LIMITS.maxEmailLength) throw failed();
     const email = normalEmail(body.email);
     const address = clientAddress(req);
-    await refuseThrottled(deps.throttle, email, address);
+    // Counted as a failure before the password is checked (parallel guesses all count).
+    const reservation = await reserveAttempt(deps.throttle, email, address);
     const person = await personByEmail(deps.pool, email);
     const right = await verifyPassword(person?.password_hash, body.password);
-    const fail = async (): Promise<never> => {
-      await deps.throttle.failed(email, address);
+    const fail = (): never => {
       // After the answer: the audit's work must not tell a known email from an unknown one.
       if (person) {
         res.on('finish', () => {
@@ -157,10 +157,10 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
     if (needsRehash(person.password_hash!)) {
       await setPasswordHash(deps.pool, person.id, await hashPassword(body.password));
     }
+    await reservation.succeeded();
     const tenants = await tenantsOf(deps.pool, person.id);
     const tenant = tenants.find((t) => t.id === body.tenant_id) ?? tenants[0];
     if (!tenant) throw new AppError('NOT_A_MEMBER', 'you are not a member of any tenant; ask for an invitation');
-    await deps.throttle.succeeded(email, address);
     const s = await createSession(deps.pool, {
       personId: person.id,
       tenantId: tenant.id,

@@ -579,6 +579,24 @@ export const peopleCases = (): Case[] => {
       ...json,
       ...cookie('viewer'),
     }),
+    // Turning TOTP on or off asks for the current password too (a stolen session cannot).
+    pub('TOTP, no current password', 'POST', '/api/me/totp/enable', { code: '123456' }, 400, 'VALIDATION_FAILED', {
+      ...json,
+      ...cookie('viewer'),
+    }),
+    pub(
+      'TOTP, a current password a number',
+      'POST',
+      '/api/me/totp/enable',
+      { code: '123456', current_password: 42 },
+      400,
+      'VALIDATION_FAILED',
+      { ...json, ...cookie('viewer') },
+    ),
+    pub('TOTP off, no current password', 'DELETE', '/api/me/totp', { code: '123456' }, 400, 'VALIDATION_FAILED', {
+      ...json,
+      ...cookie('viewer'),
+    }),
     csrfRefused('TOTP, no CSRF token', 'POST', '/api/me/totp', cookie('viewer', '')),
     // --- single sign-on: not configured (OIDC_ISSUER empty), and configured (service `sso`)
     pub('SSO start, not configured', 'GET', '/auth/oidc/start', undefined, 404, 'SSO_NOT_CONFIGURED', {

@@ -30,7 +30,7 @@ function withCode(operationId: string, summary: string, done: string): Json {
     security: session,
     parameters: csrf,
     requestBody: body('TotpCode'),
-    responses: { '200': empty(done), ...writeErrors() },
+    responses: { '200': empty(done), ...writeErrors('SIGN_IN_THROTTLED') },
   };
 }
 
@@ -145,9 +145,17 @@ export const sessionPaths: Json = {
         ...writeErrors(),
       },
     },
-    delete: withCode('disableTotp', 'Turn two-step sign-in off (with a current code)', 'Off.'),
+    delete: withCode(
+      'disableTotp',
+      'Turn two-step sign-in off (with a current code and the current password; wrong ones count as failed sign-ins)',
+      'Off.',
+    ),
   },
   '/api/me/totp/enable': {
-    post: withCode('enableTotp', 'Turn two-step sign-in on with a correct code of the pending secret', 'On.'),
+    post: withCode(
+      'enableTotp',
+      'Turn two-step sign-in on with a correct code of the pending secret and the current password (wrong ones count as failed sign-ins)',
+      'On.',
+    ),
   },
 };

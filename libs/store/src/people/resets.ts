@@ -41,7 +41,7 @@ export async function confirmPasswordReset(
   pool: PgPool,
   token: string,
   passwordHash: string,
-): Promise<{ personId: string; sessionsEnded: number } | undefined> {
+): Promise<{ personId: string; sessionsEnded: number; totpDisabled: boolean } | undefined> {
   return registryCall(() =>
     inTransaction(pool, async (tx) => {
       const { rows } = await tx.query<{ person_id: string }>(
@@ -54,7 +54,13 @@ export async function confirmPasswordReset(
       await tx.query('UPDATE password_resets SET used_at = now() WHERE person_id = $1 AND used_at IS NULL', [personId]);
       await setPasswordHash(tx, personId, passwordHash);
       const { rowCount } = await tx.query('DELETE FROM sessions WHERE person_id = $1', [personId]);
-      return { personId, sessionsEnded: rowCount ?? 0 };
+      // The person proved their email, not their authenticator: two-step sign-in goes off.
+      const totp = await tx.query(
+        `UPDATE people SET totp_enabled = false, totp_sealed = NULL
+         WHERE person_id = $1 AND (totp_enabled OR totp_sealed IS NOT NULL) RETURNING totp_enabled`,
+        [personId],
+      );
+      return { personId, sessionsEnded: rowCount ?? 0, totpDisabled: (totp.rowCount ?? 0) > 0 };
     }),
   );
 }

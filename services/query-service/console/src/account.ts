@@ -11,8 +11,9 @@ import type { Navigate } from './sign-in.js';
  *
  * Ids a test can find: #account-person, form#tenant-switch with #tenant-select;
  * form#password-change with #current-password, #new-password and #password-status;
- * button#totp-setup, #totp-secret, #totp-url, form#totp-enable with #totp-enable-code,
- * form#totp-disable with #totp-disable-code; button#account-sign-out and
+ * button#totp-setup, #totp-secret, #totp-url, form#totp-enable with #totp-enable-code and
+ * #totp-enable-password, form#totp-disable with #totp-disable-code and #totp-disable-password;
+ * button#account-sign-out and
  * button#sign-out-everywhere.
  */
 
@@ -148,11 +149,17 @@ function totp(me: MemberView | undefined): HTMLElement {
       'form',
       { id },
       field(`${id}-code`, 'Code from the app', { autocomplete: 'one-time-code', inputmode: 'numeric', required: true }),
+      // The password too: a session left open (or stolen) cannot change how its owner signs in.
+      field(`${id}-password`, 'Current password', {
+        type: 'password',
+        autocomplete: 'current-password',
+        required: true,
+      }),
       status,
       h('button', { type: 'submit' }, label),
     );
     onSubmit(form, status, async () => {
-      await call(method, path, { code: value(form, `${id}-code`) });
+      await call(method, path, { code: value(form, `${id}-code`), current_password: value(form, `${id}-password`) });
       show(box, h('p', { role: 'status' }, done));
     });
     return form;

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { AppError } from '@telemetry/platform';
-import type { SignInThrottle } from '@telemetry/store';
+import type { Reservation, SignInThrottle } from '@telemetry/store';
 
 /**
  * Where a password is checked (sign-in, a password change, accepting an invitation as an
@@ -12,15 +12,17 @@ export function clientAddress(req: Request): string {
   return req.socket.remoteAddress ?? '';
 }
 
-/** 429 SIGN_IN_THROTTLED while a bucket of `email` from this address is blocked. */
-export async function refuseThrottled(throttle: SignInThrottle, email: string, address: string): Promise<void> {
-  const wait = await throttle.retryAfter(email, address);
-  if (wait > 0) {
-    throw new AppError(
-      'SIGN_IN_THROTTLED',
-      `too many failed sign-ins: try again in ${wait} s`,
-      { retry_after: wait },
-      { 'Retry-After': String(wait) },
-    );
-  }
+/**
+ * Reserves a password check of `email` from this address (counted as a failure until
+ * `succeeded()`), or 429 SIGN_IN_THROTTLED while a bucket that applies is blocked.
+ */
+export async function reserveAttempt(throttle: SignInThrottle, email: string, address: string): Promise<Reservation> {
+  const r = await throttle.attempt(email, address);
+  if (typeof r !== 'number') return r;
+  throw new AppError(
+    'SIGN_IN_THROTTLED',
+    `too many failed sign-ins: try again in ${r} s`,
+    { retry_after: r },
+    { 'Retry-After': String(r) },
+  );
 }
