@@ -10,6 +10,7 @@ import {
   ensurePerson,
   hashPassword,
   InvitationLinks,
+  issueKey,
   listMembers,
 } from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../harness/processes.js';
@@ -224,6 +225,14 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
       },
     );
     expect(noCsrf.code).to.equal('CSRF_FAILED');
+    // Refused as the signed-in person: audited as denied, as every refusal (docs/access.md).
+    const denied = await eventually('the CSRF refusal audited', () =>
+      (audit.values as AuditEntry[]).find(
+        (e) => e.action === 'access.denied' && e.actor.id === signedIn.id && e.changes.code?.after === 'CSRF_FAILED',
+      ),
+    );
+    expect(denied).to.deep.include({ tenant_id: elsewhere, outcome: 'denied' });
+    expect(denied.target).to.deep.equal({ type: 'route', id: 'POST /api/invitations/accept' });
     const joined = await call<SessionView>('POST', '/api/invitations/accept', { token: forSignedIn }, signedIn);
     expect(joined.status, joined.text).to.equal(200);
     expect(joined.body.data).to.deep.include({ role: 'editor' });
@@ -361,6 +370,47 @@ describe('members, invitations and settings (real PostgreSQL, Kafka, ClickHouse,
       role: { before: 'viewer', after: 'editor' },
     });
     expect((await call('PATCH', `/api/members/${viewer.id}`, { role: 'viewer' }, admin)).status).to.equal(200);
+  });
+
+  it('a key limited to some monitors changes no members, invitations or settings (403 MONITOR_NOT_ALLOWED)', async () => {
+    const limited = await issueKey(adminRegistry(), {
+      tenantId: tenant,
+      kind: 'api',
+      name: uid('limited'),
+      scopes: ['members:read', 'members:write', 'settings:read', 'settings:write'],
+      monitorIds: ['mon_only'],
+    });
+    const as = (method: string, path: string, body?: unknown) =>
+      apiRequest(query.url, method, path, body, { headers: { authorization: `Bearer ${limited.key}` } });
+    // It reads them (once the service has loaded the key).
+    await eventually('the limited key loaded', async () =>
+      (await as('GET', '/api/members')).status === 200 ? true : undefined,
+    );
+    const pending = await call<InvitationView>(
+      'POST',
+      '/api/invitations',
+      { email: `${uid('x')}@example.test`, role: 'viewer' },
+      owner,
+    );
+    expect(pending.status, pending.text).to.equal(201);
+    const writes: [string, string, unknown][] = [
+      ['PATCH', `/api/members/${viewer.id}`, { role: 'admin' }],
+      ['DELETE', `/api/members/${viewer.id}`, undefined],
+      ['POST', '/api/invitations', { email: `${uid('y')}@example.test`, role: 'owner' }],
+      ['DELETE', `/api/invitations/${pending.body.data.id}`, undefined],
+      ['PATCH', '/api/settings', { name: 'renamed by a limited key' }],
+    ];
+    for (const [method, path, body] of writes) {
+      const r = await as(method, path, body);
+      expect([r.status, r.code], `${method} ${path}`).to.deep.equal([403, 'MONITOR_NOT_ALLOWED']);
+    }
+    // Nothing changed.
+    const members = await listMembers(adminRegistry(), tenant);
+    expect(members.find((m) => m.id === viewer.id)?.role).to.equal('viewer');
+    const invitations = await call<InvitationView[]>('GET', '/api/invitations', undefined, owner);
+    expect(invitations.body.data.map((i) => i.id)).to.include(pending.body.data.id);
+    const settings = await call<{ name: string }>('GET', '/api/settings', undefined, owner);
+    expect(settings.body.data.name).to.not.equal('renamed by a limited key');
   });
 
   it('the last owner can neither leave nor be demoted; of two concurrent demotions exactly one wins', async () => {

@@ -305,6 +305,45 @@ describe('single sign-on (OpenID Connect; real oidc-provider, PostgreSQL)', func
     ]);
   });
 
+  it('an invitation link from elsewhere goes to its preview first and accepts nothing', async () => {
+    const tenantId = (await createTenant(db, uid('tenant'))).tenant_id;
+    const links = new InvitationLinks(parseSealingKeys(RUN_SECRETS_KEYS), publicUrl);
+    const invitation = await createInvitation(db, {
+      tenantId,
+      email: accounts.get('sub-member')!.email!,
+      role: 'admin',
+      invitedBy: 'test',
+      ttlSeconds: 600,
+    });
+    const token = links.token(invitation);
+    const startUrl = `${query.url}/auth/oidc/start?invitation=${encodeURIComponent(token)}`;
+    const start = (headers: Record<string, string>) => fetch(startUrl, { redirect: 'manual', headers });
+    // A link in a mail, typed or pasted, from another site or a sibling origin: to the preview.
+    const elsewhere: Record<string, string>[] = [
+      {},
+      { 'sec-fetch-site': 'none' },
+      { 'sec-fetch-site': 'cross-site', referer: `${publicUrl}/console/` },
+      { 'sec-fetch-site': 'same-site' },
+      { referer: 'http://127.0.0.1:1/mail' },
+    ];
+    for (const headers of elsewhere) {
+      const r = await start(headers);
+      expect([r.status, r.headers.get('location')], JSON.stringify(headers)).to.deep.equal([
+        302,
+        `/console/#/invite/${encodeURIComponent(token)}`,
+      ]);
+      expect(r.headers.get('set-cookie'), 'no flow started').to.equal(null);
+    }
+    // A browser that sends no Sec-Fetch-Site, from our own page: to the provider.
+    const ours = await start({ referer: `${publicUrl}/console/` });
+    expect(ours.status).to.equal(302);
+    expect(ours.headers.get('location')!.startsWith(op.issuer)).to.equal(true);
+    const pending = await db.query('SELECT accepted_at FROM invitations WHERE invitation_id = $1', [invitation.id]);
+    expect(pending.rows).to.deep.equal([{ accepted_at: null }]);
+    const joined = await db.query('SELECT 1 FROM memberships WHERE tenant_id = $1', [tenantId]);
+    expect(joined.rowCount, 'nobody joined').to.equal(0);
+  });
+
   it('returns to a /console/ path of this origin only (no open redirect)', async () => {
     const to = async (returnTo: string) =>
       (

@@ -221,7 +221,7 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
     ).to.deep.equal([{ path: '/password', message: 'is required' }]);
   });
 
-  it('refuses a cookie-authenticated write without the CSRF token or from another origin, and takes it from ours', async () => {
+  it('refuses a cookie-authenticated write without the CSRF token or from another origin, and takes it from PUBLIC_URL’s', async () => {
     const p = await person([tenants.a, tenants.b]);
     const s = await signIn(p.email);
     const body = { tenant_id: tenants.b };
@@ -242,10 +242,18 @@ describe('sessions: password sign-in, CSRF, expiry, throttling, TOTP, reset (rea
       tenants.a,
     );
 
-    const ours = await call<SessionView>('POST', '/api/session/tenant', {
+    // Ours is PUBLIC_URL's origin, not the address the request arrived on (behind a TLS proxy
+    // that is plain http): the listening address itself is another origin.
+    const arrivedOn = await call('POST', '/api/session/tenant', {
       ...withSession(s),
       body,
       headers: { origin: `http://127.0.0.1:${port}` },
+    });
+    expect(arrivedOn.body.code).to.equal('CSRF_FAILED');
+    const ours = await call<SessionView>('POST', '/api/session/tenant', {
+      ...withSession(s),
+      body,
+      headers: { origin: new URL(PUBLIC_URL).origin },
     });
     expect(ours.status, JSON.stringify(ours.body)).to.equal(200);
     expect(ours.body.data.tenant.id).to.equal(tenants.b);

@@ -240,10 +240,16 @@ export async function runConsumer(extra: Record<string, string> = {}): Promise<R
 
 export async function runQuery(extra: Record<string, string> = {}): Promise<Running> {
   const { logger: l, logs } = logger('query-service');
+  // PUBLIC_URL is the origin a console write must come from: unless a test sets it, the
+  // service's own address (a port chosen here, so it is known before the start).
+  const port = extra.PUBLIC_URL === undefined && extra.PORT === undefined ? await freePort() : undefined;
+  const own: Record<string, string> =
+    port === undefined ? {} : { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` };
   const q = await startQueryService(
     loadQueryConfig(
       serviceEnv({
         ...ownUser('query-service', extra),
+        ...own,
         ...extra,
       }),
     ),

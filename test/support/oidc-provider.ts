@@ -200,7 +200,8 @@ export async function oidcSignInFlow(
   o: { startQuery?: string; accept?: string } = {},
 ): Promise<{ sessionCookie: string; callback: Response; callbackUrl: string; jar: CookieJar }> {
   const jar = new CookieJar();
-  const start = await get(`${queryUrl}/auth/oidc/start${o.startQuery ?? ''}`, jar);
+  // As a browser following the console's own link (an invitation is honoured only from there).
+  const start = await get(`${queryUrl}/auth/oidc/start${o.startQuery ?? ''}`, jar, { 'sec-fetch-site': 'same-origin' });
   if (start.status !== 302) throw new Error(`/auth/oidc/start answered ${start.status}: ${await start.text()}`);
   const back = await walkProvider(start.headers.get('location')!, login);
   const callback = await get(back, jar, o.accept ? { accept: o.accept } : {});

@@ -106,6 +106,8 @@ async function main(): Promise<void> {
       ...topicEnv(topics),
       HOST: '127.0.0.1',
       MIGRATE_ON_START: 'false',
+      // The console's address (its links; the only origin its writes may come from): the port it got.
+      PUBLIC_URL: env.PUBLIC_URL ?? `http://127.0.0.1:${ports.query}`,
     };
     // The query service and the runner seal monitor secrets with this key ring.
     // The gateway and the query service share the key of heartbeat tokens.

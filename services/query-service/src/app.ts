@@ -41,7 +41,8 @@ import type { ReadDeps } from './params.js';
 import { channelRoutes } from './channels.route.js';
 import { escalationPolicyRoutes } from './escalation-policies.route.js';
 import { acknowledgeRoutes } from './acknowledge.route.js';
-import { authorize, type SessionResolver } from './access/principal.js';
+import { authorize, type AccessDeps, type SessionResolver } from './access/principal.js';
+import { cookieSecure } from './access/session-cookie.js';
 import type { Auditor } from './access/audit.js';
 import { sessionRoutes, type SignInDeps } from './session.route.js';
 import { accountRoutes } from './account.route.js';
@@ -119,7 +120,14 @@ export function createQueryApp(deps: QueryDeps): Express {
     queryTimeoutMs: deps.config.queryTimeoutMs,
   };
   // An API key or a session (docs/access.md), with a scope.
-  const access = { keys: deps.keys, sessions: deps.sessions, audit: deps.audit };
+  const access: AccessDeps = {
+    keys: deps.keys,
+    sessions: deps.sessions,
+    audit: deps.audit,
+    // CSRF compares Origin with PUBLIC_URL's: behind a TLS proxy req.protocol is http.
+    origin: new URL(deps.config.publicUrl).origin,
+    secureCookie: cookieSecure(deps.config.publicUrl),
+  };
   const auth = (scope: Scope): RequestHandler => authorize(access, scope);
   const registryAuth = { read: auth('monitors:read'), write: auth('monitors:write') };
   const signIn: SignInDeps = { ...deps.signIn, access, logger: deps.logger };

@@ -23,10 +23,11 @@ import {
   type SignInThrottle,
 } from '@telemetry/store';
 import { clientAddress, reserveAttempt } from './access/throttled.js';
-import { authenticate, csrfProblem, sessionToken, type AccessDeps } from './access/principal.js';
+import { authenticate, refuseCsrf, sessionToken, type AccessDeps } from './access/principal.js';
 import { sessionView, setSessionCookie } from './access/session-cookie.js';
 import { memberActor, refuse, validBody, type PeopleRoutesDeps } from './members.route.js';
 import { tenantOf } from './params.js';
+import { refuseLimited } from './registry-objects.js';
 
 /**
  * /api/invitations (docs/access.md, "Members"): owners and admins invite by email; the
@@ -93,6 +94,7 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
 
   app.post('/api/invitations', deps.auth('members:write'), async (req, res) => {
     rejectUnknown(req, new Set());
+    refuseLimited(res, 'invitations');
     const body = await validBody(req, deps.validators.invitationCreate, 'invitation');
     const actor = memberActor(res);
     if (body.role === 'owner' && actor.role !== 'owner')
@@ -133,6 +135,7 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
     ['preview', 'accept'].includes(String(req.params.id)) ? next('route') : next();
   app.delete('/api/invitations/:id', anId, deps.auth('members:write'), async (req, res) => {
     rejectUnknown(req, new Set());
+    refuseLimited(res, 'invitations');
     const id = String(req.params.id);
     const gone = INVITATION_ID.test(id) ? await revokeInvitation(deps.db, tenantOf(res), id) : undefined;
     if (!gone) throw new AppError('INVITATION_NOT_FOUND', 'there is no such pending invitation in this tenant');
@@ -168,10 +171,12 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
     rejectUnknown(req, new Set());
     const body = await validBody(req, deps.validators.invitationAccept, 'acceptance');
     // Signed in: that person accepts (a state-changing request a cookie authenticates: CSRF checked).
-    const signedIn = sessionToken(req) === undefined ? undefined : (await authenticate(deps.access, req)).session;
+    const principal = sessionToken(deps.access, req) === undefined ? undefined : await authenticate(deps.access, req);
+    const signedIn = principal?.session;
     if (signedIn) {
-      const problem = csrfProblem(req, signedIn);
-      if (problem) throw new AppError('CSRF_FAILED', problem);
+      // A refusal is audited as denied to the signed-in person (docs/access.md).
+      res.locals.key = principal;
+      await refuseCsrf(deps.access, req, res, signedIn);
     }
     const invitation = await open(req, res, body.token);
     const person =

@@ -6,7 +6,7 @@ import type { Auditor } from './access/audit.js';
 import { principalOf } from './access/principal.js';
 import { clearSessionCookie } from './access/session-cookie.js';
 import { tenantOf } from './params.js';
-import { invalid, jsonBody } from './registry-objects.js';
+import { invalid, jsonBody, refuseLimited } from './registry-objects.js';
 
 /**
  * /api/members (docs/access.md, "Members"): a tenant's members, their roles, their removal.
@@ -76,6 +76,7 @@ export function memberRoutes(app: Express, deps: PeopleRoutesDeps): void {
 
   app.patch('/api/members/:person_id', deps.auth('members:write'), async (req, res) => {
     rejectUnknown(req, new Set());
+    refuseLimited(res, 'members');
     const personId = personIdOf(req);
     const { role } = await validBody(req, deps.validators.memberPatch, 'role change');
     const { before, after } = await ownerRules(deps, req, res, () =>
@@ -93,6 +94,7 @@ export function memberRoutes(app: Express, deps: PeopleRoutesDeps): void {
   // Any member may leave (remove themself); removing another takes members:write.
   app.delete('/api/members/:person_id', deps.auth('members:read'), async (req, res) => {
     rejectUnknown(req, new Set());
+    refuseLimited(res, 'members');
     const personId = personIdOf(req);
     const actor = memberActor(res);
     const leaving = actor.personId === personId;

@@ -116,8 +116,22 @@ function param(req: Request, name: string, max: number): string | undefined {
   return typeof v === 'string' && v.length <= max ? v : undefined;
 }
 
+/**
+ * Whether a request is a navigation from one of our own pages (`Sec-Fetch-Site:
+ * same-origin`; from a browser that sends none, a Referer of this origin): an invitation
+ * is accepted through SSO only from its preview page, where the person saw what they join.
+ */
+export function fromOurPage(req: Request, origin: string): boolean {
+  const site = req.get('sec-fetch-site');
+  if (site !== undefined) return site === 'same-origin';
+  const referer = req.get('referer');
+  if (!referer || !URL.canParse(referer)) return false;
+  return new URL(referer).origin === origin;
+}
+
 export function oidcRoutes(app: Express, deps: OidcRoutesDeps): void {
   const secure = cookieSecure(deps.publicUrl);
+  const origin = new URL(deps.publicUrl).origin;
 
   /** A failure: a browser goes back to the sign-in page with the code; others get the envelope. */
   const browserFailure =
@@ -143,6 +157,12 @@ export function oidcRoutes(app: Express, deps: OidcRoutesDeps): void {
   app.get(
     '/auth/oidc/start',
     browserFailure(async (req, res) => {
+      const invitation = param(req, 'invitation', 2000) || null;
+      // A link from elsewhere would join whoever is signed in at the provider, unseen: to the preview first.
+      if (invitation !== null && !fromOurPage(req, origin)) {
+        res.set('Cache-Control', 'no-store').redirect(302, `/console/#/invite/${encodeURIComponent(invitation)}`);
+        return;
+      }
       const { secrets, url } = await rpOf().begin();
       const browser = randomBytes(32).toString('base64url');
       await saveOidcFlow(
@@ -150,7 +170,7 @@ export function oidcRoutes(app: Express, deps: OidcRoutesDeps): void {
         {
           ...secrets,
           browserHash: sha256(browser),
-          invitation: param(req, 'invitation', 2000) || null,
+          invitation,
           returnTo: safeReturnTo(req.query.return_to, deps.publicUrl),
         },
         OIDC_FLOW_SECONDS,

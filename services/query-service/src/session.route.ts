@@ -21,7 +21,7 @@ import {
 } from '@telemetry/store';
 import {
   authenticate,
-  csrfProblem,
+  refuseCsrf,
   sessionToken,
   type AccessDeps,
   type Principal,
@@ -88,11 +88,7 @@ export function sessionOnly(access: AccessDeps, safe = false): RequestHandler {
     const principal = await authenticate(access, req);
     if (!principal.session) throw new AppError('MISSING_CREDENTIALS', 'this route is for a signed-in person');
     res.locals.key = principal;
-    const problem = safe ? undefined : csrfProblem(req, principal.session);
-    if (problem) {
-      await access.audit.denied(req, res, 'CSRF_FAILED');
-      throw new AppError('CSRF_FAILED', problem);
-    }
+    if (!safe) await refuseCsrf(access, req, res, principal.session);
     next();
   };
 }
@@ -170,7 +166,7 @@ export function sessionRoutes(app: Express, deps: SignInDeps): void {
       maxSeconds: deps.sessionMaxSeconds,
     });
     // The session this browser held before (if any) ends: its cookie is replaced.
-    const previous = sessionToken(req);
+    const previous = sessionToken(access, req);
     if (previous !== undefined) await endSession(deps.pool, sessionHash(previous));
     setSessionCookie(res, s.token, s.expiresAtMs, deps.secureCookie);
     await access.audit.record(req, res, {

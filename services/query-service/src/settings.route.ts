@@ -5,6 +5,7 @@ import { tenantSettings, updateTenantSettings } from '@telemetry/store';
 import { changedFields } from './access/audit.js';
 import { validBody, type PeopleRoutesDeps } from './members.route.js';
 import { tenantOf } from './params.js';
+import { refuseLimited } from './registry-objects.js';
 
 /**
  * /api/settings (docs/access.md, "Members"): the tenant's name and its single sign-on
@@ -19,6 +20,7 @@ export function settingsRoutes(app: Express, deps: PeopleRoutesDeps): void {
 
   app.patch('/api/settings', deps.auth('settings:write'), async (req, res) => {
     rejectUnknown(req, new Set());
+    refuseLimited(res, 'the tenant’s settings');
     const patch = await validBody(req, deps.validators.settingsPatch, 'settings change');
     const { before, after } = await updateTenantSettings(deps.db, tenantOf(res), patch);
     const changes = changedFields({ ...before }, { ...after });

@@ -52,10 +52,14 @@ export const ssoPaths: Json = {
           name: 'invitation',
           in: 'query',
           schema: { type: 'string', maxLength: 2000 },
-          description: "An invitation link's token: the sign-in accepts it",
+          description:
+            "An invitation link's token: the sign-in accepts it when the request comes from this origin's own page (Sec-Fetch-Site: same-origin, or without it a Referer of PUBLIC_URL's origin); otherwise 302 to its preview /console/#/invite/<token>, and no sign-in starts",
         },
       ],
-      responses: { '302': redirect('To the identity provider.'), ...failures },
+      responses: {
+        '302': redirect("To the identity provider; with an invitation from elsewhere, to the invitation's preview."),
+        ...failures,
+      },
     },
   },
   '/auth/oidc/callback': {

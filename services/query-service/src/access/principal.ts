@@ -58,6 +58,10 @@ export interface AccessDeps {
   keys: Pick<KeyStore, 'authenticate'>;
   sessions: SessionResolver;
   audit: Auditor;
+  /** This service's own origin (`new URL(PUBLIC_URL).origin`): the only Origin a cookie-authenticated write may come from. */
+  origin: string;
+  /** Whether the session cookie is Secure (cookieSecure(PUBLIC_URL)): then only its `__Host-` name is read. */
+  secureCookie: boolean;
 }
 
 /** The principal an authenticated route runs as (set by `authorize`). */
@@ -65,12 +69,16 @@ export function principalOf(res: Response): Principal {
   return res.locals.key as Principal;
 }
 
-/** The session cookie's token, if the request carries one. */
-export function sessionToken(req: Request): string | undefined {
+/**
+ * The session cookie's token, if the request carries one. A Secure cookie is read only
+ * under its `__Host-` name: a sibling subdomain can plant the unprefixed one (login CSRF),
+ * never a `__Host-` one.
+ */
+export function sessionToken(deps: Pick<AccessDeps, 'secureCookie'>, req: Request): string | undefined {
   const header = req.get('cookie');
   if (!header) return undefined;
   const cookies = parseCookies(header);
-  const token = cookies[`__Host-${SESSION_COOKIE}`] ?? cookies[SESSION_COOKIE];
+  const token = deps.secureCookie ? cookies[`__Host-${SESSION_COOKIE}`] : cookies[SESSION_COOKIE];
   return token && token.length <= 200 ? token : undefined;
 }
 
@@ -100,13 +108,14 @@ function sameText(a: string, b: string): boolean {
 
 /**
  * Why a state-changing request a cookie authenticated is refused, or undefined: it must
- * come from this origin (Origin, when sent, is ours; Sec-Fetch-Site, when sent, is
- * same-origin) and carry the session's CSRF token. SameSite=Lax alone lets a sibling
- * origin of the same site (another port of the same host) send the cookie.
+ * come from this origin (Origin, when sent, is PUBLIC_URL's: behind a TLS proxy the
+ * request itself arrives as plain http; Sec-Fetch-Site, when sent, is same-origin) and
+ * carry the session's CSRF token. SameSite=Lax alone lets a sibling origin of the same
+ * site (another port of the same host) send the cookie.
  */
-export function csrfProblem(req: Request, s: SignedIn): string | undefined {
+export function csrfProblem(deps: Pick<AccessDeps, 'origin'>, req: Request, s: SignedIn): string | undefined {
   const origin = req.get('origin');
-  if (origin !== undefined && origin !== `${req.protocol}://${req.get('host') ?? ''}`)
+  if (origin !== undefined && origin !== deps.origin)
     return `requests from ${origin.slice(0, 100)} may not change anything here`;
   const site = req.get('sec-fetch-site');
   if (site !== undefined && site !== 'same-origin' && site !== 'none')
@@ -115,6 +124,14 @@ export function csrfProblem(req: Request, s: SignedIn): string | undefined {
   if (!token) return 'send the session’s CSRF token as X-CSRF-Token';
   if (!sameText(token, s.csrfToken)) return 'the X-CSRF-Token is not this session’s';
   return undefined;
+}
+
+/** Refuses (CSRF_FAILED, audited as denied to res.locals.key) a cookie-authenticated write that fails csrfProblem. */
+export async function refuseCsrf(deps: AccessDeps, req: Request, res: Response, s: SignedIn): Promise<void> {
+  const problem = csrfProblem(deps, req, s);
+  if (problem === undefined) return;
+  await deps.audit.denied(req, res, 'CSRF_FAILED');
+  throw new AppError('CSRF_FAILED', problem);
 }
 
 /**
@@ -126,13 +143,7 @@ export function authorize(deps: AccessDeps, scope: Scope): RequestHandler {
   return async (req, res, next) => {
     const principal = await authenticate(deps, req);
     res.locals.key = principal;
-    if (principal.session && !SAFE_METHODS.has(req.method)) {
-      const problem = csrfProblem(req, principal.session);
-      if (problem) {
-        await deps.audit.denied(req, res, 'CSRF_FAILED');
-        throw new AppError('CSRF_FAILED', problem);
-      }
-    }
+    if (principal.session && !SAFE_METHODS.has(req.method)) await refuseCsrf(deps, req, res, principal.session);
     if (!principal.scopes.has(scope)) {
       await deps.audit.denied(req, res, 'INSUFFICIENT_SCOPE');
       throw new AppError(
@@ -156,7 +167,7 @@ export async function authenticate(deps: AccessDeps, req: Request): Promise<Prin
     const key = deps.keys.authenticate(m[1]!, 'api');
     return { ...key, actor: { type: 'api_key', id: key.keyId, email: '' } };
   }
-  const token = sessionToken(req);
+  const token = sessionToken(deps, req);
   if (token === undefined)
     throw new AppError('MISSING_CREDENTIALS', 'sign in, or send Authorization: Bearer <API key>');
   const session = await deps.sessions.resolve(token);
