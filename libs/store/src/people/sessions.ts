@@ -22,11 +22,13 @@ export function newSessionTokens(): { token: string; csrfToken: string } {
 
 /** A session as resolved for a request. */
 export interface ResolvedSession {
+  /** SHA-256 of the cookie's token (the sessions table's key). */
   sessionHash: string;
   person: PersonView;
   tenantId: string;
   role: Role;
   csrfToken: string;
+  /** Absolute expiry (epoch ms). */
   expiresAtMs: number;
 }
 

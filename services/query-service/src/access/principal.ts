@@ -1,17 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { parse as parseCookies } from 'cookie';
-import {
-  CSRF_HEADER,
-  ROLE_SCOPES,
-  SESSION_COOKIE,
-  type ActorType,
-  type PersonView,
-  type Role,
-  type Scope,
-} from '@telemetry/contract';
+import { CSRF_HEADER, ROLE_SCOPES, SESSION_COOKIE, type ActorType, type Scope } from '@telemetry/contract';
 import { AppError } from '@telemetry/platform';
-import type { KeyStore, VerifiedKey } from '@telemetry/store';
+import type { KeyStore, ResolvedSession, VerifiedKey } from '@telemetry/store';
 import type { Auditor } from './audit.js';
 
 /**
@@ -28,16 +20,7 @@ export interface Actor {
 }
 
 /** A session as it stands now: resolved on every request, so a role change or removal acts at once. */
-export interface SignedIn {
-  /** SHA-256 of the cookie's token (the sessions table's key). */
-  sessionHash: string;
-  person: PersonView;
-  tenantId: string;
-  role: Role;
-  csrfToken: string;
-  /** Absolute expiry (epoch ms). */
-  expiresAtMs: number;
-}
+export type SignedIn = ResolvedSession;
 
 export interface Principal extends VerifiedKey {
   actor: Actor;
