@@ -9,6 +9,7 @@ import {
   insertKeyRecords,
   LegacyMonitorStore,
   MonitorStore,
+  legacyKeyRow,
   newKeyRecord,
   revokeKey,
   tableIn,
@@ -63,7 +64,11 @@ export async function writeClickHouse(
   r: Registry,
 ): Promise<void> {
   for (const values of batches(r.keys, CLICKHOUSE_BATCH)) {
-    await ch.insert({ table: tableIn(database, 'keys', 'access_keys'), values, format: 'JSONEachRow' });
+    await ch.insert({
+      table: tableIn(database, 'keys', 'access_keys'),
+      values: values.map(legacyKeyRow),
+      format: 'JSONEachRow',
+    });
   }
   const store = new LegacyMonitorStore(ch, database, box);
   for (const b of batches(r.monitors, CLICKHOUSE_BATCH)) await store.saveMany(b);
@@ -94,7 +99,7 @@ export function clickHouseWriter(ch: ClickHouseClient, database: string, box: Se
       // What revokeKey wrote then (it found the record by reading every key first).
       await ch.insert({
         table: tableIn(database, 'keys', 'access_keys'),
-        values: [{ ...key, revoked: 1, version: Math.max(Date.now(), key.version + 1) }],
+        values: [{ ...legacyKeyRow(key), revoked: 1, version: Math.max(Date.now(), key.version + 1) }],
         format: 'JSONEachRow',
       });
     },
