@@ -1,3 +1,4 @@
+import { followerFixtures, followerProbes, type FollowerFixtures } from './registry-follower-probes.js';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Monitor, StatusPage } from '@telemetry/contract';
@@ -14,6 +15,7 @@ import {
   PG_SERVICE_ROLE_NAMES,
   PEOPLE_TABLES,
   REGISTRY_ENTITIES,
+  STATUS_FOLLOW_TABLES,
   revokeKey,
   sqlState,
   StatusPageStore,
@@ -405,6 +407,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       'registry_changes',
       ...ALERTING_TABLES,
       ...PEOPLE_TABLES,
+      ...STATUS_FOLLOW_TABLES,
     ] as const;
     const PRIVILEGES: readonly PgPrivilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
     const pools = new Map<PgServiceRole, PgPool>();
@@ -418,6 +421,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       withoutToken: `mon_${hex(8)}`,
       slug: uid('roles'),
       seq: '',
+      followers: undefined as FollowerFixtures | undefined,
     };
 
     before(async () => {
@@ -442,6 +446,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
         created_at: '2026-01-01T00:00:00Z',
         updated_at: '2026-01-01T00:00:00Z',
       });
+      f.followers = await followerFixtures(db, f.tenant, f.slug);
       f.seq = (await db.query<{ seq: string }>('SELECT max(seq) AS seq FROM registry_changes')).rows[0]!.seq;
       const urls = testStack().users.postgres!;
       for (const role of PG_SERVICE_ROLE_NAMES) {
@@ -537,6 +542,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
         DELETE: () => ['DELETE FROM incident_alerts WHERE tenant_id = $1', [f.tenant]],
       },
       ...peopleProbes(() => f.tenant),
+      ...followerProbes(() => f.followers!),
       registry_changes: {
         SELECT: () => ['SELECT count(*) FROM registry_changes', []],
         INSERT: () => [`INSERT INTO registry_changes (entity, id) VALUES ('probe', 'probe')`, []],

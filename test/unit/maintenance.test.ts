@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { inMaintenance } from '../../services/check-runner/src/maintenance.js';
+import { inMaintenance, maintenanceOccurrences } from '../../libs/contract/src/maintenance.js';
 
 describe('maintenance windows (unit)', () => {
   it('holds a one-off window from its start up to (not including) its end', () => {
@@ -62,5 +62,32 @@ describe('maintenance windows (unit)', () => {
   it('counts a time zone it does not know as no window', () => {
     const w = [{ start: '00:00', duration_minutes: 1440, time_zone: 'Mars/Olympus_Mons' }];
     expect(inMaintenance(w, new Date('2026-11-23T12:00:00Z'))).to.equal(false);
+  });
+});
+
+describe('maintenance occurrences (unit)', () => {
+  it('lists the times windows hold within a range, soonest first, with the window they come from', () => {
+    const daily = { start: '02:00', duration_minutes: 60, time_zone: 'UTC', message: 'database upgrade' };
+    const once = { from: '2026-11-24T10:00:00Z', to: '2026-11-24T12:00:00Z' };
+    const got = maintenanceOccurrences(
+      [daily, once],
+      Date.parse('2026-11-23T02:30:00Z'),
+      Date.parse('2026-11-25T00:00:00Z'),
+    ).map((o) => [new Date(o.start).toISOString(), new Date(o.end).toISOString(), o.window === daily]);
+    expect(got).to.deep.equal([
+      ['2026-11-23T02:00:00.000Z', '2026-11-23T03:00:00.000Z', true],
+      ['2026-11-24T02:00:00.000Z', '2026-11-24T03:00:00.000Z', true],
+      ['2026-11-24T10:00:00.000Z', '2026-11-24T12:00:00.000Z', false],
+    ]);
+  });
+
+  it('finds a recurring window that began days before the range and is still running', () => {
+    const long = { days: ['mon' as const], start: '22:00', duration_minutes: 3 * 1440, time_zone: 'Europe/Berlin' };
+    // Monday 2026-11-23 22:00 in Berlin (UTC+1) is 21:00 UTC; it runs to Thursday 21:00 UTC.
+    const got = maintenanceOccurrences([long], Date.parse('2026-11-26T12:00:00Z'), Date.parse('2026-11-26T13:00:00Z'));
+    expect(got.map((o) => new Date(o.start).toISOString())).to.deep.equal(['2026-11-23T21:00:00.000Z']);
+    expect(
+      maintenanceOccurrences([long], Date.parse('2026-11-26T21:00:00Z'), Date.parse('2026-11-26T22:00:00Z')),
+    ).to.deep.equal([]);
   });
 });

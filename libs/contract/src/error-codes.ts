@@ -81,7 +81,7 @@ export const ERROR_CODES = {
   QUOTA_EXCEEDED: {
     status: 403,
     description:
-      'The tenant has as many monitors (or status pages) as its quota allows (`details.quota`); delete one, or ask the operator to raise it.',
+      'The tenant has as many monitors (or status pages, or a page as many subscribers, custom domains or open reports) as its quota allows (`details.quota`); delete one, or ask the operator to raise it.',
   },
   ORIGIN_NOT_ALLOWED: {
     status: 403,
@@ -122,6 +122,9 @@ export const ERROR_CODES = {
   MEMBER_NOT_FOUND: { status: 404, description: 'No member with this person id in this tenant.' },
   INVITATION_NOT_FOUND: { status: 404, description: 'No pending invitation with this id in this tenant.' },
   KEY_NOT_FOUND: { status: 404, description: 'No key with this key id in this tenant.' },
+  REPORT_NOT_FOUND: { status: 404, description: 'No status report with this id on this status page.' },
+  SUBSCRIBER_NOT_FOUND: { status: 404, description: 'No subscriber with this id on this status page.' },
+  DOMAIN_NOT_FOUND: { status: 404, description: 'No custom domain with this host name on this status page.' },
   SSO_UNAVAILABLE: {
     status: 503,
     description:
@@ -134,6 +137,26 @@ export const ERROR_CODES = {
   LINK_INVALID: {
     status: 400,
     description: 'An acknowledge link is malformed, forged or expired; acknowledge from the console instead.',
+  },
+  SUBSCRIPTION_LINK_INVALID: {
+    status: 400,
+    description:
+      'A status-page confirmation or unsubscribe token is malformed, forged, for another page, or (a confirmation) expired or used; subscribe again for a new link.',
+  },
+  WEBHOOK_VERIFICATION_FAILED: {
+    status: 400,
+    description:
+      'The webhook subscriber URL did not answer the verification request (docs/api.md, "Webhook subscribers") with its `challenge` in time; nothing is sent to a URL that did not ask. `details.reason` says what happened.',
+  },
+  DOMAIN_NOT_ALLOWED: {
+    status: 400,
+    description:
+      "The custom domain is one of the operator's own host names (PUBLIC_URL's, OPERATOR_HOSTS) or under one of them; use a host name of your own.",
+  },
+  DOMAIN_NOT_VERIFIED: {
+    status: 400,
+    description:
+      'The TXT record that proves the custom domain was not found through the resolver; publish `details.txt_value` at `details.txt_name` and try again (DNS changes can take minutes to spread).',
   },
   HEARTBEAT_NOT_FOUND: {
     status: 404,
@@ -160,6 +183,11 @@ export const ERROR_CODES = {
     status: 409,
     description: 'The tenant would have no owner left; make another member owner first.',
   },
+  DOMAIN_TAKEN: {
+    status: 409,
+    description:
+      "Another status page's custom domain is this host name, verified (a host name serves one page); remove it there first.",
+  },
   // 412
   PRECONDITION_FAILED: {
     status: 412,
@@ -184,7 +212,7 @@ export const ERROR_CODES = {
   RATE_LIMITED: {
     status: 429,
     description:
-      'Too many requests for this key, or too many exports at once (`details.limit` names the limit); see `Retry-After`.',
+      'Too many requests for this key, too many exports at once, or too many subscription requests from this address or to this status page (`details.limit` names the limit); see `Retry-After`.',
   },
   SIGN_IN_THROTTLED: {
     status: 429,

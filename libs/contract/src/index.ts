@@ -16,3 +16,6 @@ export * from './access.js';
 export * from './people-schemas.js';
 export * from './access-schemas.js';
 export * from './access-api-schemas.js';
+export * from './maintenance.js';
+export * from './status-follow.js';
+export * from './status-follow-schemas.js';

@@ -1,3 +1,4 @@
+import { maintenanceMessage } from './status-follow-schemas.js';
 import {
   CHANNEL_ID_PATTERN,
   DEFAULT_LOCATION,
@@ -228,7 +229,7 @@ export const monitorSettings = {
           type: 'object',
           additionalProperties: false,
           required: ['from', 'to'],
-          properties: { from: dateTime, to: dateTime },
+          properties: { from: dateTime, to: dateTime, message: maintenanceMessage },
         },
         // Recurring: at `start` (local time in `time_zone`) on `days` (every day when absent), for `duration_minutes`.
         {
@@ -240,6 +241,8 @@ export const monitorSettings = {
             start: { type: 'string', pattern: '^(?:[01][0-9]|2[0-3]):[0-5][0-9]$' },
             duration_minutes: { type: 'integer', minimum: 1, maximum: M.maxMaintenanceMinutes },
             time_zone: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z][A-Za-z0-9_+/-]*$' },
+            /** Shown on the monitor's status pages and in maintenance notices. */
+            message: maintenanceMessage,
           },
         },
       ],

@@ -1,3 +1,4 @@
+import { publicMaintenanceSchema, publicReportSchema } from './status-follow-schemas.js';
 import {
   ALERT_TYPES,
   CHANNEL_ID_PATTERN,
@@ -352,7 +353,19 @@ export const statusPageSchema = closedSchema(
 /** A status page as the public sees it: names and statuses, nothing else of a monitor. */
 export const publicStatusPageSchema = closedSchema(
   'PublicStatusPage',
-  ['slug', 'title', 'description', 'status', 'generated_at', 'stale', 'days', 'monitors', 'incidents'],
+  [
+    'slug',
+    'title',
+    'description',
+    'status',
+    'generated_at',
+    'stale',
+    'days',
+    'monitors',
+    'incidents',
+    'reports',
+    'maintenance',
+  ],
   {
     slug: statusPageSlug,
     title: statusPageSettings.title,
@@ -369,7 +382,9 @@ export const publicStatusPageSchema = closedSchema(
     days: { type: 'integer', minimum: 1 },
     monitors: {
       type: 'array',
-      items: closed(['name', 'status', 'uptime_percent', 'days'], {
+      items: closed(['id', 'name', 'status', 'uptime_percent', 'days'], {
+        /** The monitor's id: the path of its badges and of a subscription to it. */
+        id: monitorId,
         name: statusPageSettings.title,
         status: { type: 'string', enum: MONITOR_STATUSES },
         /** Over the bars' days; null without checks. */
@@ -389,6 +404,10 @@ export const publicStatusPageSchema = closedSchema(
       type: 'array',
       items: closed(['monitor', 'started_at'], { monitor: statusPageSettings.title, started_at: isoSeconds }),
     },
+    /** Published reports not resolved yet, newest first (resolved ones: GET /api/status/{slug}/history). */
+    reports: { type: 'array', items: publicReportSchema },
+    /** Maintenance windows of the page's monitors in progress or starting within STATUS_FOLLOW_LIMITS.maintenanceDaysShown days, soonest first. */
+    maintenance: { type: 'array', items: publicMaintenanceSchema },
   },
 );
 

@@ -1,3 +1,4 @@
+import type { PublicMaintenance, PublicReport } from './status-follow.js';
 import type { CheckError, CheckStatus, EventProtocol, MonitorStatus, StateAlertType } from './limits.js';
 import type {
   channelCreateSchema,
@@ -133,12 +134,15 @@ export interface PublicStatusPage {
   stale: boolean;
   days: number;
   monitors: {
+    id: string;
     name: string;
     status: MonitorStatus;
     uptime_percent: number | null;
     days: { date: string; uptime_percent: number | null }[];
   }[];
   incidents: { monitor: string; started_at: string }[];
+  reports: PublicReport[];
+  maintenance: PublicMaintenance[];
 }
 
 /** What every alert message carries. */

@@ -28,3 +28,4 @@ export * from './monitor-dimension.js';
 export * from './stream-tables.js';
 export * from './audit-log.js';
 export * from './people/index.js';
+export * from './status/index.js';

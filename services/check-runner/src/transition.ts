@@ -1,7 +1,7 @@
 import type { AlertMessage, CheckMessage } from '@telemetry/contract';
 import type { StoredMonitor } from '@telemetry/store';
 import { alertOf, type AlertChange } from './alerts.js';
-import { inMaintenance } from './maintenance.js';
+import { inMaintenance } from '@telemetry/contract';
 import { decide, type AlertState } from './state.js';
 
 /** What a monitor's state moves on, besides the check: the settings that judge it. */

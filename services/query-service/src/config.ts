@@ -1,6 +1,7 @@
 import { alertingSpec, mailSpec } from '@telemetry/alerting';
 import { heartbeatSpec } from '@telemetry/store';
 import { accessSpec } from './access/config.js';
+import { statusFollowSpec } from './status/config.js';
 import {
   clickhouseSpec,
   postgresSpec,
@@ -36,6 +37,8 @@ export const querySpec = {
   // The audit log's entries (docs/access.md).
   auditTopic: topicSpec.auditTopic,
   ...accessSpec,
+  // Status reports, subscribers and custom domains (docs/console.md).
+  ...statusFollowSpec,
   // Acknowledge links (PUBLIC_URL, ACK_LINK_TTL_SECONDS), the escalation minimum, and the
   // mail settings a test notification of an email channel is sent with.
   ...alertingSpec,

@@ -278,6 +278,7 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
         days.push({ date: toIsoSeconds(t).slice(0, 10), uptime_percent: uptimePercent(g, a) });
       }
       return {
+        id: m.id,
         name: m.name,
         status: monitorStatus(m, activity.get(m.id) ?? {}),
         uptime_percent: uptimePercent(good, all),
@@ -297,6 +298,8 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
         monitor: names.get(r.monitor_id) ?? '',
         started_at: toIsoSeconds(Number(r.started)),
       })),
+      reports: [],
+      maintenance: [],
     };
   };
 

@@ -9,3 +9,4 @@ export * from './tenants.js';
 export * from './channels.js';
 export * from './escalation-policies.js';
 export * from './incident-alerts.js';
+export * from './schema-followers.js';

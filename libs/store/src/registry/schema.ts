@@ -1,4 +1,5 @@
 import { DEFAULT_TENANT } from '@telemetry/contract';
+import { STATUS_FOLLOW_MIGRATION, STATUS_FOLLOW_TABLES } from './schema-followers.js';
 import { migratePostgres, type Logger, type PgMigration, type PgPool } from '@telemetry/platform';
 
 /**
@@ -48,7 +49,8 @@ export type RegistryTable =
   | keyof typeof REGISTRY_ENTITIES
   | 'registry_changes'
   | (typeof ALERTING_TABLES)[number]
-  | (typeof PEOPLE_TABLES)[number];
+  | (typeof PEOPLE_TABLES)[number]
+  | (typeof STATUS_FOLLOW_TABLES)[number];
 
 const trigger = (table: keyof typeof REGISTRY_ENTITIES): string[] => [
   `CREATE TRIGGER ${table}_changed AFTER INSERT OR UPDATE OR DELETE ON ${table}
@@ -293,6 +295,7 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
       `ALTER TABLE access_keys ADD COLUMN created_by text NOT NULL DEFAULT ''`,
     ],
   },
+  STATUS_FOLLOW_MIGRATION,
 ];
 
 /** Applies the registry's migrations (as the database's owner). */
@@ -333,22 +336,27 @@ export const PG_SERVICE_ROLES = {
   },
   runner: {
     usedBy:
-      "check runner: reads the monitors it checks and the alert channels and escalation policies it notifies; keeps where each incident's notifications stand",
+      "check runner: reads the monitors it checks and the alert channels and escalation policies it notifies; keeps where each incident's notifications stand; makes maintenance notices and delivers status-page notices to subscribers",
     grants: [
       ...grant(READ, 'monitors', 'registry_changes', 'channels', 'escalation_policies'),
       { table: 'incident_alerts', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
+      // Status-page notices: maintenance notices made, every notice delivered to subscribers.
+      ...grant(READ, 'status_pages', 'status_subscribers'),
+      { table: 'status_notices', privileges: ['SELECT', 'INSERT'] },
+      { table: 'status_deliveries', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
     ],
     functions: [] as string[],
   },
   query: {
     usedBy:
-      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages, alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents',
+      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents',
     grants: [
       // UPDATE: a tenant's owner or admin renames it (PATCH /api/settings).
       { table: 'tenants', privileges: ['SELECT', 'UPDATE'] },
       { table: 'access_keys', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
       ...grant(WRITE, ...PEOPLE_TABLES),
       ...grant(WRITE, 'monitors', 'heartbeat_tokens', 'status_pages', 'channels', 'escalation_policies'),
+      ...grant(WRITE, ...STATUS_FOLLOW_TABLES),
       { table: 'incident_alerts', privileges: ['SELECT', 'UPDATE'] },
       ...grant(READ, 'registry_changes'),
     ],
@@ -371,6 +379,7 @@ export function pgGrantStatements(
     'registry_changes',
     ...ALERTING_TABLES,
     ...PEOPLE_TABLES,
+    ...STATUS_FOLLOW_TABLES,
   ];
   return PG_SERVICE_ROLE_NAMES.map((service) => {
     const { usedBy, grants, functions } = PG_SERVICE_ROLES[service];
