@@ -250,6 +250,14 @@ describe('custom domains of status pages: TXT verification and the Host routing 
     expect(found.json).to.deep.equal({ success: true, data: { slug: slugs.b } });
     expect((await hostRequest(q1.url, HOST, `/api/status/${slugs.a}`)).status).to.equal(404);
 
+    // Deleting the page takes its domains with it, on every replica.
+    expect((await api('DELETE', `/api/status-pages/${slugs.b}`, undefined, { key: keys.b })).status).to.equal(200);
+    for (const q of [q1, q2]) {
+      await eventually('the page is gone from its domain', async () =>
+        (await hostRequest(q.url, HOST, '/')).status === 404 ? true : undefined,
+      );
+    }
+
     // Every committed change was audited, under the host name.
     await eventually('audit entries of tenant A', () => {
       const actions = (audit.values as { action: string; target: { type: string; id: string } }[])

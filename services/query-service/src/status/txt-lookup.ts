@@ -28,7 +28,9 @@ export function txtLookup(server: string, timeoutMs: number): TxtLookup {
     if (server !== '') resolver.setServers([server]);
     const deadline = setTimeout(() => resolver.cancel(), timeoutMs);
     try {
-      return (await resolver.resolveTxt(name)).map((chunks) => chunks.join(''));
+      // Absolute (a final dot): the resolver's search domains (a pod's cluster.local list) are not tried first.
+      const absolute = name.endsWith('.') ? name : `${name}.`;
+      return (await resolver.resolveTxt(absolute)).map((chunks) => chunks.join(''));
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (typeof code === 'string' && ABSENT.has(code)) return [];
