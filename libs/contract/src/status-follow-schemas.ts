@@ -83,7 +83,11 @@ export const subscribeSchema = {
     /** Default []: every notice of the page. */
     monitor_ids: monitorIds,
   },
-  oneOf: [{ required: ['email'] }, { required: ['webhook'] }],
+  // Each branch names its property (ajv's strictRequired); the properties above say what they hold.
+  oneOf: [
+    { properties: { email: true }, required: ['email'] },
+    { properties: { webhook: true }, required: ['webhook'] },
+  ],
 } as const;
 
 /** Body of POST /api/status/{slug}/subscribers/confirm and of POST /api/status/{slug}/unsubscribe (or its `?token=`). */

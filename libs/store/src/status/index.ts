@@ -2,3 +2,4 @@ export * from './notices.js';
 export * from './subscription-links.js';
 export * from './feed-entries.js';
 export * from './deliveries.js';
+export * from './domains.js';
