@@ -83,7 +83,12 @@ export const subscribeSchema = {
     /** Default []: every notice of the page. */
     monitor_ids: monitorIds,
   },
-  oneOf: [{ required: ['email'] }, { required: ['webhook'] }],
+  // NOTE: each branch names its property (ajv's strictRequired refuses a `required` of a
+  // property its own subschema does not define).
+  oneOf: [
+    { required: ['email'], properties: { email: { type: 'string' } } },
+    { required: ['webhook'], properties: { webhook: { type: 'string' } } },
+  ],
 } as const;
 
 /** Body of POST /api/status/{slug}/subscribers/confirm and of POST /api/status/{slug}/unsubscribe (or its `?token=`). */
