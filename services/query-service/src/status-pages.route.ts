@@ -47,7 +47,7 @@ export interface StatusPageRoutesDeps extends ReadDeps {
 const SLUG = new RegExp(STATUS_PAGE_SLUG_PATTERN);
 const DAY = 86_400;
 
-function slugOf(req: Request): string {
+export function slugOf(req: Request): string {
   const slug = String(req.params.slug);
   if (slug.length > STATUS_PAGE_LIMITS.maxSlugLength || !SLUG.test(slug)) {
     throw new AppError('STATUS_PAGE_NOT_FOUND', 'there is no such status page');
@@ -72,7 +72,7 @@ function nowIso(): string {
 }
 
 /** A key limited to some monitors sees only pages of those monitors, and changes none. */
-function visibleTo(key: VerifiedKey, page: StoredStatusPage): boolean {
+export function visibleTo(key: VerifiedKey, page: StoredStatusPage): boolean {
   return (
     page.tenant_id === key.tenantId &&
     (key.monitorIds.size === 0 || page.monitor_ids.every((id) => key.monitorIds.has(id)))
