@@ -18,6 +18,7 @@ import {
 } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
 import { runMailpit, type MailMessageRead } from '../support/mailpit.js';
+import { freePort } from '../../tools/devstack/ports.js';
 
 /** One request a webhook receiver got. */
 interface Received {
@@ -181,6 +182,29 @@ describe('status page subscribers: email (Mailpit), webhooks (loopback), links, 
     expect(mine).to.include({ kind: 'email', state: 'active' });
     expect(mine.monitor_ids).to.deep.equal([monitors[1]]);
     expect(mine.confirmed_at).to.be.a('string');
+  });
+
+  it('answers the same 202 when the confirmation mail cannot be sent, and logs it without the address', async () => {
+    // A mail server nobody listens on (loopback): the row is made, the mail fails after the answer.
+    const mailless = await runQuery({ SMTP_URL: `smtp://127.0.0.1:${await freePort()}` });
+    try {
+      const email = `${uid('unmailed')}@example.com`;
+      const r = await eventually('pages loaded', async () => {
+        const a = await apiRequest(mailless.url, 'POST', `/api/status/${pages.a}/subscribers`, { email });
+        return a.status === 503 ? undefined : a;
+      });
+      expect(r.status).to.equal(202);
+      expect(r.body).to.deep.equal({ success: true, data: { state: 'confirmation_sent' } });
+      const line = await eventually('the failure logged', () =>
+        mailless.logs.lines.find((l) => l.includes('subscription confirmation mail not sent')),
+      );
+      expect(line).to.match(/"subscriber_id":"sub_[a-z0-9]{20}"/);
+      expect(mailless.logs.lines.join('\n')).not.to.contain(email);
+      const { rows } = await adminRegistry().query(`SELECT state FROM status_subscribers WHERE email = $1`, [email]);
+      expect(rows).to.deep.equal([{ state: 'pending' }]);
+    } finally {
+      await mailless.stop();
+    }
   });
 
   it('refuses bad input: an invalid email, monitors not on the page, an unknown page', async () => {
