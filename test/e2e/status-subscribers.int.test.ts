@@ -398,6 +398,10 @@ describe('status page subscribers: email (Mailpit), webhooks (loopback), links, 
     const full = await subscribe(pages.b, { email: `${uid('one-more')}@example.com` });
     expect(full.status).to.equal(403);
     expect(full.code).to.equal('QUOTA_EXCEEDED');
+    // A webhook on the full page: refused before its challenge is sent.
+    const hookFull = await subscribe(pages.b, { webhook: `${hook.url}/good/full-page` });
+    expect(hookFull.code).to.equal('QUOTA_EXCEEDED');
+    expect(hook.received.map((x) => x.path)).not.to.include('/good/full-page');
     await adminRegistry().query(`DELETE FROM status_subscribers WHERE slug = $1 AND email LIKE '%@example.org'`, [
       pages.b,
     ]);

@@ -6,7 +6,14 @@ import {
   type SubscriberState,
   type SubscriberView,
 } from '@telemetry/contract';
-import { AppError, inTransaction, type PgClient, type PgPool, type SecretBox } from '@telemetry/platform';
+import {
+  AppError,
+  inTransaction,
+  type PgClient,
+  type PgPool,
+  type PgQueryable,
+  type SecretBox,
+} from '@telemetry/platform';
 import { originOf } from '../monitor-secrets.js';
 import { registryCall } from '../registry/pg.js';
 import { newStatusId } from './notices.js';
@@ -137,7 +144,7 @@ export class SubscriberStore {
   }
 
   /** 403 QUOTA_EXCEEDED when the page holds maxPerPage subscribers (inside inPage). */
-  private async refuseFull(tx: PgClient, slug: string): Promise<void> {
+  private async refuseFull(tx: PgQueryable, slug: string): Promise<void> {
     const { rows } = await tx.query<{ n: string }>('SELECT count(*) AS n FROM status_subscribers WHERE slug = $1', [
       slug,
     ]);
@@ -146,6 +153,14 @@ export class SubscriberStore {
         quota: 'maxSubscribersPerPage',
         limit: this.maxPerPage,
       });
+  }
+
+  /**
+   * 403 QUOTA_EXCEEDED when the page is full already: asked before a webhook's challenge is
+   * sent, so a full page sends nothing (addWebhook counts again under the lock).
+   */
+  refuseIfFull(slug: string): Promise<void> {
+    return registryCall(() => this.refuseFull(this.pool, slug));
   }
 
   /**

@@ -188,6 +188,7 @@ export function subscriberRoutes(app: Express, deps: SubscriberRoutesDeps): void
     // An address the policy denies is refused before anything is sent anywhere.
     const verdict = deps.policy.checkUrl(connectUrl(new URL(url)));
     if (verdict && !verdict.allowed) throw targetNotAllowed(verdict.reason);
+    await deps.subscribers.refuseIfFull(page.slug);
     const secret = newWebhookSecret();
     const ctx: ChannelContext = {
       ...deps.http(),
