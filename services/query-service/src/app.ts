@@ -56,6 +56,7 @@ import { auditRoutes } from './audit.route.js';
 import { keyRoutes } from './keys.route.js';
 import { domainRoutes, type CustomDomainDeps } from './status/domains.route.js';
 import { hostRouting, OperatorHosts } from './status/host.js';
+import { subscriberRoutes, type SubscriberRoutesDeps } from './status/subscribers.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -104,6 +105,8 @@ export interface QueryDeps {
   pool: PgPool;
   ready: () => boolean;
   details: () => Record<string, boolean>;
+  /** Status page subscribers (status/subscribers.route.ts): their store, rate buckets, links and mailer. */
+  statusSubscribers: Pick<SubscriberRoutesDeps, 'subscribers' | 'buckets' | 'links' | 'mailer' | 'validators'>;
 }
 
 export function createQueryApp(deps: QueryDeps): Express {
@@ -247,6 +250,23 @@ export function createQueryApp(deps: QueryDeps): Express {
     audit: deps.audit,
     logger: deps.logger,
   });
+  subscriberRoutes(app, {
+    ...deps.statusSubscribers,
+    directory: deps.statusPageDirectory,
+    pages: deps.statusPages,
+    policy: deps.policy,
+    http: deps.channelContext,
+    publicUrl: deps.config.publicUrl,
+    auth: registryAuth,
+    audit: deps.audit,
+    logger: deps.logger,
+    limits: {
+      perAddressPerHour: deps.config.subscribePerAddressPerHour,
+      perPagePerHour: deps.config.subscribePerPagePerHour,
+      linksPerAddressPerHour: deps.config.subscriptionLinksPerAddressPerHour,
+      verifyTimeoutMs: deps.config.webhookVerifyTimeoutMs,
+    },
+  });
   channelRoutes(app, {
     store: deps.channels,
     validators: deps.validators,
@@ -343,6 +363,14 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/audit', ['GET', 'HEAD']);
   methodNotAllowed(app, '/api/keys', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/keys/:key_id', ['DELETE']);
+  for (const path of [
+    '/api/status/:slug/subscribers',
+    '/api/status/:slug/subscribers/confirm',
+    '/api/status/:slug/unsubscribe',
+  ])
+    methodNotAllowed(app, path, ['POST']);
+  methodNotAllowed(app, '/api/status-pages/:slug/subscribers', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/status-pages/:slug/subscribers/:id', ['DELETE']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

@@ -48,6 +48,9 @@ import {
   type StoredStatusPage,
   DomainStore,
   verifiedDomainMirror,
+  RateBuckets,
+  SubscriberStore,
+  SubscriptionLinks,
 } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
@@ -164,6 +167,21 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     now: Date.now,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
+  const statusFollowValidators = createStatusFollowValidators();
+  // Status page subscribers: unconfirmed ones and old rate buckets are forgotten hourly.
+  const subscribers = new SubscriberStore(pool, new SecretBox(config.secretsKeys), {
+    confirmTtlSeconds: config.subscriptionConfirmTtlSeconds,
+  });
+  const rateBuckets = new RateBuckets(pool);
+  const subscriberPrune = new PeriodicJob(
+    'status subscribers pruning',
+    3_600_000,
+    async () => {
+      await subscribers.forgetExpired();
+      await rateBuckets.prune(86_400);
+    },
+    logger,
+  );
   // Invitation links are signed with the SECRETS_KEYS ring; members and SSO accept them.
   const invitationLinks = new InvitationLinks(config.secretsKeys, config.publicUrl);
   // One throttle of failed password checks: sign-in, password changes, invitations accepted.
@@ -231,7 +249,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       store: domainStore,
       verified: verifiedDomains,
       lookupTxt: txtLookup(config.domainResolver, config.domainVerifyTimeoutMs),
-      validators: createStatusFollowValidators(),
+      validators: statusFollowValidators,
     },
     consoleAssets: loadConsoleAssets(logger),
     policy,
@@ -249,6 +267,13 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     notifier,
     ready: runner.ready,
     details: runner.health,
+    statusSubscribers: {
+      subscribers,
+      buckets: rateBuckets,
+      links: new SubscriptionLinks(config.secretsKeys, config.publicUrl),
+      mailer,
+      validators: statusFollowValidators,
+    },
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> change notices -> the
@@ -266,6 +291,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     feed,
     prune,
     signInPrune,
+    subscriberPrune,
     changes,
     http,
   );

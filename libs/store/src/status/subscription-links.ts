@@ -48,7 +48,8 @@ export class SubscriptionLinks {
     const exp = Number(m[2]);
     if (purpose === 'confirm' ? exp * 1000 <= nowMs : exp !== 0) return undefined;
     const sig = Buffer.from(m[3]!, 'base64url');
-    // One spelling per signature: the last character's two unused bits must be zero.
+    // The 22nd character carries 2 bits; its other 4 must be zero, or every token would
+    // have a twin (a last character one higher decodes to the same bytes).
     if (sig.toString('base64url') !== m[3]) return undefined;
     return this.keys.some((k) => timingSafeEqual(SubscriptionLinks.mac(k, purpose, m[1]!, slug, exp), sig))
       ? m[1]
