@@ -1,2 +1,5 @@
 export * from './notices.js';
 export * from './subscription-links.js';
+export * from './reports.js';
+export * from './report-notices.js';
+export * from './incident-lookup.js';
