@@ -19,7 +19,7 @@ import {
 import { recordChange, type Auditor } from '../access/audit.js';
 import { principalOf } from '../access/principal.js';
 import { readRows, storeCall, type ReadDeps } from '../params.js';
-import { invalid, keyOf, refuseLimited, slugOf, visibleTo } from '../status-pages.route.js';
+import { keyOf, refuseLimited, slugOf, visibleTo } from '../status-pages.route.js';
 import { monitorNamesOf, reportCursorParam, sendReports } from './public-page.js';
 
 /**
@@ -50,6 +50,11 @@ function reportIdOf(req: Request): string {
   const id = String(req.params.id);
   if (!REPORT_ID.test(id)) throw notFound(id.slice(0, 64));
   return id;
+}
+
+function invalid(problems: { path: string; message: string }[]): AppError {
+  const first = problems[0];
+  return new AppError('VALIDATION_FAILED', `the request is not valid: ${first?.path} ${first?.message}`, { problems });
 }
 
 function notFound(id: string): AppError {
