@@ -1,6 +1,7 @@
 import type { Express, RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import { buildOpenApi, type AlertMessage, type ChannelValidators, type Validators } from '@telemetry/contract';
+import type { StatusFollowValidators } from '@telemetry/contract';
 import type { AckLinks, ChannelContext } from '@telemetry/alerting';
 import {
   methodNotAllowed,
@@ -25,6 +26,7 @@ import {
   type StatusPageStore,
   type StoredStatusPage,
 } from '@telemetry/store';
+import type { ReportStore } from '@telemetry/store';
 import type { CheckTail } from './check-tail.js';
 import { checksRoute } from './checks.route.js';
 import { incidentsRoute } from './incidents.route.js';
@@ -57,6 +59,7 @@ import { keyRoutes } from './keys.route.js';
 import { domainRoutes, type CustomDomainDeps } from './status/domains.route.js';
 import { hostRouting, OperatorHosts } from './status/host.js';
 import { subscriberRoutes, type SubscriberRoutesDeps } from './status/subscribers.route.js';
+import { reportRoutes } from './status/reports.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -107,6 +110,9 @@ export interface QueryDeps {
   details: () => Record<string, boolean>;
   /** Status page subscribers (status/subscribers.route.ts): their store, rate buckets, links and mailer. */
   statusSubscribers: Pick<SubscriberRoutesDeps, 'subscribers' | 'buckets' | 'links' | 'mailer' | 'validators'>;
+  /** Status pages people follow (issue 43): the schemas of their inputs, compiled once; status reports. */
+  followValidators: StatusFollowValidators;
+  statusReports: ReportStore;
 }
 
 export function createQueryApp(deps: QueryDeps): Express {
@@ -215,7 +221,7 @@ export function createQueryApp(deps: QueryDeps): Express {
       stallTimeoutMs: deps.config.exportStallTimeoutMs,
     }),
   );
-  statusPageRoutes(app, {
+  const pageHooks = statusPageRoutes(app, {
     store: deps.statusPages,
     directory: deps.statusPageDirectory,
     monitors: deps.monitors,
@@ -225,6 +231,17 @@ export function createQueryApp(deps: QueryDeps): Express {
     cacheSeconds: deps.config.statusPageCacheSeconds,
     registry: deps.registry,
     audit: deps.audit,
+    reports: deps.statusReports,
+  });
+  reportRoutes(app, {
+    ...read,
+    reports: deps.statusReports,
+    pages: deps.statusPages,
+    monitors: deps.monitors,
+    validators: deps.followValidators,
+    auth: registryAuth,
+    audit: deps.audit,
+    evict: (slug) => pageHooks.evict(slug),
   });
   // Feeds and badges of public pages (no key): status/feeds.route.ts, status/badges.route.ts.
   statusFeedRoutes(app, {
@@ -371,6 +388,11 @@ export function createQueryApp(deps: QueryDeps): Express {
     methodNotAllowed(app, path, ['POST']);
   methodNotAllowed(app, '/api/status-pages/:slug/subscribers', ['GET', 'HEAD']);
   methodNotAllowed(app, '/api/status-pages/:slug/subscribers/:id', ['DELETE']);
+  methodNotAllowed(app, '/api/status/:slug/history', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/status-pages/:slug/reports', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/status-pages/:slug/reports/from-incident', ['POST']);
+  methodNotAllowed(app, '/api/status-pages/:slug/reports/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/status-pages/:slug/reports/:id/updates', ['POST']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

@@ -52,6 +52,7 @@ import {
   SubscriberStore,
   SubscriptionLinks,
 } from '@telemetry/store';
+import { ReportStore } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
 import { OidcRelyingParty } from './access/oidc.js';
@@ -274,6 +275,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
       mailer,
       validators: statusFollowValidators,
     },
+    followValidators: statusFollowValidators,
+    statusReports: new ReportStore(pool),
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> change notices -> the

@@ -5,3 +5,6 @@ export * from './deliveries.js';
 export * from './domains.js';
 export * from './rate-buckets.js';
 export * from './subscribers.js';
+export * from './reports.js';
+export * from './report-notices.js';
+export * from './incident-lookup.js';
