@@ -177,6 +177,8 @@ describe('status reports, their notices, the public page and its history (real K
     ];
     await subscriber(slug, [], 'pending');
     expect((await publicPage(slug)).reports).to.deep.equal([]); // rendered and kept (600 s) before the report
+    const feed = async (): Promise<string> => (await fetch(`${query.url}/status/${slug}/feed.atom`)).text();
+    expect(await feed()).to.not.contain('<entry>'); // the feeds too
 
     const markup = '<script>alert(1)</script> **Checkout** & <b>payments</b>';
     const draft = await report(slug, {
@@ -232,6 +234,9 @@ describe('status reports, their notices, the public page and its history (real K
     expect(shown[0]!.monitors).to.deep.equal([{ id: m.shop, name: 'Shop' }]);
     expect(shown[0]!.updates[0]!.message).to.equal(markup);
     expect(shown[0]).to.not.have.any.keys('draft', 'monitor_ids', 'slug', 'incident_id');
+    expect(await feed(), "and in this replica's feeds at once").to.contain(
+      `urn:telemetry:notice:${told[0]!.notice_id}`,
+    );
 
     // Updates: identified (told), resolved (off the page, into the history), then reopened.
     const identified = await post(slug, draft.id, { state: 'identified', message: 'A slow database' });

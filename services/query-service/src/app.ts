@@ -233,6 +233,15 @@ export function createQueryApp(deps: QueryDeps): Express {
     audit: deps.audit,
     reports: deps.statusReports,
   });
+  // Feeds and badges of public pages (no key): status/feeds.route.ts, status/badges.route.ts.
+  const feedHooks = statusFeedRoutes(app, {
+    directory: deps.statusPageDirectory,
+    db: deps.pool,
+    publicUrl: deps.config.publicUrl,
+    cacheSeconds: deps.config.statusPageCacheSeconds,
+    registry: deps.registry,
+    logger: deps.logger,
+  });
   reportRoutes(app, {
     ...read,
     reports: deps.statusReports,
@@ -241,16 +250,11 @@ export function createQueryApp(deps: QueryDeps): Express {
     validators: deps.followValidators,
     auth: registryAuth,
     audit: deps.audit,
-    evict: (slug) => pageHooks.evict(slug),
-  });
-  // Feeds and badges of public pages (no key): status/feeds.route.ts, status/badges.route.ts.
-  statusFeedRoutes(app, {
-    directory: deps.statusPageDirectory,
-    db: deps.pool,
-    publicUrl: deps.config.publicUrl,
-    cacheSeconds: deps.config.statusPageCacheSeconds,
-    registry: deps.registry,
-    logger: deps.logger,
+    // A report written here shows at once on this replica's page and feeds (others: within their cache time).
+    evict: (slug) => {
+      pageHooks.evict(slug);
+      feedHooks.evict(slug);
+    },
   });
   statusBadgeRoutes(app, {
     directory: deps.statusPageDirectory,

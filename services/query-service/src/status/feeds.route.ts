@@ -73,7 +73,8 @@ export function pageFeed(page: StoredStatusPage, entries: readonly FeedEntry[], 
  * render at a time (RenderCache, as the public page): a crowd of feed readers reads
  * PostgreSQL once per interval.
  */
-export function statusFeedRoutes(app: Express, deps: FeedRoutesDeps): void {
+/** Returns `evict(slug)`: a notice made on this replica (a report written) shows in the page's feeds at once. */
+export function statusFeedRoutes(app: Express, deps: FeedRoutesDeps): { evict(slug: string): void } {
   const rendered = countedCaches<Record<Format, Kept>>(
     deps.registry,
     'status_feed_renders_total',
@@ -102,4 +103,5 @@ export function statusFeedRoutes(app: Express, deps: FeedRoutesDeps): void {
     app.get(`/status/:slug/feed.${format}`, route(format));
     methodNotAllowed(app, `/status/:slug/feed.${format}`, ['GET', 'HEAD']);
   }
+  return { evict: (slug) => rendered.evict(slug) };
 }
