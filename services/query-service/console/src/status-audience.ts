@@ -169,7 +169,7 @@ export function badgesSection(ctx: PageContext): HTMLElement {
         `[![${md(m.name)} uptime](${base}/uptime.svg?window=30d)](${page})`;
       const id = `badge-md-${m.id}`;
       const said = h('span', { role: 'status' });
-      const area = h('textarea', { id, readonly: true, rows: 2, spellcheck: 'false' }, text);
+      const area = h('textarea', { id, readonly: true, rows: 3, spellcheck: 'false' }, text);
       return h(
         'div',
         { class: 'badge-md', 'data-monitor': m.id },
