@@ -136,6 +136,24 @@ describe('status-page notice delivery (unit)', () => {
     expect(await deliverOne(h, c)).to.deep.equal(['failed status 550']);
   });
 
+  it("sends the notice's envelope and its payload's report, update or maintenance, nothing else of it", () => {
+    const h = harness({ statusCode: 200 });
+    const update = { id: 'upd_1', state: 'identified', message: 'Found it', at: '2026-11-26T12:00:00.000Z' };
+    const c = claimed();
+    const body = JSON.parse(
+      h.d.body({ ...c, notice: { ...c.notice, payload: { update, id: 'forged', extra: 1 } } }),
+    ) as Record<string, unknown>;
+    expect(body).to.deep.equal({
+      id: c.noticeId,
+      type: 'report_opened',
+      created_at: '2026-11-26T12:00:00.000Z',
+      page: { slug: 'shop', title: 'Shop status', url: 'https://status.example.test/status/shop' },
+      title: 'Down',
+      body: 'It is down.',
+      update,
+    });
+  });
+
   it('words a maintenance notice in UTC with its message, keyed by page, monitor, start and kind', () => {
     const start = Date.parse('2026-11-27T02:00:00Z');
     const n = maintenanceNotice(

@@ -182,6 +182,8 @@ export class StatusDeliverer extends PeriodicJob {
 
   /** The notice's webhook body (StatusNoticeWebhook). */
   body(d: ClaimedDelivery): string {
+    const { report, update, maintenance } = d.notice.payload as Partial<StatusNoticeWebhook>;
+    // Only the payload's documented fields, after ours: a payload never replaces the envelope.
     const body: StatusNoticeWebhook = {
       id: d.noticeId,
       type: d.notice.kind,
@@ -189,7 +191,9 @@ export class StatusDeliverer extends PeriodicJob {
       page: { slug: d.slug, title: d.pageTitle, url: this.pageUrl(d.slug) },
       title: d.notice.title,
       body: d.notice.body,
-      ...d.notice.payload,
+      ...(report === undefined ? {} : { report }),
+      ...(update === undefined ? {} : { update }),
+      ...(maintenance === undefined ? {} : { maintenance }),
     };
     return JSON.stringify(body);
   }
