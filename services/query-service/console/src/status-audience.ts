@@ -56,8 +56,13 @@ export function subscribersSection(ctx: PageContext): HTMLElement {
             'monitors:write',
             h(
               'button',
-              { type: 'button', class: 'danger subscriber-remove', onclick: () => remove(s) },
-              `Remove ${s.address}`,
+              {
+                type: 'button',
+                class: 'danger subscriber-remove',
+                'aria-label': `Remove ${s.address}`,
+                onclick: () => remove(s),
+              },
+              'Remove',
             ),
           ),
         ),
@@ -127,16 +132,26 @@ export function domainsSection(ctx: PageContext): HTMLElement {
                 'monitors:write',
                 h(
                   'button',
-                  { type: 'button', class: 'domain-verify', onclick: () => act(d, 'POST', '/verify') },
-                  `Verify ${d.hostname}`,
+                  {
+                    type: 'button',
+                    class: 'domain-verify',
+                    'aria-label': `Verify ${d.hostname}`,
+                    onclick: () => act(d, 'POST', '/verify'),
+                  },
+                  'Verify',
                 ),
               ),
           guard(
             'monitors:write',
             h(
               'button',
-              { type: 'button', class: 'danger domain-remove', onclick: () => act(d, 'DELETE', '') },
-              `Remove ${d.hostname}`,
+              {
+                type: 'button',
+                class: 'danger domain-remove',
+                'aria-label': `Remove ${d.hostname}`,
+                onclick: () => act(d, 'DELETE', ''),
+              },
+              'Remove',
             ),
           ),
         ),
@@ -169,7 +184,7 @@ export function badgesSection(ctx: PageContext): HTMLElement {
         `[![${md(m.name)} uptime](${base}/uptime.svg?window=30d)](${page})`;
       const id = `badge-md-${m.id}`;
       const said = h('span', { role: 'status' });
-      const area = h('textarea', { id, readonly: true, rows: 3, spellcheck: 'false' }, text);
+      const area = h('textarea', { id, readonly: true, rows: 4, spellcheck: 'false' }, text);
       return h(
         'div',
         { class: 'badge-md', 'data-monitor': m.id },
@@ -187,6 +202,7 @@ export function badgesSection(ctx: PageContext): HTMLElement {
           'button',
           {
             type: 'button',
+            'aria-label': `Copy the Markdown for ${m.name}`,
             onclick: () => {
               area.select();
               navigator.clipboard.writeText(text).then(
@@ -195,7 +211,7 @@ export function badgesSection(ctx: PageContext): HTMLElement {
               );
             },
           },
-          `Copy the Markdown for ${m.name}`,
+          'Copy',
         ),
         said,
       );
