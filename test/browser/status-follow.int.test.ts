@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { request as httpRequest, createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseFeed } from '@rowanmanning/feed-parser';
@@ -78,6 +79,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
   let page: Page | undefined;
   let owner: Page;
   let key = '';
+  let tenantId = '';
   let monitor: Monitor;
   let reportId = '';
   let webhookSecret = '';
@@ -196,7 +198,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/status-hook`;
 
     const db = adminRegistry();
-    const tenantId = (await createTenant(db, uid('follow'))).tenant_id;
+    tenantId = (await createTenant(db, uid('follow'))).tenant_id;
     const { person } = await ensurePerson(db, {
       email: ownerEmail,
       name: 'The Owner',
@@ -459,6 +461,56 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     expect(await past.innerText()).to.contain(lastMessage);
     await expectAccessible(p, 'history page');
     await photograph(p, 'status-history');
+  });
+
+  it('starts a draft from an open incident of the page’s monitor in the console, kept from the page, and deletes it', async () => {
+    // An open incident as the runner leaves it: its down alert in ClickHouse.
+    const incidentId = randomUUID();
+    const at = Math.floor(Date.now() / 1000) - 120;
+    const ch = adminClickHouse();
+    try {
+      await ch.insert({
+        table: `${testStack().database}.alerts`,
+        format: 'JSONEachRow',
+        values: [
+          {
+            tenant_id: tenantId,
+            id: randomUUID(),
+            monitor_id: monitor.id,
+            incident_id: incidentId,
+            type: 'monitor.down',
+            created_at: at,
+            check_id: incidentId,
+            status: 'down',
+            status_code: 503,
+            error: '',
+            response_time: 12,
+            maintenance: 0,
+            actor: '',
+            inserted_at: at,
+          },
+        ],
+      });
+    } finally {
+      await ch.close();
+    }
+    page = owner;
+    await owner.reload();
+    const incident = owner.locator(`#from-incident li[data-incident="${incidentId}"]`);
+    await incident.waitFor();
+    await incident.getByRole('button', { name: `Start a report on ${monitor.name}` }).click();
+    const draft = owner.locator('article.report.draft', { hasText: `${monitor.name} is down` });
+    await draft.waitFor();
+    const draftId = (await draft.getAttribute('data-report'))!;
+    const stored = (await api<StatusReportView>('GET', owned(`/reports/${draftId}`))).body.data;
+    expect(stored).to.deep.include({ draft: true, incident_id: incidentId, monitor_ids: [monitor.id] });
+    const shown = (await api<{ reports: { id: string }[] }>('GET', `/api/status/${slug}`, undefined, { key: null }))
+      .body.data;
+    expect(shown.reports.map((r) => r.id)).to.not.include(draftId);
+    owner.once('dialog', (d) => void d.accept());
+    await draft.getByRole('button', { name: `Delete ${monitor.name} is down` }).click();
+    await draft.waitFor({ state: 'detached' });
+    expect((await api('GET', owned(`/reports/${draftId}`))).code).to.equal('REPORT_NOT_FOUND');
   });
 
   it('serves an uptime badge as valid SVG with the monitor’s uptime, and shows it in the console', async () => {
