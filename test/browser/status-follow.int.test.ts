@@ -7,7 +7,6 @@ import { XMLValidator } from 'fast-xml-parser';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { DomainView, Monitor, StatusReportView, SubscriberView } from '@telemetry/contract';
 import { signature } from '@telemetry/alerting';
-import { addMembership, createTenant, ensurePerson, hashPassword } from '@telemetry/store';
 import { freePort } from '../../tools/devstack/ports.js';
 import { apiClient } from '../support/api.js';
 import {
@@ -31,6 +30,7 @@ import {
   uid,
   type Running,
 } from '../support/fixtures.js';
+import { insertDownAlert, tenantWithOwner } from '../support/tenants.js';
 import { runMailpit, type MailMessageRead, type MailpitClient } from '../support/mailpit.js';
 
 /** A call the loopback webhook receiver got: its headers and body as sent. */
@@ -197,14 +197,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/status-hook`;
 
-    const db = adminRegistry();
-    tenantId = (await createTenant(db, uid('follow'))).tenant_id;
-    const { person } = await ensurePerson(db, {
-      email: ownerEmail,
-      name: 'The Owner',
-      passwordHash: await hashPassword(password),
-    });
-    await addMembership(db, { tenantId, personId: person.id, role: 'owner', createdBy: 'test' });
+    tenantId = await tenantWithOwner('follow', ownerEmail, password);
     const port = await freePort();
     const publicUrl = `http://127.0.0.1:${port}`;
     query = await runQuery({
@@ -469,28 +462,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     const at = Math.floor(Date.now() / 1000) - 120;
     const ch = adminClickHouse();
     try {
-      await ch.insert({
-        table: `${testStack().database}.alerts`,
-        format: 'JSONEachRow',
-        values: [
-          {
-            tenant_id: tenantId,
-            id: randomUUID(),
-            monitor_id: monitor.id,
-            incident_id: incidentId,
-            type: 'monitor.down',
-            created_at: at,
-            check_id: incidentId,
-            status: 'down',
-            status_code: 503,
-            error: '',
-            response_time: 12,
-            maintenance: 0,
-            actor: '',
-            inserted_at: at,
-          },
-        ],
-      });
+      await insertDownAlert(ch, { tenantId, monitorId: monitor.id, incidentId, alertId: randomUUID(), at });
     } finally {
       await ch.close();
     }

@@ -3,7 +3,7 @@ import { ApiError, call } from './api.js';
 import { failure, h, scroller, show, table, time } from './dom.js';
 import { loadedSection, type PageContext } from './follow-kit.js';
 import { guard, guardForm } from './guard.js';
-import { field, onSubmit, statusLine, value } from './people-form.js';
+import { copyButton, field, onSubmit, statusLine, value } from './people-form.js';
 
 /**
  * Who follows a status page, and where it answers (docs/console.md, "Status pages people
@@ -183,7 +183,6 @@ export function badgesSection(ctx: PageContext): HTMLElement {
         `[![${md(m.name)} status](${base}/status.svg)](${page}) ` +
         `[![${md(m.name)} uptime](${base}/uptime.svg?window=30d)](${page})`;
       const id = `badge-md-${m.id}`;
-      const said = h('span', { role: 'status' });
       const area = h('textarea', { id, readonly: true, rows: 4, spellcheck: 'false' }, text);
       return h(
         'div',
@@ -198,22 +197,7 @@ export function badgesSection(ctx: PageContext): HTMLElement {
         ),
         h('label', { for: id }, `Markdown for ${m.name}`),
         area,
-        h(
-          'button',
-          {
-            type: 'button',
-            'aria-label': `Copy the Markdown for ${m.name}`,
-            onclick: () => {
-              area.select();
-              navigator.clipboard.writeText(text).then(
-                () => (said.textContent = ' Copied.'),
-                () => (said.textContent = ' Select it and copy it by hand.'),
-              );
-            },
-          },
-          'Copy',
-        ),
-        said,
+        copyButton(area, text, { 'aria-label': `Copy the Markdown for ${m.name}` }),
       );
     }),
   );
