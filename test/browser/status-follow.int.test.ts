@@ -509,6 +509,28 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     expect(markdown).to.contain(`/status/${slug}/badges/${monitor.id}/uptime.svg`);
   });
 
+  it('subscribes a webhook from the page’s form (its secret shown once) and says what is wrong with an invalid email', async () => {
+    const p = await newPage();
+    await p.goto(`${query.url}/status/${slug}`);
+    await p.getByLabel('Webhook URL').fill(`${hookUrl}?from=page`);
+    await p.getByRole('button', { name: 'Subscribe the webhook' }).click();
+    const secret = p.locator('#subscribe-webhook-secret');
+    await secret.waitFor();
+    expect(await secret.inputValue()).to.match(/^whsec_/);
+    expect(challenges).to.have.length(2);
+    const t = Number(/t=(\d+)/.exec(String(challenges[1]!.headers['x-telemetry-signature']))?.[1]);
+    expect(challenges[1]!.headers['x-telemetry-signature']).to.equal(
+      signature(await secret.inputValue(), challenges[1]!.body, t),
+    );
+    await pageErrors.provoking(async () => {
+      await p.getByLabel('Email address').fill('not an address');
+      await p.getByRole('button', { name: 'Subscribe by email' }).click();
+      await p.locator('#subscribe-email-status', { hasText: 'Enter an email address' }).waitFor();
+    });
+    expect(await p.getByLabel('Email address').getAttribute('aria-invalid')).to.equal('true');
+    await expectAccessible(p, 'public page with a webhook secret and an invalid email');
+  });
+
   it('answers Host: the custom domain with the page once its TXT record is served, and 404 before', async () => {
     page = owner;
     await owner.getByLabel('Host name').fill(host);
