@@ -99,6 +99,17 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     return page;
   }
 
+  /** At 360 and 1280 px wide, nothing of the page is wider than the window (no sideways scrolling). */
+  async function fitsNarrowAndWide(p: Page, what: string): Promise<void> {
+    for (const width of [360, 1280]) {
+      await p.setViewportSize({ width, height: 900 });
+      const [scroll, client] = await p.evaluate<[number, number]>(
+        '[document.documentElement.scrollWidth, document.documentElement.clientWidth]',
+      );
+      expect(scroll, `${what} at ${width} px`).to.be.at.most(client);
+    }
+  }
+
   /** GET `path` of the query service with `Host: host` (fetch cannot set Host). */
   function withHost(path: string, name: string): Promise<{ status: number; type: string; body: string }> {
     const url = new URL(query.url);
@@ -278,6 +289,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     const pending = (await api<SubscriberView[]>('GET', owned('/subscribers'))).body.data;
     expect(pending.map((s) => [s.address, s.state])).to.deep.equal([[visitor, 'pending']]);
     await expectAccessible(p, 'subscription page');
+    await fitsNarrowAndWide(p, 'subscription page');
     await photograph(p, 'status-subscription');
     await p.getByRole('button', { name: 'Confirm my subscription' }).click();
     await p.locator('#subscription-result', { hasText: 'You are subscribed' }).waitFor();
@@ -334,6 +346,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     }
     expect(await report.locator('ol.updates > li').count()).to.equal(3);
     await expectAccessible(owner, 'reports editor');
+    await fitsNarrowAndWide(owner, 'reports editor');
     await photograph(owner, 'status-reports-editor');
     const stored = (await api<StatusReportView>('GET', owned(`/reports/${reportId}`))).body.data;
     expect(stored).to.deep.include({ title, state: 'monitoring', draft: false, monitor_ids: [monitor.id] });
@@ -348,6 +361,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     expect(await shown.locator('ol.updates > li .message').allInnerTexts()).to.deep.equal([...messages].reverse());
     await p.locator('#maintenance li', { hasText: 'Database upgrade: checkout may be slow.' }).waitFor();
     await expectAccessible(p, 'public page with a report and maintenance');
+    await fitsNarrowAndWide(p, 'public page with a report and maintenance');
     await photograph(p, 'status-follow-page');
   });
 
@@ -453,6 +467,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     expect(await past.locator('ol.updates > li').count()).to.equal(4);
     expect(await past.innerText()).to.contain(lastMessage);
     await expectAccessible(p, 'history page');
+    await fitsNarrowAndWide(p, 'history page');
     await photograph(p, 'status-history');
   });
 
