@@ -30,7 +30,7 @@ import {
   uid,
   type Running,
 } from '../support/fixtures.js';
-import { insertDownAlert, tenantWithOwner } from '../support/tenants.js';
+import { addPerson, insertDownAlert, tenantWithOwner } from '../support/tenants.js';
 import { runMailpit, type MailMessageRead, type MailpitClient } from '../support/mailpit.js';
 
 /** A call the loopback webhook receiver got: its headers and body as sent. */
@@ -363,6 +363,33 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     await expectAccessible(p, 'public page with a report and maintenance');
     await fitsNarrowAndWide(p, 'public page with a report and maintenance');
     await photograph(p, 'status-follow-page');
+  });
+
+  it('shows a viewer of the tenant the page’s reports, subscribers and domains with every write disabled, and why', async () => {
+    const viewerEmail = `viewer-${uid('p')}@corp.example`;
+    await addPerson(tenantId, viewerEmail, password, 'viewer');
+    const p = await newPage();
+    await signInWithPassword(p, query.url, viewerEmail, password);
+    await p.goto(`${query.url}/console/#/status-pages/${slug}`);
+    await p.locator(`article.report[data-report="${reportId}"]`).waitFor();
+    await p.locator('#subscribers-table').waitFor();
+    const why = 'Your role (viewer) cannot change monitors';
+    await p.locator('.role-note[data-role-note="monitors:write"]', { hasText: why }).waitFor();
+    for (const control of [
+      '#publish-report',
+      '#save-draft',
+      '#f-title',
+      `article.report[data-report="${reportId}"] button.delete-report`,
+      `article.report[data-report="${reportId}"] .update-form button`,
+      '#subscribers-table button.subscriber-remove',
+      '#domain-form button',
+    ]) {
+      const el = p.locator(control).first();
+      expect(await el.isDisabled(), control).to.equal(true);
+      expect(await el.getAttribute('data-needs-scope'), control).to.equal('monitors:write');
+    }
+    expect(await p.locator('#publish-report').getAttribute('title')).to.equal(why);
+    await expectAccessible(p, 'a page’s console view, as a viewer');
   });
 
   it('each notice arrives once by email to each reader and once by the signed webhook', async () => {
