@@ -596,6 +596,8 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     await eventually('the domain answers', async () => ((await withHost('/', host)).status === 200 ? true : undefined));
     const home = await withHost('/', host);
     expect(home.type).to.contain('text/html');
+    // Its feeds as feed readers find them: on the domain's own paths.
+    expect(home.body).to.contain('type="application/atom+xml" title="Status updates (Atom)" href="/feed.atom"');
     const api2 = await withHost('/api/status-domain', host);
     expect(JSON.parse(api2.body)).to.deep.include({ success: true, data: { slug } });
     expect((await withHost('/api/monitors', host)).status).to.equal(404);
