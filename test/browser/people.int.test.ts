@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { AuditEntry } from '@telemetry/contract';
-import { addMembership, createTenant, ensurePerson, hashPassword, personByEmail } from '@telemetry/store';
+import { personByEmail } from '@telemetry/store';
 import { freePort } from '../../tools/devstack/ports.js';
 import { apiClient } from '../support/api.js';
-import { buildConsole, launchChromium, PageErrors, showPageIfFailed } from '../support/browser.js';
+import { buildConsole, launchChromium, PageErrors, showPageIfFailed, signInWithPassword } from '../support/browser.js';
 import {
   adminRegistry,
   eventually,
@@ -18,6 +18,7 @@ import {
   type Running,
 } from '../support/fixtures.js';
 import { mailedInvitationLink } from '../support/mailpit.js';
+import { tenantWithOwner } from '../support/tenants.js';
 import { startOidcProvider, type OidcAccount, type TestOidcProvider } from '../support/oidc-provider.js';
 
 /**
@@ -68,16 +69,6 @@ describe('people in the console: invitation, single sign-on, roles, audit and re
     return page;
   }
 
-  /** Signs `p` in with the password form as `email`; answers once the monitors show. */
-  async function signInWithPassword(p: Page, email: string): Promise<void> {
-    await p.goto(`${query.url}/console/`);
-    await p.locator('form#password-sign-in').waitFor();
-    await p.locator('#sign-in-email').fill(email);
-    await p.locator('#sign-in-password').fill(password);
-    await p.getByRole('button', { name: 'Sign in' }).click();
-    await p.getByRole('heading', { name: 'Monitors' }).waitFor();
-  }
-
   /** The members page drawn anew (a hash the page is on already would not draw it again). */
   async function openMembers(p: Page): Promise<void> {
     await p.goto(`${query.url}/console/#/`);
@@ -110,14 +101,7 @@ describe('people in the console: invitation, single sign-on, roles, audit and re
 
   before(async () => {
     await buildConsole();
-    const db = adminRegistry();
-    tenantId = (await createTenant(db, uid('corp'))).tenant_id;
-    const { person } = await ensurePerson(db, {
-      email: ownerEmail,
-      name: 'The Owner',
-      passwordHash: await hashPassword(password),
-    });
-    await addMembership(db, { tenantId, personId: person.id, role: 'owner', createdBy: 'test' });
+    tenantId = await tenantWithOwner('corp', ownerEmail, password);
     const port = await freePort();
     const publicUrl = `http://127.0.0.1:${port}`;
     op = await startOidcProvider({
@@ -170,7 +154,7 @@ describe('people in the console: invitation, single sign-on, roles, audit and re
 
   it('an owner invites a colleague as viewer, and the email arrives in Mailpit with the link', async () => {
     owner = await newPage();
-    await signInWithPassword(owner, ownerEmail);
+    await signInWithPassword(owner, query.url, ownerEmail, password);
     await owner.locator('#nav-members').click();
     await owner.locator('form#invite-form').waitFor();
     await owner.locator('#invite-email').fill(colleagueEmail);
