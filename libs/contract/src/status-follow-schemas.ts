@@ -4,10 +4,15 @@ import { ID_PATTERN, LIMITS, STATUS_PAGE_LIMITS } from './limits.js';
 import { EMAIL_PATTERN } from './people-schemas.js';
 import { closed, closedSchema, dateTime, patchSchema } from './schema-parts.js';
 import {
+  DOMAIN_TXT_PREFIX,
   HOSTNAME_PATTERN,
+  REPORT_ID_PATTERN,
   REPORT_IMPACTS,
   REPORT_STATES,
   STATUS_FOLLOW_LIMITS as L,
+  SUBSCRIBER_ID_PATTERN,
+  SUBSCRIBER_KINDS,
+  SUBSCRIBER_STATES,
   type ReportImpact,
   type ReportState,
 } from './status-follow.js';
@@ -140,6 +145,71 @@ export const publicMaintenanceSchema = closed(['monitor', 'starts_at', 'ends_at'
   message: { type: ['string', 'null'] },
 });
 
+/** A status report as its page's owner reads it (StatusReportView in status-follow.ts). */
+export const statusReportViewSchema = closedSchema(
+  'StatusReportView',
+  [
+    'id',
+    'slug',
+    'title',
+    'impact',
+    'monitor_ids',
+    'state',
+    'draft',
+    'incident_id',
+    'created_at',
+    'updated_at',
+    'resolved_at',
+    'updates',
+  ],
+  {
+    id: { type: 'string', pattern: REPORT_ID_PATTERN },
+    slug: { type: 'string' },
+    title: { type: 'string' },
+    impact,
+    monitor_ids: { type: 'array', items: monitorId },
+    state,
+    draft: { type: 'boolean' },
+    incident_id: { type: ['string', 'null'] },
+    created_at: dateTime,
+    updated_at: dateTime,
+    resolved_at: { type: ['string', 'null'], format: 'date-time' },
+    /** Newest first. */
+    updates: { type: 'array', items: { $ref: 'ReportUpdate' } },
+  },
+);
+
+/** A subscriber as the page's owner sees it (SubscriberView): an email, or a webhook URL's origin only. */
+export const subscriberViewSchema = closedSchema(
+  'SubscriberView',
+  ['id', 'kind', 'address', 'monitor_ids', 'state', 'created_at', 'confirmed_at'],
+  {
+    id: { type: 'string', pattern: SUBSCRIBER_ID_PATTERN },
+    kind: { type: 'string', enum: SUBSCRIBER_KINDS },
+    address: { type: 'string' },
+    monitor_ids: { type: 'array', items: monitorId },
+    state: { type: 'string', enum: SUBSCRIBER_STATES },
+    created_at: dateTime,
+    confirmed_at: { type: ['string', 'null'], format: 'date-time' },
+  },
+);
+
+/** A custom domain of a page (DomainView): the TXT record that proves it, and whether it was seen. */
+export const domainViewSchema = closedSchema(
+  'DomainView',
+  ['hostname', 'slug', 'txt_name', 'txt_value', 'verified', 'verified_at', 'created_at'],
+  {
+    hostname: { type: 'string', pattern: HOSTNAME_PATTERN },
+    slug: { type: 'string' },
+    /** `${DOMAIN_TXT_PREFIX}<hostname>`. */
+    txt_name: { type: 'string', pattern: `^${DOMAIN_TXT_PREFIX.replace('.', '\\.')}` },
+    txt_value: { type: 'string' },
+    verified: { type: 'boolean' },
+    verified_at: { type: ['string', 'null'], format: 'date-time' },
+    created_at: dateTime,
+  },
+);
+
 export const STATUS_FOLLOW_SCHEMAS = [
   statusReportCreateSchema,
   statusReportPatchSchema,
@@ -149,6 +219,9 @@ export const STATUS_FOLLOW_SCHEMAS = [
   subscriptionTokenSchema,
   domainCreateSchema,
   reportUpdateSchema,
+  statusReportViewSchema,
+  subscriberViewSchema,
+  domainViewSchema,
 ] as const;
 
 export interface StatusReportCreate {
