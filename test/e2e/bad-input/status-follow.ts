@@ -14,7 +14,7 @@
 import { parseSealingKeys } from '@telemetry/platform';
 import { SubscriptionLinks } from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../../harness/processes.js';
-import { FOREIGN, MARK, MISSING, type Case } from './case.js';
+import { FOREIGN, MARK, MISSING, mon, type Case } from './case.js';
 import { FOLLOW } from './status-follow-fixtures.js';
 
 export {
@@ -36,35 +36,21 @@ export interface FollowEnv {
 
 const P = FOLLOW.page;
 const O = FOLLOW.other;
-const json = { 'content-type': 'application/json' };
 const noKey = { authorization: '' };
 const MISSING_REPORT = 'rpt_00000000000000000000';
 const MISSING_SUBSCRIBER = 'sub_00000000000000000000';
 const VF = 'VALIDATION_FAILED';
 
-/** A request to the follow service: with the monitors:read+write key unless told; `path` is the field refused. */
+/** A request to the follow service: with the monitors:read+write key unless told; `field`: the one refused. */
 function req(
-  name: string,
-  method: string,
-  path: string,
-  b: unknown,
-  status: number,
-  code?: string,
-  headers: Record<string, string> = {},
-  field?: string,
+  ...[name, method, path, b, status, code, headers = {}, field]: [...Parameters<typeof mon>, string?]
 ): Case {
+  const c = mon(name, method, path, b, status, code, headers);
   return {
+    ...c,
     name: `${method} ${path.split('?')[0]!.replace(/(rpt|sub)_[a-z0-9]+/, '{id}')}: ${name}`,
     service: 'follow',
-    method,
-    path,
-    headers: {
-      authorization: 'Bearer @monitors',
-      ...(b !== undefined ? json : {}),
-      ...headers,
-    },
-    body: b === undefined ? undefined : typeof b === 'string' || Buffer.isBuffer(b) ? b : JSON.stringify(b),
-    expect: { status, code, ...(field !== undefined ? { path: field } : {}) },
+    expect: { ...c.expect, ...(field !== undefined ? { path: field } : {}) },
   };
 }
 /** 400 VALIDATION_FAILED at `field`. */
@@ -120,35 +106,21 @@ function ownerCases(): Case[] {
       404,
       'STATUS_PAGE_NOT_FOUND',
     ),
-    req(
-      'another tenant’s page',
-      'GET',
-      `/api/status-pages/${FOLLOW.foreign}/reports`,
-      undefined,
-      404,
-      'STATUS_PAGE_NOT_FOUND',
+    ...['reports', 'subscribers', 'domains'].map((what) =>
+      req(
+        'another tenant’s page',
+        'GET',
+        `/api/status-pages/${FOLLOW.foreign}/${what}`,
+        undefined,
+        404,
+        'STATUS_PAGE_NOT_FOUND',
+      ),
     ),
     req(
       'another tenant’s page',
       'POST',
       `/api/status-pages/${FOLLOW.foreign}/reports`,
       report,
-      404,
-      'STATUS_PAGE_NOT_FOUND',
-    ),
-    req(
-      'another tenant’s page',
-      'GET',
-      `/api/status-pages/${FOLLOW.foreign}/subscribers`,
-      undefined,
-      404,
-      'STATUS_PAGE_NOT_FOUND',
-    ),
-    req(
-      'another tenant’s page',
-      'GET',
-      `/api/status-pages/${FOLLOW.foreign}/domains`,
-      undefined,
       404,
       'STATUS_PAGE_NOT_FOUND',
     ),
