@@ -36,6 +36,8 @@ import { summaryRoute } from './summary.route.js';
 import { consoleRoutes, type loadConsoleAssets } from './console.route.js';
 import { eventsPerMinuteRoute } from './events.route.js';
 import { statusPageRoutes } from './status-pages.route.js';
+import { statusFeedRoutes } from './status/feeds.route.js';
+import { statusBadgeRoutes } from './status/badges.route.js';
 import { monitorQuotaOf, type QueryConfig } from './config.js';
 import type { ReadDeps } from './params.js';
 import { channelRoutes } from './channels.route.js';
@@ -213,6 +215,22 @@ export function createQueryApp(deps: QueryDeps): Express {
     cacheSeconds: deps.config.statusPageCacheSeconds,
     registry: deps.registry,
     audit: deps.audit,
+  });
+  // Feeds and badges of public pages (no key): status/feeds.route.ts, status/badges.route.ts.
+  statusFeedRoutes(app, {
+    directory: deps.statusPageDirectory,
+    db: deps.pool,
+    publicUrl: deps.config.publicUrl,
+    cacheSeconds: deps.config.statusPageCacheSeconds,
+    registry: deps.registry,
+    logger: deps.logger,
+  });
+  statusBadgeRoutes(app, {
+    directory: deps.statusPageDirectory,
+    monitors: deps.monitors,
+    ...read,
+    cacheSeconds: deps.config.statusPageCacheSeconds,
+    registry: deps.registry,
   });
   channelRoutes(app, {
     store: deps.channels,

@@ -1,2 +1,3 @@
 export * from './notices.js';
 export * from './subscription-links.js';
+export * from './feed-entries.js';
