@@ -84,19 +84,30 @@ const typed = (description: string, type: string, headers: Json): Json => ({
   headers,
   content: { [type]: { schema: { type: 'string' } } },
 });
+const stale = {
+  'X-Status-Page-Stale': header(
+    '`1` when the store could not be read and the last answer is served; absent otherwise.',
+    {
+      type: 'string',
+      enum: ['1'],
+    },
+  ),
+};
 const feedHeaders = {
-  'Cache-Control': header('`public, max-age=N`: feed readers may keep it that long.'),
+  'Cache-Control': header('`public, max-age=N`: until the next render (at most STATUS_PAGE_CACHE_SECONDS).'),
   ETag: header('Send it back in If-None-Match: 304 while no notice was added.'),
+  ...stale,
 };
 const badgeHeaders = {
-  'Cache-Control': header('`public, max-age=N`: README renderers and proxies may keep it that long.'),
+  'Cache-Control': header('`public, max-age=N`: until the next render (at most STATUS_PAGE_CACHE_SECONDS).'),
   ETag: header('Send it back in If-None-Match: 304 while the badge is unchanged.'),
+  ...stale,
 };
 const feed = (operationId: string, kind: 'RSS 2.0' | 'Atom 1.0', type: string): Json => ({
   get: {
     operationId,
     summary: `The page's notices as ${kind}`,
-    description: `The newest ${STATUS_FOLLOW_LIMITS.feedEntries} notices of the page (reports published and updated, maintenance scheduled and started), newest first; each entry's id is stable (from the notice's id). Texts are plain text, escaped: markup a report holds is shown as typed. No key; a feed reader needs no subscription.`,
+    description: `The newest ${STATUS_FOLLOW_LIMITS.feedEntries} notices of the page (reports published and updated, maintenance scheduled and started), newest first; each entry's id is stable (\`urn:telemetry:notice:<notice id>\`). Texts are plain text, escaped: markup a report holds is shown as typed. No key, no query parameter (400 INVALID_PARAMETER); a feed reader needs no subscription.`,
     security: [],
     parameters: [slugPath],
     responses: {
@@ -111,7 +122,7 @@ const badge = (operationId: string, summary: string, window = false): Json => ({
     operationId,
     summary,
     description:
-      'An SVG badge (shields.io style) of a monitor of a published page, for READMEs and wikis. No key; only monitors the page shows (else 404 MONITOR_NOT_FOUND, as JSON).',
+      'An SVG badge (shields.io style) of a monitor of a published page, for READMEs and wikis. No key; only monitors the page shows (else 404 MONITOR_NOT_FOUND, as JSON: errors are never an image). A badge whose numbers cannot be read is answered 200: the last one (X-Status-Page-Stale: 1) or an `unknown` one. No query parameter but `window` of uptime.svg (400 INVALID_PARAMETER).',
     security: [],
     parameters: [
       slugPath,
@@ -393,7 +404,7 @@ export const statusFollowPaths: Json = {
   '/status/{slug}/feed.atom': feed('getStatusFeedAtom', 'Atom 1.0', 'application/atom+xml'),
   '/status/{slug}/badges/{monitor_id}/status.svg': badge(
     'getStatusBadge',
-    "A badge of a monitor's status now (up, down, degraded, maintenance)",
+    "A badge of a monitor's status now (up, down, paused or pending)",
   ),
   '/status/{slug}/badges/{monitor_id}/uptime.svg': badge(
     'getUptimeBadge',
@@ -402,6 +413,6 @@ export const statusFollowPaths: Json = {
   ),
   '/status/{slug}/badges/{monitor_id}/response-time.svg': badge(
     'getResponseTimeBadge',
-    "A badge of a monitor's average response time",
+    "A badge of a monitor's median response time over the last 24 hours",
   ),
 };
