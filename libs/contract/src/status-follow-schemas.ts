@@ -88,7 +88,11 @@ export const subscribeSchema = {
     /** Default []: every notice of the page. */
     monitor_ids: monitorIds,
   },
-  oneOf: [{ required: ['email'] }, { required: ['webhook'] }],
+  // NOTE: ajv's strictRequired looks for the required property in the branch's own `properties`.
+  oneOf: [
+    { required: ['email'], properties: { email: true } },
+    { required: ['webhook'], properties: { webhook: true } },
+  ],
 } as const;
 
 /** Body of POST /api/status/{slug}/subscribers/confirm and of POST /api/status/{slug}/unsubscribe (or its `?token=`). */

@@ -1,6 +1,7 @@
 import type { Express, RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import { buildOpenApi, type AlertMessage, type ChannelValidators, type Validators } from '@telemetry/contract';
+import type { StatusFollowValidators } from '@telemetry/contract';
 import type { AckLinks, ChannelContext } from '@telemetry/alerting';
 import {
   methodNotAllowed,
@@ -25,6 +26,7 @@ import {
   type StatusPageStore,
   type StoredStatusPage,
 } from '@telemetry/store';
+import type { ReportStore } from '@telemetry/store';
 import type { CheckTail } from './check-tail.js';
 import { checksRoute } from './checks.route.js';
 import { incidentsRoute } from './incidents.route.js';
@@ -54,6 +56,7 @@ import { invitationRoutes, type InvitationRoutesDeps } from './invitations.route
 import { settingsRoutes } from './settings.route.js';
 import { auditRoutes } from './audit.route.js';
 import { keyRoutes } from './keys.route.js';
+import { reportRoutes } from './status/reports.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -100,6 +103,9 @@ export interface QueryDeps {
   pool: PgPool;
   ready: () => boolean;
   details: () => Record<string, boolean>;
+  /** Status pages people follow (issue 43): the schemas of their inputs, compiled once; status reports. */
+  followValidators: StatusFollowValidators;
+  statusReports: ReportStore;
 }
 
 export function createQueryApp(deps: QueryDeps): Express {
@@ -205,7 +211,7 @@ export function createQueryApp(deps: QueryDeps): Express {
       stallTimeoutMs: deps.config.exportStallTimeoutMs,
     }),
   );
-  statusPageRoutes(app, {
+  const pageHooks = statusPageRoutes(app, {
     store: deps.statusPages,
     directory: deps.statusPageDirectory,
     monitors: deps.monitors,
@@ -215,6 +221,17 @@ export function createQueryApp(deps: QueryDeps): Express {
     cacheSeconds: deps.config.statusPageCacheSeconds,
     registry: deps.registry,
     audit: deps.audit,
+    reports: deps.statusReports,
+  });
+  reportRoutes(app, {
+    ...read,
+    reports: deps.statusReports,
+    pages: deps.statusPages,
+    monitors: deps.monitors,
+    validators: deps.followValidators,
+    auth: registryAuth,
+    audit: deps.audit,
+    evict: (slug) => pageHooks.evict(slug),
   });
   // Feeds and badges of public pages (no key): status/feeds.route.ts, status/badges.route.ts.
   statusFeedRoutes(app, {
@@ -328,6 +345,11 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/audit', ['GET', 'HEAD']);
   methodNotAllowed(app, '/api/keys', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/keys/:key_id', ['DELETE']);
+  methodNotAllowed(app, '/api/status/:slug/history', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/status-pages/:slug/reports', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/status-pages/:slug/reports/from-incident', ['POST']);
+  methodNotAllowed(app, '/api/status-pages/:slug/reports/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/status-pages/:slug/reports/:id/updates', ['POST']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

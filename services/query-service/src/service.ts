@@ -1,3 +1,4 @@
+import { createStatusFollowValidators } from '@telemetry/contract';
 import {
   createChannelValidators,
   createPeopleValidators,
@@ -46,6 +47,7 @@ import {
   StatusPageStore,
   type StoredStatusPage,
 } from '@telemetry/store';
+import { ReportStore } from '@telemetry/store';
 import { createQueryApp } from './app.js';
 import { publishingAuditor } from './access/audit.js';
 import { OidcRelyingParty } from './access/oidc.js';
@@ -235,6 +237,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     notifier,
     ready: runner.ready,
     details: runner.health,
+    followValidators: createStatusFollowValidators(),
+    statusReports: new ReportStore(pool),
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> change notices -> the

@@ -19,6 +19,7 @@ import {
   type DailyCountRow,
   type MonitorStore,
   type OpenIncidentRow,
+  type ReportStore,
   RegistryUnavailableError,
   type StatusPageStore,
   type StoredStatusPage,
@@ -29,6 +30,7 @@ import { recordChange, type Auditor } from './access/audit.js';
 import { monitorActivity } from './monitor-activity.js';
 import { RenderCache } from './render-cache.js';
 import { storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
+import { openReportsOf, publicHistoryRoute, publicMaintenanceOf } from './status/public-page.js';
 
 export interface StatusPageRoutesDeps extends ReadDeps {
   store: StatusPageStore;
@@ -42,12 +44,19 @@ export interface StatusPageRoutesDeps extends ReadDeps {
   registry: Registry;
   /** The audit log (docs/access.md): each committed write is recorded. */
   audit: Auditor;
+  /** Status reports (the public page's open ones, its history). */
+  reports: ReportStore;
+}
+
+/** What other routes may do to the public pages: forget this replica's rendered copy of one (a report changed). */
+export interface StatusPageHooks {
+  evict(slug: string): void;
 }
 
 const SLUG = new RegExp(STATUS_PAGE_SLUG_PATTERN);
 const DAY = 86_400;
 
-function slugOf(req: Request): string {
+export function slugOf(req: Request): string {
   const slug = String(req.params.slug);
   if (slug.length > STATUS_PAGE_LIMITS.maxSlugLength || !SLUG.test(slug)) {
     throw new AppError('STATUS_PAGE_NOT_FOUND', 'there is no such status page');
@@ -55,11 +64,11 @@ function slugOf(req: Request): string {
   return slug;
 }
 
-function keyOf(res: Response): VerifiedKey {
+export function keyOf(res: Response): VerifiedKey {
   return res.locals.key as VerifiedKey;
 }
 
-function invalid(problems: { path: string; message: string }[]): AppError {
+export function invalid(problems: { path: string; message: string }[]): AppError {
   return new AppError(
     'VALIDATION_FAILED',
     `the status page is not valid: ${problems[0]?.path} ${problems[0]?.message}`,
@@ -72,14 +81,14 @@ function nowIso(): string {
 }
 
 /** A key limited to some monitors sees only pages of those monitors, and changes none. */
-function visibleTo(key: VerifiedKey, page: StoredStatusPage): boolean {
+export function visibleTo(key: VerifiedKey, page: StoredStatusPage): boolean {
   return (
     page.tenant_id === key.tenantId &&
     (key.monitorIds.size === 0 || page.monitor_ids.every((id) => key.monitorIds.has(id)))
   );
 }
 
-function refuseLimited(res: Response): void {
+export function refuseLimited(res: Response): void {
   if (keyOf(res).monitorIds.size > 0) {
     throw new AppError(
       'MONITOR_NOT_ALLOWED',
@@ -92,7 +101,7 @@ function refuseLimited(res: Response): void {
  * The status page routes: /api/status-pages (the owner's, with an API key) and
  * GET /api/status/{slug} (anyone's, without a key: names and statuses only).
  */
-export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void {
+export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): StatusPageHooks {
   const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
     storeCallOf(deps.logger, req, what, fn);
   const load = async (req: Request, res: Response, slug: string): Promise<StoredStatusPage> => {
@@ -239,7 +248,8 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
       deps.monitors.list({ tenantId, ids: page.monitor_ids }),
     );
     const ids = monitors.map((m) => m.id);
-    const [activity, counts, open] = await storeCall(req, 'status page', () =>
+    const names = new Map(monitors.map((m) => [m.id, m.name]));
+    const [activity, counts, open, reports] = await storeCall(req, 'status page', () =>
       Promise.all([
         monitorActivity(deps.reader, deps.database, tenantId, ids, signal),
         ids.length === 0
@@ -252,6 +262,7 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
           : deps.reader
               .query<OpenIncidentRow>(openIncidentsSql(deps.database, tenantId, ids), signal)
               .then((r) => r.data),
+        openReportsOf(deps.reports, page, names),
       ]),
     );
     // Per monitor and day: [good (up or degraded), all].
@@ -266,7 +277,6 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     // In the page's order (the owner's), not the registry's.
     const byId = new Map(monitors.map((m) => [m.id, m]));
     const shown = page.monitor_ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
-    const names = new Map(shown.map((m) => [m.id, m.name]));
     const list = shown.map((m) => {
       let good = 0;
       let all = 0;
@@ -298,8 +308,8 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
         monitor: names.get(r.monitor_id) ?? '',
         started_at: toIsoSeconds(Number(r.started)),
       })),
-      reports: [],
-      maintenance: [],
+      reports,
+      maintenance: publicMaintenanceOf(shown, now * 1000),
     };
   };
 
@@ -320,4 +330,7 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): void
     res.setHeader('Cache-Control', `public, max-age=${maxAge}`);
     res.json(ok(kept.stale ? { ...kept.value, stale: true } : kept.value));
   });
+
+  publicHistoryRoute(app, deps);
+  return { evict: (slug) => rendered.evict(slug) };
 }

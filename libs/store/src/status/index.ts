@@ -1,3 +1,6 @@
 export * from './notices.js';
 export * from './subscription-links.js';
 export * from './feed-entries.js';
+export * from './reports.js';
+export * from './report-notices.js';
+export * from './incident-lookup.js';
