@@ -88,10 +88,11 @@ export const subscribeSchema = {
     /** Default []: every notice of the page. */
     monitor_ids: monitorIds,
   },
-  // NOTE: ajv's strictRequired looks for the required property in the branch's own `properties`.
+  // NOTE: each branch names its property (ajv's strictRequired refuses a `required` of a
+  // property its own subschema does not define).
   oneOf: [
-    { required: ['email'], properties: { email: true } },
-    { required: ['webhook'], properties: { webhook: true } },
+    { required: ['email'], properties: { email: { type: 'string' } } },
+    { required: ['webhook'], properties: { webhook: { type: 'string' } } },
   ],
 } as const;
 

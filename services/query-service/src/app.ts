@@ -57,6 +57,7 @@ import { settingsRoutes } from './settings.route.js';
 import { auditRoutes } from './audit.route.js';
 import { keyRoutes } from './keys.route.js';
 import { reportRoutes } from './status/reports.route.js';
+import { subscriberRoutes, type SubscriberRoutesDeps } from './status/subscribers.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -106,6 +107,8 @@ export interface QueryDeps {
   /** Status pages people follow (issue 43): the schemas of their inputs, compiled once; status reports. */
   followValidators: StatusFollowValidators;
   statusReports: ReportStore;
+  /** Status page subscribers (status/subscribers.route.ts): their store, rate buckets, links and mailer. */
+  statusSubscribers: Pick<SubscriberRoutesDeps, 'subscribers' | 'buckets' | 'links' | 'mailer' | 'validators'>;
 }
 
 export function createQueryApp(deps: QueryDeps): Express {
@@ -249,6 +252,23 @@ export function createQueryApp(deps: QueryDeps): Express {
     cacheSeconds: deps.config.statusPageCacheSeconds,
     registry: deps.registry,
   });
+  subscriberRoutes(app, {
+    ...deps.statusSubscribers,
+    directory: deps.statusPageDirectory,
+    pages: deps.statusPages,
+    policy: deps.policy,
+    http: deps.channelContext,
+    publicUrl: deps.config.publicUrl,
+    auth: registryAuth,
+    audit: deps.audit,
+    logger: deps.logger,
+    limits: {
+      perAddressPerHour: deps.config.subscribePerAddressPerHour,
+      perPagePerHour: deps.config.subscribePerPagePerHour,
+      linksPerAddressPerHour: deps.config.subscriptionLinksPerAddressPerHour,
+      verifyTimeoutMs: deps.config.webhookVerifyTimeoutMs,
+    },
+  });
   channelRoutes(app, {
     store: deps.channels,
     validators: deps.validators,
@@ -350,6 +370,14 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/status-pages/:slug/reports/from-incident', ['POST']);
   methodNotAllowed(app, '/api/status-pages/:slug/reports/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/status-pages/:slug/reports/:id/updates', ['POST']);
+  for (const path of [
+    '/api/status/:slug/subscribers',
+    '/api/status/:slug/subscribers/confirm',
+    '/api/status/:slug/unsubscribe',
+  ])
+    methodNotAllowed(app, path, ['POST']);
+  methodNotAllowed(app, '/api/status-pages/:slug/subscribers', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/status-pages/:slug/subscribers/:id', ['DELETE']);
   return endApp(app, deps.logger, {
     maxBytes: deps.config.discardBodyMaxBytes,
     timeoutMs: deps.config.discardBodyTimeoutMs,

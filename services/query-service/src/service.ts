@@ -1,5 +1,5 @@
-import { createStatusFollowValidators } from '@telemetry/contract';
 import {
+  createStatusFollowValidators,
   createChannelValidators,
   createPeopleValidators,
   createValidators,
@@ -46,6 +46,9 @@ import {
   TotpStore,
   StatusPageStore,
   type StoredStatusPage,
+  RateBuckets,
+  SubscriberStore,
+  SubscriptionLinks,
 } from '@telemetry/store';
 import { ReportStore } from '@telemetry/store';
 import { createQueryApp } from './app.js';
@@ -158,6 +161,20 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     now: Date.now,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
+  // Status page subscribers: unconfirmed ones and old rate buckets are forgotten hourly.
+  const subscribers = new SubscriberStore(pool, new SecretBox(config.secretsKeys), {
+    confirmTtlSeconds: config.subscriptionConfirmTtlSeconds,
+  });
+  const rateBuckets = new RateBuckets(pool);
+  const subscriberPrune = new PeriodicJob(
+    'status subscribers pruning',
+    3_600_000,
+    async () => {
+      await subscribers.forgetExpired();
+      await rateBuckets.prune(86_400);
+    },
+    logger,
+  );
   // Invitation links are signed with the SECRETS_KEYS ring; members and SSO accept them.
   const invitationLinks = new InvitationLinks(config.secretsKeys, config.publicUrl);
   // One throttle of failed password checks: sign-in, password changes, invitations accepted.
@@ -239,6 +256,13 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     details: runner.health,
     followValidators: createStatusFollowValidators(),
     statusReports: new ReportStore(pool),
+    statusSubscribers: {
+      subscribers,
+      buckets: rateBuckets,
+      links: new SubscriptionLinks(config.secretsKeys, config.publicUrl),
+      mailer,
+      validators: createStatusFollowValidators(),
+    },
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> change notices -> the
@@ -256,6 +280,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     feed,
     prune,
     signInPrune,
+    subscriberPrune,
     changes,
     http,
   );

@@ -4,3 +4,5 @@ export * from './feed-entries.js';
 export * from './reports.js';
 export * from './report-notices.js';
 export * from './incident-lookup.js';
+export * from './rate-buckets.js';
+export * from './subscribers.js';

@@ -26,6 +26,13 @@ export const statusFollowSpec = {
     1,
     1_000_000,
   ),
+  subscriptionLinksPerAddressPerHour: v.int(
+    'SUBSCRIPTION_LINKS_PER_ADDRESS_PER_HOUR',
+    60,
+    'confirmations and unsubscriptions (POST /api/status/{slug}/subscribers/confirm, /unsubscribe) one client address may make per hour, all pages together; more answer 429',
+    1,
+    100_000,
+  ),
   webhookVerifyTimeoutMs: v.int(
     'WEBHOOK_VERIFY_TIMEOUT_MS',
     5000,
