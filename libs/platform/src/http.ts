@@ -316,12 +316,15 @@ export function healthServer(opts: {
 
 /**
  * An API's app, begun: request ids, JSON access logs and HTTP metrics on every
- * request, then /healthz, /readyz, /metrics (and /openapi.json). Add the routes, then
+ * request, `first` (when given), then /healthz, /readyz, /metrics (and /openapi.json). Add the routes, then
  * call endApp().
  */
-export function beginApp(opts: HealthOptions & { logger: Logger }): Express {
+export function beginApp(opts: HealthOptions & { logger: Logger; first?: RequestHandler }): Express {
   const app = createExpressApp();
   app.use(requestContext(opts.logger, createHttpMetrics(opts.registry)));
+  // Before every route, the health routes too: what a request may reach at all (the query
+  // service's routing by Host).
+  if (opts.first) app.use(opts.first);
   healthRoutes(app, opts);
   return app;
 }

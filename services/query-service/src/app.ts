@@ -58,6 +58,8 @@ import { auditRoutes } from './audit.route.js';
 import { keyRoutes } from './keys.route.js';
 import { reportRoutes } from './status/reports.route.js';
 import { subscriberRoutes, type SubscriberRoutesDeps } from './status/subscribers.route.js';
+import { domainRoutes, type CustomDomainDeps } from './status/domains.route.js';
+import { hostRouting, OperatorHosts } from './status/host.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -75,6 +77,8 @@ export interface QueryDeps {
   statusPages: StatusPageStore;
   /** Every current status page by slug (the public route reads only this). */
   statusPageDirectory: Mirror<StoredStatusPage>;
+  /** Custom domains of status pages: their claims, the verified ones (the Host routing), TXT lookups. */
+  customDomains: CustomDomainDeps;
   /** The console's files (console.route.ts). */
   consoleAssets: ReturnType<typeof loadConsoleAssets>;
   directory: MonitorDirectory;
@@ -112,12 +116,15 @@ export interface QueryDeps {
 }
 
 export function createQueryApp(deps: QueryDeps): Express {
+  const operator = new OperatorHosts(deps.config.publicUrl, deps.config.operatorHosts);
   const app = beginApp({
     logger: deps.logger,
     ready: deps.ready,
     details: deps.details,
     registry: deps.registry,
     openapi: buildOpenApi('query'),
+    // Before every route: a custom domain reaches its status page only (status/host.ts).
+    first: hostRouting({ operator, domains: deps.customDomains.verified }),
   });
   // No CORS headers: this API is for servers and scripts holding an API key, and for the
   // console, which is served from this same origin.
@@ -268,6 +275,14 @@ export function createQueryApp(deps: QueryDeps): Express {
       linksPerAddressPerHour: deps.config.subscriptionLinksPerAddressPerHour,
       verifyTimeoutMs: deps.config.webhookVerifyTimeoutMs,
     },
+  });
+  domainRoutes(app, {
+    ...deps.customDomains,
+    pages: deps.statusPages,
+    operator,
+    auth: registryAuth,
+    audit: deps.audit,
+    logger: deps.logger,
   });
   channelRoutes(app, {
     store: deps.channels,

@@ -1,7 +1,7 @@
 import {
-  createStatusFollowValidators,
   createChannelValidators,
   createPeopleValidators,
+  createStatusFollowValidators,
   createValidators,
   type Validators,
 } from '@telemetry/contract';
@@ -49,6 +49,8 @@ import {
   RateBuckets,
   SubscriberStore,
   SubscriptionLinks,
+  DomainStore,
+  verifiedDomainMirror,
 } from '@telemetry/store';
 import { ReportStore } from '@telemetry/store';
 import { createQueryApp } from './app.js';
@@ -60,6 +62,7 @@ import { CheckTail } from './check-tail.js';
 import { loadConsoleAssets } from './console.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
 import type { QueryConfig } from './config.js';
+import { txtLookup } from './status/txt-lookup.js';
 
 export interface QueryService {
   runner: ServiceRunner;
@@ -138,6 +141,10 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     (p) => p.version,
   );
   feed.subscribe(statusDirectory);
+  // Every verified custom domain: each replica routes a Host by it (status/host.ts).
+  const domainStore = new DomainStore(pool);
+  const verifiedDomains = verifiedDomainMirror(domainStore);
+  feed.subscribe(verifiedDomains);
   // A monitor deleted or made on another replica: its id is looked up again here.
   feed.subscribe(directory.feedSubscriber());
   // Analysts' monitors table in ClickHouse follows every change (no secrets in it).
@@ -238,6 +245,12 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     pool,
     statusPages,
     statusPageDirectory: statusDirectory,
+    customDomains: {
+      store: domainStore,
+      verified: verifiedDomains,
+      lookupTxt: txtLookup(config.domainResolver, config.domainVerifyTimeoutMs),
+      validators: createStatusFollowValidators(),
+    },
     consoleAssets: loadConsoleAssets(logger),
     policy,
     config,

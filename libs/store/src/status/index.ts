@@ -6,3 +6,4 @@ export * from './report-notices.js';
 export * from './incident-lookup.js';
 export * from './rate-buckets.js';
 export * from './subscribers.js';
+export * from './domains.js';
