@@ -114,6 +114,41 @@ export const runnerSpec = {
     50,
     60_000,
   ),
+  statusDeliveryIntervalMs: v.int(
+    'STATUS_DELIVERY_INTERVAL_MS',
+    5000,
+    'how often a runner claims due status-page notices to send to subscribers (docs/console.md, "Delivery")',
+    50,
+    600_000,
+  ),
+  statusDeliveryAttempts: v.int(
+    'STATUS_DELIVERY_ATTEMPTS',
+    10,
+    'attempts per status-page notice and subscriber before it is given up (failed)',
+    1,
+    50,
+  ),
+  statusDeliveryRetryBaseMs: v.int(
+    'STATUS_DELIVERY_RETRY_BASE_MS',
+    30_000,
+    "wait before a status-page notice's second attempt; doubles each time (up to an hour)",
+    10,
+    3_600_000,
+  ),
+  statusDeliveryLeaseSeconds: v.int(
+    'STATUS_DELIVERY_LEASE_SECONDS',
+    120,
+    "how long a claimed status-page delivery is this runner's; one that dies leaves it to another after this (longer than one send)",
+    1,
+    3600,
+  ),
+  statusMaintenanceNoticeHours: v.int(
+    'STATUS_MAINTENANCE_NOTICE_HOURS',
+    24,
+    "how long before a maintenance window of a status page's monitor starts its subscribers are told (0: only when it starts)",
+    0,
+    24 * 30,
+  ),
   ...httpSpec(8083, 'HTTP port for /healthz, /readyz, /metrics'),
 } as const;
 

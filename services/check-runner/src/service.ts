@@ -14,6 +14,7 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { ChannelStore, EscalationPolicyStore, IncidentAlertStore, MonitorStore, registryFeed } from '@telemetry/store';
+import { StatusDeliveryStore, StatusPageStore, SubscriptionLinks } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
 import { AckLinks, CHANNELS, createMailer } from '@telemetry/alerting';
 import { alertingData, monitorTargets } from './targets.js';
@@ -27,6 +28,8 @@ import { httpCall } from '@telemetry/platform';
 import { lastAlerts, lastHeartbeat, RegistryCache, slotChecks } from './registry.js';
 import { Scheduler } from './scheduler.js';
 import { stateFromLastAlert } from './state.js';
+import { StatusDeliverer } from './status-delivery.js';
+import { StatusMaintenance } from './status-maintenance.js';
 
 export interface CheckRunner {
   runner: ServiceRunner;
@@ -108,12 +111,13 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     maxBodyBytes: config.maxBodyBytes,
     stateSettleMs: config.stateSettleMs,
   });
+  const mail = createMailer(config, { policy, logger });
   const alerting = channelAlerting({
     logger,
     registry,
     channels: CHANNELS,
     http: (call) => httpCall({ ...call, policy }),
-    mail: createMailer(config, { policy, logger }),
+    mail,
     userAgent,
     timeoutMs: config.webhookTimeoutMs,
     maxAttempts: config.webhookMaxAttempts,
@@ -166,6 +170,33 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     stopDeliveries: () => alerting.delivery.stop(),
   });
 
+  // Status-page subscribers: notices delivered (docs/console.md, "Delivery"), maintenance announced.
+  const statusDeliverer = new StatusDeliverer({
+    store: new StatusDeliveryStore(pool),
+    mail,
+    http: (call) => httpCall({ ...call, policy }),
+    box,
+    links: new SubscriptionLinks(config.secretsKeys, config.publicUrl),
+    publicUrl: config.publicUrl,
+    logger,
+    registry,
+    userAgent,
+    timeoutMs: config.webhookTimeoutMs,
+    intervalMs: config.statusDeliveryIntervalMs,
+    maxAttempts: config.statusDeliveryAttempts,
+    retryBaseMs: config.statusDeliveryRetryBaseMs,
+    leaseSeconds: config.statusDeliveryLeaseSeconds,
+  });
+  const statusPages = new StatusPageStore(pool);
+  const statusMaintenance = new StatusMaintenance({
+    pool,
+    pages: () => statusPages.all(),
+    monitor: (id) => monitors.get(id),
+    noticeHours: config.statusMaintenanceNoticeHours,
+    intervalMs: 60_000,
+    logger,
+  });
+
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const http = healthServer({ runner, registry, logger, ...config });
   // Start in this order; stop in reverse: the scheduler stops checking (in-flight checks
@@ -173,6 +204,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   // others at once), then the escalation clock stops (a row cut short is sent again by
   // another runner once its lease ends), then webhooks stop (uncommitted alerts are delivered by another),
   // then the producer, the registry feed, PostgreSQL, ClickHouse, the egress re-resolution, and HTTP last.
+  // The status-page deliverer and maintenance notices stop first (a send in flight finishes
+  // within its timeout; a row left claimed is sent by another runner once its lease ends).
   runner.use(
     http,
     egressRefresh,
@@ -184,6 +217,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     clock,
     assignment,
     scheduler,
+    statusMaintenance,
+    statusDeliverer,
   );
   await runner.start();
   logger.info('check runner running', { port: http.boundPort, runner_id: config.runnerId });

@@ -7,3 +7,4 @@ export * from './incident-lookup.js';
 export * from './rate-buckets.js';
 export * from './subscribers.js';
 export * from './domains.js';
+export * from './deliveries.js';
