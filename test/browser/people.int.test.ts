@@ -6,7 +6,7 @@ import type { AuditEntry } from '@telemetry/contract';
 import { addMembership, createTenant, ensurePerson, hashPassword, personByEmail } from '@telemetry/store';
 import { freePort } from '../../tools/devstack/ports.js';
 import { apiClient } from '../support/api.js';
-import { buildConsole, launchChromium, PageErrors, showPageIfFailed } from '../support/browser.js';
+import { buildConsole, launchChromium, PageErrors, showPageIfFailed, signInWithPassword } from '../support/browser.js';
 import {
   adminRegistry,
   eventually,
@@ -66,16 +66,6 @@ describe('people in the console: invitation, single sign-on, roles, audit and re
     page = await context.newPage();
     pageErrors.watch(page);
     return page;
-  }
-
-  /** Signs `p` in with the password form as `email`; answers once the monitors show. */
-  async function signInWithPassword(p: Page, email: string): Promise<void> {
-    await p.goto(`${query.url}/console/`);
-    await p.locator('form#password-sign-in').waitFor();
-    await p.locator('#sign-in-email').fill(email);
-    await p.locator('#sign-in-password').fill(password);
-    await p.getByRole('button', { name: 'Sign in' }).click();
-    await p.getByRole('heading', { name: 'Monitors' }).waitFor();
   }
 
   /** The members page drawn anew (a hash the page is on already would not draw it again). */
@@ -170,7 +160,7 @@ describe('people in the console: invitation, single sign-on, roles, audit and re
 
   it('an owner invites a colleague as viewer, and the email arrives in Mailpit with the link', async () => {
     owner = await newPage();
-    await signInWithPassword(owner, ownerEmail);
+    await signInWithPassword(owner, query.url, ownerEmail, password);
     await owner.locator('#nav-members').click();
     await owner.locator('form#invite-form').waitFor();
     await owner.locator('#invite-email').fill(colleagueEmail);

@@ -128,3 +128,13 @@ export async function photograph(p: Page, file: string): Promise<void> {
   }
   await p.setViewportSize({ width: 1280, height: 900 });
 }
+
+/** Signs `p` in at `base` with the password form as `email`; answers once the monitors show. */
+export async function signInWithPassword(p: Page, base: string, email: string, password: string): Promise<void> {
+  await p.goto(`${base}/console/`);
+  await p.locator('form#password-sign-in').waitFor();
+  await p.locator('#sign-in-email').fill(email);
+  await p.locator('#sign-in-password').fill(password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('heading', { name: 'Monitors' }).waitFor();
+}

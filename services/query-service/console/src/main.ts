@@ -13,6 +13,7 @@ import { monitorForm } from './monitor-form.js';
 import { monitorList } from './monitor-list.js';
 import { monitorPage } from './monitor-page.js';
 import { keySignIn, SIGN_IN_ERRORS, signInPage } from './sign-in.js';
+import { statusPageAdmin } from './status-page-admin.js';
 import { statusPagesView } from './status-pages.js';
 
 /**
@@ -139,6 +140,7 @@ async function route(): Promise<void> {
       if (view.isConnected) leave = stop;
       else stop();
     } else if (parts[0] === 'events') await eventsOverview(view);
+    else if (parts[0] === 'status-pages' && parts[1]) await statusPageAdmin(view, decodeURIComponent(parts[1]));
     else if (parts[0] === 'status-pages') await statusPagesView(view);
     else if (parts[0] === 'channels' && parts[1] === 'new') await channelForm(view, undefined, navigate);
     else if (parts[0] === 'channels' && parts[1] && parts[2] === 'edit') await channelForm(view, parts[1], navigate);

@@ -1,9 +1,9 @@
-import type { Monitor, PublicStatusPage, StatusPage } from '@telemetry/contract';
+import type { Monitor, StatusPage } from '@telemetry/contract';
 import { ApiError, call, get } from './api.js';
-import { failure, h, loadView, percent, show, statusBadge, time } from './dom.js';
+import { failure, h, loadView, show, time } from './dom.js';
 import { guard, roleNote } from './guard.js';
 
-/** The owner's status pages: list, create, delete. */
+/** The owner's status pages: list, create, delete; each links to its reports, subscribers and domains (status-page-admin.ts). */
 export async function statusPagesView(main: HTMLElement): Promise<void> {
   const loaded = await loadView(
     main,
@@ -101,8 +101,10 @@ export async function statusPagesView(main: HTMLElement): Promise<void> {
             h(
               'li',
               { 'data-slug': p.slug },
-              h('a', { href: `/status/${p.slug}` }, p.title),
-              ` (/status/${p.slug}) · `,
+              h('a', { href: `#/status-pages/${p.slug}` }, p.title),
+              ' (',
+              h('a', { href: `/status/${p.slug}` }, `/status/${p.slug}`),
+              ') · ',
               p.monitor_ids.map((id) => names.get(id) ?? id).join(', '),
               ' · updated ',
               time(p.updated_at),
@@ -117,94 +119,5 @@ export async function statusPagesView(main: HTMLElement): Promise<void> {
     h('h2', {}, 'New status page'),
     roleNote('monitors:write'),
     monitors.length === 0 ? h('p', {}, 'Create a monitor first.') : form,
-  );
-}
-
-/** The public page at /status/{slug}: no key, names and statuses only. */
-export async function publicStatusPage(main: HTMLElement, slug: string): Promise<void> {
-  let page: PublicStatusPage;
-  try {
-    page = (await call<PublicStatusPage>('GET', `/api/status/${encodeURIComponent(slug)}`, undefined, false)).data;
-  } catch (err) {
-    if (err instanceof ApiError && err.code === 'STATUS_PAGE_NOT_FOUND') {
-      show(main, h('h1', {}, 'No such status page'), h('p', {}, 'Check the address, or ask whoever gave it to you.'));
-    } else {
-      show(
-        main,
-        h('h1', {}, 'Status'),
-        failure(err, () => void publicStatusPage(main, slug)),
-      );
-    }
-    return;
-  }
-  document.title = `${page.title} status`;
-  show(
-    main,
-    h('h1', {}, page.title),
-    page.description ? h('p', {}, page.description) : null,
-    h(
-      'p',
-      { class: `banner ${page.status}`, role: 'status' },
-      page.status === 'up' ? 'All systems operational' : 'Some systems are down',
-    ),
-    // The service could not read the current statuses: say how old these are.
-    page.stale
-      ? h(
-          'p',
-          { class: 'banner stale', role: 'alert' },
-          'These statuses are from ',
-          time(page.generated_at),
-          ': the current ones cannot be read right now.',
-        )
-      : null,
-    page.incidents.length
-      ? h(
-          'section',
-          { 'aria-labelledby': 'h-open' },
-          h('h2', { id: 'h-open' }, 'Open incidents'),
-          h(
-            'ul',
-            {},
-            page.incidents.map((i) => h('li', {}, `${i.monitor} is down since `, time(i.started_at))),
-          ),
-        )
-      : null,
-    h(
-      'section',
-      { 'aria-labelledby': 'h-monitors' },
-      h('h2', { id: 'h-monitors' }, `Uptime over ${page.days} days`),
-      page.monitors.map((m) =>
-        h(
-          'article',
-          { class: 'status-monitor' },
-          h(
-            'h3',
-            {},
-            m.name,
-            ' ',
-            statusBadge(m.status),
-            h('span', { class: 'muted' }, ` ${percent(m.uptime_percent)} uptime`),
-          ),
-          h(
-            'ol',
-            { class: 'bars days', 'aria-label': `${m.name}: daily uptime, oldest first` },
-            m.days.map((d) =>
-              h('li', {
-                class:
-                  d.uptime_percent === null
-                    ? 'none'
-                    : d.uptime_percent >= 99.9
-                      ? 'up'
-                      : d.uptime_percent >= 95
-                        ? 'partial'
-                        : 'down',
-                title: `${d.date}: ${d.uptime_percent === null ? 'no data' : percent(d.uptime_percent)}`,
-              }),
-            ),
-          ),
-        ),
-      ),
-    ),
-    h('p', { class: 'muted' }, 'Updated ', time(page.generated_at), '.'),
   );
 }
