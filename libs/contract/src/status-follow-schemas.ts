@@ -31,9 +31,24 @@ const monitorIds = {
   uniqueItems: true,
   items: monitorId,
 } as const;
-/** A text with at least one character that is not a space; no control characters but newlines and tabs. */
+/**
+ * A text with at least one character that is not a space; no control characters but newlines
+ * and tabs anywhere in it. NOTE: anchored at both ends (`^[^…]*\\S` alone let a control
+ * character, or a NUL PostgreSQL refuses, follow the first letter).
+ */
 const text = (max: number) =>
-  ({ type: 'string', minLength: 1, maxLength: max, pattern: '^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f]*\\S' }) as const;
+  ({
+    type: 'string',
+    minLength: 1,
+    maxLength: max,
+    pattern: '^(?=[\\s\\S]*\\S)[^\\u0000-\\u0008\\u000b-\\u001f\\u007f]*$',
+  }) as const;
+/**
+ * Invisible and direction-changing characters (soft hyphen, zero-width spaces and joiners,
+ * bidirectional marks, overrides and isolates, word joiner, byte-order mark): an email
+ * address with one looks like another, so a subscription refuses it.
+ */
+const INVISIBLE = '[\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff]';
 const title = text(L.maxReportTitleLength);
 const message = text(L.maxUpdateMessageLength);
 const state = { type: 'string', enum: REPORT_STATES } as const;
@@ -83,7 +98,13 @@ export const subscribeSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    email: { type: 'string', minLength: 3, maxLength: 254, pattern: EMAIL_PATTERN },
+    email: {
+      type: 'string',
+      minLength: 3,
+      maxLength: 254,
+      pattern: EMAIL_PATTERN,
+      not: { type: 'string', pattern: INVISIBLE },
+    },
     webhook: { type: 'string', minLength: 8, maxLength: L.maxWebhookUrlLength, pattern: '^https?://' },
     /** Default []: every notice of the page. */
     monitor_ids: monitorIds,
@@ -105,7 +126,7 @@ export const domainCreateSchema = closedSchema('DomainCreate', ['hostname'], {
 });
 
 /** The optional `message` of a maintenance window (monitor-schema.ts): shown on the page and in notices. */
-export const maintenanceMessage = { type: 'string', minLength: 1, maxLength: L.maxMaintenanceMessageLength } as const;
+export const maintenanceMessage = text(L.maxMaintenanceMessageLength);
 
 /** An update as the API answers it. */
 export const reportUpdateSchema = closedSchema('ReportUpdate', ['id', 'state', 'message', 'at', 'created_at'], {

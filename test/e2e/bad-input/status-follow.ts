@@ -14,7 +14,7 @@
 import { parseSealingKeys } from '@telemetry/platform';
 import { SubscriptionLinks } from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../../harness/processes.js';
-import { FOREIGN, MARK, MISSING, mon, type Case } from './case.js';
+import { FOREIGN, invalidChange, invalidCreate, MARK, MISSING, mon, type Case } from './case.js';
 import { FOLLOW } from './status-follow-fixtures.js';
 
 export {
@@ -283,7 +283,7 @@ function domainCases(): Case[] {
     host('upper case', 'Status.Corpus-Bad.example'),
     host('a trailing dot', 'status.corpus-bad.example.'),
     host('a wildcard', '*.corpus-bad.example'),
-    host('one label', 'localhost'),
+    host('one label', 'corpusbad'),
     host('a port', 'status.corpus-bad.example:8443'),
     host('a URL', 'https://status.corpus-bad.example'),
     host('an underscore', 'sta_tus.corpus-bad.example'),
@@ -294,6 +294,7 @@ function domainCases(): Case[] {
     host('a leading hyphen', '-status.corpus-bad.example'),
     host('a number', 42),
     invalid('domain, no hostname', 'POST', domains, {}, '/hostname'),
+    req('domain, localhost', 'POST', domains, { hostname: 'localhost' }, 400, 'DOMAIN_NOT_ALLOWED'),
     req('domain, the operator’s host', 'POST', domains, { hostname: FOLLOW.operator }, 400, 'DOMAIN_NOT_ALLOWED'),
     req(
       'domain, under the operator’s host',
@@ -592,7 +593,15 @@ function tokenCases(): Case[] {
     invalid('confirm, a token with a space', 'POST', confirm, { token: 'a b' }, '/token', noKey),
     invalid('confirm, a token of a kilobyte', 'POST', confirm, { token: 'A'.repeat(1024) }, '/token', noKey),
     invalid('confirm, a token a number', 'POST', confirm, { token: 1 }, '/token', noKey),
-    req('confirm, with a query token only', 'POST', `${confirm}?token=${genuine}`, undefined, 400, undefined, noKey),
+    req(
+      'confirm, with a query token only',
+      'POST',
+      `${confirm}?token=${genuine}`,
+      undefined,
+      400,
+      'INVALID_PARAMETER',
+      noKey,
+    ),
     req(
       'confirm, by GET (mail scanners change nothing)',
       'GET',
@@ -643,5 +652,30 @@ function tokenCases(): Case[] {
   ];
 }
 
+/** A maintenance window's message (shown on pages and in notices): text, as a report's. */
+function maintenanceCases(): Case[] {
+  const window = (message: unknown): object => ({
+    maintenance_windows: [{ from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z', message }],
+  });
+  const expect = { status: 400, code: VF, path: '/maintenance_windows/0/message' };
+  const bad = (name: string, message: unknown): Case[] => [
+    { ...invalidCreate(`maintenance message ${name}`, window(message)), expect },
+    { ...invalidChange(`maintenance message ${name}`, window(message)), expect },
+  ];
+  return [
+    ...bad('over 500 characters', big(501)),
+    ...bad('empty', ''),
+    ...bad('of spaces', '   '),
+    ...bad('with a NUL', 'back\u0000soon'),
+    ...bad('with an escape character', 'back \u001b[31msoon'),
+    ...bad('a number', 5),
+  ];
+}
+
 /** Every status-follow case (built on call: some bodies are a megabyte). */
-export const statusFollowCases = (env: FollowEnv): Case[] => [...ownerCases(), ...publicCases(env), ...tokenCases()];
+export const statusFollowCases = (env: FollowEnv): Case[] => [
+  ...ownerCases(),
+  ...publicCases(env),
+  ...tokenCases(),
+  ...maintenanceCases(),
+];

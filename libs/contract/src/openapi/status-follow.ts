@@ -60,8 +60,8 @@ const pageParams = [
 const deleted = jsonOk('Deleted.', envelopeOf({ type: 'null' }));
 const reportOk = (description: string): Json => jsonOk(description, envelopeOf(ref('StatusReportView')));
 const domainOk = (description: string): Json => jsonOk(description, envelopeOf(ref('DomainView')));
-/** What every owner route of a page answers about the page. */
-const pageErrors = ['INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND'] as const;
+/** What every owner route of a page answers about the page (and the registry, PostgreSQL). */
+const pageErrors = ['INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', 'REGISTRY_UNAVAILABLE'] as const;
 const obj = (properties: Json): Json => ({
   type: 'object',
   required: Object.keys(properties),
@@ -72,7 +72,7 @@ const monitorIds = { type: 'array', items: { type: 'string' } };
 
 /** A public route's answer: no key, the page's slug in the path. */
 const publicErrors = (...more: Parameters<typeof errors>[0]): Json =>
-  errors(['INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', ...more, ...storeErrors]);
+  errors(['INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', ...more, 'REGISTRY_UNAVAILABLE', ...storeErrors]);
 const tokenBody = (what: string): Json => ({
   ...jsonBody('SubscriptionToken'),
   description: `The token of ${what}.`,
@@ -230,7 +230,7 @@ export const statusFollowPaths: Json = {
       description:
         "A webhook subscriber shows its URL's scheme, host and port only: its path and query may hold secrets.",
       security: read,
-      parameters: [slugPath, cursorParam],
+      parameters: [slugPath, cursorParam, limitParam(500)],
       responses: {
         '200': jsonOk('One page of subscribers.', pageOf('SubscriberView')),
         ...keyErrors(...pageErrors),
@@ -267,7 +267,8 @@ export const statusFollowPaths: Json = {
       requestBody: jsonBody('DomainCreate'),
       responses: {
         '201': domainOk('Added, not verified: publish TXT `txt_value` at `txt_name`.'),
-        ...keyErrors(...bodyErrors, ...pageErrors, 'DOMAIN_NOT_ALLOWED', 'DOMAIN_TAKEN', 'QUOTA_EXCEEDED'),
+        '200': domainOk('Claimed by this page already: the same claim and TXT record, nothing changed.'),
+        ...keyErrors(...bodyErrors, ...pageErrors, 'DOMAIN_NOT_ALLOWED', 'QUOTA_EXCEEDED'),
       },
     },
   },
@@ -345,7 +346,7 @@ export const statusFollowPaths: Json = {
       operationId: 'confirmStatusSubscription',
       summary: "Confirm an email subscription with its link's token (no key)",
       description:
-        'The token of the confirmation link (the fragment of /status/{slug}/subscription#confirm=…): forged, expired, used, for another page or of another purpose: 400 SUBSCRIPTION_LINK_INVALID.',
+        'The token of the confirmation link (the fragment of /status/{slug}/subscription#confirm=…): forged, expired, used, for another page or of another purpose: 400 SUBSCRIPTION_LINK_INVALID. Confirmations and unsubscriptions of one client address are limited to SUBSCRIPTION_LINKS_PER_ADDRESS_PER_HOUR (429 RATE_LIMITED).',
       security: [],
       parameters: [slugPath],
       requestBody: tokenBody('the confirmation link'),
@@ -354,7 +355,7 @@ export const statusFollowPaths: Json = {
           'Confirmed: the address is told of every notice from now on.',
           envelopeOf(obj({ kind: { const: 'email' }, monitor_ids: monitorIds })),
         ),
-        ...publicErrors(...bodyErrors, 'SUBSCRIPTION_LINK_INVALID'),
+        ...publicErrors(...bodyErrors, 'SUBSCRIPTION_LINK_INVALID', 'RATE_LIMITED'),
       },
     },
   },
@@ -363,7 +364,7 @@ export const statusFollowPaths: Json = {
       operationId: 'unsubscribeFromStatusPage',
       summary: 'Unsubscribe with a mail\u2019s token: one click (RFC 8058) or JSON (no key)',
       description:
-        'The token in `?token=` with the form body `List-Unsubscribe=One-Click` (what mail clients send for List-Unsubscribe-Post), or JSON `{"token": …}`. The subscription is deleted with its pending deliveries; an already deleted one answers the same. A forged token, one of another page or another purpose: 400 SUBSCRIPTION_LINK_INVALID.',
+        'The token in `?token=` with the form body `List-Unsubscribe=One-Click` (what mail clients send for List-Unsubscribe-Post), or JSON `{"token": …}`. The subscription is deleted with its pending deliveries; an already deleted one answers the same. A forged token, one of another page or another purpose: 400 SUBSCRIPTION_LINK_INVALID. Limited per client address as confirmations are (429 RATE_LIMITED).',
       security: [],
       parameters: [
         slugPath,
@@ -383,7 +384,7 @@ export const statusFollowPaths: Json = {
       },
       responses: {
         '200': jsonOk('Unsubscribed (or gone already).', envelopeOf(obj({ state: { const: 'unsubscribed' } }))),
-        ...publicErrors(...bodyErrors, 'SUBSCRIPTION_LINK_INVALID'),
+        ...publicErrors(...bodyErrors, 'SUBSCRIPTION_LINK_INVALID', 'RATE_LIMITED'),
       },
     },
   },
@@ -396,7 +397,7 @@ export const statusFollowPaths: Json = {
       security: [],
       responses: {
         '200': jsonOk("The page's slug.", envelopeOf(obj({ slug: { type: 'string' } }))),
-        ...errors(['NOT_FOUND', 'DOMAIN_NOT_FOUND', ...storeErrors]),
+        ...errors(['INVALID_PARAMETER', 'NOT_FOUND', 'REGISTRY_UNAVAILABLE', ...storeErrors]),
       },
     },
   },
