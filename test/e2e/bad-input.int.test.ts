@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { writeSection } from '../../harness/report.js';
-import { SCOPES } from '@telemetry/contract';
+import { buildOpenApi, SCOPES } from '@telemetry/contract';
 import { createTenant, revokeKey } from '@telemetry/store';
 import {
   adminRegistry,
@@ -376,6 +376,34 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         'string',
       ]);
     }
+  });
+
+  it('has every route of status pages people follow that the OpenAPI document names (no 404 NOT_FOUND, no 405)', async () => {
+    const paths = Object.entries(buildOpenApi('query').paths as Record<string, Record<string, unknown>>).filter(([p]) =>
+      /\/(reports|subscribers|domains|history|unsubscribe|feed\.(rss|atom)|badges)\b|^\/api\/status-domain$/.test(p),
+    );
+    expect(paths.length).to.be.greaterThan(15);
+    const missing: string[] = [];
+    for (const [template, ops] of paths) {
+      // Without a key (an owner route answers 401 before anything), with no body: nothing changes.
+      const path = template
+        .replace('{slug}', FOLLOW.page)
+        .replace('{monitor_id}', 'm1')
+        .replace('{hostname}', 'status.corpus-missing.example')
+        .replace('{id}', template.includes('/reports/') ? 'rpt_00000000000000000000' : 'sub_00000000000000000000');
+      for (const method of Object.keys(ops)) {
+        const a = await send(follow.url, {
+          method: method.toUpperCase(),
+          path,
+          // the custom domain's own route answers only there
+          headers: template === '/api/status-domain' ? { host: FOLLOW.domains.verified } : {},
+        });
+        if (a.status === 405 || (a.status === 404 && a.code === 'NOT_FOUND')) {
+          missing.push(`${method.toUpperCase()} ${template}: ${a.status} ${a.code}`);
+        }
+      }
+    }
+    expect(missing).to.deep.equal([]);
   });
 
   it('answers a subscribed, pending or differently cased address byte for byte as a new one (no enumeration)', async () => {
