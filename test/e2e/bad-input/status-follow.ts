@@ -288,6 +288,7 @@ function domainCases(): Case[] {
     host('a URL', 'https://status.corpus-bad.example'),
     host('an underscore', 'sta_tus.corpus-bad.example'),
     host('a space', 'status .corpus-bad.example'),
+    host('a leading space', ' status.corpus-bad.example'),
     host('non-ASCII (not in punycode)', 'stätus.corpus-bad.example'),
     host('a label over 63 characters', `${'a'.repeat(64)}.corpus-bad.example`),
     host('over 253 characters', `${'a.'.repeat(127)}example`),

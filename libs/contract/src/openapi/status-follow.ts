@@ -58,7 +58,9 @@ const pageParams = [
   { ...pageLimit, schema: { ...(pageLimit.schema as Json), default: STATUS_FOLLOW_LIMITS.historyPageSize } },
 ];
 const deleted = jsonOk('Deleted.', envelopeOf({ type: 'null' }));
-const reportOk = (description: string): Json => jsonOk(description, envelopeOf(ref('StatusReportView')));
+const reportOk = (description: string, headers?: Json): Json =>
+  jsonOk(description, envelopeOf(ref('StatusReportView')), headers);
+const location = { Location: header("The report's address: /api/status-pages/{slug}/reports/{id}.") };
 const domainOk = (description: string): Json => jsonOk(description, envelopeOf(ref('DomainView')));
 /** What every owner route of a page answers about the page (and the registry, PostgreSQL). */
 const pageErrors = ['INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', 'REGISTRY_UNAVAILABLE'] as const;
@@ -160,7 +162,7 @@ export const statusFollowPaths: Json = {
       parameters: [slugPath],
       requestBody: jsonBody('StatusReportCreate'),
       responses: {
-        '201': reportOk('Opened.'),
+        '201': reportOk('Opened.', location),
         ...keyErrors(...bodyErrors, ...pageErrors, 'QUOTA_EXCEEDED'),
       },
     },
@@ -175,7 +177,7 @@ export const statusFollowPaths: Json = {
       parameters: [slugPath],
       requestBody: jsonBody('ReportFromIncident'),
       responses: {
-        '201': reportOk('The draft.'),
+        '201': reportOk('The draft.', location),
         ...keyErrors(...bodyErrors, ...pageErrors, 'INCIDENT_NOT_FOUND', 'QUOTA_EXCEEDED'),
       },
     },
@@ -303,7 +305,12 @@ export const statusFollowPaths: Json = {
       summary: "A published page's resolved reports, newest first (no key)",
       security: [],
       parameters: [slugPath, ...pageParams],
-      responses: { '200': jsonOk('One page of resolved reports.', pageOf('PublicReport')), ...publicErrors() },
+      responses: {
+        '200': jsonOk('One page of resolved reports.', pageOf('PublicReport'), {
+          'Cache-Control': header('`public, max-age=N` (STATUS_PAGE_CACHE_SECONDS).'),
+        }),
+        ...publicErrors(),
+      },
     },
   },
   '/api/status/{slug}/subscribers': {
