@@ -8,7 +8,7 @@ import type {
   StatusNoticeWebhook,
   StatusReportView,
 } from '@telemetry/contract';
-import { STATUS_FOLLOW_LIMITS } from '@telemetry/contract';
+import { createValidators, STATUS_FOLLOW_LIMITS } from '@telemetry/contract';
 import { createTenant, issueKey } from '@telemetry/store';
 import {
   adminRegistry,
@@ -74,9 +74,12 @@ describe('status reports, their notices, the public page and its history (real K
     expect(r.status, r.text).to.equal(201);
     return r.body.data;
   };
+  const validators = createValidators();
+  /** The public page, checked against its published schema (PublicStatusPage). */
   const publicPage = async (slug: string): Promise<PublicStatusPage> => {
     const r = await api<PublicStatusPage>('GET', `/api/status/${slug}`, undefined, null);
     expect(r.status, r.text).to.equal(200);
+    expect(validators.publicStatusPage(r.body.data), JSON.stringify(validators.publicStatusPage.errors)).to.equal(true);
     return r.body.data;
   };
   /** An active (or pending) email subscriber of the page, as the subscription routes would make it. */

@@ -68,7 +68,7 @@ export function keyOf(res: Response): VerifiedKey {
   return res.locals.key as VerifiedKey;
 }
 
-export function invalid(problems: { path: string; message: string }[]): AppError {
+function invalid(problems: { path: string; message: string }[]): AppError {
   return new AppError(
     'VALIDATION_FAILED',
     `the status page is not valid: ${problems[0]?.path} ${problems[0]?.message}`,

@@ -19,7 +19,7 @@ import {
 import { recordChange, type Auditor } from '../access/audit.js';
 import { principalOf } from '../access/principal.js';
 import { readRows, storeCall, type ReadDeps } from '../params.js';
-import { invalid, keyOf, refuseLimited, slugOf, visibleTo } from '../status-pages.route.js';
+import { keyOf, refuseLimited, slugOf, visibleTo } from '../status-pages.route.js';
 import { monitorNamesOf, reportCursorParam, sendReports } from './public-page.js';
 
 /**
@@ -39,6 +39,9 @@ export interface ReportRoutesDeps extends ReadDeps {
   evict: (slug: string) => void;
 }
 
+/** A validator of StatusFollowValidators: does the body have its schema, and if not, why. */
+type Check<T> = ((data: unknown) => data is T) & { errors?: Parameters<typeof describeErrors>[0] };
+
 /** How far ahead of now an update's `at` may be. */
 const MAX_AHEAD_MS = 5 * 60_000;
 const REPORT_ID = new RegExp(REPORT_ID_PATTERN);
@@ -47,6 +50,11 @@ function reportIdOf(req: Request): string {
   const id = String(req.params.id);
   if (!REPORT_ID.test(id)) throw notFound(id.slice(0, 64));
   return id;
+}
+
+function invalid(problems: { path: string; message: string }[]): AppError {
+  const first = problems[0];
+  return new AppError('VALIDATION_FAILED', `the request is not valid: ${first?.path} ${first?.message}`, { problems });
 }
 
 function notFound(id: string): AppError {
@@ -81,7 +89,21 @@ function authorOf(res: Response): string {
 const briefly = (r: StatusReportView) => ({ ...r, updates: r.updates.length });
 
 export function reportRoutes(app: Express, deps: ReportRoutesDeps): void {
-  const body = (req: Request): Promise<unknown> => readJsonBody(req, { maxBytes: 64 * 1024, maxRatio: 100 }, 4);
+  /** A write's body, valid by `v` (400 VALIDATION_FAILED with each problem's path); writes are refused to limited keys. */
+  const writeBody = async <T>(req: Request, res: Response, v: Check<T>): Promise<T> => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res);
+    const given = await readJsonBody(req, { maxBytes: 64 * 1024, maxRatio: 100 }, 4);
+    if (!v(given)) throw invalid(describeErrors(v.errors));
+    return given;
+  };
+  /** A write of an existing report: 404 when there is none; this replica's public page is rendered anew. */
+  const written = async <T>(req: Request, slug: string, id: string, what: string, fn: () => Promise<T | undefined>) => {
+    const done = await storeCall(deps.logger, req, what, fn);
+    if (!done) throw notFound(id);
+    deps.evict(slug);
+    return done;
+  };
   /** The page (visible to the key) and its monitors' names, or 404. */
   const pageOf = async (req: Request, res: Response): Promise<ReportPageContext> => {
     const slug = slugOf(req);
@@ -111,11 +133,7 @@ export function reportRoutes(app: Express, deps: ReportRoutesDeps): void {
   });
 
   app.post('/api/status-pages/:slug/reports', deps.auth.write, async (req, res) => {
-    rejectUnknown(req, new Set());
-    refuseLimited(res);
-    const given = await body(req);
-    const v = deps.validators.statusReportCreate;
-    if (!v(given)) throw invalid(describeErrors(v.errors));
+    const given = await writeBody(req, res, deps.validators.statusReportCreate);
     const at = timeOf(given.at);
     const page = await pageOf(req, res);
     refuseOffPage(given.monitor_ids, page);
@@ -138,11 +156,7 @@ export function reportRoutes(app: Express, deps: ReportRoutesDeps): void {
   });
 
   app.post('/api/status-pages/:slug/reports/from-incident', deps.auth.write, async (req, res) => {
-    rejectUnknown(req, new Set());
-    refuseLimited(res);
-    const given = await body(req);
-    const v = deps.validators.reportFromIncident;
-    if (!v(given)) throw invalid(describeErrors(v.errors));
+    const given = await writeBody(req, res, deps.validators.reportFromIncident);
     const page = await pageOf(req, res);
     const [incident] = await readRows<IncidentByIdRow>(deps, req, 'incident lookup', () =>
       incidentByIdSql(deps.database, page.tenantId, given.incident_id),
@@ -183,15 +197,11 @@ export function reportRoutes(app: Express, deps: ReportRoutesDeps): void {
   });
 
   app.patch('/api/status-pages/:slug/reports/:id', deps.auth.write, async (req, res) => {
-    rejectUnknown(req, new Set());
-    refuseLimited(res);
+    const patch = await writeBody(req, res, deps.validators.statusReportPatch);
     const id = reportIdOf(req);
-    const patch = await body(req);
-    const v = deps.validators.statusReportPatch;
-    if (!v(patch)) throw invalid(describeErrors(v.errors));
     const page = await pageOf(req, res);
     refuseOffPage(patch.monitor_ids, page);
-    const done = await storeCall(deps.logger, req, 'status report update', () =>
+    const done = await written(req, page.slug, id, 'status report update', () =>
       deps.reports.change(page, id, {
         title: patch.title,
         impact: patch.impact,
@@ -199,8 +209,6 @@ export function reportRoutes(app: Express, deps: ReportRoutesDeps): void {
         publish: patch.draft === false,
       }),
     );
-    if (!done) throw notFound(id);
-    deps.evict(page.slug);
     const [before, after] = [briefly(done.before!), briefly(done.after)];
     await recordChange(deps.audit, req, res, 'status_report.update', target(id), before, after);
     res.json(ok(done.after));
@@ -211,29 +219,21 @@ export function reportRoutes(app: Express, deps: ReportRoutesDeps): void {
     refuseLimited(res);
     const id = reportIdOf(req);
     const page = await pageOf(req, res);
-    const gone = await storeCall(deps.logger, req, 'status report delete', () =>
+    const gone = await written(req, page.slug, id, 'status report delete', () =>
       deps.reports.remove(page.tenantId, page.slug, id),
     );
-    if (!gone) throw notFound(id);
-    deps.evict(page.slug);
     await recordChange(deps.audit, req, res, 'status_report.delete', target(id), briefly(gone), undefined);
     res.json(ok(null));
   });
 
   app.post('/api/status-pages/:slug/reports/:id/updates', deps.auth.write, async (req, res) => {
-    rejectUnknown(req, new Set());
-    refuseLimited(res);
+    const given = await writeBody(req, res, deps.validators.reportUpdateCreate);
     const id = reportIdOf(req);
-    const given = await body(req);
-    const v = deps.validators.reportUpdateCreate;
-    if (!v(given)) throw invalid(describeErrors(v.errors));
     const at = timeOf(given.at);
     const page = await pageOf(req, res);
-    const done = await storeCall(deps.logger, req, 'status report update insert', () =>
+    const done = await written(req, page.slug, id, 'status report update insert', () =>
       deps.reports.addUpdate(page, id, { state: given.state, message: given.message, at }, authorOf(res)),
     );
-    if (!done) throw notFound(id);
-    deps.evict(page.slug);
     // The state it set and the update itself (not every earlier update again).
     const [before, after] = [done.before!, done.after];
     await recordChange(
