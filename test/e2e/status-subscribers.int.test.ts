@@ -251,6 +251,11 @@ describe('status page subscribers: email (Mailpit), webhooks (loopback), links, 
     await pub(`/api/status/${pages.a}/subscribers/confirm`, { token: fragmentToken(mail.Text, 'confirm') });
     const oneClick = header(mail, 'List-Unsubscribe').slice(1, -1);
     expect(oneClick.startsWith(query.url)).to.equal(true);
+    // A GET (a mail scanner following the header's URL) changes nothing.
+    const scanned = await fetch(oneClick);
+    expect(scanned.status).to.equal(405);
+    const before = await owner<SubscriberView[]>('GET', `/api/status-pages/${pages.a}/subscribers`);
+    expect(before.body.data.map((s) => s.address)).to.include(email);
     const r = await apiRequest(query.url, 'POST', oneClick.slice(query.url.length), undefined, {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       raw: 'List-Unsubscribe=One-Click',

@@ -48,6 +48,9 @@ export class SubscriptionLinks {
     const exp = Number(m[2]);
     if (purpose === 'confirm' ? exp * 1000 <= nowMs : exp !== 0) return undefined;
     const sig = Buffer.from(m[3]!, 'base64url');
+    // NOTE: the 22nd character carries 2 bits; its other 4 must be zero, or every token would
+    // have a twin (a last character one higher decodes to the same bytes).
+    if (sig.toString('base64url') !== m[3]) return undefined;
     return this.keys.some((k) => timingSafeEqual(SubscriptionLinks.mac(k, purpose, m[1]!, slug, exp), sig))
       ? m[1]
       : undefined;
