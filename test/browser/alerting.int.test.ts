@@ -26,6 +26,7 @@ import {
 import { apiClient } from '../support/api.js';
 import { createAjv } from '../../libs/contract/src/ajv.js';
 import { TestTarget } from '../support/target.js';
+import { insertDownAlert } from '../support/tenants.js';
 
 /**
  * The console's alerting pages in a real Chromium (Debian's) against the real query
@@ -340,28 +341,7 @@ describe('alerting in the console: channels, test sends, escalation, silencing a
         created_at: new Date(at * 1000).toISOString(),
       },
     };
-    await ch.insert({
-      table: `${testStack().database}.alerts`,
-      format: 'JSONEachRow',
-      values: [
-        {
-          tenant_id: tenantId,
-          id: alert.id,
-          monitor_id: monitor.id,
-          incident_id: incidentId,
-          type: 'monitor.down',
-          created_at: at,
-          check_id: incidentId,
-          status: 'down',
-          status_code: 503,
-          error: '',
-          response_time: 12,
-          maintenance: 0,
-          actor: '',
-          inserted_at: at,
-        },
-      ],
-    });
+    await insertDownAlert(ch, { tenantId, monitorId: monitor.id, incidentId, alertId: alert.id, at });
     await new IncidentAlertStore(adminRegistry()).open({
       incident_id: incidentId,
       tenant_id: tenantId,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { AuditEntry } from '@telemetry/contract';
-import { addMembership, createTenant, ensurePerson, hashPassword, personByEmail } from '@telemetry/store';
+import { personByEmail } from '@telemetry/store';
 import { freePort } from '../../tools/devstack/ports.js';
 import { apiClient } from '../support/api.js';
 import { buildConsole, launchChromium, PageErrors, showPageIfFailed, signInWithPassword } from '../support/browser.js';
@@ -18,6 +18,7 @@ import {
   type Running,
 } from '../support/fixtures.js';
 import { mailedInvitationLink } from '../support/mailpit.js';
+import { tenantWithOwner } from '../support/tenants.js';
 import { startOidcProvider, type OidcAccount, type TestOidcProvider } from '../support/oidc-provider.js';
 
 /**
@@ -100,14 +101,7 @@ describe('people in the console: invitation, single sign-on, roles, audit and re
 
   before(async () => {
     await buildConsole();
-    const db = adminRegistry();
-    tenantId = (await createTenant(db, uid('corp'))).tenant_id;
-    const { person } = await ensurePerson(db, {
-      email: ownerEmail,
-      name: 'The Owner',
-      passwordHash: await hashPassword(password),
-    });
-    await addMembership(db, { tenantId, personId: person.id, role: 'owner', createdBy: 'test' });
+    tenantId = await tenantWithOwner('corp', ownerEmail, password);
     const port = await freePort();
     const publicUrl = `http://127.0.0.1:${port}`;
     op = await startOidcProvider({

@@ -1,7 +1,6 @@
 import {
   createChannelValidators,
   createPeopleValidators,
-  createStatusFollowValidators,
   createValidators,
   type Validators,
 } from '@telemetry/contract';

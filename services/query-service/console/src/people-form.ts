@@ -58,31 +58,35 @@ export function onSubmit(
   });
 }
 
+/**
+ * A Copy button for `text`, shown in `field` (selected first, so that it can be copied by
+ * hand where the clipboard is refused), and the status that says which it was.
+ */
+export function copyButton(
+  field: HTMLInputElement | HTMLTextAreaElement,
+  text: string,
+  attrs: Attrs = {},
+): HTMLElement[] {
+  const said = h('span', { role: 'status' });
+  const onclick = (): void => {
+    field.select();
+    navigator.clipboard.writeText(text).then(
+      () => (said.textContent = ' Copied.'),
+      () => (said.textContent = ' Select it and copy it by hand.'),
+    );
+  };
+  return [h('button', { type: 'button', ...attrs, onclick }, 'Copy'), said];
+}
+
 /** A secret shown once (`#id`): read-only text, a copy button, and that it is not shown again. */
 export function shownOnce(id: string, label: string, secret: string): HTMLElement {
   const input = h('input', { id, type: 'text', readonly: true, value: secret, class: 'secret', spellcheck: 'false' });
-  const said = h('span', { role: 'status' });
   return h(
     'div',
     { class: 'shown-once', 'data-shown-once': id },
     h('label', { for: id }, label),
     input,
-    h(
-      'button',
-      {
-        type: 'button',
-        id: `${id}-copy`,
-        onclick: () => {
-          input.select();
-          navigator.clipboard.writeText(secret).then(
-            () => (said.textContent = ' Copied.'),
-            () => (said.textContent = ' Select it and copy it by hand.'),
-          );
-        },
-      },
-      'Copy',
-    ),
-    said,
+    copyButton(input, secret, { id: `${id}-copy` }),
     h('p', { class: 'muted' }, 'It is shown this once: copy it now. It cannot be shown again.'),
   );
 }

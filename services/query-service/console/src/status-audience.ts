@@ -3,7 +3,7 @@ import { ApiError, call } from './api.js';
 import { failure, h, scroller, show, table, time } from './dom.js';
 import { loadedSection, type PageContext } from './follow-kit.js';
 import { guard, guardForm } from './guard.js';
-import { field, onSubmit, statusLine, value } from './people-form.js';
+import { copyButton, field, onSubmit, statusLine, value } from './people-form.js';
 
 /**
  * Who follows a status page, and where it answers (docs/console.md, "Status pages people
@@ -56,8 +56,13 @@ export function subscribersSection(ctx: PageContext): HTMLElement {
             'monitors:write',
             h(
               'button',
-              { type: 'button', class: 'danger subscriber-remove', onclick: () => remove(s) },
-              `Remove ${s.address}`,
+              {
+                type: 'button',
+                class: 'danger subscriber-remove',
+                'aria-label': `Remove ${s.address}`,
+                onclick: () => remove(s),
+              },
+              'Remove',
             ),
           ),
         ),
@@ -127,16 +132,26 @@ export function domainsSection(ctx: PageContext): HTMLElement {
                 'monitors:write',
                 h(
                   'button',
-                  { type: 'button', class: 'domain-verify', onclick: () => act(d, 'POST', '/verify') },
-                  `Verify ${d.hostname}`,
+                  {
+                    type: 'button',
+                    class: 'domain-verify',
+                    'aria-label': `Verify ${d.hostname}`,
+                    onclick: () => act(d, 'POST', '/verify'),
+                  },
+                  'Verify',
                 ),
               ),
           guard(
             'monitors:write',
             h(
               'button',
-              { type: 'button', class: 'danger domain-remove', onclick: () => act(d, 'DELETE', '') },
-              `Remove ${d.hostname}`,
+              {
+                type: 'button',
+                class: 'danger domain-remove',
+                'aria-label': `Remove ${d.hostname}`,
+                onclick: () => act(d, 'DELETE', ''),
+              },
+              'Remove',
             ),
           ),
         ),
@@ -168,8 +183,7 @@ export function badgesSection(ctx: PageContext): HTMLElement {
         `[![${md(m.name)} status](${base}/status.svg)](${page}) ` +
         `[![${md(m.name)} uptime](${base}/uptime.svg?window=30d)](${page})`;
       const id = `badge-md-${m.id}`;
-      const said = h('span', { role: 'status' });
-      const area = h('textarea', { id, readonly: true, rows: 3, spellcheck: 'false' }, text);
+      const area = h('textarea', { id, readonly: true, rows: 4, spellcheck: 'false' }, text);
       return h(
         'div',
         { class: 'badge-md', 'data-monitor': m.id },
@@ -183,21 +197,7 @@ export function badgesSection(ctx: PageContext): HTMLElement {
         ),
         h('label', { for: id }, `Markdown for ${m.name}`),
         area,
-        h(
-          'button',
-          {
-            type: 'button',
-            onclick: () => {
-              area.select();
-              navigator.clipboard.writeText(text).then(
-                () => (said.textContent = ' Copied.'),
-                () => (said.textContent = ' Select it and copy it by hand.'),
-              );
-            },
-          },
-          `Copy the Markdown for ${m.name}`,
-        ),
-        said,
+        copyButton(area, text, { 'aria-label': `Copy the Markdown for ${m.name}` }),
       );
     }),
   );

@@ -180,9 +180,17 @@ function reportCard(ctx: PageContext, r: StatusReportView, redraw: () => void): 
     call(method, `${path}${sub}`, body).then(redraw, (err: unknown) => show(notice, failure(err)));
   };
   const names = new Map(ctx.monitors.map((m) => [m.id, m.name]));
-  const publish = h('button', { type: 'button', class: 'primary publish-report' }, `Publish ${r.title}`);
+  const publish = h(
+    'button',
+    { type: 'button', class: 'primary publish-report', 'aria-label': `Publish ${r.title}` },
+    'Publish',
+  );
   publish.addEventListener('click', () => act('PATCH', '', { draft: false }));
-  const remove = h('button', { type: 'button', class: 'danger delete-report' }, `Delete ${r.title}`);
+  const remove = h(
+    'button',
+    { type: 'button', class: 'danger delete-report', 'aria-label': `Delete ${r.title}` },
+    'Delete',
+  );
   remove.addEventListener('click', () => {
     if (confirm(`Delete the report “${r.title}” and its updates? Subscribers are not told.`)) act('DELETE', '');
   });
