@@ -1,6 +1,7 @@
 import {
   createChannelValidators,
   createPeopleValidators,
+  createStatusFollowValidators,
   createValidators,
   type Validators,
 } from '@telemetry/contract';
