@@ -20,6 +20,7 @@ import {
   challengeReceiver,
   corpus,
   CORPUS_MONITORS,
+  documentedCodes,
   FOLLOW,
   followFixtures,
   followRows,
@@ -344,6 +345,13 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         wrong.push(`${c.name}: expected the field ${c.expect.path}, got ${a.paths.join(', ') || 'none'}`);
       } else if (a.status >= 400 && !c.path.includes('pixel.gif') && a.success !== false) {
         wrong.push(`${c.name}: success is not false`);
+      }
+      // The follow routes answer only codes their OpenAPI operation lists (405, other hosts and
+      // paths the document does not name aside).
+      if (c.service === 'follow' && a.code !== undefined && a.status !== 405 && c.headers?.host === undefined) {
+        const codes = documentedCodes(c.method, c.path.split('?')[0]!);
+        if (codes !== undefined && !codes.has(a.code))
+          wrong.push(`${c.name}: ${a.code} is not a code the OpenAPI document lists for it`);
       }
     }
     expect(wrong, wrong.join('\n')).to.deep.equal([]);

@@ -11,6 +11,7 @@
  * loopback DNS server, its subscription limits are high enough for the corpus, and
  * OPERATOR_HOSTS names FOLLOW.operator. The rows the cases name: status-follow-fixtures.ts.
  */
+import { buildOpenApi } from '@telemetry/contract';
 import { parseSealingKeys } from '@telemetry/platform';
 import { SubscriptionLinks } from '@telemetry/store';
 import { RUN_SECRETS_KEYS } from '../../../harness/processes.js';
@@ -671,6 +672,30 @@ function maintenanceCases(): Case[] {
     ...bad('with an escape character', 'back \u001b[31msoon'),
     ...bad('a number', 5),
   ];
+}
+
+type Operation = { responses: Record<string, { content?: Record<string, { schema?: { allOf?: Json[] } }> }> };
+type Json = { properties?: { code?: { enum?: string[] } } };
+let documented: { re: RegExp; holes: number; ops: Record<string, Operation> }[] | undefined;
+/**
+ * The error codes the OpenAPI document lists for `method` on a concrete `path` (the most
+ * specific template that matches: `/reports/from-incident` before `/reports/{id}`).
+ */
+export function documentedCodes(method: string, path: string): Set<string> | undefined {
+  documented ??= Object.entries(buildOpenApi('query').paths as Record<string, Record<string, Operation>>).map(
+    ([template, ops]) => ({
+      re: new RegExp(`^${template.replace(/\./g, '\\.').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+      holes: (template.match(/\{/g) ?? []).length,
+      ops,
+    }),
+  );
+  const best = documented.filter((d) => d.re.test(path)).sort((a, b) => a.holes - b.holes)[0];
+  const op = best?.ops[method.toLowerCase()];
+  if (!op) return undefined;
+  const codes = Object.values(op.responses).flatMap(
+    (r) => r.content?.['application/json']?.schema?.allOf?.[1]?.properties?.code?.enum ?? [],
+  );
+  return new Set(codes);
 }
 
 /** Every status-follow case (built on call: some bodies are a megabyte). */
