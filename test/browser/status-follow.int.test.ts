@@ -30,7 +30,7 @@ import {
   uid,
   type Running,
 } from '../support/fixtures.js';
-import { insertDownAlert, tenantWithOwner } from '../support/tenants.js';
+import { addPerson, insertDownAlert, tenantWithOwner } from '../support/tenants.js';
 import { runMailpit, type MailMessageRead, type MailpitClient } from '../support/mailpit.js';
 
 /** A call the loopback webhook receiver got: its headers and body as sent. */
@@ -97,6 +97,17 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     page = await context.newPage();
     pageErrors.watch(page);
     return page;
+  }
+
+  /** At 360 and 1280 px wide, nothing of the page is wider than the window (no sideways scrolling). */
+  async function fitsNarrowAndWide(p: Page, what: string): Promise<void> {
+    for (const width of [360, 1280]) {
+      await p.setViewportSize({ width, height: 900 });
+      const [scroll, client] = await p.evaluate<[number, number]>(
+        '[document.documentElement.scrollWidth, document.documentElement.clientWidth]',
+      );
+      expect(scroll, `${what} at ${width} px`).to.be.at.most(client);
+    }
   }
 
   /** GET `path` of the query service with `Host: host` (fetch cannot set Host). */
@@ -278,6 +289,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     const pending = (await api<SubscriberView[]>('GET', owned('/subscribers'))).body.data;
     expect(pending.map((s) => [s.address, s.state])).to.deep.equal([[visitor, 'pending']]);
     await expectAccessible(p, 'subscription page');
+    await fitsNarrowAndWide(p, 'subscription page');
     await photograph(p, 'status-subscription');
     await p.getByRole('button', { name: 'Confirm my subscription' }).click();
     await p.locator('#subscription-result', { hasText: 'You are subscribed' }).waitFor();
@@ -334,6 +346,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     }
     expect(await report.locator('ol.updates > li').count()).to.equal(3);
     await expectAccessible(owner, 'reports editor');
+    await fitsNarrowAndWide(owner, 'reports editor');
     await photograph(owner, 'status-reports-editor');
     const stored = (await api<StatusReportView>('GET', owned(`/reports/${reportId}`))).body.data;
     expect(stored).to.deep.include({ title, state: 'monitoring', draft: false, monitor_ids: [monitor.id] });
@@ -348,7 +361,35 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     expect(await shown.locator('ol.updates > li .message').allInnerTexts()).to.deep.equal([...messages].reverse());
     await p.locator('#maintenance li', { hasText: 'Database upgrade: checkout may be slow.' }).waitFor();
     await expectAccessible(p, 'public page with a report and maintenance');
+    await fitsNarrowAndWide(p, 'public page with a report and maintenance');
     await photograph(p, 'status-follow-page');
+  });
+
+  it('shows a viewer of the tenant the page’s reports, subscribers and domains with every write disabled, and why', async () => {
+    const viewerEmail = `viewer-${uid('p')}@corp.example`;
+    await addPerson(tenantId, viewerEmail, password, 'viewer');
+    const p = await newPage();
+    await signInWithPassword(p, query.url, viewerEmail, password);
+    await p.goto(`${query.url}/console/#/status-pages/${slug}`);
+    await p.locator(`article.report[data-report="${reportId}"]`).waitFor();
+    await p.locator('#subscribers-table').waitFor();
+    const why = 'Your role (viewer) cannot change monitors';
+    await p.locator('.role-note[data-role-note="monitors:write"]', { hasText: why }).waitFor();
+    for (const control of [
+      '#publish-report',
+      '#save-draft',
+      '#f-title',
+      `article.report[data-report="${reportId}"] button.delete-report`,
+      `article.report[data-report="${reportId}"] .update-form button`,
+      '#subscribers-table button.subscriber-remove',
+      '#domain-form button',
+    ]) {
+      const el = p.locator(control).first();
+      expect(await el.isDisabled(), control).to.equal(true);
+      expect(await el.getAttribute('data-needs-scope'), control).to.equal('monitors:write');
+    }
+    expect(await p.locator('#publish-report').getAttribute('title')).to.equal(why);
+    await expectAccessible(p, 'a page’s console view, as a viewer');
   });
 
   it('each notice arrives once by email to each reader and once by the signed webhook', async () => {
@@ -453,6 +494,7 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     expect(await past.locator('ol.updates > li').count()).to.equal(4);
     expect(await past.innerText()).to.contain(lastMessage);
     await expectAccessible(p, 'history page');
+    await fitsNarrowAndWide(p, 'history page');
     await photograph(p, 'status-history');
   });
 
@@ -509,6 +551,28 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     expect(markdown).to.contain(`/status/${slug}/badges/${monitor.id}/uptime.svg`);
   });
 
+  it('subscribes a webhook from the page’s form (its secret shown once) and says what is wrong with an invalid email', async () => {
+    const p = await newPage();
+    await p.goto(`${query.url}/status/${slug}`);
+    await p.getByLabel('Webhook URL').fill(`${hookUrl}?from=page`);
+    await p.getByRole('button', { name: 'Subscribe the webhook' }).click();
+    const secret = p.locator('#subscribe-webhook-secret');
+    await secret.waitFor();
+    expect(await secret.inputValue()).to.match(/^whsec_/);
+    expect(challenges).to.have.length(2);
+    const t = Number(/t=(\d+)/.exec(String(challenges[1]!.headers['x-telemetry-signature']))?.[1]);
+    expect(challenges[1]!.headers['x-telemetry-signature']).to.equal(
+      signature(await secret.inputValue(), challenges[1]!.body, t),
+    );
+    await pageErrors.provoking(async () => {
+      await p.getByLabel('Email address').fill('not an address');
+      await p.getByRole('button', { name: 'Subscribe by email' }).click();
+      await p.locator('#subscribe-email-status', { hasText: 'Enter an email address' }).waitFor();
+    });
+    expect(await p.getByLabel('Email address').getAttribute('aria-invalid')).to.equal('true');
+    await expectAccessible(p, 'public page with a webhook secret and an invalid email');
+  });
+
   it('answers Host: the custom domain with the page once its TXT record is served, and 404 before', async () => {
     page = owner;
     await owner.getByLabel('Host name').fill(host);
@@ -532,6 +596,8 @@ describe('status pages people follow: subscribe, confirm, report, updates by mai
     await eventually('the domain answers', async () => ((await withHost('/', host)).status === 200 ? true : undefined));
     const home = await withHost('/', host);
     expect(home.type).to.contain('text/html');
+    // Its feeds as feed readers find them: on the domain's own paths.
+    expect(home.body).to.contain('type="application/atom+xml" title="Status updates (Atom)" href="/feed.atom"');
     const api2 = await withHost('/api/status-domain', host);
     expect(JSON.parse(api2.body)).to.deep.include({ success: true, data: { slug } });
     expect((await withHost('/api/monitors', host)).status).to.equal(404);

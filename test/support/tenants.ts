@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@telemetry/platform';
+import type { Role } from '@telemetry/contract/access';
 import { addMembership, createTenant, ensurePerson, hashPassword } from '@telemetry/store';
 import { adminRegistry, testStack, uid } from './fixtures.js';
 
@@ -9,11 +10,16 @@ import { adminRegistry, testStack, uid } from './fixtures.js';
 
 /** A new tenant (named `prefix-…`) owned by the person `email` with `password`: its id. */
 export async function tenantWithOwner(prefix: string, email: string, password: string): Promise<string> {
-  const db = adminRegistry();
-  const tenantId = (await createTenant(db, uid(prefix))).tenant_id;
-  const { person } = await ensurePerson(db, { email, name: 'The Owner', passwordHash: await hashPassword(password) });
-  await addMembership(db, { tenantId, personId: person.id, role: 'owner', createdBy: 'test' });
+  const tenantId = (await createTenant(adminRegistry(), uid(prefix))).tenant_id;
+  await addPerson(tenantId, email, password, 'owner');
   return tenantId;
+}
+
+/** The person `email` (made, with `password`, when new) as a member of `tenantId` in `role`. */
+export async function addPerson(tenantId: string, email: string, password: string, role: Role): Promise<void> {
+  const db = adminRegistry();
+  const { person } = await ensurePerson(db, { email, name: email, passwordHash: await hashPassword(password) });
+  await addMembership(db, { tenantId, personId: person.id, role, createdBy: 'test' });
 }
 
 /** An incident opened at `at` (unix seconds): its monitor.down alert (HTTP 503) in the run's `alerts` table. */

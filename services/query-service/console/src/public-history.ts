@@ -2,7 +2,7 @@ import type { PublicReport } from '@telemetry/contract';
 import { call } from './api.js';
 import { h, show } from './dom.js';
 import { pageFailure, readPublicPage, type PageAt } from './public-at.js';
-import { reportArticle } from './public-reports.js';
+import { reportArticle, showLinkedReport } from './public-reports.js';
 
 /**
  * /status/{slug}/history: the page's past (resolved) reports, newest first, a page of them
@@ -47,4 +47,5 @@ export async function historyPage(main: HTMLElement, at: PageAt): Promise<void> 
       next ? h('a', { href: `${here}?cursor=${encodeURIComponent(next)}`, id: 'older' }, 'Older incidents →') : null,
     ),
   );
+  showLinkedReport();
 }

@@ -2,7 +2,7 @@ import type { PublicStatusPage } from '@telemetry/contract';
 import { h, percent, show, statusBadge, time } from './dom.js';
 import { pageFailure, readPublicPage, type PageAt } from './public-at.js';
 import { followSection } from './public-follow.js';
-import { maintenanceList, reportArticle } from './public-reports.js';
+import { maintenanceList, reportArticle, showLinkedReport } from './public-reports.js';
 
 /**
  * The public page at /status/{slug}: no key, names and statuses only, its open reports and
@@ -25,6 +25,7 @@ export async function publicStatusPage(main: HTMLElement, at: PageAt): Promise<v
     if (!follow) {
       follow = followSection(page, at);
       show(main, live, follow);
+      showLinkedReport();
     }
   };
   await refresh();

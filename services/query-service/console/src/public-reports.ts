@@ -57,7 +57,8 @@ export function updateList(updates: readonly UpdateLike[]): HTMLElement {
 export function reportArticle(r: PublicReport, level: 'h2' | 'h3'): HTMLElement {
   return h(
     'article',
-    { class: 'report', 'data-report': r.id },
+    // Its id is the fragment the feeds' entries link to (`…/history#rpt_…`).
+    { class: 'report', id: r.id, 'data-report': r.id },
     h(level, {}, r.title),
     h(
       'p',
@@ -70,6 +71,12 @@ export function reportArticle(r: PublicReport, level: 'h2' | 'h3'): HTMLElement 
     ),
     updateList(r.updates),
   );
+}
+
+/** After a page is drawn: the report its address's fragment names (a feed entry's link) in view. */
+export function showLinkedReport(): void {
+  const id = decodeURIComponent(location.hash.slice(1));
+  if (/^rpt_[a-z0-9]+$/.test(id)) document.getElementById(id)?.scrollIntoView();
 }
 
 /** Maintenance in progress or coming up, soonest first. */
