@@ -199,7 +199,7 @@ export const statusFollowPaths: Json = {
       requestBody: jsonBody('StatusReportPatch'),
       responses: {
         '200': reportOk('The changed report.'),
-        ...keyErrors(...bodyErrors, ...pageErrors, 'REPORT_NOT_FOUND', 'QUOTA_EXCEEDED'),
+        ...keyErrors(...bodyErrors, ...pageErrors, 'REPORT_NOT_FOUND'),
       },
     },
     delete: {
@@ -288,12 +288,12 @@ export const statusFollowPaths: Json = {
       operationId: 'verifyStatusDomain',
       summary: 'Look up the TXT record of a custom domain; verified, it serves the page',
       description:
-        'Asks DOMAIN_RESOLVER (within DOMAIN_VERIFY_TIMEOUT_MS) for the TXT records at `txt_name`. Not found: 400 DOMAIN_NOT_VERIFIED (`details.txt_name`, `details.txt_value`); verified for another page already: 409 DOMAIN_TAKEN.',
+        'Asks DOMAIN_RESOLVER (within DOMAIN_VERIFY_TIMEOUT_MS) for the TXT records at `txt_name`. Not found: 400 DOMAIN_NOT_VERIFIED (`details.txt_name`, `details.txt_value`, `details.reason`); verified for another page already: 409 DOMAIN_TAKEN; become one of the operator’s names since it was claimed: 400 DOMAIN_NOT_ALLOWED. Verified already: 200, nothing looked up.',
       security: write,
       parameters: [slugPath, hostnamePath],
       responses: {
         '200': domainOk('Verified.'),
-        ...keyErrors(...pageErrors, 'DOMAIN_NOT_FOUND', 'DOMAIN_NOT_VERIFIED', 'DOMAIN_TAKEN'),
+        ...keyErrors(...pageErrors, 'DOMAIN_NOT_FOUND', 'DOMAIN_NOT_VERIFIED', 'DOMAIN_TAKEN', 'DOMAIN_NOT_ALLOWED'),
       },
     },
   },
