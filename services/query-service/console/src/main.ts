@@ -140,7 +140,7 @@ async function route(): Promise<void> {
       if (view.isConnected) leave = stop;
       else stop();
     } else if (parts[0] === 'events') await eventsOverview(view);
-    else if (parts[0] === 'status-pages' && parts[1]) await statusPageAdmin(view, decodeURIComponent(parts[1]));
+    else if (parts[0] === 'status-pages' && parts[1]) await statusPageAdmin(view, parts[1]);
     else if (parts[0] === 'status-pages') await statusPagesView(view);
     else if (parts[0] === 'channels' && parts[1] === 'new') await channelForm(view, undefined, navigate);
     else if (parts[0] === 'channels' && parts[1] && parts[2] === 'edit') await channelForm(view, parts[1], navigate);

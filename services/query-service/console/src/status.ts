@@ -15,7 +15,8 @@ async function start(main: HTMLElement): Promise<void> {
   let at: PageAt;
   let rest: string | undefined;
   if (parts[0] === 'status' && parts[1]) {
-    const slug = decodeURIComponent(parts[1]);
+    // A slug is letters, digits and hyphens: one written otherwise is no page (the API says so).
+    const slug = parts[1];
     at = { slug, base: `/status/${encodeURIComponent(slug)}` };
     rest = parts[2];
   } else {
