@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { writeSection } from '../../harness/report.js';
-import { SCOPES } from '@telemetry/contract';
+import { buildOpenApi, SCOPES } from '@telemetry/contract';
 import { createTenant, revokeKey } from '@telemetry/store';
 import {
   adminRegistry,
@@ -15,14 +15,22 @@ import {
   type Running,
 } from '../support/fixtures.js';
 import { apiCall, type ApiAnswer } from '../support/api.js';
+import { TestDnsServer } from '../support/dns-server.js';
 import {
+  challengeReceiver,
   corpus,
   CORPUS_MONITORS,
+  documentedCodes,
+  FOLLOW,
+  followFixtures,
+  followRows,
+  followTokens,
   FOREIGN,
   FOREIGN_TENANT,
   KEY_NAMES,
   MARK,
   peopleFixtures,
+  trap,
   type Case,
   type KeyName,
 } from './bad-input/index.js';
@@ -31,6 +39,8 @@ interface Answer {
   status: number;
   code?: string;
   success?: boolean;
+  /** A VALIDATION_FAILED's fields (details.problems[].path). */
+  paths: string[];
 }
 
 /** A name fit for a Markdown table: pipes and control characters escaped. */
@@ -64,13 +74,14 @@ function send(base: string, c: Omit<Case, 'name' | 'service' | 'expect'>): Promi
         res.on('data', (d: Buffer) => chunks.push(d));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString();
-          let json: { code?: string; success?: boolean } = {};
+          let json: { code?: string; success?: boolean; details?: { problems?: { path?: unknown }[] } } = {};
           try {
             json = JSON.parse(text) as typeof json;
           } catch {
             json = { code: res.headers['x-error-code'] as string | undefined };
           }
-          resolve({ status: res.statusCode ?? 0, code: json.code, success: json.success });
+          const paths = (json?.details?.problems ?? []).map((p) => String(p.path));
+          resolve({ status: res.statusCode ?? 0, code: json?.code, success: json?.success, paths });
         });
       },
     );
@@ -97,6 +108,14 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   let query: Running;
   /** The query service with single sign-on configured, for the callback's refusals. */
   let sso: Running;
+  /** The query service of status pages people follow (bad-input/status-follow.ts). */
+  let follow: Running;
+  /** The follow cases' loopback servers: the challenge receiver, the trap, the resolver. */
+  const receiver = challengeReceiver();
+  const trapped = trap();
+  const dns = new TestDnsServer();
+  /** The follow cases' reports, subscribers and domains as the corpus found them. */
+  let followBefore: unknown;
   let access: string;
   let revoked: string;
   let api: string;
@@ -120,15 +139,30 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   before(async () => {
     // NOTE: the issuer is a loopback port nothing listens on; the cases are refused before
     // discovery (which is lazy) would reach it.
-    [gateway, query, sso] = await Promise.all([
+    await Promise.all([receiver.start(), trapped.start(), dns.start()]);
+    dns.records.set(`_telemetry-verify.${FOLLOW.domains.taken}`, { TXT: [`telemetry-verify=${FOLLOW.takenToken}`] });
+    [gateway, query, sso, follow] = await Promise.all([
       runGateway(),
       runQuery(),
       runQuery({ OIDC_ISSUER: 'http://127.0.0.1:9', OIDC_CLIENT_ID: 'corpus', OIDC_CLIENT_SECRET: 'corpus-secret' }),
+      // NOTE: egress allows the receiver's port only: every other loopback notation is denied.
+      runQuery({
+        EGRESS_ALLOW: `127.0.0.1:${receiver.port}`,
+        WEBHOOK_VERIFY_TIMEOUT_MS: '500',
+        SUBSCRIBE_PER_ADDRESS_PER_HOUR: '100000',
+        SUBSCRIBE_PER_PAGE_PER_HOUR: '1000000',
+        SUBSCRIPTION_LINKS_PER_ADDRESS_PER_HOUR: '100000',
+        OPERATOR_HOSTS: FOLLOW.operator,
+        DOMAIN_RESOLVER: `127.0.0.1:${dns.port}`,
+        DOMAIN_VERIFY_TIMEOUT_MS: '1000',
+        STATUS_PAGE_CACHE_SECONDS: '1',
+      }),
     ]);
     await registerMonitors(...CORPUS_MONITORS);
     // A monitor of another tenant: every key of the corpus (default tenant) gets 404.
     await createTenant(adminRegistry(), 'corpus foreign', FOREIGN_TENANT);
     await registerMonitorsIn(FOREIGN_TENANT, FOREIGN);
+    await followFixtures(adminRegistry());
     expiredApi = await newKey({ kind: 'api', name: 'corpus expired', scopes: ['checks:read'], expiresInSeconds: 1 });
     expiredAccess = await newKey({ kind: 'telemetry', name: 'corpus expired', expiresInSeconds: 1 });
     access = await newKey({ kind: 'telemetry', name: 'corpus' });
@@ -197,8 +231,19 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
         ? true
         : undefined;
     });
+    await eventually('the follow service sees the pages and the verified domain', async () => {
+      const page = await send(follow.url, { method: 'GET', path: `/api/status/${FOLLOW.page}` });
+      // NOTE: raw HTTP: fetch does not send a Host header of ours.
+      const domain = await send(follow.url, {
+        method: 'GET',
+        path: '/api/status-domain',
+        headers: { host: FOLLOW.domains.verified },
+      });
+      return page.status === 200 && domain.status === 200 ? true : undefined;
+    });
     registryBefore = await registry();
     peopleBefore = await peopleNow();
+    followBefore = await followRows(adminRegistry());
   });
 
   /** Every monitor (all pages), and the ones the corpus aims at in full. */
@@ -237,7 +282,8 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
   }
 
   after(async () => {
-    await Promise.all([gateway?.stop(), query?.stop(), sso?.stop()]);
+    await Promise.all([gateway?.stop(), query?.stop(), sso?.stop(), follow?.stop()]);
+    await Promise.all([receiver.stop(), trapped.stop(), dns.stop()]);
     const rows = results.map((r) => `| ${printable(r.name)} | ${r.expected} | ${r.got} |`).join('\n');
     const section = `## Bad-input corpus\n\nWritten by \`test/e2e/bad-input.int.test.ts\` (part of \`npm test\`) on ${new Date().toISOString().slice(0, 10)}: ${results.length} hostile requests, each answered as expected${results.some((r) => r.expected !== r.got) ? ' EXCEPT the rows where the columns differ' : ''}; none got a 5xx.\n\n| request | expected | answered |\n|---|---|---|\n${rows}`;
     writeSection('RELIABILITY.md', 'bad-input', section, RELIABILITY_TITLE);
@@ -274,7 +320,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     });
     const placeholder = new RegExp(`@(${KEY_NAMES.join('|')})\\b`, 'g');
     const fill = (s: string): string => s.replace(placeholder, (_, name: KeyName) => keys[name]);
-    const cases = corpus();
+    const cases = corpus({ receiverPort: receiver.port, trapPort: trapped.port });
     expect(cases.length).to.be.greaterThan(100);
     // Every case runs, so one run lists every wrong answer (here and in RELIABILITY.md).
     const wrong: string[] = [];
@@ -289,14 +335,23 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
             .map(([k, v]) => [k, fill(v)]),
         ),
       };
-      const a = await send({ gateway, query, sso }[c.service].url, real);
+      const a = await send({ gateway, query, sso, follow }[c.service].url, real);
       const expected = `${c.expect.status}${c.expect.code ? ` ${c.expect.code}` : ''}`;
       const got = `${a.status}${c.expect.code ? ` ${a.code}` : ''}`;
       results.push({ name: c.name, expected, got });
       if (a.status >= 500) wrong.push(`${c.name}: a ${a.status} (${a.code})`);
       else if (got !== expected) wrong.push(`${c.name}: expected ${expected}, got ${got}`);
-      else if (a.status >= 400 && !c.path.includes('pixel.gif') && a.success !== false) {
+      else if (c.expect.path !== undefined && !a.paths.includes(c.expect.path)) {
+        wrong.push(`${c.name}: expected the field ${c.expect.path}, got ${a.paths.join(', ') || 'none'}`);
+      } else if (a.status >= 400 && !c.path.includes('pixel.gif') && a.success !== false) {
         wrong.push(`${c.name}: success is not false`);
+      }
+      // The follow routes answer only codes their OpenAPI operation lists (405, other hosts and
+      // paths the document does not name aside).
+      if (c.service === 'follow' && a.code !== undefined && a.status !== 405 && c.headers?.host === undefined) {
+        const codes = documentedCodes(c.method, c.path.split('?')[0]!);
+        if (codes !== undefined && !codes.has(a.code))
+          wrong.push(`${c.name}: ${a.code} is not a code the OpenAPI document lists for it`);
       }
     }
     expect(wrong, wrong.join('\n')).to.deep.equal([]);
@@ -314,12 +369,154 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     expect(await peopleNow()).to.deep.equal(peopleBefore);
   });
 
+  it('changes no report, subscriber or custom domain on any bad request, and sends nothing to a denied address', async () => {
+    expect(await followRows(adminRegistry())).to.deep.equal(followBefore);
+    expect(trapped.hits, 'requests that reached a denied notation of loopback').to.deep.equal([]);
+    // The receiver got signed verification requests only (and never the redirect's target).
+    expect(receiver.hits.length).to.be.greaterThan(0);
+    for (const h of receiver.hits) {
+      expect(h.path).not.to.equal('/echo');
+      expect(h.headers['x-telemetry-signature'], h.path).to.match(/^t=\d+,v1=[0-9a-f]{64}$/);
+      const b = JSON.parse(h.body) as { type: string; challenge: string; page: { slug: string } };
+      expect([b.type, b.page.slug, typeof b.challenge], h.path).to.deep.equal([
+        'subscription.verify',
+        FOLLOW.page,
+        'string',
+      ]);
+    }
+  });
+
+  it('has every route of status pages people follow that the OpenAPI document names, and 405 for every other method', async () => {
+    const paths = Object.entries(buildOpenApi('query').paths as Record<string, Record<string, unknown>>).filter(([p]) =>
+      /\/(reports|subscribers|domains|history|unsubscribe|feed\.(rss|atom)|badges)\b|^\/api\/status-domain$/.test(p),
+    );
+    expect(paths.length).to.be.greaterThan(15);
+    const wrong: string[] = [];
+    for (const [template, ops] of paths) {
+      // Without a key (an owner route answers 401 before anything), with no body: nothing changes.
+      const path = template
+        .replace('{slug}', FOLLOW.page)
+        .replace('{monitor_id}', 'm1')
+        .replace('{hostname}', 'status.corpus-missing.example')
+        .replace('{id}', template.includes('/reports/') ? 'rpt_00000000000000000000' : 'sub_00000000000000000000');
+      for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
+        const a = await send(follow.url, {
+          method: method.toUpperCase(),
+          path,
+          // the custom domain's own route answers only there
+          headers: template === '/api/status-domain' ? { host: FOLLOW.domains.verified } : {},
+        });
+        const documented = method in ops;
+        // A documented method is a route; any other is 405 (nothing the document does not name).
+        if (documented ? a.status === 405 || (a.status === 404 && a.code === 'NOT_FOUND') : a.status !== 405) {
+          wrong.push(
+            `${method.toUpperCase()} ${template} (${documented ? 'documented' : 'not documented'}): ${a.status} ${a.code}`,
+          );
+        }
+      }
+    }
+    expect(wrong).to.deep.equal([]);
+  });
+
+  it('answers a subscribed, pending or differently cased address byte for byte as a new one (no enumeration)', async () => {
+    const S = FOLLOW.subscribers;
+    const emails = [
+      `corpus-new-${Date.now()}@example.com`,
+      S.active.email,
+      S.pending.email,
+      S.active.email.toUpperCase(),
+      S.other.email,
+    ];
+    const answers = [];
+    for (const email of emails) {
+      const r = await fetch(`${follow.url}/api/status/${FOLLOW.page}/subscribers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email }),
+      });
+      const headers = [...r.headers.entries()].filter(([k]) => !['date', 'x-request-id'].includes(k));
+      answers.push({ status: r.status, headers, body: await r.text() });
+    }
+    expect(answers[0]!.status).to.equal(202);
+    expect(JSON.parse(answers[0]!.body)).to.deep.equal({ success: true, data: { state: 'confirmation_sent' } });
+    for (const [i, a] of answers.entries()) expect(a, emails[i]).to.deep.equal(answers[0]);
+    // One row per address: the active one still active, the pending one not doubled.
+    const { rows } = await adminRegistry().query<{ email: string; state: string }>(
+      `SELECT email, state FROM status_subscribers WHERE slug = $1 AND email = ANY($2) ORDER BY email`,
+      [FOLLOW.page, [S.active.email, S.pending.email]],
+    );
+    expect(rows).to.deep.equal([
+      { email: S.active.email, state: 'active' },
+      { email: S.pending.email, state: 'pending' },
+    ]);
+  });
+
+  it('keeps markup in report texts as typed: verbatim in the JSON answers, escaped in the feeds', async () => {
+    const markup = `]]><script>alert("corpus")</script> & <b>bold</b> <!-- c --> ${MARK}`;
+    const made = await apiCall<{ id: string; title: string; updates: { message: string }[] }>(
+      follow.url,
+      monitors,
+      'POST',
+      `/api/status-pages/${FOLLOW.page}/reports`,
+      { title: markup, message: markup, monitor_ids: ['m1'] },
+    );
+    expect(made.status, made.text).to.equal(201);
+    expect([made.body.data.title, made.body.data.updates[0]!.message]).to.deep.equal([markup, markup]);
+    const shown = await eventually('the page shows the report', async () => {
+      const r = await fetch(`${follow.url}/api/status/${FOLLOW.page}`);
+      const page = (await r.json()) as {
+        data: { reports: { id: string; title: string; updates: { message: string }[] }[] };
+      };
+      return page.data.reports.find((x) => x.id === made.body.data.id) ? { r, page } : undefined;
+    });
+    expect(shown.r.headers.get('content-type')).to.match(/^application\/json/);
+    const publicReport = shown.page.data.reports.find((x) => x.id === made.body.data.id)!;
+    expect([publicReport.title, publicReport.updates[0]!.message]).to.deep.equal([markup, markup]);
+    for (const [feed, type] of [
+      ['feed.rss', 'application/rss+xml'],
+      ['feed.atom', 'application/atom+xml'],
+    ] as const) {
+      const xml = await eventually(`the ${feed} lists the report`, async () => {
+        const r = await fetch(`${follow.url}/status/${FOLLOW.page}/${feed}`);
+        expect(r.headers.get('content-type'), feed).to.match(new RegExp(`^${type.replace('+', '\\+')}`));
+        const text = await r.text();
+        return text.includes('alert(') ? text : undefined;
+      });
+      // As an XML parser reads it: CDATA taken as it is, entities decoded once. No markup of
+      // the report's may be an element of the feed, and the entries' text (HTML to a feed
+      // reader) holds it escaped: shown as typed, never run.
+      const escape = (t: string): string => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+      const wellFormed = xml.replace(/<!\[CDATA\[([\s\S]*?)\]\]>/g, (_m, t: string) => escape(t));
+      expect(wellFormed, feed).not.to.match(/<script|<b>|<!-- c/);
+      const read = wellFormed
+        .replace(/<[^>]*>/g, ' ')
+        .replace(/&(lt|gt|quot|apos|#x?[0-9a-f]+);/gi, (m, e: string) =>
+          e === 'lt'
+            ? '<'
+            : e === 'gt'
+              ? '>'
+              : e === 'quot'
+                ? '"'
+                : e === 'apos'
+                  ? "'"
+                  : m.startsWith('&#x') || m.startsWith('&#X')
+                    ? String.fromCodePoint(parseInt(e.slice(2), 16))
+                    : String.fromCodePoint(parseInt(e.slice(1), 10)),
+        )
+        .replace(/&amp;/g, '&');
+      expect(read, feed).not.to.match(/<script|<b>/);
+      expect(read, feed).to.contain('&lt;script&gt;alert(');
+    }
+  });
+
   it('never writes a key, a session or a CSRF token to a log line, even one sent in the query string', () => {
-    const logs = [...gateway.logs.lines, ...query.logs.lines].join('\n');
+    const logs = [...gateway.logs.lines, ...query.logs.lines, ...follow.logs.lines].join('\n');
     expect(logs.length).to.be.greaterThan(1000);
     for (const k of [access, revoked, api, noScope, otherTenant, monitors, restricted, viewer, people, keyMaker])
       expect(logs).not.to.contain(k.split('_')[2]!);
     for (const t of ['viewerSession', 'viewerCsrf', 'ownerSession', 'ownerCsrf'])
       expect(logs).not.to.contain(fixtures[t]);
+    // The subscription links' tokens the corpus sent (in bodies and query strings).
+    for (const t of Object.values(followTokens())) expect(logs).not.to.contain(t.slice(t.lastIndexOf('.') + 1));
   });
 });

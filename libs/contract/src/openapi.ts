@@ -13,6 +13,7 @@ import { sdkPaths } from './openapi/sdk.js';
 import { sessionPaths } from './openapi/sessions.js';
 import { ssoPaths } from './openapi/sso.js';
 import { statusPagePaths } from './openapi/status-pages.js';
+import { statusFollowPaths } from './openapi/status-follow.js';
 import { telemetryPaths } from './openapi/telemetry.js';
 
 /**
@@ -35,6 +36,7 @@ const gatewayPaths: Json = { ...telemetryPaths, ...heartbeatPaths, ...sdkPaths }
 const queryPaths: Json = withSessionCookie({
   ...monitorPaths,
   ...statusPagePaths,
+  ...statusFollowPaths,
   ...eventPaths,
   ...checkPaths,
   ...alertingPaths,

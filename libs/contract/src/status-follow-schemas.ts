@@ -4,10 +4,15 @@ import { ID_PATTERN, LIMITS, STATUS_PAGE_LIMITS } from './limits.js';
 import { EMAIL_PATTERN } from './people-schemas.js';
 import { closed, closedSchema, dateTime, patchSchema } from './schema-parts.js';
 import {
+  DOMAIN_TXT_PREFIX,
   HOSTNAME_PATTERN,
+  REPORT_ID_PATTERN,
   REPORT_IMPACTS,
   REPORT_STATES,
   STATUS_FOLLOW_LIMITS as L,
+  SUBSCRIBER_ID_PATTERN,
+  SUBSCRIBER_KINDS,
+  SUBSCRIBER_STATES,
   type ReportImpact,
   type ReportState,
 } from './status-follow.js';
@@ -26,9 +31,24 @@ const monitorIds = {
   uniqueItems: true,
   items: monitorId,
 } as const;
-/** A text with at least one character that is not a space; no control characters but newlines and tabs. */
+/**
+ * A text with at least one character that is not a space; no control characters but newlines
+ * and tabs anywhere in it. NOTE: anchored at both ends (`^[^…]*\\S` alone let a control
+ * character, or a NUL PostgreSQL refuses, follow the first letter).
+ */
 const text = (max: number) =>
-  ({ type: 'string', minLength: 1, maxLength: max, pattern: '^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f]*\\S' }) as const;
+  ({
+    type: 'string',
+    minLength: 1,
+    maxLength: max,
+    pattern: '^(?=[\\s\\S]*\\S)[^\\u0000-\\u0008\\u000b-\\u001f\\u007f]*$',
+  }) as const;
+/**
+ * Invisible and direction-changing characters (soft hyphen, zero-width spaces and joiners,
+ * bidirectional marks, overrides and isolates, word joiner, byte-order mark): an email
+ * address with one looks like another, so a subscription refuses it.
+ */
+const INVISIBLE = '[\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff]';
 const title = text(L.maxReportTitleLength);
 const message = text(L.maxUpdateMessageLength);
 const state = { type: 'string', enum: REPORT_STATES } as const;
@@ -78,7 +98,13 @@ export const subscribeSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    email: { type: 'string', minLength: 3, maxLength: 254, pattern: EMAIL_PATTERN },
+    email: {
+      type: 'string',
+      minLength: 3,
+      maxLength: 254,
+      pattern: EMAIL_PATTERN,
+      not: { type: 'string', pattern: INVISIBLE },
+    },
     webhook: { type: 'string', minLength: 8, maxLength: L.maxWebhookUrlLength, pattern: '^https?://' },
     /** Default []: every notice of the page. */
     monitor_ids: monitorIds,
@@ -99,7 +125,7 @@ export const domainCreateSchema = closedSchema('DomainCreate', ['hostname'], {
 });
 
 /** The optional `message` of a maintenance window (monitor-schema.ts): shown on the page and in notices. */
-export const maintenanceMessage = { type: 'string', minLength: 1, maxLength: L.maxMaintenanceMessageLength } as const;
+export const maintenanceMessage = text(L.maxMaintenanceMessageLength);
 
 /** An update as the API answers it. */
 export const reportUpdateSchema = closedSchema('ReportUpdate', ['id', 'state', 'message', 'at', 'created_at'], {
@@ -144,6 +170,71 @@ export const publicMaintenanceSchema = closed(['monitor', 'starts_at', 'ends_at'
   message: { type: ['string', 'null'] },
 });
 
+/** A status report as its page's owner reads it (StatusReportView in status-follow.ts). */
+export const statusReportViewSchema = closedSchema(
+  'StatusReportView',
+  [
+    'id',
+    'slug',
+    'title',
+    'impact',
+    'monitor_ids',
+    'state',
+    'draft',
+    'incident_id',
+    'created_at',
+    'updated_at',
+    'resolved_at',
+    'updates',
+  ],
+  {
+    id: { type: 'string', pattern: REPORT_ID_PATTERN },
+    slug: { type: 'string' },
+    title: { type: 'string' },
+    impact,
+    monitor_ids: { type: 'array', items: monitorId },
+    state,
+    draft: { type: 'boolean' },
+    incident_id: { type: ['string', 'null'] },
+    created_at: dateTime,
+    updated_at: dateTime,
+    resolved_at: { type: ['string', 'null'], format: 'date-time' },
+    /** Newest first. */
+    updates: { type: 'array', items: { $ref: 'ReportUpdate' } },
+  },
+);
+
+/** A subscriber as the page's owner sees it (SubscriberView): an email, or a webhook URL's origin only. */
+export const subscriberViewSchema = closedSchema(
+  'SubscriberView',
+  ['id', 'kind', 'address', 'monitor_ids', 'state', 'created_at', 'confirmed_at'],
+  {
+    id: { type: 'string', pattern: SUBSCRIBER_ID_PATTERN },
+    kind: { type: 'string', enum: SUBSCRIBER_KINDS },
+    address: { type: 'string' },
+    monitor_ids: { type: 'array', items: monitorId },
+    state: { type: 'string', enum: SUBSCRIBER_STATES },
+    created_at: dateTime,
+    confirmed_at: { type: ['string', 'null'], format: 'date-time' },
+  },
+);
+
+/** A custom domain of a page (DomainView): the TXT record that proves it, and whether it was seen. */
+export const domainViewSchema = closedSchema(
+  'DomainView',
+  ['hostname', 'slug', 'txt_name', 'txt_value', 'verified', 'verified_at', 'created_at'],
+  {
+    hostname: { type: 'string', pattern: HOSTNAME_PATTERN },
+    slug: { type: 'string' },
+    /** `${DOMAIN_TXT_PREFIX}<hostname>`. */
+    txt_name: { type: 'string', pattern: `^${DOMAIN_TXT_PREFIX.replace('.', '\\.')}` },
+    txt_value: { type: 'string' },
+    verified: { type: 'boolean' },
+    verified_at: { type: ['string', 'null'], format: 'date-time' },
+    created_at: dateTime,
+  },
+);
+
 export const STATUS_FOLLOW_SCHEMAS = [
   statusReportCreateSchema,
   statusReportPatchSchema,
@@ -153,6 +244,9 @@ export const STATUS_FOLLOW_SCHEMAS = [
   subscriptionTokenSchema,
   domainCreateSchema,
   reportUpdateSchema,
+  statusReportViewSchema,
+  subscriberViewSchema,
+  domainViewSchema,
 ] as const;
 
 export interface StatusReportCreate {

@@ -9,13 +9,17 @@
 /** One hostile request and the answer we promise. */
 export interface Case {
   name: string;
-  /** `sso`: the query service with single sign-on configured (bad-input/people.ts). */
-  service: 'gateway' | 'query' | 'sso';
+  /**
+   * `sso`: the query service with single sign-on configured (bad-input/people.ts); `follow`:
+   * the one of status pages people follow (bad-input/status-follow.ts).
+   */
+  service: 'gateway' | 'query' | 'sso' | 'follow';
   method: string;
   path: string;
   headers?: Record<string, string>;
   body?: string | Buffer;
-  expect: { status: number; code?: string };
+  /** `path`: a VALIDATION_FAILED's field, one of `details.problems[].path`. */
+  expect: { status: number; code?: string; path?: string };
 }
 
 /** The placeholders a case may use in its path or headers: keys, and the people of bad-input/people.ts. */

@@ -15,12 +15,14 @@ import { monitorParamCases } from './monitors-params.js';
 import { monitorPathCases } from './monitors-paths.js';
 import { peopleCases } from './people.js';
 import { pixelCases } from './pixel.js';
+import { statusFollowCases, type FollowEnv } from './status-follow.js';
 
 export * from './case.js';
 export { CORPUS_PEOPLE, peopleFixtures } from './people.js';
+export * from './status-follow.js';
 
 /** Every case (built on call: some bodies are megabytes). */
-export function corpus(): Case[] {
+export function corpus(follow: FollowEnv): Case[] {
   return [
     ...eventCases(),
     ...heartbeatCases(),
@@ -34,5 +36,6 @@ export function corpus(): Case[] {
     ...alertingCases(),
     ...peopleCases(),
     ...memberCases(),
+    ...statusFollowCases(follow),
   ];
 }

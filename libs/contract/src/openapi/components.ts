@@ -12,6 +12,7 @@ import { auditEntrySchema, keyCreateSchema } from '../access-schemas.js';
 import { ERROR_CODES } from '../error-codes.js';
 import { ACCESS_API_SCHEMAS } from '../access-api-schemas.js';
 import { PEOPLE_SCHEMAS } from '../people-schemas.js';
+import { publicMaintenanceSchema, publicReportSchema, STATUS_FOLLOW_SCHEMAS } from '../status-follow-schemas.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
   alertMessageSchema,
@@ -77,6 +78,9 @@ export const schemas: Json = {
   StatusPagePatch: component(statusPagePatchSchema),
   StatusPage: component(statusPageSchema),
   PublicStatusPage: component(publicStatusPageSchema),
+  ...Object.fromEntries(STATUS_FOLLOW_SCHEMAS.map((s) => [s.$id, component(s)])),
+  PublicReport: component(publicReportSchema),
+  PublicMaintenance: component(publicMaintenanceSchema),
   AlertMessage: {
     ...component(alertMessageSchema),
     description:
