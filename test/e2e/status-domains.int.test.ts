@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { expect } from 'chai';
 import type { DomainView, StatusPage } from '@telemetry/contract';
 import { createTenant, issueKey } from '@telemetry/store';
@@ -143,7 +144,10 @@ describe('custom domains of status pages: TXT verification and the Host routing 
     const home = await hostRequest(q1.url, HOST, '/');
     expect(home.status, home.text).to.equal(200);
     expect(home.type).to.contain('text/html');
-    expect(home.text).to.equal(await (await fetch(`${q1.url}/status/${slugs.a}`)).text());
+    // The same page, its feed links relative to the host it is read on.
+    const onOperator = await (await fetch(`${q1.url}/status/${slugs.a}`)).text();
+    expect(home.text).to.equal(onOperator.replaceAll(`/status/${slugs.a}/feed.`, '/feed.'));
+    expect(home.text).to.contain('href="/feed.atom"');
     const found = await hostRequest(q1.url, `${HOST.toUpperCase()}:443`, '/api/status-domain');
     expect(found.json).to.deep.equal({ success: true, data: { slug: slugs.a } });
     const pageData = await hostRequest(q1.url, HOST, `/api/status/${slugs.a}`);
@@ -161,6 +165,7 @@ describe('custom domains of status pages: TXT verification and the Host routing 
       '/api/status-pages',
       '/api/session',
       '/console/',
+      '/console/main.js',
       '/metrics',
       '/openapi.json',
     ]) {
@@ -175,6 +180,19 @@ describe('custom domains of status pages: TXT verification and the Host routing 
     expect((await hostRequest(q1.url, OPERATOR, '/api/monitors', { key: keys.a })).status).to.equal(200);
     expect((await hostRequest(q1.url, 'localhost', '/api/status-domain')).code).to.equal('NOT_FOUND');
     expect((await api('GET', '/api/status-domain')).status).to.equal(404);
+    // No Host at all (HTTP/1.0): the health probes only.
+    const bare = (path: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(new URL(q1.url).port), '127.0.0.1', () =>
+          socket.end(`GET ${path} HTTP/1.0\r\nAuthorization: Bearer ${keys.a}\r\n\r\n`),
+        );
+        let got = '';
+        socket.on('data', (c: Buffer) => (got += c.toString('latin1')));
+        socket.on('end', () => resolve(got));
+        socket.on('error', reject);
+      });
+    expect(await bare('/api/monitors')).to.match(/^HTTP\/1\.[01] 404 /);
+    expect(await bare('/healthz')).to.match(/^HTTP\/1\.[01] 200 /);
     // Any other host name: nothing.
     expect((await hostRequest(q1.url, 'other.example.test', '/')).code).to.equal('NOT_FOUND');
     expect((await hostRequest(q1.url, 'other.example.test', `/api/status/${slugs.a}`)).status).to.equal(404);

@@ -72,6 +72,9 @@ describe('custom domains: the Host routing and the TXT lookup', () => {
       '/api/session',
       '/console/',
       '/console/index.html',
+      // Nothing of the console itself: only the files status.html loads.
+      '/console/main.js',
+      '/console/vendor/uPlot.iife.min.js',
       '/metrics',
       '/openapi.json',
       '/ack/abc',

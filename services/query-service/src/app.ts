@@ -394,7 +394,6 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/status-pages/:slug/subscribers/:id', ['DELETE']);
   methodNotAllowed(app, '/api/status/:slug/history', ['GET', 'HEAD']);
   methodNotAllowed(app, '/api/status-pages/:slug/reports', ['GET', 'HEAD', 'POST']);
-  methodNotAllowed(app, '/api/status-pages/:slug/reports/from-incident', ['POST']);
   methodNotAllowed(app, '/api/status-pages/:slug/reports/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/status-pages/:slug/reports/:id/updates', ['POST']);
   return endApp(app, deps.logger, {

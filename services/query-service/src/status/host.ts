@@ -52,6 +52,13 @@ export class OperatorHosts {
 const PAGE_PATHS = new Set(['/history', '/subscription', '/feed.rss', '/feed.atom']);
 /** Liveness and readiness answer on every host name a probe may use. */
 const PROBES = new Set(['/healthz', '/readyz']);
+/** The files status.html loads (console/static/status.html). */
+const STATUS_ASSETS = new Set([
+  '/console/status.js',
+  '/console/console.css',
+  '/console/follow.css',
+  '/console/icon.svg',
+]);
 /** `.` or `..` as a path segment (or written with %2e), and encoded slashes: never on a custom domain. */
 const TRICKY = /(^|\/)(\.|%2e){1,2}(\/|$)|%2f|%5c|\\/i;
 
@@ -74,8 +81,8 @@ export function customDomainPath(path: string, slug: string): string | undefined
     p.startsWith(`${api}/`) ||
     p === '/api/status-domain' ||
     PROBES.has(p) ||
-    // The page's script, styles and icon; not the console's own page.
-    (p.startsWith('/console/') && p !== '/console/index.html');
+    // The page's script, styles and icon; nothing of the console itself.
+    STATUS_ASSETS.has(p);
   return passes ? path : undefined;
 }
 
@@ -91,15 +98,21 @@ export function statusDomainOf(res: Response): VerifiedDomain | undefined {
 }
 
 /**
- * The first middleware of the app: a request without a Host, or to one of the operator's
- * host names or an IP literal, goes on unchanged; one to a verified custom domain is
+ * The first middleware of the app: a request to one of the operator's host names or an IP
+ * literal goes on unchanged (one without a Host reaches only the health probes); one to a verified custom domain is
  * rewritten to its page's path (or refused); any other is 404 NOT_FOUND.
  */
 export function hostRouting(deps: HostRoutingDeps): RequestHandler {
   return (req, res, next) => {
     const host = hostOf(req.headers.host);
-    if (host === undefined || deps.operator.serves(host)) {
+    if (host !== undefined && deps.operator.serves(host)) {
       next();
+      return;
+    }
+    // No Host at all (HTTP/1.0): the health probes only, as on any host that is not ours.
+    if (host === undefined) {
+      if (PROBES.has(req.path)) next();
+      else throw new AppError('NOT_FOUND', 'no such route');
       return;
     }
     if (!deps.domains.loaded) throw new RegistryUnavailableError('the custom domains are not loaded yet; retry');

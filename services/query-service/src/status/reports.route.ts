@@ -7,7 +7,7 @@ import {
   type StatusFollowValidators,
   type StatusReportView,
 } from '@telemetry/contract';
-import { AppError, limitParam, readJsonBody, rejectUnknown } from '@telemetry/platform';
+import { AppError, limitParam, methodNotAllowed, readJsonBody, rejectUnknown } from '@telemetry/platform';
 import {
   incidentByIdSql,
   type IncidentByIdRow,
@@ -184,6 +184,9 @@ export function reportRoutes(app: Express, deps: ReportRoutesDeps): void {
     );
     await created(req, res, after);
   });
+
+  // Before the :id routes: another method on from-incident is 405, not a report named so.
+  methodNotAllowed(app, '/api/status-pages/:slug/reports/from-incident', ['POST']);
 
   app.get('/api/status-pages/:slug/reports/:id', deps.auth.read, async (req, res) => {
     rejectUnknown(req, new Set());

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Express, Request, RequestHandler, Response } from 'express';
 import {
   describeErrors,
@@ -104,6 +105,11 @@ function linkInvalid(): AppError {
   );
 }
 
+/** Confirmation mails one address may get per hour, all pages together. */
+export const CONFIRMATIONS_PER_EMAIL_PER_HOUR = 3;
+
+const emailHash = (email: string): string => createHash('sha256').update(email.trim().toLowerCase()).digest('hex');
+
 export function subscriberRoutes(app: Express, deps: SubscriberRoutesDeps): void {
   const body = (req: Request): Promise<unknown> => readJsonBody(req, { maxBytes: 64 * 1024, maxRatio: 100 }, 4);
 
@@ -141,13 +147,14 @@ export function subscriberRoutes(app: Express, deps: SubscriberRoutesDeps): void
   app.post('/api/status/:slug/subscribers', async (req, res) => {
     rejectUnknown(req, new Set());
     const page = publicPage(req);
-    // Per address first: one address over its limit does not use up the page's.
+    // Per address first: one address over its limit does not use up the page's; and the
+    // page's counts valid requests only, so bodies that are refused cannot close it.
     await limited(`subscribe:address:${clientAddress(req)}`, deps.limits.perAddressPerHour, 'perAddress');
-    await limited(`subscribe:page:${page.slug}`, deps.limits.perPagePerHour, 'perPage');
     const given = await body(req);
     if (!deps.validators.subscribe(given)) throw invalid(describeErrors(deps.validators.subscribe.errors));
     const monitorIds = given.monitor_ids ?? [];
     refuseOtherMonitors(page, monitorIds);
+    await limited(`subscribe:page:${page.slug}`, deps.limits.perPagePerHour, 'perPage');
     const about = noticePage(deps.publicUrl, page.slug, page.title);
     res.setHeader('Cache-Control', 'no-store');
 
@@ -160,7 +167,13 @@ export function subscriberRoutes(app: Express, deps: SubscriberRoutesDeps): void
       });
       const { subscriber, outcome } = done;
       deps.logger.info('status subscription asked', { request_id: req.id, slug: page.slug, outcome });
-      if (outcome !== 'active') {
+      // At most CONFIRMATIONS_PER_EMAIL_PER_HOUR confirmation mails to one address, all pages
+      // together: nobody can aim our mail at someone's inbox. The answer is the same either way.
+      const mailable =
+        outcome !== 'active' &&
+        (await deps.buckets.hit(`subscribe:email:${emailHash(given.email)}`, CONFIRMATIONS_PER_EMAIL_PER_HOUR, HOUR))
+          .allowed;
+      if (mailable) {
         // Not awaited: the answer takes as long whether a mail goes out or not (no timing
         // tells an active subscriber from a new one). Subscribing again sends it again.
         const mail = confirmationMail(deps.links, about, {

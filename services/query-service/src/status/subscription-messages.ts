@@ -40,7 +40,7 @@ export function confirmationMail(
     `<p><a href="${escapeHtml(unsubscribe)}">Unsubscribe</a></p>`;
   return {
     to: to.email,
-    subject: `Confirm your subscription to ${page.title}`,
+    subject: `Confirm your subscription to ${page.title.replace(/\s+/g, ' ').slice(0, 200)}`,
     text,
     html,
     messageId: `<${to.id}.${to.expiresAtMs}@subscriptions.telemetry>`,
