@@ -206,15 +206,19 @@ describe('audit log and API keys (real Kafka, ClickHouse, PostgreSQL)', function
     const [entry] = await api<AuditEntry[]>('GET', `/api/audit?action=monitor.create&target_id=${monitorId}`).then(
       (r) => r.body.data,
     );
-    await produce(testStack().auditTopic, [entry!]);
-    await eventually('the copy in audit_log', async () =>
-      (await selectCount(
-        adminClickHouse(),
-        `SELECT count() AS n FROM \`${testStack().database}_audit\`.audit_log WHERE id = '${entry!.id}'`,
-      )) === 2
-        ? true
-        : undefined,
-    );
+    // No merge may fold the two copies before the count sees them (a race under load).
+    const table = `\`${testStack().database}_audit\`.audit_log`;
+    await adminClickHouse().command({ query: `SYSTEM STOP MERGES ${table}` });
+    try {
+      await produce(testStack().auditTopic, [entry!]);
+      await eventually('the copy in audit_log', async () =>
+        (await selectCount(adminClickHouse(), `SELECT count() AS n FROM ${table} WHERE id = '${entry!.id}'`)) === 2
+          ? true
+          : undefined,
+      );
+    } finally {
+      await adminClickHouse().command({ query: `SYSTEM START MERGES ${table}` });
+    }
     const again = await api<AuditEntry[]>('GET', `/api/audit?target_id=${monitorId}&action=monitor.create`);
     expect(again.body.data.map((e) => e.id)).to.deep.equal([entry!.id]);
   });
