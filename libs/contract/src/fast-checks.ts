@@ -35,7 +35,12 @@ const EVENT_FIELDS = new Set([
   'user_id',
   'client_ip',
   'user_agent',
+  'request_ip',
+  'request_user_agent',
+  'ip_storage',
 ]);
+const IP_STORAGE = new Set<unknown>(['full', 'truncated', 'none']);
+const IP_LITERAL = /^[0-9A-Fa-f:.]{2,45}$/;
 
 /** The number the `n` ASCII digits of `s` from `at` spell. */
 function digits(s: string, at: number, n: number): number {
@@ -98,6 +103,11 @@ export function isCanonicalEventMessage(m: unknown): m is EventMessage {
     (e.user_agent === undefined || printable(e.user_agent, LIMITS.maxUserAgentLength)) &&
     // Rare (a client-reported address): the schema decides.
     e.client_ip === undefined &&
+    (e.request_ip === undefined || (typeof e.request_ip === 'string' && IP_LITERAL.test(e.request_ip))) &&
+    (e.request_user_agent === undefined || printable(e.request_user_agent, LIMITS.maxUserAgentLength)) &&
+    (e.ip_storage === undefined || IP_STORAGE.has(e.ip_storage)) &&
+    // Rare (an event that failed its schema): the schema decides.
+    e.schema_failure === undefined &&
     typeof e.payload === 'object' &&
     e.payload !== null &&
     !Array.isArray(e.payload) &&

@@ -23,6 +23,8 @@ export const LIMITS = {
   maxIdentityLength: 256,
   /** Length of a client-reported user agent kept with an event. */
   maxUserAgentLength: 512,
+  /** Violations an event schema's refusal lists, and a `failed_events` row keeps (docs/event-schemas.md). */
+  maxSchemaViolations: 20,
 } as const;
 
 /**

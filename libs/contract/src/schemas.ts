@@ -103,6 +103,37 @@ export const eventMessageSchema = closedSchema(
     client_ip: { type: 'string', minLength: 2, maxLength: 45, pattern: '^[0-9A-Fa-f:.]+$' },
     /** The user agent the client reported (Segment's `context.userAgent`, PostHog's `$raw_user_agent`). */
     user_agent: { type: 'string', minLength: 1, maxLength: LIMITS.maxUserAgentLength, pattern: PRINTABLE_PATTERN },
+    /** The request's client address as the gateway saw it (peer, or X-Forwarded-For through TRUSTED_PROXIES). */
+    request_ip: { type: 'string', minLength: 2, maxLength: 45, pattern: '^[0-9A-Fa-f:.]+$' },
+    /** The request's User-Agent header. */
+    request_user_agent: {
+      type: 'string',
+      minLength: 1,
+      maxLength: LIMITS.maxUserAgentLength,
+      pattern: PRINTABLE_PATTERN,
+    },
+    /** What the key keeps of the address; absent: truncated. */
+    ip_storage: { type: 'string', enum: ['full', 'truncated', 'none'] },
+    /** The schema the event violated (its action: route to failed_events). */
+    schema_failure: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['schema_id', 'version', 'violations'],
+      properties: {
+        schema_id: { type: 'string', minLength: 1, maxLength: 64 },
+        version: { type: 'integer', minimum: 1 },
+        violations: {
+          type: 'array',
+          maxItems: LIMITS.maxSchemaViolations,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['path', 'message'],
+            properties: { path: { type: 'string', maxLength: 1024 }, message: { type: 'string', maxLength: 1024 } },
+          },
+        },
+      },
+    },
   },
 );
 

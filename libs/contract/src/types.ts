@@ -53,6 +53,30 @@ export interface EventMessage {
   user_id?: string;
   client_ip?: string;
   user_agent?: string;
+  /**
+   * The address of the request's client as the gateway saw it: the connection's peer, or
+   * X-Forwarded-For's client when the peer is one of TRUSTED_PROXIES (docs/enrichment.md).
+   * `client_ip` (what the event's own protocol reports) takes priority over it.
+   */
+  request_ip?: string;
+  /** The request's User-Agent header; `user_agent` takes priority over it. */
+  request_user_agent?: string;
+  /** What the key keeps of the address in ClickHouse; absent: `truncated`. */
+  ip_storage?: IpStorage;
+  /** The event violated its tenant's schema, whose action is `route`: it goes to `failed_events`. */
+  schema_failure?: SchemaFailure;
+}
+
+/** What an access key keeps of a client's address in ClickHouse (docs/enrichment.md). */
+export type IpStorage = 'full' | 'truncated' | 'none';
+export const IP_STORAGE_MODES: readonly IpStorage[] = ['full', 'truncated', 'none'];
+
+/** Why an event went to `failed_events` (docs/event-schemas.md). */
+export interface SchemaFailure {
+  schema_id: string;
+  version: number;
+  /** The validator's problems, as VALIDATION_FAILED lists them (at most LIMITS.maxSchemaViolations). */
+  violations: { path: string; message: string }[];
 }
 
 export interface CheckMessage {
