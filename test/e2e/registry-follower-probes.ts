@@ -32,20 +32,28 @@ export async function followerFixtures(db: PgQueryable, tenant: string, slug: st
   return f;
 }
 
-/** The probes of the status-follow tables (migration 5): each statement on one row of its own, or none. */
-export function followerProbes(
-  fx: () => FollowerFixtures,
-): Record<(typeof STATUS_FOLLOW_TABLES)[number], Record<PgPrivilege, () => [string, unknown[]]>> {
-  const plain = (
-    table: string,
-    insert: () => [string, unknown[]],
-    column: string,
-  ): Record<PgPrivilege, () => [string, unknown[]]> => ({
+/**
+ * The probes of a table whose rows need nothing else: count it, insert a row of its own
+ * (`insert`), update and delete no row (a refusal shows all the same).
+ */
+export function plainProbes(
+  table: string,
+  insert: () => [string, unknown[]],
+  column: string,
+): Record<PgPrivilege, () => [string, unknown[]]> {
+  return {
     SELECT: () => [`SELECT count(*) FROM ${table}`, []],
     INSERT: insert,
     UPDATE: () => [`UPDATE ${table} SET ${column} = ${column} WHERE false`, []],
     DELETE: () => [`DELETE FROM ${table} WHERE false`, []],
-  });
+  };
+}
+
+/** The probes of the status-follow tables (migration 5): each statement on one row of its own, or none. */
+export function followerProbes(
+  fx: () => FollowerFixtures,
+): Record<(typeof STATUS_FOLLOW_TABLES)[number], Record<PgPrivilege, () => [string, unknown[]]>> {
+  const plain = plainProbes;
   return {
     status_reports: plain(
       'status_reports',

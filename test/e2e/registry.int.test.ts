@@ -1,4 +1,4 @@
-import { followerFixtures, followerProbes, type FollowerFixtures } from './registry-follower-probes.js';
+import { followerFixtures, followerProbes, plainProbes, type FollowerFixtures } from './registry-follower-probes.js';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Monitor, StatusPage } from '@telemetry/contract';
@@ -658,16 +658,7 @@ function peopleProbes(
 ): Record<(typeof PEOPLE_TABLES)[number], Record<PgPrivilege, () => [string, unknown[]]>> {
   const h = (n: number): string => randomBytes(n).toString('hex');
   const later = "now() + interval '1 hour'";
-  const plain = (
-    table: string,
-    insert: () => [string, unknown[]],
-    column: string,
-  ): Record<PgPrivilege, () => [string, unknown[]]> => ({
-    SELECT: () => [`SELECT count(*) FROM ${table}`, []],
-    INSERT: insert,
-    UPDATE: () => [`UPDATE ${table} SET ${column} = ${column} WHERE false`, []],
-    DELETE: () => [`DELETE FROM ${table} WHERE false`, []],
-  });
+  const plain = plainProbes;
   return {
     people: plain('people', () => [`INSERT INTO people (person_id, email) VALUES ($1, $2)`, newPerson()], 'name'),
     memberships: plain(
