@@ -42,7 +42,7 @@ describe('enrichment at the gateway: TRUSTED_PROXIES, request_ip, request_user_a
       const found = ids.map((id) =>
         (events.values as EventMessage[]).find((m) => m.client_event_id === id || m.event_id === id),
       );
-      return found.every((m) => m !== undefined) ? (found as EventMessage[]) : undefined;
+      return found.every((m): m is EventMessage => m !== undefined) ? found : undefined;
     });
 
   const send = async (
