@@ -92,6 +92,10 @@ export function normalizeIp(addr: string | undefined): string | undefined {
   // The common case costs one isIP: a dotted IPv4 address is already as we keep it.
   if (family === 4) return text;
   if (family !== 6) return undefined;
+  // A dual-stack socket's IPv4 peer (`::ffff:1.2.3.4`) without parsing the IPv6 form.
+  if (text.length > 7 && text.slice(0, 7).toLowerCase() === '::ffff:' && isIP(text.slice(7)) === 4) {
+    return text.slice(7);
+  }
   const parsed = ipaddr.IPv6.parse(text);
   return parsed.isIPv4MappedAddress() ? parsed.toIPv4Address().toString() : parsed.toString();
 }
