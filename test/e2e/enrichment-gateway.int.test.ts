@@ -1,11 +1,14 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import type { AuditEntry, EventMessage, KeyView } from '@telemetry/contract';
-import { createTenant, issueKey } from '@telemetry/store';
+import { createTenant, issueKey, loadKeyRecords } from '@telemetry/store';
 import {
   adminRegistry,
   collectTopic,
   eventually,
+  registryOwnerUrl,
   runGateway,
   runQuery,
   testStack,
@@ -266,5 +269,50 @@ describe('enrichment at the gateway: TRUSTED_PROXIES, request_ip, request_user_a
     expect(t.changes).to.deep.equal({ ip_storage: { before: 'none', after: 'full' } });
     expect(u.ip).to.equal('127.0.0.1');
     expect(u.changes).to.deep.equal({ ip_storage: { before: 'full', after: 'truncated' } });
+  });
+
+  it('npm run keys makes a key with --ip-storage, changes it with ip-storage and lists it', async () => {
+    const keysCli = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
+      try {
+        const { stdout, stderr } = await promisify(execFile)(
+          'npx',
+          ['tsx', '--conditions=source', 'tools/devstack/keys-cli.ts', ...args],
+          { env: { ...process.env, DATABASE_URL: registryOwnerUrl() }, timeout: 30_000 },
+        );
+        return { code: 0, stdout, stderr };
+      } catch (err) {
+        const e = err as { code: number; stdout: string; stderr: string };
+        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+      }
+    };
+    const made = await keysCli(
+      'create',
+      '--tenant',
+      tenantId,
+      '--kind',
+      'telemetry',
+      '--name',
+      'cli',
+      '--ip-storage',
+      'none',
+    );
+    expect(made.code, made.stderr).to.equal(0);
+    const keyId = /^key_id: ([0-9a-f]{16})$/m.exec(made.stdout)![1]!;
+    expect((await loadKeyRecords(adminRegistry(), [keyId]))[0]!.ip_storage).to.equal('none');
+
+    const changed = await keysCli('ip-storage', keyId, 'full');
+    expect(changed.code, changed.stderr).to.equal(0);
+    expect(changed.stdout).to.contain(`${keyId} ip_storage: none -> full`);
+    const listed = await keysCli('list', '--tenant', tenantId);
+    expect(listed.stdout.split('\n').find((l) => l.startsWith(keyId))).to.match(/\tip_storage=full$/);
+
+    const refused = await Promise.all([
+      keysCli('ip-storage', keyId, 'half'),
+      keysCli('create', '--tenant', tenantId, '--kind', 'api', '--name', 'x', '--ip-storage', 'full'),
+      keysCli('ip-storage', '0123456789abcdef', 'full'),
+    ]);
+    expect(refused.map((r) => r.code)).to.deep.equal([1, 1, 1]);
+    expect(refused[0].stderr).to.contain('full|truncated|none');
+    expect((await loadKeyRecords(adminRegistry(), [keyId]))[0]!.ip_storage).to.equal('full');
   });
 });
