@@ -36,6 +36,7 @@ class FakeIntake implements Intake {
       monitorIds: new Set(),
       allowedOrigins: new Set(),
       allowedSources: new Set(),
+      ipStorage: 'truncated',
     };
   }
   publish(_key: VerifiedKey, messages: ProducerMessage[]): Promise<void> {

@@ -58,6 +58,7 @@ const key = (keyId: string, allowedOrigins: string[] = []): VerifiedKey => ({
   monitorIds: new Set(),
   allowedOrigins: new Set(allowedOrigins),
   allowedSources: new Set(),
+  ipStorage: 'truncated',
 });
 
 const basic = (user: string): string => `Basic ${Buffer.from(`${user}:`).toString('base64')}`;

@@ -1,6 +1,7 @@
 import { ACCESS_LIMITS, AUDIT_OUTCOMES, SCOPES } from './access.js';
 import { ID_PATTERN, LIMITS, TENANT_ID_PATTERN } from './limits.js';
 import { closed, closedSchema, dateTime } from './schema-parts.js';
+import { IP_STORAGE_MODES, type IpStorage } from './types.js';
 
 /**
  * The access API's JSON Schemas: the audit entry's and a new key's (POST /api/keys).
@@ -60,6 +61,12 @@ export interface KeyCreate {
   allowed_origins?: string[];
   allowed_sources?: string[];
   expires_in?: string;
+  ip_storage?: IpStorage;
+}
+
+/** Body of PATCH /api/keys/{key_id} (keyPatchSchema). */
+export interface KeyPatch {
+  ip_storage: IpStorage;
 }
 
 /** A key as GET /api/keys shows it (never its secret, nor its hash). */
@@ -76,7 +83,12 @@ export interface KeyView {
   created_by: string;
   expires_at: string | null;
   revoked: boolean;
+  /** What ClickHouse keeps of a telemetry key's events' client addresses (docs/enrichment.md). */
+  ip_storage: IpStorage;
 }
+
+/** A telemetry key's events: what ClickHouse keeps of the client's address (docs/enrichment.md). */
+const ipStorage = { type: 'string', enum: IP_STORAGE_MODES } as const;
 
 /** Body of POST /api/keys (docs/access.md, "API keys"). */
 export const keyCreateSchema = closedSchema('KeyCreate', ['kind', 'name'], {
@@ -112,6 +124,13 @@ export const keyCreateSchema = closedSchema('KeyCreate', ['kind', 'name'], {
     items: { type: 'string', minLength: 1, maxLength: LIMITS.maxNameLength, pattern: '^[^\\u0000-\\u001f\\u007f]+$' },
   },
   expires_in: { type: 'string', pattern: KEY_DURATION_PATTERN },
+  /** A telemetry key's: `full`, `truncated` (the default: IPv4 /24, IPv6 /48) or `none`. */
+  ip_storage: ipStorage,
 });
 
-export const ACCESS_SCHEMAS = [auditEntrySchema, keyCreateSchema] as const;
+/** Body of PATCH /api/keys/{key_id}: what a telemetry key keeps of addresses from now on. */
+export const keyPatchSchema = closedSchema('KeyPatch', ['ip_storage'], {
+  ip_storage: ipStorage,
+});
+
+export const ACCESS_SCHEMAS = [auditEntrySchema, keyCreateSchema, keyPatchSchema] as const;

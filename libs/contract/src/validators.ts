@@ -24,7 +24,7 @@ import type {
   EscalationPolicyPatch,
 } from './types.js';
 import type { AuditEntry } from './access.js';
-import type { KeyCreate } from './access-schemas.js';
+import type { KeyCreate, KeyPatch } from './access-schemas.js';
 
 export { describeErrors, parsesAsUrl, type Problem } from './ajv.js';
 
@@ -51,6 +51,7 @@ export interface Validators {
   escalationPolicyPatch: ValidateFunction<EscalationPolicyPatch>;
   auditEntry: ValidateFunction<AuditEntry>;
   keyCreate: ValidateFunction<KeyCreate>;
+  keyPatch: ValidateFunction<KeyPatch>;
 }
 
 /** Compiles every schema once. Call it in a composition root, not per request. */
@@ -84,5 +85,6 @@ export function createValidators(): Validators {
     escalationPolicyPatch: get<EscalationPolicyPatch>('EscalationPolicyPatch'),
     auditEntry: get<AuditEntry>('AuditEntry'),
     keyCreate: get<KeyCreate>('KeyCreate'),
+    keyPatch: get<KeyPatch>('KeyPatch'),
   };
 }

@@ -11,6 +11,8 @@ export interface VarSpec<T> {
   readonly doc: string;
   /** The default as it would be written in the environment; undefined = required. */
   readonly default: string | undefined;
+  /** The value when the variable is empty and its default is '' (else the empty string). */
+  readonly empty?: T;
   parse(raw: string): T;
 }
 
@@ -105,7 +107,7 @@ export function loadConfig<S extends ConfigSpec>(specs: S, env: Env): ConfigOf<S
     const raw = env[s.name] ?? s.default;
     if (raw === undefined || raw === '') {
       if (s.default === '') {
-        out[field] = '';
+        out[field] = s.empty !== undefined ? s.empty : '';
         continue;
       }
       problems.push(`${s.name} is required (${s.doc})`);

@@ -15,6 +15,7 @@ import { AppError } from './errors.js';
 import type { Component, ServiceRunner } from './lifecycle.js';
 import type { Logger } from './logger.js';
 import { createHttpMetrics, type HttpMetrics } from './metrics.js';
+import { useTrustedProxies, type TrustedProxies } from './trusted-proxies.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -317,10 +318,13 @@ export function healthServer(opts: {
 /**
  * An API's app, begun: request ids, JSON access logs and HTTP metrics on every
  * request, `first` (when given), then /healthz, /readyz, /metrics (and /openapi.json). Add the routes, then
- * call endApp().
+ * call endApp(). `req.ip` is the client's address as TRUSTED_PROXIES makes it (trusted-proxies.ts).
  */
-export function beginApp(opts: HealthOptions & { logger: Logger; first?: RequestHandler }): Express {
+export function beginApp(
+  opts: HealthOptions & { logger: Logger; first?: RequestHandler; trustedProxies: TrustedProxies },
+): Express {
   const app = createExpressApp();
+  useTrustedProxies(app, opts.trustedProxies);
   app.use(requestContext(opts.logger, createHttpMetrics(opts.registry)));
   // Before every route, the health routes too: what a request may reach at all (the query
   // service's routing by Host).

@@ -34,3 +34,4 @@ export * from './durable-consumer.js';
 export * from './partition-batcher.js';
 export * from './egress-http.js';
 export * from './deadline.js';
+export * from './trusted-proxies.js';

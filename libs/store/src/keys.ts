@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { DEFAULT_TENANT, SCOPES, withImpliedScopes } from '@telemetry/contract';
+import { DEFAULT_TENANT, IP_STORAGE_MODES, SCOPES, withImpliedScopes, type IpStorage } from '@telemetry/contract';
 import { AppError, Mirror } from '@telemetry/platform';
 
 /** The change feed's name for access keys (registry_changes.entity). */
@@ -37,6 +37,16 @@ export interface KeyRecord {
   version: number;
   /** Who made it: a person's id (`per_…`), or `operator` (npm run keys), or '' before people existed. */
   created_by?: string;
+  /** A telemetry key's events: what ClickHouse keeps of the client's address (docs/enrichment.md); absent: truncated. */
+  ip_storage?: IpStorage;
+}
+
+/** What a key keeps of an address when nobody said (docs/enrichment.md). */
+export const DEFAULT_IP_STORAGE: IpStorage = 'truncated';
+
+/** `v` if it is an ip_storage mode (full, truncated, none). */
+export function isIpStorage(v: unknown): v is IpStorage {
+  return (IP_STORAGE_MODES as readonly unknown[]).includes(v);
 }
 
 export interface ParsedKey {
@@ -70,6 +80,8 @@ export interface NewKey {
   expiresInSeconds?: number;
   /** Who makes it (KeyRecord.created_by). */
   createdBy?: string;
+  /** What its events keep of the client's address (default truncated). */
+  ipStorage?: IpStorage;
 }
 
 /** '90d', '12h', '30m', '3600s': seconds; undefined when it is not such a duration. */
@@ -88,6 +100,9 @@ export function newKeyRecord(spec: NewKey, now = Date.now()): { key: string; rec
   for (const s of spec.scopes ?? []) {
     if (!(SCOPES as readonly string[]).includes(s)) throw new Error(`unknown scope ${s}; known: ${SCOPES.join(', ')}`);
   }
+  if (spec.ipStorage !== undefined && !isIpStorage(spec.ipStorage)) {
+    throw new Error(`unknown ip_storage ${String(spec.ipStorage)}; known: ${IP_STORAGE_MODES.join(', ')}`);
+  }
   const keyId = randomBytes(8).toString('hex');
   const secret = randomBytes(32).toString('hex');
   const record: KeyRecord = {
@@ -105,6 +120,7 @@ export function newKeyRecord(spec: NewKey, now = Date.now()): { key: string; rec
     expires_at: spec.expiresInSeconds === undefined ? null : dateTimeText(now + spec.expiresInSeconds * 1000),
     version: now,
     created_by: spec.createdBy ?? 'operator',
+    ip_storage: spec.ipStorage ?? DEFAULT_IP_STORAGE,
   };
   return { key: `${PREFIX[spec.kind]}_${keyId}_${secret}`, record };
 }
@@ -119,6 +135,8 @@ export interface VerifiedKey {
   monitorIds: ReadonlySet<string>;
   allowedOrigins: ReadonlySet<string>;
   allowedSources: ReadonlySet<string>;
+  /** What ClickHouse keeps of its events' client addresses (the message's ip_storage). */
+  ipStorage: IpStorage;
 }
 
 export interface KeyEntry {
@@ -158,6 +176,7 @@ export function indexKeys(records: KeyRecord[]): Map<string, KeyEntry> {
         monitorIds: new Set(r.monitor_ids),
         allowedOrigins: new Set(r.allowed_origins),
         allowedSources: new Set(r.allowed_sources),
+        ipStorage: isIpStorage(r.ip_storage) ? r.ip_storage : DEFAULT_IP_STORAGE,
       },
     });
   }

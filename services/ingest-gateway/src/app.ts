@@ -21,6 +21,7 @@ import { toMessages, validateRequest } from './ingest.js';
 
 import { RateLimiter } from './rate-limit.js';
 import { createIntake } from './intake.js';
+import { stampOf } from './request-stamp.js';
 import { corsFor } from './cors.js';
 import { segmentRoutes } from './protocols/segment.js';
 import { posthogRoutes } from './protocols/posthog.js';
@@ -56,6 +57,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     ready: deps.ready,
     details: deps.details,
     openapi: buildOpenApi('gateway'),
+    trustedProxies: config.trustedProxies,
   });
   const accepted = new Counter({
     name: 'ingest_events_accepted_total',
@@ -72,7 +74,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   });
 
   /** Everything after authentication that both routes share: checks, publish, count. Returns the stored event ids. */
-  async function accept(key: VerifiedKey, body: IngestRequest): Promise<string[]> {
+  async function accept(req: Request, key: VerifiedKey, body: IngestRequest): Promise<string[]> {
     if (key.allowedSources.size > 0) {
       const bad = body.events.flatMap((e, i) => (key.allowedSources.has(e.source) ? [] : [i]));
       if (bad.length > 0) {
@@ -81,7 +83,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
         });
       }
     }
-    const messages = toMessages(body, key, new Date().toISOString(), LIMITS.maxEventBytes);
+    const messages = toMessages(body, key, new Date().toISOString(), LIMITS.maxEventBytes, stampOf(req, key.ipStorage));
     await intake.publish(key, messages);
     return messages.map((m) => String(m.key));
   }
@@ -99,7 +101,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     const raw = await readBody(req, { maxBytes: config.maxBodyBytes, maxRatio: config.maxGzipRatio });
     if (raw.length === 0) throw new AppError('INVALID_JSON', 'an empty body is not a valid request');
     const body = validateRequest(deps.validators, parseBody(raw), config.maxEventsPerRequest);
-    const ids = await accept(res.locals.key as VerifiedKey, body);
+    const ids = await accept(req, res.locals.key as VerifiedKey, body);
     res.status(200).json(ok(returnIds ? ids : null));
   });
 
@@ -110,7 +112,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     try {
       auth(req, res, () => undefined);
       const body = validateRequest(deps.validators, pixelRequest(req), 1);
-      await accept(res.locals.key as VerifiedKey, body);
+      await accept(req, res.locals.key as VerifiedKey, body);
       sendGif(res, 200);
     } catch (err) {
       const appErr = err instanceof AppError ? err : new AppError('INTERNAL_ERROR', 'internal error');

@@ -7,6 +7,7 @@ import {
   postgresSpec,
   serviceSpec,
   topicSpec,
+  trustedProxiesSpec,
 } from '@telemetry/platform';
 import { loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
@@ -24,6 +25,7 @@ export const gatewaySpec = {
   ...postgresSpec,
   ...serviceSpec,
   ...httpSpec(8080),
+  ...trustedProxiesSpec,
   ...discardBodySpec,
   ackTimeoutMs: v.int(
     'KAFKA_ACK_TIMEOUT_MS',

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { describeErrors, type EventMessage, type IngestRequest, type Validators } from '@telemetry/contract';
 import { AppError, type ProducerMessage } from '@telemetry/platform';
+import { NO_STAMP, stamp, type RequestStamp } from './request-stamp.js';
 
 export function validateRequest(v: Validators, body: unknown, maxEvents: number): IngestRequest {
   if (
@@ -61,13 +62,15 @@ export function eventPartition(eventId: string, partitions: number): number {
 
 /**
  * One Kafka message per event, keyed by event id (partitioned by eventPartition).
- * The event's tenant is its key's, whatever its `source` says.
+ * The event's tenant is its key's, whatever its `source` says. `requestStamp`: the
+ * request's address, user agent and the key's ip_storage (request-stamp.ts).
  */
 export function toMessages(
   req: IngestRequest,
   key: { keyId: string; tenantId: string },
   receivedAt: string,
   maxEventBytes: number,
+  requestStamp: RequestStamp = NO_STAMP,
 ): ProducerMessage[] {
   return req.events.map((e, index) => {
     const msg: EventMessage = {
@@ -85,6 +88,7 @@ export function toMessages(
     if (req.sent_at !== undefined) msg.sent_at = req.sent_at;
     if (e.anonymous_id !== undefined) msg.anonymous_id = e.anonymous_id;
     if (e.user_id !== undefined) msg.user_id = e.user_id;
+    stamp(msg, requestStamp);
     return producerMessage(msg, index, maxEventBytes);
   });
 }

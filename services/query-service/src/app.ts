@@ -123,6 +123,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     details: deps.details,
     registry: deps.registry,
     openapi: buildOpenApi('query'),
+    trustedProxies: deps.config.trustedProxies,
     // Before every route: a custom domain reaches its status page only (status/host.ts).
     first: hostRouting({ operator, domains: deps.customDomains.verified }),
   });
@@ -383,7 +384,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/settings', ['GET', 'HEAD', 'PATCH']);
   methodNotAllowed(app, '/api/audit', ['GET', 'HEAD']);
   methodNotAllowed(app, '/api/keys', ['GET', 'HEAD', 'POST']);
-  methodNotAllowed(app, '/api/keys/:key_id', ['DELETE']);
+  methodNotAllowed(app, '/api/keys/:key_id', ['PATCH', 'DELETE']);
   for (const path of [
     '/api/status/:slug/subscribers',
     '/api/status/:slug/subscribers/confirm',

@@ -14,6 +14,7 @@ import {
   serviceSpec,
   topicSpec,
   consumerGroupSpec,
+  trustedProxiesSpec,
 } from '@telemetry/platform';
 import { ConfigError, loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
@@ -134,6 +135,8 @@ export const querySpec = {
     600_000,
   ),
   ...httpSpec(8082),
+  // Sign-in throttling, the audit log and status-page subscribe limits read the client's address.
+  ...trustedProxiesSpec,
   ...discardBodySpec,
   queryTimeoutMs: v.int('QUERY_TIMEOUT_MS', 5000, 'a ClickHouse query slower than this answers 503', 100, 120_000),
   maxQueriesInFlight: v.int(

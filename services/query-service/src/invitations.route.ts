@@ -193,7 +193,7 @@ export function invitationRoutes(app: Express, deps: InvitationRoutesDeps): void
       personId: person.id,
       tenantId: joined.tenantId,
       method: 'password',
-      ip: req.socket.remoteAddress ?? '',
+      ip: clientAddress(req),
       userAgent: req.get('user-agent') ?? '',
       maxSeconds: deps.sessionMaxSeconds,
     });

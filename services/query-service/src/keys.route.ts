@@ -1,7 +1,15 @@
 import type { Express, RequestHandler } from 'express';
 import { AppError, rejectUnknown, type PgPool } from '@telemetry/platform';
 import { describeErrors, ok, type KeyView, type Validators } from '@telemetry/contract';
-import { issueKey, listTenantKeys, parseDuration, revokeTenantKey, type KeyRecord } from '@telemetry/store';
+import {
+  DEFAULT_IP_STORAGE,
+  issueKey,
+  listTenantKeys,
+  parseDuration,
+  revokeTenantKey,
+  setTenantKeyIpStorage,
+  type KeyRecord,
+} from '@telemetry/store';
 import { changedFields, type Auditor } from './access/audit.js';
 import { principalOf } from './access/principal.js';
 import { tenantOf } from './params.js';
@@ -38,6 +46,7 @@ export function keyView(r: KeyRecord): KeyView {
     created_by: r.created_by ?? '',
     expires_at: iso(r.expires_at),
     revoked: r.revoked !== 0,
+    ip_storage: r.ip_storage ?? DEFAULT_IP_STORAGE,
   };
 }
 
@@ -58,10 +67,13 @@ export function keyRoutes(app: Express, deps: KeyRoutesDeps): void {
     if (body.kind === 'telemetry' && (body.scopes !== undefined || body.monitor_ids !== undefined)) {
       throw invalid('key', [{ path: body.scopes ? '/scopes' : '/monitor_ids', message: 'only API keys take it' }]);
     }
-    if (body.kind === 'api' && (body.allowed_origins !== undefined || body.allowed_sources !== undefined)) {
+    if (
+      body.kind === 'api' &&
+      (body.allowed_origins !== undefined || body.allowed_sources !== undefined || body.ip_storage !== undefined)
+    ) {
       throw invalid('key', [
         {
-          path: body.allowed_origins ? '/allowed_origins' : '/allowed_sources',
+          path: body.allowed_origins ? '/allowed_origins' : body.allowed_sources ? '/allowed_sources' : '/ip_storage',
           message: 'only telemetry keys take it',
         },
       ]);
@@ -83,6 +95,7 @@ export function keyRoutes(app: Express, deps: KeyRoutesDeps): void {
       ...(body.allowed_origins ? { allowedOrigins: body.allowed_origins } : {}),
       ...(body.allowed_sources ? { allowedSources: body.allowed_sources } : {}),
       ...(body.expires_in ? { expiresInSeconds: parseDuration(body.expires_in)! } : {}),
+      ...(body.ip_storage ? { ipStorage: body.ip_storage } : {}),
       createdBy: principal.actor.type === 'person' ? principal.actor.id : `key:${principal.keyId}`,
     });
     const view = keyView(issued.record);
@@ -93,6 +106,33 @@ export function keyRoutes(app: Express, deps: KeyRoutesDeps): void {
     });
     res.status(201).setHeader('Location', `/api/keys/${view.id}`);
     res.json(ok({ ...view, key: issued.key }));
+  });
+
+  // What a telemetry key's events keep of the client's address (docs/enrichment.md): the
+  // one setting of a key that changes after it is made; the gateways follow within a second.
+  app.patch('/api/keys/:key_id', deps.auth.write, async (req, res) => {
+    rejectUnknown(req, new Set());
+    refuseLimited(res, 'keys');
+    const keyId = String(req.params.key_id);
+    const body = await jsonBody(req);
+    if (!deps.validators.keyPatch(body)) throw invalid('key', describeErrors(deps.validators.keyPatch.errors));
+    const changed = KEY_ID.test(keyId)
+      ? await setTenantKeyIpStorage(deps.pool, tenantOf(res), keyId, body.ip_storage)
+      : undefined;
+    if (!changed) throw new AppError('KEY_NOT_FOUND', `there is no key ${keyId.slice(0, 40)} in this tenant`);
+    if (changed.before.kind !== 'telemetry') {
+      throw invalid('key', [{ path: '/ip_storage', message: 'only telemetry keys take it' }]);
+    }
+    const before = keyView(changed.before);
+    const after = keyView(changed.after);
+    if (before.ip_storage !== after.ip_storage) {
+      await deps.audit.record(req, res, {
+        action: 'key.update',
+        target: { type: 'key', id: after.id },
+        changes: changedFields({ ...before }, { ...after }),
+      });
+    }
+    res.json(ok(after));
   });
 
   app.delete('/api/keys/:key_id', deps.auth.write, async (req, res) => {

@@ -23,6 +23,7 @@ import {
 import type { Auditor } from './access/audit.js';
 import type { OidcIdentity, OidcRelyingParty } from './access/oidc.js';
 import { cookieSecure, setSessionCookie } from './access/session-cookie.js';
+import { clientAddress } from './access/throttled.js';
 
 /**
  * Single sign-on's routes (docs/access.md, "Single sign-on"; docs/api.md): GET /api/sso,
@@ -206,7 +207,7 @@ export function oidcRoutes(app: Express, deps: OidcRoutesDeps): void {
         personId: person.id,
         tenantId,
         method: 'oidc',
-        ip: req.socket.remoteAddress ?? '',
+        ip: clientAddress(req),
         userAgent: req.get('user-agent') ?? '',
         maxSeconds: deps.sessionMaxSeconds,
       });

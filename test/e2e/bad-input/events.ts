@@ -142,4 +142,17 @@ export const eventCases = (): Case[] => [
   post('huge X-Request-Id is replaced', { 'x-request-id': 'x'.repeat(5000) }, body([ev()]), 200),
   post('X-Request-Id with CRLF-ish bytes is replaced', { 'x-request-id': 'a%0d%0aSet-Cookie: x' }, body([ev()]), 200),
   post('charset latin1 declared', { 'content-type': 'application/json; charset=latin1' }, body([ev()]), 200),
+  // Addresses and user agents (docs/enrichment.md): never refused; a spoofed or malformed
+  // X-Forwarded-For is ignored (the peer is the address), a bad User-Agent is left out.
+  // test/e2e/enrichment-gateway.int.test.ts reads what the messages then carry.
+  post(
+    'spoofed X-Forwarded-For from an untrusted peer',
+    { 'x-forwarded-for': '10.0.0.1, 127.0.0.1' },
+    body([ev()]),
+    200,
+  ),
+  post('malformed X-Forwarded-For', { 'x-forwarded-for': 'unknown, 1.2.3.4:80, [::1], ,,' }, body([ev()]), 200),
+  post('4 KB X-Forwarded-For', { 'x-forwarded-for': '1.2.3.4, '.repeat(400) }, body([ev()]), 200),
+  post('4 KB User-Agent', { 'user-agent': 'Mozilla/5.0 '.repeat(340) }, body([ev()]), 200),
+  post('User-Agent of latin1 bytes and a tab', { 'user-agent': 'Bot\t\xff\xfe' }, body([ev()]), 200),
 ];

@@ -22,6 +22,7 @@ const keyView: Json = {
     'created_by',
     'expires_at',
     'revoked',
+    'ip_storage',
   ],
   properties: {
     id: { type: 'string', pattern: '^[0-9a-f]{16}$' },
@@ -38,6 +39,12 @@ const keyView: Json = {
     },
     expires_at: { type: ['string', 'null'], format: 'date-time' },
     revoked: { type: 'boolean' },
+    ip_storage: {
+      type: 'string',
+      enum: ['full', 'truncated', 'none'],
+      description:
+        "What ClickHouse keeps of a telemetry key's events' client addresses: full, truncated (IPv4 /24, IPv6 /48) or none (docs/enrichment.md).",
+    },
   },
 };
 
@@ -99,6 +106,21 @@ export const accessPaths: Json = {
     },
   },
   '/api/keys/{key_id}': {
+    patch: {
+      operationId: 'updateKey',
+      summary: "Change what a telemetry key's events keep of the client's address",
+      description:
+        'From the next event on, within a second on every gateway (docs/enrichment.md, "What is stored of the address"); events already sent keep the setting they were sent with.',
+      security: [{ apiKey: ['keys:write'] }],
+      parameters: [
+        { name: 'key_id', in: 'path', required: true, schema: { type: 'string' }, description: 'The key id.' },
+      ],
+      requestBody: jsonBody('KeyPatch'),
+      responses: {
+        '200': jsonOk('The key as it is now.', envelopeOf(keyView)),
+        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'KEY_NOT_FOUND', 'MONITOR_NOT_ALLOWED'),
+      },
+    },
     delete: {
       operationId: 'revokeKey',
       summary: 'Revoke a key of the tenant: refused everywhere within a second',

@@ -8,7 +8,7 @@ import {
   escalationPolicySchema,
 } from '../alerting-schemas.js';
 import { SCOPES, SESSION_COOKIE } from '../access.js';
-import { auditEntrySchema, keyCreateSchema } from '../access-schemas.js';
+import { auditEntrySchema, keyCreateSchema, keyPatchSchema } from '../access-schemas.js';
 import { ERROR_CODES } from '../error-codes.js';
 import { ACCESS_API_SCHEMAS } from '../access-api-schemas.js';
 import { PEOPLE_SCHEMAS } from '../people-schemas.js';
@@ -134,4 +134,5 @@ export const schemas: Json = {
   },
   AuditPage: pageOf('AuditEntry'),
   KeyCreate: component(keyCreateSchema),
+  KeyPatch: component(keyPatchSchema),
 };

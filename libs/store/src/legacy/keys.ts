@@ -63,9 +63,9 @@ export class ClickHouseKeySource {
   }
 }
 
-/** A key record as the ClickHouse registry of before held it: no `created_by` (people came after it). */
-export function legacyKeyRow(record: KeyRecord): Omit<KeyRecord, 'created_by'> {
-  const { created_by: _madeBy, ...row } = record;
+/** A key record as the ClickHouse registry of before held it: no `created_by` (people came after it), no `ip_storage`. */
+export function legacyKeyRow(record: KeyRecord): Omit<KeyRecord, 'created_by' | 'ip_storage'> {
+  const { created_by: _madeBy, ip_storage: _ipStorage, ...row } = record;
   return row;
 }
 

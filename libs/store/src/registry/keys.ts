@@ -1,10 +1,11 @@
+import type { IpStorage } from '@telemetry/contract';
 import type { PgPool, PgQueryable } from '@telemetry/platform';
 import { newKeyRecord, type KeyRecord, type NewKey } from '../keys.js';
 import { registryCall, registryWrite } from './pg.js';
 
 const COLUMNS = `tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins, allowed_sources,
   revoked, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS created_at,
-  to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS expires_at, created_by`;
+  to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS expires_at, created_by, ip_storage`;
 
 interface Row extends Omit<KeyRecord, 'revoked' | 'version'> {
   revoked: boolean;
@@ -34,15 +35,16 @@ export async function insertKeyRecordsIn(tx: PgQueryable, records: readonly KeyR
   if (records.length === 0) return 0;
   const { rowCount } = await tx.query(
     `INSERT INTO access_keys (tenant_id, key_id, kind, name, secret_hash, scopes, monitor_ids, allowed_origins,
-       allowed_sources, revoked, created_at, expires_at, created_by)
+       allowed_sources, revoked, created_at, expires_at, created_by, ip_storage)
      SELECT r.tenant_id, r.key_id, r.kind, r.name, r.secret_hash,
        ARRAY(SELECT jsonb_array_elements_text(r.scopes)), ARRAY(SELECT jsonb_array_elements_text(r.monitor_ids)),
        ARRAY(SELECT jsonb_array_elements_text(r.allowed_origins)),
        ARRAY(SELECT jsonb_array_elements_text(r.allowed_sources)),
-       r.revoked, (r.created_at || 'Z')::timestamptz, (r.expires_at || 'Z')::timestamptz, coalesce(r.created_by, '')
+       r.revoked, (r.created_at || 'Z')::timestamptz, (r.expires_at || 'Z')::timestamptz, coalesce(r.created_by, ''),
+       coalesce(r.ip_storage, 'truncated')
      FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key_id text, kind text, name text, secret_hash text,
        scopes jsonb, monitor_ids jsonb, allowed_origins jsonb, allowed_sources jsonb, revoked boolean,
-       created_at text, expires_at text, created_by text)
+       created_at text, expires_at text, created_by text, ip_storage text)
      ON CONFLICT (key_id) DO NOTHING`,
     [
       JSON.stringify(
@@ -99,5 +101,33 @@ export async function revokeTenantKey(db: PgPool, tenantId: string, keyId: strin
     if (!found) return undefined;
     if (!found.revoked) await tx.query('UPDATE access_keys SET revoked = true WHERE key_id = $1', [keyId]);
     return decode(found);
+  });
+}
+
+/**
+ * Sets what a key of `tenantId` keeps of its events' addresses (PATCH /api/keys/{id},
+ * npm run keys -- ip-storage): the record before and after (undefined: no such key in this
+ * tenant, or in any when `tenantId` is undefined). Only telemetry keys send events: an API
+ * key is answered unchanged. Every gateway replica applies it within a second (the change
+ * feed); events already on the topic keep the setting they were sent with.
+ */
+export async function setTenantKeyIpStorage(
+  db: PgPool,
+  tenantId: string | undefined,
+  keyId: string,
+  ipStorage: IpStorage,
+): Promise<{ before: KeyRecord; after: KeyRecord } | undefined> {
+  return registryWrite(db, async (tx) => {
+    const { rows } = await tx.query<Row>(
+      `SELECT ${COLUMNS} FROM access_keys WHERE key_id = $1 AND ($2::text IS NULL OR tenant_id = $2) FOR UPDATE`,
+      [keyId, tenantId ?? null],
+    );
+    const found = rows[0];
+    if (!found) return undefined;
+    if (found.kind !== 'telemetry') return { before: decode(found), after: decode(found) };
+    if (found.ip_storage !== ipStorage) {
+      await tx.query('UPDATE access_keys SET ip_storage = $2 WHERE key_id = $1', [keyId, ipStorage]);
+    }
+    return { before: decode(found), after: decode({ ...found, ip_storage: ipStorage }) };
   });
 }

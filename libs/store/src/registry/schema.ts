@@ -296,6 +296,16 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
     ],
   },
   STATUS_FOLLOW_MIGRATION,
+  {
+    version: 8,
+    name: 'access-key ip_storage',
+    statements: [
+      // What a telemetry key's events keep of the client's address in ClickHouse
+      // (docs/enrichment.md, "What is stored of the address"); existing keys: truncated.
+      `ALTER TABLE access_keys ADD COLUMN ip_storage text NOT NULL DEFAULT 'truncated'
+         CHECK (ip_storage IN ('full', 'truncated', 'none'))`,
+    ],
+  },
 ];
 
 /** Applies the registry's migrations (as the database's owner). */

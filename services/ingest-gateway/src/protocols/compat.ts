@@ -11,6 +11,7 @@ import {
 import { AppError, type ProducerMessage } from '@telemetry/platform';
 import type { VerifiedKey } from '@telemetry/store';
 import { eventIdFor, producerMessage } from '../ingest.js';
+import { NO_STAMP, stamp, type RequestStamp } from '../request-stamp.js';
 
 /**
  * One event of a tracker's protocol (Segment's, PostHog's), as its module read it, before
@@ -137,6 +138,8 @@ function identity(v: unknown): string | undefined | null {
  * throw VALIDATION_FAILED (details.problems with each path, details.invalid_events);
  * an event whose message is over `maxEventBytes` throws EVENT_TOO_LARGE. `pathOf(i)` is
  * the JSON pointer of event i in the client's request (`/batch/3`, or `` for a single one).
+ * `requestStamp`: the request's own address and user agent, kept beside what the event
+ * reports (client_ip, user_agent take priority in the consumer), and the key's ip_storage.
  */
 export function compatMessages(
   events: readonly CompatEvent[],
@@ -144,6 +147,7 @@ export function compatMessages(
   receivedAt: string,
   maxEventBytes: number,
   pathOf: (index: number) => string,
+  requestStamp: RequestStamp = NO_STAMP,
 ): ProducerMessage[] {
   const problems: CompatProblem[] = [];
   const messages: ProducerMessage[] = [];
@@ -192,6 +196,7 @@ export function compatMessages(
     const clientIp = compatIp(e.clientIp);
     if (clientIp !== undefined) msg.client_ip = clientIp;
     if (printable(e.userAgent, LIMITS.maxUserAgentLength)) msg.user_agent = e.userAgent;
+    stamp(msg, requestStamp);
     messages.push(producerMessage(msg, index, maxEventBytes));
   });
   if (problems.length > 0) throw validationFailed(problems);

@@ -2,6 +2,7 @@ import type { Express, Request, RequestHandler, Response } from 'express';
 import { AppError, methodNotAllowed, single, type BodyLimits } from '@telemetry/platform';
 import type { VerifiedKey } from '@telemetry/store';
 import { compatMessages, validationFailed } from './compat.js';
+import { stampOf } from '../request-stamp.js';
 import type { ProtocolDeps } from './protocol.js';
 import { readPosthogBody } from './posthog/decode.js';
 import { msTime, posthogBatch, posthogCompatEvent } from './posthog/map.js';
@@ -67,7 +68,14 @@ export function posthogRoutes(app: Express, deps: ProtocolDeps): void {
         : [],
     );
     if (anonymous.length > 0) throw validationFailed(anonymous);
-    const messages = compatMessages(events, key, receivedAt.toISOString(), POSTHOG_MAX_EVENT_BYTES, batch.pathOf);
+    const messages = compatMessages(
+      events,
+      key,
+      receivedAt.toISOString(),
+      POSTHOG_MAX_EVENT_BYTES,
+      batch.pathOf,
+      stampOf(req, key.ipStorage),
+    );
     // A 2xx only once Kafka acknowledged every event (publish rejects otherwise: 503).
     await intake.publish(key, messages);
     res.status(200).json(CAPTURE_OK);

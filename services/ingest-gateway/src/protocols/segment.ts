@@ -2,6 +2,7 @@ import type { Express, Request, RequestHandler, Response } from 'express';
 import { LIMITS, ok } from '@telemetry/contract';
 import { AppError, checkMediaType, methodNotAllowed, parseBody, readBody } from '@telemetry/platform';
 import { compatMessages } from './compat.js';
+import { stampOf } from '../request-stamp.js';
 import { withStatus, type ProtocolDeps } from './protocol.js';
 import {
   isObject,
@@ -112,6 +113,7 @@ export function segmentRoutes(app: Express, deps: ProtocolDeps): void {
       new Date().toISOString(),
       LIMITS.maxEventBytes,
       (i) => inputs[i]!.path,
+      stampOf(req, key.ipStorage),
     );
     await intake.publish(key, messages);
     res.status(200).json(ok(null));

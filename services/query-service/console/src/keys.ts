@@ -9,7 +9,7 @@ import { field, onSubmit, shownOnce, statusLine, value } from './people-form.js'
  * create form whose scopes are those the person holds (the API refuses any other), the new
  * key shown once with a copy button, and revocation after a confirmation.
  *
- * Ids a test can find: table#keys with tr[data-key=ID] (its cell .key-revoked, its
+ * Ids a test can find: table#keys with tr[data-key=ID] (its cells .key-ip-storage and .key-revoked, its
  * button.key-revoke); form#key-form with #key-kind, #key-name, input[name=key-scope]
  * checkboxes (value = the scope), #key-expiry and #key-status; the new key in #new-key
  * (with #new-key-copy); #keys-notice.
@@ -24,6 +24,8 @@ export interface KeyView {
   created_by: string | null;
   expires_at: string | null;
   revoked: boolean;
+  /** What a telemetry key's events keep of the client's address (docs/enrichment.md). */
+  ip_storage?: 'full' | 'truncated' | 'none';
 }
 
 const DAY = 86_400;
@@ -66,11 +68,12 @@ export async function keysPage(main: HTMLElement, made?: { name: string; key: st
   };
   const list = table(
     { id: 'keys' },
-    ['Name', 'Kind', 'Scopes', 'Created by', 'Created', 'Expires', 'Revoked', ''],
+    ['Name', 'Kind', 'Scopes', 'Addresses kept', 'Created by', 'Created', 'Expires', 'Revoked', ''],
     keys.map((k) => [
       h('td', {}, k.name),
       h('td', {}, k.kind),
       h('td', {}, k.kind === 'api' ? k.scopes.join(', ') || '—' : '—'),
+      h('td', { class: 'key-ip-storage' }, k.kind === 'telemetry' ? (k.ip_storage ?? 'truncated') : '—'),
       h('td', {}, k.created_by ? (emails.get(k.created_by) ?? k.created_by) : '—'),
       h('td', {}, time(k.created_at)),
       h('td', {}, k.expires_at ? time(k.expires_at) : 'never'),

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { AuditEntry, AuditOutcome, ErrorCode } from '@telemetry/contract';
 import type { Logger } from '@telemetry/platform';
 import type { Actor, Principal } from './principal.js';
+import { clientAddress } from './throttled.js';
 
 /**
  * The audit log's writer (docs/access.md, "Audit log"). Every write route records what it
@@ -72,7 +73,7 @@ export function publishingAuditor(publish: (entry: AuditEntry) => Promise<void>,
       target: r.target,
       outcome: r.outcome ?? 'ok',
       changes: r.changes ?? {},
-      ip: req.socket.remoteAddress ?? '',
+      ip: clientAddress(req),
       user_agent: (req.get('user-agent') ?? '').slice(0, MAX_USER_AGENT),
       request_id: String(req.id ?? ''),
     };

@@ -76,6 +76,7 @@ export function sessionPrincipal(s: SignedIn): Principal {
     monitorIds: new Set(),
     allowedOrigins: new Set(),
     allowedSources: new Set(),
+    ipStorage: 'truncated',
     actor: { type: 'person', id: s.person.id, email: s.person.email },
     session: s,
   };

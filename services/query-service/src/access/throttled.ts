@@ -7,9 +7,13 @@ import type { Reservation, SignInThrottle } from '@telemetry/store';
  * existing person), the sign-in throttle (libs/store/src/people/throttle.ts) applies.
  */
 
-/** The address a request came from (TRUSTED_PROXIES is not read yet: the socket's peer). */
+/**
+ * The address a request came from: `req.ip`, which beginApp makes the connection's peer,
+ * or X-Forwarded-For's client when the peer is one of TRUSTED_PROXIES (libs/platform
+ * trusted-proxies.ts), normalised; '' when the socket has gone.
+ */
 export function clientAddress(req: Request): string {
-  return req.socket.remoteAddress ?? '';
+  return req.ip ?? '';
 }
 
 /**
