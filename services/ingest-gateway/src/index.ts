@@ -4,7 +4,7 @@ export { RateLimiter } from './rate-limit.js';
 export { gatewaySpec, loadGatewayConfig, type GatewayConfig } from './config.js';
 export { startGateway, type Gateway } from './gateway.js';
 export { eventIdFor, eventPartition, toMessages, validateRequest } from './ingest.js';
-export { type Intake } from './intake.js';
+export { type Intake, withoutSuppressed } from './intake.js';
 export { corsFor } from './cors.js';
 export { type ProtocolDeps } from './protocols/protocol.js';
 export { segmentRoutes, SEGMENT_BATCH_ROUTES, SEGMENT_SINGLE_ROUTES } from './protocols/segment.js';
