@@ -270,6 +270,22 @@ describe('deletion on request (real Kafka, ClickHouse and PostgreSQL)', function
     expect(await count(t.a, `anonymous_id = 'anon-1'`)).to.equal(0);
   });
 
+  it("pages the tenant's deletions newest first, and shows none of another tenant's", async () => {
+    const first = await apiA<DeletionView[]>('GET', '/api/deletions?limit=1');
+    expect(first.status).to.equal(200);
+    expect(first.body.data).to.have.length(1);
+    expect(first.body.data[0]!.anonymous_ids).to.deep.equal(['anon-1']);
+    const cursor = first.body.next_cursor!;
+    expect(cursor).to.be.a('string');
+    const second = await apiA<DeletionView[]>('GET', `/api/deletions?limit=1&cursor=${cursor}`);
+    expect(second.body.data.map((d) => d.user_ids)).to.deep.equal([['alice']]);
+    expect(second.body.next_cursor).to.equal(null);
+    const bad = await apiA('GET', '/api/deletions?cursor=nonsense');
+    expect([bad.status, bad.code]).to.deep.equal([400, 'INVALID_PARAMETER']);
+    const unknown = await apiA('GET', '/api/deletions?tenant=x');
+    expect([unknown.status, unknown.code]).to.deep.equal([400, 'INVALID_PARAMETER']);
+  });
+
   describe('the deletion SQL on both engines: ClickHouse 18.16 and current ClickHouse (chDB)', () => {
     let chdb: ChdbServer;
     let current: ClickHouseClient;
