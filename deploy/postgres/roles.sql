@@ -6,7 +6,7 @@
 -- provisioning step makes the tables it grants on), as a superuser or as the registry
 -- database's owner holding CREATEROLE, with psql from any machine that reaches the server:
 --   psql "postgres://admin@host:5432/postgres" -v db=telemetry \
---     -v ingest_password=... -v runner_password=... -v query_password=... \
+--     -v ingest_password=... -v runner_password=... -v query_password=... -v consumer_password=... \
 --     -f deploy/postgres/roles.sql
 -- `db` defaults to telemetry. Re-running it sets the passwords again and replaces the
 -- grants (in one transaction: a service is never left without its grants). Rerun it
@@ -50,6 +50,15 @@ SELECT :'query_password' <> '' AS roles_sql_ok \gset
 \else
   DO $$ BEGIN RAISE EXCEPTION 'roles.sql: set the password of the query role with -v query_password=...'; END $$;
 \endif
+\if :{?consumer_password}
+\else
+  \set consumer_password ''
+\endif
+SELECT :'consumer_password' <> '' AS roles_sql_ok \gset
+\if :roles_sql_ok
+\else
+  DO $$ BEGIN RAISE EXCEPTION 'roles.sql: set the password of the consumer role with -v consumer_password=...'; END $$;
+\endif
 
 -- ingest gateway: authenticates telemetry keys and heartbeat tokens
 \set ingest_role :db _ingest
@@ -69,6 +78,12 @@ SELECT format('CREATE ROLE %I', :'query_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'query_role') \gexec
 ALTER ROLE :"query_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'query_password';
 
+-- stream consumer: claims deletion requests under a lease, runs them in ClickHouse and records their progress
+\set consumer_role :db _consumer
+SELECT format('CREATE ROLE %I', :'consumer_role')
+  WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'consumer_role') \gexec
+ALTER ROLE :"consumer_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'consumer_password';
+
 \connect :db
 BEGIN;
 
@@ -76,17 +91,18 @@ BEGIN;
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"ingest_role";
 GRANT USAGE ON SCHEMA public TO :"ingest_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets FROM :"ingest_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions FROM :"ingest_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON access_keys TO :"ingest_role";
 GRANT SELECT ON heartbeat_tokens TO :"ingest_role";
 GRANT SELECT ON registry_changes TO :"ingest_role";
+GRANT SELECT ON suppressions TO :"ingest_role";
 
 -- <db>_runner: check runner: reads the monitors it checks and the alert channels and escalation policies it notifies; keeps where each incident's notifications stand; makes maintenance notices and delivers status-page notices to subscribers
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"runner_role";
 GRANT USAGE ON SCHEMA public TO :"runner_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets FROM :"runner_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions FROM :"runner_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON monitors TO :"runner_role";
 GRANT SELECT ON registry_changes TO :"runner_role";
@@ -102,7 +118,7 @@ GRANT SELECT, INSERT, UPDATE ON status_deliveries TO :"runner_role";
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"query_role";
 GRANT USAGE ON SCHEMA public TO :"query_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets FROM :"query_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions FROM :"query_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT, UPDATE ON tenants TO :"query_role";
 GRANT SELECT, INSERT, UPDATE ON access_keys TO :"query_role";
@@ -129,7 +145,17 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON custom_domains TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON rate_buckets TO :"query_role";
 GRANT SELECT, UPDATE ON incident_alerts TO :"query_role";
 GRANT SELECT ON registry_changes TO :"query_role";
+GRANT SELECT, INSERT ON deletions TO :"query_role";
+GRANT SELECT, INSERT ON suppressions TO :"query_role";
 GRANT EXECUTE ON FUNCTION prune_registry_changes(interval) TO :"query_role";
+
+-- <db>_consumer: stream consumer: claims deletion requests under a lease, runs them in ClickHouse and records their progress
+REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
+GRANT CONNECT ON DATABASE :"db" TO :"consumer_role";
+GRANT USAGE ON SCHEMA public TO :"consumer_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions FROM :"consumer_role";
+REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
+GRANT SELECT, UPDATE ON deletions TO :"consumer_role";
 COMMIT;
 
-\echo PostgreSQL roles :ingest_role :runner_role :query_role are set for :db
+\echo PostgreSQL roles :ingest_role :runner_role :query_role :consumer_role are set for :db

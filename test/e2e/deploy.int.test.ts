@@ -142,6 +142,7 @@ describe('deploy material (real validators)', function () {
       'ingest-gateway': 'ingest',
       'query-service': 'query',
       'check-runner': 'runner',
+      'stream-consumer': 'consumer',
     };
     expect(Object.values(ownRoles).sort()).to.deep.equal([...PG_SERVICE_ROLE_NAMES].sort());
     for (const [name, role] of Object.entries(ownRoles)) {
@@ -152,9 +153,6 @@ describe('deploy material (real validators)', function () {
       expect(`${u.hostname}:${u.port}${u.pathname}`, name).to.equal(`postgres:5432/${db}`);
       expect(services[name]!.depends_on!['postgres-roles']!.condition, name).to.equal('service_completed_successfully');
     }
-    expect(services['stream-consumer']!.environment!.DATABASE_URL, 'the consumer needs no registry').to.equal(
-      undefined,
-    );
   });
 
   it('docker-compose runs the check runner and gives the query service Kafka and a registry user', async () => {
@@ -408,7 +406,7 @@ describe('deploy material (real validators)', function () {
       'telemetry-provision': 'telemetry-clickhouse',
     });
     // The same for PostgreSQL: each service's DATABASE_URL is its own role's, from its own
-    // Secret; only the provisioning Job has the owner's. The consumer needs no registry.
+    // Secret; only the provisioning Job has the owner's. The consumer's runs deletion requests.
     const databaseUrl = (d: Doc): { secret: string; user: string } | undefined => {
       const ref = (d.spec!.template!.spec.containers[0]!.env ?? []).find((e) => e.name === 'DATABASE_URL')?.valueFrom
         ?.secretKeyRef;
@@ -421,7 +419,7 @@ describe('deploy material (real validators)', function () {
       .map((d) => [d.metadata.name, databaseUrl(d)]);
     expect(Object.fromEntries(pgOwners)).to.deep.equal({
       'ingest-gateway': { secret: 'telemetry-postgres-ingest', user: pgRoleName('telemetry', 'ingest') },
-      'stream-consumer': undefined,
+      'stream-consumer': { secret: 'telemetry-postgres-consumer', user: pgRoleName('telemetry', 'consumer') },
       'query-service': { secret: 'telemetry-postgres-query', user: pgRoleName('telemetry', 'query') },
       'check-runner': { secret: 'telemetry-postgres-runner', user: pgRoleName('telemetry', 'runner') },
       'telemetry-provision': { secret: 'telemetry-postgres', user: 'telemetry' },
@@ -478,7 +476,7 @@ describe('deploy material (real validators)', function () {
     // inside; ipBlocks only for the runners.
     for (const app of ['ingest-gateway', 'stream-consumer', 'query-service', 'telemetry-provision']) {
       const rules = egressOf(app);
-      const expected = app === 'stream-consumer' ? ['53', '8123', '9092'] : ['53', '5432', '8123', '9092'];
+      const expected = ['53', '5432', '8123', '9092'];
       expect([...ports(rules)].sort(), app).to.deep.equal(expected);
       expect(
         rules.flatMap((r) => r.to ?? []).filter((t) => t.ipBlock),

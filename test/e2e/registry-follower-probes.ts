@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { PgPrivilege, STATUS_FOLLOW_TABLES } from '@telemetry/store';
+import type { DELETION_TABLES, PgPrivilege, STATUS_FOLLOW_TABLES } from '@telemetry/store';
 import type { PgQueryable } from '@telemetry/platform';
 
 /** Rows of the status-follow tables the probes name (made by the database's owner: followerFixtures). */
@@ -108,6 +108,27 @@ export function followerProbes(
       'rate_buckets',
       () => [`INSERT INTO rate_buckets (bucket, window_start, hits) VALUES ($1, now(), 1)`, [`probe:${h(8)}`]],
       'hits',
+    ),
+  };
+}
+
+/** The probes of the deletion tables (migration 7): each INSERT a row of its own in `tenant()`. */
+export function deletionProbes(
+  tenant: () => string,
+): Record<(typeof DELETION_TABLES)[number], Record<PgPrivilege, () => [string, unknown[]]>> {
+  return {
+    deletions: plainProbes(
+      'deletions',
+      () => [
+        `INSERT INTO deletions (deletion_id, tenant_id, requested_by, user_ids) VALUES ($1, $2, 'probe', ARRAY['probe'])`,
+        [`del_${h(10)}`, tenant()],
+      ],
+      'state',
+    ),
+    suppressions: plainProbes(
+      'suppressions',
+      () => [`INSERT INTO suppressions (tenant_id, kind, value) VALUES ($1, 'user_id', $2)`, [tenant(), h(8)]],
+      'value',
     ),
   };
 }

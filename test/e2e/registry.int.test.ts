@@ -1,4 +1,10 @@
-import { followerFixtures, followerProbes, plainProbes, type FollowerFixtures } from './registry-follower-probes.js';
+import {
+  deletionProbes,
+  followerFixtures,
+  followerProbes,
+  plainProbes,
+  type FollowerFixtures,
+} from './registry-follower-probes.js';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Monitor, StatusPage } from '@telemetry/contract';
@@ -16,6 +22,7 @@ import {
   PEOPLE_TABLES,
   REGISTRY_ENTITIES,
   STATUS_FOLLOW_TABLES,
+  DELETION_TABLES,
   revokeKey,
   sqlState,
   StatusPageStore,
@@ -408,6 +415,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       ...ALERTING_TABLES,
       ...PEOPLE_TABLES,
       ...STATUS_FOLLOW_TABLES,
+      ...DELETION_TABLES,
     ] as const;
     const PRIVILEGES: readonly PgPrivilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
     const pools = new Map<PgServiceRole, PgPool>();
@@ -543,6 +551,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       },
       ...peopleProbes(() => f.tenant),
       ...followerProbes(() => f.followers!),
+      ...deletionProbes(() => f.tenant),
       registry_changes: {
         SELECT: () => ['SELECT count(*) FROM registry_changes', []],
         INSERT: () => [`INSERT INTO registry_changes (entity, id) VALUES ('probe', 'probe')`, []],

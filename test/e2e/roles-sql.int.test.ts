@@ -9,6 +9,7 @@ import {
   PG_SERVICE_ROLES,
   pgIsGranted,
   provisionFromEnv,
+  DELETION_TABLES,
   REGISTRY_ENTITIES,
   type PgPrivilege,
   type PgServiceRole,
@@ -21,7 +22,7 @@ import { registryOwnerUrl, serviceEnv } from '../support/fixtures.js';
 
 const run = promisify(execFile);
 
-const TABLES = [...Object.keys(REGISTRY_ENTITIES), 'registry_changes'] as RegistryTable[];
+const TABLES = [...Object.keys(REGISTRY_ENTITIES), 'registry_changes', ...DELETION_TABLES] as RegistryTable[];
 const PRIVILEGES: PgPrivilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
 
 /** PostgreSQL's "permission denied" (insufficient_privilege). */
@@ -118,7 +119,9 @@ describe('deploy/postgres/roles.sql with psql on a real PostgreSQL', function ()
 
   it('makes each role with its password, and each is refused what its service does not need', async () => {
     const { stdout } = await rolesSql(first);
-    expect(stdout).to.contain(`PostgreSQL roles ${db}_ingest ${db}_runner ${db}_query are set for ${db}`);
+    expect(stdout).to.contain(
+      `PostgreSQL roles ${db}_ingest ${db}_runner ${db}_query ${db}_consumer are set for ${db}`,
+    );
     for (const service of PG_SERVICE_ROLE_NAMES) {
       await as(service, first[service], async (c) => {
         for (const table of TABLES) {

@@ -355,7 +355,13 @@ describe('tenants (real Kafka and ClickHouse)', function () {
         ],
       },
       consumer: {
-        allowed: [read(t('data', 'events')), write(t('data', 'checks')), write(t('data', 'webhook_deliveries'))],
+        // ALTER DELETE on the data tables: retention, and deletions on request (docs/deletions.md).
+        allowed: [
+          read(t('data', 'events')),
+          write(t('data', 'checks')),
+          write(t('data', 'webhook_deliveries')),
+          `ALTER TABLE ${t('data', 'events')} DELETE WHERE 0`,
+        ],
         refused: [
           read(t('keys', 'access_keys')),
           read(t('registry', 'monitors')),
@@ -383,6 +389,8 @@ describe('tenants (real Kafka and ClickHouse)', function () {
           read(t('keys', 'access_keys')),
           write(t('data', 'checks')),
           `DROP TABLE ${t('data', 'checks')}`,
+          // Only the consumer deletes events (a deletion request is run there).
+          `ALTER TABLE ${t('data', 'events')} DELETE WHERE 0`,
         ],
       },
       // The monitors dimension table's writer. (On 18.16, which grants per database, it may

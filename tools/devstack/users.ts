@@ -144,7 +144,8 @@ export function storeEnv(users: ServiceUsers, service: ServiceName): Record<stri
     case 'ingest-gateway':
       return { ...as(users.ingest), ...(pg ? { DATABASE_URL: pg.ingest } : {}) };
     case 'stream-consumer':
-      return { ...as(users.consumer), ...as(users.audit, 'AUDIT_') };
+      // Its PostgreSQL role runs deletion requests (docs/deletions.md).
+      return { ...as(users.consumer), ...as(users.audit, 'AUDIT_'), ...(pg ? { DATABASE_URL: pg.consumer } : {}) };
     case 'query-service':
       return { ...as(users.query), ...as(users.registry, 'REGISTRY_'), ...(pg ? { DATABASE_URL: pg.query } : {}) };
     case 'check-runner':

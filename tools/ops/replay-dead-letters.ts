@@ -6,9 +6,15 @@
  * (header x-source-topic), then commits. Fix the cause first (a schema change, a
  * producer bug): a message that is still bad goes back to the dead-letter topic.
  * Needs KAFKA_BROKERS (or the stack `npm start` runs) and DEAD_LETTER_TOPIC.
+ *
+ * With DATABASE_URL (the registry), an event whose user_id or anonymous_id a deletion
+ * suppressed (docs/deletions.md) is skipped, never published again: counted as
+ * `suppressed`. Without it a warning says that none could be checked.
  */
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import pg from 'pg';
+import { isSuppressedMessage, loadSuppressions, type TenantSuppressions } from '@telemetry/store';
 import { envWithLocalStack } from '../devstack/local-env.js';
 
 const { values } = parseArgs({
@@ -20,6 +26,22 @@ if (!env.KAFKA_BROKERS) {
   process.exit(2);
 }
 const topic = env.DEAD_LETTER_TOPIC ?? 'telemetry.dead-letter';
+// Every tenant's suppressed ids, read once before the replay.
+const suppressions = new Map<string, TenantSuppressions>();
+if (env.DATABASE_URL) {
+  const db = new pg.Pool({ connectionString: env.DATABASE_URL, max: 1 });
+  try {
+    for (const t of await loadSuppressions(db)) suppressions.set(t.tenantId, t);
+  } finally {
+    await db.end();
+  }
+} else {
+  process.stderr.write('DATABASE_URL is not set: events of deleted ids (suppressions) are not skipped\n');
+}
+const isSuppressed = (tenantId: string, user: string | undefined, anon: string | undefined): boolean => {
+  const t = suppressions.get(tenantId);
+  return !!t && ((user !== undefined && t.userIds.has(user)) || (anon !== undefined && t.anonymousIds.has(anon)));
+};
 const max = Number(values.max ?? Infinity);
 const kafka = new Kafka({ brokers: env.KAFKA_BROKERS.split(','), clientId: 'dlq-replay', logLevel: logLevel.WARN });
 const admin = kafka.admin();
@@ -34,6 +56,7 @@ await Promise.all([producer.connect(), consumer.connect()]);
 await consumer.subscribe({ topic, fromBeginning: true });
 let replayed = 0;
 let skipped = 0;
+let suppressed = 0;
 const done = new Promise<void>((resolve) => {
   void consumer.run({
     autoCommit: false,
@@ -44,6 +67,7 @@ const done = new Promise<void>((resolve) => {
         const source = m.headers?.['x-source-topic']?.toString();
         const kind = m.headers?.['x-dead-letter-kind']?.toString();
         if (!source || (values.kind && kind !== values.kind) || replayed >= max) skipped++;
+        else if (isSuppressedMessage(m.value, isSuppressed)) suppressed++;
         else {
           if (!values['dry-run'])
             await producer.send({ topic: source, acks: -1, messages: [{ key: m.key, value: m.value }] });
@@ -64,4 +88,6 @@ const done = new Promise<void>((resolve) => {
 });
 await done;
 await Promise.all([consumer.disconnect(), producer.disconnect()]);
-process.stdout.write(`${values['dry-run'] ? 'would replay' : 'replayed'} ${replayed}, skipped ${skipped}\n`);
+process.stdout.write(
+  `${values['dry-run'] ? 'would replay' : 'replayed'} ${replayed}, skipped ${skipped}, suppressed ${suppressed}\n`,
+);

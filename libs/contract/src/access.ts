@@ -22,6 +22,8 @@ export const SCOPES = [
   'audit:read',
   'settings:read',
   'settings:write',
+  'deletions:read',
+  'deletions:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -40,6 +42,9 @@ export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
   'audit:read': 'read the audit log',
   'settings:read': "read the tenant's settings (its name, the sign-in domain rule)",
   'settings:write': "change the tenant's settings",
+  'deletions:read': "read the tenant's deletion requests and their progress",
+  'deletions:write':
+    'delete the events of user ids and anonymous ids and suppress their new events (docs/deletions.md)',
 };
 
 /**
@@ -75,6 +80,9 @@ const ADMIN: readonly Scope[] = [
   'audit:read',
   'settings:read',
   'settings:write',
+  // Deleting a person's history is not undone: admins and owners only (docs/deletions.md).
+  'deletions:read',
+  'deletions:write',
 ];
 
 /**

@@ -163,6 +163,10 @@ export const ERROR_CODES = {
     description:
       "No heartbeat monitor has this token (malformed, made with another HEARTBEAT_KEY, or the gateway has no HEARTBEAT_KEY); the monitor's `heartbeat_token` is the one to call.",
   },
+  DELETION_NOT_FOUND: {
+    status: 404,
+    description: "No deletion with this id in this tenant (another tenant's deletions are not found either).",
+  },
   METHOD_NOT_ALLOWED: { status: 405, description: 'The route exists but not with this method; see `Allow`.' },
   // 409
   SLUG_TAKEN: {
@@ -202,6 +206,11 @@ export const ERROR_CODES = {
     status: 413,
     description:
       "Kafka refused a message as larger than the broker's limit (max.message.bytes); retrying the same events fails the same way. Events of a request that was split may have been stored in part.",
+  },
+  TOO_MANY_IDS: {
+    status: 413,
+    description:
+      'A deletion request names more user ids and anonymous ids together than DELETION_LIMITS.maxIdsPerRequest (1000); split it.',
   },
   // 415
   UNSUPPORTED_MEDIA_TYPE: {

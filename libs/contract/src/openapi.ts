@@ -1,4 +1,5 @@
 import { accessPaths } from './openapi/access.js';
+import { deletionPaths } from './openapi/deletions.js';
 import { alertingPaths } from './openapi/alerting.js';
 import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
@@ -44,6 +45,7 @@ const queryPaths: Json = withSessionCookie({
   ...memberPaths,
   ...ssoPaths,
   ...accessPaths,
+  ...deletionPaths,
 });
 
 /** A write's parameters with the optional X-CSRF-Token header (once). */

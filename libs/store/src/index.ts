@@ -29,3 +29,4 @@ export * from './stream-tables.js';
 export * from './audit-log.js';
 export * from './people/index.js';
 export * from './status/index.js';
+export * from './event-deletions.js';

@@ -14,7 +14,7 @@ import {
   beginApp,
   endApp,
 } from '@telemetry/platform';
-import { type HeartbeatTokens, type KeyStore, type VerifiedKey } from '@telemetry/store';
+import { type HeartbeatTokens, type KeyStore, type VerifiedKey, type SuppressionList } from '@telemetry/store';
 
 import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';
@@ -33,6 +33,8 @@ export interface GatewayDeps {
   logger: Logger;
   registry: Registry;
   keys: Pick<KeyStore, 'authenticate'>;
+  /** Every tenant's suppressed ids (deletion on request): their new events are answered but dropped. */
+  suppressions?: SuppressionList;
   heartbeatTokens: Pick<HeartbeatTokens, 'verify'>;
   publisher: FairPublisher;
   validators: Validators;
@@ -64,6 +66,11 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     help: 'Events acknowledged by Kafka and answered 200',
     registers: [registry],
   });
+  const suppressed = new Counter({
+    name: 'ingest_events_suppressed_total',
+    help: 'Events answered 2xx but not published: their user_id or anonymous_id is on the tenant s suppression list (docs/deletions.md)',
+    registers: [registry],
+  });
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
   const intake = createIntake({
     keys: deps.keys,
@@ -71,6 +78,8 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     publisher: deps.publisher,
     eventsTopic: config.eventsTopic,
     accepted,
+    suppressions: deps.suppressions,
+    suppressed,
   });
 
   /** Everything after authentication that both routes share: checks, publish, count. Returns the stored event ids. */

@@ -17,6 +17,7 @@ import {
   migrateWith,
   REGISTRY_MIGRATIONS,
   registryFeed,
+  SuppressionList,
 } from '@telemetry/store';
 import { createGatewayApp } from './app.js';
 import { eventPartition } from './ingest.js';
@@ -47,6 +48,10 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const feed = registryFeed({ pool, config, name: 'ingest-gateway', logger, registry });
   feed.subscribe(keys.mirror);
   feed.subscribe(heartbeatTokens.mirror);
+  // Each tenant's suppressed ids (docs/deletions.md): a deletion's ids reach every gateway
+  // within a second of its request, and their new events are answered but not published.
+  const suppressions = new SuppressionList(pool);
+  feed.subscribe(suppressions.mirror);
   const producer = newProducer({ registry, ackTimeoutMs: config.ackTimeoutMs, partitioner: eventPartition });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createGatewayApp({
@@ -54,6 +59,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     logger,
     registry,
     keys,
+    suppressions,
     heartbeatTokens,
     publisher: new BatchingPublisher(producer, {
       lingerMs: config.produceLingerMs,

@@ -4,7 +4,7 @@ export { RateLimiter } from './rate-limit.js';
 export { gatewaySpec, loadGatewayConfig, type GatewayConfig } from './config.js';
 export { startGateway, type Gateway } from './gateway.js';
 export { eventIdFor, eventPartition, toMessages, validateRequest } from './ingest.js';
-export { type Intake } from './intake.js';
+export { type Intake, withoutSuppressed } from './intake.js';
 export { NO_STAMP, stampOf, type RequestStamp } from './request-stamp.js';
 export { corsFor } from './cors.js';
 export { type ProtocolDeps } from './protocols/protocol.js';

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { Counter } from 'prom-client';
 import { AppError, type FairPublisher, type ProducerMessage } from '@telemetry/platform';
-import type { KeyStore, VerifiedKey } from '@telemetry/store';
+import type { KeyStore, SuppressionList, VerifiedKey } from '@telemetry/store';
 import { applyLimit, type RateLimiter } from './rate-limit.js';
 
 /**
@@ -16,7 +16,11 @@ export interface Intake {
    * origins, and the request's Origin is not one), RATE_LIMITED (RateLimit headers set on `res`).
    */
   authenticate(raw: string | undefined, req: Request, res: Response): VerifiedKey;
-  /** Publishes `messages` on the events topic; resolves once Kafka acknowledged all of them. */
+  /**
+   * Publishes `messages` on the events topic; resolves once Kafka acknowledged all of them.
+   * Events of an id on the tenant's suppression list (docs/deletions.md) are left out: the
+   * request is still answered 2xx (a client must not retry them), they are only counted.
+   */
   publish(key: VerifiedKey, messages: ProducerMessage[]): Promise<void>;
 }
 
@@ -26,6 +30,24 @@ export interface IntakeDeps {
   publisher: FairPublisher;
   eventsTopic: string;
   accepted: Counter;
+  /** The ids whose new events are dropped (deletion on request); undefined: none. */
+  suppressions?: Pick<SuppressionList, 'suppressed' | 'mirror'>;
+  suppressed: Counter;
+}
+
+/** `messages` without those of suppressed ids of `tenantId` (the same array when the tenant has none). */
+export function withoutSuppressed(
+  suppressions: Pick<SuppressionList, 'suppressed' | 'mirror'> | undefined,
+  tenantId: string,
+  messages: ProducerMessage[],
+): ProducerMessage[] {
+  // NOTE: a tenant without a suppression list (nearly all) costs one Map lookup; only a
+  // tenant with one pays for reading its messages' ids back.
+  if (!suppressions?.mirror.get(tenantId)) return messages;
+  return messages.filter((m) => {
+    const v = JSON.parse(String(m.value)) as { user_id?: string; anonymous_id?: string };
+    return !suppressions.suppressed(tenantId, v.user_id, v.anonymous_id);
+  });
 }
 
 export function createIntake(deps: IntakeDeps): Intake {
@@ -42,7 +64,10 @@ export function createIntake(deps: IntakeDeps): Intake {
       applyLimit(deps.limiter, key.keyId, res, 'too many requests for this access key');
       return key;
     },
-    async publish(key, messages) {
+    async publish(key, all) {
+      const messages = withoutSuppressed(deps.suppressions, key.tenantId, all);
+      if (messages.length < all.length) deps.suppressed.inc(all.length - messages.length);
+      if (messages.length === 0) return;
       // The key owns its messages in flight: one key cannot take all the room.
       await deps.publisher.send(deps.eventsTopic, messages, key.keyId);
       deps.accepted.inc(messages.length);

@@ -1,6 +1,12 @@
 import type { Express, RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
-import { buildOpenApi, type AlertMessage, type ChannelValidators, type Validators } from '@telemetry/contract';
+import {
+  buildOpenApi,
+  createDeletionValidator,
+  type AlertMessage,
+  type ChannelValidators,
+  type Validators,
+} from '@telemetry/contract';
 import type { StatusFollowValidators } from '@telemetry/contract';
 import type { AckLinks, ChannelContext } from '@telemetry/alerting';
 import {
@@ -56,6 +62,7 @@ import { invitationRoutes, type InvitationRoutesDeps } from './invitations.route
 import { settingsRoutes } from './settings.route.js';
 import { auditRoutes } from './audit.route.js';
 import { keyRoutes } from './keys.route.js';
+import { deletionRoutes } from './deletions.route.js';
 import { domainRoutes, type CustomDomainDeps } from './status/domains.route.js';
 import { hostRouting, OperatorHosts } from './status/host.js';
 import { subscriberRoutes, type SubscriberRoutesDeps } from './status/subscribers.route.js';
@@ -325,6 +332,8 @@ export function createQueryApp(deps: QueryDeps): Express {
     audit: deps.audit,
     auth: { read: auth('keys:read'), write: auth('keys:write') },
   });
+  // Deletion on request (docs/deletions.md): admins and owners (deletions:read, deletions:write).
+  deletionRoutes(app, { pool: deps.pool, audit: deps.audit, auth, validate: createDeletionValidator() });
   oidcRoutes(app, { ...deps.oidc, audit: deps.audit, logger: deps.logger });
   const people = { ...deps.people, auth, audit: deps.audit, access, logger: deps.logger };
   memberRoutes(app, people);

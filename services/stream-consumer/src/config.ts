@@ -7,7 +7,7 @@ import {
   topicSpec,
   serviceSpec,
 } from '@telemetry/platform';
-import { INSERT_FORMATS, loadConfig, v } from '@telemetry/platform';
+import { checkPostgresUrl, INSERT_FORMATS, loadConfig, postgresSpec, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
 export const consumerSpec = {
@@ -97,6 +97,38 @@ export const consumerSpec = {
     30_000,
   ),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
+  // Deletion on request (docs/deletions.md): this replica runs pending deletions when it has the registry.
+  databaseUrl: v.secret(
+    'DATABASE_URL',
+    '',
+    'PostgreSQL of the registry as the consumer role (postgres://…): this replica claims and runs deletion requests (docs/deletions.md); empty: it runs none',
+    (raw) => {
+      if (raw !== '') checkPostgresUrl(raw);
+    },
+  ),
+  databasePoolMax: v.int('DATABASE_POOL_MAX', 2, 'PostgreSQL connections the deletion executor keeps at most', 1, 20),
+  databaseTimeoutMs: postgresSpec.databaseTimeoutMs,
+  deletionsPollMs: v.int(
+    'DELETIONS_POLL_MS',
+    2000,
+    'how often this replica looks for a pending deletion request in PostgreSQL',
+    100,
+    600_000,
+  ),
+  deletionLeaseSeconds: v.int(
+    'DELETION_LEASE_SECONDS',
+    120,
+    'how long a claimed deletion is this replica’s without news (renewed after each statement); then another replica takes it over',
+    10,
+    86_400,
+  ),
+  deletionMutationTimeoutMs: v.int(
+    'DELETION_MUTATION_TIMEOUT_MS',
+    600_000,
+    'longest wait for one ClickHouse delete (a mutation) to finish; past it the deletion is retried later',
+    1000,
+    86_400_000,
+  ),
 } as const;
 
 export type ConsumerConfig = ConfigOf<typeof consumerSpec>;

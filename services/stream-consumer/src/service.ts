@@ -2,6 +2,8 @@ import { createValidators } from '@telemetry/contract';
 import {
   clickhouseComponent,
   ClickHouseInserter,
+  createPostgres,
+  PostgresComponent,
   serviceKafka,
   createRegistry,
   detectEngine,
@@ -14,7 +16,16 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import { hostname } from 'node:os';
-import { auditDatabase, FirstSeen, migrateWith, retentionJob, retentionRules, streamTables } from '@telemetry/store';
+import {
+  auditDatabase,
+  DeletionQueue,
+  FirstSeen,
+  migrateWith,
+  retentionJob,
+  retentionRules,
+  streamTables,
+} from '@telemetry/store';
+import { DeletionExecutor } from './deletions.js';
 import { BatchWriter } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
@@ -139,7 +150,39 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     registry,
   });
   const reporter = new PeriodicJob('freshness', config.freshnessIntervalMs, () => freshness.report(), logger);
-  runner.use(http, ch, auditCh, retention, reporter, deadLetters, new WriterComponent(writer), consumer);
+  // Deletion on request (docs/deletions.md): this service writes the data tables and holds
+  // ALTER DELETE there already (retention), so it runs the deletes; PostgreSQL (its own
+  // role: the deletions table only) says which. Without DATABASE_URL a replica runs none.
+  const deletionParts: Component[] = [];
+  if (config.databaseUrl !== '') {
+    const pool = createPostgres(config, logger, 'stream-consumer');
+    const executor = new DeletionExecutor({
+      queue: new DeletionQueue(pool),
+      ch: ch.client,
+      engine,
+      database: config.clickhouseDatabase,
+      leaseSeconds: config.deletionLeaseSeconds,
+      mutationTimeoutMs: config.deletionMutationTimeoutMs,
+      logger,
+      registry,
+    });
+    deletionParts.push(
+      new PostgresComponent(pool),
+      new PeriodicJob('deletions', config.deletionsPollMs, () => executor.runPending(), logger),
+    );
+  }
+  // The deletions job stops first (its statement ends), then its pool closes.
+  runner.use(
+    http,
+    ch,
+    auditCh,
+    ...deletionParts,
+    retention,
+    reporter,
+    deadLetters,
+    new WriterComponent(writer),
+    consumer,
+  );
   await runner.start();
   logger.info('stream consumer running', { port: http.boundPort, group: config.groupId });
   return { runner, http, writer };

@@ -13,6 +13,7 @@ import { ERROR_CODES } from '../error-codes.js';
 import { ACCESS_API_SCHEMAS } from '../access-api-schemas.js';
 import { PEOPLE_SCHEMAS } from '../people-schemas.js';
 import { publicMaintenanceSchema, publicReportSchema, STATUS_FOLLOW_SCHEMAS } from '../status-follow-schemas.js';
+import { DELETION_SCHEMAS } from '../deletions.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
   alertMessageSchema,
@@ -79,6 +80,7 @@ export const schemas: Json = {
   StatusPage: component(statusPageSchema),
   PublicStatusPage: component(publicStatusPageSchema),
   ...Object.fromEntries(STATUS_FOLLOW_SCHEMAS.map((s) => [s.$id, component(s)])),
+  ...Object.fromEntries(DELETION_SCHEMAS.map((s) => [s.$id, component(s)])),
   PublicReport: component(publicReportSchema),
   PublicMaintenance: component(publicMaintenanceSchema),
   AlertMessage: {

@@ -10,3 +10,5 @@ export * from './channels.js';
 export * from './escalation-policies.js';
 export * from './incident-alerts.js';
 export * from './schema-followers.js';
+export * from './schema-deletions.js';
+export * from './deletions.js';

@@ -1,5 +1,6 @@
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { STATUS_FOLLOW_MIGRATION, STATUS_FOLLOW_TABLES } from './schema-followers.js';
+import { DELETION_TABLES, DELETIONS_MIGRATION } from './schema-deletions.js';
 import { migratePostgres, type Logger, type PgMigration, type PgPool } from '@telemetry/platform';
 
 /**
@@ -50,7 +51,8 @@ export type RegistryTable =
   | 'registry_changes'
   | (typeof ALERTING_TABLES)[number]
   | (typeof PEOPLE_TABLES)[number]
-  | (typeof STATUS_FOLLOW_TABLES)[number];
+  | (typeof STATUS_FOLLOW_TABLES)[number]
+  | (typeof DELETION_TABLES)[number];
 
 const trigger = (table: keyof typeof REGISTRY_ENTITIES): string[] => [
   `CREATE TRIGGER ${table}_changed AFTER INSERT OR UPDATE OR DELETE ON ${table}
@@ -296,6 +298,7 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
     ],
   },
   STATUS_FOLLOW_MIGRATION,
+  DELETIONS_MIGRATION,
   {
     version: 8,
     name: 'access-key ip_storage',
@@ -341,7 +344,8 @@ function grant(privileges: readonly PgPrivilege[], ...tables: RegistryTable[]): 
 export const PG_SERVICE_ROLES = {
   ingest: {
     usedBy: 'ingest gateway: authenticates telemetry keys and heartbeat tokens',
-    grants: grant(READ, 'access_keys', 'heartbeat_tokens', 'registry_changes'),
+    // suppressions: the ids whose new events it drops (docs/deletions.md).
+    grants: grant(READ, 'access_keys', 'heartbeat_tokens', 'registry_changes', 'suppressions'),
     functions: [] as string[],
   },
   runner: {
@@ -369,8 +373,16 @@ export const PG_SERVICE_ROLES = {
       ...grant(WRITE, ...STATUS_FOLLOW_TABLES),
       { table: 'incident_alerts', privileges: ['SELECT', 'UPDATE'] },
       ...grant(READ, 'registry_changes'),
+      // Deletion requests and the suppressions they add, in one transaction; never changed after.
+      ...grant(['SELECT', 'INSERT'], ...DELETION_TABLES),
     ],
     functions: ['prune_registry_changes(interval)'],
+  },
+  consumer: {
+    usedBy:
+      'stream consumer: claims deletion requests under a lease, runs them in ClickHouse and records their progress',
+    grants: [{ table: 'deletions', privileges: ['SELECT', 'UPDATE'] }],
+    functions: [] as string[],
   },
 } as const satisfies Record<string, { usedBy: string; grants: readonly PgRoleGrant[]; functions: readonly string[] }>;
 
@@ -390,6 +402,7 @@ export function pgGrantStatements(
     ...ALERTING_TABLES,
     ...PEOPLE_TABLES,
     ...STATUS_FOLLOW_TABLES,
+    ...DELETION_TABLES,
   ];
   return PG_SERVICE_ROLE_NAMES.map((service) => {
     const { usedBy, grants, functions } = PG_SERVICE_ROLES[service];

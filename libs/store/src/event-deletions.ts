@@ -1,0 +1,256 @@
+import { sqlIdentifier, sqlNumber, sqlString, type ClickHouseClient, type Engine } from '@telemetry/platform';
+
+/**
+ * What a deletion request does in ClickHouse (docs/deletions.md, docs/clickhouse.md "What a
+ * deletion does to rollups"): the rows of its ids of its tenant go from every table of
+ * DELETION_CLICKHOUSE_TABLES that exists, then the events_per_minute minutes those events were in are
+ * recomputed from the events that remain. The stream consumer runs it (its ClickHouse user
+ * writes the data tables and holds ALTER DELETE there already, for retention).
+ *
+ * - ClickHouse 18.16: `ALTER TABLE … DELETE WHERE` mutations, waited for in system.mutations;
+ * - current ClickHouse: lightweight `DELETE FROM … WHERE` (rows are hidden at once, removed
+ *   at the next merge), waited for the same way.
+ */
+
+/**
+ * The tables a deletion removes rows from, in this order; a table that does not exist (yet)
+ * is skipped. Each has tenant_id and at least one of user_id and anonymous_id. Add a table
+ * here when it stores either id.
+ */
+export const DELETION_CLICKHOUSE_TABLES: readonly string[] = ['events', 'failed_events'];
+
+/** The rollup recomputed after the events are gone. */
+export const DELETION_ROLLUP = 'events_per_minute';
+
+/** The ids of one tenant to delete. */
+export interface DeletionTarget {
+  tenantId: string;
+  userIds: readonly string[];
+  anonymousIds: readonly string[];
+}
+
+/** Rows deleted so far per table; `rollup_minutes`: minutes of events_per_minute recomputed. */
+export type DeletionCounts = Record<string, number>;
+
+/** Longest id list text in one statement: 18.16's max_query_size is 256 KiB. */
+const MAX_IDS_SQL_BYTES = 64 * 1024;
+/** Minutes recomputed per statement. */
+const MINUTES_PER_STATEMENT = 500;
+
+/** `values` in groups whose quoted text stays under `maxBytes`. */
+function chunksOf(values: readonly string[], maxBytes: number): string[][] {
+  const out: string[][] = [];
+  let cur: string[] = [];
+  let bytes = 0;
+  for (const v of values) {
+    const len = Buffer.byteLength(sqlString(v)) + 2;
+    if (cur.length > 0 && bytes + len > maxBytes) {
+      out.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(v);
+    bytes += len;
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
+/** The id conditions of one statement: a chunk of one kind of id. */
+interface IdChunk {
+  column: 'user_id' | 'anonymous_id';
+  ids: string[];
+}
+
+function idChunks(t: DeletionTarget): IdChunk[] {
+  return [
+    ...chunksOf(t.userIds, MAX_IDS_SQL_BYTES).map((ids) => ({ column: 'user_id' as const, ids })),
+    ...chunksOf(t.anonymousIds, MAX_IDS_SQL_BYTES).map((ids) => ({ column: 'anonymous_id' as const, ids })),
+  ];
+}
+
+/** SQL: rows of the tenant whose `column` is one of `ids` (every value escaped). */
+export function deletionPredicate(tenantId: string, chunk: IdChunk): string {
+  return `tenant_id = ${sqlString(tenantId)} AND ${chunk.column} IN (${chunk.ids.map(sqlString).join(', ')})`;
+}
+
+async function rows<T>(ch: ClickHouseClient, query: string): Promise<T[]> {
+  return (await ch.query({ query, format: 'JSONEachRow' })).json<T>();
+}
+
+async function count(ch: ClickHouseClient, table: string, where: string): Promise<number> {
+  return Number((await rows<{ n: string }>(ch, `SELECT count() AS n FROM ${table} WHERE ${where}`))[0]?.n ?? 0);
+}
+
+/** The columns of each table of `database` that exists. */
+async function columnsOf(ch: ClickHouseClient, database: string): Promise<Map<string, Set<string>>> {
+  const found = await rows<{ table: string; name: string }>(
+    ch,
+    `SELECT table, name FROM system.columns WHERE database = ${sqlString(database)}`,
+  );
+  const out = new Map<string, Set<string>>();
+  for (const r of found) {
+    if (!out.has(r.table)) out.set(r.table, new Set());
+    out.get(r.table)!.add(r.name);
+  }
+  return out;
+}
+
+/** Deletes the rows `where` selects from `table`, and waits until ClickHouse has done it. */
+async function deleteWhere(
+  ch: ClickHouseClient,
+  engine: Engine,
+  database: string,
+  table: string,
+  where: string,
+  timeoutMs: number,
+): Promise<void> {
+  const name = `${sqlIdentifier(database)}.${sqlIdentifier(table)}`;
+  await ch.command({
+    query: engine.modern ? `DELETE FROM ${name} WHERE ${where}` : `ALTER TABLE ${name} DELETE WHERE ${where}`,
+  });
+  await waitForMutations(ch, database, table, timeoutMs);
+}
+
+/**
+ * Waits until `table` has no unfinished mutation (ours among them: 18.16 names none it
+ * made). A mutation that cannot finish (its latest_fail_reason, where the server has it)
+ * is an error after `timeoutMs`.
+ */
+export async function waitForMutations(
+  ch: ClickHouseClient,
+  database: string,
+  table: string,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    const open = await rows<{ n: string }>(
+      ch,
+      `SELECT count() AS n FROM system.mutations
+       WHERE database = ${sqlString(database)} AND table = ${sqlString(table)} AND is_done = 0`,
+    );
+    if (Number(open[0]?.n ?? 0) === 0) return;
+    if (Date.now() > deadline) throw new Error(`mutations of ${database}.${table} did not finish in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+/** SQL: the minute an events row is counted in, as unix seconds (the rollup view's minute). */
+const MINUTE_OF_EVENT = 'toUInt32(toStartOfMinute(toDateTime(id_time)))';
+
+/**
+ * Deletes the target's rows from every DELETION_CLICKHOUSE_TABLES table of `database` and recomputes
+ * the rollup minutes they were in. `done` holds the counts of a run that was interrupted
+ * (a claim taken over): deleting again is harmless (the rows are gone), and its counts are
+ * added to. `progress` is called after each statement with the counts so far.
+ */
+export async function deleteEvents(opts: {
+  ch: ClickHouseClient;
+  engine: Engine;
+  database: string;
+  target: DeletionTarget;
+  done?: DeletionCounts;
+  progress?: (counts: DeletionCounts) => Promise<void>;
+  mutationTimeoutMs?: number;
+}): Promise<DeletionCounts> {
+  const { ch, engine, database, target } = opts;
+  const timeoutMs = opts.mutationTimeoutMs ?? 600_000;
+  const db = sqlIdentifier(database);
+  const counts: DeletionCounts = { ...(opts.done ?? {}) };
+  const columns = await columnsOf(ch, database);
+  const chunks = idChunks(target);
+  // The rollup's minutes these events are in, read before they go.
+  const minutes = new Set<number>();
+  if (columns.get('events')?.has('id_time')) {
+    for (const chunk of chunks) {
+      if (!columns.get('events')!.has(chunk.column)) continue;
+      const found = await rows<{ m: string | number }>(
+        ch,
+        `SELECT DISTINCT ${MINUTE_OF_EVENT} AS m FROM ${db}.events WHERE ${deletionPredicate(target.tenantId, chunk)}`,
+      );
+      for (const r of found) minutes.add(Number(r.m));
+    }
+  }
+  for (const table of DELETION_CLICKHOUSE_TABLES) {
+    const cols = columns.get(table);
+    if (!cols?.has('tenant_id')) continue;
+    counts[table] ??= 0;
+    for (const chunk of chunks) {
+      if (!cols.has(chunk.column)) continue;
+      const where = deletionPredicate(target.tenantId, chunk);
+      const name = `${db}.${sqlIdentifier(table)}`;
+      const before = await count(ch, name, where);
+      if (before === 0) continue;
+      await deleteWhere(ch, engine, database, table, where, timeoutMs);
+      const after = await count(ch, name, where);
+      if (after > 0) throw new Error(`${after} rows of ${table} are still there after the delete`);
+      counts[table] += before;
+      await opts.progress?.({ ...counts });
+    }
+  }
+  const rollupCols = columns.get(DELETION_ROLLUP);
+  if (rollupCols && minutes.size > 0) {
+    counts.rollup_minutes ??= 0;
+    const sorted = [...minutes].sort((a, b) => a - b);
+    for (let i = 0; i < sorted.length; i += MINUTES_PER_STATEMENT) {
+      const some = sorted.slice(i, i + MINUTES_PER_STATEMENT);
+      await recomputeMinutes(ch, engine, database, target.tenantId, [...rollupCols], some, timeoutMs);
+      counts.rollup_minutes += some.length;
+      await opts.progress?.({ ...counts });
+    }
+  }
+  return counts;
+}
+
+/**
+ * Recomputes the tenant's rollup rows of `minutes` (unix seconds) from the events left:
+ * deletes them, then inserts uniqExact states of the remaining events of those minutes.
+ * The rollup's columns are read from the server, so a dimension added to it (is_bot) is
+ * carried as long as `events` has a column of the same name.
+ *
+ * NOTE: concurrent inserts are safe. A uniqExact state is the set of event ids; merging
+ * states is a set union. An event the consumer inserts meanwhile reaches the rollup
+ * through its view (a new part, which the delete, made before, does not touch) and may be
+ * read by the recompute too: the union counts it once. Copies of an event (ReplacingMergeTree
+ * keeps them until a merge) count once for the same reason.
+ */
+export async function recomputeMinutes(
+  ch: ClickHouseClient,
+  engine: Engine,
+  database: string,
+  tenantId: string,
+  rollupColumns: readonly string[],
+  minutes: readonly number[],
+  timeoutMs: number,
+): Promise<void> {
+  if (minutes.length === 0) return;
+  const db = sqlIdentifier(database);
+  const list = minutes.map(sqlNumber).join(', ');
+  const first = sqlNumber(Math.min(...minutes));
+  const end = sqlNumber(Math.max(...minutes) + 60);
+  await deleteWhere(
+    ch,
+    engine,
+    database,
+    DELETION_ROLLUP,
+    `tenant_id = ${sqlString(tenantId)} AND toUInt32(minute) IN (${list})`,
+    timeoutMs,
+  );
+  const select = rollupColumns.map((c) => {
+    if (c === 'minute') return 'toStartOfMinute(toDateTime(id_time)) AS minute';
+    if (c === 'events') return 'uniqExactState(event_id) AS events';
+    return sqlIdentifier(c);
+  });
+  const groupBy = rollupColumns
+    .filter((c) => c !== 'events')
+    .map((c) => (c === 'minute' ? 'minute' : sqlIdentifier(c)));
+  await ch.command({
+    query: `INSERT INTO ${db}.${sqlIdentifier(DELETION_ROLLUP)} (${rollupColumns.map(sqlIdentifier).join(', ')})
+      SELECT ${select.join(', ')} FROM ${db}.events
+      WHERE tenant_id = ${sqlString(tenantId)}
+        AND id_time >= toDateTime(${first}) AND id_time < toDateTime(${end})
+        AND ${MINUTE_OF_EVENT} IN (${list})
+      GROUP BY ${groupBy.join(', ')}`,
+  });
+}
