@@ -2,12 +2,15 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { sqlString, type ClickHouseClient } from '@telemetry/platform';
-import { eventsPerMinuteSql } from '@telemetry/store';
+import { createTenant, eventsPerMinuteSql, issueKey } from '@telemetry/store';
 import {
   adminClickHouse,
+  adminRegistry,
+  apiCall,
   eventually,
   produce,
   runConsumer,
+  runQuery,
   selectRows,
   testStack,
   uid,
@@ -40,7 +43,9 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
   });
 
   /** A message as the gateway publishes it, received a moment ago. */
-  function message(source: string, category: string, extra: Record<string, unknown>): Record<string, unknown> {
+  const message = (s: string, c: string, extra: Record<string, unknown>): Record<string, unknown> =>
+    messageOf(s, c, extra);
+  function messageOf(source: string, category: string, extra: Record<string, unknown>): Record<string, unknown> {
     return {
       v: 1,
       event_id: randomUUID(),
@@ -141,6 +146,9 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
 
   it("flags a crawler's event is_bot, and the rollup counts it apart from humans", async () => {
     const source = uid('bots');
+    const tenant = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
+    const message = (s: string, c: string, extra: Record<string, unknown>): Record<string, unknown> =>
+      messageOf(s, c, { tenant_id: tenant, ...extra });
     await produce(testStack().eventsTopic, [
       message(source, 'page_view', { request_ip: '66.249.66.1', request_user_agent: UA.googlebot }),
       message(source, 'page_view', { request_ip: '203.0.113.5', request_user_agent: UA.curl }),
@@ -157,7 +165,7 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
       const got = await selectRows<{ is_bot: number; n: string }>(
         ch,
         `SELECT is_bot, uniqExactMerge(events) AS n FROM ${db()}.events_per_minute
-         WHERE tenant_id = ${sqlString(DEFAULT_TENANT)} AND source = ${sqlString(source)}
+         WHERE tenant_id = ${sqlString(tenant)} AND source = ${sqlString(source)}
          GROUP BY is_bot ORDER BY is_bot`,
       );
       return got.reduce((s, r) => s + Number(r.n), 0) === 5 ? got : undefined;
@@ -171,11 +179,38 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
     const now = Math.floor(Date.now() / 1000);
     const total = await selectRows<{ source: string; n: string }>(
       ch,
-      eventsPerMinuteSql(db(), DEFAULT_TENANT, now - 3600, now + 3600, 1000),
+      eventsPerMinuteSql(db(), tenant, now - 3600, now + 3600, 1000),
     );
     const ours = total.filter((r) => r.source === source);
     expect(ours.reduce((s, r) => s + Number(r.n), 0)).to.equal(5);
     expect(new Set(ours.map((r) => JSON.stringify(r))).size).to.equal(ours.length);
+
+    // The same through the query service, with its bots filter.
+    const key = (await issueKey(adminRegistry(), { tenantId: tenant, kind: 'api', name: 'a', scopes: ['events:read'] }))
+      .key;
+    const query = await runQuery();
+    try {
+      const count = async (bots?: string): Promise<{ status: number; n: number; text: string }> => {
+        const r = await apiCall<{ minutes: { events: number }[] }>(
+          query.url,
+          key,
+          'GET',
+          `/api/events/per-minute${bots === undefined ? '' : `?bots=${bots}`}`,
+        );
+        const n = r.body.success ? r.body.data.minutes.reduce((s, m) => s + m.events, 0) : 0;
+        return { status: r.status, n, text: r.text };
+      };
+      await eventually('key loaded', async () => ((await count()).status === 200 ? true : undefined));
+      expect((await count()).n).to.equal(5);
+      expect((await count('include')).n).to.equal(5);
+      expect((await count('exclude')).n).to.equal(3);
+      expect((await count('only')).n).to.equal(2);
+      const bad = await count('humans');
+      expect(bad.status).to.equal(400);
+      expect(bad.text).to.contain('INVALID_PARAMETER').and.to.contain('bots');
+    } finally {
+      await query.stop();
+    }
   });
 
   it('refuses to start with a GEOIP_DATABASE it cannot read, naming it', async () => {

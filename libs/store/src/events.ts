@@ -434,9 +434,15 @@ function eventRow(modern: boolean, enricher?: Enricher) {
   };
 }
 
+/** Which events a count includes: all of them, humans only (is_bot = 0), or bots only. */
+export const BOT_FILTERS = ['include', 'exclude', 'only'] as const;
+export type BotFilter = (typeof BOT_FILTERS)[number];
+
 /**
  * Events per minute, source and category of `tenantId` over [from, to) (unix seconds),
  * from the `events_per_minute` rollup: columns t (the minute), source, category, n.
+ * `is_bot` is in the rollup's key but not in this GROUP BY: with bots included, the
+ * states of humans and bots merge, so each event counts once.
  */
 export function eventsPerMinuteSql(
   database: string,
@@ -444,11 +450,13 @@ export function eventsPerMinuteSql(
   from: number,
   to: number,
   limit: number,
+  bots: BotFilter = 'include',
 ): string {
+  const isBot = bots === 'include' ? '' : `\n      AND is_bot = ${bots === 'only' ? 1 : 0}`;
   return `SELECT toUInt32(minute) AS t, source, category, uniqExactMerge(events) AS n
     FROM ${sqlIdentifier(database)}.events_per_minute
     WHERE tenant_id = ${sqlString(tenantId)}
-      AND minute >= toDateTime(${sqlNumber(from)}) AND minute < toDateTime(${sqlNumber(to)})
+      AND minute >= toDateTime(${sqlNumber(from)}) AND minute < toDateTime(${sqlNumber(to)})${isBot}
     GROUP BY t, source, category
     ORDER BY t, source, category
     LIMIT ${sqlNumber(limit)}`;
