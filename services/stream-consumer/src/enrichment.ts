@@ -79,7 +79,7 @@ export class GeoIp {
     this.readers = files.map((file) => {
       let reader: Reader<Response>;
       try {
-        reader = new Reader<Response>(readFileSync(file), { cache: new RecordCache(50_000) });
+        reader = new Reader<Response>(readFileSync(file), { cache: new RecordCache(20_000) });
       } catch (err) {
         throw new Error(`GEOIP_DATABASE: cannot read ${file} as an MMDB database: ${(err as Error).message}`);
       }
