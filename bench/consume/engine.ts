@@ -102,7 +102,8 @@ export function viewStatement(database: string): string {
 /**
  * The rollup, fed from the Kafka table itself: on 18.16 a view on the copy of `events`
  * never sees the rows another view inserts there (checked: it stays empty), so the
- * rollup's view reads the messages directly, with the same grouping as migration 7 (minutes of id_time).
+ * rollup's view reads the messages directly, with the same grouping as migration 7 (minutes of id_time); the engine path enriches
+ * nothing, so every event counts as a human (is_bot = 0, migration 17).
  */
 export function rollupViewStatement(database: string): string {
   const db = sqlIdentifier(database);
@@ -111,9 +112,10 @@ export function rollupViewStatement(database: string): string {
       toStartOfMinute(${idTime()}) AS minute,
       ${field('source')} AS source,
       ${field('category')} AS category,
+      toUInt8(0) AS is_bot,
       uniqExactState(toUUID(${field('event_id')})) AS events
     FROM ${db}.${ENGINE_QUEUE}
-    GROUP BY tenant_id, minute, source, category`;
+    GROUP BY tenant_id, minute, source, category, is_bot`;
 }
 
 /**

@@ -182,7 +182,8 @@ describe('compat: PostHog capture API (real Kafka and ClickHouse)', function () 
       source: 'web',
       user_id: 'user-js-1',
       anonymous_id: 'device-js-1',
-      client_ip: '198.51.100.7',
+      // $ip, truncated to its /24: the key's ip_storage defaults to truncated (docs/enrichment.md).
+      client_ip: '198.51.100.0',
       user_agent: 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130',
       client_ts: chTime(identify.timestamp as string),
     });

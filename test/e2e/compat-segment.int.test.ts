@@ -149,7 +149,8 @@ describe('Segment HTTP Tracking API (real Kafka and ClickHouse)', function () {
       source: 'analytics-node-next',
       anonymous_id: 'anon-1',
       user_id: 'user-1',
-      client_ip: '203.0.113.7',
+      // context.ip, truncated to its /24: the key's ip_storage defaults to truncated (docs/enrichment.md).
+      client_ip: '203.0.113.0',
       user_agent: 'Mozilla/5.0 (X11) Segment-test',
     });
     // The columns keep seconds or milliseconds, as the ClickHouse version allows (docs/clickhouse.md).

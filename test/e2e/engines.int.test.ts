@@ -16,14 +16,15 @@ import {
 import type { ClickHouseClient } from '@telemetry/platform';
 import { createValidators, DEFAULT_TENANT, type IngestRequest } from '@telemetry/contract';
 import { toMessages } from '@telemetry/ingest-gateway';
+import { loadEnricher } from '@telemetry/stream-consumer';
 import {
   applyRetention,
   databasesOf,
   decodeAlert,
   decodeAuditEntry,
   decodeCheck,
-  decodeEvent,
   decodeWebhookDelivery,
+  eventDecoder,
   migrate,
   MIGRATIONS,
   MonitorStore,
@@ -33,6 +34,7 @@ import {
 } from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
 import { startChdbServer, type ChdbServer } from '../../tools/devstack/chdb.js';
+import { UA } from '../support/user-agents.js';
 import {
   adminClickHouse,
   eventually,
@@ -246,6 +248,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
       if (!d.ok) throw new Error(d.reason);
       return d.row;
     };
+    const { enricher } = loadEnricher({ geoipDatabase: '', userAgentCacheBytes: 1 << 20 });
     const events = (modern: boolean): object[] =>
       toMessages(
         {
@@ -259,7 +262,13 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         { keyId: 'k_engines', tenantId: 'ten_lane' },
         at,
         65_536,
-      ).map((m) => decoded(decodeEvent(v, m.value as Buffer, modern)));
+      ).map((m, i) => {
+        // As the gateway sends them, with an address and a user agent to enrich (the
+        // consumer's enrichment columns, LowCardinality on current ClickHouse).
+        const message = { ...(JSON.parse(String(m.value)) as object), request_ip: `8.8.8.${i}` };
+        const ua = i === 0 ? UA.chromeDesktop : i === 1 ? UA.googlebot : undefined;
+        return decoded(eventDecoder(v, modern, enricher)(json(ua ? { ...message, request_user_agent: ua } : message)));
+      });
     const check = (error?: string): object =>
       decoded(
         decodeCheck(
@@ -369,6 +378,14 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         t: 'quote " backslash \\ tab \t é 日本 😀',
       });
       expect(ev.filter((r) => r.client_ts === null)).to.have.length(2);
+      const enriched = JSON.parse(read.events![0]!) as Record<string, unknown>[];
+      expect(
+        enriched.map((r) => [r.client_ip, r.geo_country, r.browser, r.device_type, Number(r.is_bot)]),
+      ).to.have.deep.members([
+        ['8.8.8.0', 'US', 'Chrome', 'desktop', 0],
+        ['8.8.8.0', 'US', 'Googlebot', 'bot', 1],
+        ['8.8.8.0', 'US', '', '', 0],
+      ]);
       expect(ev[0]!.received_at).to.equal(modern ? '2026-11-23 05:00:01.250' : '2026-11-23 05:00:01');
     }
   });
@@ -420,7 +437,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
           row(id(4), '', null, t),
         ],
       });
-      expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+      expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
       const where = `source = 'mig7'`;
       expect(await patterns(e, db, where, 'mig7'), e.name).to.deep.equal({ final: 4, limitBy: 4, rollup: 4 });
       await e.ch.command({ query: `OPTIMIZE TABLE ${db}.events FINAL` });

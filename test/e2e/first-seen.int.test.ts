@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { sqlIdentifier, type ClickHouseClient } from '@telemetry/platform';
-import { FirstSeen, LOOKUP_SLICE, rowTime, type EventRow } from '@telemetry/store';
+import { EMPTY_ENRICHMENT, FirstSeen, LOOKUP_SLICE, rowTime, type EventRow } from '@telemetry/store';
 import { adminClickHouse, testStack } from '../support/fixtures.js';
 
 /**
@@ -45,6 +45,7 @@ describe('first-seen times for a large batch (real ClickHouse)', function () {
       user_id: '',
       client_ip: '',
       user_agent: '',
+      ...EMPTY_ENRICHMENT,
     }));
     expect(rows.length).to.be.greaterThan(5 * LOOKUP_SLICE);
     await new FirstSeen(ch, table, false).resolve(rows);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { ProducerMessage } from '@telemetry/platform';
 import { Registry } from 'prom-client';
 import { createValidators } from '@telemetry/contract';
-import { streamTables } from '@telemetry/store';
+import { NO_ENRICHMENT, streamTables } from '@telemetry/store';
 import { KafkaToClickHouse, type RowWriter } from '../../services/stream-consumer/src/consumer.js';
 import { fakeBatch, fakeGroupConsumers, settle, silentLogger, type FakeGroupConsumer } from './support/fakes.js';
 
@@ -58,6 +58,7 @@ function setup(): {
     logger: silentLogger,
     registry: new Registry(),
     groupId: 'g',
+    enricher: NO_ENRICHMENT,
     eventsTopic: 'events',
     checksTopic: 'checks',
     alertsTopic: 'alerts',

@@ -5,7 +5,15 @@ import {
   type EventMessage,
   type Validators,
 } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, type Engine, type MigrationsByVersion } from '@telemetry/platform';
+import {
+  sqlIdentifier,
+  sqlNumber,
+  sqlString,
+  type Engine,
+  type MigrationsByVersion,
+  type Statement,
+} from '@telemetry/platform';
+import { effectiveClient, NO_AGENT, NO_GEO, storedIp, type Enricher } from './event-enrichment.js';
 import { decodeTimed, MAX_TS, MIN_TS, toMillis, type Decoded } from './rows.js';
 
 /**
@@ -173,6 +181,48 @@ export const eventsMigrations: MigrationsByVersion = {
       { addColumn: { table: 'events', column: 'user_agent', type: `String DEFAULT ''${zstd}` } },
     ];
   },
+  // Enrichment (docs/enrichment.md): where the client was and what it was, from the
+  // address and user agent the consumer chose (effectiveClient). Rows stored before read
+  // '' and is_bot = 0. The rollup gains is_bot in its sort key, so humans are counted
+  // from it (ClickHouse can only append columns added in the same ALTER to a sort key,
+  // and 18.16 cannot do even that): it is set aside and rebuilt as in migration 7, its
+  // old rows copied back as humans, and its view re-made to group by is_bot.
+  17: (db, _name, engine) => {
+    const lc = engine.modern ? 'LowCardinality(String)' : 'String';
+    const zstd = engine.modern ? ' CODEC(ZSTD(1))' : '';
+    const column = (column: string, type: string): Statement => ({ addColumn: { table: 'events', column, type } });
+    return [
+      column('geo_country', `${lc} DEFAULT ''`),
+      column('geo_region', `${lc} DEFAULT ''`),
+      column('geo_city', `String DEFAULT ''${zstd}`),
+      column('browser', `${lc} DEFAULT ''`),
+      column('browser_version', `String DEFAULT ''${zstd}`),
+      column('os', `${lc} DEFAULT ''`),
+      column('os_version', `String DEFAULT ''${zstd}`),
+      column('device_type', `${lc} DEFAULT ''`),
+      column('is_bot', 'UInt8 DEFAULT 0'),
+      `DROP TABLE IF EXISTS ${db}.events_per_minute_mv`,
+      { setAside: { table: 'events_per_minute', marker: 'is_bot' } },
+      `CREATE TABLE IF NOT EXISTS ${db}.events_per_minute (
+          tenant_id ${lc}, minute DateTime('UTC'), source ${lc}, category ${lc}, is_bot UInt8,
+          events AggregateFunction(uniqExact, UUID)
+        ) ENGINE = AggregatingMergeTree()
+        PARTITION BY toYYYYMMDD(minute)
+        ORDER BY (tenant_id, source, category, is_bot, minute)`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_per_minute_mv TO ${db}.events_per_minute AS
+        SELECT tenant_id, toStartOfMinute(toDateTime(id_time)) AS minute, source, category, is_bot,
+          uniqExactState(event_id) AS events
+        FROM ${db}.events
+        GROUP BY tenant_id, minute, source, category, is_bot`,
+      {
+        copyBack: {
+          table: 'events_per_minute',
+          sql: (from) => `INSERT INTO ${db}.events_per_minute (tenant_id, minute, source, category, is_bot, events)
+            SELECT tenant_id, minute, source, category, 0, events FROM ${from}`,
+        },
+      },
+    ];
+  },
 };
 
 /** SQL: whether `col` is a UUIDv7 whose time fits ClickHouse's DateTime (as v7Millis). */
@@ -234,8 +284,19 @@ export interface EventRow {
   protocol: string;
   anonymous_id: string;
   user_id: string;
+  /** What the key's ip_storage keeps of the effective address: all of it, its /24 or /48, or ''. */
   client_ip: string;
+  /** The effective user agent: the protocol's, else the request's. */
   user_agent: string;
+  geo_country: string;
+  geo_region: string;
+  geo_city: string;
+  browser: string;
+  browser_version: string;
+  os: string;
+  os_version: string;
+  device_type: string;
+  is_bot: number;
 }
 
 const V7_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
@@ -311,11 +372,27 @@ export function decodeEvent(v: Validators, value: Buffer | null, modern = false)
   return decodeTimed(v.eventMessage, 'event', value, 'received_at', toRow, isCanonicalEventMessage);
 }
 
+/**
+ * The decoder of event messages into rows, enriched by `enricher` (without one, the
+ * enrichment columns stay ''): made once, so a batch's rows share it.
+ */
+export function eventDecoder(
+  v: Validators,
+  modern: boolean,
+  enricher?: Enricher,
+): (value: Buffer | null) => Decoded<EventRow> {
+  const toRow = eventRow(modern, enricher);
+  return (value) => decodeTimed(v.eventMessage, 'event', value, 'received_at', toRow, isCanonicalEventMessage);
+}
+
 const eventRow18 = eventRow(false);
 const modernEventRow = eventRow(true);
 
-function eventRow(modern: boolean) {
+function eventRow(modern: boolean, enricher?: Enricher) {
   return (e: EventMessage, _s: number, now: number, receivedMs: number): EventRow => {
+    const { address, userAgent } = effectiveClient(e);
+    const geo = enricher && address ? enricher.geo(address.ip, address.family) : NO_GEO;
+    const agent = enricher && userAgent !== '' ? enricher.agent(userAgent) : NO_AGENT;
     const clientTsMs = toMillis(e.client_ts);
     const sentAtMs = toMillis(e.sent_at);
     const t = (ms: number): RowTime => rowTime(ms, modern);
@@ -337,8 +414,17 @@ function eventRow(modern: boolean) {
       protocol: e.protocol ?? 'telemetry',
       anonymous_id: e.anonymous_id ?? '',
       user_id: e.user_id ?? '',
-      client_ip: e.client_ip ?? '',
-      user_agent: e.user_agent ?? '',
+      client_ip: storedIp(address, e.ip_storage),
+      user_agent: userAgent,
+      geo_country: geo.country,
+      geo_region: geo.region,
+      geo_city: geo.city,
+      browser: agent.browser,
+      browser_version: agent.browser_version,
+      os: agent.os,
+      os_version: agent.os_version,
+      device_type: agent.device_type,
+      is_bot: agent.is_bot,
     };
     // NOTE: the zone is judged on the row's own values (whole seconds on 18.16), as
     // needsFirstSeen judges it, so both always agree.
@@ -348,9 +434,15 @@ function eventRow(modern: boolean) {
   };
 }
 
+/** Which events a count includes: all of them, humans only (is_bot = 0), or bots only. */
+export const BOT_FILTERS = ['include', 'exclude', 'only'] as const;
+export type BotFilter = (typeof BOT_FILTERS)[number];
+
 /**
  * Events per minute, source and category of `tenantId` over [from, to) (unix seconds),
  * from the `events_per_minute` rollup: columns t (the minute), source, category, n.
+ * `is_bot` is in the rollup's key but not in this GROUP BY: with bots included, the
+ * states of humans and bots merge, so each event counts once.
  */
 export function eventsPerMinuteSql(
   database: string,
@@ -358,11 +450,13 @@ export function eventsPerMinuteSql(
   from: number,
   to: number,
   limit: number,
+  bots: BotFilter = 'include',
 ): string {
+  const isBot = bots === 'include' ? '' : `\n      AND is_bot = ${bots === 'only' ? 1 : 0}`;
   return `SELECT toUInt32(minute) AS t, source, category, uniqExactMerge(events) AS n
     FROM ${sqlIdentifier(database)}.events_per_minute
     WHERE tenant_id = ${sqlString(tenantId)}
-      AND minute >= toDateTime(${sqlNumber(from)}) AND minute < toDateTime(${sqlNumber(to)})
+      AND minute >= toDateTime(${sqlNumber(from)}) AND minute < toDateTime(${sqlNumber(to)})${isBot}
     GROUP BY t, source, category
     ORDER BY t, source, category
     LIMIT ${sqlNumber(limit)}`;

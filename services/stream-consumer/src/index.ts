@@ -2,3 +2,12 @@ export { BatchWriter, WriterStoppedError, type RowSink } from './batch-writer.js
 export { consumerSpec, loadConsumerConfig, type ConsumerConfig } from './config.js';
 export { startConsumer, type StreamConsumer } from './service.js';
 export { FETCH_BYTES_PER_PARTITION } from './consumer.js';
+export {
+  ClientEnricher,
+  defaultGeoIpFiles,
+  GEOIP_PACKAGE,
+  GeoIp,
+  geoIpFiles,
+  loadEnricher,
+  parseAgent,
+} from './enrichment.js';

@@ -30,6 +30,7 @@ import { BatchWriter } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
 import { Freshness } from './freshness.js';
+import { loadEnricher } from './enrichment.js';
 
 /** The writer as a component: stop() flushes what it holds. */
 class WriterComponent implements Component {
@@ -51,6 +52,9 @@ export interface StreamConsumer {
 }
 
 export async function startConsumer(config: ConsumerConfig, logger: Logger): Promise<StreamConsumer> {
+  // First: a GeoIP file that cannot be read stops the start, before anything connects.
+  const { enricher, geoIp } = loadEnricher(config);
+  logger.info('geoip database loaded', { files: geoIp.describe() });
   const registry = createRegistry('stream-consumer');
   const ch = clickhouseComponent(config, logger);
   const { admin, producer: newProducer, groupConsumers } = serviceKafka(config, 'consumer', logger);
@@ -121,6 +125,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     sessionTimeoutMs: config.sessionTimeoutMs,
     maxBufferedRows: config.maxBufferedRows,
     modernEvents: engine.modern,
+    enricher,
     firstSeen: new FirstSeen(ch.client, `${db}.event_first_seen`, engine.modern),
     retryMaxMs: config.insertRetryMaxMs,
   });

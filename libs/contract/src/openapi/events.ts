@@ -1,4 +1,4 @@
-import { timeParam } from './parameters.js';
+import { queryParam, timeParam } from './parameters.js';
 import { envelopeOf, jsonOk, keyErrors, type Json } from './responses.js';
 
 /**
@@ -42,7 +42,15 @@ export const eventPaths: Json = {
       description:
         'Over [from, to), rounded out to whole minutes; at most 24 hours; default the last hour. Minutes without events are left out.',
       security: [{ apiKey: ['events:read'] }],
-      parameters: [timeParam('from', 'Start (inclusive).'), timeParam('to', 'End (exclusive); default now.')],
+      parameters: [
+        timeParam('from', 'Start (inclusive).'),
+        timeParam('to', 'End (exclusive); default now.'),
+        queryParam(
+          'bots',
+          { type: 'string', enum: ['include', 'exclude', 'only'], default: 'include' },
+          'include: every event; exclude: humans only (is_bot = 0); only: bots only (docs/enrichment.md).',
+        ),
+      ],
       responses: {
         '200': jsonOk('Counts per minute, source and category.', envelopeOf(perMinuteSchema)),
         ...keyErrors('INVALID_PARAMETER'),
