@@ -81,9 +81,11 @@ describe('posthog-js 1.449.2 in Chromium (real gateway, Kafka and ClickHouse)', 
       client_event_id: e.uuid,
       anonymous_id: anonymous === p.distinct_id && identified ? '' : anonymous,
       user_id: identified ? p.distinct_id : '',
-      user_agent: (p.$raw_user_agent as string | undefined) ?? '',
-      client_ip: (p.$ip as string | undefined) ?? '',
+      // posthog-js reports $raw_user_agent and no $ip: the request's address (loopback), to its /24.
+      user_agent: p.$raw_user_agent as string,
+      client_ip: '127.0.0.0',
     });
+    expect(p.$ip, 'posthog-js reports no address').to.equal(undefined);
     // The event as sent, without its project token (our access key).
     const { token: _token, ...props } = p;
     expect(JSON.parse(row.payload)).to.deep.equal({ ...e, properties: props });

@@ -83,7 +83,9 @@ describe("our endpoint's identity fields (real Kafka and ClickHouse)", function 
     });
     expect(res.status, await res.clone().text()).to.equal(200);
     const rows = await rowsOf(source, 5);
-    const blank = { protocol: 'telemetry', client_ip: '', user_agent: '' };
+    // The request's address (loopback, kept to its /24 by the key's default ip_storage) and
+    // Node's fetch's User-Agent: no protocol reports them here (docs/enrichment.md).
+    const blank = { protocol: 'telemetry', client_ip: '127.0.0.0', user_agent: 'node' };
     expect(rows).to.deep.equal([
       { id: 'a-anonymous', ...blank, anonymous_id: 'anon-1', user_id: '' },
       { id: 'b-known', ...blank, anonymous_id: 'anon-1', user_id: 'user@example.com' },
@@ -99,7 +101,14 @@ describe("our endpoint's identity fields (real Kafka and ClickHouse)", function 
     const res = await fetch(`${gateway.url}/api/telemetry/pixel.gif?${q.toString()}`);
     expect(res.status, res.headers.get('x-error-code') ?? '').to.equal(200);
     expect(await rowsOf(source, 1)).to.deep.equal([
-      { id: 'p-1', protocol: 'telemetry', anonymous_id: 'anon 7', user_id: 'u/7', client_ip: '', user_agent: '' },
+      {
+        id: 'p-1',
+        protocol: 'telemetry',
+        anonymous_id: 'anon 7',
+        user_id: 'u/7',
+        client_ip: '127.0.0.0',
+        user_agent: 'node',
+      },
     ]);
   });
 
