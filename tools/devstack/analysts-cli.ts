@@ -75,9 +75,12 @@ async function main(): Promise<number> {
     process.stderr.write('usage: analysts create --tenant TENANT_ID [--name USER]\n       analysts list\n       analysts drop USER\n');
     return 2;
   }
+  // Checked before anything is sent anywhere.
+  const tenant = cmd === 'create' ? analystTenant(values.tenant ?? '') : '';
   const admin = adminFromEnv();
   if (!admin) return 2;
   const { client: ch, database: data } = admin;
+  if (cmd === 'create') analystUserName(data, tenant, values.name);
   const usersDir = envWithLocalStack().CLICKHOUSE_USERS_DIR;
   try {
     const { modern } = await detectEngine(ch);
@@ -110,8 +113,6 @@ async function main(): Promise<number> {
       out(`dropped ${arg}`);
       return 0;
     }
-    if (values.tenant === undefined) throw new Error('--tenant ten_… is required');
-    const tenant = analystTenant(values.tenant);
     const user = analystUserName(data, tenant, values.name);
     const password = randomBytes(18).toString('base64url');
     if (modern) {
