@@ -24,19 +24,23 @@ const run = promisify(execFile);
 async function analysts(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const s = testStack();
   try {
-    const { stdout, stderr } = await run('npx', ['tsx', '--conditions=source', 'tools/devstack/analysts-cli.ts', ...args], {
-      env: {
-        ...process.env,
-        CLICKHOUSE_URL: s.clickhouseUrl,
-        CLICKHOUSE_DATABASE: s.database,
-        CLICKHOUSE_USER: 'default',
-        CLICKHOUSE_PASSWORD: '',
-        CLICKHOUSE_USERS_DIR: s.usersDir,
-        // never the developer's own `npm start` stack
-        DEVSTACK_ENV_FILE: join(s.usersDir, 'no-such-env'),
+    const { stdout, stderr } = await run(
+      'npx',
+      ['tsx', '--conditions=source', 'tools/devstack/analysts-cli.ts', ...args],
+      {
+        env: {
+          ...process.env,
+          CLICKHOUSE_URL: s.clickhouseUrl,
+          CLICKHOUSE_DATABASE: s.database,
+          CLICKHOUSE_USER: 'default',
+          CLICKHOUSE_PASSWORD: '',
+          CLICKHOUSE_USERS_DIR: s.usersDir,
+          // never the developer's own `npm start` stack
+          DEVSTACK_ENV_FILE: join(s.usersDir, 'no-such-env'),
+        },
+        timeout: 60_000,
       },
-      timeout: 60_000,
-    });
+    );
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -141,15 +145,26 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
       expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.events FINAL`)).to.equal(expected.events);
       expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.checks FINAL`)).to.equal(expected.checks);
       expect(
-        await selectCount(analyst, `SELECT sum(e) AS n FROM (SELECT uniqExactMerge(events) AS e FROM ${tdb}.events_per_minute GROUP BY minute)`),
+        await selectCount(
+          analyst,
+          `SELECT sum(e) AS n FROM (SELECT uniqExactMerge(events) AS e FROM ${tdb}.events_per_minute GROUP BY minute)`,
+        ),
       ).to.equal(expected.events);
       expect(
-        await selectCount(analyst, `SELECT sum(c) AS n FROM (SELECT uniqExactMerge(checks) AS c FROM ${tdb}.checks_hourly GROUP BY hour)`),
+        await selectCount(
+          analyst,
+          `SELECT sum(c) AS n FROM (SELECT uniqExactMerge(checks) AS c FROM ${tdb}.checks_hourly GROUP BY hour)`,
+        ),
       ).to.equal(expected.checks);
       for (const t of TENANT_ANALYST_TABLES) {
         const tenants = await selectRows<{ tenant_id: string }>(analyst, `SELECT DISTINCT tenant_id FROM ${tdb}.${t}`);
-        expect(tenants.map((r) => r.tenant_id), t).to.satisfy((l: string[]) => l.every((x) => x === a));
-        expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.${t} WHERE tenant_id = '${b}'`), t).to.equal(0);
+        expect(
+          tenants.map((r) => r.tenant_id),
+          t,
+        ).to.satisfy((l: string[]) => l.every((x) => x === a));
+        expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.${t} WHERE tenant_id = '${b}'`), t).to.equal(
+          0,
+        );
       }
       // The base tables, the other databases, writes and table functions are refused.
       const refused = async (sql: string): Promise<string> =>
@@ -166,7 +181,9 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
       expect(await refused(`CREATE TABLE ${tdb}.x (a UInt8) ENGINE = Memory`)).to.match(/readonly/);
       expect(await refused(`SELECT count() FROM remote('127.0.0.1', ${db}, events)`)).to.match(/readonly/);
       // The services still read every tenant.
-      expect(await selectCount(query, `SELECT count() AS n FROM ${db}.events FINAL WHERE tenant_id = '${b}'`)).to.equal(5);
+      expect(await selectCount(query, `SELECT count() AS n FROM ${db}.events FINAL WHERE tenant_id = '${b}'`)).to.equal(
+        5,
+      );
 
       const list = await analysts('list');
       expect(list.stdout).to.contain(`${user}\t${a}`);
@@ -200,7 +217,9 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
       expect(r.code, args.join(' ')).to.equal(1);
       expect(r.stderr).to.match(/not a (tenant id|user name)/);
     }
-    expect(await selectCount(admin, `SELECT count() AS n FROM system.databases WHERE name LIKE '${s.database}_tenant_%'`)).to.equal(0);
+    expect(
+      await selectCount(admin, `SELECT count() AS n FROM system.databases WHERE name LIKE '${s.database}_tenant_%'`),
+    ).to.equal(0);
   });
 });
 

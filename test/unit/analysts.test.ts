@@ -29,7 +29,10 @@ describe('tenant analysts: SQL and users.d XML', () => {
   it('refuses every tenant id that is not ten_ and 1-32 of 0-9 a-z, before any SQL or XML is made', () => {
     for (const t of bad) {
       expect(() => analystTenant(t), t).to.throw(/not a tenant id/);
-      expect(() => rowPolicyStatements({ data: 'telemetry', tenant: t, user: 'u', password: 'p', others: [] }), t).to.throw();
+      expect(
+        () => rowPolicyStatements({ data: 'telemetry', tenant: t, user: 'u', password: 'p', others: [] }),
+        t,
+      ).to.throw();
       expect(() => tenantDatabase('telemetry', t), t).to.throw();
       expect(() => analystUsersXml({ user: 'u', tenant: t, data: 'telemetry', passwordSha256: HASH }), t).to.throw();
       expect(() => dropTenantCopyStatements({ data: 'telemetry', tenant: t }), t).to.throw();
@@ -43,11 +46,19 @@ describe('tenant analysts: SQL and users.d XML', () => {
       expect(() => analystFileName(n), n).to.throw();
     }
     expect(analystUserName('telemetry', 'ten_a')).to.equal('telemetry_analyst_ten_a');
-    expect(() => rowPolicyStatements({ data: 'tele`metry', tenant: 'ten_a', user: 'u', password: 'p', others: [] })).to.throw();
+    expect(() =>
+      rowPolicyStatements({ data: 'tele`metry', tenant: 'ten_a', user: 'u', password: 'p', others: [] }),
+    ).to.throw();
   });
 
   it('current ClickHouse: the user, one row policy per public table, the others kept reading everything, grants last', () => {
-    const s = rowPolicyStatements({ data: 'telemetry', tenant: 'ten_a', user: 'ana', password: "p'w\\", others: ['bob'] });
+    const s = rowPolicyStatements({
+      data: 'telemetry',
+      tenant: 'ten_a',
+      user: 'ana',
+      password: "p'w\\",
+      others: ['bob'],
+    });
     expect(s[0]).to.equal(
       "CREATE USER OR REPLACE `ana` IDENTIFIED WITH sha256_password BY 'p\\'w\\\\' SETTINGS readonly = 1",
     );
@@ -108,12 +119,20 @@ describe('tenant analysts: SQL and users.d XML', () => {
     expect(() => f('SELECT 1 FROM telemetry.other GROUP BY x')).to.throw(/unexpected/);
     expect(() => f('SELECT 1 FROM telemetry.events WHERE 1 GROUP BY x')).to.throw(/unexpected/);
     expect(() => f('SELECT 1 FROM telemetry.events')).to.throw(/unexpected/);
-    expect(viewSelect('CREATE MATERIALIZED VIEW a.b TO a.c ( x UInt8) AS SELECT x FROM a.d')).to.equal('SELECT x FROM a.d');
+    expect(viewSelect('CREATE MATERIALIZED VIEW a.b TO a.c ( x UInt8) AS SELECT x FROM a.d')).to.equal(
+      'SELECT x FROM a.d',
+    );
     expect(() => viewSelect('CREATE TABLE a.b (x UInt8) ENGINE = Memory')).to.throw(/not a view/);
   });
 
   it("18.16: the users.d file allows only the tenant's database, read-only, the password hashed, and reads back", () => {
-    const text = analystUsersXml({ user: 'ana', tenant: 'ten_a', data: 'telemetry', passwordSha256: HASH, networks: ['10.0.0.0/8', '<x>&'] });
+    const text = analystUsersXml({
+      user: 'ana',
+      tenant: 'ten_a',
+      data: 'telemetry',
+      passwordSha256: HASH,
+      networks: ['10.0.0.0/8', '<x>&'],
+    });
     expect(text).to.include('<allow_databases><database>telemetry_tenant_ten_a</database></allow_databases>');
     expect(text).to.include(`<password_sha256_hex>${HASH}</password_sha256_hex>`);
     expect(text).to.include('<profile>tenant_analyst</profile>');
@@ -122,7 +141,9 @@ describe('tenant analysts: SQL and users.d XML', () => {
     expect(text).not.to.include('<password>');
     expect(parseAnalystXml(text)).to.deep.equal({ user: 'ana', tenant: 'ten_a', data: 'telemetry' });
     expect(parseAnalystXml('<yandex/>')).to.equal(undefined);
-    expect(() => analystUsersXml({ user: 'ana', tenant: 'ten_a', data: 'telemetry', passwordSha256: 'secret' })).to.throw();
+    expect(() =>
+      analystUsersXml({ user: 'ana', tenant: 'ten_a', data: 'telemetry', passwordSha256: 'secret' }),
+    ).to.throw();
     expect(analystFileName('ana')).to.equal('analyst-ana.xml');
   });
 });

@@ -72,7 +72,9 @@ async function main(): Promise<number> {
   });
   const [cmd, arg] = positionals;
   if (cmd !== 'create' && cmd !== 'list' && cmd !== 'drop') {
-    process.stderr.write('usage: analysts create --tenant TENANT_ID [--name USER]\n       analysts list\n       analysts drop USER\n');
+    process.stderr.write(
+      'usage: analysts create --tenant TENANT_ID [--name USER]\n       analysts list\n       analysts drop USER\n',
+    );
     return 2;
   }
   // Checked before anything is sent anywhere.
@@ -123,7 +125,12 @@ async function main(): Promise<number> {
       const isNew =
         (await rows(ch, `SELECT name FROM system.databases WHERE name = ${sqlString(tdb)}`)).length === 0 ||
         // a database left without its views (an interrupted create) is filled again
-        (await rows(ch, `SELECT name FROM system.tables WHERE database = ${sqlString(data)} AND name = ${sqlString(tenantCopyView(tenant, 'events'))}`)).length === 0;
+        (
+          await rows(
+            ch,
+            `SELECT name FROM system.tables WHERE database = ${sqlString(data)} AND name = ${sqlString(tenantCopyView(tenant, 'events'))}`,
+          )
+        ).length === 0;
       const selects: Record<string, string> = {};
       for (const [t, r] of Object.entries(TENANT_ANALYST_ROLLUPS)) {
         const [show] = await rows<{ statement: string }>(

@@ -64,7 +64,9 @@ export function analystTenant(tenant: string): string {
 export function analystUserName(data: string, tenant: string, name?: string): string {
   const user = name ?? `${data}_analyst_${analystTenant(tenant)}`;
   if (!USER_NAME.test(user)) {
-    throw new Error(`not a user name: ${JSON.stringify(user)} (letters, digits and _, at most 64; give a shorter --name)`);
+    throw new Error(
+      `not a user name: ${JSON.stringify(user)} (letters, digits and _, at most 64; give a shorter --name)`,
+    );
   }
   return user;
 }
@@ -142,7 +144,9 @@ export function dropRowPolicyStatements(opts: {
       const table = `${db}.${sqlIdentifier(t)}`;
       return [
         `DROP ROW POLICY IF EXISTS ${sqlIdentifier(tenantPolicyName(opts.user))} ON ${table}`,
-        others.length ? everyonePolicy(table, others) : `DROP ROW POLICY IF EXISTS ${sqlIdentifier(EVERYONE_POLICY)} ON ${table}`,
+        others.length
+          ? everyonePolicy(table, others)
+          : `DROP ROW POLICY IF EXISTS ${sqlIdentifier(EVERYONE_POLICY)} ON ${table}`,
       ];
     }),
   ];
@@ -194,7 +198,13 @@ export function tenantCopyStatements(opts: {
  * A rollup view's SELECT (`… FROM db.events GROUP BY …`, as SHOW CREATE TABLE prints it)
  * with `WHERE tenant_id = …` before its GROUP BY. Refuses any other shape rather than guess.
  */
-export function withTenantFilter(select: string, quotedFrom: string, data: string, from: string, tenant: string): string {
+export function withTenantFilter(
+  select: string,
+  quotedFrom: string,
+  data: string,
+  from: string,
+  tenant: string,
+): string {
   const forms = [quotedFrom, `${data}.${from}`];
   const at = /^\s*SELECT\s/i.test(select) ? forms.map((f) => select.indexOf(`FROM ${f} `)).find((i) => i >= 0) : -1;
   const groupBy = select.search(/\sGROUP BY\s/);
@@ -208,7 +218,10 @@ export function withTenantFilter(select: string, quotedFrom: string, data: strin
 export function viewSelect(createQuery: string): string {
   const i = createQuery.search(/\sAS\s+SELECT\s/i);
   if (i < 0) throw new Error(`not a view: ${createQuery}`);
-  return createQuery.slice(i).replace(/^\s*AS\s+/i, '').trim();
+  return createQuery
+    .slice(i)
+    .replace(/^\s*AS\s+/i, '')
+    .trim();
 }
 
 /** 18.16: drop the tenant's copies (when its last analyst goes). */
