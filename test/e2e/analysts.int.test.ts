@@ -188,6 +188,26 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
       const list = await analysts('list');
       expect(list.stdout).to.contain(`${user}\t${a}`);
 
+      // Rotation: create again prints a new password; the old one is refused from then on.
+      const again = await analysts('create', '--tenant', a);
+      expect(again.code, again.stderr).to.equal(0);
+      const rotated = /^password: (\S+)$/m.exec(again.stdout)?.[1];
+      expect(rotated).to.be.a('string').and.not.equal(password);
+      const renewed = createClickHouse({ url: s.clickhouseUrl, username: user!, password: rotated!, database: tdb });
+      try {
+        await eventually('the new password works', () =>
+          selectCount(renewed, `SELECT count() AS n FROM ${tdb}.events FINAL`).then(
+            (n) => n,
+            () => undefined,
+          ),
+        ).then((n) => expect(n).to.equal(expected.events));
+        expect(await analyst.command({ query: 'SELECT 1' }).then(() => 'accepted', String)).to.match(
+          /password|Authentication/i,
+        );
+      } finally {
+        await renewed.close();
+      }
+
       const dropped = await analysts('drop', user!);
       expect(dropped.code, dropped.stderr).to.equal(0);
       expect(existsSync(join(s.usersDir, analystFileName(user!)))).to.equal(false);
