@@ -72,6 +72,38 @@ async function insertRows(ch: ClickHouseClient, db: string, tenant: string, even
       })),
     });
   }
+  // One alert and one monitor (the dimension table) per call: every public table has rows of both tenants.
+  await ch.insert({
+    table: `${db}.alerts`,
+    format: 'JSONEachRow',
+    values: [
+      {
+        tenant_id: tenant,
+        id: randomUUID(),
+        monitor_id: 'mon_1',
+        incident_id: randomUUID(),
+        type: 'monitor.down',
+        created_at: ts(),
+        inserted_at: ts(),
+      },
+    ],
+  });
+  await ch.insert({
+    table: `${db}.monitors`,
+    format: 'JSONEachRow',
+    values: [
+      {
+        tenant_id: tenant,
+        id: `mon_${randomBytes(4).toString('hex')}`,
+        name: 'api',
+        type: 'http',
+        interval_seconds: 60,
+        version: 1,
+        created_at: ts(),
+        updated_at: ts(),
+      },
+    ],
+  });
   if (checks) {
     await ch.insert({
       table: `${db}.checks`,
@@ -156,6 +188,10 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
           `SELECT sum(c) AS n FROM (SELECT uniqExactMerge(checks) AS c FROM ${tdb}.checks_hourly GROUP BY hour)`,
         ),
       ).to.equal(expected.checks);
+      expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.alerts FINAL`)).to.equal(
+        await selectCount(query, `SELECT count() AS n FROM ${db}.alerts FINAL WHERE tenant_id = '${a}'`),
+      );
+      expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.monitors FINAL`)).to.equal(2);
       for (const t of TENANT_ANALYST_TABLES) {
         const tenants = await selectRows<{ tenant_id: string }>(analyst, `SELECT DISTINCT tenant_id FROM ${tdb}.${t}`);
         expect(

@@ -73,9 +73,18 @@ export function analystUserName(data: string, tenant: string, name?: string): st
 
 /** 18.16: the tenant's own database, holding its copies of the public tables. */
 export function tenantDatabase(data: string, tenant: string): string {
-  const name = `${data}_tenant_${analystTenant(tenant)}`;
+  const name = `${tenantDatabasePrefix(data)}${analystTenant(tenant)}`;
   if (!USER_NAME.test(name)) throw new Error(`the tenant database ${name} is longer than 64 characters`);
   return name;
+}
+
+/**
+ * 18.16: what every tenant's database of copies starts with (`<data>_tenant_`): a deletion
+ * or a retention job that must reach the copies finds them with
+ * `SELECT name FROM system.databases WHERE startsWith(name, '<prefix>')`.
+ */
+export function tenantDatabasePrefix(data: string): string {
+  return `${data}_tenant_`;
 }
 
 /** 18.16: the view in the data database that copies the tenant's new rows of `table`. */
