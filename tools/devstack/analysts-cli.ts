@@ -30,6 +30,7 @@ import {
   tenantDatabase,
   tenantPolicyName,
   TENANT_ANALYST_ROLLUPS,
+  TENANT_ANALYST_TABLES,
   viewSelect,
   type AnalystFile,
 } from '@telemetry/store';
@@ -122,15 +123,18 @@ async function main(): Promise<number> {
       for (const query of rowPolicyStatements({ data, tenant, user, password, others })) await ch.command({ query });
     } else {
       const tdb = tenantDatabase(data, tenant);
-      const isNew =
-        (await rows(ch, `SELECT name FROM system.databases WHERE name = ${sqlString(tdb)}`)).length === 0 ||
-        // a database left without its views (an interrupted create) is filled again
+      // Tables whose copy is not fed yet: all of them the first time, a table added to
+      // TENANT_ANALYST_TABLES since, or what an interrupted create left (its rows copied
+      // again are folded by the tables' engines like redeliveries).
+      const fed = new Set(
         (
-          await rows(
+          await rows<{ name: string }>(
             ch,
-            `SELECT name FROM system.tables WHERE database = ${sqlString(data)} AND name = ${sqlString(tenantCopyView(tenant, 'events'))}`,
+            `SELECT name FROM system.tables WHERE database = ${sqlString(data)} AND startsWith(name, ${sqlString(tenantCopyView(tenant, ''))})`,
           )
-        ).length === 0;
+        ).map((r) => r.name),
+      );
+      const missing = TENANT_ANALYST_TABLES.filter((t) => !fed.has(tenantCopyView(tenant, t)));
       const selects: Record<string, string> = {};
       for (const [t, r] of Object.entries(TENANT_ANALYST_ROLLUPS)) {
         const [show] = await rows<{ statement: string }>(
@@ -150,8 +154,9 @@ async function main(): Promise<number> {
         tenant,
         rollupSelect: (t) => selects[t]!,
         columns: (t) => columns.filter((c) => c.table === t).map((c) => c.name),
+        tables: missing,
       });
-      if (isNew) {
+      if (missing.length) {
         for (const query of create) await ch.command({ query });
         for (const query of fill) await ch.command({ query });
       }
