@@ -20,6 +20,17 @@ import { adminClickHouse, eventually, selectCount, selectRows, testStack } from 
 
 const run = promisify(execFile);
 
+/**
+ * The 18.16 server's users.d: the stack's in local mode (CI), else the one the external
+ * servers' CLICKHOUSE_USERS_DIR names (the shared development stack).
+ */
+function usersDir(): string {
+  const dir = testStack().usersDir || process.env.CLICKHOUSE_USERS_DIR;
+  if (!dir)
+    throw new Error('no users.d of the 18.16 server: local stack, or CLICKHOUSE_USERS_DIR with external servers');
+  return dir;
+}
+
 /** `npm run analysts` (tools/devstack/analysts-cli.ts) as a child process against the run's ClickHouse, as its admin. */
 async function analysts(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const s = testStack();
@@ -34,9 +45,9 @@ async function analysts(...args: string[]): Promise<{ code: number; stdout: stri
           CLICKHOUSE_DATABASE: s.database,
           CLICKHOUSE_USER: 'default',
           CLICKHOUSE_PASSWORD: '',
-          CLICKHOUSE_USERS_DIR: s.usersDir,
+          CLICKHOUSE_USERS_DIR: usersDir(),
           // never the developer's own `npm start` stack
-          DEVSTACK_ENV_FILE: join(s.usersDir, 'no-such-env'),
+          DEVSTACK_ENV_FILE: join(usersDir(), 'no-such-env'),
         },
         timeout: 60_000,
       },
@@ -246,7 +257,7 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
 
       const dropped = await analysts('drop', user!);
       expect(dropped.code, dropped.stderr).to.equal(0);
-      expect(existsSync(join(s.usersDir, analystFileName(user!)))).to.equal(false);
+      expect(existsSync(join(usersDir(), analystFileName(user!)))).to.equal(false);
       await eventually('the server forgets the analyst', () =>
         analyst.command({ query: 'SELECT 1' }).then(
           () => undefined,

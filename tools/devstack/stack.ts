@@ -75,7 +75,6 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       kafkaBrokers: env.KAFKA_BROKERS,
       clickhouseUrl: env.CLICKHOUSE_URL,
       postgresAdminUrl: postgres.adminUrl,
-      ...(env.CLICKHOUSE_USERS_DIR ? { clickhouseUsersDir: env.CLICKHOUSE_USERS_DIR } : {}),
       // A local 18.16 server's users.d (the tests pass theirs), else SQL.
       serviceUsers: (database) =>
         env.CLICKHOUSE_USERS_DIR
