@@ -235,6 +235,27 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
       const list = await analysts('list');
       expect(list.stdout).to.contain(`${user}\t${a}`);
 
+      // A deletion in the data tables reaches the copies with `refresh` (the consumer's user cannot reach them).
+      await admin.command({
+        query: `ALTER TABLE ${db}.events DELETE WHERE tenant_id = '${a}' AND received_at < now() - 1`,
+      });
+      const remaining = await eventually('the mutation is done', async () => {
+        const left = await selectCount(
+          admin,
+          `SELECT count() AS n FROM system.mutations WHERE database = '${db}' AND NOT is_done`,
+        );
+        return left === 0
+          ? selectCount(query, `SELECT count() AS n FROM ${db}.events FINAL WHERE tenant_id = '${a}'`)
+          : undefined;
+      });
+      expect(remaining).to.be.below(expected.events);
+      expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.events FINAL`)).to.equal(expected.events);
+      const refreshed = await analysts('refresh', '--tenant', a);
+      expect(refreshed.code, refreshed.stderr).to.equal(0);
+      expect(refreshed.stdout).to.contain(`refreshed ${tdb}`);
+      expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.events FINAL`)).to.equal(remaining);
+      expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.checks FINAL`)).to.equal(expected.checks);
+
       // Rotation: create again prints a new password; the old one is refused from then on.
       const again = await analysts('create', '--tenant', a);
       expect(again.code, again.stderr).to.equal(0);
@@ -243,11 +264,11 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
       const renewed = createClickHouse({ url: s.clickhouseUrl, username: user!, password: rotated!, database: tdb });
       try {
         await eventually('the new password works', () =>
-          selectCount(renewed, `SELECT count() AS n FROM ${tdb}.events FINAL`).then(
+          selectCount(renewed, `SELECT count() AS n FROM ${tdb}.checks FINAL`).then(
             (n) => n,
             () => undefined,
           ),
-        ).then((n) => expect(n).to.equal(expected.events));
+        ).then((n) => expect(n).to.equal(expected.checks));
         expect(await analyst.command({ query: 'SELECT 1' }).then(() => 'accepted', String)).to.match(
           /password|Authentication/i,
         );

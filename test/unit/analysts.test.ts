@@ -13,6 +13,7 @@ import {
   TENANT_ANALYST_TABLES,
   tenantCopyStatements,
   tenantDatabase,
+  tenantRefreshStatements,
   viewSelect,
   withTenantFilter,
 } from '@telemetry/store';
@@ -112,6 +113,23 @@ describe('tenant analysts: SQL and users.d XML', () => {
     expect(dropTenantCopyStatements({ data: 'telemetry', tenant: 'ten_a' }).at(-1)).to.equal(
       'DROP DATABASE IF EXISTS `telemetry_tenant_ten_a`',
     );
+  });
+
+  it("18.16: refresh empties each copy and fills it again from the data table, with the copy's columns", () => {
+    const s = tenantRefreshStatements({
+      data: 'telemetry',
+      tenant: 'ten_a',
+      tables: ['events'],
+      columns: () => ['tenant_id', 'x'],
+    });
+    expect(s).to.deep.equal([
+      'TRUNCATE TABLE IF EXISTS `telemetry_tenant_ten_a`.`events`',
+      "INSERT INTO `telemetry_tenant_ten_a`.`events` (`tenant_id`, `x`) SELECT `tenant_id`, `x` FROM `telemetry`.`events` WHERE tenant_id = 'ten_a'",
+    ]);
+    expect(() => tenantRefreshStatements({ data: 'telemetry', tenant: "ten_a'", columns: () => ['x'] })).to.throw(
+      /not a tenant id/,
+    );
+    expect(() => tenantRefreshStatements({ data: 'telemetry', tenant: 'ten_a', columns: () => ['x`y'] })).to.throw();
   });
 
   it('18.16: a rollup view of any other shape is refused rather than guessed at', () => {

@@ -29,6 +29,7 @@ import {
   tenantCopyView,
   tenantDatabase,
   tenantPolicyName,
+  tenantRefreshStatements,
   TENANT_ANALYST_ROLLUPS,
   TENANT_ANALYST_TABLES,
   viewSelect,
@@ -72,14 +73,15 @@ async function main(): Promise<number> {
     options: { tenant: { type: 'string' }, name: { type: 'string' } },
   });
   const [cmd, arg] = positionals;
-  if (cmd !== 'create' && cmd !== 'list' && cmd !== 'drop') {
+  if (cmd !== 'create' && cmd !== 'list' && cmd !== 'drop' && cmd !== 'refresh') {
     process.stderr.write(
-      'usage: analysts create --tenant TENANT_ID [--name USER]\n       analysts list\n       analysts drop USER\n',
+      'usage: analysts create --tenant TENANT_ID [--name USER]\n       analysts list\n       analysts drop USER\n       analysts refresh [--tenant TENANT_ID]   (18.16: the copies anew, after deletions and retention)\n',
     );
     return 2;
   }
   // Checked before anything is sent anywhere.
-  const tenant = cmd === 'create' ? analystTenant(values.tenant ?? '') : '';
+  const tenant =
+    cmd === 'create' || (cmd === 'refresh' && values.tenant !== undefined) ? analystTenant(values.tenant ?? '') : '';
   const admin = adminFromEnv();
   if (!admin) return 2;
   const { client: ch, database: data } = admin;
@@ -95,6 +97,33 @@ async function main(): Promise<number> {
     if (cmd === 'list') {
       const list = modern ? await sqlAnalysts(ch, data) : fileAnalysts(usersDir!, data);
       for (const a of list) out(`${a.user}\t${a.tenant}`);
+      return 0;
+    }
+    if (cmd === 'refresh') {
+      if (modern) {
+        out('current ClickHouse: the row policies filter the tables themselves, there are no copies to refresh');
+        return 0;
+      }
+      const tenants = tenant ? [tenant] : [...new Set(fileAnalysts(usersDir!, data).map((a) => a.tenant))];
+      for (const t of tenants) {
+        const tdb = tenantDatabase(data, t);
+        // The copy's own columns: it may predate a column the data table has now.
+        const columns = await rows<{ table: string; name: string }>(
+          ch,
+          `SELECT table, name FROM system.columns WHERE database = ${sqlString(tdb)}
+             AND default_kind NOT IN ('MATERIALIZED', 'ALIAS')`,
+        );
+        const tables = TENANT_ANALYST_TABLES.filter((x) => columns.some((c) => c.table === x));
+        if (!tables.length) throw new Error(`no copies for ${t}: npm run analysts -- create --tenant ${t}`);
+        const statements = tenantRefreshStatements({
+          data,
+          tenant: t,
+          tables,
+          columns: (x) => columns.filter((c) => c.table === x).map((c) => c.name),
+        });
+        for (const query of statements) await ch.command({ query });
+        out(`refreshed ${tdb}`);
+      }
       return 0;
     }
     if (cmd === 'drop') {

@@ -204,6 +204,32 @@ export function tenantCopyStatements(opts: {
 }
 
 /**
+ * 18.16: the tenant's copies made anew from what the data tables hold now, so that a
+ * deletion or the retention of the data tables (which cannot reach the copies) reaches
+ * them too (`npm run analysts -- refresh`). The views keep feeding the copies meanwhile:
+ * a row inserted while this runs may be copied twice, and is folded like a redelivery.
+ */
+export function tenantRefreshStatements(opts: {
+  data: string;
+  tenant: string;
+  columns: (table: string) => readonly string[];
+  tables?: readonly string[];
+}): string[] {
+  const tenant = sqlString(analystTenant(opts.tenant));
+  const data = sqlIdentifier(opts.data);
+  const tdb = sqlIdentifier(tenantDatabase(opts.data, opts.tenant));
+  return (opts.tables ?? TENANT_ANALYST_TABLES).flatMap((t) => {
+    const columns = opts.columns(t).map(sqlIdentifier).join(', ');
+    if (!columns) throw new Error(`no table ${opts.data}.${t}: run the migrations first`);
+    const dst = `${tdb}.${sqlIdentifier(t)}`;
+    return [
+      `TRUNCATE TABLE IF EXISTS ${dst}`,
+      `INSERT INTO ${dst} (${columns}) SELECT ${columns} FROM ${data}.${sqlIdentifier(t)} WHERE tenant_id = ${tenant}`,
+    ];
+  });
+}
+
+/**
  * A rollup view's SELECT (`… FROM db.events GROUP BY …`, as SHOW CREATE TABLE prints it)
  * with `WHERE tenant_id = …` before its GROUP BY. Refuses any other shape rather than guess.
  */
