@@ -1,4 +1,5 @@
 export * from './alerts.js';
+export * from './analysts.js';
 export * from './checks.js';
 export * from './databases.js';
 export * from './events.js';
