@@ -1,4 +1,10 @@
-import { followerFixtures, followerProbes, type FollowerFixtures } from './registry-follower-probes.js';
+import {
+  eventSchemaFixture,
+  eventSchemaProbes,
+  followerFixtures,
+  followerProbes,
+  type FollowerFixtures,
+} from './registry-follower-probes.js';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Monitor, StatusPage } from '@telemetry/contract';
@@ -16,6 +22,7 @@ import {
   PEOPLE_TABLES,
   REGISTRY_ENTITIES,
   STATUS_FOLLOW_TABLES,
+  EVENT_SCHEMA_TABLES,
   revokeKey,
   sqlState,
   StatusPageStore,
@@ -408,6 +415,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       ...ALERTING_TABLES,
       ...PEOPLE_TABLES,
       ...STATUS_FOLLOW_TABLES,
+      ...EVENT_SCHEMA_TABLES,
     ] as const;
     const PRIVILEGES: readonly PgPrivilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
     const pools = new Map<PgServiceRole, PgPool>();
@@ -422,6 +430,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       slug: uid('roles'),
       seq: '',
       followers: undefined as FollowerFixtures | undefined,
+      schema: '',
     };
 
     before(async () => {
@@ -447,6 +456,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
         updated_at: '2026-01-01T00:00:00Z',
       });
       f.followers = await followerFixtures(db, f.tenant, f.slug);
+      f.schema = await eventSchemaFixture(db, f.tenant);
       f.seq = (await db.query<{ seq: string }>('SELECT max(seq) AS seq FROM registry_changes')).rows[0]!.seq;
       const urls = testStack().users.postgres!;
       for (const role of PG_SERVICE_ROLE_NAMES) {
@@ -543,6 +553,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       },
       ...peopleProbes(() => f.tenant),
       ...followerProbes(() => f.followers!),
+      ...eventSchemaProbes(() => ({ tenant: f.tenant, schema: f.schema })),
       registry_changes: {
         SELECT: () => ['SELECT count(*) FROM registry_changes', []],
         INSERT: () => [`INSERT INTO registry_changes (entity, id) VALUES ('probe', 'probe')`, []],

@@ -22,6 +22,8 @@ export const SCOPES = [
   'audit:read',
   'settings:read',
   'settings:write',
+  'event_schemas:read',
+  'event_schemas:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -40,6 +42,8 @@ export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
   'audit:read': 'read the audit log',
   'settings:read': "read the tenant's settings (its name, the sign-in domain rule)",
   'settings:write': "change the tenant's settings",
+  'event_schemas:read': "read the tenant's event schemas and their versions",
+  'event_schemas:write': 'create event schemas, add versions, change their action, delete them',
 };
 
 /**
@@ -65,8 +69,15 @@ export function withImpliedScopes(scopes: Iterable<string>): Set<string> {
 export const ROLES = ['viewer', 'editor', 'admin', 'owner'] as const;
 export type Role = (typeof ROLES)[number];
 
-const VIEWER: readonly Scope[] = ['checks:read', 'monitors:read', 'events:read', 'channels:read', 'members:read'];
-const EDITOR: readonly Scope[] = [...VIEWER, 'monitors:write', 'channels:write'];
+const VIEWER: readonly Scope[] = [
+  'checks:read',
+  'monitors:read',
+  'events:read',
+  'channels:read',
+  'members:read',
+  'event_schemas:read',
+];
+const EDITOR: readonly Scope[] = [...VIEWER, 'monitors:write', 'channels:write', 'event_schemas:write'];
 const ADMIN: readonly Scope[] = [
   ...EDITOR,
   'members:write',

@@ -19,3 +19,4 @@ export * from './access-api-schemas.js';
 export * from './maintenance.js';
 export * from './status-follow.js';
 export * from './status-follow-schemas.js';
+export * from './event-schema-api.js';

@@ -14,7 +14,8 @@ import {
   beginApp,
   endApp,
 } from '@telemetry/platform';
-import { type HeartbeatTokens, type KeyStore, type VerifiedKey } from '@telemetry/store';
+import { type EventSchemaIndex, type HeartbeatTokens, type KeyStore, type VerifiedKey } from '@telemetry/store';
+import { GatewaySchemas } from './event-schemas.js';
 
 import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';
@@ -33,6 +34,8 @@ export interface GatewayDeps {
   registry: Registry;
   keys: Pick<KeyStore, 'authenticate'>;
   heartbeatTokens: Pick<HeartbeatTokens, 'verify'>;
+  /** Tenants' event schemas (docs/event-schemas.md), a copy kept by the change feed. */
+  eventSchemas: Pick<EventSchemaIndex, 'find' | 'hasTenant'>;
   publisher: FairPublisher;
   validators: Validators;
   ready: () => boolean;
@@ -69,6 +72,16 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     publisher: deps.publisher,
     eventsTopic: config.eventsTopic,
     accepted,
+    schemas: new GatewaySchemas(
+      deps.eventSchemas,
+      logger,
+      new Counter({
+        name: 'ingest_schema_checks_total',
+        help: 'Events checked against an event schema, by outcome (valid, reject, route)',
+        labelNames: ['outcome'],
+        registers: [registry],
+      }),
+    ),
   });
 
   /** Everything after authentication that both routes share: checks, publish, count. Returns the stored event ids. */

@@ -11,8 +11,10 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import {
+  EventSchemaIndex,
   HeartbeatTokens,
   KeyStore,
+  loadEventSchemaRecords,
   loadKeyRecords,
   migrateWith,
   REGISTRY_MIGRATIONS,
@@ -47,6 +49,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   const feed = registryFeed({ pool, config, name: 'ingest-gateway', logger, registry });
   feed.subscribe(keys.mirror);
   feed.subscribe(heartbeatTokens.mirror);
+  // Event schemas likewise: a change reaches this replica within a second (docs/event-schemas.md).
+  const eventSchemas = new EventSchemaIndex((ids) => loadEventSchemaRecords(pool, ids));
+  feed.subscribe(eventSchemas.mirror);
   const producer = newProducer({ registry, ackTimeoutMs: config.ackTimeoutMs, partitioner: eventPartition });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createGatewayApp({
@@ -55,6 +60,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     registry,
     keys,
     heartbeatTokens,
+    eventSchemas,
     publisher: new BatchingPublisher(producer, {
       lingerMs: config.produceLingerMs,
       maxBatchMessages: config.produceMaxBatchMessages,

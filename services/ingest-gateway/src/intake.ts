@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import type { Counter } from 'prom-client';
 import { AppError, type FairPublisher, type ProducerMessage } from '@telemetry/platform';
 import type { KeyStore, VerifiedKey } from '@telemetry/store';
+import type { GatewaySchemas } from './event-schemas.js';
 import { applyLimit, type RateLimiter } from './rate-limit.js';
 
 /**
@@ -16,7 +17,10 @@ export interface Intake {
    * origins, and the request's Origin is not one), RATE_LIMITED (RateLimit headers set on `res`).
    */
   authenticate(raw: string | undefined, req: Request, res: Response): VerifiedKey;
-  /** Publishes `messages` on the events topic; resolves once Kafka acknowledged all of them. */
+  /**
+   * Publishes `messages` on the events topic; resolves once Kafka acknowledged all of them.
+   * First the tenant's event schemas: SCHEMA_VIOLATION (nothing published) or schema_failure set.
+   */
   publish(key: VerifiedKey, messages: ProducerMessage[]): Promise<void>;
 }
 
@@ -26,6 +30,7 @@ export interface IntakeDeps {
   publisher: FairPublisher;
   eventsTopic: string;
   accepted: Counter;
+  schemas: Pick<GatewaySchemas, 'apply'>;
 }
 
 export function createIntake(deps: IntakeDeps): Intake {
@@ -44,7 +49,8 @@ export function createIntake(deps: IntakeDeps): Intake {
     },
     async publish(key, messages) {
       // The key owns its messages in flight: one key cannot take all the room.
-      await deps.publisher.send(deps.eventsTopic, messages, key.keyId);
+      const checked = deps.schemas.apply(key.tenantId, messages);
+      await deps.publisher.send(deps.eventsTopic, checked, key.keyId);
       deps.accepted.inc(messages.length);
     },
   };

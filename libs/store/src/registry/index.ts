@@ -10,3 +10,4 @@ export * from './channels.js';
 export * from './escalation-policies.js';
 export * from './incident-alerts.js';
 export * from './schema-followers.js';
+export * from './event-schemas.js';

@@ -1,5 +1,6 @@
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { STATUS_FOLLOW_MIGRATION, STATUS_FOLLOW_TABLES } from './schema-followers.js';
+import { EVENT_SCHEMAS_MIGRATION, EVENT_SCHEMA_TABLES } from './schema-event-schemas.js';
 import { migratePostgres, type Logger, type PgMigration, type PgPool } from '@telemetry/platform';
 
 /**
@@ -50,7 +51,8 @@ export type RegistryTable =
   | 'registry_changes'
   | (typeof ALERTING_TABLES)[number]
   | (typeof PEOPLE_TABLES)[number]
-  | (typeof STATUS_FOLLOW_TABLES)[number];
+  | (typeof STATUS_FOLLOW_TABLES)[number]
+  | (typeof EVENT_SCHEMA_TABLES)[number];
 
 const trigger = (table: keyof typeof REGISTRY_ENTITIES): string[] => [
   `CREATE TRIGGER ${table}_changed AFTER INSERT OR UPDATE OR DELETE ON ${table}
@@ -296,6 +298,7 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
     ],
   },
   STATUS_FOLLOW_MIGRATION,
+  EVENT_SCHEMAS_MIGRATION,
 ];
 
 /** Applies the registry's migrations (as the database's owner). */
@@ -330,8 +333,8 @@ function grant(privileges: readonly PgPrivilege[], ...tables: RegistryTable[]): 
  */
 export const PG_SERVICE_ROLES = {
   ingest: {
-    usedBy: 'ingest gateway: authenticates telemetry keys and heartbeat tokens',
-    grants: grant(READ, 'access_keys', 'heartbeat_tokens', 'registry_changes'),
+    usedBy: 'ingest gateway: authenticates telemetry keys and heartbeat tokens; validates events against event schemas',
+    grants: grant(READ, 'access_keys', 'heartbeat_tokens', 'registry_changes', ...EVENT_SCHEMA_TABLES),
     functions: [] as string[],
   },
   runner: {
@@ -349,7 +352,7 @@ export const PG_SERVICE_ROLES = {
   },
   query: {
     usedBy:
-      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents',
+      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, event schemas, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents',
     grants: [
       // UPDATE: a tenant's owner or admin renames it (PATCH /api/settings).
       { table: 'tenants', privileges: ['SELECT', 'UPDATE'] },
@@ -357,6 +360,9 @@ export const PG_SERVICE_ROLES = {
       ...grant(WRITE, ...PEOPLE_TABLES),
       ...grant(WRITE, 'monitors', 'heartbeat_tokens', 'status_pages', 'channels', 'escalation_policies'),
       ...grant(WRITE, ...STATUS_FOLLOW_TABLES),
+      ...grant(WRITE, 'event_schemas'),
+      // Versions never change (a trigger refuses UPDATE too); they go with their schema.
+      { table: 'event_schema_versions', privileges: ['SELECT', 'INSERT', 'DELETE'] },
       { table: 'incident_alerts', privileges: ['SELECT', 'UPDATE'] },
       ...grant(READ, 'registry_changes'),
     ],
@@ -380,6 +386,7 @@ export function pgGrantStatements(
     ...ALERTING_TABLES,
     ...PEOPLE_TABLES,
     ...STATUS_FOLLOW_TABLES,
+    ...EVENT_SCHEMA_TABLES,
   ];
   return PG_SERVICE_ROLE_NAMES.map((service) => {
     const { usedBy, grants, functions } = PG_SERVICE_ROLES[service];
