@@ -6,7 +6,36 @@ import { createAjv } from './ajv.js';
  * and the OpenAPI document's schemas. The JSON Schema a tenant submits (`schema`) is an
  * object here; what it may be is checked apart (event-schema.ts, INVALID_SCHEMA).
  */
-const name = { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.:-]+$' } as const;
+/** Limits of event schemas (docs/event-schemas.md, "Limits and refusals"). */
+export const EVENT_SCHEMA_LIMITS = {
+  /** A schema's JSON text, in bytes (UTF-8). */
+  maxSchemaBytes: 32 * 1024,
+  /** Nesting of objects and arrays in a schema's JSON. */
+  maxSchemaDepth: 32,
+  /** Schemas per tenant. */
+  maxSchemasPerTenant: 200,
+  /** Versions per schema. */
+  maxVersionsPerSchema: 100,
+  /** A source's or category's length (as an event's). */
+  maxNameLength: 100,
+} as const;
+
+/** The draft a schema is written in; `$schema`, when given, must name it. */
+export const EVENT_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
+
+/** The formats a schema may use (ajv-formats' full checks); any other `format` is refused. */
+export const EVENT_SCHEMA_FORMATS = ['date-time', 'date', 'time', 'email', 'uuid', 'uri', 'ipv4', 'ipv6', 'hostname'];
+
+/** What a schema does to an event that violates it. */
+export const EVENT_SCHEMA_ACTIONS = ['reject', 'route'] as const;
+export type EventSchemaAction = (typeof EVENT_SCHEMA_ACTIONS)[number];
+
+const name = {
+  type: 'string',
+  minLength: 1,
+  maxLength: EVENT_SCHEMA_LIMITS.maxNameLength,
+  pattern: '^[A-Za-z0-9_.:-]+$',
+} as const;
 const action = { type: 'string', enum: ['reject', 'route'] } as const;
 const schema = { type: 'object' } as const;
 

@@ -5,6 +5,13 @@ import addFormatsModule from 'ajv-formats';
 import * as re2Module from 're2-wasm';
 import { describeErrors, type Problem } from './ajv.js';
 import { LIMITS } from './limits.js';
+import {
+  EVENT_SCHEMA_ACTIONS,
+  EVENT_SCHEMA_DIALECT,
+  EVENT_SCHEMA_FORMATS,
+  EVENT_SCHEMA_LIMITS,
+  type EventSchemaAction,
+} from './event-schema-api.js';
 
 /**
  * Tenants' event schemas (docs/event-schemas.md): what a submitted JSON Schema may be, and
@@ -30,28 +37,8 @@ type Re2Class = new (pattern: string, flags: string) => { test(s: string): boole
 const re2 = re2Module as unknown as { RE2?: Re2Class; default?: { RE2: Re2Class } };
 const RE2 = (re2.RE2 ?? re2.default?.RE2) as Re2Class;
 
-export const EVENT_SCHEMA_LIMITS = {
-  /** A schema's JSON text, in bytes (UTF-8). */
-  maxSchemaBytes: 32 * 1024,
-  /** Nesting of objects and arrays in a schema's JSON. */
-  maxSchemaDepth: 32,
-  /** Schemas per tenant. */
-  maxSchemasPerTenant: 200,
-  /** Versions per schema. */
-  maxVersionsPerSchema: 100,
-  /** A source's or category's length (as an event's). */
-  maxNameLength: 100,
-} as const;
-
-/** The draft a schema is written in; `$schema`, when given, must name it. */
-export const EVENT_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
-
-/** The formats a schema may use (ajv-formats' full checks); any other `format` is refused. */
-export const EVENT_SCHEMA_FORMATS = ['date-time', 'date', 'time', 'email', 'uuid', 'uri', 'ipv4', 'ipv6', 'hostname'];
-
-/** What a schema does to an event that violates it. */
-export const EVENT_SCHEMA_ACTIONS = ['reject', 'route'] as const;
-export type EventSchemaAction = (typeof EVENT_SCHEMA_ACTIONS)[number];
+export { EVENT_SCHEMA_LIMITS, EVENT_SCHEMA_DIALECT, EVENT_SCHEMA_FORMATS, EVENT_SCHEMA_ACTIONS };
+export type { EventSchemaAction };
 
 /** RE2 as ajv's regular-expression engine (ajv's `code.regExp`). */
 const re2Engine: RegExpEngine = Object.assign((pattern: string, flags: string) => new RE2(pattern, flags), {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { EVENT_SCHEMA_LIMITS, type EventSchemaAction } from '@telemetry/contract/event-schema';
+import { EVENT_SCHEMA_LIMITS, type EventSchemaAction } from '@telemetry/contract';
 import { AppError, Mirror, type PgPool, type PgQueryable } from '@telemetry/platform';
 import { epochOf, isoOfEpoch, registryCall, registryWrite } from './pg.js';
 

@@ -1,4 +1,4 @@
-import { EVENT_SCHEMA_LIMITS } from '@telemetry/contract/event-schema';
+import { EVENT_SCHEMA_LIMITS } from '@telemetry/contract';
 import type { PgMigration } from '@telemetry/platform';
 
 /**
