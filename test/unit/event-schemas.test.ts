@@ -122,7 +122,7 @@ describe('event schemas: what a tenant may submit, and how the gateway applies i
       const good = msg('shop', { price: 1 });
       const [a, b] = g.apply('ten_a', [good, msg('shop', {})]);
       expect(a).to.equal(good);
-      expect(JSON.parse(String(b!.value)).schema_failure).to.deep.equal({
+      expect((JSON.parse(String(b!.value)) as { schema_failure: unknown }).schema_failure).to.deep.equal({
         schema_id: 'sch_00000000000000000001',
         version: 3,
         violations: [{ path: '/price', message: 'is required' }],

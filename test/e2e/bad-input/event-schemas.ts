@@ -21,7 +21,7 @@ const req = (
   method,
   path,
   headers: {
-    authorization: `Bearer ${key}`,
+    ...(key === '' ? {} : { authorization: `Bearer ${key}` }),
     ...(b !== undefined ? { 'content-type': 'application/json' } : {}),
   },
   body: b === undefined ? undefined : typeof b === 'string' ? b : JSON.stringify(b),

@@ -1,5 +1,5 @@
 import { cursorParam, header, ifMatch, limitParam, linkHeader } from './parameters.js';
-import { envelopeOf, jsonBody, jsonOk, keyErrors, pageOf, ref, type Json } from './responses.js';
+import { bodyErrors, envelopeOf, jsonBody, jsonOk, keyErrors, pageOf, ref, type Json } from './responses.js';
 
 /**
  * /api/event-schemas in the OpenAPI document (docs/event-schemas.md): a tenant's JSON
@@ -39,14 +39,7 @@ export const eventSchemaPaths: Json = {
       requestBody: jsonBody('EventSchemaCreate'),
       responses: {
         '201': one('Created, with its versions; Location names it.'),
-        ...keyErrors(
-          'VALIDATION_FAILED',
-          'INVALID_JSON',
-          'INVALID_SCHEMA',
-          'SCHEMA_EXISTS',
-          'QUOTA_EXCEEDED',
-          'PAYLOAD_TOO_LARGE',
-        ),
+        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'INVALID_SCHEMA', 'SCHEMA_EXISTS', 'QUOTA_EXCEEDED'),
       },
     },
   },
@@ -56,7 +49,7 @@ export const eventSchemaPaths: Json = {
       summary: 'An event schema with every version, newest first',
       security: read,
       parameters: [idPath],
-      responses: { '200': one('The schema.'), ...keyErrors('EVENT_SCHEMA_NOT_FOUND') },
+      responses: { '200': one('The schema.'), ...keyErrors('INVALID_PARAMETER', 'EVENT_SCHEMA_NOT_FOUND') },
     },
     patch: {
       operationId: 'updateEventSchema',
@@ -66,7 +59,7 @@ export const eventSchemaPaths: Json = {
       requestBody: jsonBody('EventSchemaPatch'),
       responses: {
         '200': one('The changed schema.'),
-        ...keyErrors('VALIDATION_FAILED', 'INVALID_JSON', 'EVENT_SCHEMA_NOT_FOUND', 'PRECONDITION_FAILED'),
+        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'EVENT_SCHEMA_NOT_FOUND', 'PRECONDITION_FAILED'),
       },
     },
     delete: {
@@ -76,7 +69,7 @@ export const eventSchemaPaths: Json = {
       parameters: [idPath, ifMatch],
       responses: {
         '200': jsonOk('Deleted.', envelopeOf({ type: 'null' })),
-        ...keyErrors('EVENT_SCHEMA_NOT_FOUND', 'PRECONDITION_FAILED'),
+        ...keyErrors('INVALID_PARAMETER', 'EVENT_SCHEMA_NOT_FOUND', 'PRECONDITION_FAILED'),
       },
     },
   },
@@ -90,13 +83,12 @@ export const eventSchemaPaths: Json = {
       responses: {
         '201': one('The schema with its new version.'),
         ...keyErrors(
-          'VALIDATION_FAILED',
-          'INVALID_JSON',
+          ...bodyErrors,
+          'INVALID_PARAMETER',
           'INVALID_SCHEMA',
           'EVENT_SCHEMA_NOT_FOUND',
           'PRECONDITION_FAILED',
           'QUOTA_EXCEEDED',
-          'PAYLOAD_TOO_LARGE',
         ),
       },
     },

@@ -233,7 +233,11 @@ export async function loadEventSchemaRecords(db: PgQueryable, ids?: readonly str
           `${sql} WHERE s.schema_id = ANY($1::text[])`,
           [ids],
         );
-  return rows.map(({ definition, ...r }) => ({ ...r, version: Number(r.version), schema: JSON.parse(definition) }));
+  return rows.map(({ definition, ...r }) => ({
+    ...r,
+    version: Number(r.version),
+    schema: JSON.parse(definition) as object,
+  }));
 }
 
 /**
