@@ -8,7 +8,8 @@
  *   3. drives both with autocannon, alternating gateway and baseline each round:
  *      a. single-event requests, b. 100-event batches, c. latency at half the
  *      single-event max rate of the gateway;
- *   4. event schemas (docs/event-schemas.md): the gateway's CPU per single event with and
+ *   4. event schemas (docs/event-schemas.md): the gateway's CPU per event (single events and
+ *      100-event batches) with and
  *      without a schema for the bench's (source, category) that its events pass, in
  *      alternating rounds on the same gateway (the schema registered and removed between
  *      them, each change awaited on the gateway's registry feed);
@@ -196,14 +197,14 @@ async function scenario(
   return { ...s, connections: CONNECTIONS, gateway, baseline, ratio: gateway.rps / baseline.rps, runs };
 }
 
-const body1 = (): string => requestBody(1);
-
 /**
  * The gateway's CPU per event without and with an event schema for its events (which
  * they pass: the cost of validating, not of routing), alternating within each round.
  */
-async function schemaSection(ctx: Ctx, ownerUrl: string, body: string): Promise<NonNullable<Report['schema']>> {
-  log('event schema: single events without and with a schema for them');
+async function schemaSection(ctx: Ctx, ownerUrl: string): Promise<NonNullable<Report['schema']>> {
+  log('event schema: single events and 100-event batches without and with a schema for them');
+  const bodies = { 1: requestBody(1), 100: requestBody(100) } as const;
+  const body = bodies[1];
   const gw = ctx.servers.gateway;
   /** Waits until the gateway applied every registry change made so far. */
   const synced = async (db: Parameters<Parameters<typeof withRegistry>[1]>[0]): Promise<void> => {
@@ -215,7 +216,7 @@ async function schemaSection(ctx: Ctx, ownerUrl: string, body: string): Promise<
     }
     throw new Error('the gateway did not apply the schema change within 30 s');
   };
-  const runs: { round: number; schema: boolean; figures: Figures & { ok: number } }[] = [];
+  const runs: { round: number; schema: boolean; eventsPerRequest: number; figures: Figures & { ok: number } }[] = [];
   await withRegistry(ownerUrl, async (db) => {
     const store = new EventSchemaStore(db);
     let id: string | undefined;
@@ -247,19 +248,33 @@ async function schemaSection(ctx: Ctx, ownerUrl: string, body: string): Promise<
           });
           await r.arrayBuffer();
         }
-        const f = await load(ctx, 'gateway', body, 1, SECONDS);
-        runs.push({ round, schema: on, figures: { ...f, disturbedRuns: f.otherCpuPercent > DISTURBED_CPU ? 1 : 0 } });
-        log(
-          `  round ${round} ${on ? 'with   ' : 'without'} schema: ${Math.round(f.rps)} req/s, cpu ${Math.round(f.cpuPercent)}%, ${Math.round(cpuMicros(f))} µs/event, failed ${failureCount(f.failed)}`,
-        );
+        for (const n of [1, 100] as const) {
+          const f = await load(ctx, 'gateway', bodies[n], n, SECONDS);
+          const figures = { ...f, disturbedRuns: f.otherCpuPercent > DISTURBED_CPU ? 1 : 0 };
+          runs.push({ round, schema: on, eventsPerRequest: n, figures });
+          log(
+            `  round ${round} ${on ? 'with   ' : 'without'} schema, ${String(n).padStart(3)} event(s)/request: ${Math.round(f.eps)} events/s, cpu ${Math.round(f.cpuPercent)}%, ${Math.round(cpuMicros(f))} µs/event, failed ${failureCount(f.failed)}`,
+          );
+        }
       }
     }
     if (id !== undefined) await store.remove(DEFAULT_TENANT, id);
   });
-  const micros = (on: boolean): number => median(runs.filter((x) => x.schema === on).map((x) => cpuMicros(x.figures)));
+  const micros = (on: boolean, n: number): number =>
+    median(runs.filter((x) => x.schema === on && x.eventsPerRequest === n).map((x) => cpuMicros(x.figures)));
   const checked = gauge(await gw.metrics(), 'ingest_schema_checks_total');
-  const [withoutMicros, withMicros] = [micros(false), micros(true)];
-  return { withoutMicros, withMicros, cost: withMicros / withoutMicros - 1, checked, runs };
+  const [withoutMicros, withMicros] = [micros(false, 1), micros(true, 1)];
+  const [batchWithoutMicros, batchWithMicros] = [micros(false, 100), micros(true, 100)];
+  return {
+    withoutMicros,
+    withMicros,
+    cost: withMicros / withoutMicros - 1,
+    batchWithoutMicros,
+    batchWithMicros,
+    batchCost: batchWithMicros / batchWithoutMicros - 1,
+    checked,
+    runs,
+  };
 }
 
 async function main(cleanups: Cleanups): Promise<Report> {
@@ -323,7 +338,7 @@ async function main(cleanups: Cleanups): Promise<Report> {
     warmUp: false,
   });
   const scenarios = [single, batch, half];
-  const schema = await schemaSection(ctx, provisioned.postgres!.owner, body1());
+  const schema = await schemaSection(ctx, provisioned.postgres!.owner);
 
   // The anchor: Kafka's own Java producer, same record size (an event's message value plus
   // its 36-byte key), acks=all, the same partitions and the gateway's linger and batch bytes.
@@ -406,7 +421,14 @@ async function main(cleanups: Cleanups): Promise<Report> {
         `< ${TARGETS.schemaCost * 100} %`,
         `${(schema.cost * 100).toFixed(1)} % (${r(schema.withoutMicros)} µs without, ${r(schema.withMicros)} µs with; ${schema.checked} events checked)`,
         schema.cost < TARGETS.schemaCost && schema.checked > 0,
-        ...schema.runs.map((x) => x.figures),
+        ...schema.runs.filter((x) => x.eventsPerRequest === 1).map((x) => x.figures),
+      ),
+      check(
+        'event schema: extra gateway CPU per event in 100-event batches',
+        `< ${TARGETS.schemaCost * 100} %`,
+        `${(schema.batchCost * 100).toFixed(1)} % (${r(schema.batchWithoutMicros)} µs without, ${r(schema.batchWithMicros)} µs with)`,
+        schema.batchCost < TARGETS.schemaCost && schema.checked > 0,
+        ...schema.runs.filter((x) => x.eventsPerRequest === 100).map((x) => x.figures),
       ),
       check(
         'gateway, 100-event batches / ProducerPerformance',

@@ -90,11 +90,15 @@ export interface Report extends ReportHead {
   schema?: {
     withoutMicros: number;
     withMicros: number;
-    /** withMicros / withoutMicros - 1 */
+    /** withMicros / withoutMicros - 1 (single events) */
     cost: number;
+    /** The same for 100-event batches. */
+    batchWithoutMicros: number;
+    batchWithMicros: number;
+    batchCost: number;
     /** Events the gateway checked against the schema (ingest_schema_checks_total). */
     checked: number;
-    runs: { round: number; schema: boolean; figures: Figures & { ok: number } }[];
+    runs: { round: number; schema: boolean; eventsPerRequest: number; figures: Figures & { ok: number } }[];
   };
   targets: TargetCheck[];
   clean: boolean;
