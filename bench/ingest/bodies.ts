@@ -17,6 +17,25 @@ export function sampleEvent(i: number): TelemetryEvent {
   };
 }
 
+/** An event schema (draft 2020-12) that every sampleEvent's payload passes: the bench's schema variant. */
+export const sampleEventSchema = {
+  type: 'object',
+  required: ['path', 'title', 'session', 'price_cents'],
+  additionalProperties: false,
+  properties: {
+    path: { type: 'string', pattern: '^/products/[a-z0-9-]+$', maxLength: 200 },
+    referrer: { type: 'string', format: 'uri' },
+    title: { type: 'string', maxLength: 200 },
+    session: { type: 'string', pattern: '^[0-9a-f]{16}$' },
+    viewport: {
+      type: 'object',
+      required: ['w', 'h'],
+      properties: { w: { type: 'integer', minimum: 0 }, h: { type: 'integer', minimum: 0 } },
+    },
+    price_cents: { type: 'integer', minimum: 0 },
+  },
+};
+
 /** A request body with `n` events. */
 export function requestBody(n: number): string {
   return JSON.stringify({ events: Array.from({ length: n }, (_, i) => sampleEvent(i)) } satisfies IngestRequest);

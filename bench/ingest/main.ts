@@ -8,7 +8,12 @@
  *   3. drives both with autocannon, alternating gateway and baseline each round:
  *      a. single-event requests, b. 100-event batches, c. latency at half the
  *      single-event max rate of the gateway;
- *   4. writes the bench:ingest section of BENCHMARKS.md, prints the tables and every
+ *   4. event schemas (docs/event-schemas.md): the gateway's CPU per event (single events and
+ *      100-event batches) with and
+ *      without a schema for the bench's (source, category) that its events pass, in
+ *      alternating rounds on the same gateway (the schema registered and removed between
+ *      them, each change awaited on the gateway's registry feed);
+ *   5. writes the bench:ingest section of BENCHMARKS.md, prints the tables and every
  *      figure as one JSON object on the last line of stdout; stops everything.
  *
  * Environment: BENCH_SECONDS (10) per run, BENCH_ROUNDS (2) per server and scenario,
@@ -25,7 +30,7 @@ import { join } from 'node:path';
 import { DEFAULT_TENANT, ok, type IngestRequest } from '@telemetry/contract';
 import { loadGatewayConfig, toMessages } from '@telemetry/ingest-gateway';
 import { createKafka, createLogger } from '@telemetry/platform';
-import { issueKey } from '@telemetry/store';
+import { EventSchemaStore, issueKey, newEventSchemaId } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { autocannon } from '../../harness/load.js';
 import { freePort, scriptCommand, serviceCommand, type Child } from '../../harness/processes.js';
@@ -35,7 +40,7 @@ import { cpuMeter, DISTURBED_CPU, mb } from '../../harness/sampler.js';
 import { addCounts, gauge } from '../common/report.js';
 import { startChild, topicMessages } from '../common/stack.js';
 import { producerPerformance, type AnchorFigures } from './anchor.js';
-import { sampleEvent } from './bodies.js';
+import { sampleEvent, sampleEventSchema } from './bodies.js';
 import {
   cpuMicros,
   failureCount,
@@ -62,7 +67,7 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 const ANCHOR_RECORDS = envNumber('BENCH_ANCHOR_RECORDS', 1_000_000, 1000, true, 50_000);
 const PARTITIONS = 6;
 /** Issue 16's targets (BENCHMARKS.md). */
-const TARGETS = { batchVsAnchor: 0.6, singleVsBaseline: 0.9, p99Ms: 10, rssMB: 200 };
+const TARGETS = { batchVsAnchor: 0.6, singleVsBaseline: 0.9, p99Ms: 10, rssMB: 200, schemaCost: 0.1 };
 
 const bench = new Benchmark('bench:ingest');
 const log = bench.log;
@@ -192,6 +197,86 @@ async function scenario(
   return { ...s, connections: CONNECTIONS, gateway, baseline, ratio: gateway.rps / baseline.rps, runs };
 }
 
+/**
+ * The gateway's CPU per event without and with an event schema for its events (which
+ * they pass: the cost of validating, not of routing), alternating within each round.
+ */
+async function schemaSection(ctx: Ctx, ownerUrl: string): Promise<NonNullable<Report['schema']>> {
+  log('event schema: single events and 100-event batches without and with a schema for them');
+  const bodies = { 1: requestBody(1), 100: requestBody(100) } as const;
+  const body = bodies[1];
+  const gw = ctx.servers.gateway;
+  /** Waits until the gateway applied every registry change made so far. */
+  const synced = async (db: Parameters<Parameters<typeof withRegistry>[1]>[0]): Promise<void> => {
+    const { rows } = await db.query<{ seq: string | null }>('SELECT max(seq) AS seq FROM registry_changes');
+    const want = Number(rows[0]?.seq ?? 0);
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+      if (gauge(await gw.metrics(), 'registry_feed_sequence') >= want) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error('the gateway did not apply the schema change within 30 s');
+  };
+  const runs: { round: number; schema: boolean; eventsPerRequest: number; figures: Figures & { ok: number } }[] = [];
+  await withRegistry(ownerUrl, async (db) => {
+    const store = new EventSchemaStore(db);
+    let id: string | undefined;
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const on of [false, true]) {
+        if (on && id === undefined) {
+          id = newEventSchemaId();
+          const [sample] = (JSON.parse(body) as IngestRequest).events;
+          await store.create({
+            id,
+            tenant_id: DEFAULT_TENANT,
+            source: sample!.source,
+            category: sample!.category,
+            action: 'route',
+            schema: sampleEventSchema,
+            created_by: 'bench',
+          });
+        } else if (!on && id !== undefined) {
+          await store.remove(DEFAULT_TENANT, id);
+          id = undefined;
+        }
+        await synced(db);
+        // A few requests first: the first event of a schema version compiles its validator.
+        for (let i = 0; i < 10; i++) {
+          const r = await fetch(`${gw.url}${ROUTE}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-access-key': ctx.keys[0]! },
+            body,
+          });
+          await r.arrayBuffer();
+        }
+        for (const n of [1, 100] as const) {
+          const f = await load(ctx, 'gateway', bodies[n], n, SECONDS);
+          const figures = { ...f, disturbedRuns: f.otherCpuPercent > DISTURBED_CPU ? 1 : 0 };
+          runs.push({ round, schema: on, eventsPerRequest: n, figures });
+          log(
+            `  round ${round} ${on ? 'with   ' : 'without'} schema, ${String(n).padStart(3)} event(s)/request: ${Math.round(f.eps)} events/s, cpu ${Math.round(f.cpuPercent)}%, ${Math.round(cpuMicros(f))} µs/event, failed ${failureCount(f.failed)}`,
+          );
+        }
+      }
+    }
+    if (id !== undefined) await store.remove(DEFAULT_TENANT, id);
+  });
+  const micros = (on: boolean, n: number): number =>
+    median(runs.filter((x) => x.schema === on && x.eventsPerRequest === n).map((x) => cpuMicros(x.figures)));
+  const checked = gauge(await gw.metrics(), 'ingest_schema_checks_total');
+  const [withoutMicros, withMicros] = [micros(false, 1), micros(true, 1)];
+  const [batchWithoutMicros, batchWithMicros] = [micros(false, 100), micros(true, 100)];
+  return {
+    withoutMicros,
+    withMicros,
+    cost: withMicros / withoutMicros - 1,
+    batchWithoutMicros,
+    batchWithMicros,
+    batchCost: batchWithMicros / batchWithoutMicros - 1,
+    checked,
+    runs,
+  };
+}
+
 async function main(cleanups: Cleanups): Promise<Report> {
   const logDir = mkdtempSync(join(tmpdir(), 'bench-ingest-'));
   log(`child logs in ${logDir}`);
@@ -253,6 +338,7 @@ async function main(cleanups: Cleanups): Promise<Report> {
     warmUp: false,
   });
   const scenarios = [single, batch, half];
+  const schema = await schemaSection(ctx, provisioned.postgres!.owner);
 
   // The anchor: Kafka's own Java producer, same record size (an event's message value plus
   // its 36-byte key), acks=all, the same partitions and the gateway's linger and batch bytes.
@@ -328,7 +414,22 @@ async function main(cleanups: Cleanups): Promise<Report> {
     kafka,
     anchor: { settings, runs: anchorRuns, recordsPerSec: anchorRate },
     kafkaClient: gatewayConfig.kafkaClient,
+    schema,
     targets: [
+      check(
+        'event schema: extra gateway CPU per single event',
+        `< ${TARGETS.schemaCost * 100} %`,
+        `${(schema.cost * 100).toFixed(1)} % (${r(schema.withoutMicros)} µs without, ${r(schema.withMicros)} µs with; ${schema.checked} events checked)`,
+        schema.cost < TARGETS.schemaCost && schema.checked > 0,
+        ...schema.runs.filter((x) => x.eventsPerRequest === 1).map((x) => x.figures),
+      ),
+      check(
+        'event schema: extra gateway CPU per event in 100-event batches',
+        `< ${TARGETS.schemaCost * 100} %`,
+        `${(schema.batchCost * 100).toFixed(1)} % (${r(schema.batchWithoutMicros)} µs without, ${r(schema.batchWithMicros)} µs with)`,
+        schema.batchCost < TARGETS.schemaCost && schema.checked > 0,
+        ...schema.runs.filter((x) => x.eventsPerRequest === 100).map((x) => x.figures),
+      ),
       check(
         'gateway, 100-event batches / ProducerPerformance',
         `>= ${TARGETS.batchVsAnchor}x`,

@@ -86,6 +86,20 @@ export interface Report extends ReportHead {
   anchor: { settings: AnchorSettings; runs: AnchorFigures[]; recordsPerSec: number };
   /** The producer library both servers ran with (KAFKA_CLIENT). */
   kafkaClient: string;
+  /** Event schemas: the gateway's CPU per single event without and with one (median over the rounds). */
+  schema?: {
+    withoutMicros: number;
+    withMicros: number;
+    /** withMicros / withoutMicros - 1 (single events) */
+    cost: number;
+    /** The same for 100-event batches. */
+    batchWithoutMicros: number;
+    batchWithMicros: number;
+    batchCost: number;
+    /** Events the gateway checked against the schema (ingest_schema_checks_total). */
+    checked: number;
+    runs: { round: number; schema: boolean; eventsPerRequest: number; figures: Figures & { ok: number } }[];
+  };
   targets: TargetCheck[];
   clean: boolean;
   warmupFailures: Failures;

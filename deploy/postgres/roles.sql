@@ -60,7 +60,7 @@ SELECT :'consumer_password' <> '' AS roles_sql_ok \gset
   DO $$ BEGIN RAISE EXCEPTION 'roles.sql: set the password of the consumer role with -v consumer_password=...'; END $$;
 \endif
 
--- ingest gateway: authenticates telemetry keys and heartbeat tokens
+-- ingest gateway: authenticates telemetry keys and heartbeat tokens; validates events against event schemas
 \set ingest_role :db _ingest
 SELECT format('CREATE ROLE %I', :'ingest_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'ingest_role') \gexec
@@ -72,7 +72,7 @@ SELECT format('CREATE ROLE %I', :'runner_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'runner_role') \gexec
 ALTER ROLE :"runner_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'runner_password';
 
--- query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents
+-- query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, event schemas, deletion requests, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents
 \set query_role :db _query
 SELECT format('CREATE ROLE %I', :'query_role')
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'query_role') \gexec
@@ -87,22 +87,24 @@ ALTER ROLE :"consumer_role" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICAT
 \connect :db
 BEGIN;
 
--- <db>_ingest: ingest gateway: authenticates telemetry keys and heartbeat tokens
+-- <db>_ingest: ingest gateway: authenticates telemetry keys and heartbeat tokens; validates events against event schemas
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"ingest_role";
 GRANT USAGE ON SCHEMA public TO :"ingest_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions FROM :"ingest_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions, event_schemas, event_schema_versions FROM :"ingest_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON access_keys TO :"ingest_role";
 GRANT SELECT ON heartbeat_tokens TO :"ingest_role";
 GRANT SELECT ON registry_changes TO :"ingest_role";
 GRANT SELECT ON suppressions TO :"ingest_role";
+GRANT SELECT ON event_schemas TO :"ingest_role";
+GRANT SELECT ON event_schema_versions TO :"ingest_role";
 
 -- <db>_runner: check runner: reads the monitors it checks and the alert channels and escalation policies it notifies; keeps where each incident's notifications stand; makes maintenance notices and delivers status-page notices to subscribers
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"runner_role";
 GRANT USAGE ON SCHEMA public TO :"runner_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions FROM :"runner_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions, event_schemas, event_schema_versions FROM :"runner_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT ON monitors TO :"runner_role";
 GRANT SELECT ON registry_changes TO :"runner_role";
@@ -114,11 +116,11 @@ GRANT SELECT ON status_subscribers TO :"runner_role";
 GRANT SELECT, INSERT ON status_notices TO :"runner_role";
 GRANT SELECT, INSERT, UPDATE ON status_deliveries TO :"runner_role";
 
--- <db>_query: query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents
+-- <db>_query: query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, event schemas, deletion requests, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"query_role";
 GRANT USAGE ON SCHEMA public TO :"query_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions FROM :"query_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions, event_schemas, event_schema_versions FROM :"query_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT, UPDATE ON tenants TO :"query_role";
 GRANT SELECT, INSERT, UPDATE ON access_keys TO :"query_role";
@@ -143,6 +145,8 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON status_notices TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON status_deliveries TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON custom_domains TO :"query_role";
 GRANT SELECT, INSERT, UPDATE, DELETE ON rate_buckets TO :"query_role";
+GRANT SELECT, INSERT, UPDATE, DELETE ON event_schemas TO :"query_role";
+GRANT SELECT, INSERT, DELETE ON event_schema_versions TO :"query_role";
 GRANT SELECT, UPDATE ON incident_alerts TO :"query_role";
 GRANT SELECT ON registry_changes TO :"query_role";
 GRANT SELECT, INSERT ON deletions TO :"query_role";
@@ -153,7 +157,7 @@ GRANT EXECUTE ON FUNCTION prune_registry_changes(interval) TO :"query_role";
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"consumer_role";
 GRANT USAGE ON SCHEMA public TO :"consumer_role";
-REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions FROM :"consumer_role";
+REVOKE ALL ON tenants, access_keys, monitors, heartbeat_tokens, status_pages, registry_changes, channels, escalation_policies, incident_alerts, people, memberships, invitations, sessions, oidc_identities, oidc_flows, password_resets, sign_in_failures, tenant_settings, status_reports, status_report_updates, status_subscribers, status_notices, status_deliveries, custom_domains, rate_buckets, deletions, suppressions, event_schemas, event_schema_versions FROM :"consumer_role";
 REVOKE ALL ON FUNCTION prune_registry_changes(interval) FROM PUBLIC;
 GRANT SELECT, UPDATE ON deletions TO :"consumer_role";
 COMMIT;

@@ -24,7 +24,9 @@ import {
   decodeAuditEntry,
   decodeCheck,
   decodeWebhookDelivery,
+  decodeFailedEvent,
   eventDecoder,
+  failedEventsSql,
   migrate,
   MIGRATIONS,
   MonitorStore,
@@ -390,6 +392,58 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
     }
   });
 
+  it('failed_events (migration 18): a routed event, then its replay mark, read once in its newest state on both engines', async () => {
+    const v = createValidators();
+    const [message] = toMessages(
+      { events: [{ source: 'shop', category: 'order', payload: { price: 'three' } }] },
+      { keyId: 'k_engines', tenantId: 'ten_lane' },
+      '2026-11-23T05:00:01.250Z',
+      65_536,
+    );
+    const routed = Buffer.from(
+      JSON.stringify({
+        ...(JSON.parse(String(message!.value)) as object),
+        schema_failure: {
+          schema_id: 'sch_00000000000000000001',
+          version: 2,
+          violations: [{ path: '/price', message: 'must be number' }],
+        },
+      }),
+    );
+    const d = decodeFailedEvent(v, routed);
+    if (!d?.ok) throw new Error(`not decoded: ${JSON.stringify(d)}`);
+    // A message without schema_failure is no failed event (decodeEvent takes it).
+    expect(decodeFailedEvent(v, message!.value as Buffer)).to.equal(undefined);
+    for (const e of engines) {
+      const database = uid('failed').replace(/-/g, '_');
+      await migrate(e.ch, database, logger);
+      const table = `${sqlIdentifier(database)}.failed_events`;
+      await e.ch.insert({ table, values: [d.row], format: 'JSONEachRow' });
+      const q = { tenantId: 'ten_lane', schemaId: 'sch_00000000000000000001', limit: 10 };
+      const failed = await rows<{ event_id: string; schema_version: number; replay_state: string; violations: string }>(
+        e,
+        failedEventsSql(database, q),
+      );
+      expect(
+        failed.map((r) => [r.event_id, Number(r.schema_version), r.replay_state, r.violations]),
+        e.name,
+      ).to.deep.equal([[d.row.event_id, 2, 'failed', '[{"path":"/price","message":"must be number"}]']]);
+      await e.ch.insert({
+        table,
+        values: [
+          { ...d.row, replay_state: 'replayed', replayed_at: d.row.inserted_at, row_version: d.row.row_version + 1 },
+        ],
+        format: 'JSONEachRow',
+      });
+      expect(await rows(e, failedEventsSql(database, q)), e.name).to.deep.equal([]);
+      const any = await rows<{ replay_state: string }>(e, failedEventsSql(database, { ...q, state: 'any' }));
+      expect(
+        any.map((r) => r.replay_state),
+        e.name,
+      ).to.deep.equal(['replayed']);
+    }
+  });
+
   it('migration 7 keeps every event of a version-6 database once, copies included, on both engines', async () => {
     const t = Math.floor(Date.now() / 1000) - 3 * 86_400;
     const v7 = `${(BigInt(t) * 1000n + 123n)
@@ -437,7 +491,9 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
           row(id(4), '', null, t),
         ],
       });
-      expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
+      expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([
+        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+      ]);
       const where = `source = 'mig7'`;
       expect(await patterns(e, db, where, 'mig7'), e.name).to.deep.equal({ final: 4, limitBy: 4, rollup: 4 });
       await e.ch.command({ query: `OPTIMIZE TABLE ${db}.events FINAL` });

@@ -151,6 +151,23 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
     );
   });
 
+  it('finds no 5xx and no answer that contradicts the document on the event-schema routes', async () => {
+    // A tenant of its own: whatever schemas the fuzz makes check no other test's events.
+    const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz event schemas');
+    const key = await newKey({
+      tenantId,
+      kind: 'api',
+      name: 'fuzz event schemas',
+      scopes: ['event_schemas:read', 'event_schemas:write'],
+    });
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/event-schemas`, { headers: { authorization: `Bearer ${key}` } })).status === 200
+        ? true
+        : undefined,
+    );
+    await fuzz('query service, event schemas', query.url, `Authorization: Bearer ${key}`, '^/api/event-schemas');
+  });
+
   it("finds no 5xx and no undocumented answer with another tenant's key on the query service", async () => {
     // The monitors above belong to the default tenant; for this key none of them exists.
     const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz foreign');

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { DELETION_TABLES, PgPrivilege, STATUS_FOLLOW_TABLES } from '@telemetry/store';
+import type { DELETION_TABLES, EVENT_SCHEMA_TABLES, PgPrivilege, STATUS_FOLLOW_TABLES } from '@telemetry/store';
 import type { PgQueryable } from '@telemetry/platform';
 
 /** Rows of the status-follow tables the probes name (made by the database's owner: followerFixtures). */
@@ -130,5 +130,42 @@ export function deletionProbes(
       () => [`INSERT INTO suppressions (tenant_id, kind, value) VALUES ($1, 'user_id', $2)`, [tenant(), h(8)]],
       'value',
     ),
+  };
+}
+
+/** An event schema of `tenant` with its version 1, as the owner (the probes of migration 6 name it). */
+export async function eventSchemaFixture(db: PgQueryable, tenant: string): Promise<string> {
+  const id = `sch_${h(10)}`;
+  await db.query(
+    `INSERT INTO event_schemas (schema_id, tenant_id, source, category, action) VALUES ($1, $2, $3, 'probe', 'route')`,
+    [id, tenant, `probe${h(4)}`],
+  );
+  await db.query(`INSERT INTO event_schema_versions (schema_id, version, definition) VALUES ($1, 1, '{}')`, [id]);
+  return id;
+}
+
+/** The probes of the event-schema tables (migration 6): each statement on one row of its own, or none. */
+export function eventSchemaProbes(
+  fx: () => { tenant: string; schema: string },
+): Record<(typeof EVENT_SCHEMA_TABLES)[number], Record<PgPrivilege, () => [string, unknown[]]>> {
+  return {
+    event_schemas: {
+      SELECT: () => ['SELECT count(*) FROM event_schemas', []],
+      INSERT: () => [
+        `INSERT INTO event_schemas (schema_id, tenant_id, source, category, action) VALUES ($1, $2, $3, 'probe', 'reject')`,
+        [`sch_${h(10)}`, fx().tenant, `probe${h(4)}`],
+      ],
+      UPDATE: () => ['UPDATE event_schemas SET action = action WHERE false', []],
+      DELETE: () => ['DELETE FROM event_schemas WHERE false', []],
+    },
+    event_schema_versions: {
+      SELECT: () => ['SELECT count(*) FROM event_schema_versions', []],
+      INSERT: () => [
+        `INSERT INTO event_schema_versions (schema_id, version, definition) VALUES ($1, $2, '{}')`,
+        [fx().schema, 2 + Math.floor(Math.random() * 1_000_000)],
+      ],
+      UPDATE: () => ['UPDATE event_schema_versions SET definition = definition WHERE false', []],
+      DELETE: () => ['DELETE FROM event_schema_versions WHERE false', []],
+    },
   };
 }

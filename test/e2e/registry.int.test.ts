@@ -1,5 +1,7 @@
 import {
   deletionProbes,
+  eventSchemaFixture,
+  eventSchemaProbes,
   followerFixtures,
   followerProbes,
   plainProbes,
@@ -23,6 +25,7 @@ import {
   REGISTRY_ENTITIES,
   STATUS_FOLLOW_TABLES,
   DELETION_TABLES,
+  EVENT_SCHEMA_TABLES,
   revokeKey,
   sqlState,
   StatusPageStore,
@@ -416,6 +419,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       ...PEOPLE_TABLES,
       ...STATUS_FOLLOW_TABLES,
       ...DELETION_TABLES,
+      ...EVENT_SCHEMA_TABLES,
     ] as const;
     const PRIVILEGES: readonly PgPrivilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
     const pools = new Map<PgServiceRole, PgPool>();
@@ -430,6 +434,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       slug: uid('roles'),
       seq: '',
       followers: undefined as FollowerFixtures | undefined,
+      schema: '',
     };
 
     before(async () => {
@@ -455,6 +460,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
         updated_at: '2026-01-01T00:00:00Z',
       });
       f.followers = await followerFixtures(db, f.tenant, f.slug);
+      f.schema = await eventSchemaFixture(db, f.tenant);
       f.seq = (await db.query<{ seq: string }>('SELECT max(seq) AS seq FROM registry_changes')).rows[0]!.seq;
       const urls = testStack().users.postgres!;
       for (const role of PG_SERVICE_ROLE_NAMES) {
@@ -552,6 +558,7 @@ describe('the registry across replicas (real PostgreSQL)', function () {
       ...peopleProbes(() => f.tenant),
       ...followerProbes(() => f.followers!),
       ...deletionProbes(() => f.tenant),
+      ...eventSchemaProbes(() => ({ tenant: f.tenant, schema: f.schema })),
       registry_changes: {
         SELECT: () => ['SELECT count(*) FROM registry_changes', []],
         INSERT: () => [`INSERT INTO registry_changes (entity, id) VALUES ('probe', 'probe')`, []],

@@ -24,6 +24,8 @@ export const SCOPES = [
   'settings:write',
   'deletions:read',
   'deletions:write',
+  'event_schemas:read',
+  'event_schemas:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -45,6 +47,8 @@ export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
   'deletions:read': "read the tenant's deletion requests and their progress",
   'deletions:write':
     'delete the events of user ids and anonymous ids and suppress their new events (docs/deletions.md)',
+  'event_schemas:read': "read the tenant's event schemas and their versions",
+  'event_schemas:write': 'create event schemas, add versions, change their action, delete them',
 };
 
 /**
@@ -70,8 +74,15 @@ export function withImpliedScopes(scopes: Iterable<string>): Set<string> {
 export const ROLES = ['viewer', 'editor', 'admin', 'owner'] as const;
 export type Role = (typeof ROLES)[number];
 
-const VIEWER: readonly Scope[] = ['checks:read', 'monitors:read', 'events:read', 'channels:read', 'members:read'];
-const EDITOR: readonly Scope[] = [...VIEWER, 'monitors:write', 'channels:write'];
+const VIEWER: readonly Scope[] = [
+  'checks:read',
+  'monitors:read',
+  'events:read',
+  'channels:read',
+  'members:read',
+  'event_schemas:read',
+];
+const EDITOR: readonly Scope[] = [...VIEWER, 'monitors:write', 'channels:write', 'event_schemas:write'];
 const ADMIN: readonly Scope[] = [
   ...EDITOR,
   'members:write',

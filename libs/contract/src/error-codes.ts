@@ -44,6 +44,16 @@ export const ERROR_CODES = {
     description:
       "A single sign-on callback was refused: its `state` is unknown, used or expired, or the identity provider's answer failed validation (issuer, audience, nonce, signature); sign in again from the start.",
   },
+  INVALID_SCHEMA: {
+    status: 400,
+    description:
+      'A submitted event schema is refused: not a JSON Schema (draft 2020-12, strict), larger than 32 KiB, nested deeper than 32 levels, a `$ref` outside the schema, `format: regex` or an unknown format, or a `pattern` the linear-time engine (RE2) cannot run; `details.problems` says where (docs/event-schemas.md, "Refusals").',
+  },
+  SCHEMA_VIOLATION: {
+    status: 400,
+    description:
+      "Events of the request violate their (source, category)'s event schema, whose action is `reject`; nothing of the request was accepted. `details.invalid_events` lists their indexes, `details.problems` each violation (`/events/<i>/payload/...`), `details.schemas` each event's schema id and version (docs/event-schemas.md).",
+  },
   // 401: who are you?
   MISSING_CREDENTIALS: {
     status: 401,
@@ -121,6 +131,7 @@ export const ERROR_CODES = {
   },
   MEMBER_NOT_FOUND: { status: 404, description: 'No member with this person id in this tenant.' },
   INVITATION_NOT_FOUND: { status: 404, description: 'No pending invitation with this id in this tenant.' },
+  EVENT_SCHEMA_NOT_FOUND: { status: 404, description: 'No event schema with this id in this tenant.' },
   KEY_NOT_FOUND: { status: 404, description: 'No key with this key id in this tenant.' },
   REPORT_NOT_FOUND: { status: 404, description: 'No status report with this id on this status page.' },
   SUBSCRIBER_NOT_FOUND: { status: 404, description: 'No subscriber with this id on this status page.' },
@@ -191,6 +202,11 @@ export const ERROR_CODES = {
     status: 409,
     description:
       "Another status page's custom domain is this host name, verified (a host name serves one page); remove it there first.",
+  },
+  SCHEMA_EXISTS: {
+    status: 409,
+    description:
+      'The tenant has an event schema for this (source, category) already; add a version to it (`details.schema_id`).',
   },
   // 412
   PRECONDITION_FAILED: {

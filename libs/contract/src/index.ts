@@ -20,3 +20,4 @@ export * from './maintenance.js';
 export * from './status-follow.js';
 export * from './status-follow-schemas.js';
 export * from './deletions.js';
+export * from './event-schema-api.js';

@@ -4,6 +4,7 @@ import { alertingPaths } from './openapi/alerting.js';
 import { checkPaths } from './openapi/checks.js';
 import { schemas, securitySchemes } from './openapi/components.js';
 import { eventPaths } from './openapi/events.js';
+import { eventSchemaPaths } from './openapi/event-schemas.js';
 import { healthPaths } from './openapi/health.js';
 import { memberPaths } from './openapi/members.js';
 import { heartbeatPaths } from './openapi/heartbeats.js';
@@ -41,6 +42,7 @@ const queryPaths: Json = withSessionCookie({
   ...eventPaths,
   ...checkPaths,
   ...alertingPaths,
+  ...eventSchemaPaths,
   ...sessionPaths,
   ...memberPaths,
   ...ssoPaths,

@@ -20,6 +20,7 @@ import { tenantsMigrations } from './legacy/tenants.js';
 import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
 import { monitorDimensionMigrations } from './monitor-dimension.js';
 import { auditLogMigrations } from './audit-log.js';
+import { failedEventsMigrations } from './failed-events.js';
 import { databasesOf, type DatabaseRole } from './databases.js';
 
 /**
@@ -51,6 +52,7 @@ const VERSIONS: Record<number, string> = {
   15: "events: the trackers' protocols (protocol, anonymous_id, user_id, client_ip, user_agent)",
   16: 'the audit log, in <db>_audit',
   17: 'events: enrichment (geo, browser, OS, device, is_bot); is_bot in the events_per_minute rollup',
+  18: 'failed_events: events that violated their event schema (action route)',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -65,6 +67,7 @@ const MODULES: readonly MigrationsByVersion[] = [
   statusPagesMigrations,
   monitorDimensionMigrations,
   auditLogMigrations,
+  failedEventsMigrations,
 ];
 
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({

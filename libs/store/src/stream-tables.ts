@@ -8,6 +8,7 @@ import type { AlertRow } from './alerts.js';
 import type { AuditLogRow } from './audit-log.js';
 import type { CheckRow } from './checks.js';
 import type { EventRow } from './events.js';
+import type { FailedEventRow } from './failed-events.js';
 import type { WebhookDeliveryRow } from './webhook-deliveries.js';
 
 /** Each table the stream consumer writes, and the row it holds. */
@@ -17,6 +18,7 @@ export interface StreamTableRows {
   alerts: AlertRow;
   webhook_deliveries: WebhookDeliveryRow;
   audit_log: AuditLogRow;
+  failed_events: FailedEventRow;
 }
 
 export type StreamTables = { readonly [K in keyof StreamTableRows]: Table<StreamTableRows[K]> };
@@ -32,5 +34,6 @@ export function streamTables(db: string, auditDb: string): StreamTables {
     alerts: table<AlertRow>(`${db}.alerts`),
     webhook_deliveries: table<WebhookDeliveryRow>(`${db}.webhook_deliveries`),
     audit_log: table<AuditLogRow>(`${auditDb}.audit_log`),
+    failed_events: table<FailedEventRow>(`${db}.failed_events`),
   };
 }

@@ -14,7 +14,14 @@ import {
   beginApp,
   endApp,
 } from '@telemetry/platform';
-import { type HeartbeatTokens, type KeyStore, type VerifiedKey, type SuppressionList } from '@telemetry/store';
+import {
+  type HeartbeatTokens,
+  type KeyStore,
+  type VerifiedKey,
+  type SuppressionList,
+  type EventSchemaIndex,
+} from '@telemetry/store';
+import { GatewaySchemas } from './event-schemas.js';
 
 import type { GatewayConfig } from './config.js';
 import { toMessages, validateRequest } from './ingest.js';
@@ -36,6 +43,8 @@ export interface GatewayDeps {
   /** Every tenant's suppressed ids (deletion on request): their new events are answered but dropped. */
   suppressions?: SuppressionList;
   heartbeatTokens: Pick<HeartbeatTokens, 'verify'>;
+  /** Tenants' event schemas (docs/event-schemas.md), a copy kept by the change feed. */
+  eventSchemas: Pick<EventSchemaIndex, 'find' | 'hasTenant'>;
   publisher: FairPublisher;
   validators: Validators;
   ready: () => boolean;
@@ -80,6 +89,16 @@ export function createGatewayApp(deps: GatewayDeps): Express {
     accepted,
     suppressions: deps.suppressions,
     suppressed,
+    schemas: new GatewaySchemas(
+      deps.eventSchemas,
+      logger,
+      new Counter({
+        name: 'ingest_schema_checks_total',
+        help: 'Events checked against an event schema, by outcome (valid, reject, route)',
+        labelNames: ['outcome'],
+        registers: [registry],
+      }),
+    ),
   });
 
   /** Everything after authentication that both routes share: checks, publish, count. Returns the stored event ids. */

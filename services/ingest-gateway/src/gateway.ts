@@ -11,8 +11,10 @@ import {
   type Logger,
 } from '@telemetry/platform';
 import {
+  EventSchemaIndex,
   HeartbeatTokens,
   KeyStore,
+  loadEventSchemaRecords,
   loadKeyRecords,
   migrateWith,
   REGISTRY_MIGRATIONS,
@@ -52,6 +54,9 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
   // within a second of its request, and their new events are answered but not published.
   const suppressions = new SuppressionList(pool);
   feed.subscribe(suppressions.mirror);
+  // Event schemas likewise: a change reaches this replica within a second (docs/event-schemas.md).
+  const eventSchemas = new EventSchemaIndex((ids) => loadEventSchemaRecords(pool, ids));
+  feed.subscribe(eventSchemas.mirror);
   const producer = newProducer({ registry, ackTimeoutMs: config.ackTimeoutMs, partitioner: eventPartition });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const app = createGatewayApp({
@@ -61,6 +66,7 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
     keys,
     suppressions,
     heartbeatTokens,
+    eventSchemas,
     publisher: new BatchingPublisher(producer, {
       lingerMs: config.produceLingerMs,
       maxBatchMessages: config.produceMaxBatchMessages,

@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import type { Counter } from 'prom-client';
 import { AppError, type FairPublisher, type ProducerMessage } from '@telemetry/platform';
 import type { KeyStore, SuppressionList, VerifiedKey } from '@telemetry/store';
+import type { GatewaySchemas } from './event-schemas.js';
 import { applyLimit, type RateLimiter } from './rate-limit.js';
 
 /**
@@ -18,8 +19,9 @@ export interface Intake {
   authenticate(raw: string | undefined, req: Request, res: Response): VerifiedKey;
   /**
    * Publishes `messages` on the events topic; resolves once Kafka acknowledged all of them.
-   * Events of an id on the tenant's suppression list (docs/deletions.md) are left out: the
-   * request is still answered 2xx (a client must not retry them), they are only counted.
+   * First the tenant's event schemas: SCHEMA_VIOLATION (nothing published) or schema_failure set.
+   * Then events of an id on the tenant's suppression list (docs/deletions.md) are left out:
+   * the request is still answered 2xx (a client must not retry them), they are only counted.
    */
   publish(key: VerifiedKey, messages: ProducerMessage[]): Promise<void>;
 }
@@ -33,6 +35,7 @@ export interface IntakeDeps {
   /** The ids whose new events are dropped (deletion on request); undefined: none. */
   suppressions?: Pick<SuppressionList, 'suppressed' | 'mirror'>;
   suppressed: Counter;
+  schemas: Pick<GatewaySchemas, 'apply'>;
 }
 
 /** `messages` without those of suppressed ids of `tenantId` (the same array when the tenant has none). */
@@ -65,7 +68,9 @@ export function createIntake(deps: IntakeDeps): Intake {
       return key;
     },
     async publish(key, all) {
-      const messages = withoutSuppressed(deps.suppressions, key.tenantId, all);
+      // Schemas first, so that a refusal names the request's own event indexes.
+      const checked = deps.schemas.apply(key.tenantId, all);
+      const messages = withoutSuppressed(deps.suppressions, key.tenantId, checked);
       if (messages.length < all.length) deps.suppressed.inc(all.length - messages.length);
       if (messages.length === 0) return;
       // The key owns its messages in flight: one key cannot take all the room.

@@ -25,6 +25,7 @@ import {
 import {
   type ChannelStore,
   type EscalationPolicyStore,
+  type EventSchemaStore,
   type IncidentAlertStore,
   type KeyStore,
   type MonitorStore,
@@ -50,6 +51,7 @@ import { monitorQuotaOf, type QueryConfig } from './config.js';
 import type { ReadDeps } from './params.js';
 import { channelRoutes } from './channels.route.js';
 import { escalationPolicyRoutes } from './escalation-policies.route.js';
+import { eventSchemaRoutes } from './event-schemas.route.js';
 import { acknowledgeRoutes } from './acknowledge.route.js';
 import { authorize, type AccessDeps, type SessionResolver } from './access/principal.js';
 import { cookieSecure } from './access/session-cookie.js';
@@ -95,6 +97,8 @@ export interface QueryDeps {
   /** Alerting (docs/alerting.md): channels, escalation policies, acknowledgements and their links. */
   channels: ChannelStore;
   policies: EscalationPolicyStore;
+  /** Tenants' event schemas (docs/event-schemas.md). */
+  eventSchemas: EventSchemaStore;
   incidentAlerts: IncidentAlertStore;
   ackLinks: AckLinks;
   channelValidators: ChannelValidators;
@@ -325,6 +329,12 @@ export function createQueryApp(deps: QueryDeps): Express {
     auth: registryAuth,
     audit: deps.audit,
   });
+  eventSchemaRoutes(app, {
+    store: deps.eventSchemas,
+    logger: deps.logger,
+    auth: { read: auth('event_schemas:read'), write: auth('event_schemas:write') },
+    audit: deps.audit,
+  });
   auditRoutes(app, { ...read, auth: auth('audit:read') });
   keyRoutes(app, {
     pool: deps.pool,
@@ -368,6 +378,9 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/channels/:id/test', ['POST']);
   methodNotAllowed(app, '/api/escalation-policies', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/escalation-policies/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/event-schemas', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/event-schemas/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/event-schemas/:id/versions', ['POST']);
   methodNotAllowed(app, '/api/incidents/:id/acknowledge', ['POST']);
   methodNotAllowed(app, '/api/incidents/:id/unacknowledge', ['POST']);
   methodNotAllowed(app, '/ack/:token', ['GET', 'HEAD', 'POST']);

@@ -28,6 +28,7 @@ import {
 import {
   ChannelStore,
   EscalationPolicyStore,
+  EventSchemaStore,
   IncidentAlertStore,
   InvitationLinks,
   checksSql,
@@ -190,6 +191,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   const app = createQueryApp({
     channels: new ChannelStore(pool, new SecretBox(config.secretsKeys)),
     policies: new EscalationPolicyStore(pool),
+    eventSchemas: new EventSchemaStore(pool),
     incidentAlerts: new IncidentAlertStore(pool),
     ackLinks: new AckLinks(config.secretsKeys, config.publicUrl, config.ackLinkTtlSeconds),
     channelValidators: createChannelValidators(),

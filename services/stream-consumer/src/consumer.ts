@@ -15,6 +15,8 @@ import {
   decodeAuditEntry,
   decodeCheck,
   eventDecoder,
+  decodeFailedEvent,
+  isFailedEventRow,
   decodeWebhookDelivery,
   type Decoded,
   type Enricher,
@@ -91,6 +93,30 @@ function route<Row extends object>(
 }
 
 /**
+ * The events topic's route: an event that violated its schema (`schema_failure`, action
+ * `route`, docs/event-schemas.md) goes to `failed_events`, never to `events`; the others
+ * to `events`, their first-seen times resolved.
+ */
+function eventsRoute(deps: ConsumerDeps, decodeEvent: (v: Buffer | null) => Decoded<EventRow>): Route {
+  const v = deps.validators;
+  const events = deps.tables.events;
+  const failed = deps.tables.failed_events;
+  return {
+    table: events,
+    decode: (b) => decodeFailedEvent(v, b) ?? decodeEvent(b),
+    prepare: (rows) => deps.firstSeen.resolve(rows.filter((r) => !isFailedEventRow(r)) as EventRow[]),
+    write: async (writer, rows) => {
+      const toFailed = rows.filter(isFailedEventRow);
+      if (toFailed.length === 0) return writer.write(events, rows as EventRow[]);
+      await Promise.all([
+        writer.write(events, rows.filter((r) => !isFailedEventRow(r)) as EventRow[]),
+        writer.write(failed, toFailed),
+      ]);
+    },
+  };
+}
+
+/**
  * Reads the events, check-results, alerts, webhook-deliveries and audit topics as one consumer group and writes them to
  * ClickHouse through the batch writer. Offsets are committed only after the rows of
  * every message up to them are inserted (or the message was dead-lettered), so a
@@ -113,12 +139,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     super();
     const v = deps.validators;
     this.routes = new Map<string, Route>([
-      [
-        deps.eventsTopic,
-        route(deps.tables.events, eventDecoder(v, deps.modernEvents, deps.enricher), (rows) =>
-          deps.firstSeen.resolve(rows),
-        ),
-      ],
+      [deps.eventsTopic, eventsRoute(deps, eventDecoder(v, deps.modernEvents, deps.enricher))],
       [deps.checksTopic, route(deps.tables.checks, (b) => decodeCheck(v, b))],
       [deps.alertsTopic, route(deps.tables.alerts, (b) => decodeAlert(v, b))],
       [deps.webhookDeliveriesTopic, route(deps.tables.webhook_deliveries, (b) => decodeWebhookDelivery(v, b))],

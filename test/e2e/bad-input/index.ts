@@ -6,6 +6,7 @@ import { alertingCases } from './alerting.js';
 import type { Case } from './case.js';
 import { checkCases } from './checks.js';
 import { eventCases } from './events.js';
+import { eventSchemaCases } from './event-schemas.js';
 import { gatewayRouteCases } from './gateway-routes.js';
 import { heartbeatCases } from './heartbeats.js';
 import { memberCases } from './members.js';
@@ -34,6 +35,7 @@ export function corpus(follow: FollowEnv): Case[] {
     ...monitorParamCases(),
     ...monitorPathCases(),
     ...alertingCases(),
+    ...eventSchemaCases(),
     ...peopleCases(),
     ...memberCases(),
     ...statusFollowCases(follow),

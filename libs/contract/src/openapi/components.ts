@@ -12,6 +12,12 @@ import { auditEntrySchema, keyCreateSchema, keyPatchSchema } from '../access-sch
 import { ERROR_CODES } from '../error-codes.js';
 import { ACCESS_API_SCHEMAS } from '../access-api-schemas.js';
 import { PEOPLE_SCHEMAS } from '../people-schemas.js';
+import {
+  eventSchemaCreateSchema,
+  eventSchemaPatchSchema,
+  eventSchemaVersionCreateSchema,
+  eventSchemaViewSchema,
+} from '../event-schema-api.js';
 import { publicMaintenanceSchema, publicReportSchema, STATUS_FOLLOW_SCHEMAS } from '../status-follow-schemas.js';
 import { DELETION_SCHEMAS } from '../deletions.js';
 import { CHECK_STATUSES } from '../limits.js';
@@ -129,6 +135,11 @@ export const schemas: Json = {
   EscalationPolicyCreate: component(escalationPolicyCreateSchema),
   EscalationPolicyPatch: component(escalationPolicyPatchSchema),
   EscalationPolicy: component(escalationPolicySchema),
+  ...Object.fromEntries(
+    [eventSchemaCreateSchema, eventSchemaVersionCreateSchema, eventSchemaPatchSchema, eventSchemaViewSchema].map(
+      (s) => [s.$id, component(s)],
+    ),
+  ),
   ...Object.fromEntries([...PEOPLE_SCHEMAS, ...ACCESS_API_SCHEMAS].map((s) => [s.$id, component(s)])),
   AuditEntry: {
     ...component(auditEntrySchema),

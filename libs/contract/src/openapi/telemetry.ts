@@ -42,6 +42,7 @@ export const telemetryPaths: Json = {
           'INVALID_CREDENTIALS',
           'ORIGIN_NOT_ALLOWED',
           'SOURCE_NOT_ALLOWED',
+          'SCHEMA_VIOLATION',
           'PAYLOAD_TOO_LARGE',
           'BATCH_TOO_LARGE',
           'EVENT_TOO_LARGE',

@@ -12,3 +12,4 @@ export * from './incident-alerts.js';
 export * from './schema-followers.js';
 export * from './schema-deletions.js';
 export * from './deletions.js';
+export * from './event-schemas.js';

@@ -1,6 +1,7 @@
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { STATUS_FOLLOW_MIGRATION, STATUS_FOLLOW_TABLES } from './schema-followers.js';
 import { DELETION_TABLES, DELETIONS_MIGRATION } from './schema-deletions.js';
+import { EVENT_SCHEMAS_MIGRATION, EVENT_SCHEMA_TABLES } from './schema-event-schemas.js';
 import { migratePostgres, type Logger, type PgMigration, type PgPool } from '@telemetry/platform';
 
 /**
@@ -52,7 +53,8 @@ export type RegistryTable =
   | (typeof ALERTING_TABLES)[number]
   | (typeof PEOPLE_TABLES)[number]
   | (typeof STATUS_FOLLOW_TABLES)[number]
-  | (typeof DELETION_TABLES)[number];
+  | (typeof DELETION_TABLES)[number]
+  | (typeof EVENT_SCHEMA_TABLES)[number];
 
 const trigger = (table: keyof typeof REGISTRY_ENTITIES): string[] => [
   `CREATE TRIGGER ${table}_changed AFTER INSERT OR UPDATE OR DELETE ON ${table}
@@ -298,6 +300,7 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
     ],
   },
   STATUS_FOLLOW_MIGRATION,
+  EVENT_SCHEMAS_MIGRATION,
   DELETIONS_MIGRATION,
   {
     version: 8,
@@ -343,9 +346,9 @@ function grant(privileges: readonly PgPrivilege[], ...tables: RegistryTable[]): 
  */
 export const PG_SERVICE_ROLES = {
   ingest: {
-    usedBy: 'ingest gateway: authenticates telemetry keys and heartbeat tokens',
+    usedBy: 'ingest gateway: authenticates telemetry keys and heartbeat tokens; validates events against event schemas',
     // suppressions: the ids whose new events it drops (docs/deletions.md).
-    grants: grant(READ, 'access_keys', 'heartbeat_tokens', 'registry_changes', 'suppressions'),
+    grants: grant(READ, 'access_keys', 'heartbeat_tokens', 'registry_changes', 'suppressions', ...EVENT_SCHEMA_TABLES),
     functions: [] as string[],
   },
   runner: {
@@ -363,7 +366,7 @@ export const PG_SERVICE_ROLES = {
   },
   query: {
     usedBy:
-      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents',
+      'query service: authenticates API keys and sessions; writes monitors, heartbeat tokens, status pages (their reports, subscribers, notices and custom domains), alert channels and escalation policies, event schemas, deletion requests, people, memberships and sessions; renames tenants; issues and revokes keys; acknowledges incidents',
     grants: [
       // UPDATE: a tenant's owner or admin renames it (PATCH /api/settings).
       { table: 'tenants', privileges: ['SELECT', 'UPDATE'] },
@@ -371,6 +374,9 @@ export const PG_SERVICE_ROLES = {
       ...grant(WRITE, ...PEOPLE_TABLES),
       ...grant(WRITE, 'monitors', 'heartbeat_tokens', 'status_pages', 'channels', 'escalation_policies'),
       ...grant(WRITE, ...STATUS_FOLLOW_TABLES),
+      ...grant(WRITE, 'event_schemas'),
+      // Versions never change (a trigger refuses UPDATE too); they go with their schema.
+      { table: 'event_schema_versions', privileges: ['SELECT', 'INSERT', 'DELETE'] },
       { table: 'incident_alerts', privileges: ['SELECT', 'UPDATE'] },
       ...grant(READ, 'registry_changes'),
       // Deletion requests and the suppressions they add, in one transaction; never changed after.
@@ -403,6 +409,7 @@ export function pgGrantStatements(
     ...PEOPLE_TABLES,
     ...STATUS_FOLLOW_TABLES,
     ...DELETION_TABLES,
+    ...EVENT_SCHEMA_TABLES,
   ];
   return PG_SERVICE_ROLE_NAMES.map((service) => {
     const { usedBy, grants, functions } = PG_SERVICE_ROLES[service];
