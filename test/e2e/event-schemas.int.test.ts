@@ -142,8 +142,8 @@ describe('event schemas: reject or route to failed_events, replay after a fix (r
       ['too large', { type: 'object', description: 'x'.repeat(33 * 1024) }, /at most 32768/],
       ['too deep', deep, /deeper than 32/],
       ['remote $ref', { $ref: 'https://schemas.example.test/order.json' }, /remote references are refused/],
-      ['backreference', { type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } }, /RE2/],
-      ['lookahead', { type: 'object', patternProperties: { '^(?=x)': { type: 'string' } } }, /RE2/],
+      ['backreference', { type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } }, /linear-time engine cannot run/],
+      ['lookahead', { type: 'object', patternProperties: { '^(?=x)': { type: 'string' } } }, /linear-time engine cannot run/],
       ['format regex', { type: 'object', properties: { r: { type: 'string', format: 'regex' } } }, /format regex/],
     ];
     for (const [what, body, message] of refusals) {
@@ -159,7 +159,7 @@ describe('event schemas: reject or route to failed_events, replay after a fix (r
     }
     const badAction = await create({ type: 'object' }, { action: 'drop' });
     expect([badAction.status, badAction.code]).to.deep.equal([400, 'VALIDATION_FAILED']);
-    // A pattern with nested quantifiers is fine: it runs on RE2 in linear time.
+    // A pattern with nested quantifiers is fine: V8 falls back to its linear-time engine.
     const safe = await create({ type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } });
     expect(safe.status, safe.text).to.equal(201);
     const list = await api<SchemaView[]>('GET', '/api/event-schemas');

@@ -47,7 +47,7 @@ export const ERROR_CODES = {
   INVALID_SCHEMA: {
     status: 400,
     description:
-      'A submitted event schema is refused: not a JSON Schema (draft 2020-12, strict), larger than 32 KiB, nested deeper than 32 levels, a `$ref` outside the schema, `format: regex` or an unknown format, or a `pattern` the linear-time engine (RE2) cannot run; `details.problems` says where (docs/event-schemas.md, "Refusals").',
+      'A submitted event schema is refused: not a JSON Schema (draft 2020-12, strict), larger than 32 KiB, nested deeper than 32 levels, a `$ref` outside the schema, `format: regex` or an unknown format, or a `pattern` the linear-time engine cannot run (backreferences, lookahead); `details.problems` says where (docs/event-schemas.md, "Refusals").',
   },
   SCHEMA_VIOLATION: {
     status: 400,

@@ -2,7 +2,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import addFormatsModule from 'ajv-formats';
-import * as re2Module from 're2-wasm';
+import { setFlagsFromString } from 'node:v8';
 import { describeErrors, type Problem } from './ajv.js';
 import { LIMITS } from './limits.js';
 import {
@@ -16,14 +16,20 @@ import {
 /**
  * Tenants' event schemas (docs/event-schemas.md): what a submitted JSON Schema may be, and
  * its compiled validator. A separate entry point (`@telemetry/contract/event-schema`), not
- * in the index: it loads a WebAssembly regular-expression engine the browser SDK and most
- * services never need.
+ * in the index: it sets V8 flags of the process (node:v8), which the browser SDK has not.
  *
  * The dialect is JSON Schema draft 2020-12, compiled by ajv in strict mode. Validation must
- * stay bounded whatever a tenant submits: every `pattern` and `patternProperties` key runs
- * on RE2 (re2-wasm, Apache-2.0), whose matching time is linear in the input, so a pattern
- * such as `^(a+)+$` costs what any other does; a pattern RE2 cannot run (backreferences,
- * lookaround) is refused. Nothing is fetched: a `$ref` must point inside the schema.
+ * stay bounded whatever a tenant submits. Every `pattern` and `patternProperties` key is a
+ * V8 regular expression without the `u` flag, run by V8's backtracking engine (native
+ * speed: about 0.07 µs for a typical pattern) until it backtracks more than V8's limit
+ * (`--regexp-backtracks-before-fallback`, 50,000), when V8 runs it again on its linear-time
+ * engine (`--enable-experimental-regexp-engine-on-excessive-backtracks`): a pattern such as
+ * `^(a+)+$` on a long input costs milliseconds, not years. A pattern the linear-time engine
+ * cannot run (backreferences, lookaround) is refused when the schema is submitted, as V8
+ * says when it is compiled with the `l` flag. Measured in test/unit/event-schemas.test.ts.
+ * (re2-wasm did the same at about 2 µs a pattern: a WebAssembly call and a string copy each
+ * time, which made a schema cost a batched event 15-45 % more CPU; docs/event-schemas.md.)
+ * Nothing is fetched: a `$ref` must point inside the schema.
  */
 
 // NOTE: ajv-formats is CommonJS with a default export (see ajv.ts).
@@ -32,18 +38,37 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
   formats: string[],
 ) => Ajv2020;
 
-// NOTE: re2-wasm is CommonJS: a namespace import has RE2 itself or under `default`, by toolchain.
-type Re2Class = new (pattern: string, flags: string) => { test(s: string): boolean };
-const re2 = re2Module as unknown as { RE2?: Re2Class; default?: { RE2: Re2Class } };
-const RE2 = (re2.RE2 ?? re2.default?.RE2) as Re2Class;
+let linearEngine = false;
+
+/**
+ * Turns on V8's linear-time engine for this process: the `l` flag (to ask whether a
+ * pattern can run there) and the fallback to it after excessive backtracking. Process-wide
+ * and idempotent; done before the first schema is compiled.
+ */
+function enableLinearEngine(): void {
+  if (linearEngine) return;
+  setFlagsFromString('--enable-experimental-regexp-engine');
+  setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
+  linearEngine = true;
+}
 
 export { EVENT_SCHEMA_LIMITS, EVENT_SCHEMA_DIALECT, EVENT_SCHEMA_FORMATS, EVENT_SCHEMA_ACTIONS };
 export type { EventSchemaAction };
 
-/** RE2 as ajv's regular-expression engine (ajv's `code.regExp`). */
-const re2Engine: RegExpEngine = Object.assign((pattern: string, flags: string) => new RE2(pattern, flags), {
-  code: 'new (require("re2-wasm").RE2)',
-});
+/**
+ * ajv's regular-expression engine (its `code.regExp`): V8's, after checking that the
+ * linear-time engine can run the pattern (a SyntaxError otherwise, which refuses the
+ * schema). Never the `u` flag: V8 falls back to the linear engine only without it.
+ */
+const boundedEngine: RegExpEngine = Object.assign(
+  (pattern: string, flags: string) => {
+    enableLinearEngine();
+    // eslint-disable-next-line no-invalid-regexp -- `l` (linear) exists once enableLinearEngine ran
+    new RegExp(pattern, 'l');
+    return new RegExp(pattern, flags.replace(/[uv]/g, ''));
+  },
+  { code: 'RegExp' },
+);
 
 function newAjv(): Ajv2020 {
   const ajv = new Ajv2020({
@@ -53,7 +78,8 @@ function newAjv(): Ajv2020 {
     // One schema per instance: nothing a tenant names ($id, $anchor) reaches another's.
     addUsedSchema: false,
     // Never fetch: with no loadSchema an unresolved $ref fails compilation.
-    code: { regExp: re2Engine },
+    code: { regExp: boundedEngine },
+    unicodeRegExp: false,
   });
   addFormats(ajv, EVENT_SCHEMA_FORMATS);
   return ajv;
@@ -103,12 +129,12 @@ export function eventSchemaProblems(schema: unknown): Problem[] {
     newAjv().compile(schema);
   } catch (err) {
     const message = String((err as Error).message ?? err).slice(0, 300);
-    const unsafe = /invalid perl operator|invalid escape|invalid repetition|missing \)|invalid character class/i;
+    const unsafe = /cannot be executed in linear time/i;
     return [
       {
         path: '/',
         message: unsafe.test(message)
-          ? `a pattern the linear-time engine (RE2) cannot run: ${message}`
+          ? `a pattern the linear-time engine cannot run (backreferences, lookaround): ${message}`
           : `is not a JSON Schema (draft 2020-12, strict): ${message}`,
       },
     ];

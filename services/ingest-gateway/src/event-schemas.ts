@@ -1,8 +1,9 @@
 import type { Counter } from 'prom-client';
 import type { EventMessage } from '@telemetry/contract';
 import { compileEventSchema, type EventSchemaCheck } from '@telemetry/contract/event-schema';
-import { AppError, type Logger, type ProducerMessage } from '@telemetry/platform';
+import { AppError, type Logger } from '@telemetry/platform';
 import type { EventSchemaIndex, EventSchemaRecord } from '@telemetry/store';
+import { eventOf, type EventProducerMessage } from './ingest.js';
 
 /** A violation's message, as kept in a message's schema_failure (keeps the message small). */
 const MAX_VIOLATION_CHARS = 256;
@@ -30,7 +31,7 @@ export class GatewaySchemas {
    * The messages to publish (violators of a `route` schema rewritten with
    * schema_failure); throws SCHEMA_VIOLATION when one violates a `reject` schema.
    */
-  apply(tenantId: string, messages: ProducerMessage[]): ProducerMessage[] {
+  apply(tenantId: string, messages: EventProducerMessage[]): EventProducerMessage[] {
     if (!this.index.hasTenant(tenantId)) return messages;
     const problems: { path: string; message: string }[] = [];
     const invalid: number[] = [];
@@ -38,7 +39,7 @@ export class GatewaySchemas {
     // Counted once per request and outcome: a labelled inc per event costs what a check does.
     const outcomes = { valid: 0, reject: 0, route: 0 };
     const out = messages.map((m, i) => {
-      const msg = JSON.parse(String(m.value)) as EventMessage;
+      const msg = eventOf(m);
       const schema = this.index.find(tenantId, msg.source, msg.category);
       if (!schema) return m;
       const check = this.checkOf(schema);
@@ -54,12 +55,15 @@ export class GatewaySchemas {
         }
         return m;
       }
-      msg.schema_failure = {
-        schema_id: schema.schema_id,
-        version: schema.version,
-        violations: violations.map((v) => ({ path: v.path, message: v.message.slice(0, MAX_VIOLATION_CHARS) })),
+      const failed: EventMessage = {
+        ...msg,
+        schema_failure: {
+          schema_id: schema.schema_id,
+          version: schema.version,
+          violations: violations.map((v) => ({ path: v.path, message: v.message.slice(0, MAX_VIOLATION_CHARS) })),
+        },
       };
-      return { ...m, value: JSON.stringify(msg) };
+      return { ...m, value: JSON.stringify(failed), event: failed };
     });
     for (const [outcome, n] of Object.entries(outcomes)) if (n > 0) this.counted?.inc({ outcome }, n);
     if (invalid.length > 0) {

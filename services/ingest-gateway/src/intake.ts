@@ -1,8 +1,9 @@
 import type { Request, Response } from 'express';
 import type { Counter } from 'prom-client';
-import { AppError, type FairPublisher, type ProducerMessage } from '@telemetry/platform';
+import { AppError, type FairPublisher } from '@telemetry/platform';
 import type { KeyStore, SuppressionList, VerifiedKey } from '@telemetry/store';
 import type { GatewaySchemas } from './event-schemas.js';
+import { eventOf, type EventProducerMessage } from './ingest.js';
 import { applyLimit, type RateLimiter } from './rate-limit.js';
 
 /**
@@ -23,7 +24,7 @@ export interface Intake {
    * Then events of an id on the tenant's suppression list (docs/deletions.md) are left out:
    * the request is still answered 2xx (a client must not retry them), they are only counted.
    */
-  publish(key: VerifiedKey, messages: ProducerMessage[]): Promise<void>;
+  publish(key: VerifiedKey, messages: EventProducerMessage[]): Promise<void>;
 }
 
 export interface IntakeDeps {
@@ -42,13 +43,13 @@ export interface IntakeDeps {
 export function withoutSuppressed(
   suppressions: Pick<SuppressionList, 'suppressed' | 'mirror'> | undefined,
   tenantId: string,
-  messages: ProducerMessage[],
-): ProducerMessage[] {
+  messages: EventProducerMessage[],
+): EventProducerMessage[] {
   // NOTE: a tenant without a suppression list (nearly all) costs one Map lookup; only a
   // tenant with one pays for reading its messages' ids back.
   if (!suppressions?.mirror.get(tenantId)) return messages;
   return messages.filter((m) => {
-    const v = JSON.parse(String(m.value)) as { user_id?: string; anonymous_id?: string };
+    const v = eventOf(m);
     return !suppressions.suppressed(tenantId, v.user_id, v.anonymous_id);
   });
 }

@@ -34,7 +34,7 @@ export const eventSchemaPaths: Json = {
       operationId: 'createEventSchema',
       summary: 'Register a JSON Schema for the payload of events of one (source, category)',
       description:
-        'The schema is JSON Schema draft 2020-12, compiled by ajv in strict mode; refused (400 INVALID_SCHEMA) when it is larger than 32 KiB, deeper than 32 levels, refers outside itself, uses format regex or an unknown format, or has a pattern RE2 cannot run. Its version 1 is the schema given; the gateways validate events against it within about a second.',
+        'The schema is JSON Schema draft 2020-12, compiled by ajv in strict mode; refused (400 INVALID_SCHEMA) when it is larger than 32 KiB, deeper than 32 levels, refers outside itself, uses format regex or an unknown format, or has a pattern the linear-time engine cannot run (backreferences, lookahead). Its version 1 is the schema given; the gateways validate events against it within about a second.',
       security: write,
       requestBody: jsonBody('EventSchemaCreate'),
       responses: {

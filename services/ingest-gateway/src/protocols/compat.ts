@@ -8,9 +8,9 @@ import {
   type EventMessage,
   type EventProtocol,
 } from '@telemetry/contract';
-import { AppError, type ProducerMessage } from '@telemetry/platform';
+import { AppError } from '@telemetry/platform';
 import type { VerifiedKey } from '@telemetry/store';
-import { eventIdFor, producerMessage } from '../ingest.js';
+import { eventIdFor, producerMessage, type EventProducerMessage } from '../ingest.js';
 import { NO_STAMP, stamp, type RequestStamp } from '../request-stamp.js';
 
 /**
@@ -148,9 +148,9 @@ export function compatMessages(
   maxEventBytes: number,
   pathOf: (index: number) => string,
   requestStamp: RequestStamp = NO_STAMP,
-): ProducerMessage[] {
+): EventProducerMessage[] {
   const problems: CompatProblem[] = [];
-  const messages: ProducerMessage[] = [];
+  const messages: EventProducerMessage[] = [];
   events.forEach((e, index) => {
     const at = pathOf(index);
     const problem = (field: string, message: string): void => {
