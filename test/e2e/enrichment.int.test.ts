@@ -8,7 +8,9 @@ import {
   adminRegistry,
   apiCall,
   eventually,
+  newKey,
   produce,
+  runGateway,
   runConsumer,
   runQuery,
   selectRows,
@@ -142,6 +144,54 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
       device_type: '',
       is_bot: 0,
     });
+  });
+
+  it("through the gateway: a trusted proxy's X-Forwarded-For lands with its country, browser and OS, truncated; an untrusted peer's is ignored", async () => {
+    // Two gateways: one behind a trusted proxy (loopback, as a load balancer would be), one
+    // trusting nobody. 8.8.8.8 is a header value only: nothing is sent to it.
+    const key = await newKey({ kind: 'telemetry', name: uid('enrich-key') });
+    const [trusted, untrusted] = await Promise.all([
+      runGateway({ TRUSTED_PROXIES: '127.0.0.1/8' }),
+      runGateway({ TRUSTED_PROXIES: '' }),
+    ]);
+    try {
+      const source = uid('through');
+      const send = async (url: string, category: string, ua: string): Promise<void> => {
+        const res = await fetch(`${url}/api/telemetry/events`, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json',
+            'X-Access-Key': key,
+            'X-Forwarded-For': '8.8.8.8',
+            'User-Agent': ua,
+          },
+          body: JSON.stringify({ events: [{ source, category, payload: {} }] }),
+        });
+        expect(res.status, await res.text()).to.equal(200);
+      };
+      await send(trusted.url, 'a-trusted', UA.chromeDesktop);
+      await send(untrusted.url, 'b-untrusted', UA.chromeDesktop);
+      await send(trusted.url, 'c-crawler', UA.googlebot);
+      const by = new Map((await rowsOf(source, 3)).map((r) => [r.category, r]));
+      expect(by.get('a-trusted')).to.deep.include({
+        client_ip: '8.8.8.0',
+        geo_country: 'US',
+        browser: 'Chrome',
+        os: 'Windows',
+        device_type: 'desktop',
+        is_bot: 0,
+      });
+      // The header from a peer nobody trusts is ignored: the connection's address (loopback: nowhere).
+      expect(by.get('b-untrusted')).to.deep.include({
+        client_ip: '127.0.0.0',
+        geo_country: '',
+        browser: 'Chrome',
+        is_bot: 0,
+      });
+      expect(by.get('c-crawler')).to.deep.include({ client_ip: '8.8.8.0', device_type: 'bot', is_bot: 1 });
+    } finally {
+      await Promise.all([trusted.stop(), untrusted.stop()]);
+    }
   });
 
   it("flags a crawler's event is_bot, and the rollup counts it apart from humans", async () => {
