@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import { createAjv } from './ajv.js';
-import { LIMITS, PRINTABLE_PATTERN } from './limits.js';
 import { closedSchema, dateTime } from './schema-parts.js';
+import { IDENTITY_SCHEMA } from './schemas.js';
 
 /** Deletion on request (docs/deletions.md): limits, the request body, what the API shows. */
 export const DELETION_LIMITS = {
@@ -41,19 +41,13 @@ export interface DeletionView {
   error: string;
 }
 
-/** An id as the event schemas define anonymous_id and user_id. */
-const identity = {
-  type: 'string',
-  minLength: 1,
-  maxLength: LIMITS.maxIdentityLength,
-  pattern: PRINTABLE_PATTERN,
-} as const;
 const ids = {
   type: 'array',
   minItems: 1,
   maxItems: DELETION_LIMITS.maxIdsPerRequest,
   uniqueItems: true,
-  items: identity,
+  // An id as the event schemas define anonymous_id and user_id.
+  items: IDENTITY_SCHEMA,
 } as const;
 
 export const deletionCreateSchema = {

@@ -40,7 +40,7 @@ const name = {
 } as const;
 
 /** Who an event is about (docs/compat.md, "Identity"): the same columns whatever the protocol. */
-const identity = {
+export const IDENTITY_SCHEMA = {
   type: 'string',
   minLength: 1,
   maxLength: LIMITS.maxIdentityLength,
@@ -57,9 +57,9 @@ export const telemetryEventSchema = closedSchema('TelemetryEvent', ['source', 'c
   /** When the event happened, by the client's clock. */
   timestamp: dateTime,
   /** The visitor before they are known (our browser SDK's anonymous id); the `anonymous_id` column. */
-  anonymous_id: identity,
+  anonymous_id: IDENTITY_SCHEMA,
   /** The known user (after identify); the `user_id` column. */
-  user_id: identity,
+  user_id: IDENTITY_SCHEMA,
 });
 
 /** Body of POST /api/telemetry/events (seed 4.1). */
@@ -97,8 +97,8 @@ export const eventMessageSchema = closedSchema(
     received_at: dateTime,
     /** The protocol the event came in; absent: ours (`telemetry`). */
     protocol: { type: 'string', enum: EVENT_PROTOCOLS },
-    anonymous_id: identity,
-    user_id: identity,
+    anonymous_id: IDENTITY_SCHEMA,
+    user_id: IDENTITY_SCHEMA,
     /** The address the client reported for itself (Segment's `context.ip`, PostHog's `$ip`): an IPv4 or IPv6 literal. */
     client_ip: { type: 'string', minLength: 2, maxLength: 45, pattern: '^[0-9A-Fa-f:.]+$' },
     /** The user agent the client reported (Segment's `context.userAgent`, PostHog's `$raw_user_agent`). */

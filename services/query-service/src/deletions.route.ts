@@ -11,7 +11,7 @@ import { AppError, bad, cursorParam, limitParam, rejectUnknown, sendPage, type P
 import { createDeletion, deletionById, listDeletions, type Scope } from '@telemetry/store';
 import { principalOf } from './access/principal.js';
 import { recordChange, type Auditor } from './access/audit.js';
-import { tenantOf } from './params.js';
+import { isTimeCursorOf, tenantOf } from './params.js';
 import { invalid, jsonBody } from './registry-objects.js';
 
 /**
@@ -30,14 +30,7 @@ export interface DeletionRouteDeps {
 const ID = new RegExp(DELETION_ID_PATTERN);
 
 function isUsCursor(v: unknown): v is [number, string] {
-  return (
-    Array.isArray(v) &&
-    v.length === 2 &&
-    Number.isSafeInteger(v[0]) &&
-    (v[0] as number) >= 0 &&
-    typeof v[1] === 'string' &&
-    ID.test(v[1])
-  );
+  return isTimeCursorOf(v, ID);
 }
 
 /** What the audit log and requested_by call the caller: a person's id, or key:<key id>. */

@@ -35,6 +35,11 @@ export function monitorIdOf(req: Request): string {
  * and the id one of ours (at most 128 characters).
  */
 export function isTimeIdCursor(v: unknown): v is [number, string] {
+  return isTimeCursorOf(v, MONITOR_ID);
+}
+
+/** A (time, id) keyset cursor whose id matches `id` (at most 128 characters). */
+export function isTimeCursorOf(v: unknown, id: RegExp): v is [number, string] {
   return (
     Array.isArray(v) &&
     v.length === 2 &&
@@ -42,7 +47,7 @@ export function isTimeIdCursor(v: unknown): v is [number, string] {
     (v[0] as number) >= 0 &&
     typeof v[1] === 'string' &&
     v[1].length <= 128 &&
-    MONITOR_ID.test(v[1])
+    id.test(v[1])
   );
 }
 
