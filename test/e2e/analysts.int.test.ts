@@ -83,7 +83,7 @@ async function insertRows(ch: ClickHouseClient, db: string, tenant: string, even
       })),
     });
   }
-  // One alert and one monitor (the dimension table) per call: every public table has rows of both tenants.
+  // One alert, one monitor (the dimension table) and one failed event per call: every public table has rows of both tenants.
   await ch.insert({
     table: `${db}.alerts`,
     format: 'JSONEachRow',
@@ -112,6 +112,27 @@ async function insertRows(ch: ClickHouseClient, db: string, tenant: string, even
         version: 1,
         created_at: ts(),
         updated_at: ts(),
+      },
+    ],
+  });
+  await ch.insert({
+    table: `${db}.failed_events`,
+    format: 'JSONEachRow',
+    values: [
+      {
+        tenant_id: tenant,
+        event_id: randomUUID(),
+        source: 'shop',
+        category: 'order',
+        schema_id: 'sch_1',
+        schema_version: 1,
+        violations: '[]',
+        raw: '{}',
+        received_at: ts(),
+        failed_at: ts(),
+        replay_state: 'failed',
+        inserted_at: ts(),
+        row_version: Date.now(),
       },
     ],
   });
@@ -203,6 +224,7 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
         await selectCount(query, `SELECT count() AS n FROM ${db}.alerts FINAL WHERE tenant_id = '${a}'`),
       );
       expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.monitors FINAL`)).to.equal(2);
+      expect(await selectCount(analyst, `SELECT count() AS n FROM ${tdb}.failed_events FINAL`)).to.equal(2);
       for (const t of TENANT_ANALYST_TABLES) {
         const tenants = await selectRows<{ tenant_id: string }>(analyst, `SELECT DISTINCT tenant_id FROM ${tdb}.${t}`);
         expect(

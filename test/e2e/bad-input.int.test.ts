@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { writeSection } from '../../harness/report.js';
-import { buildOpenApi, SCOPES } from '@telemetry/contract';
-import { createTenant, revokeKey } from '@telemetry/store';
+import { buildOpenApi, DEFAULT_TENANT, SCOPES } from '@telemetry/contract';
+import { createDeletion, createTenant, revokeKey } from '@telemetry/store';
 import {
   adminRegistry,
   eventually,
@@ -186,7 +186,17 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
     people = await newKey({ kind: 'api', name: 'corpus people', scopes: [...SCOPES] });
     keyMaker = await newKey({ kind: 'api', name: 'corpus key maker', scopes: ['keys:read', 'keys:write'] });
     const foreignKey = await newKey({ tenantId: FOREIGN_TENANT, kind: 'api', name: 'corpus foreign' });
-    fixtures = { ...(await peopleFixtures(adminRegistry())), foreignKeyId: foreignKey.split('_')[1]! };
+    const foreignDeletion = await createDeletion(adminRegistry(), {
+      tenantId: FOREIGN_TENANT,
+      requestedBy: 'corpus',
+      userIds: ['corpus-foreign-user'],
+      anonymousIds: [],
+    });
+    fixtures = {
+      ...(await peopleFixtures(adminRegistry())),
+      foreignKeyId: foreignKey.split('_')[1]!,
+      foreignDeletionId: foreignDeletion.id,
+    };
     await revokeKey(adminRegistry(), revoked.split('_')[1]!);
     await eventually('keys loaded and the revocation seen', async () => {
       const a = await send(gateway.url, {
@@ -304,6 +314,7 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
       people,
       keyMaker,
       foreignKeyId: fixtures.foreignKeyId!,
+      foreignDeletionId: fixtures.foreignDeletionId!,
       viewerId: fixtures.viewerId!,
       viewerSession: fixtures.viewerSession!,
       viewerCsrf: fixtures.viewerCsrf!,
@@ -367,6 +378,14 @@ describe('bad-input corpus (every route, real Kafka and ClickHouse)', () => {
 
   it('changes no member, invitation, key or setting on any bad request', async () => {
     expect(await peopleNow()).to.deep.equal(peopleBefore);
+  });
+
+  it('records no deletion and suppresses no id on any bad request (the other tenant keeps its one)', async () => {
+    const count = async (sql: string): Promise<number> =>
+      Number((await adminRegistry().query<{ n: string }>(sql, [DEFAULT_TENANT])).rows[0]!.n);
+    expect(await count('SELECT count(*) AS n FROM deletions WHERE tenant_id = $1')).to.equal(0);
+    expect(await count('SELECT count(*) AS n FROM suppressions WHERE tenant_id = $1')).to.equal(0);
+    expect(await count('SELECT count(*) AS n FROM deletions WHERE tenant_id <> $1')).to.equal(1);
   });
 
   it('changes no report, subscriber or custom domain on any bad request, and sends nothing to a denied address', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -33,6 +33,7 @@ import {
   parseKey,
   placeholderMonitor,
   retentionRules,
+  TENANT_ANALYST_TABLES,
 } from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
 import { startChdbServer, type ChdbServer } from '../../tools/devstack/chdb.js';
@@ -54,6 +55,48 @@ import {
 } from '../support/fixtures.js';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
+
+/** Per engine, per public table: column name -> ClickHouse type (docs/public-tables.json). */
+type PublicColumns = Record<string, Record<string, Record<string, string>>>;
+
+/** What the snapshot's first key says (a key no engine has, skipped when comparing). */
+const SNAPSHOT_NOTE = {
+  _note:
+    'The public tables (docs/clickhouse.md, "Public tables and the change policy"), per engine: column -> type. test/e2e/engines.int.test.ts fails when a column is removed or retyped; after adding a column run UPDATE_PUBLIC_TABLES=1 npx mocha test/e2e/engines.int.test.ts and commit this file.',
+};
+
+/**
+ * How `live` differs from `snapshot`: removals and type changes (which the change policy
+ * forbids without a deprecation) and columns not yet in the snapshot (to be added to it).
+ */
+function publicChanges(snapshot: PublicColumns, live: PublicColumns): string[] {
+  const problems: string[] = [];
+  const update =
+    'if the column is meant to be public, run UPDATE_PUBLIC_TABLES=1 npx mocha test/e2e/engines.int.test.ts and commit docs/public-tables.json (and document the column in docs/clickhouse.md)';
+  for (const [engine, tables] of Object.entries(live)) {
+    const was = snapshot[engine] ?? {};
+    for (const [table, columns] of Object.entries(was)) {
+      for (const [column, type] of Object.entries(columns)) {
+        const now = tables[table]?.[column];
+        if (now === undefined)
+          problems.push(
+            `${engine} ${table}.${column}: removed (a public column is never removed without a deprecation period)`,
+          );
+        else if (now !== type)
+          problems.push(
+            `${engine} ${table}.${column}: type ${type} became ${now} (a public column is never retyped without a deprecation period)`,
+          );
+      }
+    }
+    for (const [table, columns] of Object.entries(tables)) {
+      for (const [column, type] of Object.entries(columns)) {
+        if (was[table]?.[column] === undefined)
+          problems.push(`${engine} ${table}.${column} (${type}) is not in docs/public-tables.json: ${update}`);
+      }
+    }
+  }
+  return problems;
+}
 
 /** One SQL engine under test: the 18.16 server, or current ClickHouse (chDB). */
 interface Engine {
@@ -177,6 +220,54 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
     for (const d of [data, registry, keys])
       await e.ch.command({ query: `DROP DATABASE IF EXISTS ${sqlIdentifier(d)}` });
   }
+
+  /**
+   * The public tables' columns (docs/clickhouse.md, "Public tables and the change policy")
+   * against the committed snapshot docs/public-tables.json, per engine: a column removed
+   * or retyped fails; a column not yet in the snapshot fails too, saying how to add it
+   * (UPDATE_PUBLIC_TABLES=1 rewrites the snapshot from what the migrations make).
+   */
+  it('the public tables keep every column and type of docs/public-tables.json on both engines', async () => {
+    const snapshotFile = join(dirname(fileURLToPath(import.meta.url)), '../../docs/public-tables.json');
+    const publicTables = [...TENANT_ANALYST_TABLES, 'audit_log'];
+    const db = uid('public').replace(/-/g, '_');
+    const live: PublicColumns = {};
+    for (const e of engines) {
+      await migrate(e.ch, db, logger);
+      const { data, audit } = databasesOf(db);
+      // Unsorted: each table's columns come in their own order (18.16 has no `position` to sort on).
+      const found = await rows<{ table: string; name: string; type: string }>(
+        e,
+        `SELECT table, name, type FROM system.columns
+          WHERE (database = '${data}' AND table IN (${publicTables.map((t) => `'${t}'`).join(', ')}))
+             OR (database = '${audit}' AND table = 'audit_log')`,
+      );
+      const tables: Record<string, Record<string, string>> = {};
+      for (const t of publicTables) tables[t] = {};
+      for (const r of found) tables[r.table]![r.name] = r.type;
+      for (const t of publicTables) expect(Object.keys(tables[t]!), `${e.name} ${t}`).to.not.be.empty;
+      live[e.name] = tables;
+      await dropDatabases(e, db);
+      await e.ch.command({ query: `DROP DATABASE IF EXISTS ${sqlIdentifier(databasesOf(db).audit)}` });
+    }
+    if (process.env.UPDATE_PUBLIC_TABLES === '1') {
+      writeFileSync(snapshotFile, `${JSON.stringify({ ...SNAPSHOT_NOTE, ...live }, null, 2)}\n`);
+    }
+    const snapshot = JSON.parse(readFileSync(snapshotFile, 'utf8')) as PublicColumns;
+    expect(publicChanges(snapshot, live)).to.deep.equal([]);
+
+    // The comparison itself: a removal, a type change and an addition are each reported.
+    const [first] = Object.keys(live['current']!.events!);
+    const changed = structuredClone(live);
+    delete changed['current']!.events![first!];
+    changed['18.16']!.checks!.status = 'Int32';
+    changed['18.16']!.alerts!.new_column = 'String';
+    const problems = publicChanges(live, changed).join('\n');
+    expect(problems).to.contain(`current events.${first}: removed`);
+    expect(problems).to.contain('18.16 checks.status: type String became Int32');
+    expect(problems).to.contain('18.16 alerts.new_column (String) is not in docs/public-tables.json');
+    expect(problems).to.contain('UPDATE_PUBLIC_TABLES=1 npx mocha test/e2e/engines.int.test.ts');
+  });
 
   it("retention: 18.16 drops whole partitions, current ClickHouse keeps a TTL that follows the consumer's settings", async () => {
     const now = Math.floor(Date.now() / 1000);

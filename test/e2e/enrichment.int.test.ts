@@ -199,6 +199,14 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
     const tenant = (await createTenant(adminRegistry(), uid('tenant'))).tenant_id;
     const message = (s: string, c: string, extra: Record<string, unknown>): Record<string, unknown> =>
       messageOf(s, c, { tenant_id: tenant, ...extra });
+    /** The consumer's consumer_events_enriched_total by is_bot (the dashboard's bot panels). */
+    const enriched = async (): Promise<[number, number]> => {
+      const m = await (await fetch(`${consumer.url}/metrics`)).text();
+      const of = (bot: string): number =>
+        Number(new RegExp(`^consumer_events_enriched_total\\{is_bot="${bot}"[^}]*\\} (\\d+)`, 'm').exec(m)?.[1] ?? 0);
+      return [of('0'), of('1')];
+    };
+    const before = await enriched();
     await produce(testStack().eventsTopic, [
       message(source, 'page_view', { request_ip: '66.249.66.1', request_user_agent: UA.googlebot }),
       message(source, 'page_view', { request_ip: '203.0.113.5', request_user_agent: UA.curl }),
@@ -209,6 +217,11 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
     const rows = await rowsOf(source, 5);
     expect(rows.filter((r) => r.is_bot === 1).map((r) => r.device_type)).to.deep.equal(['bot', 'bot']);
     expect(rows.find((r) => r.user_agent === UA.googlebot)).to.include({ browser: 'Googlebot', is_bot: 1 });
+    const counted = await eventually('the events counted by is_bot', async () => {
+      const [humans, bots] = await enriched();
+      return humans - before[0] >= 3 && bots - before[1] >= 2 ? [humans - before[0], bots - before[1]] : undefined;
+    });
+    expect(counted).to.deep.equal([3, 2]);
 
     // Humans counted from the rollup, without a raw scan (docs/enrichment.md, "Counting humans").
     const counts = await eventually('the rollup', async () => {

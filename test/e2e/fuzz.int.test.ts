@@ -168,6 +168,28 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
     await fuzz('query service, event schemas', query.url, `Authorization: Bearer ${key}`, '^/api/event-schemas');
   });
 
+  it('finds no 5xx and no answer that contradicts the document on the deletion routes and the events per minute', async () => {
+    // A tenant of its own: the deletions the fuzz records suppress ids of no other test.
+    const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz deletions');
+    const key = await newKey({
+      tenantId,
+      kind: 'api',
+      name: 'fuzz deletions',
+      scopes: ['deletions:read', 'deletions:write', 'events:read'],
+    });
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/deletions`, { headers: { authorization: `Bearer ${key}` } })).status === 200
+        ? true
+        : undefined,
+    );
+    await fuzz(
+      'query service, deletions and events per minute',
+      query.url,
+      `Authorization: Bearer ${key}`,
+      '^/api/(deletions|events/per-minute)',
+    );
+  });
+
   it("finds no 5xx and no undocumented answer with another tenant's key on the query service", async () => {
     // The monitors above belong to the default tenant; for this key none of them exists.
     const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz foreign');

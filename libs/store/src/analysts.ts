@@ -29,7 +29,7 @@ import { sqlIdentifier, sqlString } from '@telemetry/platform';
 /**
  * The public tables a tenant's analyst reads (docs/clickhouse.md), all in the data
  * database and all with a `tenant_id` column. One list: a public table added later
- * (failed_events, …) is added here and every tenant analyst made after covers it (those
+ * (as failed_events was) is added here and every tenant analyst made after covers it (those
  * made before: `npm run analysts -- create` again, which is idempotent).
  */
 export const TENANT_ANALYST_TABLES: readonly string[] = [
@@ -40,6 +40,7 @@ export const TENANT_ANALYST_TABLES: readonly string[] = [
   'alerts',
   'webhook_deliveries',
   'monitors',
+  'failed_events',
 ];
 
 /**

@@ -407,6 +407,8 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/audit', ['GET', 'HEAD']);
   methodNotAllowed(app, '/api/keys', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/keys/:key_id', ['PATCH', 'DELETE']);
+  methodNotAllowed(app, '/api/deletions', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/deletions/:id', ['GET', 'HEAD']);
   for (const path of [
     '/api/status/:slug/subscribers',
     '/api/status/:slug/subscribers/confirm',

@@ -95,21 +95,37 @@ function route<Row extends object>(
 /**
  * The events topic's route: an event that violated its schema (`schema_failure`, action
  * `route`, docs/event-schemas.md) goes to `failed_events`, never to `events`; the others
- * to `events`, their first-seen times resolved.
+ * to `events`, their first-seen times resolved. Once a batch's events rows are written,
+ * `consumer_events_enriched_total{is_bot}` counts them (one pass over the batch, two
+ * increments: services/stream-consumer/README.md, "Metrics").
  */
 function eventsRoute(deps: ConsumerDeps, decodeEvent: (v: Buffer | null) => Decoded<EventRow>): Route {
   const v = deps.validators;
   const events = deps.tables.events;
   const failed = deps.tables.failed_events;
+  const enriched = new Counter({
+    name: 'consumer_events_enriched_total',
+    help: 'Events rows written to ClickHouse, by is_bot (1: a crawler or bot by its user agent, docs/enrichment.md)',
+    labelNames: ['is_bot'],
+    registers: [deps.registry],
+  });
+  const [humans, bots] = [enriched.labels('0'), enriched.labels('1')];
+  const writeEvents = async (writer: RowWriter, rows: EventRow[]): Promise<void> => {
+    await writer.write(events, rows);
+    let nBots = 0;
+    for (const r of rows) nBots += r.is_bot;
+    if (rows.length > nBots) humans.inc(rows.length - nBots);
+    if (nBots > 0) bots.inc(nBots);
+  };
   return {
     table: events,
     decode: (b) => decodeFailedEvent(v, b) ?? decodeEvent(b),
     prepare: (rows) => deps.firstSeen.resolve(rows.filter((r) => !isFailedEventRow(r)) as EventRow[]),
     write: async (writer, rows) => {
       const toFailed = rows.filter(isFailedEventRow);
-      if (toFailed.length === 0) return writer.write(events, rows as EventRow[]);
+      if (toFailed.length === 0) return writeEvents(writer, rows as EventRow[]);
       await Promise.all([
-        writer.write(events, rows.filter((r) => !isFailedEventRow(r)) as EventRow[]),
+        writeEvents(writer, rows.filter((r) => !isFailedEventRow(r)) as EventRow[]),
         writer.write(failed, toFailed),
       ]);
     },

@@ -39,6 +39,8 @@ export const KEY_NAMES = [
   'keyMaker',
   // not keys: the people the runner makes (bad-input/people.ts, peopleFixtures)
   'foreignKeyId',
+  // a deletion request of another tenant (bad-input/deletions.ts)
+  'foreignDeletionId',
   'viewerId',
   'viewerSession',
   'viewerCsrf',

@@ -5,6 +5,7 @@
 import { alertingCases } from './alerting.js';
 import type { Case } from './case.js';
 import { checkCases } from './checks.js';
+import { deletionCases } from './deletions.js';
 import { eventCases } from './events.js';
 import { eventSchemaCases } from './event-schemas.js';
 import { gatewayRouteCases } from './gateway-routes.js';
@@ -36,6 +37,7 @@ export function corpus(follow: FollowEnv): Case[] {
     ...monitorPathCases(),
     ...alertingCases(),
     ...eventSchemaCases(),
+    ...deletionCases(),
     ...peopleCases(),
     ...memberCases(),
     ...statusFollowCases(follow),
