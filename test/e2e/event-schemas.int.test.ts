@@ -142,8 +142,16 @@ describe('event schemas: reject or route to failed_events, replay after a fix (r
       ['too large', { type: 'object', description: 'x'.repeat(33 * 1024) }, /at most 32768/],
       ['too deep', deep, /deeper than 32/],
       ['remote $ref', { $ref: 'https://schemas.example.test/order.json' }, /remote references are refused/],
-      ['backreference', { type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } }, /linear-time engine cannot run/],
-      ['lookahead', { type: 'object', patternProperties: { '^(?=x)': { type: 'string' } } }, /linear-time engine cannot run/],
+      [
+        'backreference',
+        { type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } },
+        /linear-time engine cannot run/,
+      ],
+      [
+        'lookahead',
+        { type: 'object', patternProperties: { '^(?=x)': { type: 'string' } } },
+        /linear-time engine cannot run/,
+      ],
       ['format regex', { type: 'object', properties: { r: { type: 'string', format: 'regex' } } }, /format regex/],
     ];
     for (const [what, body, message] of refusals) {
