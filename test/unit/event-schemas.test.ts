@@ -44,6 +44,25 @@ describe('event schemas: what a tenant may submit, and how the gateway applies i
     expect(eventSchemaProblems(fine)).to.deep.equal([]);
   });
 
+  it('refuses references that would make validation unbounded: a doubling chain, a cycle, uniqueItems without a small maxItems', () => {
+    // Each definition names the next twice: 2^n subschemas once followed (a review measured
+    // 300 ms per event at n = 18 before this check; n = 30 would take minutes).
+    const chain = (n: number): object => {
+      const defs: Record<string, unknown> = { [`d${n}`]: { type: 'string' } };
+      for (let i = 0; i < n; i++)
+        defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+      return { type: 'object', $defs: defs, properties: { a: { $ref: '#/$defs/d0' } } };
+    };
+    expect(eventSchemaProblems(chain(3))).to.deep.equal([]);
+    expect(refusal(chain(30))).to.contain('expands to more than 1000 subschemas');
+    const tree = { $defs: { t: { type: 'object', properties: { c: { $ref: '#/$defs/t' } } } }, $ref: '#/$defs/t' };
+    expect(refusal(tree)).to.contain('recursive schemas are refused');
+    expect(refusal({ type: 'array', uniqueItems: true })).to.contain('needs maxItems of at most 100');
+    expect(refusal({ type: 'array', uniqueItems: true, maxItems: 5000 })).to.contain('needs maxItems');
+    expect(eventSchemaProblems({ type: 'array', uniqueItems: true, maxItems: 100 })).to.deep.equal([]);
+    expect(refusal({ type: 'object', properties: { a: { $dynamicRef: '#x' } } })).to.contain('is not supported');
+  });
+
   it('refuses remote references: $ref and $dynamicRef must stay inside the schema', () => {
     expect(refusal({ $ref: 'https://schemas.example.test/a.json' })).to.contain('remote references are refused');
     expect(refusal({ type: 'object', properties: { a: { $ref: 'other.json#/x' } } })).to.contain('/properties/a/$ref');

@@ -12,6 +12,14 @@ export const EVENT_SCHEMA_LIMITS = {
   maxSchemaBytes: 32 * 1024,
   /** Nesting of objects and arrays in a schema's JSON. */
   maxSchemaDepth: 32,
+  /**
+   * Subschemas of a schema with every `$ref` followed (its target counted each time it is
+   * named): what validation may visit at one place of a payload. A chain of `$defs` that
+   * each name the next twice would double it per link.
+   */
+  maxExpandedSubschemas: 1000,
+  /** `uniqueItems: true` only with a `maxItems` of at most this (ajv compares pairs of items). */
+  maxUniqueItems: 100,
   /** Schemas per tenant. */
   maxSchemasPerTenant: 200,
   /** Versions per schema. */

@@ -108,9 +108,81 @@ function walk(node: unknown, path: string, depth: number, problems: Problem[]): 
       problems.push({ path: at, message: `must be ${EVENT_SCHEMA_DIALECT} (or absent)` });
     } else if (k === 'format' && v === 'regex') {
       problems.push({ path: at, message: 'format regex is refused (a client-chosen regular expression)' });
+    } else if (k === '$dynamicRef' || k === '$dynamicAnchor') {
+      problems.push({ path: at, message: 'is not supported: use $ref with a JSON pointer (#/…)' });
+    } else if (k === 'uniqueItems' && v === true) {
+      const max = (node as Record<string, unknown>).maxItems;
+      if (typeof max !== 'number' || max > EVENT_SCHEMA_LIMITS.maxUniqueItems) {
+        problems.push({
+          path: at,
+          message: `needs maxItems of at most ${EVENT_SCHEMA_LIMITS.maxUniqueItems} beside it (every pair of items is compared)`,
+        });
+      }
     }
     walk(v, at, depth + 1, problems);
   }
+}
+
+/**
+ * What following the schema's `$ref`s makes of it: a reference that leads back to itself
+ * (recursive schemas are refused), one that is not `#` or a JSON pointer (`#/…`: anchors
+ * are refused), or more than maxExpandedSubschemas subschemas once every reference is
+ * followed (a chain of `$defs` naming the next twice doubles per link: validation time
+ * would grow exponentially). Linear in the schema: each object's size is computed once.
+ */
+function referenceProblems(root: object): Problem[] {
+  const limit = EVENT_SCHEMA_LIMITS.maxExpandedSubschemas;
+  const problems: Problem[] = [];
+  const sizes = new Map<object, number>();
+  const open = new Set<object>();
+  const target = (ref: string): unknown => {
+    if (ref === '#') return root;
+    if (!ref.startsWith('#/')) return undefined;
+    let node: unknown = root;
+    for (const raw of ref.slice(2).split('/')) {
+      let key: string;
+      try {
+        key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+      } catch {
+        return undefined;
+      }
+      if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return undefined;
+      node = (node as Record<string, unknown>)[key];
+    }
+    return node;
+  };
+  const size = (node: unknown, path: string): number => {
+    if (node === null || typeof node !== 'object') return 0;
+    const known = sizes.get(node);
+    if (known !== undefined) return known;
+    if (open.has(node)) {
+      problems.push({ path, message: 'leads back to itself: recursive schemas are refused' });
+      return limit + 1;
+    }
+    open.add(node);
+    let n = 1;
+    for (const [k, v] of Object.entries(node)) {
+      const at = `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      n += size(v, at);
+      if (k === '$ref' && typeof v === 'string') {
+        const t = target(v);
+        if (t === undefined) problems.push({ path: at, message: 'must be # or a JSON pointer (#/…) into the schema' });
+        else n += size(t, at);
+      }
+      if (n > limit || problems.length > 0) break;
+    }
+    open.delete(node);
+    sizes.set(node, Math.min(n, limit + 1));
+    return Math.min(n, limit + 1);
+  };
+  const total = size(root, '');
+  if (problems.length === 0 && total > limit) {
+    problems.push({
+      path: '/',
+      message: `expands to more than ${limit} subschemas once its $refs are followed (validation would take too long)`,
+    });
+  }
+  return problems.slice(0, 1);
 }
 
 /** Why a submitted schema is refused (empty: it is fine), as `details.problems` of INVALID_SCHEMA. */
@@ -139,7 +211,7 @@ export function eventSchemaProblems(schema: unknown): Problem[] {
       },
     ];
   }
-  return [];
+  return referenceProblems(schema);
 }
 
 /** A compiled schema: the violations of a payload (empty: it conforms). */

@@ -59,6 +59,22 @@ export const eventSchemaCases = (): Case[] => [
   create('a lookahead pattern', { type: 'string', pattern: '^(?=a)a+$' }),
   create('a backreference in patternProperties', { type: 'object', patternProperties: { '(x)\\1': {} } }),
   create('format regex', { type: 'string', format: 'regex' }),
+  create('a $ref chain that doubles 20 times', {
+    type: 'object',
+    $defs: Object.fromEntries<object>([
+      ['d20', { type: 'string' }],
+      ...Array.from({ length: 20 }, (_, i): [string, object] => [
+        `d${i}`,
+        { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] },
+      ]),
+    ]),
+    properties: { a: { $ref: '#/$defs/d0' } },
+  }),
+  create('a recursive $ref', {
+    $defs: { t: { type: 'object', properties: { c: { $ref: '#/$defs/t' } } } },
+    $ref: '#/$defs/t',
+  }),
+  create('uniqueItems without maxItems', { type: 'object', properties: { a: { type: 'array', uniqueItems: true } } }),
   // --- the body
   create('a string as the schema', 'string', 400, 'VALIDATION_FAILED'),
   create('an array as the schema', [{ type: 'object' }], 400, 'VALIDATION_FAILED'),
