@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createValidators } from '@telemetry/contract';
 import {
+  withKeptAddress,
   compatIp,
   compatMessages,
   compatTime,
@@ -65,5 +66,27 @@ describe("the trackers' one mapping (unit)", () => {
       expect(v.eventMessage(value), JSON.stringify(v.eventMessage.errors)).to.equal(true);
     }
     expect(JSON.parse(String(messages[0]!.value))).to.not.have.property('client_ip');
+  });
+});
+
+describe('the address a tracker reports in its payload (unit)', () => {
+  const payload = { event: 'x', context: { ip: '203.0.113.77', locale: 'de' } };
+  it("keeps it in the payload only as the key's ip_storage keeps client_ip, without touching the client's object", () => {
+    expect(withKeptAddress(payload, ['context', 'ip'], undefined)).to.deep.equal({
+      event: 'x',
+      context: { locale: 'de', ip: '203.0.113.0' },
+    });
+    expect(withKeptAddress(payload, ['context', 'ip'], 'none')).to.deep.equal({
+      event: 'x',
+      context: { locale: 'de' },
+    });
+    expect(withKeptAddress(payload, ['context', 'ip'], 'full')).to.equal(payload);
+    expect(payload.context.ip).to.equal('203.0.113.77');
+    // Not an address: nothing of it is kept unless the key keeps addresses whole.
+    expect(withKeptAddress({ properties: { $ip: 'somewhere' } }, ['properties', '$ip'], 'truncated')).to.deep.equal({
+      properties: {},
+    });
+    const none = { properties: { a: 1 } };
+    expect(withKeptAddress(none, ['properties', '$ip'], 'truncated')).to.equal(none);
   });
 });

@@ -50,6 +50,8 @@ describe('event enrichment (unit)', () => {
     expect(t('2001:DB8::1')).to.equal('2001:db8:0::');
     expect(t('::1')).to.equal('0:0:0::');
     expect(t('::ffff:198.51.100.9')).to.equal('198.51.100.0');
+    // 6to4 carries an IPv4 address (203.0.113.77 = cb00:714d) inside the /48: its /24 is kept.
+    expect(t('2002:cb00:714d::1')).to.equal('2002:cb00:7100::');
     expect(parseClientAddress('::ffff:c633:6409')).to.deep.equal({ ip: '198.51.100.9', family: 4 });
     expect(parseClientAddress('2001:db8::ffff:1.2.3.4')).to.deep.equal({ ip: '2001:db8::ffff:1.2.3.4', family: 6 });
     for (const bad of ['999.1.1.1', '1.2.3', '::::', '1:2:3:4:5:6:7:8:9', '', undefined])

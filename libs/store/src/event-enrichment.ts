@@ -102,6 +102,9 @@ function ipv6Groups(ip: string): number[] {
 export function truncateIp(a: ClientAddress): string {
   if (a.family === 4) return `${a.ip.slice(0, a.ip.lastIndexOf('.'))}.0`;
   const [x = 0, y = 0, z = 0] = ipv6Groups(a.ip);
+  // 6to4 (2002::/16) carries the client's IPv4 address in its next 32 bits, all inside the
+  // /48: keep that address's /24, as for IPv4.
+  if (x === 0x2002) return `2002:${y.toString(16)}:${(z & 0xff00).toString(16)}::`;
   return `${x.toString(16)}:${y.toString(16)}:${z.toString(16)}::`;
 }
 

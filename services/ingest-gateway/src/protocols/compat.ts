@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import {
+  type IpStorage,
   EVENT_NAME_PATTERN,
   ID_PATTERN,
   LIMITS,
@@ -9,7 +10,7 @@ import {
   type EventProtocol,
 } from '@telemetry/contract';
 import { AppError } from '@telemetry/platform';
-import type { VerifiedKey } from '@telemetry/store';
+import { parseClientAddress, storedIp, type VerifiedKey } from '@telemetry/store';
 import { eventIdFor, producerMessage, type EventProducerMessage } from '../ingest.js';
 import { NO_STAMP, stamp, type RequestStamp } from '../request-stamp.js';
 
@@ -36,6 +37,11 @@ export interface CompatEvent {
   userId?: unknown;
   /** The address the client reported (`context.ip`, `$ip`): kept only if it is an IP literal. */
   clientIp?: unknown;
+  /**
+   * Where the payload holds that address (`['context', 'ip']`, `['properties', '$ip']`): the
+   * payload keeps it only as the key's ip_storage allows (docs/enrichment.md).
+   */
+  addressAt?: readonly [string, string];
   /** The user agent the client reported (`context.userAgent`, `$raw_user_agent`): kept only if printable and at most maxUserAgentLength. */
   userAgent?: unknown;
 }
@@ -184,7 +190,7 @@ export function compatMessages(
       tenant_id: key.tenantId,
       source,
       category,
-      payload: e.payload,
+      payload: e.addressAt ? withKeptAddress(e.payload, e.addressAt, requestStamp.ip_storage) : e.payload,
       received_at: receivedAt,
       protocol: e.protocol,
     };
@@ -201,6 +207,28 @@ export function compatMessages(
   });
   if (problems.length > 0) throw validationFailed(problems);
   return messages;
+}
+
+/**
+ * The payload with the address it reports (`context.ip`, `properties.$ip`) kept as the
+ * key's ip_storage keeps `client_ip` in ClickHouse (truncated, the default; left out for
+ * none), so that the payload column holds no more of it than the address columns: a copy,
+ * the client's objects untouched. The message's own `client_ip` stays whole, for the
+ * consumer's look-up (the events topic's retention is where a full address lives).
+ */
+export function withKeptAddress(
+  payload: Record<string, unknown>,
+  [outer, field]: readonly [string, string],
+  storage: IpStorage | undefined,
+): Record<string, unknown> {
+  if (storage === 'full') return payload;
+  const inner = payload[outer];
+  if (inner === null || typeof inner !== 'object' || Array.isArray(inner) || !Object.hasOwn(inner, field)) {
+    return payload;
+  }
+  const { [field]: raw, ...rest } = inner as Record<string, unknown>;
+  const kept = typeof raw === 'string' ? storedIp(parseClientAddress(raw), storage) : '';
+  return { ...payload, [outer]: kept === '' ? rest : { ...rest, [field]: kept } };
 }
 
 /** VALIDATION_FAILED for `problems` (at least one): the first 20 with their paths, and every event they name. */

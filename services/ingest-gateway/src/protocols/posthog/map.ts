@@ -128,6 +128,7 @@ export function posthogCompatEvent(
     sentAt,
     ...posthogIdentity(e),
     clientIp: p.$ip,
+    addressAt: ['properties', '$ip'],
     userAgent: p.$raw_user_agent,
   };
 }

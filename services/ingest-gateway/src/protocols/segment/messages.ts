@@ -158,6 +158,7 @@ export function segmentEvents(inputs: readonly SegmentInput[], batch: BatchLevel
       anonymousId: own.anonymousId,
       userId: own.userId,
       clientIp: ctx.ip,
+      addressAt: ['context', 'ip'],
       userAgent: ctx.userAgent,
     });
   });
