@@ -1,14 +1,18 @@
 import type { Counter } from 'prom-client';
 import type { EventMessage } from '@telemetry/contract';
 import { compileEventSchema, type EventSchemaCheck } from '@telemetry/contract/event-schema';
-import { AppError, type Logger } from '@telemetry/platform';
+import { AppError, ByteLru, type Logger } from '@telemetry/platform';
 import type { EventSchemaIndex, EventSchemaRecord } from '@telemetry/store';
 import { eventOf, type EventProducerMessage } from './ingest.js';
 
 /** A violation's message, as kept in a message's schema_failure (keeps the message small). */
 const MAX_VIOLATION_CHARS = 256;
-/** Compiled validators kept; past it the cache starts again (schemas change rarely). */
-const MAX_COMPILED = 2000;
+/**
+ * Compiled validators kept, least recently used dropped first: a tenant that keeps adding
+ * versions evicts its own old ones, not every tenant's at once. Weighed by the schema's
+ * JSON size (at most 32 KiB each, plus 1 KiB for the compiled code).
+ */
+const COMPILED_BYTES = 64 * 1024 * 1024;
 
 /**
  * Tenants' event schemas at the gateway (docs/event-schemas.md): an event whose tenant
@@ -19,7 +23,7 @@ const MAX_COMPILED = 2000;
  * without schemas cost one map look-up.
  */
 export class GatewaySchemas {
-  private readonly compiled = new Map<string, EventSchemaCheck | 'broken'>();
+  private readonly compiled = new ByteLru<EventSchemaCheck | 'broken'>(COMPILED_BYTES);
 
   constructor(
     private readonly index: Pick<EventSchemaIndex, 'find' | 'hasTenant'>,
@@ -80,7 +84,6 @@ export class GatewaySchemas {
     const key = `${s.schema_id}@${s.version}`;
     let c = this.compiled.get(key);
     if (c === undefined) {
-      if (this.compiled.size >= MAX_COMPILED) this.compiled.clear();
       try {
         c = compileEventSchema(s.schema);
       } catch (err) {
@@ -93,7 +96,7 @@ export class GatewaySchemas {
         });
         c = 'broken';
       }
-      this.compiled.set(key, c);
+      this.compiled.set(key, c, 1024 + JSON.stringify(s.schema).length);
     }
     return c;
   }
