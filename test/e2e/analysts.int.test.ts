@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -316,6 +316,47 @@ describe('per-tenant analysts on ClickHouse 18.16: npm run analysts makes a user
     }
   });
 
+  it('refuses a name that is already a user (a service user, the general analyst, default), changing nothing', async () => {
+    const s = testStack();
+    const dir = usersDir();
+    const names = [s.users.consumer.user, s.users.analyst.user, 'analyst', 'consumer', 'default'];
+    // This run's users file and any analyst file of those names (other runs share users.d).
+    const ours = (): Record<string, string> =>
+      Object.fromEntries(
+        readdirSync(dir)
+          .filter((f) => f === `${s.database}.xml` || names.some((n) => f === analystFileName(n)))
+          .map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
+      );
+    const before = ours();
+    expect(Object.keys(before)).to.deep.equal([`${s.database}.xml`]);
+    const tenant = newTenant();
+    for (const name of names) {
+      const r = await analysts('create', '--tenant', tenant, '--name', name);
+      expect(r.code, name).to.equal(1);
+      expect(r.stderr, name).to.match(/user of ours|already exists/);
+      expect(r.stdout, name).not.to.match(/password/);
+    }
+    expect(ours()).to.deep.equal(before);
+    expect(
+      await selectCount(
+        admin,
+        `SELECT count() AS n FROM system.databases WHERE name = '${tenantDatabase(s.database, tenant)}'`,
+      ),
+    ).to.equal(0);
+    // The consumer's own user still works with its own password.
+    const consumer = createClickHouse({
+      url: s.clickhouseUrl,
+      username: s.users.consumer.user,
+      password: s.users.consumer.password,
+      database: s.database,
+    });
+    try {
+      expect(await selectCount(consumer, 'SELECT 1 AS n')).to.equal(1);
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it('refuses an invalid tenant id and an invalid name, making nothing', async () => {
     const s = testStack();
     for (const args of [
@@ -354,7 +395,13 @@ describe('per-tenant analysts on current ClickHouse: the row-policy SQL parses o
 
   it('CREATE USER, the row policies, the grants and the drop statements all parse, with the tenant filter', async () => {
     const statements = [
-      ...rowPolicyStatements({ data: 'telemetry', tenant: 'ten_a1', user: 'ana', password: "p'w\\x", others: ['bob'] }),
+      ...rowPolicyStatements({
+        data: 'telemetry',
+        tenant: 'ten_a1',
+        user: 'ana',
+        passwordSha256: createHash('sha256').update('pw').digest('hex'),
+        others: ['bob'],
+      }),
       ...dropRowPolicyStatements({ data: 'telemetry', user: 'ana', others: ['ana', 'bob'] }),
       ...dropRowPolicyStatements({ data: 'telemetry', user: 'ana', others: ['ana'] }),
     ];
@@ -367,5 +414,9 @@ describe('per-tenant analysts on current ClickHouse: the row-policy SQL parses o
       `SELECT formatQuery('${statements[1]!.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}') AS q`,
     );
     expect(formatted!.q).to.contain("USING tenant_id = 'ten_a1' TO ana");
+    // Only the hash is sent: the current engine parses it as a sha256_hash user.
+    const [user] = await selectRows<{ explain: string }>(ch, `EXPLAIN AST ${statements[0]!}`);
+    expect(statements[0]).to.match(/IDENTIFIED WITH sha256_hash BY '[0-9a-f]{64}'/);
+    expect(user?.explain).to.match(/CreateUserQuery/i);
   });
 });

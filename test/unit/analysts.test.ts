@@ -8,7 +8,10 @@ import {
   dropTenantCopyStatements,
   EVERYONE_POLICY,
   parseAnalystXml,
+  refuseTakenUserName,
+  reservedUserNames,
   rowPolicyStatements,
+  SERVICE_USER_NAMES,
   TENANT_ANALYST_ROLLUPS,
   TENANT_ANALYST_TABLES,
   tenantCopyStatements,
@@ -16,6 +19,7 @@ import {
   tenantRefreshStatements,
   viewSelect,
   withTenantFilter,
+  xmlDefinesUser,
 } from '@telemetry/store';
 
 const HASH = 'a'.repeat(64);
@@ -31,7 +35,7 @@ describe('tenant analysts: SQL and users.d XML', () => {
     for (const t of bad) {
       expect(() => analystTenant(t), t).to.throw(/not a tenant id/);
       expect(
-        () => rowPolicyStatements({ data: 'telemetry', tenant: t, user: 'u', password: 'p', others: [] }),
+        () => rowPolicyStatements({ data: 'telemetry', tenant: t, user: 'u', passwordSha256: HASH, others: [] }),
         t,
       ).to.throw();
       expect(() => tenantDatabase('telemetry', t), t).to.throw();
@@ -48,7 +52,7 @@ describe('tenant analysts: SQL and users.d XML', () => {
     }
     expect(analystUserName('telemetry', 'ten_a')).to.equal('telemetry_analyst_ten_a');
     expect(() =>
-      rowPolicyStatements({ data: 'tele`metry', tenant: 'ten_a', user: 'u', password: 'p', others: [] }),
+      rowPolicyStatements({ data: 'tele`metry', tenant: 'ten_a', user: 'u', passwordSha256: HASH, others: [] }),
     ).to.throw();
   });
 
@@ -57,11 +61,11 @@ describe('tenant analysts: SQL and users.d XML', () => {
       data: 'telemetry',
       tenant: 'ten_a',
       user: 'ana',
-      password: "p'w\\",
+      passwordSha256: HASH,
       others: ['bob'],
     });
     expect(s[0]).to.equal(
-      "CREATE USER OR REPLACE `ana` IDENTIFIED WITH sha256_password BY 'p\\'w\\\\' SETTINGS readonly = 1",
+      `CREATE USER OR REPLACE \`ana\` IDENTIFIED WITH sha256_hash BY '${HASH}' SETTINGS readonly = 1`,
     );
     for (const t of TENANT_ANALYST_TABLES) {
       expect(s).to.include(
@@ -163,5 +167,60 @@ describe('tenant analysts: SQL and users.d XML', () => {
       analystUsersXml({ user: 'ana', tenant: 'ten_a', data: 'telemetry', passwordSha256: 'secret' }),
     ).to.throw();
     expect(analystFileName('ana')).to.equal('analyst-ana.xml');
+  });
+  it("current ClickHouse: only the password's SHA-256 is sent (sha256_hash), never the password", () => {
+    const s = rowPolicyStatements({
+      data: 'telemetry',
+      tenant: 'ten_a',
+      user: 'ana',
+      passwordSha256: HASH,
+      others: [],
+    });
+    expect(s[0]).to.match(/IDENTIFIED WITH sha256_hash BY 'a{64}'/);
+    expect(s.some((x) => /sha256_password|plaintext/.test(x))).to.equal(false);
+    for (const bad of ['secret', 'A'.repeat(64), `${HASH}'`]) {
+      expect(() =>
+        rowPolicyStatements({ data: 'telemetry', tenant: 'ten_a', user: 'ana', passwordSha256: bad, others: [] }),
+      ).to.throw(/64 hex/);
+    }
+  });
+
+  it('refuses a name that is a service user, the admin, default, or any existing user that is not a tenant analyst', () => {
+    const base = { tenant: 'ten_a', data: 'telemetry', admin: 'telemetry', exists: true };
+    for (const user of [
+      'default',
+      'telemetry',
+      'analyst',
+      ...SERVICE_USER_NAMES,
+      ...SERVICE_USER_NAMES.map((x) => `telemetry_${x}`),
+    ]) {
+      expect(() => refuseTakenUserName({ ...base, user, analyst: { tenant: 'ten_a' } }), user).to.throw(/user of ours/);
+      expect(reservedUserNames('telemetry', 'telemetry')).to.include(user);
+    }
+    expect(() => refuseTakenUserName({ ...base, user: 'bob' })).to.throw(/already exists and is not a tenant analyst/);
+    expect(() => refuseTakenUserName({ ...base, user: 'bob', analyst: { tenant: 'ten_b' } })).to.throw(
+      /another tenant/,
+    );
+    // Rotation of one of ours, and a new name, are allowed.
+    refuseTakenUserName({ ...base, user: 'bob', analyst: { tenant: 'ten_a' } });
+    refuseTakenUserName({ ...base, user: 'carol', exists: false });
+  });
+
+  it('18.16: finds a user defined in any users file, not in comments nor outside <users>', () => {
+    const file = `<?xml version="1.0"?>
+<yandex>
+  <profiles><bob><readonly>1</readonly></bob></profiles>
+  <!-- <users><carol/></users> -->
+  <users>
+    <telemetry_consumer><password_sha256_hex>${HASH}</password_sha256_hex></telemetry_consumer>
+    <dave/>
+  </users>
+</yandex>`;
+    expect(xmlDefinesUser(file, 'telemetry_consumer')).to.equal(true);
+    expect(xmlDefinesUser(file, 'dave')).to.equal(true);
+    expect(xmlDefinesUser(file, 'telemetry')).to.equal(false);
+    expect(xmlDefinesUser(file, 'bob')).to.equal(false);
+    expect(xmlDefinesUser(file, 'carol')).to.equal(false);
+    expect(() => xmlDefinesUser(file, 'a.*')).to.throw(/not a user name/);
   });
 });

@@ -13,7 +13,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { detectEngine, sqlIdentifier, sqlString, type ClickHouseClient } from '@telemetry/platform';
 import {
@@ -24,6 +24,7 @@ import {
   dropRowPolicyStatements,
   dropTenantCopyStatements,
   parseAnalystXml,
+  refuseTakenUserName,
   rowPolicyStatements,
   tenantCopyStatements,
   tenantCopyView,
@@ -33,6 +34,7 @@ import {
   TENANT_ANALYST_ROLLUPS,
   TENANT_ANALYST_TABLES,
   viewSelect,
+  xmlDefinesUser,
   type AnalystFile,
 } from '@telemetry/store';
 import { adminFromEnv, runCli } from './cli.js';
@@ -65,6 +67,25 @@ function fileAnalysts(dir: string, data: string): AnalystFile[] {
     .filter((f) => f.startsWith('analyst-') && f.endsWith('.xml'))
     .map((f) => parseAnalystXml(readFileSync(join(dir, f), 'utf8')))
     .filter((a): a is AnalystFile => a !== undefined && a.data === data);
+}
+
+/**
+ * 18.16: whether any users file other than the analyst's own defines `user`: every file of
+ * users.d and the server's users.xml next to it. And the analyst `user` is, if its file is one of ours for `data`.
+ */
+function fileUserTaken(dir: string, data: string, user: string): { exists: boolean; analyst?: AnalystFile } {
+  const own = analystFileName(user);
+  const ownPath = join(dir, own);
+  const parsed = existsSync(ownPath) ? parseAnalystXml(readFileSync(ownPath, 'utf8')) : undefined;
+  const analyst = parsed?.data === data && parsed.user === user ? parsed : undefined;
+  const files = [
+    ...readdirSync(dir)
+      .filter((f) => f.endsWith('.xml') && (f !== own || !analyst))
+      .map((f) => join(dir, f)),
+    join(dirname(dir), 'users.xml'),
+  ];
+  const exists = files.some((f) => existsSync(f) && xmlDefinesUser(readFileSync(f, 'utf8'), user));
+  return { exists: exists || (existsSync(ownPath) && !analyst), analyst };
 }
 
 async function main(): Promise<number> {
@@ -146,11 +167,31 @@ async function main(): Promise<number> {
       return 0;
     }
     const user = analystUserName(data, tenant, values.name);
+    const adminUser = envWithLocalStack().CLICKHOUSE_USER ?? 'default';
     const password = randomBytes(18).toString('base64url');
+    // Only the SHA-256 leaves this process (the server stores nothing else).
+    const hash = createHash('sha256').update(password).digest('hex');
     if (modern) {
-      const others = (await sqlAnalysts(ch, data)).map((a) => a.user);
-      for (const query of rowPolicyStatements({ data, tenant, user, password, others })) await ch.command({ query });
+      const analysts = await sqlAnalysts(ch, data);
+      const [taken] = await rows<{ n: string | number }>(
+        ch,
+        `SELECT count() AS n FROM system.users WHERE name = ${sqlString(user)}`,
+      );
+      // Checked before anything is sent: an existing user is never replaced unless it is a tenant analyst of this tool.
+      refuseTakenUserName({
+        user,
+        tenant,
+        data,
+        admin: adminUser,
+        exists: Number(taken?.n ?? 0) > 0,
+        analyst: analysts.find((a) => a.user === user),
+      });
+      const others = analysts.map((a) => a.user);
+      for (const query of rowPolicyStatements({ data, tenant, user, passwordSha256: hash, others })) {
+        await ch.command({ query });
+      }
     } else {
+      refuseTakenUserName({ user, tenant, data, admin: adminUser, ...fileUserTaken(usersDir!, data, user) });
       const tdb = tenantDatabase(data, tenant);
       // Tables whose copy is not fed yet: all of them the first time, a table added to
       // TENANT_ANALYST_TABLES since, or what an interrupted create left (its rows copied
@@ -190,10 +231,6 @@ async function main(): Promise<number> {
         for (const query of fill) await ch.command({ query });
       }
       const file = join(usersDir!, analystFileName(user));
-      if (existsSync(file) && parseAnalystXml(readFileSync(file, 'utf8'))?.tenant !== tenant) {
-        throw new Error(`${user} exists for another tenant: drop it first`);
-      }
-      const hash = createHash('sha256').update(password).digest('hex');
       writeFileSync(file, analystUsersXml({ user, tenant, data, passwordSha256: hash }), { mode: 0o640 });
       out(`database: ${tdb}`);
     }

@@ -25,6 +25,7 @@
  */
 import { TENANT_ID_PATTERN } from '@telemetry/contract';
 import { sqlIdentifier, sqlString } from '@telemetry/platform';
+import { SERVICE_USER_NAMES } from './databases.js';
 
 /**
  * The public tables a tenant's analyst reads (docs/clickhouse.md), all in the data
@@ -72,6 +73,55 @@ export function analystUserName(data: string, tenant: string, name?: string): st
   return user;
 }
 
+/**
+ * Names `create` never takes, whatever the server says: ClickHouse's `default`, the admin
+ * it runs as, the services' users as deploy/clickhouse/users.sh names them (`consumer`,
+ * `analyst`, …) and as the devstack names them (`<data>_consumer`, …).
+ */
+export function reservedUserNames(data: string, admin: string): string[] {
+  return [...new Set(['default', admin, ...SERVICE_USER_NAMES, ...SERVICE_USER_NAMES.map((s) => `${data}_${s}`)])];
+}
+
+/**
+ * 18.16: whether a users.xml or users.d file defines `user` (an element of that name in a
+ * `<users>` section, comments aside). May say yes for a name that is only a setting inside
+ * a user (`profile`, `networks`): such names are refused too, which is harmless.
+ */
+export function xmlDefinesUser(text: string, user: string): boolean {
+  if (!USER_NAME.test(user)) throw new Error(`not a user name: ${JSON.stringify(user)}`);
+  const sections = text.replace(/<!--[\s\S]*?-->/g, '').match(/<users>[\s\S]*?<\/users>/g) ?? [];
+  const tag = new RegExp(`<${user}[\\s/>]`);
+  return sections.some((s) => tag.test(s));
+}
+
+/**
+ * Refuses to make `user` for `tenant` unless it is new or already a tenant analyst of this
+ * tool for the same tenant (rotation). `exists`: the server (or a users file) knows the
+ * name; `analyst`: the tenant analyst of that name `list` shows, if any. Without this,
+ * `CREATE USER OR REPLACE` (or a users.d file of the same name) would silently replace a
+ * service's user or the general `analyst`.
+ */
+export function refuseTakenUserName(opts: {
+  user: string;
+  tenant: string;
+  data: string;
+  admin: string;
+  exists: boolean;
+  analyst?: { tenant: string };
+}): void {
+  if (reservedUserNames(opts.data, opts.admin).includes(opts.user)) {
+    throw new Error(
+      `${opts.user} is a ClickHouse user of ours (a service, the admin or default): choose another --name`,
+    );
+  }
+  if (opts.analyst && opts.analyst.tenant !== opts.tenant) {
+    throw new Error(`${opts.user} exists for another tenant (${opts.analyst.tenant}): drop it first`);
+  }
+  if (opts.exists && !opts.analyst) {
+    throw new Error(`a ClickHouse user ${opts.user} already exists and is not a tenant analyst: choose another --name`);
+  }
+}
+
 /** 18.16: the tenant's own database, holding its copies of the public tables. */
 export function tenantDatabase(data: string, tenant: string): string {
   const name = `${tenantDatabasePrefix(data)}${analystTenant(tenant)}`;
@@ -111,17 +161,19 @@ export function rowPolicyStatements(opts: {
   data: string;
   tenant: string;
   user: string;
-  password: string;
+  /** The password's SHA-256 (64 hex digits): the password itself never leaves the CLI. */
+  passwordSha256: string;
   others: readonly string[];
   tables?: readonly string[];
 }): string[] {
   const tenant = analystTenant(opts.tenant);
+  if (!/^[0-9a-f]{64}$/.test(opts.passwordSha256)) throw new Error('passwordSha256 is 64 hex digits');
   const user = sqlIdentifier(opts.user);
   const db = sqlIdentifier(opts.data);
   const tables = opts.tables ?? TENANT_ANALYST_TABLES;
   const analysts = [...new Set([...opts.others, opts.user])].sort();
   return [
-    `CREATE USER OR REPLACE ${user} IDENTIFIED WITH sha256_password BY ${sqlString(opts.password)} SETTINGS readonly = 1`,
+    `CREATE USER OR REPLACE ${user} IDENTIFIED WITH sha256_hash BY ${sqlString(opts.passwordSha256)} SETTINGS readonly = 1`,
     ...tables.flatMap((t) => {
       const table = `${db}.${sqlIdentifier(t)}`;
       return [
