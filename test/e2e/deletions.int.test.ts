@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { DeletionView } from '@telemetry/contract';
+import { DELETION_LIMITS, type DeletionView } from '@telemetry/contract';
 import {
+  AppError,
   createClickHouse,
   createLogger,
   detectEngine,
@@ -10,10 +11,13 @@ import {
 } from '@telemetry/platform';
 import {
   auditDatabase,
+  createDeletion,
   createTenant,
   databasesOf,
   deleteEvents,
+  idDigest,
   migrate,
+  newDeletionId,
   rowTime,
   DELETION_CLICKHOUSE_TABLES,
 } from '@telemetry/store';
@@ -286,6 +290,65 @@ describe('deletion on request (real Kafka, ClickHouse and PostgreSQL)', function
     expect([unknown.status, unknown.code]).to.deep.equal([400, 'INVALID_PARAMETER']);
   });
 
+  it('caps a tenant at 10 deletions pending or running (429 RATE_LIMITED, Retry-After) and its suppressed ids (403 QUOTA_EXCEEDED)', async () => {
+    const reg = adminRegistry();
+    const tc = (await createTenant(reg, `deletions c ${uid()}`)).tenant_id;
+    const keyC = await newKey({
+      tenantId: tc,
+      kind: 'api',
+      name: 'del api c',
+      scopes: ['deletions:read', 'deletions:write'],
+    });
+    const apiC = apiClient(query.url, keyC);
+    // Ten pending deletions whose lease (as after a transient error) keeps the consumer off them.
+    for (let i = 0; i < DELETION_LIMITS.maxOpenPerTenant; i++) {
+      await reg.query(
+        `INSERT INTO deletions (deletion_id, tenant_id, requested_by, user_ids, anonymous_ids, state, lease_until)
+         VALUES ($1, $2, 'test', ARRAY[$3], '{}', $4, now() + interval '1 hour')`,
+        [newDeletionId(), tc, `held-${i}`, i === 0 ? 'running' : 'pending'],
+      );
+    }
+    const refused = await apiC('POST', '/api/deletions', { user_ids: ['one-more'] });
+    expect([refused.status, refused.code]).to.deep.equal([429, 'RATE_LIMITED']);
+    expect(refused.headers.get('retry-after')).to.equal(String(DELETION_LIMITS.retryAfterSeconds));
+    const { rows: none } = await reg.query(`SELECT 1 FROM suppressions WHERE tenant_id = $1 AND value = 'one-more'`, [
+      tc,
+    ]);
+    expect(none, 'a refused request suppresses nothing').to.have.length(0);
+    // Another tenant is not limited by this one's queue.
+    const other = await apiB<DeletionView>('POST', '/api/deletions', { user_ids: [`b-${uid()}`] });
+    expect(other.status, other.text).to.equal(202);
+    // One of the ten is done: room for one more.
+    await reg.query(
+      `UPDATE deletions SET state = 'done', lease_until = NULL, finished_at = now()
+       WHERE deletion_id = (SELECT deletion_id FROM deletions WHERE tenant_id = $1 AND state = 'pending' LIMIT 1)`,
+      [tc],
+    );
+    const accepted = await apiC<DeletionView>('POST', '/api/deletions', { user_ids: ['one-more'] });
+    expect(accepted.status, accepted.text).to.equal(202);
+    const again = await apiC('POST', '/api/deletions', { user_ids: ['and-another'] });
+    expect([again.status, again.code]).to.deep.equal([429, 'RATE_LIMITED']);
+
+    // The suppression quota (100,000 by default; 3 here) counts the ids a request adds.
+    const td = (await createTenant(reg, `deletions d ${uid()}`)).tenant_id;
+    const limits = { maxOpen: 100, maxSuppressions: 3 };
+    const req = (userIds: string[]) => ({ tenantId: td, requestedBy: 'test', userIds, anonymousIds: [] });
+    await createDeletion(reg, req(['q1', 'q2']), limits);
+    const over = await createDeletion(reg, req(['q1', 'q3', 'q4']), limits).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(over).to.be.instanceOf(AppError);
+    expect((over as AppError).code).to.equal('QUOTA_EXCEEDED');
+    // Ids suppressed already do not count again.
+    await createDeletion(reg, req(['q1', 'q2', 'q3']), limits);
+    const { rows: sup } = await reg.query<{ n: string }>(
+      'SELECT count(*) AS n FROM suppressions WHERE tenant_id = $1',
+      [td],
+    );
+    expect(Number(sup[0]!.n)).to.equal(3);
+  });
+
   describe('the deletion SQL on both engines: ClickHouse 18.16 and current ClickHouse (chDB)', () => {
     let chdb: ChdbServer;
     let current: ClickHouseClient;
@@ -350,6 +413,18 @@ describe('deletion on request (real Kafka, ClickHouse and PostgreSQL)', function
         const tables = DELETION_CLICKHOUSE_TABLES.filter((t) => t === 'events');
         expect(tables, name).to.deep.equal(['events']);
         expect(counts, name).to.deep.include({ events: matching, rollup_minutes: 2 });
+        // The mutations' text (readable by every user on 18.16) names digests, never the ids.
+        const commands = await (
+          await client.query({
+            query: `SELECT command FROM system.mutations WHERE database = '${database}'`,
+            format: 'JSONEachRow',
+          })
+        ).json<{ command: string }>();
+        expect(commands.length, name).to.be.greaterThan(0);
+        for (const { command } of commands) expect(command, name).to.not.match(/alice|anon-1/);
+        const ours = commands.filter((c) => c.command.includes(idDigest('alice')));
+        expect(ours.length, name).to.be.greaterThan(0);
+        for (const { command } of ours) expect(command, name).to.include("tenant_id = 'ten_a'");
         const left = await selectCount(client, `SELECT count() AS n FROM ${d}.events WHERE tenant_id = 'ten_a'`);
         expect(left, name).to.equal(1);
         expect(

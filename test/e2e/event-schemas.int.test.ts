@@ -284,6 +284,22 @@ describe('event schemas: reject or route to failed_events, replay after a fix (r
   });
 
   it('a fixed version and `npm run failed-events -- replay` put the failed rows in events once', async () => {
+    // A failed event of a user a deletion then suppressed: the replay skips it, for good.
+    const erased = uid('erased');
+    const gone = await send(gatewayA, [{ source, category, user_id: erased, payload: { price: 'three' } }]);
+    expect(gone.status).to.equal(200);
+    const goneId = gone.body.data![0]!;
+    await eventually("the erased user's event lands in failed_events", async () =>
+      (await selectCount(ch, `SELECT count() AS n FROM ${db}.failed_events WHERE event_id = ${sqlString(goneId)}`)) ===
+      1
+        ? true
+        : undefined,
+    );
+    await adminRegistry().query(`INSERT INTO suppressions (tenant_id, kind, value) VALUES ($1, 'user_id', $2)`, [
+      tenant,
+      erased,
+    ]);
+
     const fixed = {
       type: 'object',
       required: ['price'],
@@ -300,12 +316,14 @@ describe('event schemas: reject or route to failed_events, replay after a fix (r
     expect(listed.code, listed.stderr).to.equal(0);
     for (const id of routed) expect(listed.stdout).to.contain(id);
     const dry = await failedCli('replay', '--tenant', tenant, '--schema', schema.id, '--dry-run');
-    expect(dry.stdout, dry.stderr).to.contain(`would replay ${routed.length}, still failing 0, skipped 0`);
+    expect(dry.stdout, dry.stderr).to.contain(
+      `would replay ${routed.length}, still failing 0, skipped 0, suppressed 1`,
+    );
     for (const id of routed) expect(await inEvents(id)).to.equal(0);
 
     const replayed = await failedCli('replay', '--tenant', tenant, '--schema', schema.id);
     expect(replayed.code, replayed.stderr).to.equal(0);
-    expect(replayed.stdout).to.contain(`replayed ${routed.length}, still failing 0, skipped 0`);
+    expect(replayed.stdout).to.contain(`replayed ${routed.length}, still failing 0, skipped 0, suppressed 1`);
     for (const id of routed) {
       await eventually(`${id} lands in events`, async () => ((await inEvents(id)) === 1 ? true : undefined));
     }
@@ -314,9 +332,15 @@ describe('event schemas: reject or route to failed_events, replay after a fix (r
       `SELECT replay_state FROM ${db}.failed_events FINAL WHERE event_id IN (${routed.map(sqlString).join(', ')})`,
     );
     expect(states.map((s) => s.replay_state)).to.deep.equal(routed.map(() => 'replayed'));
+    expect(await inEvents(goneId), 'the suppressed event is not replayed').to.equal(0);
+    const goneState = await selectRows<{ replay_state: string }>(
+      ch,
+      `SELECT replay_state FROM ${db}.failed_events FINAL WHERE event_id = ${sqlString(goneId)}`,
+    );
+    expect(goneState.map((s) => s.replay_state)).to.deep.equal(['failed']);
     // Again: nothing left to replay, and each event is in events once.
     const again = await failedCli('replay', '--tenant', tenant);
-    expect(again.stdout, again.stderr).to.contain('replayed 0, still failing 0, skipped 0');
+    expect(again.stdout, again.stderr).to.contain('replayed 0, still failing 0, skipped 0, suppressed 1');
     for (const id of routed) expect(await inEvents(id)).to.equal(1);
     const refused = await failedCli('replay');
     expect(refused.code).to.equal(1);

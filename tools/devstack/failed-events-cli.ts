@@ -9,6 +9,8 @@
  * deduplicated like any retry; `schema_failure` removed) and its row marked `replayed`;
  * one that still fails stays; one whose schema is gone, or whose tenant has no schema for
  * its (source, category) any more, is published too (as the gateway would accept it now).
+ * A row whose user_id or anonymous_id a deletion suppressed (docs/deletions.md) is never
+ * published again: it is skipped and counted as `suppressed`.
  * Times are ISO 8601 or unix seconds. Needs CLICKHOUSE_URL, DATABASE_URL and KAFKA_BROKERS
  * (or the stack `npm start` runs); EVENTS_TOPIC (default telemetry.events).
  */
@@ -19,7 +21,9 @@ import type { EventMessage } from '@telemetry/contract';
 import {
   failedEventsSql,
   findTenant,
+  isSuppressedMessage,
   loadEventSchemaRecords,
+  loadSuppressions,
   type EventSchemaRecord,
   type FailedEventRow,
 } from '@telemetry/store';
@@ -116,10 +120,22 @@ async function main(): Promise<number> {
       if (!c) checks.set(s.schema_id, (c = compileEventSchema(s.schema)));
       return c;
     };
+    // The tenant's suppressed ids (deletions), read once before the replay.
+    const suppressions = (await loadSuppressions(db, [tenant.tenant_id]))[0];
+    const isSuppressed = (tenantId: string, user: string | undefined, anon: string | undefined): boolean =>
+      !!suppressions &&
+      tenantId === suppressions.tenantId &&
+      ((user !== undefined && suppressions.userIds.has(user)) ||
+        (anon !== undefined && suppressions.anonymousIds.has(anon)));
     const replay: { row: FailedEventRow; msg: EventMessage }[] = [];
     let stillFailing = 0;
     let skipped = 0;
+    let suppressed = 0;
     for (const row of rows) {
+      if (isSuppressedMessage(row.raw, isSuppressed)) {
+        suppressed++;
+        continue;
+      }
       let msg: EventMessage;
       try {
         msg = JSON.parse(row.raw) as EventMessage;
@@ -180,7 +196,7 @@ async function main(): Promise<number> {
       }
     }
     out(
-      `${values['dry-run'] ? 'would replay' : 'replayed'} ${replay.length}, still failing ${stillFailing}, skipped ${skipped}`,
+      `${values['dry-run'] ? 'would replay' : 'replayed'} ${replay.length}, still failing ${stillFailing}, skipped ${skipped}, suppressed ${suppressed}`,
     );
     return 0;
   } finally {

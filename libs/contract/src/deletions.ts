@@ -7,6 +7,12 @@ import { IDENTITY_SCHEMA } from './schemas.js';
 export const DELETION_LIMITS = {
   /** Ids (user ids and anonymous ids together) of one request. */
   maxIdsPerRequest: 1000,
+  /** Pending and running deletions of one tenant at once (more: 429 RATE_LIMITED, Retry-After). */
+  maxOpenPerTenant: 10,
+  /** Seconds a refused request is told to wait (Retry-After) when maxOpenPerTenant are open. */
+  retryAfterSeconds: 60,
+  /** Suppressed ids (user ids and anonymous ids together) of one tenant (more: 403 QUOTA_EXCEEDED). */
+  maxSuppressionsPerTenant: 100_000,
   /** Deletions per page of GET /api/deletions. */
   maxPage: 100,
   defaultPage: 20,
@@ -52,7 +58,7 @@ const ids = {
 
 export const deletionCreateSchema = {
   ...closedSchema('DeletionCreate', [], { user_ids: ids, anonymous_ids: ids }),
-  description: `At least one id (a list given is not empty); at most ${DELETION_LIMITS.maxIdsPerRequest} user ids and anonymous ids together (more: 413 TOO_MANY_IDS).`,
+  description: `At least one id (a list given is not empty); at most ${DELETION_LIMITS.maxIdsPerRequest} user ids and anonymous ids together (more: 413 TOO_MANY_IDS). A tenant has at most ${DELETION_LIMITS.maxOpenPerTenant} deletions pending or running at once (more: 429 RATE_LIMITED with Retry-After) and at most ${DELETION_LIMITS.maxSuppressionsPerTenant} suppressed ids (more: 403 QUOTA_EXCEEDED).`,
   minProperties: 1,
 } as const;
 

@@ -91,7 +91,7 @@ export const ERROR_CODES = {
   QUOTA_EXCEEDED: {
     status: 403,
     description:
-      'The tenant has as many monitors (or status pages, or a page as many subscribers, custom domains or open reports) as its quota allows (`details.quota`); delete one, or ask the operator to raise it.',
+      'The tenant has as many monitors (or status pages, or a page as many subscribers, custom domains or open reports, or as many ids suppressed by deletions) as its quota allows (`details.quota`); delete one, or ask the operator to raise it.',
   },
   ORIGIN_NOT_ALLOWED: {
     status: 403,
@@ -237,7 +237,7 @@ export const ERROR_CODES = {
   RATE_LIMITED: {
     status: 429,
     description:
-      'Too many requests for this key, too many exports at once, or too many subscription requests from this address or to this status page (`details.limit` names the limit); see `Retry-After`.',
+      'Too many requests for this key, too many exports at once, too many deletions of the tenant pending or running, or too many subscription requests from this address or to this status page (`details.limit` names the limit); see `Retry-After`.',
   },
   SIGN_IN_THROTTLED: {
     status: 429,

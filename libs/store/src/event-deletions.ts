@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sqlIdentifier, sqlNumber, sqlString, type ClickHouseClient, type Engine } from '@telemetry/platform';
 
 /**
@@ -32,27 +33,18 @@ export interface DeletionTarget {
 /** Rows deleted so far per table; `rollup_minutes`: minutes of events_per_minute recomputed. */
 export type DeletionCounts = Record<string, number>;
 
-/** Longest id list text in one statement: 18.16's max_query_size is 256 KiB. */
+/** Longest digest list text in one statement: 18.16's max_query_size is 256 KiB. */
 const MAX_IDS_SQL_BYTES = 64 * 1024;
+/** The quoted text of one id's digest in a statement: 64 hex digits, quotes, comma and space. */
+const DIGEST_SQL_BYTES = 68;
 /** Minutes recomputed per statement. */
 const MINUTES_PER_STATEMENT = 500;
 
-/** `values` in groups whose quoted text stays under `maxBytes`. */
+/** `values` in groups whose digests' quoted text stays under `maxBytes`. */
 function chunksOf(values: readonly string[], maxBytes: number): string[][] {
+  const per = Math.max(1, Math.floor(maxBytes / DIGEST_SQL_BYTES));
   const out: string[][] = [];
-  let cur: string[] = [];
-  let bytes = 0;
-  for (const v of values) {
-    const len = Buffer.byteLength(sqlString(v)) + 2;
-    if (cur.length > 0 && bytes + len > maxBytes) {
-      out.push(cur);
-      cur = [];
-      bytes = 0;
-    }
-    cur.push(v);
-    bytes += len;
-  }
-  if (cur.length > 0) out.push(cur);
+  for (let i = 0; i < values.length; i += per) out.push(values.slice(i, i + per));
   return out;
 }
 
@@ -69,9 +61,19 @@ function idChunks(t: DeletionTarget): IdChunk[] {
   ];
 }
 
-/** SQL: rows of the tenant whose `column` is one of `ids` (every value escaped). */
+/** An id as the deletion SQL names it: the upper-case hex of its SHA-256 (ClickHouse's `hex(SHA256(x))`). */
+export function idDigest(id: string): string {
+  return createHash('sha256').update(id, 'utf8').digest('hex').toUpperCase();
+}
+
+/**
+ * SQL: rows of the tenant whose `column` is one of `ids`. The ids appear only as their
+ * SHA-256 digests, never raw: the statement's text is kept in system.mutations (and the
+ * query log), which on ClickHouse 18.16 every user can read (docs/deletions.md).
+ */
 export function deletionPredicate(tenantId: string, chunk: IdChunk): string {
-  return `tenant_id = ${sqlString(tenantId)} AND ${chunk.column} IN (${chunk.ids.map(sqlString).join(', ')})`;
+  const digests = chunk.ids.map((id) => sqlString(idDigest(id)));
+  return `tenant_id = ${sqlString(tenantId)} AND hex(SHA256(${chunk.column})) IN (${digests.join(', ')})`;
 }
 
 async function rows<T>(ch: ClickHouseClient, query: string): Promise<T[]> {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { DeletionState, DeletionView } from '@telemetry/contract';
-import { Mirror, type PgPool, type PgQueryable } from '@telemetry/platform';
+import { DELETION_LIMITS, type DeletionState, type DeletionView } from '@telemetry/contract';
+import { AppError, Mirror, type PgPool, type PgQueryable } from '@telemetry/platform';
 import { registryCall, registryWrite } from './pg.js';
 import { SUPPRESSIONS_ENTITY } from './schema-deletions.js';
 
@@ -54,12 +54,52 @@ function viewOf(r: DeletionRow): DeletionView {
  * Records a deletion request of `tenantId` and suppresses its ids, in one transaction:
  * once this resolves, the request is committed and every gateway drops new events of the
  * ids as soon as its change feed brings them (within a second).
+ *
+ * The tenant's limits (DELETION_LIMITS) are checked in the same transaction, under the
+ * registry's write lock (registryWrite), so two requests at once cannot both pass them:
+ * at most maxOpenPerTenant deletions pending or running (RATE_LIMITED with Retry-After),
+ * at most maxSuppressionsPerTenant suppressed ids counting the request's new ones
+ * (QUOTA_EXCEEDED). `limits` replaces them (tests).
  */
 export async function createDeletion(
   pool: PgPool,
   req: { tenantId: string; requestedBy: string; userIds: readonly string[]; anonymousIds: readonly string[] },
+  limits: { maxOpen: number; maxSuppressions: number } = {
+    maxOpen: DELETION_LIMITS.maxOpenPerTenant,
+    maxSuppressions: DELETION_LIMITS.maxSuppressionsPerTenant,
+  },
 ): Promise<DeletionView> {
   return registryWrite(pool, async (tx) => {
+    const open = await tx.query<{ n: string }>(
+      `SELECT count(*) AS n FROM deletions WHERE tenant_id = $1 AND state IN ('pending', 'running')`,
+      [req.tenantId],
+    );
+    if (Number(open.rows[0]?.n ?? 0) >= limits.maxOpen) {
+      throw new AppError(
+        'RATE_LIMITED',
+        `this tenant has ${limits.maxOpen} deletions pending or running; retry when one is done`,
+        { limit: 'deletions_open_per_tenant', max: limits.maxOpen },
+        { 'Retry-After': String(DELETION_LIMITS.retryAfterSeconds) },
+      );
+    }
+    const supp = await tx.query<{ have: string; added: string }>(
+      `SELECT (SELECT count(*) FROM suppressions WHERE tenant_id = $1) AS have,
+         (SELECT count(*) FROM (
+            SELECT 'user_id' AS k, unnest($2::text[]) AS v
+            UNION ALL SELECT 'anonymous_id', unnest($3::text[])) ids
+          WHERE NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.tenant_id = $1 AND s.kind = ids.k AND s.value = ids.v)
+         ) AS added`,
+      [req.tenantId, [...req.userIds], [...req.anonymousIds]],
+    );
+    const have = Number(supp.rows[0]?.have ?? 0);
+    const added = Number(supp.rows[0]?.added ?? 0);
+    if (added > 0 && have + added > limits.maxSuppressions) {
+      throw new AppError(
+        'QUOTA_EXCEEDED',
+        `this tenant may have ${limits.maxSuppressions} suppressed ids; it has ${have} and this request adds ${added}`,
+        { quota: limits.maxSuppressions, suppressions: have, adding: added },
+      );
+    }
     const id = newDeletionId();
     const { rows } = await tx.query<DeletionRow>(
       `INSERT INTO deletions (deletion_id, tenant_id, requested_by, user_ids, anonymous_ids)
