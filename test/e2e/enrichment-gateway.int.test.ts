@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import type { AuditEntry, EventMessage, KeyView } from '@telemetry/contract';
+import { createKafka, createLogger } from '@telemetry/platform';
 import { createTenant, issueKey, loadKeyRecords } from '@telemetry/store';
 import {
   adminRegistry,
@@ -76,13 +77,34 @@ describe('enrichment at the gateway: TRUSTED_PROXIES, request_ip, request_user_a
     keys.admin = (
       await issueKey(adminRegistry(), { tenantId, kind: 'api', name: 'admin', scopes: ['keys:read', 'keys:write'] })
     ).key;
-    events = await collectTopic(testStack().eventsTopic);
-    audit = await collectTopic(testStack().auditTopic);
+    // Topics of this file's own: the run's shared ones hold every earlier file's messages,
+    // which a collector reading from the beginning would wade through first.
+    const topics = {
+      events: `${testStack().eventsTopic}.${uid('enrich')}`,
+      audit: `${testStack().auditTopic}.${uid('enrich')}`,
+    };
+    const kafka = createKafka({
+      brokers: testStack().kafkaBrokers.split(','),
+      clientId: 'enrichment-gateway-test',
+      logger: createLogger({ service: 'test', level: 'silent' }),
+    });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({
+      topics: [
+        { topic: topics.events, numPartitions: 2 },
+        { topic: topics.audit, numPartitions: 1 },
+      ],
+      waitForLeaders: true,
+    });
+    await admin.disconnect();
+    events = await collectTopic(topics.events);
+    audit = await collectTopic(topics.audit);
     [trusted, untrusted, queryTrusted, queryUntrusted] = await Promise.all([
-      runGateway({ TRUSTED_PROXIES: '127.0.0.1/8', RATE_LIMIT_PER_SECOND: '0' }),
-      runGateway({ RATE_LIMIT_PER_SECOND: '0' }),
-      runQuery({ TRUSTED_PROXIES: '127.0.0.1/8' }),
-      runQuery(),
+      runGateway({ TRUSTED_PROXIES: '127.0.0.1/8', RATE_LIMIT_PER_SECOND: '0', EVENTS_TOPIC: topics.events }),
+      runGateway({ RATE_LIMIT_PER_SECOND: '0', EVENTS_TOPIC: topics.events }),
+      runQuery({ TRUSTED_PROXIES: '127.0.0.1/8', AUDIT_TOPIC: topics.audit }),
+      runQuery({ AUDIT_TOPIC: topics.audit }),
     ]);
     // Each gateway has the keys once it answers one of them.
     for (const g of [trusted, untrusted]) {
