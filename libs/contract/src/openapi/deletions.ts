@@ -19,7 +19,9 @@ export const deletionPaths: Json = {
         '202': jsonOk('Accepted: pending until the stream consumer runs it.', envelopeOf(ref('Deletion')), {
           Location: { description: '/api/deletions/{id}', schema: { type: 'string' } },
         }),
-        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'TOO_MANY_IDS'),
+        // RATE_LIMITED: the tenant has DELETION_LIMITS.maxOpenPerTenant deletions open (Retry-After);
+        // QUOTA_EXCEEDED: its suppressed ids would pass DELETION_LIMITS.maxSuppressionsPerTenant.
+        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'TOO_MANY_IDS', 'RATE_LIMITED', 'QUOTA_EXCEEDED'),
       },
     },
     get: {
