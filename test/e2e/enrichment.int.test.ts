@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { sqlString, type ClickHouseClient } from '@telemetry/platform';
-import { createTenant, eventsPerMinuteSql, issueKey } from '@telemetry/store';
+import { createTenant, eventsPerMinuteSql, issueKey, type EventRow } from '@telemetry/store';
 import {
   adminClickHouse,
   adminRegistry,
@@ -61,20 +61,22 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
     };
   }
 
-  interface Row {
-    category: string;
-    client_ip: string;
-    user_agent: string;
-    geo_country: string;
-    geo_region: string;
-    geo_city: string;
-    browser: string;
-    browser_version: string;
-    os: string;
-    os_version: string;
-    device_type: string;
-    is_bot: number;
-  }
+  /** The columns these tests read (the row type the consumer inserts). */
+  type Row = Pick<
+    EventRow,
+    | 'category'
+    | 'client_ip'
+    | 'user_agent'
+    | 'geo_country'
+    | 'geo_region'
+    | 'geo_city'
+    | 'browser'
+    | 'browser_version'
+    | 'os'
+    | 'os_version'
+    | 'device_type'
+    | 'is_bot'
+  >;
 
   function rowsOf(source: string, n: number): Promise<Row[]> {
     return eventually(`${n} rows of ${source}`, async () => {

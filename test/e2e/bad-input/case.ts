@@ -96,6 +96,26 @@ export const list = (
   expect: { status, code },
 });
 
+/**
+ * A builder of query-service cases on a registry object's routes: the case's name shows
+ * `id` (its ids) as `{id}`; `b` is sent as JSON (a string as it is); the key is `@people`
+ * (every scope) unless told, '' for none.
+ */
+export const queryRequest =
+  (id: RegExp) =>
+  (name: string, method: string, path: string, b: unknown, status: number, code?: string, key = '@people'): Case => ({
+    name: `${method} ${path.replace(id, '{id}').split('?')[0]}: ${name}`,
+    service: 'query',
+    method,
+    path,
+    headers: {
+      ...(key === '' ? {} : { authorization: `Bearer ${key}` }),
+      ...(b !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    body: b === undefined ? undefined : typeof b === 'string' ? b : JSON.stringify(b),
+    expect: { status, code },
+  });
+
 /** A valid monitor body, with `over` on top. */
 export const good = (over: object = {}): Record<string, unknown> => ({
   name: `${MARK} monitor`,

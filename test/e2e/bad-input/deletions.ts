@@ -4,30 +4,11 @@
  * deletion (nor suppress an id): each is refused before PostgreSQL is written.
  * `@foreignDeletionId` is a deletion of another tenant the runner records (pending).
  */
-import { type Case, FOREIGN_TENANT } from './case.js';
+import { queryRequest, type Case, FOREIGN_TENANT } from './case.js';
 
 const MISSING = 'del_00000000000000000000';
 
-const req = (
-  name: string,
-  method: string,
-  path: string,
-  b: unknown,
-  status: number,
-  code?: string,
-  key = '@people',
-): Case => ({
-  name: `${method} ${path.replace(/del_[a-z0-9]+|@foreignDeletionId/, '{id}').split('?')[0]}: ${name}`,
-  service: 'query',
-  method,
-  path,
-  headers: {
-    ...(key === '' ? {} : { authorization: `Bearer ${key}` }),
-    ...(b !== undefined ? { 'content-type': 'application/json' } : {}),
-  },
-  body: b === undefined ? undefined : typeof b === 'string' ? b : JSON.stringify(b),
-  expect: { status, code },
-});
+const req = queryRequest(/del_[a-z0-9]+|@foreignDeletionId/);
 const ask = (name: string, b: unknown, status = 400, code = 'VALIDATION_FAILED'): Case =>
   req(name, 'POST', '/api/deletions', b, status, code);
 const ids = (n: number, prefix: string): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);

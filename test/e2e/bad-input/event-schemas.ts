@@ -3,30 +3,11 @@
  * schemas that are not JSON Schema, too large, too deep, remote or unbounded; bodies,
  * ids, parameters and scopes. None of them may create a schema.
  */
-import { type Case, MARK } from './case.js';
+import { queryRequest, type Case, MARK } from './case.js';
 
 const MISSING = 'sch_00000000000000000000';
 
-const req = (
-  name: string,
-  method: string,
-  path: string,
-  b: unknown,
-  status: number,
-  code?: string,
-  key = '@people',
-): Case => ({
-  name: `${method} ${path.replace(/sch_[a-z0-9]+/, '{id}').split('?')[0]}: ${name}`,
-  service: 'query',
-  method,
-  path,
-  headers: {
-    ...(key === '' ? {} : { authorization: `Bearer ${key}` }),
-    ...(b !== undefined ? { 'content-type': 'application/json' } : {}),
-  },
-  body: b === undefined ? undefined : typeof b === 'string' ? b : JSON.stringify(b),
-  expect: { status, code },
-});
+const req = queryRequest(/sch_[a-z0-9]+/);
 const create = (name: string, schema: unknown, status = 400, code = 'INVALID_SCHEMA', over: object = {}): Case =>
   req(
     name,
