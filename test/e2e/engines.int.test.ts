@@ -583,7 +583,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         ],
       });
       expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([
-        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
       ]);
       const where = `source = 'mig7'`;
       expect(await patterns(e, db, where, 'mig7'), e.name).to.deep.equal({ final: 4, limitBy: 4, rollup: 4 });

@@ -105,6 +105,9 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
           error: '',
           location: i % 2 ? 'eu-west' : '',
           tls_days_left: i % 3 ? null : i,
+          detail: i % 4 ? '' : `assertion $.n == ${i} failed`,
+          timings: i % 5 ? '' : JSON.stringify({ steps: [{ name: 'a', duration_ms: i, ok: true }] }),
+          screenshot: i % 7 ? 0 : 1,
           ts: t,
         },
       };
@@ -143,6 +146,9 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
         status_code: 200,
         ...(s.row.location ? { location: s.row.location } : {}),
         ...(s.row.tls_days_left !== null ? { tls_days_left: Number(s.row.tls_days_left) } : {}),
+        ...(s.row.detail ? { detail: s.row.detail } : {}),
+        ...(s.row.timings ? { timings: JSON.parse(s.row.timings) as unknown } : {}),
+        ...(Number(s.row.screenshot) === 1 ? { screenshot: true } : {}),
         created_at: new Date(s.t * 1000).toISOString(),
       };
       tail.onRecords(0, [{ offset, value: Buffer.from(JSON.stringify(message)) }]);

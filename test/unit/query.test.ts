@@ -13,6 +13,9 @@ describe('query service rows (unit)', () => {
         error: 'connection_refused',
         location: 'eu-west',
         tls_days_left: '12',
+        detail: 'assertion $.status == "ok" failed: saw "degraded"',
+        timings: '{"steps":[{"name":"sign in","duration_ms":12.5,"ok":true,"status_code":200}]}',
+        screenshot: '1',
         ts: '1795326543',
       }),
     ).to.deep.equal({
@@ -24,6 +27,9 @@ describe('query service rows (unit)', () => {
       error: 'connection_refused',
       location: 'eu-west',
       tls_days_left: 12,
+      detail: 'assertion $.status == "ok" failed: saw "degraded"',
+      timings: { steps: [{ name: 'sign in', duration_ms: 12.5, ok: true, status_code: 200 }] },
+      screenshot: '/api/monitors/mon_1/checks/chk_1/screenshot',
       created_at: '2026-11-22T05:49:03Z',
     });
     expect(
@@ -36,6 +42,9 @@ describe('query service rows (unit)', () => {
         error: '',
         location: '',
         tls_days_left: null,
+        detail: '',
+        timings: '',
+        screenshot: 0,
         ts: 0,
       }),
     ).to.include({
@@ -43,6 +52,9 @@ describe('query service rows (unit)', () => {
       error: null,
       location: null,
       tls_days_left: null,
+      detail: null,
+      timings: null,
+      screenshot: null,
       created_at: '1970-01-01T00:00:00Z',
     });
   });

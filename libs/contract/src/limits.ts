@@ -110,7 +110,29 @@ export const MONITOR_LIMITS = {
   maxWebhookSecretLength: 256,
   /** Monitors per page of GET /api/monitors. */
   maxPageSize: 1000,
+  /** Assertions per monitor or per api_flow step, and the length of each (docs/assertions.md). */
+  maxAssertions: 20,
+  maxAssertionLength: 500,
+  /** Requests of an api_flow monitor. */
+  maxApiSteps: 10,
+  /** Values one api_flow step extracts into variables. */
+  maxExtracts: 10,
+  /** Steps of a browser monitor. */
+  maxBrowserSteps: 30,
+  maxSelectorLength: 500,
+  /** Variables of an api_flow or browser monitor (sealed like header values), and each value's length. */
+  maxVariables: 20,
+  maxVariableValueLength: 4096,
+  /** Echo requests of an icmp check (a monitor gets DEFAULT_ICMP_COUNT). */
+  maxIcmpCount: 20,
+  /** A browser check's failure screenshot, in bytes (PNG). */
+  maxScreenshotBytes: 500 * 1024,
+  /** Characters of a check's `detail`. */
+  maxCheckDetailLength: 1024,
 } as const;
+
+/** Echo requests an icmp monitor sends per check unless it says otherwise. */
+export const DEFAULT_ICMP_COUNT = 3;
 
 /** Status pages (docs/console.md). */
 export const STATUS_PAGE_LIMITS = {
@@ -135,7 +157,20 @@ export const STATUS_PAGE_SLUG_PATTERN = '^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$';
  * that a name resolves (to the expected values), `heartbeat` that a job calls
  * POST /api/heartbeats/{token} at least every interval_seconds (plus a grace time).
  */
-export const MONITOR_TYPES = ['http', 'tcp', 'tls', 'dns', 'heartbeat'] as const;
+export const MONITOR_TYPES = ['http', 'tcp', 'tls', 'dns', 'heartbeat', 'api_flow', 'browser', 'icmp'] as const;
+
+/** The types whose checks take `assertions` (docs/assertions.md); api_flow steps take their own. */
+export const ASSERTING_TYPES = ['http', 'tls', 'dns'] as const;
+
+/**
+ * What a browser check's step does (docs/browser-checks.md): declarative only, no user code
+ * runs in the runner.
+ */
+export const BROWSER_ACTIONS = ['goto', 'click', 'fill', 'press', 'wait_for', 'assert_text', 'assert_url'] as const;
+export type BrowserAction = (typeof BROWSER_ACTIONS)[number];
+
+/** A variable's name in `variables`, an extract's target, and `{{name}}` in a step. */
+export const VARIABLE_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,63}$';
 
 /** Record types a dns monitor may ask for. */
 export const DNS_RECORD_TYPES = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT'] as const;
@@ -233,6 +268,14 @@ export const CHECK_ERRORS = [
   'unexpected_answer',
   // A heartbeat monitor's job did not call within interval_seconds + heartbeat_grace_seconds.
   'heartbeat_missing',
+  // One of the monitor's assertions (or an api_flow step's) did not hold: `detail` names it and the value seen.
+  'assertion_failed',
+  // A browser step (click, fill, wait_for…) could not be done in its timeout: `detail` names the step.
+  'step_failed',
+  // A browser check's page asked for an address the egress policy refuses: `detail` names it.
+  'request_blocked',
+  // An icmp check got no echo reply at all.
+  'packet_loss',
 ] as const;
 export type CheckError = (typeof CHECK_ERRORS)[number];
 

@@ -1,6 +1,8 @@
 import { maintenanceMessage } from './status-follow-schemas.js';
 import {
+  BROWSER_ACTIONS,
   CHANNEL_ID_PATTERN,
+  VARIABLE_NAME_PATTERN,
   DEFAULT_LOCATION,
   ESCALATION_POLICY_ID_PATTERN,
   DNS_RECORD_TYPES,
@@ -37,6 +39,21 @@ const statusCodeRule = {
     { type: 'integer', minimum: 100, maximum: 599 },
     { type: 'string', pattern: '^[1-5]xx$' },
   ],
+} as const;
+
+/** An assertion in the expression language of docs/assertions.md; parsed by assertionProblems. */
+const assertion = { type: 'string', minLength: 1, maxLength: M.maxAssertionLength } as const;
+
+/** An api_flow step's headers: as a monitor's, {{name}} allowed in values. */
+const stepHeaders = {
+  type: 'object',
+  maxProperties: M.maxHeaders,
+  propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$" },
+  additionalProperties: {
+    type: 'string',
+    maxLength: M.maxHeaderValueLength,
+    pattern: '^[\\t\\x20-\\x7e\\x80-\\xff]*$',
+  },
 } as const;
 
 /** The settings of a monitor: what POST takes, PATCH changes and GET returns (plus id and times). */
@@ -215,6 +232,94 @@ export const monitorSettings = {
     type: ['integer', 'null'],
     minimum: 0,
     maximum: M.maxHeartbeatGraceSeconds,
+    default: null,
+  },
+  /** http, tls and dns: conditions every check must meet (docs/assertions.md); empty: none. */
+  assertions: {
+    title: 'Assertions',
+    description:
+      'one per line: status == 200, response_time < 500, $.status == "ok", header.content-type contains "json"',
+    type: 'array',
+    maxItems: M.maxAssertions,
+    items: assertion,
+    default: [],
+  },
+  /** api_flow only: the requests, in order (docs/api-flows.md). */
+  api_steps: {
+    title: 'API flow: steps',
+    description: 'up to 10 requests; {{name}} uses a variable; extract sets one from the answer',
+    type: 'array',
+    maxItems: M.maxApiSteps,
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['url'],
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 100 },
+        method: { type: 'string', enum: MONITOR_METHODS },
+        /** Absolute http(s) URL, or a path (/…) resolved against the monitor's URL; {{name}} in its path and query only. */
+        url: { type: 'string', minLength: 1, maxLength: M.maxUrlLength, pattern: '^(?:https?://|/)[^\\s]*$' },
+        headers: stepHeaders,
+        body: { type: ['string', 'null'], maxLength: M.maxBodyBytes },
+        expected_status_codes: {
+          type: 'array',
+          minItems: 1,
+          maxItems: M.maxExpectedStatusCodes,
+          items: statusCodeRule,
+        },
+        /** Variable name → where its value comes from in this step's answer: `$.path` or `header.<name>`. */
+        extract: {
+          type: 'object',
+          maxProperties: M.maxExtracts,
+          propertyNames: { pattern: VARIABLE_NAME_PATTERN },
+          additionalProperties: { type: 'string', minLength: 1, maxLength: M.maxAssertionLength },
+        },
+        assertions: { type: 'array', maxItems: M.maxAssertions, items: assertion },
+      },
+    },
+    default: [],
+  },
+  /** browser only: what the browser does after opening the monitor's URL (docs/browser-checks.md). */
+  browser_steps: {
+    title: 'Browser: steps',
+    description: 'goto, click, fill, press, wait_for, assert_text, assert_url; each with its timeout',
+    type: 'array',
+    maxItems: M.maxBrowserSteps,
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['action'],
+      properties: {
+        action: { type: 'string', enum: BROWSER_ACTIONS },
+        /** click, fill, press, wait_for, assert_text: a CSS selector (Playwright's). */
+        selector: { type: 'string', minLength: 1, maxLength: M.maxSelectorLength },
+        /** fill: the text typed ({{name}} uses a variable); press: a key (Enter). */
+        value: { type: 'string', maxLength: M.maxVariableValueLength },
+        /** goto: an absolute http(s) URL or a path resolved against the monitor's URL; assert_url: what the URL must contain. */
+        url: { type: 'string', minLength: 1, maxLength: M.maxUrlLength },
+        /** wait_for, assert_text: text the page (or the selector's element) must contain. */
+        text: { type: 'string', minLength: 1, maxLength: M.maxKeywordLength },
+        timeout_ms: { type: 'integer', minimum: 100, maximum: M.maxTimeoutMs },
+      },
+    },
+    default: [],
+  },
+  /** api_flow and browser: values {{name}} stands for; sealed and write-only like header values. */
+  variables: {
+    title: 'Variables',
+    description: 'one per line, name: value; stored values show as ****',
+    type: 'object',
+    maxProperties: M.maxVariables,
+    propertyNames: { pattern: VARIABLE_NAME_PATTERN },
+    additionalProperties: { type: 'string', maxLength: M.maxVariableValueLength },
+    default: {},
+  },
+  /** icmp only: echo requests per check (an icmp monitor gets DEFAULT_ICMP_COUNT). */
+  icmp_count: {
+    title: 'Ping: packets per check',
+    type: ['integer', 'null'],
+    minimum: 1,
+    maximum: M.maxIcmpCount,
     default: null,
   },
   /** Times when checks run and are stored but nobody is paged (docs/monitors.md, "Maintenance windows"). */

@@ -12,6 +12,7 @@ import {
   LOCATION_PATTERN,
   TENANT_ID_PATTERN,
   LIMITS,
+  MONITOR_LIMITS,
   MONITOR_STATUSES,
   NAME_PATTERN,
   STATUS_PAGE_LIMITS,
@@ -143,6 +144,58 @@ const messageId = { type: 'string', minLength: 1, maxLength: 128, pattern: ID_PA
 /** Why a check (or a delivery attempt) failed, as the API shows it: null when it did not. */
 const checkErrorOrNull = { type: ['string', 'null'], enum: [...CHECK_ERRORS, null] } as const;
 
+const ms = { type: 'number', minimum: 0, maximum: 86_400_000 } as const;
+
+/** A check's `timings` (docs/monitors.md, "Timings"): each part only where the type measures it. */
+const checkTimings = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    /** api_flow requests and browser steps, in order, as far as the check got. */
+    steps: {
+      type: 'array',
+      maxItems: 64,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'duration_ms', 'ok'],
+        properties: {
+          name: { type: 'string', maxLength: 200 },
+          duration_ms: ms,
+          ok: { type: 'boolean' },
+          status_code: { type: 'integer', minimum: 0, maximum: 999 },
+        },
+      },
+    },
+    /** A browser check's first page: the Navigation Timing API's marks, ms from the start of navigation. */
+    navigation: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { ttfb_ms: ms, dom_content_loaded_ms: ms, load_ms: ms },
+    },
+    /** A browser check's Web Vitals, where measurable (INP needs an interaction). */
+    web_vitals: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { lcp_ms: ms, cls: { type: 'number', minimum: 0, maximum: 1000 }, inp_ms: ms },
+    },
+    /** An icmp check's echo requests: sent, replies, loss in percent, round trips of the replies. */
+    packets: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['sent', 'received', 'loss_percent'],
+      properties: {
+        sent: { type: 'integer', minimum: 0, maximum: 1000 },
+        received: { type: 'integer', minimum: 0, maximum: 1000 },
+        loss_percent: { type: 'number', minimum: 0, maximum: 100 },
+        rtt_min_ms: ms,
+        rtt_avg_ms: ms,
+        rtt_max_ms: ms,
+      },
+    },
+  },
+} as const;
+
 const monitorId = {
   type: 'string',
   minLength: 1,
@@ -162,6 +215,12 @@ const checkProperties = {
   location: { type: 'string', pattern: LOCATION_PATTERN },
   /** A tls monitor's check: whole days until the certificate expires (negative once expired). */
   tls_days_left: { type: 'integer', minimum: -1_000_000, maximum: 1_000_000 },
+  /** What failed, in words: the assertion and the value seen, the step, the blocked request (absent/null: nothing to add). */
+  detail: { type: 'string', minLength: 1, maxLength: MONITOR_LIMITS.maxCheckDetailLength },
+  /** Where the time went: api_flow and browser steps, a page's navigation and Web Vitals, ping packets. */
+  timings: checkTimings,
+  /** A browser check kept a screenshot of its failure (GET /api/monitors/{id}/checks/{check_id}/screenshot). */
+  screenshot: { type: 'boolean' },
 } as const;
 
 /** Value of a message on the check-results topic (JSON, UTF-8). Written by check runners. */
@@ -183,6 +242,10 @@ export const checkSchema = closedSchema(
     error: checkErrorOrNull,
     location: { oneOf: [checkProperties.location, { type: 'null' }] },
     tls_days_left: { type: ['integer', 'null'], minimum: -1_000_000, maximum: 1_000_000 },
+    detail: { type: ['string', 'null'], maxLength: MONITOR_LIMITS.maxCheckDetailLength },
+    timings: { oneOf: [checkTimings, { type: 'null' }] },
+    /** The path of the failure's screenshot (GET, the monitor's tenant only); null when none was kept. */
+    screenshot: { type: ['string', 'null'], maxLength: 512 },
     created_at: isoSeconds,
   },
 );

@@ -89,7 +89,27 @@ export interface CheckMessage {
   error?: CheckError;
   location?: string;
   tls_days_left?: number;
+  /** What failed, in words (the assertion and the value seen, the step, the blocked request). */
+  detail?: string;
+  timings?: CheckTimings;
+  /** A screenshot of the failure was published to the screenshots topic under this check's id. */
+  screenshot?: boolean;
   created_at: string;
+}
+
+/** Where a check's time went (checkTimings in schemas.ts; docs/monitors.md, "Timings"). */
+export interface CheckTimings {
+  steps?: { name: string; duration_ms: number; ok: boolean; status_code?: number }[];
+  navigation?: { ttfb_ms?: number; dom_content_loaded_ms?: number; load_ms?: number };
+  web_vitals?: { lcp_ms?: number; cls?: number; inp_ms?: number };
+  packets?: {
+    sent: number;
+    received: number;
+    loss_percent: number;
+    rtt_min_ms?: number;
+    rtt_avg_ms?: number;
+    rtt_max_ms?: number;
+  };
 }
 
 /** Seed 2.2 plus `error`; `created_at` is `YYYY-MM-DDThh:mm:ssZ`. */
@@ -104,6 +124,10 @@ export interface Check {
   location?: string | null;
   /** tls monitors: whole days until the certificate expires; null otherwise. */
   tls_days_left?: number | null;
+  detail?: string | null;
+  timings?: CheckTimings | null;
+  /** The path of its screenshot (browser checks that failed), null when none was kept. */
+  screenshot?: string | null;
   created_at: string;
 }
 

@@ -1,4 +1,11 @@
-import { DEFAULT_TENANT, toIsoSeconds, type Check, type CheckMessage, type Validators } from '@telemetry/contract';
+import {
+  DEFAULT_TENANT,
+  toIsoSeconds,
+  type Check,
+  type CheckMessage,
+  type CheckTimings,
+  type Validators,
+} from '@telemetry/contract';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
@@ -88,6 +95,11 @@ export const checksMigrations: MigrationsByVersion = {
     { addColumn: { table: 'checks', column: 'location', type: 'String' } },
     { addColumn: { table: 'checks', column: 'tls_days_left', type: 'Nullable(Int32)' } },
   ],
+  19: () => [
+    { addColumn: { table: 'checks', column: 'detail', type: 'String' } },
+    { addColumn: { table: 'checks', column: 'timings', type: 'String' } },
+    { addColumn: { table: 'checks', column: 'screenshot', type: 'UInt8' } },
+  ],
 };
 
 /** A row of `checks` as inserted (JSONEachRow). DateTimes are unix seconds, UTC. */
@@ -103,6 +115,12 @@ export interface CheckRow {
   /** The runner's location; '' for checks made before locations (migration 10). */
   location: string;
   tls_days_left: number | null;
+  /** What failed, in words; '' when nothing (migration 19). */
+  detail: string;
+  /** The check's timings as JSON (CheckTimings); '' when none. */
+  timings: string;
+  /** 1 when a screenshot of the failure was published (check_screenshots). */
+  screenshot: number;
   inserted_at: number;
 }
 
@@ -118,6 +136,9 @@ export function decodeCheck(v: Validators, value: Buffer | null): Decoded<CheckR
     error: c.error ?? '',
     location: c.location ?? '',
     tls_days_left: c.tls_days_left ?? null,
+    detail: c.detail ?? '',
+    timings: c.timings ? JSON.stringify(c.timings) : '',
+    screenshot: c.screenshot ? 1 : 0,
     inserted_at: now,
   }));
 }
@@ -159,7 +180,7 @@ export function checksSql(database: string, q: ChecksQuery): string {
     where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);
   }
   return `SELECT id, monitor_id, status, response_time, status_code, error, location, tls_days_left,
-      toUnixTimestamp(created_at) AS ts
+      detail, timings, screenshot, toUnixTimestamp(created_at) AS ts
     FROM ${sqlIdentifier(database)}.checks
     WHERE ${where.join(' AND ')}
     ORDER BY created_at ${dir}, id ${dir}
@@ -176,7 +197,15 @@ export interface CheckHistoryRow {
   error: string;
   location: string;
   tls_days_left: number | string | null;
+  detail: string;
+  timings: string;
+  screenshot: number | string;
   ts: number | string;
+}
+
+/** Where the query service serves a check's screenshot (the monitor's tenant only). */
+export function screenshotPath(monitorId: string, checkId: string): string {
+  return `/api/monitors/${encodeURIComponent(monitorId)}/checks/${encodeURIComponent(checkId)}/screenshot`;
 }
 
 /** The seed's check object (section 2.2) from a row: numbers as numbers, time as `YYYY-MM-DDThh:mm:ssZ`. */
@@ -191,6 +220,9 @@ export function rowToCheck(r: CheckHistoryRow): Check {
     error: (r.error || null) as Check['error'],
     location: r.location || null,
     tls_days_left: r.tls_days_left === null ? null : Number(r.tls_days_left),
+    detail: r.detail || null,
+    timings: r.timings ? (JSON.parse(r.timings) as CheckTimings) : null,
+    screenshot: Number(r.screenshot) === 1 ? screenshotPath(r.monitor_id, r.id) : null,
     created_at: toIsoSeconds(Number(r.ts)),
   };
 }

@@ -53,6 +53,7 @@ const VERSIONS: Record<number, string> = {
   16: 'the audit log, in <db>_audit',
   17: 'events: enrichment (geo, browser, OS, device, is_bot); is_bot in the events_per_minute rollup',
   18: 'failed_events: events that violated their event schema (action route)',
+  19: 'checks: detail, timings and screenshot (assertions, api flows, browser checks, ping)',
 };
 
 const MODULES: readonly MigrationsByVersion[] = [

@@ -82,8 +82,14 @@ async function storedChecks(
   const sql = checksSql(database, { tenantId: m.tenant_id, monitorId: m.id, to: undefined, cursor: undefined, ...q });
   const rs = await client.query({ query: sql, format: 'JSONEachRow' });
   return (await rs.json<CheckHistoryRow>()).map((r) => {
-    const { tls_days_left: _days, error, location, ...c } = rowToCheck(r);
-    return { ...c, tenant_id: m.tenant_id, ...(error ? { error } : {}), ...(location ? { location } : {}) };
+    const { tls_days_left: _days, error, location, detail, timings: _t, screenshot: _s, ...c } = rowToCheck(r);
+    return {
+      ...c,
+      tenant_id: m.tenant_id,
+      ...(error ? { error } : {}),
+      ...(location ? { location } : {}),
+      ...(detail ? { detail } : {}),
+    };
   });
 }
 

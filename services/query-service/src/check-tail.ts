@@ -161,6 +161,9 @@ export function tailCheckOf(r: CheckRow): TailCheck {
       error: r.error,
       location: r.location,
       tls_days_left: r.tls_days_left,
+      detail: r.detail,
+      timings: r.timings,
+      screenshot: r.screenshot,
       ts: r.created_at,
     }),
   };

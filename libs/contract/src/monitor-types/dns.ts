@@ -19,7 +19,7 @@ export const dnsType: MonitorTypeModule<'dns'> = {
   label: 'DNS record',
   urlForm: 'a dns monitor checks dns://name (the name to resolve), with nothing else',
   urlHint: 'dns://name',
-  fields: ['dns_record_type', 'dns_expected', 'dns_resolver', 'confirm_delay_ms'],
+  fields: ['dns_record_type', 'dns_expected', 'dns_resolver', 'confirm_delay_ms', 'assertions'],
   defaults: { dns_record_type: 'A' },
   problems(s, url) {
     const problems = plainUrlProblems(url, 'dns', 'none', this.urlForm);

@@ -7,7 +7,7 @@ export const httpType: MonitorTypeModule<'http'> = {
   label: 'HTTP(S)',
   urlForm: 'an http monitor checks an http:// or https:// URL',
   urlHint: 'http(s)://…',
-  fields: ['keyword', 'body', 'headers', 'confirm_delay_ms'],
+  fields: ['keyword', 'body', 'headers', 'confirm_delay_ms', 'assertions'],
   defaults: {},
   problems(s, url) {
     const problems = [];

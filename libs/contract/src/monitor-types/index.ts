@@ -9,9 +9,12 @@ import {
 import type { MonitorSettings } from '../types.js';
 import { parsesAsUrl } from '../urls.js';
 import type { Problem } from '../validators.js';
+import { apiFlowType } from './api-flow.js';
+import { browserType } from './browser.js';
 import { dnsType } from './dns.js';
 import { heartbeatType } from './heartbeat.js';
 import { httpType } from './http.js';
+import { icmpType } from './icmp.js';
 import type { MonitorTypeModule } from './module.js';
 import { tcpType } from './tcp.js';
 import { tlsType } from './tls.js';
@@ -30,6 +33,9 @@ export const MONITOR_TYPE_MODULES: { readonly [T in MonitorType]: MonitorTypeMod
   tls: tlsType,
   dns: dnsType,
   heartbeat: heartbeatType,
+  api_flow: apiFlowType,
+  browser: browserType,
+  icmp: icmpType,
 };
 
 export function monitorTypeModule(type: MonitorType): MonitorTypeModule {

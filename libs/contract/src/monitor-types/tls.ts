@@ -7,7 +7,7 @@ export const tlsType: MonitorTypeModule<'tls'> = {
   label: 'TLS certificate',
   urlForm: 'a tls monitor checks tls://host or tls://host:port (443 by default), with nothing else',
   urlHint: 'tls://host[:port]',
-  fields: ['tls_min_days', 'confirm_delay_ms'],
+  fields: ['tls_min_days', 'confirm_delay_ms', 'assertions'],
   defaults: { tls_min_days: DEFAULT_TLS_MIN_DAYS },
   problems(_s, url) {
     return plainUrlProblems(url, 'tls', 'optional', this.urlForm);
