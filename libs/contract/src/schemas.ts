@@ -233,6 +233,30 @@ export const checkMessageSchema = closedSchema(
 
 const isoSeconds = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$' } as const;
 
+/**
+ * Value of a message on the screenshots topic: a browser check's failure screenshot.
+ * Written by check runners (after the check message of `check_id`); the stream consumer
+ * writes it to check_screenshots.
+ */
+export const screenshotMessageSchema = closedSchema(
+  'ScreenshotMessage',
+  ['check_id', 'monitor_id', 'tenant_id', 'created_at', 'png_base64'],
+  {
+    check_id: messageId,
+    monitor_id: monitorId,
+    tenant_id: tenantId,
+    /** The check's created_at. */
+    created_at: dateTime,
+    /** The PNG, base64 (at most MONITOR_LIMITS.maxScreenshotBytes before encoding). */
+    png_base64: {
+      type: 'string',
+      minLength: 8,
+      maxLength: Math.ceil(MONITOR_LIMITS.maxScreenshotBytes / 3) * 4,
+      pattern: '^[A-Za-z0-9+/]+={0,2}$',
+    },
+  },
+);
+
 /** A check as returned by GET /api/monitors/{id}/checks (seed 2.2). */
 export const checkSchema = closedSchema(
   'Check',
@@ -511,6 +535,7 @@ export const ALL_SCHEMAS = [
   eventMessageSchema,
   checkMessageSchema,
   checkSchema,
+  screenshotMessageSchema,
   monitorCreateSchema,
   monitorPatchSchema,
   monitorSchema,

@@ -16,6 +16,7 @@ import type {
   monitorCreateSchema,
   monitorPatchSchema,
   monitorSchema,
+  screenshotMessageSchema,
   webhookDeliveryMessageSchema,
   webhookDeliverySchema,
 } from './schemas.js';
@@ -251,6 +252,7 @@ export interface Incident {
 
 /** A delivery attempt's record on the webhook-deliveries topic (`channel` absent: a webhook). */
 export type WebhookDeliveryMessage = FromSchema<typeof webhookDeliveryMessageSchema>;
+export type ScreenshotMessage = FromSchema<typeof screenshotMessageSchema>;
 
 /** A delivery attempt as GET /api/monitors/{id}/webhook-deliveries returns it. */
 export type WebhookDelivery = FromSchema<typeof webhookDeliverySchema>;

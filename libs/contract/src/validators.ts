@@ -12,6 +12,7 @@ import type {
   MonitorCreate,
   MonitorPatch,
   PublicStatusPage,
+  ScreenshotMessage,
   StatusPage,
   StatusPageCreate,
   StatusPagePatch,
@@ -32,6 +33,7 @@ export interface Validators {
   ingestRequest: ValidateFunction<IngestRequest>;
   eventMessage: ValidateFunction<EventMessage>;
   checkMessage: ValidateFunction<CheckMessage>;
+  screenshotMessage: ValidateFunction<ScreenshotMessage>;
   check: ValidateFunction<Check>;
   monitorCreate: ValidateFunction<MonitorCreate>;
   monitorPatch: ValidateFunction<MonitorPatch>;
@@ -66,6 +68,7 @@ export function createValidators(): Validators {
     ingestRequest: get<IngestRequest>('IngestRequest'),
     eventMessage: get<EventMessage>('EventMessage'),
     checkMessage: get<CheckMessage>('CheckMessage'),
+    screenshotMessage: get<ScreenshotMessage>('ScreenshotMessage'),
     check: get<Check>('Check'),
     monitorCreate: get<MonitorCreate>('MonitorCreate'),
     monitorPatch: get<MonitorPatch>('MonitorPatch'),

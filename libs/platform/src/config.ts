@@ -179,6 +179,24 @@ export const topicSpec = {
     'Kafka topic of registry change notices; its partitions divide the monitors among check runners',
     TOPIC,
   ),
+  screenshotsTopic: v.str(
+    'SCREENSHOTS_TOPIC',
+    'monitor.screenshots',
+    "Kafka topic of browser checks' failure screenshots (PNG, at most 500 KB), written to check_screenshots",
+    TOPIC,
+  ),
+  runRequestsTopic: v.str(
+    'RUN_REQUESTS_TOPIC',
+    'monitor.run-requests',
+    'Kafka topic of "run once now" requests from the query service to the check runners (sealed)',
+    TOPIC,
+  ),
+  runRepliesTopic: v.str(
+    'RUN_REPLIES_TOPIC',
+    'monitor.run-replies',
+    'Kafka topic of the check runners\' answers to "run once now" requests (sealed)',
+    TOPIC,
+  ),
 } satisfies ConfigSpec;
 
 export const clickhouseSpec = {
