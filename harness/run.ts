@@ -137,6 +137,9 @@ export function pipelineTopics(prefix: string) {
     webhookDeliveries: `${prefix}.webhook-deliveries`,
     audit: `${prefix}.audit`,
     monitorChanges: `${prefix}.monitor-changes`,
+    screenshots: `${prefix}.screenshots`,
+    runRequests: `${prefix}.run-requests`,
+    runReplies: `${prefix}.run-replies`,
   };
   return { topics, list: Object.values(topics), env: topicEnv(topics) };
 }

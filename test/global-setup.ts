@@ -34,6 +34,9 @@ export async function mochaGlobalSetup(): Promise<void> {
     TEST_WEBHOOK_DELIVERIES_TOPIC: `test.${run}.webhook-deliveries`,
     TEST_AUDIT_TOPIC: `test.${run}.audit`,
     TEST_MONITOR_CHANGES_TOPIC: `test.${run}.monitor-changes`,
+    TEST_SCREENSHOTS_TOPIC: `test.${run}.screenshots`,
+    TEST_RUN_REQUESTS_TOPIC: `test.${run}.run-requests`,
+    TEST_RUN_REPLIES_TOPIC: `test.${run}.run-replies`,
   };
   const users = await provision(stack, {
     database: names.TEST_DATABASE,
@@ -45,6 +48,9 @@ export async function mochaGlobalSetup(): Promise<void> {
       names.TEST_WEBHOOK_DELIVERIES_TOPIC,
       names.TEST_AUDIT_TOPIC,
       names.TEST_MONITOR_CHANGES_TOPIC,
+      names.TEST_SCREENSHOTS_TOPIC,
+      names.TEST_RUN_REQUESTS_TOPIC,
+      names.TEST_RUN_REPLIES_TOPIC,
     ],
     partitions: 4,
   });

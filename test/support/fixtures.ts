@@ -53,6 +53,9 @@ export function testStack() {
     webhookDeliveriesTopic: need('TEST_WEBHOOK_DELIVERIES_TOPIC'),
     auditTopic: need('TEST_AUDIT_TOPIC'),
     monitorChangesTopic: need('TEST_MONITOR_CHANGES_TOPIC'),
+    screenshotsTopic: need('TEST_SCREENSHOTS_TOPIC'),
+    runRequestsTopic: need('TEST_RUN_REQUESTS_TOPIC'),
+    runRepliesTopic: need('TEST_RUN_REPLIES_TOPIC'),
     /** Each service's own ClickHouse user (tools/devstack/users.ts). */
     users: JSON.parse(need('TEST_CLICKHOUSE_USERS')) as ServiceUsers,
     /** Where the stack's ClickHouse reads users from (local mode), for `npm start` in external mode. */
@@ -178,6 +181,9 @@ export function serviceEnv(extra: Record<string, string> = {}): Record<string, s
     WEBHOOK_DELIVERIES_TOPIC: s.webhookDeliveriesTopic,
     AUDIT_TOPIC: s.auditTopic,
     MONITOR_CHANGES_TOPIC: s.monitorChangesTopic,
+    SCREENSHOTS_TOPIC: s.screenshotsTopic,
+    RUN_REQUESTS_TOPIC: s.runRequestsTopic,
+    RUN_REPLIES_TOPIC: s.runRepliesTopic,
     HOST: '127.0.0.1',
     PORT: '0',
     MIGRATE_ON_START: 'false',

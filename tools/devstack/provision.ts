@@ -18,6 +18,9 @@ export interface PipelineTopics {
   webhookDeliveries: string;
   audit: string;
   monitorChanges: string;
+  screenshots: string;
+  runRequests: string;
+  runReplies: string;
 }
 
 /** The services' variables that name the topics of `t`. */
@@ -30,6 +33,9 @@ export function topicEnv(t: PipelineTopics) {
     WEBHOOK_DELIVERIES_TOPIC: t.webhookDeliveries,
     AUDIT_TOPIC: t.audit,
     MONITOR_CHANGES_TOPIC: t.monitorChanges,
+    SCREENSHOTS_TOPIC: t.screenshots,
+    RUN_REQUESTS_TOPIC: t.runRequests,
+    RUN_REPLIES_TOPIC: t.runReplies,
   };
 }
 

@@ -40,6 +40,9 @@ const topics = {
   webhookDeliveries: env.WEBHOOK_DELIVERIES_TOPIC ?? 'monitor.webhook-deliveries',
   audit: env.AUDIT_TOPIC ?? 'telemetry.audit',
   monitorChanges: env.MONITOR_CHANGES_TOPIC ?? 'monitor.changes',
+  screenshots: env.SCREENSHOTS_TOPIC ?? 'monitor.screenshots',
+  runRequests: env.RUN_REQUESTS_TOPIC ?? 'monitor.run-requests',
+  runReplies: env.RUN_REPLIES_TOPIC ?? 'monitor.run-replies',
 };
 const DEMO_MONITOR = 'demo: ingest gateway health';
 

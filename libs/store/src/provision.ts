@@ -74,6 +74,9 @@ export async function provisionFromEnv(env: Env, logger: Logger): Promise<Provis
       c.auditTopic,
       c.monitorChangesTopic,
       c.deadLetterTopic,
+      c.screenshotsTopic,
+      c.runRequestsTopic,
+      c.runRepliesTopic,
     ].map((topic) => ({
       topic,
       numPartitions: c.topicPartitions,
