@@ -349,8 +349,8 @@ function hasLinearEngine(): boolean {
 /**
  * A `matches` pattern: a JavaScript regular expression without flags, compiled for V8's
  * linear-time engine (the `l` flag), whose time grows with the text and the pattern,
- * never exponentially. A pattern that engine cannot run (backreferences, lookaround, a
- * large counted repetition) is refused. Where there is no such engine (the console), only
+ * never exponentially. A pattern that engine cannot run (backreferences, lookahead, a
+ * large counted repetition such as .{1000}; lookbehind too on Node 20's V8) is refused. Where there is no such engine (the console), only
  * its syntax is checked (the value is undefined): the API checks the rest.
  */
 export function compilePattern(pattern: string): Parsed<RegExp | undefined> {
@@ -365,7 +365,7 @@ export function compilePattern(pattern: string): Parsed<RegExp | undefined> {
     return { ok: true, value: new RegExp(pattern, 'l') };
   } catch {
     return fail(
-      'the pattern cannot run in linear time: backreferences, lookahead, lookbehind and large counted repetitions are refused',
+      'the pattern cannot run in linear time: backreferences, lookahead and large counted repetitions (and, before Node 22, lookbehind) are refused',
     );
   }
 }
