@@ -1,4 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { expect } from 'chai';
 import type { CheckMessage, Monitor } from '@telemetry/contract';
 import {
@@ -15,6 +20,22 @@ import { apiClient } from '../support/api.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
 import { TestDnsServer } from '../support/dns-server.js';
 
+/** A CA the runner trusts (NODE_EXTRA_CA_CERTS) and a leaf it signed for 127.0.0.1, valid 30 days. */
+function certificates(dir: string): { ca: string; key: Buffer; cert: Buffer } {
+  const run = (...args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  const ca = ['-subj', '/CN=Assertions test CA', '-addext', 'basicConstraints=critical,CA:TRUE'];
+  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '365', ...ca);
+  run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost');
+  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  const sign = ['-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '30', '-extfile', 'san.ext'];
+  run('x509', '-req', '-in', 'leaf.csr', '-out', 'leaf.pem', ...sign);
+  return {
+    ca: join(dir, 'ca.pem'),
+    key: readFileSync(join(dir, 'leaf.key')),
+    cert: readFileSync(join(dir, 'leaf.pem')),
+  };
+}
+
 /**
  * Assertions on checks (docs/assertions.md) on the real pipeline: a check runner process,
  * Kafka, ClickHouse and PostgreSQL, against a loopback JSON API whose answer the test changes.
@@ -26,6 +47,9 @@ describe('assertions on checks (real Kafka, ClickHouse and PostgreSQL, a check r
   let site: Server;
   let port = 0;
   const dns = new TestDnsServer();
+  const dir = mkdtempSync(join(tmpdir(), 'assertion-certs-'));
+  let tls: TlsServer;
+  let tlsPort = 0;
   let query: Running;
   let consumer: Running;
   let runner: ServiceProcess;
@@ -69,7 +93,11 @@ describe('assertions on checks (real Kafka, ClickHouse and PostgreSQL, a check r
     await Promise.all([new Promise<void>((r) => site.listen(0, '127.0.0.1', r)), dns.start()]);
     port = (site.address() as { port: number }).port;
     dns.records.set('shop.test', { A: ['192.0.2.10', '192.0.2.11'] });
-    const egress = { EGRESS_ALLOW: [port, dns.port].map((p) => `127.0.0.1:${p}`).join(',') };
+    const certs = certificates(dir);
+    tls = createTlsServer({ key: certs.key, cert: certs.cert }, (s) => s.end());
+    await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
+    tlsPort = (tls.address() as { port: number }).port;
+    const egress = { EGRESS_ALLOW: [port, dns.port, tlsPort].map((p) => `127.0.0.1:${p}`).join(',') };
     [query, consumer] = await Promise.all([runQuery(egress), runConsumer()]);
     checks = await collectTopic(testStack().checksTopic);
     key = await newKey({ kind: 'api', name: 'assert', scopes: ['checks:read', 'monitors:read', 'monitors:write'] });
@@ -79,6 +107,7 @@ describe('assertions on checks (real Kafka, ClickHouse and PostgreSQL, a check r
       RUNNER_GROUP_ID: uid('assert-runners'),
       WEBHOOK_GROUP_ID: uid('assert-webhooks'),
       RUNNER_LOCATION: LOCATION,
+      NODE_EXTRA_CA_CERTS: certs.ca,
     });
     await eventually('the key loaded', async () =>
       (await api('GET', '/api/monitors?limit=1')).status === 200 ? true : undefined,
@@ -88,7 +117,8 @@ describe('assertions on checks (real Kafka, ClickHouse and PostgreSQL, a check r
   after(async () => {
     await Promise.all([runner?.kill('SIGTERM'), query?.stop(), consumer?.stop(), checks?.stop(), dns.stop()]);
     site?.closeAllConnections();
-    await new Promise((r) => site?.close(r));
+    await Promise.all([site, tls].map((srv) => new Promise((r) => srv?.close(r))));
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('refuses invalid assertions at creation with VALIDATION_FAILED and the path of each', async () => {
@@ -181,6 +211,18 @@ describe('assertions on checks (real Kafka, ClickHouse and PostgreSQL, a check r
     const c = await checkOf(m.body.data.id, () => true);
     expect(c).to.include({ status: 'down', error: 'unexpected_status', status_code: 200 });
     expect(c.detail).to.equal(undefined);
+  });
+
+  it('judges a tls check on the days its certificate has left', async () => {
+    const base = { type: 'tls', url: `tls://127.0.0.1:${tlsPort}`, tls_min_days: 7 };
+    const holds = await create({ ...base, assertions: ['tls.days_left >= 20', 'response_time < 5000'] });
+    const fails = await create({ ...base, assertions: ['tls.days_left > 60'] });
+    expect([holds.status, fails.status], JSON.stringify([holds.body, fails.body])).to.deep.equal([201, 201]);
+    const up = await checkOf(holds.body.data.id, () => true);
+    expect(up, JSON.stringify(up)).to.include({ status: 'up' });
+    const down = await checkOf(fails.body.data.id, () => true);
+    expect(down).to.include({ status: 'down', error: 'assertion_failed', tls_days_left: up.tls_days_left });
+    expect(down.detail).to.equal(`assertion tls.days_left > 60 failed: saw ${up.tls_days_left}`);
   });
 
   it('judges a dns check on its answers', async () => {
