@@ -371,14 +371,14 @@ export function compilePattern(pattern: string): Parsed<RegExp | undefined> {
   }
 }
 
-/** What a subject names in an answer; `undefined`: nothing (a missing path, header or part). */
+/** What a subject names in an answer, or why there is nothing to judge (a missing path, header or part; a body not JSON). */
 type Seen = { value: unknown } | { missing: string };
 
 const NOTHING: Seen = { missing: 'saw nothing' };
 
 /** The parsed body, once per evaluation. */
 class BodyJson {
-  private parsed: { value: unknown } | { missing: string } | undefined;
+  private parsed: Seen | undefined;
   constructor(private readonly subject: AssertionSubject) {}
 
   get(): Seen {
