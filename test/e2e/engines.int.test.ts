@@ -292,7 +292,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         format: 'JSONEachRow',
         values: [check('old', now - 400 * 86_400), check('recent', now - 60)],
       });
-      const rules = retentionRules({ events: 30, checks: 365, rollups: 400 });
+      const rules = retentionRules({ events: 30, checks: 365, rollups: 400, screenshots: 30 });
       const actions = await applyRetention(e.ch, database, rules, logger, engine);
       if (engine.modern) {
         // Every table the consumer writes takes a TTL on its own time column.
@@ -307,7 +307,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         await e.ch.command({ query: `OPTIMIZE TABLE ${db}.checks FINAL` });
         // Set once: the next run changes nothing; new days change it; 0 removes it.
         expect(await applyRetention(e.ch, database, rules, logger, engine)).to.deep.equal([]);
-        const changed = retentionRules({ events: 0, checks: 500, rollups: 400 });
+        const changed = retentionRules({ events: 0, checks: 500, rollups: 400, screenshots: 30 });
         expect(await applyRetention(e.ch, database, changed, logger, engine)).to.deep.equal([
           { table: 'events', ttlDays: 0 },
           { table: 'event_first_seen', ttlDays: 0 },
@@ -583,7 +583,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         ],
       });
       expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([
-        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
       ]);
       const where = `source = 'mig7'`;
       expect(await patterns(e, db, where, 'mig7'), e.name).to.deep.equal({ final: 4, limitBy: 4, rollup: 4 });

@@ -64,6 +64,8 @@ function setup(): {
     alertsTopic: 'alerts',
     webhookDeliveriesTopic: 'webhook-deliveries',
     auditTopic: 'audit',
+    screenshotsTopic: 'screenshots',
+    maxBufferedScreenshots: 4,
     deadLetterTopic: 'dlq',
     tables: streamTables('db', 'db_audit'),
     maxMessageBytes: 1_000_000,
