@@ -267,7 +267,9 @@ describe('migrations 4 (tenants) and 5 (databases), on a database of a previous 
     await ch.command({ query: `CREATE DATABASE ${registry}` });
     await ch.command({ query: `RENAME TABLE ${db}.monitors TO ${registry}.monitors` });
 
-    expect(await migrate(ch, database, logger)).to.deep.equal([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+    expect(await migrate(ch, database, logger)).to.deep.equal([
+      5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+    ]);
     const after = await Promise.all(moved.map((t) => count(`SELECT count() AS n FROM ${home(database, t)}`)));
     expect(after).to.deep.equal(before);
     expect(

@@ -145,8 +145,7 @@ export class BatchWriter {
     if (limit) for (const r of rows) buf.bytes += limit.weigh(r);
     if (this.draining || buf.rows.length >= this.opts.maxRows || (limit && buf.bytes >= limit.maxBytes)) {
       this.flush(table);
-    }
-    else buf.timer ??= setTimeout(() => this.flush(table), this.opts.maxAgeMs);
+    } else buf.timer ??= setTimeout(() => this.flush(table), this.opts.maxAgeMs);
     return done;
   }
 
@@ -230,7 +229,16 @@ export class BatchWriter {
   private bufferOf(table: string): Buffer {
     let b = this.buffers.get(table);
     if (!b) {
-      b = { rows: [], bytes: 0, pending: 0, waiters: [], timer: undefined, flushes: new Set(), inserting: 0, queued: [] };
+      b = {
+        rows: [],
+        bytes: 0,
+        pending: 0,
+        waiters: [],
+        timer: undefined,
+        flushes: new Set(),
+        inserting: 0,
+        queued: [],
+      };
       this.buffers.set(table, b);
     }
     return b;
