@@ -122,10 +122,16 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
       const withTtl = recordingClient((sql) =>
         /system\.tables/.test(sql) ? [{ engine_full: 'MergeTree TTL toDateTime(x) + toIntervalDay(3) SETTINGS' }] : [],
       );
-      await applyRetention(withTtl.client, DB, retentionRules({ events: 0, checks: 0, rollups: 0, screenshots: 0 }), silentLogger, {
-        version: '25.8.1',
-        modern: true,
-      });
+      await applyRetention(
+        withTtl.client,
+        DB,
+        retentionRules({ events: 0, checks: 0, rollups: 0, screenshots: 0 }),
+        silentLogger,
+        {
+          version: '25.8.1',
+          modern: true,
+        },
+      );
       r.statements.push(...withTtl.statements);
       // Its inserts: each topic's table (service.ts), the first-seen times and its freshness rows.
       for (const t of [

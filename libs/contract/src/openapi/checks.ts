@@ -48,7 +48,7 @@ export const checkPaths: Json = {
       operationId: 'getCheckScreenshot',
       summary: "A browser check's failure screenshot (PNG)",
       description:
-        "The path a check's `screenshot` field gives. Only the monitor's tenant reads it (API key or console session); kept SCREENSHOT_RETENTION_DAYS (docs/monitors.md, \"Screenshots\").",
+        'The path a check\'s `screenshot` field gives. Only the monitor\'s tenant reads it (API key or console session); kept SCREENSHOT_RETENTION_DAYS (docs/monitors.md, "Screenshots").',
       security: [{ apiKey: ['checks:read'] }],
       parameters: [
         monitorPath,
