@@ -25,6 +25,7 @@ import {
   decodeCheck,
   decodeWebhookDelivery,
   decodeFailedEvent,
+  decodeScreenshot,
   eventDecoder,
   failedEventsSql,
   migrate,
@@ -33,11 +34,13 @@ import {
   parseKey,
   placeholderMonitor,
   retentionRules,
+  screenshotSql,
   TENANT_ANALYST_TABLES,
 } from '@telemetry/store';
 import { runSecretBox } from '../../harness/processes.js';
 import { startChdbServer, type ChdbServer } from '../../tools/devstack/chdb.js';
 import { UA } from '../support/user-agents.js';
+import { encodePng } from '../support/png.js';
 import {
   adminClickHouse,
   eventually,
@@ -292,7 +295,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         format: 'JSONEachRow',
         values: [check('old', now - 400 * 86_400), check('recent', now - 60)],
       });
-      const rules = retentionRules({ events: 30, checks: 365, rollups: 400 });
+      const rules = retentionRules({ events: 30, checks: 365, rollups: 400, screenshots: 30 });
       const actions = await applyRetention(e.ch, database, rules, logger, engine);
       if (engine.modern) {
         // Every table the consumer writes takes a TTL on its own time column.
@@ -307,7 +310,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         await e.ch.command({ query: `OPTIMIZE TABLE ${db}.checks FINAL` });
         // Set once: the next run changes nothing; new days change it; 0 removes it.
         expect(await applyRetention(e.ch, database, rules, logger, engine)).to.deep.equal([]);
-        const changed = retentionRules({ events: 0, checks: 500, rollups: 400 });
+        const changed = retentionRules({ events: 0, checks: 500, rollups: 400, screenshots: 30 });
         expect(await applyRetention(e.ch, database, changed, logger, engine)).to.deep.equal([
           { table: 'events', ttlDays: 0 },
           { table: 'event_first_seen', ttlDays: 0 },
@@ -535,6 +538,82 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
     }
   });
 
+  it('check_screenshots (migration 20): a PNG inserted in both formats reads back the same, and retention removes old ones, on both engines', async () => {
+    const v = createValidators();
+    const png = encodePng(16, 8, (x, y) => [x * 16, y * 32, 7]);
+    const now = Math.floor(Date.now() / 1000);
+    const message = (checkId: string, at: number): Buffer =>
+      Buffer.from(
+        JSON.stringify({
+          check_id: checkId,
+          monitor_id: 'mon_lane',
+          tenant_id: 'ten_lane',
+          created_at: new Date(at * 1000).toISOString().replace('.000Z', 'Z'),
+          png_base64: png.toString('base64'),
+        }),
+      );
+    const row = (checkId: string, at: number) => {
+      const d = decodeScreenshot(v, message(checkId, at));
+      if (!d.ok) throw new Error(d.reason);
+      return d.row;
+    };
+    for (const e of engines) {
+      const engine = await detectEngine(e.ch);
+      const database = uid('shots').replace(/-/g, '_');
+      await migrate(e.ch, database, logger);
+      const table = `${sqlIdentifier(database)}.check_screenshots`;
+      for (const format of INSERT_FORMATS) {
+        const inserter = new ClickHouseInserter(e.ch, format);
+        await inserter.insert(table, [row(`chk_${format}`, now - 60)]);
+        expect(inserter.used.get(table), `${e.name} ${format}`).to.equal(format);
+        const [read] = await rows<{ png_base64: string }>(
+          e,
+          screenshotSql(database, { tenantId: 'ten_lane', monitorId: 'mon_lane', checkId: `chk_${format}` }),
+        );
+        expect(Buffer.from(read!.png_base64, 'base64').equals(png), `${e.name} ${format}`).to.equal(true);
+        // Another tenant reads nothing of it.
+        expect(
+          await rows(
+            e,
+            screenshotSql(database, { tenantId: 'ten_other', monitorId: 'mon_lane', checkId: `chk_${format}` }),
+          ),
+        ).to.deep.equal([]);
+      }
+      if (engine.modern) {
+        const [col] = await rows<{ c: string }>(
+          e,
+          `SELECT compression_codec AS c FROM system.columns
+            WHERE database = '${database}' AND table = 'check_screenshots' AND name = 'png_base64'`,
+        );
+        expect(col!.c, e.name).to.contain('ZSTD');
+      }
+      // Retention (SCREENSHOT_RETENTION_DAYS): a screenshot of 40 days ago goes, today's stays.
+      await e.ch.insert({ table, values: [row('chk_old', now - 40 * 86_400)], format: 'JSONEachRow' });
+      const rules = retentionRules({ events: 0, checks: 0, rollups: 0, screenshots: 30 }).filter(
+        (r) => r.table === 'check_screenshots',
+      );
+      const actions = await applyRetention(e.ch, database, rules, logger, engine);
+      if (engine.modern) {
+        expect(actions, e.name).to.deep.equal([{ table: 'check_screenshots', ttlDays: 30 }]);
+        await e.ch.command({ query: `OPTIMIZE TABLE ${table} FINAL` });
+      } else {
+        // One partition a day: the old screenshot's day goes whole.
+        expect(actions, e.name).to.deep.equal([
+          {
+            table: 'check_screenshots',
+            partition: new Date((now - 40 * 86_400) * 1000).toISOString().slice(0, 10).replace(/-/g, ''),
+          },
+        ]);
+      }
+      const left = await rows<{ check_id: string }>(e, `SELECT check_id FROM ${table} ORDER BY check_id`);
+      expect(
+        left.map((r) => r.check_id),
+        e.name,
+      ).to.deep.equal(INSERT_FORMATS.map((f) => `chk_${f}`).sort());
+      await dropDatabases(e, database);
+    }
+  });
+
   it('migration 7 keeps every event of a version-6 database once, copies included, on both engines', async () => {
     const t = Math.floor(Date.now() / 1000) - 3 * 86_400;
     const v7 = `${(BigInt(t) * 1000n + 123n)
@@ -583,7 +662,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         ],
       });
       expect(await migrate(e.ch, database, logger), e.name).to.deep.equal([
-        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+        7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
       ]);
       const where = `source = 'mig7'`;
       expect(await patterns(e, db, where, 'mig7'), e.name).to.deep.equal({ final: 4, limitBy: 4, rollup: 4 });

@@ -165,7 +165,7 @@ describe('migrations 4 (tenants) and 5 (databases), on a database of a previous 
     expect(before).to.deep.equal({ events: 3, checks: 3, alerts: 2, monitors: 2, access_keys: 1 });
 
     expect(await migrate(ch, database, logger)).to.deep.equal([
-      4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+      4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
     ]);
 
     for (const t of tables) {
@@ -237,7 +237,7 @@ describe('migrations 4 (tenants) and 5 (databases), on a database of a previous 
     await ch.command({ query: `DROP TABLE ${db}.checks_hourly_mv` });
     await ch.command({ query: `RENAME TABLE ${db}.checks TO ${db}.checks__old` });
     expect(await migrate(ch, database, logger)).to.deep.equal([
-      4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+      4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
     ]);
     expect(
       await count(`SELECT count() AS n FROM ${db}.checks WHERE tenant_id = ${sqlString(DEFAULT_TENANT)}`),
@@ -267,7 +267,9 @@ describe('migrations 4 (tenants) and 5 (databases), on a database of a previous 
     await ch.command({ query: `CREATE DATABASE ${registry}` });
     await ch.command({ query: `RENAME TABLE ${db}.monitors TO ${registry}.monitors` });
 
-    expect(await migrate(ch, database, logger)).to.deep.equal([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    expect(await migrate(ch, database, logger)).to.deep.equal([
+      5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+    ]);
     const after = await Promise.all(moved.map((t) => count(`SELECT count() AS n FROM ${home(database, t)}`)));
     expect(after).to.deep.equal(before);
     expect(

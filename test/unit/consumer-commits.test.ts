@@ -64,6 +64,8 @@ function setup(): {
     alertsTopic: 'alerts',
     webhookDeliveriesTopic: 'webhook-deliveries',
     auditTopic: 'audit',
+    screenshotsTopic: 'screenshots',
+    maxBufferedScreenshots: 4,
     deadLetterTopic: 'dlq',
     tables: streamTables('db', 'db_audit'),
     maxMessageBytes: 1_000_000,
@@ -84,9 +86,16 @@ function eachBatch(group: FakeGroupConsumer): (b: ReturnType<typeof fakeBatch>) 
 }
 
 describe('stream consumer insert-then-commit (unit)', () => {
-  it('reads its five topics with manual commits, from the beginning for a new group', () => {
+  it('reads its six topics with manual commits, from the beginning for a new group', () => {
     const { group } = setup();
-    expect(group.spec.topics).to.deep.equal(['events', 'checks', 'alerts', 'webhook-deliveries', 'audit']);
+    expect(group.spec.topics).to.deep.equal([
+      'events',
+      'checks',
+      'alerts',
+      'webhook-deliveries',
+      'audit',
+      'screenshots',
+    ]);
     expect(group.spec.fromBeginning).to.equal(true);
     expect('manualCommit' in group.spec && group.spec.manualCommit).to.equal(true);
   });

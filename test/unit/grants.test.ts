@@ -18,6 +18,7 @@ import {
   openIncidentsSql,
   placeholderMonitor,
   retentionRules,
+  screenshotSql,
   SERVICE_USER_NAMES,
   streamTables,
   summarySql,
@@ -115,19 +116,34 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
       await lastHeartbeat(r.client, DB, monitor, 0);
       break;
     case 'consumer': {
-      const days = { events: 30, checks: 90, rollups: 365 };
+      const days = { events: 30, checks: 90, rollups: 365, screenshots: 30 };
       await applyRetention(r.client, DB, retentionRules(days), silentLogger, { version: '18.16.1', modern: false });
       await applyRetention(r.client, DB, retentionRules(days), silentLogger, { version: '25.8.1', modern: true });
       const withTtl = recordingClient((sql) =>
         /system\.tables/.test(sql) ? [{ engine_full: 'MergeTree TTL toDateTime(x) + toIntervalDay(3) SETTINGS' }] : [],
       );
-      await applyRetention(withTtl.client, DB, retentionRules({ events: 0, checks: 0, rollups: 0 }), silentLogger, {
-        version: '25.8.1',
-        modern: true,
-      });
+      await applyRetention(
+        withTtl.client,
+        DB,
+        retentionRules({ events: 0, checks: 0, rollups: 0, screenshots: 0 }),
+        silentLogger,
+        {
+          version: '25.8.1',
+          modern: true,
+        },
+      );
       r.statements.push(...withTtl.statements);
       // Its inserts: each topic's table (service.ts), the first-seen times and its freshness rows.
-      for (const t of ['events', 'checks', 'alerts', 'webhook_deliveries', 'event_first_seen', 'freshness']) {
+      for (const t of [
+        'events',
+        'checks',
+        'alerts',
+        'webhook_deliveries',
+        'failed_events',
+        'check_screenshots',
+        'event_first_seen',
+        'freshness',
+      ]) {
         r.statements.push(`INSERT INTO ${DB}.${t}`);
       }
       r.statements.push(`SELECT event_id FROM ${DB}.event_first_seen`);
@@ -146,6 +162,7 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
         lastAlertsSql(DB, ids, 'ten_a'),
         dailyCountsSql(DB, 'ten_a', ids, 0, 1),
         openIncidentsSql(DB, 'ten_a', ids),
+        screenshotSql(DB, { ...q, checkId: 'chk_a' }),
       );
       break;
     }

@@ -119,6 +119,11 @@ export const ERROR_CODES = {
   // 404
   NOT_FOUND: { status: 404, description: 'No such route.' },
   MONITOR_NOT_FOUND: { status: 404, description: 'No monitor with this id (never created, or deleted).' },
+  SCREENSHOT_NOT_FOUND: {
+    status: 404,
+    description:
+      'This check of the monitor has no screenshot: it took none (only failed browser checks do), it is not stored yet, or it is past SCREENSHOT_RETENTION_DAYS.',
+  },
   STATUS_PAGE_NOT_FOUND: {
     status: 404,
     description: 'No status page with this slug (never created, deleted, or of another tenant).',

@@ -30,6 +30,7 @@ export * from './monitor-dimension.js';
 export * from './stream-tables.js';
 export * from './audit-log.js';
 export * from './failed-events.js';
+export * from './screenshots.js';
 export * from './people/index.js';
 export * from './status/index.js';
 export * from './event-deletions.js';

@@ -21,6 +21,7 @@ import { webhookDeliveriesMigrations } from './webhook-deliveries.js';
 import { monitorDimensionMigrations } from './monitor-dimension.js';
 import { auditLogMigrations } from './audit-log.js';
 import { failedEventsMigrations } from './failed-events.js';
+import { screenshotsMigrations } from './screenshots.js';
 import { databasesOf, type DatabaseRole } from './databases.js';
 
 /**
@@ -54,6 +55,7 @@ const VERSIONS: Record<number, string> = {
   17: 'events: enrichment (geo, browser, OS, device, is_bot); is_bot in the events_per_minute rollup',
   18: 'failed_events: events that violated their event schema (action route)',
   19: 'checks: detail, timings and screenshot (assertions, api flows, browser checks, ping)',
+  20: "check_screenshots: browser checks' failure screenshots",
 };
 
 const MODULES: readonly MigrationsByVersion[] = [
@@ -69,6 +71,7 @@ const MODULES: readonly MigrationsByVersion[] = [
   monitorDimensionMigrations,
   auditLogMigrations,
   failedEventsMigrations,
+  screenshotsMigrations,
 ];
 
 export const MIGRATIONS: readonly Migration[] = Object.entries(VERSIONS).map(([v, name]) => ({

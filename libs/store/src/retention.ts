@@ -14,6 +14,8 @@ export interface RetentionDays {
   events: number;
   checks: number;
   rollups: number;
+  /** check_screenshots (SCREENSHOT_RETENTION_DAYS). */
+  screenshots: number;
 }
 
 /** The retention of every table the stream consumer writes (docs/clickhouse.md, "Retention"). */
@@ -27,6 +29,8 @@ export function retentionRules(days: RetentionDays): RetentionRule[] {
     { table: 'webhook_deliveries', days: days.checks, column: 'attempted_at' },
     { table: 'events_per_minute', days: days.rollups, column: 'minute' },
     { table: 'checks_hourly', days: days.rollups, column: 'hour' },
+    // Browser checks' failure screenshots: large, so kept apart from (and by default shorter than) the checks.
+    { table: 'check_screenshots', days: days.screenshots, column: 'created_at' },
     // Rows of replicas long gone.
     { table: 'freshness', days: 7, column: 'updated_at' },
   ];

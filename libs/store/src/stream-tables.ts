@@ -9,6 +9,7 @@ import type { AuditLogRow } from './audit-log.js';
 import type { CheckRow } from './checks.js';
 import type { EventRow } from './events.js';
 import type { FailedEventRow } from './failed-events.js';
+import type { ScreenshotRow } from './screenshots.js';
 import type { WebhookDeliveryRow } from './webhook-deliveries.js';
 
 /** Each table the stream consumer writes, and the row it holds. */
@@ -19,6 +20,7 @@ export interface StreamTableRows {
   webhook_deliveries: WebhookDeliveryRow;
   audit_log: AuditLogRow;
   failed_events: FailedEventRow;
+  check_screenshots: ScreenshotRow;
 }
 
 export type StreamTables = { readonly [K in keyof StreamTableRows]: Table<StreamTableRows[K]> };
@@ -35,5 +37,6 @@ export function streamTables(db: string, auditDb: string): StreamTables {
     webhook_deliveries: table<WebhookDeliveryRow>(`${db}.webhook_deliveries`),
     audit_log: table<AuditLogRow>(`${auditDb}.audit_log`),
     failed_events: table<FailedEventRow>(`${db}.failed_events`),
+    check_screenshots: table<ScreenshotRow>(`${db}.check_screenshots`),
   };
 }

@@ -36,6 +36,7 @@ import {
 import type { ReportStore } from '@telemetry/store';
 import type { CheckTail } from './check-tail.js';
 import { checksRoute } from './checks.route.js';
+import { screenshotRoute } from './screenshots.route.js';
 import { incidentsRoute } from './incidents.route.js';
 import { webhookDeliveriesRoute } from './webhook-deliveries.route.js';
 import { requireMonitor, type MonitorDirectory } from './monitor-directory.js';
@@ -209,6 +210,8 @@ export function createQueryApp(deps: QueryDeps): Express {
       queryTimeoutMs: deps.config.queryTimeoutMs,
     }),
   );
+  // A browser check's failure screenshot (PNG): the same access as the checks it belongs to.
+  app.get('/api/monitors/:id/checks/:checkId/screenshot', auth('checks:read'), known, screenshotRoute(read));
   app.get(
     '/api/monitors/:id/checks/summary',
     auth('checks:read'),
@@ -362,6 +365,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     '/api/monitors/:id/checks',
     '/api/monitors/:id/checks/summary',
     '/api/monitors/:id/checks/export',
+    '/api/monitors/:id/checks/:checkId/screenshot',
     '/api/monitors/:id/incidents',
     '/api/monitors/:id/webhook-deliveries',
     '/api/channels/:id/deliveries',

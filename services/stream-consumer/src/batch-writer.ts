@@ -33,6 +33,26 @@ export interface BatchWriterOptions {
   onRejected: RejectedRowsHandler;
   /** Whether an insert error is about the rows, the batch as a whole (both never retried as they are) or passing; ClickHouse's codes by default. */
   classify?: (err: unknown) => InsertErrorClass;
+  /**
+   * Tables whose inserts are capped by size as well as by maxRows (byteLimit()): rows of
+   * hundreds of kilobytes (screenshots) would make a batch of maxRows gigabytes.
+   */
+  byteLimits?: ReadonlyMap<string, ByteLimit>;
+}
+
+/** A cap on the bytes of one insert into a table: each row's weight, and the most one insert carries. */
+export interface ByteLimit {
+  maxBytes: number;
+  weigh(row: object): number;
+}
+
+/** A byte cap for `table`, weighing its own rows (typed: a weigher of another table's rows does not compile). */
+export function byteLimit<Row extends object>(
+  table: Table<Row>,
+  maxBytes: number,
+  weigh: (row: Row) => number,
+): [string, ByteLimit] {
+  return [table, { maxBytes, weigh: (row) => weigh(row as Row) }];
 }
 
 const INSERT_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -55,6 +75,8 @@ interface Waiter {
 
 interface Buffer {
   rows: object[];
+  /** Weight of `rows` (byteLimits), 0 for a table without a byte cap. */
+  bytes: number;
   /** Rows of this table written and not yet inserted (buffered or in an insert). */
   pending: number;
   waiters: Waiter[];
@@ -76,7 +98,7 @@ export class WriterStoppedError extends Error {}
  * until the writer is stopped. A batch rejected for its data is halved until the bad
  * rows stand alone: the good rows are written, each bad row goes to onRejected with
  * ClickHouse's reason, and the partition keeps flowing. A batch larger than maxRows
- * is split.
+ * (or, for a table in byteLimits, than its maxBytes) is split, and flushes once it is.
  */
 export class BatchWriter {
   private readonly buffers = new Map<string, Buffer>();
@@ -119,8 +141,11 @@ export class BatchWriter {
     buf.pending += rows.length;
     const done = new Promise<void>((resolve, reject) => buf.waiters.push({ resolve, reject }));
     for (const r of rows) buf.rows.push(r);
-    if (this.draining || buf.rows.length >= this.opts.maxRows) this.flush(table);
-    else buf.timer ??= setTimeout(() => this.flush(table), this.opts.maxAgeMs);
+    const limit = this.opts.byteLimits?.get(table);
+    if (limit) for (const r of rows) buf.bytes += limit.weigh(r);
+    if (this.draining || buf.rows.length >= this.opts.maxRows || (limit && buf.bytes >= limit.maxBytes)) {
+      this.flush(table);
+    } else buf.timer ??= setTimeout(() => this.flush(table), this.opts.maxAgeMs);
     return done;
   }
 
@@ -197,13 +222,23 @@ export class BatchWriter {
       for (const w of b.waiters.splice(0)) w.reject(new WriterStoppedError('writer aborted'));
       this.released(b, b.rows.length);
       b.rows = [];
+      b.bytes = 0;
     }
   }
 
   private bufferOf(table: string): Buffer {
     let b = this.buffers.get(table);
     if (!b) {
-      b = { rows: [], pending: 0, waiters: [], timer: undefined, flushes: new Set(), inserting: 0, queued: [] };
+      b = {
+        rows: [],
+        bytes: 0,
+        pending: 0,
+        waiters: [],
+        timer: undefined,
+        flushes: new Set(),
+        inserting: 0,
+        queued: [],
+      };
       this.buffers.set(table, b);
     }
     return b;
@@ -217,13 +252,12 @@ export class BatchWriter {
     const rows = buf.rows;
     const waiters = buf.waiters;
     buf.rows = [];
+    buf.bytes = 0;
     buf.waiters = [];
     const flush = (async () => {
       await this.insertSlot(buf);
       try {
-        for (let i = 0; i < rows.length; i += this.opts.maxRows) {
-          await this.insertOrBisect(table, rows.slice(i, i + this.opts.maxRows));
-        }
+        for (const chunk of this.chunksOf(table, rows)) await this.insertOrBisect(table, chunk);
         for (const w of waiters) w.resolve();
       } catch (err) {
         for (const w of waiters) w.reject(err as Error);
@@ -237,6 +271,29 @@ export class BatchWriter {
     })();
     buf.flushes.add(flush);
     void flush.finally(() => buf.flushes.delete(flush));
+  }
+
+  /**
+   * `rows` cut into inserts of at most maxRows rows and, for a table with a byte cap, at
+   * most its maxBytes (a single row heavier than that goes alone).
+   */
+  chunksOf(table: string, rows: object[]): object[][] {
+    const limit = this.opts.byteLimits?.get(table);
+    const chunks: object[][] = [];
+    let chunk: object[] = [];
+    let bytes = 0;
+    for (const r of rows) {
+      const w = limit ? limit.weigh(r) : 0;
+      if (chunk.length > 0 && (chunk.length >= this.opts.maxRows || (limit && bytes + w > limit.maxBytes))) {
+        chunks.push(chunk);
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(r);
+      bytes += w;
+    }
+    if (chunk.length > 0) chunks.push(chunk);
+    return chunks;
   }
 
   /**

@@ -18,6 +18,7 @@ export const consumerSpec = {
   alertsTopic: topicSpec.alertsTopic,
   webhookDeliveriesTopic: topicSpec.webhookDeliveriesTopic,
   auditTopic: topicSpec.auditTopic,
+  screenshotsTopic: topicSpec.screenshotsTopic,
   deadLetterTopic: topicSpec.deadLetterTopic,
   ...clickhouseSpec,
   auditUser: v.str(
@@ -87,6 +88,20 @@ export const consumerSpec = {
     'days to keep events_per_minute and checks_hourly, the same way; 0 keeps all',
     0,
     36_500,
+  ),
+  screenshotRetentionDays: v.int(
+    'SCREENSHOT_RETENTION_DAYS',
+    30,
+    "days to keep browser checks' failure screenshots (check_screenshots), the same way (partitions of a day on 18.16); 0 keeps all",
+    0,
+    36_500,
+  ),
+  screenshotBatchMaxBytes: v.int(
+    'SCREENSHOT_BATCH_MAX_BYTES',
+    16 * 1024 * 1024,
+    'flush the screenshots buffer at this many bytes of base64, and insert at most this much at once (a screenshot is up to 680 KB of base64); the consumer holds at most about twice this of screenshots before their topic waits',
+    1024 * 1024,
+    512 * 1024 * 1024,
   ),
   retentionIntervalMs: v.int('RETENTION_INTERVAL_MS', 3_600_000, 'how often retention runs', 10_000, 86_400_000),
   freshnessIntervalMs: v.int(

@@ -14,7 +14,9 @@ import {
   decodeAlert,
   decodeAuditEntry,
   decodeCheck,
+  decodeScreenshot,
   eventDecoder,
+  MAX_SCREENSHOT_MESSAGE_BYTES,
   decodeFailedEvent,
   isFailedEventRow,
   decodeWebhookDelivery,
@@ -49,6 +51,10 @@ export interface ConsumerDeps {
   webhookDeliveriesTopic: string;
   /** Audit entries (docs/access.md), published by the query service. */
   auditTopic: string;
+  /** Browser checks' failure screenshots (check_screenshots), published by the check runners. */
+  screenshotsTopic: string;
+  /** Screenshot rows the writer may hold before the screenshots topic's batches wait (they weigh up to 700 KB each). */
+  maxBufferedScreenshots: number;
   deadLetterTopic: string;
   /** The tables rows go to, each typed with its row (streamTables). */
   tables: StreamTables;
@@ -75,6 +81,10 @@ interface Route {
   prepare?: (rows: object[]) => Promise<void>;
   /** Hands rows this route decoded to the writer. */
   write: (writer: RowWriter, rows: object[]) => Promise<void>;
+  /** Larger messages are dead-lettered (default: MAX_MESSAGE_BYTES). */
+  maxMessageBytes?: number;
+  /** Rows of this table the writer may hold before the topic's batches wait (default: MAX_BUFFERED_ROWS). */
+  maxBufferedRows?: number;
 }
 
 /** A route whose decoder, preparation and table agree on one row type (checked here, once). */
@@ -82,6 +92,7 @@ function route<Row extends object>(
   table: Table<Row>,
   decode: (v: Buffer | null) => Decoded<Row>,
   prepare?: (rows: Row[]) => Promise<void>,
+  limits: Pick<Route, 'maxMessageBytes' | 'maxBufferedRows'> = {},
 ): Route {
   // The rows a route is handed back are the ones its own decode made: Row.
   return {
@@ -89,6 +100,7 @@ function route<Row extends object>(
     decode,
     ...(prepare ? { prepare: (rows) => prepare(rows as Row[]) } : {}),
     write: (writer, rows) => writer.write(table, rows as Row[]),
+    ...limits,
   };
 }
 
@@ -133,7 +145,7 @@ function eventsRoute(deps: ConsumerDeps, decodeEvent: (v: Buffer | null) => Deco
 }
 
 /**
- * Reads the events, check-results, alerts, webhook-deliveries and audit topics as one consumer group and writes them to
+ * Reads the events, check-results, alerts, webhook-deliveries, audit and screenshots topics as one consumer group and writes them to
  * ClickHouse through the batch writer. Offsets are committed only after the rows of
  * every message up to them are inserted (or the message was dead-lettered), so a
  * crash at any point re-delivers rather than loses; duplicates are removed on read.
@@ -160,6 +172,15 @@ export class KafkaToClickHouse extends OnGroupConsumer {
       [deps.alertsTopic, route(deps.tables.alerts, (b) => decodeAlert(v, b))],
       [deps.webhookDeliveriesTopic, route(deps.tables.webhook_deliveries, (b) => decodeWebhookDelivery(v, b))],
       [deps.auditTopic, route(deps.tables.audit_log, (b) => decodeAuditEntry(v, b))],
+      // A screenshot message may hold 680 KB of base64, past MAX_MESSAGE_BYTES's default;
+      // few of them are held at once (the writer caps their inserts by bytes too).
+      [
+        deps.screenshotsTopic,
+        route(deps.tables.check_screenshots, (b) => decodeScreenshot(v, b), undefined, {
+          maxMessageBytes: Math.max(deps.maxMessageBytes, MAX_SCREENSHOT_MESSAGE_BYTES),
+          maxBufferedRows: deps.maxBufferedScreenshots,
+        }),
+      ],
     ]);
     const registers = [deps.registry];
     this.deadLettered = new Counter({
@@ -254,12 +275,12 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     const route = this.routes.get(topic);
     if (!route) return; // not subscribed to it
     // Bounded memory per table: wait while the writer already holds enough of its rows.
-    if (!(await this.roomFor(route.table, payload))) return;
+    if (!(await this.roomFor(route.table, route.maxBufferedRows ?? this.deps.maxBufferedRows, payload))) return;
     this.messages.inc({ topic }, batch.messages.length);
     const rows: object[] = [];
     const dead: ProducerMessage[] = [];
     for (const m of batch.messages) {
-      const d = this.decode(route.decode, m);
+      const d = this.decode(route, m);
       if (d.ok) {
         rows.push(d.row);
         this.origins.set(d.row, { topic, partition, message: m });
@@ -290,11 +311,11 @@ export class KafkaToClickHouse extends OnGroupConsumer {
    * Waits (heartbeating) until the writer has room for `table`'s rows; false after
    * ROOM_WAIT_MS without, or once the batch is revoked or the consumer stops.
    */
-  private async roomFor(table: string, payload: DurableBatch): Promise<boolean> {
-    if (this.deps.writer.pendingRowsOf(table) < this.deps.maxBufferedRows) return true;
+  private async roomFor(table: string, limit: number, payload: DurableBatch): Promise<boolean> {
+    if (this.deps.writer.pendingRowsOf(table) < limit) return true;
     const beat = setInterval(() => payload.heartbeat().catch(() => undefined), HEARTBEAT_MS);
     try {
-      const room = await this.deps.writer.waitForRoom(table, this.deps.maxBufferedRows, ROOM_WAIT_MS);
+      const room = await this.deps.writer.waitForRoom(table, limit, ROOM_WAIT_MS);
       return room && !this.stopping && payload.isRunning() && !payload.isStale();
     } finally {
       clearInterval(beat);
@@ -320,11 +341,11 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     }
   }
 
-  private decode(decode: (v: Buffer | null) => Decoded<object>, m: StreamMessage): Decoded<object> {
-    if (m.value !== null && m.value.length > this.deps.maxMessageBytes) {
+  private decode(route: Route, m: StreamMessage): Decoded<object> {
+    if (m.value !== null && m.value.length > (route.maxMessageBytes ?? this.deps.maxMessageBytes)) {
       return { ok: false, reason: `too large: ${m.value.length} bytes` };
     }
-    return decode(m.value);
+    return route.decode(m.value);
   }
 
   /**

@@ -23,10 +23,12 @@ import {
   migrateWith,
   retentionJob,
   retentionRules,
+  MAX_SCREENSHOT_MESSAGE_BYTES,
+  screenshotRowBytes,
   streamTables,
 } from '@telemetry/store';
 import { DeletionExecutor } from './deletions.js';
-import { BatchWriter } from './batch-writer.js';
+import { BatchWriter, byteLimit } from './batch-writer.js';
 import type { ConsumerConfig } from './config.js';
 import { KafkaToClickHouse } from './consumer.js';
 import { Freshness } from './freshness.js';
@@ -67,6 +69,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
         config.alertsTopic,
         config.webhookDeliveriesTopic,
         config.auditTopic,
+        config.screenshotsTopic,
         config.deadLetterTopic,
       ].map((topic) => ({
         topic,
@@ -101,6 +104,8 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     maxAgeMs: config.batchMaxAgeMs,
     concurrency: config.insertConcurrency,
     retryMaxMs: config.insertRetryMaxMs,
+    // Screenshots weigh up to 700 KB a row: their inserts are capped by bytes too.
+    byteLimits: new Map([byteLimit(tables.check_screenshots, config.screenshotBatchMaxBytes, screenshotRowBytes)]),
     // Bound late: the consumer knows which message each row came from.
     onRejected: (table, rows, reason): Promise<void> => consumer.deadLetterRows(table, rows, reason),
   });
@@ -118,6 +123,12 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     alertsTopic: config.alertsTopic,
     webhookDeliveriesTopic: config.webhookDeliveriesTopic,
     auditTopic: config.auditTopic,
+    screenshotsTopic: config.screenshotsTopic,
+    // About two inserts' worth of the largest screenshots (SCREENSHOT_BATCH_MAX_BYTES).
+    maxBufferedScreenshots: Math.max(
+      1,
+      Math.floor((2 * config.screenshotBatchMaxBytes) / MAX_SCREENSHOT_MESSAGE_BYTES),
+    ),
     deadLetterTopic: config.deadLetterTopic,
     tables,
     maxMessageBytes: config.maxMessageBytes,
@@ -141,6 +152,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
       events: config.retentionEventsDays,
       checks: config.retentionChecksDays,
       rollups: config.retentionRollupsDays,
+      screenshots: config.screenshotRetentionDays,
     }),
     config.retentionIntervalMs,
     logger,

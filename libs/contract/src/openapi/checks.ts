@@ -1,6 +1,7 @@
 import {
   cacheHeaders,
   cursorParam,
+  header,
   ifNoneMatch,
   limitParam,
   linkHeader,
@@ -11,6 +12,7 @@ import {
   timeParam,
 } from './parameters.js';
 import { envelopeOf, jsonOk, monitorErrors, ref, type Json } from './responses.js';
+import { monitorIdSchema } from '../schemas.js';
 
 /**
  * The query service's check history routes in the OpenAPI document: a monitor's checks
@@ -38,6 +40,40 @@ export const checkPaths: Json = {
         '200': jsonOk('A page of checks.', ref('CheckPage'), { ...linkHeader, ...cacheHeaders }),
         ...notModified,
         ...monitorErrors(),
+      },
+    },
+  },
+  '/api/monitors/{id}/checks/{check_id}/screenshot': {
+    get: {
+      operationId: 'getCheckScreenshot',
+      summary: "A browser check's failure screenshot (PNG)",
+      description:
+        'The path a check\'s `screenshot` field gives. Only the monitor\'s tenant reads it (API key or console session); kept SCREENSHOT_RETENTION_DAYS (docs/monitors.md, "Screenshots").',
+      security: [{ apiKey: ['checks:read'] }],
+      parameters: [
+        monitorPath,
+        {
+          name: 'check_id',
+          in: 'path',
+          required: true,
+          description: "The check's id.",
+          schema: monitorIdSchema,
+        },
+        ifNoneMatch,
+      ],
+      responses: {
+        '200': {
+          description: 'The PNG (at most 500 KB).',
+          headers: {
+            ETag: header('A tag of the image: send it back in If-None-Match to get 304.'),
+            'Cache-Control': header('`private, max-age=86400`: a screenshot never changes once stored.'),
+            Vary: header('`Authorization, Cookie`: the answer depends on the key or session.'),
+            'X-Content-Type-Options': header('`nosniff`.'),
+          },
+          content: { 'image/png': { schema: { type: 'string', format: 'binary' } } },
+        },
+        ...notModified,
+        ...monitorErrors('SCREENSHOT_NOT_FOUND'),
       },
     },
   },

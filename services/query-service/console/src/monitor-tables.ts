@@ -83,11 +83,24 @@ export function checkTable(checks: Check[]): HTMLElement {
         h('td', {}, statusBadge(c.status)),
         h('td', { class: 'num' }, `${c.response_time.toFixed(1)} ms`),
         h('td', { class: 'num' }, c.status_code || '—'),
-        h('td', {}, c.error ?? ''),
+        h('td', {}, c.error ?? '', c.screenshot ? [' ', screenshotLink(c.screenshot)] : null),
         // What failed, in words (a failed assertion and the value seen): text, never markup.
         h('td', { class: 'detail' }, c.detail ?? ''),
       ]),
     ),
+  );
+}
+
+/**
+ * A failed browser check's screenshot (docs/monitors.md, "Screenshots"): a thumbnail that
+ * opens the PNG. Same origin, so the session cookie reaches the route; the console's CSP
+ * allows images from 'self'.
+ */
+function screenshotLink(path: string): HTMLElement {
+  return h(
+    'a',
+    { href: path, target: '_blank', rel: 'noopener', class: 'screenshot' },
+    h('img', { src: path, alt: 'Screenshot of the failure', loading: 'lazy' }),
   );
 }
 
