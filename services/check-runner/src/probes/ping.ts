@@ -126,7 +126,8 @@ function seconds(ms: number): string {
 
 /**
  * The ping program to run: RUNNER_PING_PATH as an absolute path, or looked up in PATH (as
- * execFile would); undefined when there is no executable file there.
+ * execFile would); undefined when there is no executable file there. NOTE: PATH is the
+ * operating system's search path, read here as execFile itself reads it, not configuration.
  */
 export async function findPing(path: string, envPath = process.env['PATH'] ?? ''): Promise<string | undefined> {
   const candidates =
