@@ -69,6 +69,11 @@ COPY --from=build /app/services/query-service/console/static services/query-serv
 COPY --from=build /app/services/query-service/console/dist services/query-service/console/dist
 COPY --from=build /app/services/check-runner/package.json services/check-runner/
 COPY --from=build /app/services/check-runner/dist services/check-runner/dist
+# icmp checks run the system ping (iputils: it opens an unprivileged ICMP socket where the
+# pod's net.ipv4.ping_group_range allows the runner's group; docs/icmp.md, "Requirements").
+RUN if [ "$SERVICE" = check-runner ]; then \
+      apt-get update && apt-get install -y --no-install-recommends iputils-ping && rm -rf /var/lib/apt/lists/*; \
+    fi
 USER node
 # exec: node is PID 1 and receives SIGTERM itself (our handlers drain and exit).
 # NOTE: kafkajs 2.2.4 schedules a harmless negative timeout; its warning is silenced.

@@ -74,6 +74,12 @@ export const runnerSpec = {
     1024,
     64 * 1024 * 1024,
   ),
+  pingPath: v.str(
+    'RUNNER_PING_PATH',
+    'ping',
+    'the iputils ping that icmp checks run: a path, or a name looked up in PATH at start (missing: icmp checks fail with network, logged once)',
+    /^[^\0]{1,1000}$/,
+  ),
   webhookGroupId: v.str('WEBHOOK_GROUP_ID', 'telemetry-webhooks', 'Kafka consumer group that delivers webhooks'),
   webhookTimeoutMs: v.int('WEBHOOK_TIMEOUT_MS', 5000, 'one webhook attempt fails after this long', 100, 60_000),
   webhookMaxAttempts: v.int('WEBHOOK_MAX_ATTEMPTS', 6, 'attempts per webhook before it is given up', 1, 20),

@@ -22,7 +22,7 @@ import { channelAlerting } from './channel-alerting.js';
 import { longestDeliveryMs } from './delivery.js';
 import { EscalationClock } from './escalation-clock.js';
 import type { RunnerConfig } from './config.js';
-import { probeMap, probeWith } from './probes/index.js';
+import { findPing, missingPinger, probeMap, probeWith, systemPinger } from './probes/index.js';
 import { AlertDispatcher } from './dispatcher.js';
 import { httpCall } from '@telemetry/platform';
 import { lastAlerts, lastHeartbeat, RegistryCache, slotChecks } from './registry.js';
@@ -85,12 +85,18 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     },
     onChange: reconcile,
   });
+  // icmp checks run the system ping, found once now: without one they fail, and this says why once.
+  const ping = await findPing(config.pingPath);
+  if (!ping) logger.error('no ping program: icmp checks fail with network', { ping_path: config.pingPath });
   const probe = probeWith(
-    probeMap({
-      lastCall: (m, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, m, since),
-      settleMs: config.stateSettleMs,
-      now: () => Date.now(),
-    }),
+    probeMap(
+      {
+        lastCall: (m, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, m, since),
+        settleMs: config.stateSettleMs,
+        now: () => Date.now(),
+      },
+      ping ? systemPinger(ping) : missingPinger(config.pingPath),
+    ),
   );
   const scheduler: Scheduler = new Scheduler({
     monitors,

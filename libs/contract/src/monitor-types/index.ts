@@ -22,6 +22,7 @@ import { tlsType } from './tls.js';
 export type { MonitorTypeModule, Target } from './module.js';
 export { resolverAddress } from './dns.js';
 export { heartbeatUrl } from './heartbeat.js';
+export { icmpHost, icmpMinTimeoutMs, ICMP_INTERVAL_MS, ICMP_MIN_WAIT_MS } from './icmp.js';
 
 /**
  * Every monitor type's module, keyed by the schema's `type` enum (MONITOR_TYPES): a value

@@ -3,29 +3,33 @@ import type { StoredMonitor } from '@telemetry/store';
 import { dnsProbe } from './dns.js';
 import { heartbeatProbeWith, type HeartbeatDeps } from './heartbeat.js';
 import { httpProbe } from './http.js';
+import { icmpProbe } from './icmp.js';
+import { missingPinger, type Pinger } from './ping.js';
 import { socketProbe } from './socket.js';
 import type { ProbeContext, ProbeMap, SlotResult } from './types.js';
 import { failed } from './verdict.js';
 
 export type { Probe, ProbeContext, ProbeMap, SlotResult } from './types.js';
 export type { ProbeResult } from './verdict.js';
+export { findPing, missingPinger, systemPinger, type Pinger } from './ping.js';
 
 /**
  * The runner's probes, one per monitor type (docs/monitors.md, "Monitor types"). A new
  * type adds its module under probes/ and one line here; the compiler refuses the map
- * without it (ProbeMap).
+ * without it (ProbeMap). `pinger` sends the icmp checks' echo requests (the system ping the
+ * runner found at start; none: icmp checks fail with `network`).
  */
-export function probeMap(heartbeat: HeartbeatDeps): ProbeMap {
+export function probeMap(heartbeat: HeartbeatDeps, pinger: Pinger = missingPinger('ping')): ProbeMap {
   return {
     http: httpProbe,
     tcp: socketProbe,
     tls: socketProbe,
     dns: dnsProbe,
     heartbeat: heartbeatProbeWith(heartbeat),
-    // TODO(issue 45): each its own module (api-flow.ts, browser.ts, icmp.ts).
+    // TODO(issue 45): each its own module (api-flow.ts, browser.ts).
     api_flow: () => Promise.resolve(failed('network', 0)),
     browser: () => Promise.resolve(failed('network', 0)),
-    icmp: () => Promise.resolve(failed('network', 0)),
+    icmp: icmpProbe(pinger),
   };
 }
 
