@@ -1,5 +1,6 @@
 import { parsesAsUrl } from '@telemetry/contract';
 import type { StoredMonitor } from '@telemetry/store';
+import { apiFlowProbe } from './api-flow.js';
 import { dnsProbe } from './dns.js';
 import { heartbeatProbeWith, type HeartbeatDeps } from './heartbeat.js';
 import { httpProbe } from './http.js';
@@ -22,8 +23,8 @@ export function probeMap(heartbeat: HeartbeatDeps): ProbeMap {
     tls: socketProbe,
     dns: dnsProbe,
     heartbeat: heartbeatProbeWith(heartbeat),
-    // TODO(issue 45): each its own module (api-flow.ts, browser.ts, icmp.ts).
-    api_flow: () => Promise.resolve(failed('network', 0)),
+    api_flow: apiFlowProbe,
+    // TODO(issue 45): each its own module (browser.ts, icmp.ts).
     browser: () => Promise.resolve(failed('network', 0)),
     icmp: () => Promise.resolve(failed('network', 0)),
   };
