@@ -1,3 +1,4 @@
+import { assertionProblems } from '../assertions.js';
 import { ipVersion } from '../urls.js';
 import { plainUrlProblems, type MonitorTypeModule } from './module.js';
 
@@ -26,6 +27,7 @@ export const dnsType: MonitorTypeModule<'dns'> = {
     if (s.dns_resolver !== null && resolverAddress(s.dns_resolver) === undefined) {
       problems.push({ path: '/dns_resolver', message: 'must be an IP address, with an optional port' });
     }
+    problems.push(...assertionProblems(s.assertions, '/assertions', 'dns'));
     return problems;
   },
   // Its URL names what to resolve, not where to connect: its resolver is judged.

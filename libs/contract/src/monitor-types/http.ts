@@ -1,3 +1,4 @@
+import { assertionProblems } from '../assertions.js';
 import { isForbiddenMonitorHeader } from '../limits.js';
 import type { MonitorTypeModule } from './module.js';
 
@@ -21,6 +22,7 @@ export const httpType: MonitorTypeModule<'http'> = {
         problems.push({ path: `/headers/${name}`, message: 'is set by the connection itself and may not be set' });
       }
     }
+    problems.push(...assertionProblems(s.assertions, '/assertions', 'http'));
     return problems;
   },
   targets: (s) => [{ path: '/url', url: s.url }],

@@ -1,3 +1,4 @@
+import { assertionProblems } from '../assertions.js';
 import { DEFAULT_TLS_MIN_DAYS } from '../limits.js';
 import { plainUrlProblems, type MonitorTypeModule } from './module.js';
 
@@ -9,8 +10,11 @@ export const tlsType: MonitorTypeModule<'tls'> = {
   urlHint: 'tls://host[:port]',
   fields: ['tls_min_days', 'confirm_delay_ms', 'assertions'],
   defaults: { tls_min_days: DEFAULT_TLS_MIN_DAYS },
-  problems(_s, url) {
-    return plainUrlProblems(url, 'tls', 'optional', this.urlForm);
+  problems(s, url) {
+    return [
+      ...plainUrlProblems(url, 'tls', 'optional', this.urlForm),
+      ...assertionProblems(s.assertions, '/assertions', 'tls'),
+    ];
   },
   targets: (s) => [{ path: '/url', url: s.url }],
 };
