@@ -56,8 +56,9 @@ function placeholderProblems(text: string, path: string, known: ReadonlySet<stri
   const problems: Problem[] = [];
   const seen = new Set<string>();
   for (const p of placeholdersOf(text)) {
-    if (seen.has(p.text)) continue;
-    seen.add(p.text);
+    const key = p.valid ? p.name : p.text;
+    if (seen.has(key)) continue;
+    seen.add(key);
     if (!p.valid) {
       problems.push({
         path,

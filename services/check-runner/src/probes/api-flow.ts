@@ -1,7 +1,8 @@
 import {
+  ASSERTION_LIMITS,
   failedAssertion,
   MONITOR_LIMITS,
-  parseAssertion,
+  parseAssertions,
   parseValueSource,
   readSource,
   resolveStepUrl,
@@ -9,7 +10,6 @@ import {
   stepPrefix,
   substitute,
   type ApiStep,
-  type Assertion,
   type AssertionSubject,
   type CheckError,
   type CheckTimings,
@@ -99,8 +99,11 @@ async function runStep(
   // One deadline for the whole flow: a step gets what the steps before it left.
   const left = Math.floor(deadline - performance.now());
   if (left <= 0) return fail('timeout', `not started: the flow's timeout_ms (${m.timeout_ms} ms) ran out`);
-  const needsBody = (step.assertions ?? []).length > 0 || Object.keys(step.extract ?? {}).length > 0;
   const method = step.method ?? 'GET';
+  // The body is kept only for a step with assertions or a JSON extract, and no more of it than they may judge.
+  const needsBody =
+    (step.assertions ?? []).length > 0 || Object.values(step.extract ?? {}).some((x) => x.trim().startsWith('$'));
+  const keepBytes = needsBody && method !== 'HEAD' ? Math.min(ctx.maxBodyBytes, ASSERTION_LIMITS.maxBodyBytes) : 0;
   const took = stopwatch();
   let answer: HttpAnswer;
   try {
@@ -112,7 +115,7 @@ async function runStep(
       timeoutMs: left,
       maxRedirects: m.follow_redirects ? 5 : 0,
       maxBodyBytes: method === 'HEAD' ? 1 : ctx.maxBodyBytes,
-      keepBytes: needsBody ? ctx.maxBodyBytes : 0,
+      keepBytes,
       signal: ctx.signal,
       policy: ctx.policy,
       // A step's header values may hold secrets (filled from variables): they stay with its origin.
@@ -126,34 +129,26 @@ async function runStep(
   const code = answer.statusCode;
   const rules = step.expected_status_codes ?? ['2xx'];
   if (!statusExpected(code, rules)) return fail('unexpected_status', `status ${code}, expected ${rules.join(', ')}`, code);
-  if (needsBody && answer.truncated) {
-    return fail(
-      'body_too_large',
-      `the body is longer than ${ctx.maxBodyBytes} bytes (CHECK_MAX_BODY_BYTES): its assertions and extracts need all of it`,
-      code,
-    );
-  }
+  const truncated = answer.truncated || (keepBytes > 0 && answer.body.length >= keepBytes);
   const subject: AssertionSubject = {
     status_code: code,
     response_time: responseTime,
     header: (name) => headerValue(answer, name),
-    body: answer.body.toString('utf8'),
+    ...(keepBytes > 0 ? { body: answer.body.toString('utf8'), body_truncated: truncated } : {}),
   };
-  const assertions: Assertion[] = [];
-  for (const text of step.assertions ?? []) {
-    const parsed = parseAssertion(text, 'api_step');
-    // A row stored before a rule the API now enforces: the step cannot pass.
-    if (!parsed.ok) return fail('assertion_failed', `assertion ${text} cannot be judged: ${parsed.problem}`, code);
-    assertions.push(parsed.value);
-  }
-  const failedOne = failedAssertion(assertions, subject);
+  // A row stored before a rule the API now enforces does not parse: the step cannot pass.
+  const assertions = parseAssertions(step.assertions ?? [], 'api_step');
+  const failedOne = assertions.ok ? failedAssertion(assertions.value, subject) : assertions.problem;
   if (failedOne !== undefined) return fail('assertion_failed', failedOne, code);
   // Extracted after every check passed, and only then visible to the next steps.
   const extracted: [string, string][] = [];
   for (const [name, text] of Object.entries(step.extract ?? {})) {
     const source = parseValueSource(text);
     const value = source.ok ? readSource(source.value, subject) : undefined;
-    if (value === undefined) return fail('step_failed', `extract ${name}: ${text} is not in the answer`, code);
+    if (value === undefined) {
+      const cut = truncated ? ` (only its first ${keepBytes} bytes were read)` : '';
+      return fail('step_failed', `extract ${name}: ${text} is not in the answer${cut}`, code);
+    }
     extracted.push([name, value]);
   }
   for (const [name, value] of extracted) values.set(name, value);
