@@ -79,7 +79,7 @@ describe('api_flow monitors (unit)', () => {
     });
 
     it('refuses a placeholder in a step URL’s scheme, host or port, and a URL that is neither a path nor http(s)', () => {
-      const hostOnly = "may use {{name}} in its path and query only, not in its scheme, host or port";
+      const hostOnly = 'may use {{name}} in its path and query only, not in its scheme, host or port';
       const vars = { variables: { host: 'a.example.test', port: '8443' } };
       expect(problems(flow([{ url: 'https://{{host}}/x' }], vars))).to.deep.equal([`/api_steps/0/url ${hostOnly}`]);
       expect(problems(flow([{ url: 'https://api.example.test:{{port}}/x' }], vars))).to.deep.equal([
@@ -203,8 +203,7 @@ describe('api_flow monitors (unit)', () => {
     });
 
     it('opens a row sealed before variables existed (none in sealed)', () => {
-      const { variables: _v, ...older } = stored;
-      const { spec } = sealMonitor({ ...older, variables: {} } as StoredMonitor, box);
+      const { spec } = sealMonitor({ ...stored, variables: {} }, box);
       const sealedOld = box.seal(
         JSON.stringify({ url: stored.url, headers: {}, webhook_secret: 'whsec_x', webhooks: [] }),
         'monitors/ten_a/mon_a',
@@ -218,7 +217,9 @@ describe('api_flow monitors (unit)', () => {
       const { patch, dropped } = unmaskPatch(stored, { variables: { password: MASK, user: 'probe' } });
       expect(patch.variables).to.deep.equal({ password: 'hunter2-secret', user: 'probe' });
       expect(dropped).to.deep.equal([]);
-      expect(unmaskPatch(stored, { variables: { password: 'new' } }).patch.variables).to.deep.equal({ password: 'new' });
+      expect(unmaskPatch(stored, { variables: { password: 'new' } }).patch.variables).to.deep.equal({
+        password: 'new',
+      });
       // A path on the same origin keeps them.
       expect(unmaskPatch(stored, { url: 'https://api.example.test/v2/' }).patch.variables).to.equal(undefined);
     });
@@ -297,7 +298,10 @@ describe('api_flow monitors (unit)', () => {
 
     it('fails at the step whose status is not expected, naming it, and runs no later step', async () => {
       refuse = true;
-      const r = await apiFlowProbe(flow([login, profile, { url: '/never' }], { url: base, variables: { password: 'pw-secret' } }), ctx);
+      const r = await apiFlowProbe(
+        flow([login, profile, { url: '/never' }], { url: base, variables: { password: 'pw-secret' } }),
+        ctx,
+      );
       expect(r).to.include({ status: 'down', status_code: 401, error: 'unexpected_status' });
       expect(r.detail).to.equal('step 2 "profile": status 401, expected 2xx');
       expect(r.timings?.steps?.map((s) => s.ok)).to.deep.equal([true, false]);

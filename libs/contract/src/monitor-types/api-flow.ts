@@ -81,7 +81,7 @@ function stepUrlProblems(step: ApiStep, path: string, base: URL | undefined): Pr
   }
   const origin = stepUrlOrigin(step.url);
   if (origin.includes('{') || origin.includes('}')) {
-    return [{ path, message: "may use {{name}} in its path and query only, not in its scheme, host or port" }];
+    return [{ path, message: 'may use {{name}} in its path and query only, not in its scheme, host or port' }];
   }
   if (origin !== '' && !/^https?:\/\//i.test(origin)) {
     return [{ path, message: 'is a path (one leading /) or an absolute http:// or https:// URL' }];
@@ -110,10 +110,14 @@ export const apiFlowType: MonitorTypeModule<'api_flow'> = {
   defaults: {},
   problems(s, url) {
     const problems: Problem[] = [];
-    if (url && url.protocol !== 'http:' && url.protocol !== 'https:') problems.push({ path: '/url', message: this.urlForm });
+    if (url && url.protocol !== 'http:' && url.protocol !== 'https:')
+      problems.push({ path: '/url', message: this.urlForm });
     const base = url && (url.protocol === 'http:' || url.protocol === 'https:') ? url : undefined;
     if (s.api_steps.length < 1 || s.api_steps.length > MONITOR_LIMITS.maxApiSteps) {
-      problems.push({ path: '/api_steps', message: `an api_flow monitor has 1 to ${MONITOR_LIMITS.maxApiSteps} steps` });
+      problems.push({
+        path: '/api_steps',
+        message: `an api_flow monitor has 1 to ${MONITOR_LIMITS.maxApiSteps} steps`,
+      });
     }
     // What a step may use: the variables, and what the steps before it extract.
     const known = new Set(Object.keys(s.variables));

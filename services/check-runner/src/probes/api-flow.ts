@@ -128,7 +128,8 @@ async function runStep(
   const responseTime = took();
   const code = answer.statusCode;
   const rules = step.expected_status_codes ?? ['2xx'];
-  if (!statusExpected(code, rules)) return fail('unexpected_status', `status ${code}, expected ${rules.join(', ')}`, code);
+  if (!statusExpected(code, rules))
+    return fail('unexpected_status', `status ${code}, expected ${rules.join(', ')}`, code);
   const truncated = answer.truncated || (keepBytes > 0 && answer.body.length >= keepBytes);
   const subject: AssertionSubject = {
     status_code: code,
