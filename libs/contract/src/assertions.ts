@@ -198,7 +198,8 @@ function parseSubject(text: string, context: AssertionContext): Parsed<{ subject
     if (!web) return unknown();
     const p = parsePath(text, 0);
     if (!p.ok) return p;
-    return { ok: true, value: { subject: { kind: 'json', ...p.value }, end: p.value.end } };
+    const { path, length, end } = p.value;
+    return { ok: true, value: { subject: { kind: 'json', path, length }, end } };
   }
   if (web && text.startsWith('header.')) {
     const name = HEADER_NAME.exec(text.slice(7))?.[0];
@@ -349,8 +350,8 @@ function hasLinearEngine(): boolean {
 /**
  * A `matches` pattern: a JavaScript regular expression without flags, compiled for V8's
  * linear-time engine (the `l` flag), whose time grows with the text and the pattern,
- * never exponentially. A pattern that engine cannot run (backreferences, lookaround, a
- * large counted repetition) is refused. Where there is no such engine (the console), only
+ * never exponentially. A pattern that engine cannot run (backreferences, lookahead, a
+ * large counted repetition such as .{1000}; lookbehind too on Node 20's V8) is refused. Where there is no such engine (the console), only
  * its syntax is checked (the value is undefined): the API checks the rest.
  */
 export function compilePattern(pattern: string): Parsed<RegExp | undefined> {
@@ -365,7 +366,7 @@ export function compilePattern(pattern: string): Parsed<RegExp | undefined> {
     return { ok: true, value: new RegExp(pattern, 'l') };
   } catch {
     return fail(
-      'the pattern cannot run in linear time: backreferences, lookahead, lookbehind and large counted repetitions are refused',
+      'the pattern cannot run in linear time: backreferences, lookahead and large counted repetitions (and, before Node 22, lookbehind) are refused',
     );
   }
 }
@@ -452,6 +453,8 @@ function see(s: SubjectRef, subject: AssertionSubject, json: BodyJson): Seen {
 
 /** Whether `v` holds for `a` (a JSON value, the header or body text, a number, a list). */
 function holds(a: Assertion, v: unknown): boolean {
+  // Header and body text compares as a number when it is one; a JSON string never does.
+  const text = a.subject.kind === 'header' || a.subject.kind === 'body';
   const want = a.value;
   switch (a.operator) {
     case '==':
@@ -462,7 +465,7 @@ function holds(a: Assertion, v: unknown): boolean {
     case '<=':
     case '>':
     case '>=': {
-      const n = typeof v === 'number' ? v : typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : NaN;
+      const n = typeof v === 'number' ? v : text && typeof v === 'string' && DECIMAL.test(v.trim()) ? Number(v) : NaN;
       if (Number.isNaN(n)) return false;
       const w = want as number;
       return a.operator === '<' ? n < w : a.operator === '<=' ? n <= w : a.operator === '>' ? n > w : n >= w;

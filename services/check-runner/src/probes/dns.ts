@@ -4,6 +4,7 @@ import type { MonitorSettings } from '@telemetry/contract';
 import { resolverAddress } from '@telemetry/store';
 import { deadline } from '@telemetry/platform';
 import type { ProbeContext } from './types.js';
+import { asserted } from './assert.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
 /**
@@ -37,7 +38,7 @@ export async function dnsProbe(m: MonitorSettings, ctx: ProbeContext): Promise<P
     if (answers.length === 0 || denied) return failed('dns', t);
     const missing = m.dns_expected.some((v) => !answers.includes(comparable(type, v)));
     if (missing) return failed('unexpected_answer', t);
-    return passed(m, t);
+    return asserted(m, 'dns', passed(m, t), { dns_answers: answers });
   } catch (err) {
     const code = String((err as { code?: string }).code ?? '');
     if (bound.timedOut() || code === 'ETIMEOUT') return failed('timeout', elapsed());

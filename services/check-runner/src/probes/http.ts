@@ -1,5 +1,11 @@
-import { isForbiddenMonitorHeader, type MonitorSettings, type StatusCodeRule } from '@telemetry/contract';
+import {
+  ASSERTION_LIMITS,
+  isForbiddenMonitorHeader,
+  type MonitorSettings,
+  type StatusCodeRule,
+} from '@telemetry/contract';
 import { httpCall, HttpCallError, type HttpAnswer } from '@telemetry/platform';
+import { asserted, assertionsReadBody } from './assert.js';
 import type { ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
@@ -8,8 +14,11 @@ export function statusExpected(code: number, rules: readonly StatusCodeRule[]): 
   return rules.some((r) => (typeof r === 'number' ? r === code : Math.floor(code / 100) === Number(r[0])));
 }
 
-/** The verdict on an answer (pure; see docs/api.md "Check statuses"). */
-export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: number): ProbeResult {
+/**
+ * The verdict on an answer (pure; see docs/api.md "Check statuses"): the expected status
+ * and the keyword first, then the monitor's assertions (docs/assertions.md).
+ */
+export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: number, keptBytes = 0): ProbeResult {
   const base = { status_code: answer.statusCode, response_time: responseTime };
   if (!statusExpected(answer.statusCode, m.expected_status_codes)) {
     return { ...base, status: 'down', error: 'unexpected_status' };
@@ -17,12 +26,29 @@ export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: numb
   if (m.keyword !== null && answer.keywordFound !== true) {
     return { ...base, status: 'down', error: answer.truncated ? 'body_too_large' : 'keyword_missing' };
   }
-  return passed(m, responseTime, { status_code: answer.statusCode });
+  return asserted(m, 'http', passed(m, responseTime, { status_code: answer.statusCode }), {
+    status_code: answer.statusCode,
+    header: (name) => headerValue(answer, name),
+    ...(keptBytes > 0
+      ? { body: answer.body.toString('utf8'), body_truncated: answer.truncated || answer.body.length >= keptBytes }
+      : {}),
+  });
+}
+
+/** A header of the answer by name (any case); several of one name joined with ", ". */
+function headerValue(answer: HttpAnswer, name: string): string | undefined {
+  const v = answer.headers[name.toLowerCase()];
+  return Array.isArray(v) ? v.join(', ') : v;
 }
 
 /** An http monitor's check (docs/monitors.md, "Monitor types"). Never throws. */
 export async function httpProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
   const elapsed = stopwatch();
+  // The body is kept only for assertions that read it, and no more of it than they may judge.
+  const keepBytes =
+    m.method !== 'HEAD' && assertionsReadBody(m.assertions)
+      ? Math.min(ctx.maxBodyBytes, ASSERTION_LIMITS.maxBodyBytes)
+      : 0;
   try {
     const answer = await httpCall({
       url: m.url,
@@ -34,12 +60,13 @@ export async function httpProbe(m: MonitorSettings, ctx: ProbeContext): Promise<
       maxBodyBytes: m.method === 'HEAD' ? 1 : ctx.maxBodyBytes,
       // Searched as the body streams: no check holds its response in memory.
       keyword: m.keyword,
+      keepBytes,
       signal: ctx.signal,
       policy: ctx.policy,
       // Every header value of a monitor is a secret (docs/api.md, "Secrets").
       secretHeaders: Object.keys(m.headers),
     });
-    return judge(m, answer, elapsed());
+    return judge(m, answer, elapsed(), keepBytes);
   } catch (err) {
     return failed(err instanceof HttpCallError ? err.kind : 'network', elapsed());
   }

@@ -4,6 +4,7 @@ import { DEFAULT_TLS_MIN_DAYS, type MonitorSettings } from '@telemetry/contract'
 import { connectUrl, portOf, unbracket } from '@telemetry/platform';
 import { classify, StreamSearch } from '@telemetry/platform';
 import type { ProbeContext } from './types.js';
+import { asserted } from './assert.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
 const DAY_MS = 86_400_000;
@@ -67,7 +68,7 @@ export function socketProbe(m: MonitorSettings, ctx: ProbeContext): Promise<Prob
         finish(
           !(days >= (m.tls_min_days ?? DEFAULT_TLS_MIN_DAYS))
             ? failed('certificate_expiring', elapsed(), known)
-            : passed(m, elapsed(), known),
+            : asserted(m, 'tls', passed(m, elapsed(), known), known),
         );
       });
     } else {

@@ -77,13 +77,15 @@ export function checkTable(checks: Check[]): HTMLElement {
     'Recent checks',
     table(
       { id: 'checks' },
-      ['Time', 'Status', 'Response', 'HTTP', 'Error'],
+      ['Time', 'Status', 'Response', 'HTTP', 'Error', 'Detail'],
       checks.map((c) => [
         h('td', {}, time(c.created_at)),
         h('td', {}, statusBadge(c.status)),
         h('td', { class: 'num' }, `${c.response_time.toFixed(1)} ms`),
         h('td', { class: 'num' }, c.status_code || '—'),
         h('td', {}, c.error ?? ''),
+        // What failed, in words (a failed assertion and the value seen): text, never markup.
+        h('td', { class: 'detail' }, c.detail ?? ''),
       ]),
     ),
   );
