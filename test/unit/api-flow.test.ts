@@ -342,6 +342,14 @@ describe('api_flow monitors (unit)', () => {
       expect(r.response_time).to.be.within(550, 900);
     });
 
+    it('does not pass a stored flow without steps', async () => {
+      expect(await apiFlowProbe(flow([], { url: base }), ctx)).to.include({
+        status: 'down',
+        error: 'step_failed',
+        detail: 'the flow has no steps',
+      });
+    });
+
     it('is degraded when the whole flow is slower than degraded_threshold_ms', async () => {
       const r = await apiFlowProbe(flow([{ url: '/slow' }], { url: base, degraded_threshold_ms: 100 }), ctx);
       expect(r).to.include({ status: 'degraded', status_code: 200 });

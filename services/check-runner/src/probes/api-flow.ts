@@ -16,7 +16,8 @@ import {
   type MonitorSettings,
 } from '@telemetry/contract';
 import { httpCall, HttpCallError, type HttpAnswer } from '@telemetry/platform';
-import { requestHeaders, statusExpected } from './http.js';
+import { assertionsReadBody } from './assert.js';
+import { headerValue, requestHeaders, statusExpected } from './http.js';
 import type { ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
@@ -59,6 +60,8 @@ export async function apiFlowProbe(m: MonitorSettings, ctx: ProbeContext): Promi
   const secrets = new Set(values.values());
   const steps: Steps = [];
   let statusCode = 0;
+  // A row stored before the API required steps: nothing was checked, so nothing passed.
+  if (m.api_steps.length === 0) return failed('step_failed', 0, { detail: 'the flow has no steps' });
   for (const [i, step] of m.api_steps.entries()) {
     const took = stopwatch();
     const outcome = await runStep(m, step, values, deadline, ctx);
@@ -100,9 +103,10 @@ async function runStep(
   const left = Math.floor(deadline - performance.now());
   if (left <= 0) return fail('timeout', `not started: the flow's timeout_ms (${m.timeout_ms} ms) ran out`);
   const method = step.method ?? 'GET';
-  // The body is kept only for a step with assertions or a JSON extract, and no more of it than they may judge.
+  // The body is kept only for assertions and extracts that read it, and no more of it than they may judge.
   const needsBody =
-    (step.assertions ?? []).length > 0 || Object.values(step.extract ?? {}).some((x) => x.trim().startsWith('$'));
+    assertionsReadBody(step.assertions ?? []) ||
+    Object.values(step.extract ?? {}).some((x) => x.trim().startsWith('$'));
   const keepBytes = needsBody && method !== 'HEAD' ? Math.min(ctx.maxBodyBytes, ASSERTION_LIMITS.maxBodyBytes) : 0;
   const took = stopwatch();
   let answer: HttpAnswer;
@@ -189,12 +193,6 @@ export function fillRequest(
     body = filled.text;
   }
   return { url: resolved.url.href, headers: Object.fromEntries(headers), body };
-}
-
-/** A response header's value by name (any case): repeated ones joined with `, `. */
-function headerValue(answer: HttpAnswer, name: string): string | undefined {
-  const v = answer.headers[name.toLowerCase()];
-  return Array.isArray(v) ? v.join(', ') : v;
 }
 
 /** What a request that got no answer says: the check error, in words. */

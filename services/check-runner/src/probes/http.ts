@@ -36,7 +36,7 @@ export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: numb
 }
 
 /** A header of the answer by name (any case); several of one name joined with ", ". */
-function headerValue(answer: HttpAnswer, name: string): string | undefined {
+export function headerValue(answer: HttpAnswer, name: string): string | undefined {
   const v = answer.headers[name.toLowerCase()];
   return Array.isArray(v) ? v.join(', ') : v;
 }
