@@ -270,7 +270,8 @@ export const CHECK_ERRORS = [
   'heartbeat_missing',
   // One of the monitor's assertions (or an api_flow step's) did not hold: `detail` names it and the value seen.
   'assertion_failed',
-  // A browser step (click, fill, wait_for…) could not be done in its timeout: `detail` names the step.
+  // A browser step (click, fill, wait_for…) could not be done in its timeout, or an api_flow step's
+  // extract found nothing (or a value could not be filled in): `detail` names the step.
   'step_failed',
   // A browser check's page asked for an address the egress policy refuses: `detail` names it.
   'request_blocked',

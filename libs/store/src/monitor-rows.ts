@@ -6,7 +6,8 @@ import { shownSecrets } from './monitor-view.js';
 /**
  * How a monitor is stored (in PostgreSQL's `monitors` table, and before that in
  * ClickHouse's): `spec`, the settings as JSON with every secret masked, and `sealed`,
- * the secrets (header values, the URL, webhook URLs, the webhook secret) sealed with
+ * the secrets (header values, the URL, webhook URLs, the webhook secret, the values of
+ * `variables`) sealed with
  * SECRETS_KEYS (AES-256-GCM), bound to the monitor's tenant and id.
  */
 
@@ -19,13 +20,16 @@ export interface StoredMonitor extends Omit<Monitor, 'status' | 'last_check_at'>
 
 /**
  * What `sealed` holds: the secrets that `spec` shows masked. `webhooks` is absent in
- * rows sealed before webhook URLs were secrets: theirs are in `spec`.
+ * rows sealed before webhook URLs were secrets: theirs are in `spec`. `variables`
+ * (api_flow and browser monitors) is absent in rows sealed before they existed: theirs
+ * are the default, none.
  */
 interface Sealed {
   url: string;
   headers: Record<string, string>;
   webhook_secret: string;
   webhooks?: string[];
+  variables?: Record<string, string>;
 }
 
 /**
@@ -37,7 +41,13 @@ export const WEBHOOKS_SEALED_MARK = `"${WEBHOOKS_SEALED}":true`;
 
 /** `spec` and `sealed` of a monitor. */
 export function sealMonitor(m: Omit<StoredMonitor, 'version'>, box: SecretBox): { spec: string; sealed: string } {
-  const secrets: Sealed = { url: m.url, headers: m.headers, webhook_secret: m.webhook_secret, webhooks: m.webhooks };
+  const secrets: Sealed = {
+    url: m.url,
+    headers: m.headers,
+    webhook_secret: m.webhook_secret,
+    webhooks: m.webhooks,
+    variables: m.variables,
+  };
   const shown = { ...m, ...shownSecrets(m), webhook_secret: '', [WEBHOOKS_SEALED]: true };
   return { spec: JSON.stringify(shown), sealed: box.seal(JSON.stringify(secrets), sealContext(m)) };
 }
@@ -59,6 +69,8 @@ export function openMonitor(spec: string, sealed: string, version: number, box: 
     webhook_secret: secrets.webhook_secret,
     // Sealed before webhook URLs were secrets: they are still in `spec`.
     webhooks: secrets.webhooks ?? m.webhooks,
+    // Sealed before variables existed: `spec` has the default (none).
+    variables: secrets.variables ?? m.variables,
   };
 }
 

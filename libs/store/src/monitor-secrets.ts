@@ -1,10 +1,10 @@
-import { monitorTypeModule, type MonitorPatch, type MonitorSettings } from '@telemetry/contract';
+import { monitorTypeModule, stepUrlOrigin, type MonitorPatch, type MonitorSettings } from '@telemetry/contract';
 
 /**
  * A monitor's secrets and what is shown of them (docs/api.md, "Secrets"). Stored: the
  * real URL, header values, webhook URLs (sealed, see MonitorStore). Shown (API answers,
  * the registry's `spec`, alert messages, webhook bodies, delivery records and logs):
- * header values as MASK; the monitor URL without userinfo and with every query value
+ * header values and the values of `variables` as MASK; the monitor URL without userinfo and with every query value
  * MASK; a webhook URL as its scheme and host only. A PATCH that sends a shown form back
  * keeps the stored value (unmaskPatch).
  */
@@ -83,14 +83,23 @@ export function maskHeaders(headers: Record<string, string>): Record<string, str
   return Object.fromEntries(Object.keys(headers).map((k) => [k, MASK]));
 }
 
+/** An api_flow or browser monitor's variables as shown: every value MASK (docs/api-flows.md, "Variables"). */
+export function maskVariables(variables: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(variables).map((k) => [k, MASK]));
+}
+
 /** Scheme, host and port (default ports omitted): whom a URL's credentials are for. */
 export function originOf(url: string): string {
   const u = parsed(url);
   return u ? `${u.protocol}//${u.host}` : url;
 }
 
-/** The stored secrets a PATCH has to do with: the monitor's URL, headers and webhooks. */
-type Secrets = Pick<MonitorSettings, 'url' | 'headers' | 'webhooks'> & Partial<Pick<MonitorSettings, 'type'>>;
+/**
+ * The stored secrets a PATCH has to do with: the monitor's URL, headers, webhooks and
+ * variables, and the steps whose URLs say where the variables go.
+ */
+type Secrets = Pick<MonitorSettings, 'url' | 'headers' | 'webhooks' | 'variables'> &
+  Partial<Pick<MonitorSettings, 'type' | 'api_steps' | 'browser_steps'>>;
 
 /** A PATCH with the stored secrets put back for what it sent masked, and the secrets it dropped. */
 export interface UnmaskedPatch {
@@ -98,7 +107,8 @@ export interface UnmaskedPatch {
   /**
    * Stored secrets the change leaves out because the URL moved to another origin
    * (docs/monitors.md, "Secrets and a changed URL"): `url.userinfo`,
-   * `url.query.<name>` (`url.query` for an item without a name), `headers.<Name>`.
+   * `url.query.<name>` (`url.query` for an item without a name), `headers.<Name>`,
+   * `variables.<name>`.
    */
   dropped: string[];
 }
@@ -142,7 +152,61 @@ export function unmaskPatch(current: Secrets, patch: MonitorPatch): UnmaskedPatc
     out.headers = {};
   }
   if (patch.webhooks !== undefined) out.webhooks = unmaskWebhooks(current.webhooks, patch.webhooks);
+  const variables = unmaskVariables(current, patch, out, dropped);
+  if (variables !== undefined) out.variables = variables;
   return { patch: out, dropped };
+}
+
+/**
+ * The variables after a PATCH: a value MASK is the stored value of that name. The stored
+ * values go only where they went before: when the change sends the flow to an origin it
+ * did not reach (its URL's, or an absolute step URL's), the stored values do not follow
+ * unless the PATCH sends them again: they are dropped and named (`variables.<name>`).
+ * Undefined: the PATCH leaves them as stored.
+ */
+function unmaskVariables(
+  current: Secrets,
+  patch: MonitorPatch,
+  out: MonitorPatch,
+  dropped: string[],
+): Record<string, string> | undefined {
+  const stored = new Map(Object.entries(current.variables));
+  const before = flowOrigins(current);
+  const after = flowOrigins({
+    url: out.url ?? (serverSetsUrl(current, patch) ? '' : current.url),
+    api_steps: patch.api_steps ?? current.api_steps,
+    browser_steps: patch.browser_steps ?? current.browser_steps,
+  });
+  const moved = [...after].some((o) => !before.has(o));
+  if (patch.variables === undefined) {
+    if (!moved || stored.size === 0) return undefined;
+    for (const k of stored.keys()) dropped.push(`variables.${k}`);
+    return {};
+  }
+  // NOTE: entries, not assignment: `__proto__` is a valid variable name.
+  const entries: [string, string][] = [];
+  for (const [k, v] of Object.entries(patch.variables)) {
+    const kept = v === MASK ? stored.get(k) : undefined;
+    if (kept === undefined) entries.push([k, v]);
+    else if (moved) dropped.push(`variables.${k}`);
+    else entries.push([k, kept]);
+  }
+  return Object.fromEntries(entries);
+}
+
+/** Where a monitor's variables are sent: its URL's origin and those of its steps' absolute URLs. */
+function flowOrigins(s: Pick<Secrets, 'url' | 'api_steps' | 'browser_steps'>): Set<string> {
+  const urls = [
+    s.url,
+    ...(s.api_steps ?? []).map((step) => step.url),
+    ...(s.browser_steps ?? []).flatMap((step) => (step.action === 'goto' && step.url ? [step.url] : [])),
+  ];
+  const origins = new Set<string>();
+  for (const u of urls) {
+    const o = stepUrlOrigin(u);
+    if (o !== '') origins.add(originOf(o));
+  }
+  return origins;
 }
 
 /** Does the PATCH make the monitor a type whose URL the server sets (heartbeat://<id>)? */

@@ -1,6 +1,6 @@
 import type { Monitor, MonitorSettings, MonitorStatus } from '@telemetry/contract';
 import { settingsOf } from '@telemetry/contract';
-import { maskHeaders, maskUrl, maskWebhooks } from './monitor-secrets.js';
+import { maskHeaders, maskUrl, maskVariables, maskWebhooks } from './monitor-secrets.js';
 import type { StoredMonitor } from './monitor-rows.js';
 
 /** The API's view of a stored monitor: its status, and its secrets masked. */
@@ -21,12 +21,17 @@ export function monitorStatus(m: Pick<MonitorSettings, 'paused'>, a: MonitorActi
 }
 
 /** The secrets' shown forms (monitor-secrets.ts): what answers and the table's `spec` hold. */
-export function shownSecrets(m: Pick<MonitorSettings, 'url' | 'headers' | 'webhooks'>) {
-  return { url: maskUrl(m.url), headers: maskHeaders(m.headers), webhooks: maskWebhooks(m.webhooks) };
+export function shownSecrets(m: Pick<MonitorSettings, 'url' | 'headers' | 'webhooks' | 'variables'>) {
+  return {
+    url: maskUrl(m.url),
+    headers: maskHeaders(m.headers),
+    webhooks: maskWebhooks(m.webhooks),
+    variables: maskVariables(m.variables),
+  };
 }
 
 /**
- * What the API returns: header values, the URL's userinfo and query values masked,
+ * What the API returns: header values, variable values, the URL's userinfo and query values masked,
  * webhooks as scheme and host (monitor-secrets.ts), never the webhook secret unless
  * `withSecret` (the response that set it).
  */

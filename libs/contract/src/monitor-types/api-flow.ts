@@ -1,4 +1,100 @@
-import type { MonitorTypeModule } from './module.js';
+import { assertionProblems, parseValueSource } from '../assertions.js';
+import { isForbiddenMonitorHeader, MONITOR_LIMITS } from '../limits.js';
+import { placeholdersOf, substitute } from '../placeholders.js';
+import type { MonitorSettings } from '../types.js';
+import type { Problem } from '../validators.js';
+import type { MonitorTypeModule, Target } from './module.js';
+
+/** One request of an api_flow monitor, as the schema takes it (monitor-schema.ts `api_steps`). */
+export type ApiStep = MonitorSettings['api_steps'][number];
+
+/** How a step is named in timings and in a failure's detail: its `name`, else `step <n>` (from 1). */
+export function stepLabel(step: Pick<ApiStep, 'name'>, index: number): string {
+  return step.name ?? `step ${index + 1}`;
+}
+
+/** `step 2 "profile"` (or `step 2` for a step without a name): how a check's detail starts. */
+export function stepPrefix(step: Pick<ApiStep, 'name'>, index: number): string {
+  return step.name === undefined ? `step ${index + 1}` : `step ${index + 1} ${JSON.stringify(step.name)}`;
+}
+
+/** The scheme and authority of an absolute step URL (`https://api.example.com:8443`); '' for a path. */
+export function stepUrlOrigin(url: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url)?.[0] ?? '';
+}
+
+/**
+ * A step's URL with its placeholders filled, each value percent-encoded (a value cannot
+ * add a path segment, a query item or a fragment), resolved against the flow's base URL:
+ * a path replaces the base's path and query, as a link would. Undefined when the result
+ * does not parse; `missing` names placeholders without a value.
+ */
+export function resolveStepUrl(
+  base: string,
+  stepUrl: string,
+  values: ReadonlyMap<string, string>,
+): { url: URL | undefined; missing: string[] } {
+  const origin = stepUrlOrigin(stepUrl);
+  const rest = substitute(stepUrl.slice(origin.length), values, encodeURIComponent);
+  try {
+    return { url: new URL(origin + rest.text, base), missing: rest.missing };
+  } catch {
+    return { url: undefined, missing: rest.missing };
+  }
+}
+
+/** A JSON pointer's token for `name` (RFC 6901): `~` and `/` escaped. */
+function token(name: string): string {
+  return name.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+/**
+ * Problems of one field's placeholders: each must be a variable's name, set by `variables`
+ * or extracted by an earlier step. Each name is reported once per field.
+ */
+function placeholderProblems(text: string, path: string, known: ReadonlySet<string>): Problem[] {
+  const problems: Problem[] = [];
+  const seen = new Set<string>();
+  for (const p of placeholdersOf(text)) {
+    const key = p.valid ? p.name : p.text;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (!p.valid) {
+      problems.push({
+        path,
+        message: `${p.text} is no placeholder: a variable's name is letters, digits and _, not starting with a digit`,
+      });
+    } else if (!known.has(p.name)) {
+      problems.push({
+        path,
+        message: `uses {{${p.name}}}, which no earlier step extracts and variables does not set`,
+      });
+    }
+  }
+  return problems;
+}
+
+/** Problems of a step's URL: its form, and no placeholder where it would choose the host. */
+function stepUrlProblems(step: ApiStep, path: string, base: URL | undefined): Problem[] {
+  if (step.url.startsWith('//')) {
+    return [{ path, message: 'is a path (one leading /) or an absolute http:// or https:// URL' }];
+  }
+  const origin = stepUrlOrigin(step.url);
+  if (origin.includes('{') || origin.includes('}')) {
+    return [{ path, message: 'may use {{name}} in its path and query only, not in its scheme, host or port' }];
+  }
+  if (origin !== '' && !/^https?:\/\//i.test(origin)) {
+    return [{ path, message: 'is a path (one leading /) or an absolute http:// or https:// URL' }];
+  }
+  // Placeholders stand for percent-encoded values: any value parses where `x` does.
+  const filled = step.url.slice(origin.length).replace(/\{\{[^{}]*\}\}/g, 'x');
+  try {
+    new URL(origin + filled, base ?? 'http://base.invalid/');
+  } catch {
+    return [{ path, message: 'is not a URL this server can parse' }];
+  }
+  return [];
+}
 
 /**
  * Up to 10 HTTP requests in order (docs/api-flows.md): each step's URL, headers and body
@@ -12,10 +108,57 @@ export const apiFlowType: MonitorTypeModule<'api_flow'> = {
   urlHint: 'http(s)://… (base of the steps)',
   fields: ['api_steps', 'variables', 'confirm_delay_ms'],
   defaults: {},
-  problems(_s, url) {
-    // TODO(issue 45): steps (1..10), variables set before use, extract paths, assertions.
-    if (url && url.protocol !== 'http:' && url.protocol !== 'https:') return [{ path: '/url', message: this.urlForm }];
-    return [];
+  problems(s, url) {
+    const problems: Problem[] = [];
+    if (url && url.protocol !== 'http:' && url.protocol !== 'https:')
+      problems.push({ path: '/url', message: this.urlForm });
+    const base = url && (url.protocol === 'http:' || url.protocol === 'https:') ? url : undefined;
+    if (s.api_steps.length < 1 || s.api_steps.length > MONITOR_LIMITS.maxApiSteps) {
+      problems.push({
+        path: '/api_steps',
+        message: `an api_flow monitor has 1 to ${MONITOR_LIMITS.maxApiSteps} steps`,
+      });
+    }
+    // What a step may use: the variables, and what the steps before it extract.
+    const known = new Set(Object.keys(s.variables));
+    s.api_steps.forEach((step, i) => {
+      const p = `/api_steps/${i}`;
+      const urlProblems = stepUrlProblems(step, `${p}/url`, base);
+      problems.push(...urlProblems);
+      if (urlProblems.length === 0) {
+        problems.push(...placeholderProblems(step.url.slice(stepUrlOrigin(step.url).length), `${p}/url`, known));
+      }
+      for (const [name, value] of Object.entries(step.headers ?? {})) {
+        if (isForbiddenMonitorHeader(name)) {
+          problems.push({
+            path: `${p}/headers/${token(name)}`,
+            message: 'is set by the connection itself and may not be set',
+          });
+        } else problems.push(...placeholderProblems(value, `${p}/headers/${token(name)}`, known));
+      }
+      const method = step.method ?? 'GET';
+      if (step.body !== undefined && step.body !== null) {
+        if (method === 'GET' || method === 'HEAD') {
+          problems.push({ path: `${p}/body`, message: 'GET and HEAD steps send no body' });
+        } else problems.push(...placeholderProblems(step.body, `${p}/body`, known));
+      }
+      problems.push(...assertionProblems(step.assertions ?? [], `${p}/assertions`, 'api_step'));
+      for (const [name, source] of Object.entries(step.extract ?? {})) {
+        const parsed = parseValueSource(source);
+        if (!parsed.ok) problems.push({ path: `${p}/extract/${name}`, message: parsed.problem });
+      }
+      // Only the steps after this one may use what it extracts.
+      for (const name of Object.keys(step.extract ?? {})) known.add(name);
+    });
+    return problems;
   },
-  targets: (s) => [{ path: '/url', url: s.url }],
+  targets(s) {
+    const targets: Target[] = [{ path: '/url', url: s.url }];
+    s.api_steps.forEach((step, i) => {
+      const origin = stepUrlOrigin(step.url);
+      // A placeholder in the origin is a problem of its own; names are judged at connect time.
+      if (origin !== '' && !origin.includes('{')) targets.push({ path: `/api_steps/${i}/url`, url: `${origin}/` });
+    });
+    return targets;
+  },
 };

@@ -36,7 +36,7 @@ export function judge(m: MonitorSettings, answer: HttpAnswer, responseTime: numb
 }
 
 /** A header of the answer by name (any case); several of one name joined with ", ". */
-function headerValue(answer: HttpAnswer, name: string): string | undefined {
+export function headerValue(answer: HttpAnswer, name: string): string | undefined {
   const v = answer.headers[name.toLowerCase()];
   return Array.isArray(v) ? v.join(', ') : v;
 }
@@ -53,13 +53,7 @@ export async function httpProbe(m: MonitorSettings, ctx: ProbeContext): Promise<
     const answer = await httpCall({
       url: m.url,
       method: m.method,
-      headers: {
-        'User-Agent': ctx.userAgent,
-        'X-Monitor-Id': ctx.monitorId,
-        'X-Check-Id': ctx.checkId,
-        ...(m.body !== null ? { 'Content-Type': 'application/json' } : {}),
-        ...monitorHeaders(m.headers),
-      },
+      headers: requestHeaders(ctx, m.headers, m.body !== null),
       body: m.body,
       timeoutMs: m.timeout_ms,
       maxRedirects: m.follow_redirects ? 5 : 0,
@@ -78,7 +72,21 @@ export async function httpProbe(m: MonitorSettings, ctx: ProbeContext): Promise<
   }
 }
 
-/** The monitor's headers without those only the connection may set (older rows may hold them). */
-function monitorHeaders(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).filter(([k]) => !isForbiddenMonitorHeader(k)));
+/**
+ * The headers of a check's request (an http check's, an api_flow step's): who asks and for
+ * which check, JSON for a body, then the monitor's (or step's) own, without those only
+ * the connection may set (older rows may hold them).
+ */
+export function requestHeaders(
+  ctx: Pick<ProbeContext, 'userAgent' | 'monitorId' | 'checkId'>,
+  own: Record<string, string>,
+  hasBody: boolean,
+): Record<string, string> {
+  return {
+    'User-Agent': ctx.userAgent,
+    'X-Monitor-Id': ctx.monitorId,
+    'X-Check-Id': ctx.checkId,
+    ...(hasBody ? { 'Content-Type': 'application/json' } : {}),
+    ...Object.fromEntries(Object.entries(own).filter(([k]) => !isForbiddenMonitorHeader(k))),
+  };
 }

@@ -1,5 +1,6 @@
 import { parsesAsUrl } from '@telemetry/contract';
 import type { StoredMonitor } from '@telemetry/store';
+import { apiFlowProbe } from './api-flow.js';
 import { dnsProbe } from './dns.js';
 import { heartbeatProbeWith, type HeartbeatDeps } from './heartbeat.js';
 import { httpProbe } from './http.js';
@@ -26,8 +27,8 @@ export function probeMap(heartbeat: HeartbeatDeps, pinger: Pinger = missingPinge
     tls: socketProbe,
     dns: dnsProbe,
     heartbeat: heartbeatProbeWith(heartbeat),
-    // TODO(issue 45): each its own module (api-flow.ts, browser.ts).
-    api_flow: () => Promise.resolve(failed('network', 0)),
+    api_flow: apiFlowProbe,
+    // TODO(issue 45): its own module (browser.ts).
     browser: () => Promise.resolve(failed('network', 0)),
     icmp: icmpProbe(pinger),
   };
