@@ -1,4 +1,5 @@
-import type { CheckTimings } from '@telemetry/contract';
+// NOTE: types only: the contract's index pulls in ajv, which the console's bundle must not.
+import type { RunOnceResult } from '@telemetry/contract';
 import { ApiError, call, type Problem } from './api.js';
 import { failure, h, scroller, show, statusBadge, table } from './dom.js';
 
@@ -10,19 +11,6 @@ import { failure, h, scroller, show, statusBadge, table } from './dom.js';
  * Ids tests use: `#run-once` (the button), `#run-result` (what it answered), `#run-steps`
  * (the steps' timings), `#run-screenshot` (the page when a browser check failed).
  */
-
-/** What POST /api/monitors/run-once answers in `data`: one check, not stored. */
-export interface RunOnceResult {
-  status: string;
-  response_time: number;
-  status_code: number;
-  error?: string | null;
-  detail?: string | null;
-  timings?: CheckTimings | null;
-  location?: string | null;
-  /** A PNG as a data: URL (browser checks that failed), or null. */
-  screenshot?: string | null;
-}
 
 /** The runner's check has the monitor's timeout (at most 60 s) and the query service its own deadline: wait past both. */
 const RUN_DEADLINE_MS = 90_000;
@@ -57,6 +45,10 @@ export function runResult(r: RunOnceResult): HTMLElement {
       ['HTTP status', r.status_code ? r.status_code : null],
       ['Error', r.error],
       ['Detail', r.detail ? h('span', { class: 'detail' }, r.detail) : null],
+      [
+        'Certificate valid for',
+        r.tls_days_left !== null && r.tls_days_left !== undefined ? `${r.tls_days_left} more days` : null,
+      ],
       ['Location', r.location],
     ]),
     steps.length > 0
@@ -133,6 +125,7 @@ export function runOnce(
         button.disabled = false;
         problems([]);
         show(result, runResult(r.data));
+        result.scrollIntoView({ block: 'nearest' });
       },
       (err: unknown) => {
         button.disabled = false;

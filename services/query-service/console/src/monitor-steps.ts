@@ -227,7 +227,7 @@ function draw(name: StepsSetting, list: HTMLElement, steps: RawStep[]): void {
             {
               type: 'button',
               class: 'move-up',
-              'aria-label': `Move step ${i + 1} up`,
+              'aria-label': `Move up step ${i + 1}`,
               disabled: i === 0,
               onclick: () => {
                 const next = readRaw(list);
@@ -242,7 +242,7 @@ function draw(name: StepsSetting, list: HTMLElement, steps: RawStep[]): void {
             {
               type: 'button',
               class: 'move-down',
-              'aria-label': `Move step ${i + 1} down`,
+              'aria-label': `Move down step ${i + 1}`,
               disabled: i === steps.length - 1,
               onclick: () => {
                 const next = readRaw(list);
