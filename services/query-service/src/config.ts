@@ -16,6 +16,7 @@ import {
   consumerGroupSpec,
   trustedProxiesSpec,
 } from '@telemetry/platform';
+import { RUN_ONCE_LIMITS } from '@telemetry/contract';
 import { ConfigError, loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
@@ -49,7 +50,7 @@ export const querySpec = {
   ),
   runOncePerMinute: v.int(
     'RUN_ONCE_PER_MINUTE',
-    10,
+    RUN_ONCE_LIMITS.perTenantPerMinute,
     'checks a tenant may run with POST /api/monitors/run-once per minute (per replica); more answer 429 RATE_LIMITED',
     1,
     10_000,

@@ -5,8 +5,6 @@ import {
   ok,
   runCapabilityOf,
   RUN_ONCE_LIMITS,
-  type MonitorCreate,
-  type MonitorPatch,
   type MonitorSettings,
   type Problem,
   type RunOnceResult,
@@ -128,7 +126,7 @@ export function runOnceRoutes(app: Express, deps: RunOnceRoutesDeps): void {
       }
       const id = newMonitorId();
       // The name is not needed to run a check.
-      const settings = createSettings({ name: 'run once', ...given } as MonitorCreate, id);
+      const settings = createSettings({ name: 'run once', ...given }, id);
       return { id, settings, problems: intervalProblems(settings) };
     }
     if (limited.size > 0 && !limited.has(monitorId)) {
@@ -137,7 +135,7 @@ export function runOnceRoutes(app: Express, deps: RunOnceRoutesDeps): void {
     const current = await storeCall(deps.logger, req, 'monitor lookup', () => deps.store.get(monitorId, tenantId));
     if (!current) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${monitorId}`);
     // As a PATCH: what the form sent masked is the stored secret.
-    const { patch } = unmaskPatch(current, given as MonitorPatch);
+    const { patch } = unmaskPatch(current, given);
     const settings = patchSettings(current, patch);
     return {
       id: current.id,
