@@ -284,6 +284,7 @@ describe('the console’s monitor form: steps, assertions and variables (Chromiu
     // The first field in error has focus.
     expect(await page.locator(':focus').getAttribute('id')).to.equal('f-api_steps-1-url');
     expect(await page.locator('#form-error').textContent()).to.contain('VALIDATION_FAILED');
+    await photograph(page, 'monitor-form-step-error');
 
     await newMonitor('browser', uid('browser'), 'http://127.0.0.1:9/');
     await addStep('browser_steps');
@@ -306,7 +307,6 @@ describe('the console’s monitor form: steps, assertions and variables (Chromiu
       await page.locator('#e-assertions').filter({ hasText: /\S/ }).waitFor();
     });
     expect(await page.locator('#e-assertions').textContent()).to.match(/^line 4: must NOT have more than/);
-    await photograph(page, 'monitor-form-step-error');
     expect(pageErrors.errors).to.deep.equal([]);
   });
 
