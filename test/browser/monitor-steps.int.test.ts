@@ -346,7 +346,8 @@ describe('the console’s monitor form: steps, assertions and variables (Chromiu
     expect(await page.locator('#e-api_steps-0-url').textContent()).to.match(/must match pattern/);
 
     // Editing a monitor with a stored header: the form shows ****, run once sends ****
-    // and the monitor's id, and the runner sends the stored value.
+    // and the monitor's id, and the runner sends the stored value. The keyword, emptied
+    // in the form, is cleared for the run as Save would clear it (the stored one would fail).
     const stored = (
       await api<Monitor>('POST', '/api/monitors', {
         name: uid('run'),
@@ -355,17 +356,19 @@ describe('the console’s monitor form: steps, assertions and variables (Chromiu
         timeout_ms: 2000,
         paused: true,
         headers: { 'X-Token': 'stored-secret' },
+        keyword: 'never-in-the-body',
       })
     ).body.data;
     await page.goto(`${query.url}/#/monitors/${stored.id}/edit`);
     expect(await page.getByLabel('Request headers').inputValue()).to.equal('X-Token: ****');
+    await page.getByLabel('Keyword the body must contain').fill('');
     const edited = nextBody('POST', /^\/api\/monitors\/run-once$/);
     const before = target.requests('/up').length;
     await page.locator('#run-once').click();
     await page.locator('#run-result .badge.up').waitFor({ timeout: 20_000 });
     const body = await edited;
     expect(body.monitor_id).to.equal(stored.id);
-    expect((body.settings as { headers: unknown }).headers).to.deep.equal({ 'X-Token': '****' });
+    expect(body.settings).to.deep.include({ headers: { 'X-Token': '****' }, keyword: null });
     const hits = target.requests('/up').slice(before);
     expect(hits.map((r) => r.headers['x-token'])).to.deep.equal(['stored-secret']);
     expect(pageErrors.errors).to.deep.equal([]);

@@ -317,10 +317,12 @@ export async function monitorForm(
   } else show(main, h('h1', {}, title), loading());
   const choices = await loadingChoices;
   const summary = h('div', { id: 'form-error', role: 'alert' }, notice ? h('p', {}, notice) : null);
-  // Run once now: the settings as a create sends them; its problems land on the fields like a save's.
+  // Run once now: the settings as Save sends them (on edit the API applies them over the
+  // stored monitor as a PATCH, so an emptied field is cleared there too); its problems land
+  // on the fields like a save's.
   const run = runOnce(
     id,
-    () => read(form, false),
+    () => read(form, id !== undefined),
     (problems) => {
       const rest = showProblems(form, problems);
       form.querySelector<HTMLElement>('[aria-invalid]')?.focus();

@@ -105,7 +105,7 @@ export function runResult(r: RunOnceResult): HTMLElement {
 }
 
 /**
- * The button and the region its answer shows in. `settings` reads the form as for a create;
+ * The button and the region its answer shows in. `settings` reads the form as Save sends it;
  * `problems` puts a VALIDATION_FAILED's problems next to the form's fields and returns those
  * no field shows.
  */
