@@ -139,6 +139,8 @@ describe('the console’s monitor form: steps, assertions and variables (Chromiu
 
     // Signing in comes first: step 2 moves up, with everything typed into it.
     await steps('api_steps').nth(1).locator('.move-up').click();
+    // Focus stays with the moved step (its Move up is disabled now: Move down).
+    expect(await page.locator(':focus').getAttribute('aria-label')).to.equal('Move down step 1');
     expect(await page.locator('#f-api_steps-0-name').inputValue()).to.equal('sign in');
     expect(await page.locator('#f-api_steps-0-method').inputValue()).to.equal('POST');
     expect(await page.locator('#f-api_steps-1-name').inputValue()).to.equal('profile');

@@ -207,10 +207,20 @@ function draw(name: StepsSetting, list: HTMLElement, steps: RawStep[]): void {
     draw(name, list, next);
     focus?.(list)?.focus();
   };
+  /**
+   * What gets focus after a change: in step `i`, the first of `selectors` that is enabled
+   * (the button pressed again, so a step moves on with each press), else Add step.
+   */
   const at =
-    (i: number): ((l: HTMLElement) => HTMLElement | null) =>
-    (l) =>
-      l.querySelectorAll<HTMLFieldSetElement>(':scope > fieldset.step')[i]?.querySelector('[data-key]') ?? null;
+    (i: number, ...selectors: string[]): ((l: HTMLElement) => HTMLElement | null) =>
+    (l) => {
+      const step = l.querySelectorAll<HTMLFieldSetElement>(':scope > fieldset.step')[i];
+      for (const sel of [...selectors, '[data-key]']) {
+        const el = step?.querySelector<HTMLButtonElement>(sel);
+        if (el && !el.disabled) return el;
+      }
+      return l.querySelector<HTMLElement>(':scope > .add-step');
+    };
   list.replaceChildren(
     ...steps.map((raw, i) => {
       const step = h(
@@ -232,7 +242,7 @@ function draw(name: StepsSetting, list: HTMLElement, steps: RawStep[]): void {
               onclick: () => {
                 const next = readRaw(list);
                 [next[i - 1], next[i]] = [next[i]!, next[i - 1]!];
-                redraw(next, at(i - 1));
+                redraw(next, at(i - 1, '.move-up', '.move-down'));
               },
             },
             'Move up',
@@ -247,7 +257,7 @@ function draw(name: StepsSetting, list: HTMLElement, steps: RawStep[]): void {
               onclick: () => {
                 const next = readRaw(list);
                 [next[i], next[i + 1]] = [next[i + 1]!, next[i]!];
-                redraw(next, at(i + 1));
+                redraw(next, at(i + 1, '.move-down', '.move-up'));
               },
             },
             'Move down',
@@ -261,7 +271,7 @@ function draw(name: StepsSetting, list: HTMLElement, steps: RawStep[]): void {
               onclick: () => {
                 const next = readRaw(list);
                 next.splice(i, 1);
-                redraw(next, (l) => at(Math.min(i, next.length - 1))(l) ?? (l.nextElementSibling as HTMLElement));
+                redraw(next, at(Math.min(i, next.length - 1), '.remove-step'));
               },
             },
             'Remove',
