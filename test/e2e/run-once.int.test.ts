@@ -178,6 +178,24 @@ describe('run once now (query service, check runner, Kafka)', function () {
     expect(took).to.be.below(CAP_MS + 3000);
   });
 
+  it('never gives a browser check to a runner without Chromium: 504 RUN_TIMEOUT, the page never opened', async () => {
+    const before = target.requests('/page').length;
+    const started = Date.now();
+    const r = await runOnce({
+      settings: {
+        type: 'browser',
+        url: target.url('/page'),
+        locations: [LOCATION],
+        timeout_ms: 2000,
+        browser_steps: [{ action: 'assert_text', text: 'Welcome' }],
+      },
+    });
+    expect([r.status, r.code], r.text).to.deep.equal([504, 'RUN_TIMEOUT']);
+    expect(r.text).to.contain('browser');
+    expect(Date.now() - started).to.be.below(CAP_MS + 3000);
+    expect(target.requests('/page').length).to.equal(before);
+  });
+
   it('limits runs per tenant with 429 RATE_LIMITED and Retry-After', async () => {
     const first = await runOnce({ settings: http('/up') }, {});
     expect(first.status).to.equal(200);

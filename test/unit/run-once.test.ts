@@ -7,7 +7,13 @@ import {
   type RunReplyMessage,
   type RunRequestMessage,
 } from '@telemetry/contract';
-import { AppError, newSealingKeyText, parseSealingKeys, SecretBox } from '@telemetry/platform';
+import {
+  AppError,
+  KafkaMessageTooLargeError,
+  newSealingKeyText,
+  parseSealingKeys,
+  SecretBox,
+} from '@telemetry/platform';
 import {
   newRunId,
   openRunReply,
@@ -25,6 +31,7 @@ import {
   runnerCapabilities,
   RunOnceWorker,
 } from '../../services/check-runner/src/run-once.js';
+import type { SlotResult } from '../../services/check-runner/src/probes/index.js';
 import { runBudget, runResult, runWaitMs } from '../../services/query-service/src/run-once.route.js';
 import { fakeGroupConsumers, silentLogger } from './support/fakes.js';
 
@@ -120,7 +127,7 @@ describe('run once now (unit)', () => {
   });
 
   describe('the runner', () => {
-    function worker(capabilities: 'browser'[] = [], maxConcurrent = 4) {
+    function worker(capabilities: 'browser'[] = [], maxConcurrent = 4, png?: Buffer, tooLarge = false) {
       const { factory, built } = fakeGroupConsumers();
       const probed: StoredMonitor[] = [];
       const replies: RunReplyMessage[] = [];
@@ -137,9 +144,19 @@ describe('run once now (unit)', () => {
         probe: async (m) => {
           probed.push(m);
           if (hold) await new Promise<void>((r) => (release = r));
-          return { status: 'down', status_code: 500, response_time: 12, error: 'unexpected_status', detail: 'saw 500' };
+          const r = {
+            status: 'down',
+            status_code: 500,
+            response_time: 12,
+            error: 'unexpected_status',
+            detail: 'saw 500',
+          };
+          return (png ? { ...r, png } : r) as SlotResult;
         },
         reply: (m) => {
+          if (tooLarge && 'screenshot_png' in (openRunReply(box, m) as object)) {
+            return Promise.reject(new KafkaMessageTooLargeError());
+          }
           replies.push(m);
           return Promise.resolve();
         },
@@ -217,10 +234,19 @@ describe('run once now (unit)', () => {
       await until(() => t.replies.length === 2);
     });
 
+    it('replies without the screenshot when Kafka refuses the reply as too large', async () => {
+      const { built, replies } = worker([], 4, Buffer.from('89504e470d0a1a0a', 'hex'), true);
+      await built[0]!.message('requests', 0, send(envelope()));
+      await until(() => replies.length === 1);
+      const payload = openRunReply(box, replies[0]!) as Record<string, unknown>;
+      expect(payload.status).to.equal('down');
+      expect(payload).not.to.have.property('screenshot_png');
+    });
+
     it('carries a screenshot PNG as base64 when the probe gives one', () => {
       const png = Buffer.from('89504e470d0a1a0a', 'hex');
       const p = replyPayload(
-        { status: 'down', status_code: 0, response_time: 1, error: 'step_failed', screenshot_png: png } as never,
+        { status: 'down', status_code: 0, response_time: 1, error: 'step_failed', png } as never,
         'eu',
       );
       expect(p.screenshot_png).to.equal(png.toString('base64'));

@@ -7,6 +7,7 @@ import type {
   RunRequestMessage,
 } from '@telemetry/contract';
 import {
+  KafkaMessageTooLargeError,
   systemClock,
   type Clock,
   type Component,
@@ -79,11 +80,13 @@ export interface RunOnceWorkerDeps {
   clock?: Clock;
 }
 
-/** A browser probe's failure screenshot, when its result carries the PNG (`screenshot_png`). */
+/**
+ * A browser check's failure screenshot, base64: the browser probe's result carries the PNG
+ * beside it (`png`, as check.ts reads it for the screenshots topic).
+ */
 function screenshotOf(r: ProbeResult): string | undefined {
-  const png = (r as ProbeResult & { screenshot_png?: Buffer | string }).screenshot_png;
-  if (png === undefined) return undefined;
-  return typeof png === 'string' ? png : png.toString('base64');
+  const png = (r as ProbeResult & { png?: Buffer }).png;
+  return png && png.length > 0 ? png.toString('base64') : undefined;
 }
 
 /** The sealed part of a reply: what the check found. */
@@ -192,9 +195,9 @@ export class RunOnceWorker implements Component {
 
   private async run(m: RunRequestMessage): Promise<void> {
     const { deps } = this;
-    let payload;
+    let request;
     try {
-      payload = openRunRequest(deps.box, m);
+      request = openRunRequest(deps.box, m);
     } catch (err) {
       this.handled.inc({ outcome: 'unopened' });
       deps.logger.warn('run-once request does not open; dropped', { run_id: m.id, err: String(err) });
@@ -209,8 +212,8 @@ export class RunOnceWorker implements Component {
     const at = new Date(now).toISOString();
     const monitor: StoredMonitor = {
       tenant_id: m.tenant_id,
-      id: payload.monitor_id,
-      ...payload.settings,
+      id: request.monitor_id,
+      ...request.settings,
       webhook_secret: '',
       created_at: at,
       updated_at: at,
@@ -226,8 +229,17 @@ export class RunOnceWorker implements Component {
     });
     // A heartbeat monitor (the API refuses them) has no check of its own to show.
     const result: ProbeResult = isPending(slot) ? failed('heartbeat_missing', 0) : slot;
+    const payload = replyPayload(result, deps.location);
     try {
-      await deps.reply(sealRunReply(deps.box, m.id, deps.runnerId, replyPayload(result, deps.location)));
+      try {
+        await deps.reply(sealRunReply(deps.box, m.id, deps.runnerId, payload));
+      } catch (err) {
+        // A screenshot near the size limit, sealed, may pass the broker's message.max.bytes:
+        // the answer goes without it rather than not at all.
+        if (!(err instanceof KafkaMessageTooLargeError) || payload.screenshot_png === undefined) throw err;
+        const { screenshot_png: _png, ...smaller } = payload;
+        await deps.reply(sealRunReply(deps.box, m.id, deps.runnerId, smaller));
+      }
       this.handled.inc({ outcome: 'replied' });
     } catch (err) {
       this.handled.inc({ outcome: 'unreplied' });
