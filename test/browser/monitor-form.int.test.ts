@@ -72,7 +72,10 @@ describe('the console’s monitor form, from the contract (Chromium, real ClickH
   it('has a field per setting with its schema title, the type menu of the type modules, and each type’s own fields for that type only', async () => {
     await page.goto(`${query.url}/#/monitors/new`);
     await page.getByLabel('Name (required)').waitFor();
-    const labels = await page.locator('form.monitor-form label').allTextContents();
+    // A setting's label, or a step list's legend (its steps' own labels are the steps').
+    const labels = await page
+      .locator('form.monitor-form > .field > label, form.monitor-form > .field > legend')
+      .allTextContents();
     const notInForm = ['body', 'maintenance_windows'];
     expect(labels).to.deep.equal(
       SETTING_NAMES.filter((n) => !notInForm.includes(n)).map(

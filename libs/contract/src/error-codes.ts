@@ -269,6 +269,11 @@ export const ERROR_CODES = {
       'PostgreSQL (the registry of tenants, keys, monitors and status pages) did not answer; nothing was changed, retry. Reads of checks and events, and ingestion, go on meanwhile.',
   },
   SHUTTING_DOWN: { status: 503, description: 'The instance is shutting down; retry on another.' },
+  RUN_TIMEOUT: {
+    status: 504,
+    description:
+      "POST /api/monitors/run-once: no check runner of the location (for a browser monitor: none with Chromium) answered within the monitor's timeout_ms and a margin, at most RUN_ONCE_TIMEOUT_MS; nothing was stored, retry.",
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -23,3 +23,4 @@ export * from './status-follow.js';
 export * from './status-follow-schemas.js';
 export * from './deletions.js';
 export * from './event-schema-api.js';
+export * from './run-once.js';

@@ -109,6 +109,13 @@ export class TopicReader implements Component {
     return (offsets.get(this.options.topic) ?? []).map(Number);
   }
 
+  /** The end of each partition (the offset the next record will get): to read only what comes from now on. */
+  async latestOffsets(): Promise<number[]> {
+    const consumer = this.requireConsumer();
+    const offsets = await consumer.listOffsets({ topics: [this.options.topic], timestamp: -1n });
+    return (offsets.get(this.options.topic) ?? []).map(Number);
+  }
+
   private requireConsumer(): Consumer<Buffer, Buffer, Buffer, Buffer> {
     if (!this.consumer) throw new Error('the topic reader has not started');
     return this.consumer;

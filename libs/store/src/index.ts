@@ -15,6 +15,7 @@ export * from './legacy/status-pages.js';
 export * from './legacy/tenants.js';
 export * from './registry/index.js';
 export * from './monitor-settings.js';
+export * from './run-once-messages.js';
 export * from './monitor-view.js';
 export * from './monitor-changes.js';
 export * from './row-versions.js';

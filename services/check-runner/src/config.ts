@@ -23,6 +23,9 @@ export const runnerSpec = {
   alertsTopic: topicSpec.alertsTopic,
   webhookDeliveriesTopic: topicSpec.webhookDeliveriesTopic,
   monitorChangesTopic: topicSpec.monitorChangesTopic,
+  // "Run once now" (docs/monitors.md): requests from the query service, and the replies.
+  runRequestsTopic: topicSpec.runRequestsTopic,
+  runRepliesTopic: topicSpec.runRepliesTopic,
   ...clickhouseSpec,
   ...secretsSpec,
   ...egressSpec,
@@ -79,6 +82,13 @@ export const runnerSpec = {
     'ping',
     'the iputils ping that icmp checks run: a path, or a name looked up in PATH at start (missing: icmp checks fail with network, logged once)',
     /^[^\0]{1,1000}$/,
+  ),
+  runOnceMaxConcurrent: v.int(
+    'RUN_ONCE_MAX_CONCURRENT',
+    4,
+    'run-once checks (POST /api/monitors/run-once) this runner runs at once; more wait (and answer 504 RUN_TIMEOUT if they wait past their expiry)',
+    1,
+    1000,
   ),
   webhookGroupId: v.str('WEBHOOK_GROUP_ID', 'telemetry-webhooks', 'Kafka consumer group that delivers webhooks'),
   webhookTimeoutMs: v.int('WEBHOOK_TIMEOUT_MS', 5000, 'one webhook attempt fails after this long', 100, 60_000),

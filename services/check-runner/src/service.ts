@@ -1,4 +1,4 @@
-import { createValidators, DEFAULT_LOCATION } from '@telemetry/contract';
+import { createRunOnceValidators, createValidators, DEFAULT_LOCATION } from '@telemetry/contract';
 import {
   BatchingPublisher,
   clickhouseComponent,
@@ -26,6 +26,7 @@ import { findPing, missingPinger, probeMap, probeWith, systemPinger } from './pr
 import { AlertDispatcher } from './dispatcher.js';
 import { httpCall } from '@telemetry/platform';
 import { lastAlerts, lastHeartbeat, RegistryCache, slotChecks } from './registry.js';
+import { RunOnceWorker, runnerCapabilities } from './run-once.js';
 import { Scheduler } from './scheduler.js';
 import { stateFromLastAlert } from './state.js';
 import { StatusDeliverer } from './status-delivery.js';
@@ -117,6 +118,24 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     maxBodyBytes: config.maxBodyBytes,
     stateSettleMs: config.stateSettleMs,
   });
+  // "Run once now": a check of settings not saved, asked for by the query service.
+  const runOnce = new RunOnceWorker({
+    consumers: groupConsumers,
+    topic: config.runRequestsTopic,
+    groupId: config.groupId,
+    location: config.location,
+    capabilities: runnerCapabilities(config),
+    box,
+    validators: createRunOnceValidators(),
+    probe: (m, ctx) => probe(m, { ...ctx, policy }),
+    reply: (m) => producer.send(config.runRepliesTopic, [{ key: m.id, value: JSON.stringify(m) }]),
+    runnerId: config.runnerId,
+    maxBodyBytes: config.maxBodyBytes,
+    maxConcurrent: config.runOnceMaxConcurrent,
+    sessionTimeoutMs: config.sessionTimeoutMs,
+    logger: logger.child({ component: 'run-once' }),
+    registry,
+  });
   const mail = createMailer(config, { policy, logger });
   const alerting = channelAlerting({
     logger,
@@ -205,7 +224,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
 
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const http = healthServer({ runner, registry, logger, ...config });
-  // Start in this order; stop in reverse: the scheduler stops checking (in-flight checks
+  // Start in this order; stop in reverse: run-once stops taking requests (runs in flight
+  // reply), the scheduler stops checking (in-flight checks
   // finish and publish), then the runner leaves the group (its monitors move to the
   // others at once), then the escalation clock stops (a row cut short is sent again by
   // another runner once its lease ends), then webhooks stop (uncommitted alerts are delivered by another),
@@ -223,6 +243,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     clock,
     assignment,
     scheduler,
+    runOnce,
     statusMaintenance,
     statusDeliverer,
   );

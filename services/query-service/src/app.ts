@@ -5,6 +5,7 @@ import {
   createDeletionValidator,
   type AlertMessage,
   type ChannelValidators,
+  type RunOnceValidators,
   type Validators,
 } from '@telemetry/contract';
 import type { StatusFollowValidators } from '@telemetry/contract';
@@ -41,6 +42,7 @@ import { incidentsRoute } from './incidents.route.js';
 import { webhookDeliveriesRoute } from './webhook-deliveries.route.js';
 import { requireMonitor, type MonitorDirectory } from './monitor-directory.js';
 import { monitorRoutes, type ChangeNotifier } from './monitors.route.js';
+import { runOnceRoutes, type RunOnceAsker } from './run-once.route.js';
 import { exportRoute } from './export.route.js';
 import { summaryRoute } from './summary.route.js';
 import { consoleRoutes, type loadConsoleAssets } from './console.route.js';
@@ -125,6 +127,8 @@ export interface QueryDeps {
   /** Status pages people follow (issue 43): the schemas of their inputs, compiled once; status reports. */
   followValidators: StatusFollowValidators;
   statusReports: ReportStore;
+  /** "Run once now": the runners' answers (run-once-client.ts) and the schemas of its body. */
+  runOnce: { client: RunOnceAsker; validators: Pick<RunOnceValidators, 'request' | 'settings'> };
 }
 
 export function createQueryApp(deps: QueryDeps): Express {
@@ -178,6 +182,18 @@ export function createQueryApp(deps: QueryDeps): Express {
     minIntervalSeconds: deps.config.minIntervalSeconds,
     heartbeatKey: deps.config.heartbeatKey,
     audit: deps.audit,
+  });
+  runOnceRoutes(app, {
+    store: deps.monitors,
+    client: deps.runOnce.client,
+    validators: deps.runOnce.validators,
+    policy: deps.policy,
+    write: registryAuth.write,
+    audit: deps.audit,
+    logger: deps.logger,
+    minIntervalSeconds: deps.config.minIntervalSeconds,
+    perMinute: deps.config.runOncePerMinute,
+    timeoutCapMs: deps.config.runOnceTimeoutMs,
   });
   app.get(
     '/api/monitors/:id/incidents',
@@ -375,6 +391,8 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/monitors', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/status-pages', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/status-pages/:slug', ['GET', 'HEAD', 'PATCH', 'DELETE']);
+  // Before /api/monitors/:id, which its path would match.
+  methodNotAllowed(app, '/api/monitors/run-once', ['POST']);
   methodNotAllowed(app, '/api/monitors/:id', ['GET', 'HEAD', 'PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/monitors/:id/webhook-secret', ['POST']);
   methodNotAllowed(app, '/api/channels', ['GET', 'HEAD', 'POST']);

@@ -16,6 +16,7 @@ import {
   consumerGroupSpec,
   trustedProxiesSpec,
 } from '@telemetry/platform';
+import { RUN_ONCE_LIMITS } from '@telemetry/contract';
 import { ConfigError, loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
@@ -37,6 +38,23 @@ export const querySpec = {
   alertsTopic: topicSpec.alertsTopic,
   // The audit log's entries (docs/access.md).
   auditTopic: topicSpec.auditTopic,
+  // "Run once now" (docs/monitors.md): requests to the runners, and their replies.
+  runRequestsTopic: topicSpec.runRequestsTopic,
+  runRepliesTopic: topicSpec.runRepliesTopic,
+  runOnceTimeoutMs: v.int(
+    'RUN_ONCE_TIMEOUT_MS',
+    70_000,
+    "longest wait of POST /api/monitors/run-once for a check runner's answer (it waits the monitor's timeout_ms and 5 s, at most this); past it the answer is 504 RUN_TIMEOUT",
+    1000,
+    600_000,
+  ),
+  runOncePerMinute: v.int(
+    'RUN_ONCE_PER_MINUTE',
+    RUN_ONCE_LIMITS.perTenantPerMinute,
+    'checks a tenant may run with POST /api/monitors/run-once per minute (per replica); more answer 429 RATE_LIMITED',
+    1,
+    10_000,
+  ),
   ...accessSpec,
   // Status reports, subscribers and custom domains (docs/console.md).
   ...statusFollowSpec,

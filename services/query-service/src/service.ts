@@ -1,4 +1,5 @@
 import {
+  createRunOnceValidators,
   createChannelValidators,
   createPeopleValidators,
   createStatusFollowValidators,
@@ -60,6 +61,7 @@ import { OidcRelyingParty } from './access/oidc.js';
 import { invitationAcceptor } from './oidc.route.js';
 import { cookieSecure } from './access/session-cookie.js';
 import { CheckTail } from './check-tail.js';
+import { RunOnceClient } from './run-once-client.js';
 import { loadConsoleAssets } from './console.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
 import type { QueryConfig } from './config.js';
@@ -167,6 +169,19 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     timeoutMs: config.channelTestTimeoutMs,
     signal: AbortSignal.timeout(config.channelTestTimeoutMs + 1000),
     now: Date.now,
+  });
+  // "Run once now": sealed requests to the runners, their replies read by this replica.
+  const runOnceValidators = createRunOnceValidators();
+  const runOnce = new RunOnceClient({
+    send: (m) => changes.send(config.runRequestsTopic, [{ key: m.id, value: JSON.stringify(m) }]),
+    box: new SecretBox(config.secretsKeys),
+    validators: runOnceValidators,
+    brokers: config.kafkaBrokers,
+    clientId: `${config.kafkaClientId}-query-run-once`,
+    topic: config.runRepliesTopic,
+    groupId: `${config.consumerGroupId}.run-once`,
+    logger: logger.child({ component: 'run-once' }),
+    registry,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const statusFollowValidators = createStatusFollowValidators();
@@ -279,9 +294,11 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     },
     followValidators: statusFollowValidators,
     statusReports: new ReportStore(pool),
+    runOnce: { client: runOnce, validators: runOnceValidators },
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
-  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> change notices -> the
+  // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> run-once replies (a run
+  // still waiting answers 504) -> change notices -> the
   // registry feed (keys, status pages) -> directory -> the tail's topic reader -> the tail ->
   // reader sockets -> the egress re-resolution -> PostgreSQL -> ClickHouse clients.
   runner.use(
@@ -298,6 +315,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     signInPrune,
     subscriberPrune,
     changes,
+    runOnce,
     http,
   );
   await runner.start();

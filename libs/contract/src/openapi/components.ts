@@ -20,6 +20,7 @@ import {
 } from '../event-schema-api.js';
 import { publicMaintenanceSchema, publicReportSchema, STATUS_FOLLOW_SCHEMAS } from '../status-follow-schemas.js';
 import { DELETION_SCHEMAS } from '../deletions.js';
+import { RUN_ONCE_SCHEMAS, runOnceRequestSchema } from '../run-once.js';
 import { CHECK_STATUSES } from '../limits.js';
 import {
   alertMessageSchema,
@@ -94,6 +95,12 @@ export const schemas: Json = {
     description:
       'A message on the alerts topic, and the JSON body of a webhook delivery (headers X-Telemetry-Event, X-Telemetry-Delivery, X-Telemetry-Signature).',
   },
+  ...Object.fromEntries(RUN_ONCE_SCHEMAS.map((s) => [s.$id, component(s)])),
+  // Validated in two steps (the settings' problems keep POST /api/monitors's paths); documented as one.
+  RunOnceRequest: component({
+    ...runOnceRequestSchema,
+    properties: { ...runOnceRequestSchema.properties, settings: ref('RunOnceSettings') },
+  }),
   MonitorSuccess: envelopeOf(ref('Monitor')),
   MonitorPage: pageOf('Monitor'),
   CheckStatus: { type: 'string', enum: CHECK_STATUSES },

@@ -1,5 +1,6 @@
 import type { ErrorCode } from '../error-codes.js';
 import { MONITOR_LIMITS, WEBHOOK_DELIVERY_STATUSES } from '../limits.js';
+import { RUN_ONCE_LIMITS } from '../run-once.js';
 import { webhookDeliverySchema } from '../schemas.js';
 import { cursorParam, etagHeader, ifMatch, limitParam, linkHeader, monitorPath, queryParam } from './parameters.js';
 import { bodyErrors, envelopeOf, jsonBody, jsonOk, keyErrors, monitorErrors, ref, type Json } from './responses.js';
@@ -58,6 +59,29 @@ export const monitorPaths: Json = {
           Location: { schema: { type: 'string' } },
         }),
         ...keyErrors('INVALID_PARAMETER', ...bodyErrors, 'TARGET_NOT_ALLOWED', 'QUOTA_EXCEEDED'),
+      },
+    },
+  },
+  '/api/monitors/run-once': {
+    post: {
+      operationId: 'runMonitorOnce',
+      summary: 'Run a check with the settings of a form, without saving them ("run once now")',
+      description: `A check runner of the monitor's first location (default when none; for a browser monitor, one with Chromium) runs one check of settings (a MonitorCreate body, every field optional) and the answer is what it found; nothing is stored, published as a check or alerted. With monitor_id (a monitor of the caller's tenant) the settings are applied over the stored monitor as a PATCH: **** keeps a stored header value (and URL credentials, sealed variables). The settings are validated as POST /api/monitors (PATCH with monitor_id) validates them, with the same codes and paths (pointing into settings); heartbeat monitors have nothing to run (400 on /type). The query service waits the monitor's timeout_ms and ${RUN_ONCE_LIMITS.marginMs} ms, at most RUN_ONCE_TIMEOUT_MS (70 s by default): no answer by then is 504 RUN_TIMEOUT. A tenant may run RUN_ONCE_PER_MINUTE (${RUN_ONCE_LIMITS.perTenantPerMinute} by default) a minute per replica (429 RATE_LIMITED, Retry-After). Audited as monitor.run_once.`,
+      security: [{ apiKey: ['monitors:write'] }],
+      requestBody: jsonBody('RunOnceRequest'),
+      responses: {
+        '200': jsonOk(
+          'What the check found; screenshot is a data URL (data:image/png;base64,…) of a failed browser check, else null.',
+          envelopeOf(ref('RunOnceResult')),
+        ),
+        ...keyErrors(
+          ...bodyErrors,
+          'TARGET_NOT_ALLOWED',
+          'MONITOR_NOT_FOUND',
+          'RATE_LIMITED',
+          'KAFKA_UNAVAILABLE',
+          'RUN_TIMEOUT',
+        ),
       },
     },
   },

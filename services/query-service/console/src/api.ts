@@ -97,11 +97,18 @@ interface Envelope {
 
 /**
  * One request. `auth` false: a public route (sign-in, invitations, status pages), sent with
- * neither key nor CSRF token, and a 401 is the caller's to show.
+ * neither key nor CSRF token, and a 401 is the caller's to show. `deadlineMs`: longer for a
+ * request that waits on purpose (run once now waits for a runner's check).
  */
-export async function call<T>(method: string, path: string, body?: unknown, auth = true): Promise<Page<T>> {
+export async function call<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  auth = true,
+  deadlineMs = DEADLINE_MS,
+): Promise<Page<T>> {
   try {
-    return await send<T>(method, path, body, auth);
+    return await send<T>(method, path, body, auth, deadlineMs);
   } catch (err) {
     if (!(err instanceof ApiError) || !auth) throw err;
     let failed = err;
@@ -109,7 +116,7 @@ export async function call<T>(method: string, path: string, body?: unknown, auth
     if (err.code === 'CSRF_FAILED' && session.mode() === 'session') {
       try {
         await refreshSession();
-        return await send<T>(method, path, body, auth);
+        return await send<T>(method, path, body, auth, deadlineMs);
       } catch (again) {
         if (!(again instanceof ApiError)) throw again;
         failed = again;
@@ -138,7 +145,13 @@ export async function refreshSession(): Promise<SessionView> {
   return view;
 }
 
-async function send<T>(method: string, path: string, body: unknown, auth: boolean): Promise<Page<T>> {
+async function send<T>(
+  method: string,
+  path: string,
+  body: unknown,
+  auth: boolean,
+  deadlineMs = DEADLINE_MS,
+): Promise<Page<T>> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   const key = session.key();
   if (auth && key) headers.Authorization = `Bearer ${key}`;
@@ -155,7 +168,7 @@ async function send<T>(method: string, path: string, body: unknown, auth: boolea
       body: body === undefined ? undefined : JSON.stringify(body),
       // The session cookie goes to this origin only (and never with an API key's request).
       credentials: key && auth ? 'omit' : 'same-origin',
-      signal: AbortSignal.timeout(DEADLINE_MS),
+      signal: AbortSignal.timeout(deadlineMs),
       cache: 'no-store',
     });
   } catch (err) {
@@ -164,7 +177,7 @@ async function send<T>(method: string, path: string, body: unknown, auth: boolea
       0,
       timedOut ? 'TIMEOUT' : 'NETWORK',
       timedOut
-        ? `The server did not answer within ${DEADLINE_MS / 1000} s. Try again in a moment.`
+        ? `The server did not answer within ${deadlineMs / 1000} s. Try again in a moment.`
         : 'The server cannot be reached. Check your connection and try again.',
     );
   }

@@ -9,7 +9,7 @@ import {
   type SettingSchema,
 } from '@telemetry/contract/monitor-catalog';
 import { ApiError, call, get, type Problem } from './api.js';
-import { failure, h, loading, loadView, show } from './dom.js';
+import { h, loading, loadView, show } from './dom.js';
 import {
   ALERTING_HINTS,
   alertingChoices,
@@ -19,6 +19,9 @@ import {
   type AlertingChoices,
 } from './monitor-alerting.js';
 import { guard, roleNote } from './guard.js';
+import { fieldId, problemSummary } from './form-kit.js';
+import { readSteps, stepsEditor, type StepsSetting } from './monitor-steps.js';
+import { runOnce } from './monitor-run.js';
 
 /** The settings this form does not edit (the API does): every other field comes from the schema. */
 const NOT_IN_FORM: readonly SettingName[] = ['body', 'maintenance_windows'];
@@ -27,7 +30,8 @@ interface Field {
   name: SettingName;
   label: string;
   hint?: string;
-  kind: 'text' | 'url' | 'number' | 'select' | 'checkbox' | 'lines' | 'pairs' | 'multi' | 'datetime';
+  /** lines: comma-separated; rows: one per line (assertions hold commas); steps: monitor-steps.ts. */
+  kind: 'text' | 'url' | 'number' | 'select' | 'checkbox' | 'lines' | 'rows' | 'pairs' | 'multi' | 'datetime' | 'steps';
   options?: { value: string; text: string }[];
   required: boolean;
   /** What the control shows on a new monitor: the schema's default for a select or checkbox. */
@@ -54,11 +58,15 @@ function asText(v: unknown): string {
   return v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-/** Settings whose control is not their JSON type's: the tenant's channels and policies, a local time. */
+/**
+ * Settings whose control is not their JSON type's: the tenant's channels and policies, a
+ * local time, assertions (a comma is part of one: one per line).
+ */
 const OWN_KINDS: Partial<Record<SettingName, Field['kind']>> = {
   channels: 'multi',
   escalation_policy: 'select',
   silenced_until: 'datetime',
+  assertions: 'rows',
 };
 
 /** The control of a setting: a menu for an enum, else by its JSON type (and format). */
@@ -69,6 +77,8 @@ function kindOf(name: SettingName, s: SettingSchema): Field['kind'] {
   if (s.enum) return 'select';
   if (types.includes('boolean')) return 'checkbox';
   if (types.includes('integer') || types.includes('number')) return 'number';
+  // A list of objects (an api_flow's requests, a browser's actions): an editable list of steps.
+  if (types.includes('array') && (s as { items?: { type?: string } }).items?.type === 'object') return 'steps';
   if (types.includes('array')) return 'lines';
   if (types.includes('object')) return 'pairs';
   return s.format === 'uri' ? 'url' : 'text';
@@ -154,6 +164,13 @@ function control(f: Field, value: unknown, choices: AlertingChoices): HTMLElemen
       );
     case 'lines':
       return h('input', { ...common, type: 'text', value: ((value as unknown[] | undefined) ?? []).join(', ') });
+    case 'rows':
+      // data-lines: a problem's index in the list is a line of this text (showProblems).
+      return h(
+        'textarea',
+        { ...common, rows: 3, 'data-lines': true },
+        ((value as unknown[] | undefined) ?? []).join('\n'),
+      );
     case 'number':
       return h('input', {
         ...common,
@@ -175,6 +192,13 @@ function control(f: Field, value: unknown, choices: AlertingChoices): HTMLElemen
 function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) {
+    if (f.kind === 'steps') {
+      const editor = form.querySelector<HTMLElement>(`#f-${f.name}`)!;
+      if (editor.hasAttribute('hidden')) continue;
+      const steps = readSteps(editor, f.name as StepsSetting);
+      if (steps.length > 0 || editing) out[f.name] = steps;
+      continue;
+    }
     const el = form.elements.namedItem(f.name) as HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement;
     // A field of another type than the one chosen is not sent (the API puts it back to its default).
     if (el.closest('.field')?.hasAttribute('hidden')) continue;
@@ -193,6 +217,11 @@ function read(form: HTMLFormElement, editing: boolean): Record<string, unknown> 
         .map((s) => s.trim())
         .filter((s) => s !== '')
         .map((s) => (f.integers && /^\d+$/.test(s) ? Number(s) : s));
+    } else if (f.kind === 'rows') {
+      out[f.name] = String(raw)
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '');
     } else if (f.kind === 'pairs') {
       out[f.name] = Object.fromEntries(
         String(raw)
@@ -217,14 +246,52 @@ function showTypeFields(form: HTMLFormElement): void {
   }
 }
 
-/** Puts the API's problems next to their fields (a JSON pointer's first part names the field). */
-function showProblems(form: HTMLFormElement, problems: Problem[]): void {
-  for (const f of FIELDS) {
-    const slot = form.querySelector(`#e-${f.name}`)!;
-    const mine = problems.filter((p) => p.path.split('/')[1] === f.name);
-    slot.textContent = mine.map((p) => `${p.path.split('/').slice(2).join('/') || ''} ${p.message}`.trim()).join('; ');
-    form.querySelector(`#f-${f.name}`)!.toggleAttribute('aria-invalid', mine.length > 0);
+/** The line of `text` that holds its `index`-th non-empty line (what a list's problem index points at). */
+function lineOf(text: string, index: number): number {
+  let seen = -1;
+  const lines = text.split('\n');
+  for (let n = 0; n < lines.length; n++) {
+    if (lines[n]!.trim() !== '' && ++seen === index) return n + 1;
   }
+  return index + 1;
+}
+
+/**
+ * Puts the API's problems (`details.problems`, by JSON pointer) next to their fields: each
+ * by the longest part of its path that has a control (`/api_steps/1/url`, else
+ * `/api_steps/1`, else `/api_steps`), with the rest of the path before its message (a
+ * list's index as its line: `line 3: …`). Returns the problems no field shows.
+ */
+function showProblems(form: HTMLFormElement, problems: Problem[]): Problem[] {
+  for (const slot of form.querySelectorAll('.field-error')) slot.textContent = '';
+  for (const el of form.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
+  const rest: Problem[] = [];
+  for (const problem of problems) {
+    const parts = problem.path.split('/').slice(1);
+    // ajv says a missing property on its object: it belongs to that property's control.
+    const missing = /required property '([^']+)'/.exec(problem.message)?.[1];
+    if (missing) parts.push(missing);
+    let placed = false;
+    for (let n = parts.length; n >= 1 && !placed; n--) {
+      const pointer = `/${parts.slice(0, n).join('/')}`;
+      const slot = form.querySelector(`#${fieldId(pointer, 'e')}`);
+      if (!slot || slot.closest('[hidden]')) continue;
+      const control = form.querySelector<HTMLElement>(`#${fieldId(pointer)}`);
+      const after = parts.slice(n);
+      const where =
+        after.length === 0 || (missing && after.length === 1)
+          ? ''
+          : control instanceof HTMLTextAreaElement && control.hasAttribute('data-lines') && /^\d+$/.test(after[0]!)
+            ? `line ${lineOf(control.value, Number(after[0]))}:`
+            : `${after.join('/')}:`;
+      const text = `${where} ${problem.message}`.trim();
+      slot.textContent = slot.textContent ? `${slot.textContent}; ${text}` : text;
+      control?.setAttribute('aria-invalid', 'true');
+      placed = true;
+    }
+    if (!placed) rest.push(problem);
+  }
+  return rest;
 }
 
 /** Create (`id` undefined) or edit a monitor; `notice` shows above the buttons (after a save). */
@@ -250,18 +317,37 @@ export async function monitorForm(
   } else show(main, h('h1', {}, title), loading());
   const choices = await loadingChoices;
   const summary = h('div', { id: 'form-error', role: 'alert' }, notice ? h('p', {}, notice) : null);
+  // Run once now: the settings as Save sends them (on edit the API applies them over the
+  // stored monitor as a PATCH, so an emptied field is cleared there too); its problems land
+  // on the fields like a save's.
+  const run = runOnce(
+    id,
+    () => read(form, id !== undefined),
+    (problems) => {
+      const rest = showProblems(form, problems);
+      form.querySelector<HTMLElement>('[aria-invalid]')?.focus();
+      return rest;
+    },
+  );
   const form = h(
     'form',
     { novalidate: true, class: 'monitor-form' },
     FIELDS.map((f) =>
-      h(
-        'div',
-        { class: `field ${f.kind}` },
-        h('label', { for: `f-${f.name}` }, f.label, f.required ? ' (required)' : ''),
-        control(f, current ? (current as unknown as Record<string, unknown>)[f.name] : f.initial, choices),
-        f.hint ? h('small', { id: `h-${f.name}`, class: 'muted' }, f.hint) : null,
-        h('span', { id: `e-${f.name}`, class: 'field-error' }),
-      ),
+      f.kind === 'steps'
+        ? stepsEditor(
+            f.name as StepsSetting,
+            current ? (current as unknown as Record<string, unknown>)[f.name] : f.initial,
+            f.label,
+            f.hint,
+          )
+        : h(
+            'div',
+            { class: `field ${f.kind}` },
+            h('label', { for: `f-${f.name}` }, f.label, f.required ? ' (required)' : ''),
+            control(f, current ? (current as unknown as Record<string, unknown>)[f.name] : f.initial, choices),
+            f.hint ? h('small', { id: `h-${f.name}`, class: 'muted' }, f.hint) : null,
+            h('span', { id: `e-${f.name}`, class: 'field-error' }),
+          ),
     ),
     summary,
     h(
@@ -271,8 +357,10 @@ export async function monitorForm(
         'monitors:write',
         h('button', { type: 'submit', class: 'primary', id: 'save-monitor' }, id ? 'Save' : 'Create monitor'),
       ),
+      guard('monitors:write', run.button),
       h('a', { class: 'button', href: id ? `#/monitors/${id}` : '#/' }, 'Cancel'),
     ),
+    run.result,
   );
   form.querySelector('#f-type')!.addEventListener('change', () => showTypeFields(form));
   showTypeFields(form);
@@ -304,8 +392,7 @@ export async function monitorForm(
         button.disabled = false;
         const problems = err instanceof ApiError ? err.problems : [];
         // TARGET_NOT_ALLOWED names its field in details.problems too.
-        showProblems(form, problems);
-        show(summary, failure(err));
+        show(summary, problemSummary(err, showProblems(form, problems)));
         const first = form.querySelector<HTMLElement>('[aria-invalid]');
         first?.focus();
       },
