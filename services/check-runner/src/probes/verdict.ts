@@ -1,4 +1,4 @@
-import type { CheckError, CheckMessage, CheckStatus, MonitorSettings } from '@telemetry/contract';
+import type { CheckError, CheckMessage, CheckStatus, CheckTimings, MonitorSettings } from '@telemetry/contract';
 
 /** What one check found, whatever the monitor's type. */
 export interface ProbeResult {
@@ -9,6 +9,12 @@ export interface ProbeResult {
   error?: CheckError;
   /** tls monitors: whole days until the certificate expires. */
   tls_days_left?: number;
+  /** What failed, in words (a failed assertion, a browser step): at most MONITOR_LIMITS.maxCheckDetailLength. */
+  detail?: string;
+  /** Per-step, navigation, Web Vitals or packet timings, where the type measures them. */
+  timings?: CheckTimings;
+  /** A browser check kept a screenshot of its failure (published on the screenshots topic). */
+  screenshot?: boolean;
 }
 
 /** Milliseconds since it was made, to a hundredth: a check's response time. */
@@ -27,7 +33,10 @@ export function passed(
   return { status: slow ? 'degraded' : 'up', status_code: 0, response_time: responseTime, ...extra };
 }
 
-/** A failing check. A refused target tells nothing more: no timing (it could time the address). */
+/**
+ * A failing check. A refused target tells nothing more: no timing (it could time the address).
+ * `extra` may carry `detail` (what failed, in words), `timings` or `screenshot`.
+ */
 export function failed(error: CheckError, responseTime: number, extra: Partial<ProbeResult> = {}): ProbeResult {
   return {
     status: 'down',
@@ -56,6 +65,9 @@ export function checkMessage(
     ...(r.error ? { error: r.error } : {}),
     location,
     ...(r.tls_days_left !== undefined ? { tls_days_left: r.tls_days_left } : {}),
+    ...(r.detail !== undefined ? { detail: r.detail } : {}),
+    ...(r.timings !== undefined ? { timings: r.timings } : {}),
+    ...(r.screenshot !== undefined ? { screenshot: r.screenshot } : {}),
     created_at: startedAt.toISOString(),
   };
 }
