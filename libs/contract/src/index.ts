@@ -9,6 +9,7 @@ export * from './time.js';
 export * from './fast-checks.js';
 export * from './monitor-fields.js';
 export * from './assertions.js';
+export * from './placeholders.js';
 export * from './monitor-types/index.js';
 export { ipVersion } from './urls.js';
 export * from './channels/index.js';

@@ -22,6 +22,7 @@ import { tlsType } from './tls.js';
 export type { MonitorTypeModule, Target } from './module.js';
 export { resolverAddress } from './dns.js';
 export { heartbeatUrl } from './heartbeat.js';
+export { browserStepLabel, resolveBrowserUrl, selectorProblem, type BrowserStep } from './browser.js';
 
 /**
  * Every monitor type's module, keyed by the schema's `type` enum (MONITOR_TYPES): a value

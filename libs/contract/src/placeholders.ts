@@ -1,0 +1,50 @@
+import { VARIABLE_NAME_PATTERN } from './limits.js';
+
+/**
+ * `{{name}}` placeholders in the fields of api_flow (and browser) steps (docs/api-flows.md,
+ * "Placeholders"): a name of `variables` or of an earlier step's `extract`, with optional
+ * spaces inside the braces (`{{ token }}`). Plain string work, no template engine: nothing
+ * but a variable's value is ever inserted, and nothing of it is evaluated.
+ */
+
+/** `{{`, anything without braces, `}}`: what a placeholder looks like, well-formed or not. */
+const PLACEHOLDER = /\{\{([^{}]*)\}\}/g;
+const NAME = new RegExp(VARIABLE_NAME_PATTERN);
+
+/** One `{{…}}` of a text: its name (trimmed), and whether that is a variable's name. */
+export interface Placeholder {
+  /** As written, braces included. */
+  readonly text: string;
+  readonly name: string;
+  readonly valid: boolean;
+}
+
+/** The placeholders of `text`, in order (repeats included). */
+export function placeholdersOf(text: string): Placeholder[] {
+  return [...text.matchAll(PLACEHOLDER)].map((m) => {
+    const name = m[1]!.trim();
+    return { text: m[0], name, valid: NAME.test(name) };
+  });
+}
+
+/**
+ * `text` with each `{{name}}` replaced by `encode(values[name])`. A name without a value
+ * stays as written and is listed in `missing` (the API refuses such a monitor; a runner
+ * meets one only in a row stored before that rule).
+ */
+export function substitute(
+  text: string,
+  values: ReadonlyMap<string, string>,
+  encode: (value: string) => string = (v) => v,
+): { text: string; missing: string[] } {
+  const missing: string[] = [];
+  const out = text.replace(PLACEHOLDER, (whole, inner: string) => {
+    const value = values.get(inner.trim());
+    if (value === undefined) {
+      missing.push(inner.trim());
+      return whole;
+    }
+    return encode(value);
+  });
+  return { text: out, missing };
+}
