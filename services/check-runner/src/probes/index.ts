@@ -1,5 +1,7 @@
 import { parsesAsUrl } from '@telemetry/contract';
 import type { StoredMonitor } from '@telemetry/store';
+import type { BrowserPool } from '../browser-pool.js';
+import { browserProbeWith } from './browser.js';
 import { dnsProbe } from './dns.js';
 import { heartbeatProbeWith, type HeartbeatDeps } from './heartbeat.js';
 import { httpProbe } from './http.js';
@@ -9,22 +11,23 @@ import { failed } from './verdict.js';
 
 export type { Probe, ProbeContext, ProbeMap, SlotResult } from './types.js';
 export type { ProbeResult } from './verdict.js';
+export type { BrowserProbeResult } from './browser.js';
 
 /**
  * The runner's probes, one per monitor type (docs/monitors.md, "Monitor types"). A new
  * type adds its module under probes/ and one line here; the compiler refuses the map
- * without it (ProbeMap).
+ * without it (ProbeMap). `browser`: the runner's Chromium (none: RUNNER_CHROMIUM_PATH unset).
  */
-export function probeMap(heartbeat: HeartbeatDeps): ProbeMap {
+export function probeMap(heartbeat: HeartbeatDeps, browser?: BrowserPool): ProbeMap {
   return {
     http: httpProbe,
     tcp: socketProbe,
     tls: socketProbe,
     dns: dnsProbe,
     heartbeat: heartbeatProbeWith(heartbeat),
-    // TODO(issue 45): each its own module (api-flow.ts, browser.ts, icmp.ts).
+    // TODO(issue 45): each its own module (api-flow.ts, icmp.ts).
     api_flow: () => Promise.resolve(failed('network', 0)),
-    browser: () => Promise.resolve(failed('network', 0)),
+    browser: browserProbeWith(browser),
     icmp: () => Promise.resolve(failed('network', 0)),
   };
 }
