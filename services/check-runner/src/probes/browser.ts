@@ -196,10 +196,14 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
       steps.push({ name: label, duration_ms: took(), ok: true });
     } catch (err) {
       steps.push({ name: label, duration_ms: took(), ok: false });
-      failure = {
-        error: err instanceof AssertionFailure ? 'assertion_failed' : 'step_failed',
-        detail: `${label}: ${reason(err)}`,
-      };
+      // A step cut short by the check's own timeout_ms failed for want of time, not of its element or text.
+      const cut = timeout < (step.timeout_ms ?? DEFAULT_STEP_TIMEOUT_MS) && remaining() <= 50;
+      failure = cut
+        ? { error: 'timeout', detail: `${label}: the check's timeout_ms (${m.timeout_ms} ms) ran out` }
+        : {
+            error: err instanceof AssertionFailure ? 'assertion_failed' : 'step_failed',
+            detail: `${label}: ${reason(err)}`,
+          };
     }
   }
   const responseTime = elapsed();
