@@ -239,7 +239,8 @@ async function main(cleanups: Parameters<Parameters<typeof bench.run>[0]>[0]): P
   const chromiumCpu = cpu1.chromium - cpu0.chromium;
   return {
     ...bench.head(machine),
-    command: `BENCH_RUNNER_SCENARIO=browser npm run bench:runner`,
+    // This scenario runs as bench:runner with BENCH_RUNNER_SCENARIO=browser (and the BENCH_ settings used).
+    command: bench.head(machine).command.replace('npm run bench:runner:browser', 'npm run bench:runner'),
     config: {
       monitors: MONITORS,
       intervalSeconds: INTERVAL_SECONDS,
