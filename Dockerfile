@@ -74,6 +74,13 @@ COPY --from=build /app/services/check-runner/dist services/check-runner/dist
 RUN if [ "$SERVICE" = check-runner ]; then \
       apt-get update && apt-get install -y --no-install-recommends iputils-ping && rm -rf /var/lib/apt/lists/*; \
     fi
+# Browser checks (docs/browser-checks.md): a check-runner image built with
+# --build-arg WITH_CHROMIUM=1 carries Debian's Chromium (set RUNNER_CHROMIUM_PATH=/usr/bin/chromium).
+ARG WITH_CHROMIUM=0
+RUN if [ "$WITH_CHROMIUM" = 1 ]; then \
+      apt-get update && apt-get install -y --no-install-recommends chromium fonts-liberation \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
 USER node
 # exec: node is PID 1 and receives SIGTERM itself (our handlers drain and exit).
 # NOTE: kafkajs 2.2.4 schedules a harmless negative timeout; its warning is silenced.

@@ -23,6 +23,7 @@
  * BENCH_RUNNER_WARMUP_SECONDS (5, after every monitor was checked once),
  * BENCH_RUNNER_INTERVAL_SECONDS (1), BENCH_RUNNER_TIMEOUT_MS (500),
  * BENCH_RUNNER_PARTITIONS (6), BENCH_WRITE (0: leave BENCHMARKS.md alone).
+ * BENCH_RUNNER_SCENARIO=browser runs the browser-check scenario instead (bench/runner/browser.ts).
  * Only 127.0.0.1 is used. Exit code 0 when both sides ran every level and Kafka holds
  * every check they counted as acknowledged, 1 otherwise.
  */
@@ -132,9 +133,12 @@ async function main(cleanups: Cleanups): Promise<RunnerReport> {
   };
 }
 
-await bench.run(main, {
-  render: renderSection,
-  tables: (report) =>
-    report.levels.map((l) => `${fmt(l.monitors)} monitors\n\n${levelTable(l)}\n\n${levelNotes(l)}`).join('\n\n'),
-  ok: (report) => report.clean,
-});
+// The browser-check scenario is its own benchmark, with its own section (bench/runner/browser.ts).
+if (process.env.BENCH_RUNNER_SCENARIO === 'browser') await import('./browser.js');
+else
+  await bench.run(main, {
+    render: renderSection,
+    tables: (report) =>
+      report.levels.map((l) => `${fmt(l.monitors)} monitors\n\n${levelTable(l)}\n\n${levelNotes(l)}`).join('\n\n'),
+    ok: (report) => report.clean,
+  });

@@ -19,6 +19,11 @@ export interface AssignmentDeps {
   topic: string;
   groupId: string;
   sessionTimeoutMs: number;
+  /**
+   * A capability group (`browser`): its members are the runners that have it, and own
+   * the monitors that need it. Names the component and its gauge apart from the main group's.
+   */
+  capability?: string;
   /** A registry change notice arrived for a monitor this runner owns. */
   onNotice: (change: MonitorChange) => void;
   /** The set of owned partitions changed (joined, lost, rebalanced). */
@@ -38,7 +43,7 @@ export interface AssignmentDeps {
  * off from Kafka stops checking before the group gives its monitors to another.
  */
 export class GroupAssignment implements Component {
-  readonly name = 'runner-group';
+  readonly name: string;
   private readonly consumer: GroupConsumer;
   private readonly clock: Clock;
   private owned = new Set<number>();
@@ -48,13 +53,17 @@ export class GroupAssignment implements Component {
 
   constructor(private readonly deps: AssignmentDeps) {
     this.clock = deps.clock ?? systemClock;
+    const cap = deps.capability;
+    this.name = cap ? `runner-group-${cap}` : 'runner-group';
     this.ownedGauge = new Gauge({
-      name: 'runner_owned_partitions',
-      help: 'Partitions of the monitor-changes topic (shares of the monitors) this runner owns',
+      name: cap ? `runner_owned_${cap}_partitions` : 'runner_owned_partitions',
+      help: cap
+        ? `Partitions of the monitor-changes topic (shares of the ${cap} monitors) this runner owns in its ${cap} group`
+        : 'Partitions of the monitor-changes topic (shares of the monitors) this runner owns',
       registers: [deps.registry],
     });
     this.consumer = deps.consumers({
-      name: 'runner-group-consumer',
+      name: cap ? `runner-group-${cap}-consumer` : 'runner-group-consumer',
       groupId: deps.groupId,
       topics: [deps.topic],
       fromBeginning: false,
@@ -77,7 +86,7 @@ export class GroupAssignment implements Component {
       // Ownership lapses after half a session without a heartbeat; the loop is stalled
       // (and /readyz fails) after a whole one.
       stallAfterMs: deps.sessionTimeoutMs,
-      crashMessage: 'runner group consumer crashed',
+      crashMessage: cap ? `runner ${cap} group consumer crashed` : 'runner group consumer crashed',
       onAssigned: (assignment) => {
         this.lastContact = this.clock.now();
         this.set(new Set(assignment[deps.topic] ?? []));
@@ -127,7 +136,10 @@ export class GroupAssignment implements Component {
     this.owned = owned;
     this.ownedGauge.set(owned.size);
     if ([...owned].sort().join(',') !== before) {
-      this.deps.logger.info('monitor partitions assigned', { partitions: [...owned].sort((a, b) => a - b) });
+      this.deps.logger.info('monitor partitions assigned', {
+        partitions: [...owned].sort((a, b) => a - b),
+        ...(this.deps.capability ? { capability: this.deps.capability } : {}),
+      });
       this.deps.onChange();
     }
   }

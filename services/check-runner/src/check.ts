@@ -1,4 +1,4 @@
-import type { CheckMessage } from '@telemetry/contract';
+import type { CheckMessage, ScreenshotMessage } from '@telemetry/contract';
 import { sleepOn, type Clock, type Logger } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
 import type { SchedulerMetrics } from './metrics.js';
@@ -11,6 +11,8 @@ export interface CheckDeps {
   /** Runs one check (the service binds the egress policy). */
   probe(m: StoredMonitor, ctx: Omit<ProbeContext, 'policy'>): Promise<SlotResult>;
   publishCheck(check: CheckMessage): Promise<void>;
+  /** A browser check's failure screenshot, after its check (the screenshots topic). */
+  publishScreenshot?(shot: ScreenshotMessage): Promise<void>;
   logger: Logger;
   runnerId: string;
   /** RUNNER_LOCATION: recorded in every check. */
@@ -72,6 +74,21 @@ export async function runCheck(
     metrics.skipped.inc({ reason: 'unpublished' });
     deps.logger.warn('check result not published', { monitor_id: m.id, check_id: id, err: String(err) });
     return undefined;
+  }
+  const png = (result as { png?: Buffer }).png;
+  if (png && deps.publishScreenshot) {
+    try {
+      await deps.publishScreenshot({
+        check_id: id,
+        monitor_id: m.id,
+        tenant_id: m.tenant_id,
+        created_at: check.created_at,
+        png_base64: png.toString('base64'),
+      });
+    } catch (err) {
+      // The check stands (screenshot: true, but nothing to serve): the next failure brings one.
+      deps.logger.warn('check screenshot not published', { monitor_id: m.id, check_id: id, err: String(err) });
+    }
   }
   metrics.checks.inc({ status: result.status });
   metrics.duration.observe({ status: result.status }, result.response_time / 1000);

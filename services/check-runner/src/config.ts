@@ -26,6 +26,7 @@ export const runnerSpec = {
   // "Run once now" (docs/monitors.md): requests from the query service, and the replies.
   runRequestsTopic: topicSpec.runRequestsTopic,
   runRepliesTopic: topicSpec.runRepliesTopic,
+  screenshotsTopic: topicSpec.screenshotsTopic,
   ...clickhouseSpec,
   ...secretsSpec,
   ...egressSpec,
@@ -89,6 +90,18 @@ export const runnerSpec = {
     'run-once checks (POST /api/monitors/run-once) this runner runs at once; more wait (and answer 504 RUN_TIMEOUT if they wait past their expiry)',
     1,
     1000,
+  ),
+  chromiumPath: v.str(
+    'RUNNER_CHROMIUM_PATH',
+    '',
+    "Chromium for browser checks (Debian's: /usr/bin/chromium); empty: this runner has no browser and never takes browser monitors (docs/browser-checks.md)",
+  ),
+  browserConcurrency: v.int(
+    'RUNNER_BROWSER_CONCURRENCY',
+    2,
+    'browser checks running at once (one Chromium, a fresh context each); the others wait up to their timeout_ms',
+    1,
+    64,
   ),
   webhookGroupId: v.str('WEBHOOK_GROUP_ID', 'telemetry-webhooks', 'Kafka consumer group that delivers webhooks'),
   webhookTimeoutMs: v.int('WEBHOOK_TIMEOUT_MS', 5000, 'one webhook attempt fails after this long', 100, 60_000),

@@ -16,6 +16,7 @@ import {
 import { ChannelStore, EscalationPolicyStore, IncidentAlertStore, MonitorStore, registryFeed } from '@telemetry/store';
 import { StatusDeliveryStore, StatusPageStore, SubscriptionLinks } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
+import { BrowserPool } from './browser-pool.js';
 import { AckLinks, CHANNELS, createMailer } from '@telemetry/alerting';
 import { alertingData, monitorTargets } from './targets.js';
 import { channelAlerting } from './channel-alerting.js';
@@ -37,6 +38,9 @@ export interface CheckRunner {
   http: HttpServerComponent;
   scheduler: Scheduler;
   assignment: GroupAssignment;
+  /** The browser capability group and Chromium: only with RUNNER_CHROMIUM_PATH. */
+  browserAssignment?: GroupAssignment;
+  browsers?: BrowserPool;
 }
 
 export async function startCheckRunner(config: RunnerConfig, logger: Logger): Promise<CheckRunner> {
@@ -70,22 +74,39 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const box = new SecretBox(config.secretsKeys);
   const monitors = new RegistryCache(new MonitorStore(pool, box), reconcile);
   feed.subscribe(monitors.mirror);
-  const assignment = new GroupAssignment({
+  // The runners of one location divide its monitors among them.
+  const groupId = config.location === DEFAULT_LOCATION ? config.groupId : `${config.groupId}.${config.location}`;
+  const groupDeps = {
     consumers: groupConsumers,
-    countPartitions: (topic) => admin.countPartitions(topic),
+    countPartitions: (topic: string) => admin.countPartitions(topic),
     logger,
     registry,
     topic: config.monitorChangesTopic,
-    // The runners of one location divide its monitors among them.
-    groupId: config.location === DEFAULT_LOCATION ? config.groupId : `${config.groupId}.${config.location}`,
     sessionTimeoutMs: config.sessionTimeoutMs,
-    onNotice: (change) => {
+    onNotice: (change: { id: string }) => {
       monitors.reload(change.id).catch((err: unknown) => {
         logger.warn('monitor reload failed', { monitor_id: change.id, err: String(err) });
       });
     },
     onChange: reconcile,
-  });
+  };
+  const assignment = new GroupAssignment({ ...groupDeps, groupId });
+  // Browser monitors need Chromium: the runners that have it divide them among themselves in
+  // a group of their own (docs/browser-checks.md, "Capacity"); a runner without it never joins.
+  const browsers = config.chromiumPath
+    ? new BrowserPool({
+        executablePath: config.chromiumPath,
+        concurrency: config.browserConcurrency,
+        logger,
+        registry,
+      })
+    : undefined;
+  const browserAssignment = browsers
+    ? new GroupAssignment({ ...groupDeps, groupId: `${groupId}.browser`, capability: 'browser' })
+    : undefined;
+  // A browser monitor belongs to the browser group's owner, every other to the main group's.
+  const owns = (id: string): boolean =>
+    monitors.get(id)?.type === 'browser' ? (browserAssignment?.owns(id) ?? false) : assignment.owns(id);
   // icmp checks run the system ping, found once now: without one they fail, and this says why once.
   const ping = await findPing(config.pingPath);
   if (!ping) logger.error('no ping program: icmp checks fail with network', { ping_path: config.pingPath });
@@ -97,11 +118,12 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
         now: () => Date.now(),
       },
       ping ? systemPinger(ping) : missingPinger(config.pingPath),
+      browsers,
     ),
   );
   const scheduler: Scheduler = new Scheduler({
     monitors,
-    owns: (id) => assignment.owns(id),
+    owns,
     loadStates: async (ids) => {
       const last = await lastAlerts(ch.client, config.clickhouseDatabase, ids);
       return new Map(ids.map((id) => [id, stateFromLastAlert(last.get(id))]));
@@ -109,6 +131,9 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     probe: (m, ctx) => probe(m, { ...ctx, policy }),
     slotChecks: (m, ids, slot) => slotChecks(ch.client, config.clickhouseDatabase, m, ids, slot),
     publishCheck: (c) => publisher.send(config.checksTopic, [{ key: c.monitor_id, value: JSON.stringify(c) }]),
+    // One screenshot per produce request (up to 700 KB encoded): never batched with others.
+    publishScreenshot: (shot) =>
+      producer.send(config.screenshotsTopic, [{ key: shot.monitor_id, value: JSON.stringify(shot) }]),
     publishAlert: (a) => publisher.send(config.alertsTopic, [{ key: a.monitor_id, value: JSON.stringify(a) }]),
     logger,
     registry,
@@ -241,13 +266,20 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     producer,
     webhooks,
     clock,
+    // Chromium stops after the checks that use it (the scheduler, below).
+    ...(browsers ? [browsers] : []),
     assignment,
+    ...(browserAssignment ? [browserAssignment] : []),
     scheduler,
     runOnce,
     statusMaintenance,
     statusDeliverer,
   );
   await runner.start();
-  logger.info('check runner running', { port: http.boundPort, runner_id: config.runnerId });
-  return { runner, http, scheduler, assignment };
+  logger.info('check runner running', {
+    port: http.boundPort,
+    runner_id: config.runnerId,
+    browser: browsers ? config.chromiumPath : 'none',
+  });
+  return { runner, http, scheduler, assignment, browserAssignment, browsers };
 }

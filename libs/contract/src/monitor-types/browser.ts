@@ -1,4 +1,148 @@
-import type { MonitorTypeModule } from './module.js';
+import { parse as parseCss } from 'css-what';
+import { MONITOR_LIMITS, type BrowserAction } from '../limits.js';
+import { placeholdersOf, substitute } from '../placeholders.js';
+import type { MonitorSettings } from '../types.js';
+import type { Problem } from '../validators.js';
+import type { MonitorTypeModule, Target } from './module.js';
+
+/** One step of a browser monitor, as the schema takes it (monitor-schema.ts `browser_steps`). */
+export type BrowserStep = MonitorSettings['browser_steps'][number];
+
+type StepField = 'selector' | 'value' | 'url' | 'text';
+
+/** The fields each action needs, and those it may have besides (timeout_ms: every action). */
+const ACTION_FIELDS: { readonly [A in BrowserAction]: { needs: StepField[]; may: StepField[]; why: string } } = {
+  goto: { needs: ['url'], may: [], why: 'goto opens url (an absolute http(s) URL or a path)' },
+  click: { needs: ['selector'], may: [], why: 'click needs the selector of what it clicks' },
+  fill: { needs: ['selector', 'value'], may: [], why: 'fill types value into the field its selector names' },
+  press: { needs: ['value'], may: ['selector'], why: 'press needs the key in value (Enter, Tab, Control+A)' },
+  wait_for: { needs: [], may: ['selector', 'text'], why: 'wait_for needs a selector or a text to wait for' },
+  assert_text: { needs: ['text'], may: ['selector'], why: 'assert_text needs the text the page must contain' },
+  assert_url: { needs: ['url'], may: [], why: "assert_url needs what the page's URL must contain" },
+};
+
+/**
+ * How a step is named in timings and in a failure's detail: `step 3 click "#submit"`
+ * (numbered from 1; its selector, URL or text, never a fill's value: it may hold a secret).
+ */
+export function browserStepLabel(step: BrowserStep, index: number): string {
+  const what =
+    step.action === 'goto' || step.action === 'assert_url'
+      ? step.url
+      : step.action === 'press'
+        ? step.value
+        : (step.selector ?? step.text);
+  const shown = what === undefined ? '' : ` ${JSON.stringify(what.length > 120 ? `${what.slice(0, 117)}...` : what)}`;
+  return `step ${index + 1} ${step.action}${shown}`;
+}
+
+/** The scheme and authority of an absolute URL (`https://shop.example:8443`); '' for a path. */
+function originOf(url: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url)?.[0] ?? '';
+}
+
+/**
+ * A goto step's URL with its `{{name}}`s filled (each value percent-encoded: it cannot add
+ * a path segment or choose the host), resolved against the monitor's URL. Undefined when
+ * it does not parse.
+ */
+export function resolveBrowserUrl(base: string, stepUrl: string, values: ReadonlyMap<string, string>): URL | undefined {
+  const origin = originOf(stepUrl);
+  const rest = substitute(stepUrl.slice(origin.length), values, encodeURIComponent);
+  try {
+    return new URL(origin + rest.text, base);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Problems of a selector. Selectors are CSS as Playwright's `css=` engine reads it (its
+ * extra pseudo-classes such as `:has-text("Sign in")`, `:visible` and `:nth-match` are
+ * CSS syntax too); the runner always runs them through that engine, so Playwright's other
+ * engines (`text=`, `xpath=`, `>>` chains) are refused here rather than misread there.
+ * The syntax is checked by css-what, a permissive CSS selector parser.
+ */
+export function selectorProblem(selector: string): string | undefined {
+  if (/^\s*[a-z_-]+\s*=/i.test(selector) || selector.includes('>>') || selector.startsWith('/')) {
+    return 'is a CSS selector (Playwright\'s CSS, e.g. #submit or button:has-text("Sign in")); Playwright\'s text=, xpath= and >> are not taken';
+  }
+  try {
+    const parsed = parseCss(selector);
+    if (parsed.length === 0 || parsed.some((s) => s.length === 0)) return 'is not a CSS selector';
+  } catch (err) {
+    return `is not a CSS selector: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  return undefined;
+}
+
+/** Problems of the `{{name}}`s of a fill's value or a goto's URL: each a name of `variables`. */
+function placeholderProblems(text: string, path: string, variables: ReadonlySet<string>): Problem[] {
+  const problems: Problem[] = [];
+  const seen = new Set<string>();
+  for (const p of placeholdersOf(text)) {
+    if (seen.has(p.text)) continue;
+    seen.add(p.text);
+    if (!p.valid) {
+      problems.push({
+        path,
+        message: `${p.text} is no placeholder: a variable's name is letters, digits and _, not starting with a digit`,
+      });
+    } else if (!variables.has(p.name)) {
+      problems.push({ path, message: `uses {{${p.name}}}, which variables does not set` });
+    }
+  }
+  return problems;
+}
+
+/** Problems of a goto's URL: a path or an absolute http(s) URL, no placeholder in its origin. */
+function gotoUrlProblems(url: string, path: string, base: URL | undefined, variables: ReadonlySet<string>): Problem[] {
+  const form = 'is a path (one leading /) or an absolute http:// or https:// URL';
+  if (url.startsWith('//')) return [{ path, message: form }];
+  const origin = originOf(url);
+  if (origin.includes('{') || origin.includes('}')) {
+    return [{ path, message: 'may use {{name}} in its path and query only, not in its scheme, host or port' }];
+  }
+  if (origin !== '' && !/^https?:\/\//i.test(origin)) return [{ path, message: form }];
+  if (origin === '' && !url.startsWith('/')) return [{ path, message: form }];
+  try {
+    new URL(origin + url.slice(origin.length).replace(/\{\{[^{}]*\}\}/g, 'x'), base ?? 'http://base.invalid/');
+  } catch {
+    return [{ path, message: 'is not a URL this server can parse' }];
+  }
+  return placeholderProblems(url.slice(origin.length), path, variables);
+}
+
+/** Problems of one step: the fields its action needs and takes, selectors, placeholders. */
+function stepProblems(step: BrowserStep, p: string, base: URL | undefined, variables: ReadonlySet<string>): Problem[] {
+  const problems: Problem[] = [];
+  const spec = ACTION_FIELDS[step.action];
+  for (const field of spec.needs) {
+    if (step[field] === undefined) problems.push({ path: `${p}/${field}`, message: `is required: ${spec.why}` });
+  }
+  if (step.action === 'wait_for' && step.selector === undefined && step.text === undefined) {
+    problems.push({ path: `${p}/selector`, message: spec.why });
+  }
+  for (const field of ['selector', 'value', 'url', 'text'] as const) {
+    if (step[field] !== undefined && !spec.needs.includes(field) && !spec.may.includes(field)) {
+      problems.push({ path: `${p}/${field}`, message: `is not used by ${step.action}` });
+    }
+  }
+  if (step.selector !== undefined && (spec.needs.includes('selector') || spec.may.includes('selector'))) {
+    const problem = selectorProblem(step.selector);
+    if (problem) problems.push({ path: `${p}/selector`, message: problem });
+  }
+  if (step.action === 'goto' && step.url !== undefined) {
+    problems.push(...gotoUrlProblems(step.url, `${p}/url`, base, variables));
+  }
+  if (step.action === 'fill' && step.value !== undefined) {
+    problems.push(...placeholderProblems(step.value, `${p}/value`, variables));
+  }
+  if (step.action === 'press' && step.value !== undefined && !/^[A-Za-z0-9+_ -]{1,40}$/.test(step.value)) {
+    problems.push({ path: `${p}/value`, message: 'is a key name such as Enter, Tab, ArrowDown or Control+A' });
+  }
+  return problems;
+}
 
 /**
  * A real browser (Debian's Chromium driven by playwright-core) opens the monitor's URL and
@@ -11,10 +155,30 @@ export const browserType: MonitorTypeModule<'browser'> = {
   urlHint: 'http(s)://… (the first page)',
   fields: ['browser_steps', 'variables', 'confirm_delay_ms'],
   defaults: {},
-  problems(_s, url) {
-    // TODO(issue 45): steps: each action's fields, selectors, variables set before use.
-    if (url && url.protocol !== 'http:' && url.protocol !== 'https:') return [{ path: '/url', message: this.urlForm }];
-    return [];
+  problems(s, url) {
+    const problems: Problem[] = [];
+    const web = url && (url.protocol === 'http:' || url.protocol === 'https:');
+    if (url && !web) problems.push({ path: '/url', message: this.urlForm });
+    if (s.browser_steps.length < 1 || s.browser_steps.length > MONITOR_LIMITS.maxBrowserSteps) {
+      problems.push({
+        path: '/browser_steps',
+        message: `a browser monitor has 1 to ${MONITOR_LIMITS.maxBrowserSteps} steps`,
+      });
+    }
+    const variables = new Set(Object.keys(s.variables));
+    s.browser_steps.forEach((step, i) => {
+      problems.push(...stepProblems(step, `/browser_steps/${i}`, web ? url : undefined, variables));
+    });
+    return problems;
   },
-  targets: (s) => [{ path: '/url', url: s.url }],
+  targets(s) {
+    const targets: Target[] = [{ path: '/url', url: s.url }];
+    s.browser_steps.forEach((step, i) => {
+      if (step.action !== 'goto' || step.url === undefined) return;
+      const origin = originOf(step.url);
+      // A placeholder in the origin is a problem of its own; names are judged at connect time.
+      if (origin !== '' && !origin.includes('{')) targets.push({ path: `/browser_steps/${i}/url`, url: `${origin}/` });
+    });
+    return targets;
+  },
 };

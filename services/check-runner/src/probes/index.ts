@@ -1,6 +1,8 @@
 import { parsesAsUrl } from '@telemetry/contract';
 import type { StoredMonitor } from '@telemetry/store';
 import { apiFlowProbe } from './api-flow.js';
+import type { BrowserPool } from '../browser-pool.js';
+import { browserProbeWith } from './browser.js';
 import { dnsProbe } from './dns.js';
 import { heartbeatProbeWith, type HeartbeatDeps } from './heartbeat.js';
 import { httpProbe } from './http.js';
@@ -13,14 +15,20 @@ import { failed } from './verdict.js';
 export type { Probe, ProbeContext, ProbeMap, SlotResult } from './types.js';
 export type { ProbeResult } from './verdict.js';
 export { findPing, missingPinger, systemPinger, type Pinger } from './ping.js';
+export type { BrowserProbeResult } from './browser.js';
 
 /**
  * The runner's probes, one per monitor type (docs/monitors.md, "Monitor types"). A new
  * type adds its module under probes/ and one line here; the compiler refuses the map
  * without it (ProbeMap). `pinger` sends the icmp checks' echo requests (the system ping the
- * runner found at start; none: icmp checks fail with `network`).
+ * runner found at start; none: icmp checks fail with `network`); `browser`: the runner's
+ * Chromium (none: RUNNER_CHROMIUM_PATH unset).
  */
-export function probeMap(heartbeat: HeartbeatDeps, pinger: Pinger = missingPinger('ping')): ProbeMap {
+export function probeMap(
+  heartbeat: HeartbeatDeps,
+  pinger: Pinger = missingPinger('ping'),
+  browser?: BrowserPool,
+): ProbeMap {
   return {
     http: httpProbe,
     tcp: socketProbe,
@@ -28,8 +36,7 @@ export function probeMap(heartbeat: HeartbeatDeps, pinger: Pinger = missingPinge
     dns: dnsProbe,
     heartbeat: heartbeatProbeWith(heartbeat),
     api_flow: apiFlowProbe,
-    // TODO(issue 45): its own module (browser.ts).
-    browser: () => Promise.resolve(failed('network', 0)),
+    browser: browserProbeWith(browser),
     icmp: icmpProbe(pinger),
   };
 }
