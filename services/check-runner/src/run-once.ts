@@ -138,7 +138,7 @@ export class RunOnceWorker implements Component {
           maxWaitTimeInMs: 250,
           allowAutoTopicCreation: false,
         },
-        eachMessage: ({ message, heartbeat }) => this.onRequest(message.value ?? null, capability, heartbeat),
+        eachMessage: (m) => this.onRequest(m.message.value ?? null, capability, () => m.heartbeat()),
         stallAfterMs: deps.sessionTimeoutMs,
         crashMessage: 'run-once consumer crashed',
       }),
