@@ -138,7 +138,7 @@ export class RunOnceWorker implements Component {
           maxWaitTimeInMs: 250,
           allowAutoTopicCreation: false,
         },
-        eachMessage: ({ message }) => this.onRequest(message.value ?? null, capability),
+        eachMessage: (m) => this.onRequest(m.message.value ?? null, capability, () => m.heartbeat()),
         stallAfterMs: deps.sessionTimeoutMs,
         crashMessage: 'run-once consumer crashed',
       }),
@@ -160,7 +160,11 @@ export class RunOnceWorker implements Component {
   }
 
   /** A request read by the group of `capability`: run (in the background) when it is this member's. */
-  async onRequest(value: Buffer | string | null, capability: RunCapability | undefined): Promise<void> {
+  async onRequest(
+    value: Buffer | string | null,
+    capability: RunCapability | undefined,
+    heartbeat: () => Promise<void> = () => Promise.resolve(),
+  ): Promise<void> {
     let m: unknown;
     try {
       m = JSON.parse(value?.toString() ?? 'null');
@@ -174,7 +178,7 @@ export class RunOnceWorker implements Component {
       return;
     }
     // Waits for a free slot: the partition's next request waits with it.
-    await this.slot();
+    await this.slot(heartbeat);
     const run = this.run(m).finally(() => {
       this.running.delete(run);
       this.slotWaiters.shift()?.();
@@ -187,9 +191,24 @@ export class RunOnceWorker implements Component {
     return this.running.size;
   }
 
-  private async slot(): Promise<void> {
+  /**
+   * Waits for a free slot. NOTE: the group's loop waits with it, so the wait heartbeats
+   * (a run may take a browser check's whole timeout, longer than the session timeout).
+   */
+  private async slot(heartbeat: () => Promise<void>): Promise<void> {
+    const every = Math.max(200, Math.floor(this.deps.sessionTimeoutMs / 5));
     while (this.running.size >= this.deps.maxConcurrent) {
-      await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+      let wake: (() => void) | undefined;
+      const freed = new Promise<void>((resolve) => {
+        wake = resolve;
+        this.slotWaiters.push(resolve);
+      });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([freed, new Promise<void>((resolve) => (timer = setTimeout(resolve, every)))]);
+      clearTimeout(timer);
+      const i = this.slotWaiters.indexOf(wake!);
+      if (i >= 0) this.slotWaiters.splice(i, 1);
+      await heartbeat().catch(() => undefined);
     }
   }
 
