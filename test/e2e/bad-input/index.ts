@@ -13,6 +13,7 @@ import { heartbeatCases } from './heartbeats.js';
 import { memberCases } from './members.js';
 import { monitorAuthCases } from './monitors-auth.js';
 import { monitorBodyCases } from './monitors-bodies.js';
+import { monitorCheckCases } from './monitor-checks.js';
 import { monitorParamCases } from './monitors-params.js';
 import { monitorPathCases } from './monitors-paths.js';
 import { peopleCases } from './people.js';
@@ -33,6 +34,7 @@ export function corpus(follow: FollowEnv): Case[] {
     ...checkCases(),
     ...monitorAuthCases(),
     ...monitorBodyCases(),
+    ...monitorCheckCases(),
     ...monitorParamCases(),
     ...monitorPathCases(),
     ...alertingCases(),

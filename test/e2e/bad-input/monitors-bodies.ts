@@ -32,6 +32,11 @@ const wrongTypes: Record<string, unknown> = {
   heartbeat_grace_seconds: '60',
   locations: 'eu-west',
   quorum: '2',
+  assertions: 'status == 200',
+  api_steps: { url: '/login' },
+  browser_steps: [['click', '#a']],
+  variables: ['password'],
+  icmp_count: '3',
 };
 
 export const monitorBodyCases = (): Case[] => [
