@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
 import {
   createValidators,
@@ -11,63 +10,7 @@ import { collectTopic, eventually, newKey, runQuery, testStack, uid, type Runnin
 import { apiClient } from '../support/api.js';
 import { CHROMIUM } from '../support/browser.js';
 import { spawnService, type ServiceProcess } from '../support/processes.js';
-
-/**
- * A loopback site to sign in to: the form posts user and password, the answer sets a
- * session cookie and redirects to /welcome, which greets the session's user (or, once
- * `broken`, shows an error). /leaky loads an image from an address the default egress
- * policy denies (10.0.0.1: an IP literal refused before anything is sent).
- */
-class SignInSite {
-  broken = false;
-  port = 0;
-  /** Requests that reached the site, by path (the runner fetched them for the page). */
-  readonly hits: string[] = [];
-  private server: Server | undefined;
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://site');
-      this.hits.push(`${req.method} ${url.pathname}`);
-      const html = (body: string) =>
-        res
-          .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-          .end(`<!doctype html><title>Shop</title>${body}`);
-      if (url.pathname === '/login' && req.method === 'POST') {
-        let body = '';
-        req.on('data', (d: Buffer) => (body += d.toString()));
-        req.on('end', () => {
-          const form = new URLSearchParams(body);
-          const ok = form.get('password') === 'hunter2-secret';
-          res
-            .writeHead(303, {
-              location: ok ? '/welcome' : '/?failed=1',
-              ...(ok ? { 'set-cookie': `session=${form.get('user') ?? ''}; Path=/; HttpOnly` } : {}),
-            })
-            .end();
-        });
-        return;
-      }
-      if (url.pathname === '/welcome') {
-        const user = /session=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
-        if (this.broken || !user) return html('<h1>Something went wrong</h1><p>Please try again later.</p>');
-        return html(`<h1>Welcome, ${user}</h1>`);
-      }
-      if (url.pathname === '/leaky') return html('<h1>Leaky page</h1><img src="http://10.0.0.1/pixel.png" alt="">');
-      if (url.pathname === '/ping') return res.writeHead(200).end('ok');
-      return html(
-        '<h1>Sign in</h1><form method="post" action="/login"><input name="user"><input name="password" type="password"><button id="submit">Sign in</button></form>',
-      );
-    });
-    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise((r) => this.server?.close(r));
-  }
-}
+import { SIGN_IN_PASSWORD, SIGN_IN_STEPS, SignInSite } from '../support/sign-in-site.js';
 
 describe('browser checks (real Kafka, PostgreSQL, check runner processes with and without Chromium)', function () {
   this.timeout(180_000);
@@ -96,13 +39,8 @@ describe('browser checks (real Kafka, PostgreSQL, check runner processes with an
       interval_seconds: 5,
       timeout_ms: 4500,
       locations: [LOCATION],
-      variables: { password: 'hunter2-secret' },
-      browser_steps: [
-        { action: 'fill', selector: 'input[name=user]', value: 'alice' },
-        { action: 'fill', selector: 'input[type=password]', value: '{{password}}' },
-        { action: 'click', selector: '#submit' },
-        { action: 'assert_text', text: 'Welcome, alice', timeout_ms: 1500 },
-      ],
+      variables: { password: SIGN_IN_PASSWORD },
+      browser_steps: SIGN_IN_STEPS,
       ...over,
     });
   const runner = (extra: Record<string, string>) =>
@@ -229,7 +167,7 @@ describe('browser checks (real Kafka, PostgreSQL, check runner processes with an
     expect(down).to.include({ error: 'assertion_failed', screenshot: true });
     expect(down.detail).to.match(/^step 4 assert_text "Welcome, alice": "Welcome, alice" not found/);
     expect(down.detail).to.include('Something went wrong');
-    expect(JSON.stringify(down)).to.not.include('hunter2-secret');
+    expect(JSON.stringify(down)).to.not.include(SIGN_IN_PASSWORD);
     expect(down.timings?.steps?.at(-1)).to.include({ name: 'step 4 assert_text "Welcome, alice"', ok: false });
     const shot = await eventually(
       'the screenshot of the failed check',
