@@ -9,6 +9,7 @@ import {
   type MonitorSettings,
 } from '@telemetry/contract';
 import { httpCall, HttpCallError } from '@telemetry/platform';
+import { maskUrl } from '@telemetry/store';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { BrowserContext, Page, Route } from 'playwright-core';
 import { BrowserBusyError, type BrowserPool } from '../browser-pool.js';
@@ -70,10 +71,28 @@ interface Vitals {
 
 const round = (n: number): number => Math.round(Math.max(0, n) * 100) / 100;
 
-/** The first line of an error, without Playwright's `locator.click: ` prefix and call log. */
-function reason(err: unknown): string {
+/** An absolute URL in any scheme (`https://u:p@host/path?q=v`), up to the next space or quote. */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi;
+
+/** An absolute URL as a detail shows it (maskUrl: no userinfo, query values ****); a path as it is. */
+export function shownUrl(url: string): string {
+  return /^[a-z][a-z0-9+.-]*:/i.test(url) ? maskUrl(url) : url;
+}
+
+/**
+ * The first line of an error, without Playwright's `locator.click: ` prefix and call log,
+ * and without the URLs Playwright names (`net::ERR_CONNECTION_REFUSED at https://u:p@host/?token=…`):
+ * a detail is read back by anyone who may read the monitor, and a URL may carry its secrets.
+ */
+export function reason(err: unknown): string {
   const first = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? '';
-  return first.replace(/^[a-zA-Z]+\.[a-zA-Z]+: /, '').trim() || 'failed';
+  return (
+    first
+      .replace(/^[a-zA-Z]+\.[a-zA-Z]+: /, '')
+      .replace(/ at [a-z][a-z0-9+.-]*:\/\/\S+/gi, '')
+      .replace(URL_IN_TEXT, (u) => maskUrl(u))
+      .trim() || 'failed'
+  );
 }
 
 /** Headers for route.fulfill: one string each (Set-Cookie lines joined by newlines, as Playwright takes them). */
@@ -170,7 +189,7 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
     const response = await page.goto(m.url, { timeout: Math.max(1, remaining()), waitUntil: 'load' });
     statusCode = response?.status() ?? 0;
     if (!statusExpected(statusCode, m.expected_status_codes)) {
-      failure = { error: 'unexpected_status', detail: `open ${m.url}: answered HTTP ${statusCode}` };
+      failure = { error: 'unexpected_status', detail: `open ${maskUrl(m.url)}: answered HTTP ${statusCode}` };
     }
     timings.navigation = await navigationTimings(page);
     firstVitals = await readVitals(page, true);
@@ -178,13 +197,13 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
     const timedOut = err instanceof Error && err.name === 'TimeoutError';
     failure = {
       error: timedOut ? 'timeout' : (mainFailure ?? 'network'),
-      detail: `open ${m.url}: ${timedOut ? `no load within timeout_ms (${m.timeout_ms} ms)` : reason(err)}`,
+      detail: `open ${maskUrl(m.url)}: ${timedOut ? `no load within timeout_ms (${m.timeout_ms} ms)` : reason(err)}`,
     };
   }
 
   for (const [i, step] of m.browser_steps.entries()) {
     if (failure) break;
-    const label = browserStepLabel(step, i);
+    const label = browserStepLabel(step.url === undefined ? step : { ...step, url: shownUrl(step.url) }, i);
     const timeout = Math.min(step.timeout_ms ?? DEFAULT_STEP_TIMEOUT_MS, remaining());
     if (timeout <= 0) {
       failure = { error: 'timeout', detail: `${label}: the check's timeout_ms (${m.timeout_ms} ms) ran out` };
@@ -277,7 +296,7 @@ async function runStep(
       try {
         await page.waitForURL((u) => u.href.includes(part), { timeout, waitUntil: 'commit' });
       } catch {
-        throw new AssertionFailure(`the URL ${page.url()} does not contain ${JSON.stringify(part)}`);
+        throw new AssertionFailure(`the URL ${maskUrl(page.url())} does not contain ${JSON.stringify(part)}`);
       }
       return;
     }

@@ -1,0 +1,77 @@
+import { expect } from 'chai';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import { createLogger, EgressPolicy } from '@telemetry/platform';
+import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
+import { BrowserPool } from '../../services/check-runner/src/browser-pool.js';
+import { browserProbeWith, type BrowserProbeResult } from '../../services/check-runner/src/probes/browser.js';
+import { CHROMIUM } from '../support/browser.js';
+
+/**
+ * Browser checks against a real Chromium through the runner's own BrowserPool (one
+ * browser, one check at a time), on a loopback site.
+ */
+describe('browser probe with Chromium (unit, loopback site)', function () {
+  this.timeout(60_000);
+  let pool: BrowserPool;
+  let server: Server;
+  let base: string;
+  let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end('<h1>hi</h1>');
+  const ctx = {
+    userAgent: 'u',
+    checkId: 'c',
+    monitorId: 'm',
+    maxBodyBytes: 1024,
+    policy: new EgressPolicy({ allow: ['127.0.0.1/32'] }),
+  };
+  const monitor = (over: Partial<StoredMonitor>): StoredMonitor =>
+    ({ ...DEFAULT_MONITOR, id: 'm', tenant_id: 't', type: 'browser', url: base, ...over }) as StoredMonitor;
+  const run = async (m: StoredMonitor, c: object = {}): Promise<BrowserProbeResult> =>
+    (await browserProbeWith(pool)(m, { ...ctx, ...c })) as BrowserProbeResult;
+
+  before(async () => {
+    server = createServer((req, res) => handle(req, res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const logger = createLogger({ service: 'test', level: 'silent' });
+    pool = new BrowserPool({ executablePath: CHROMIUM, concurrency: 1, logger, registry: new Registry() });
+    await pool.start();
+  });
+  after(async () => {
+    await pool.stop();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('never shows the credentials or query values of a URL in a detail', async () => {
+    // A closed loopback port: Playwright's error names the URL (`net::ERR_… at <url>`).
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const refused = await run(
+      monitor({ url: `http://alice:s3cr3t@127.0.0.1:${port}/x?token=t0k3n`, timeout_ms: 5000 }),
+    );
+    expect(refused).to.include({ status: 'down', error: 'connection_refused' });
+    expect(refused.detail).to.match(/^open http:\/\/127\.0\.0\.1:\d+\/x\?token=\*\*\*\*: /);
+    expect(refused.detail).not.to.match(/s3cr3t|t0k3n|alice/);
+
+    handle = (_req, res) => res.writeHead(503).end('down');
+    const status = await run(monitor({ url: `${base}/?key=k3y`, timeout_ms: 5000 }));
+    expect(status).to.include({ error: 'unexpected_status' });
+    expect(status.detail).to.equal(`open ${base}/?key=****: answered HTTP 503`);
+
+    handle = (_req, res) => res.end('<h1>hi</h1>');
+    const url = await run(
+      monitor({
+        url: `${base}/?key=k3y`,
+        timeout_ms: 5000,
+        browser_steps: [{ action: 'assert_url', url: '/elsewhere', timeout_ms: 300 }],
+      }),
+    );
+    expect(url).to.include({ error: 'assertion_failed' });
+    expect(url.detail).to.equal(
+      `step 1 assert_url "/elsewhere": the URL ${base}/?key=**** does not contain "/elsewhere"`,
+    );
+  });
+});
