@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createSocket } from 'node:dgram';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -73,5 +74,34 @@ describe('browser probe with Chromium (unit, loopback site)', function () {
     expect(url.detail).to.equal(
       `step 1 assert_url "/elsewhere": the URL ${base}/?key=**** does not contain "/elsewhere"`,
     );
+  });
+
+  it('lets no WebRTC datagram out (STUN to a loopback UDP port sees nothing)', async () => {
+    // Loopback only: a UDP socket that counts what a page's ICE gathering sends it.
+    const udp = createSocket('udp4');
+    let datagrams = 0;
+    udp.on('message', () => datagrams++);
+    await new Promise<void>((r) => udp.bind(0, '127.0.0.1', r));
+    const port = udp.address().port;
+    try {
+      handle = (_req, res) =>
+        res.setHeader('content-type', 'text/html').end(`<p id="s">gathering</p><script>
+          const pc = new RTCPeerConnection({ iceServers: [{ urls: 'stun:127.0.0.1:${port}' }] });
+          pc.createDataChannel('x');
+          pc.onicegatheringstatechange = () => {
+            if (pc.iceGatheringState === 'complete') document.getElementById('s').textContent = 'gathered';
+          };
+          pc.createOffer().then((o) => pc.setLocalDescription(o));
+        </script>`);
+      const r = await run(
+        monitor({ timeout_ms: 15_000, browser_steps: [{ action: 'wait_for', text: 'gathered', timeout_ms: 12_000 }] }),
+      );
+      expect(datagrams).to.equal(0);
+      // ICE gathering ended (with no candidate): the page had its chance to send.
+      expect(r.detail).to.equal(undefined);
+      expect(r.status).to.equal('up');
+    } finally {
+      udp.close();
+    }
   });
 });

@@ -23,7 +23,9 @@ export class BrowserBusyError extends Error {}
  * its own (a request the interception misses, a WebSocket, DNS prefetch, background
  * services) goes to a proxy that is a closed loopback port, loopback included (`<-loopback>`
  * takes loopback off the implicit bypass list), and no host name resolves
- * (`--host-resolver-rules`): Chromium itself can open no connection anywhere.
+ * (`--host-resolver-rules`), and WebRTC may send no UDP but through that proxy (which
+ * carries none: `--webrtc-ip-handling-policy=disable_non_proxied_udp`; STUN/TURN datagrams
+ * would pass the interception): Chromium itself can open no connection anywhere.
  */
 export const CHROMIUM_ARGS: readonly string[] = [
   '--disable-gpu',
@@ -39,6 +41,7 @@ export const CHROMIUM_ARGS: readonly string[] = [
   '--proxy-server=http://127.0.0.1:9',
   '--proxy-bypass-list=<-loopback>',
   '--host-resolver-rules=MAP * ~NOTFOUND',
+  '--webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];
 
 /**
