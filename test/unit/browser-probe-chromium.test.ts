@@ -104,4 +104,27 @@ describe('browser probe with Chromium (unit, loopback site)', function () {
       udp.close();
     }
   });
+
+  it('sends a binary request body byte for byte', async () => {
+    let received: Buffer | undefined;
+    handle = (req, res) => {
+      if (req.method !== 'POST') {
+        res.setHeader('content-type', 'text/html').end(`<p id="s">posting</p><script>
+          const bytes = new Uint8Array(256).map((_, i) => i);
+          fetch('/upload', { method: 'POST', body: bytes, headers: { 'content-type': 'application/octet-stream' } })
+            .then((r) => r.text()).then((t) => { document.getElementById('s').textContent = 'answer ' + t; });
+        </script>`);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received = Buffer.concat(chunks);
+        res.end(String(received.length));
+      });
+    };
+    const r = await run(monitor({ timeout_ms: 8000, browser_steps: [{ action: 'assert_text', text: 'answer ' }] }));
+    expect(r.status).to.equal('up');
+    expect(received).to.deep.equal(Buffer.from(Array.from({ length: 256 }, (_, i) => i)));
+  });
 });

@@ -153,7 +153,8 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
         url: url.href,
         method: req.method(),
         headers,
-        body: req.postData(),
+        // The bytes as the page sent them (postData() would decode them as UTF-8).
+        body: req.postDataBuffer(),
         timeoutMs: Math.max(1, remaining()),
         // The page follows redirects itself, each hop intercepted and judged again.
         maxRedirects: 0,
