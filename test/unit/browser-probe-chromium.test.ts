@@ -6,7 +6,11 @@ import { Registry } from 'prom-client';
 import { createLogger, EgressPolicy } from '@telemetry/platform';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
 import { BrowserPool } from '../../services/check-runner/src/browser-pool.js';
-import { browserProbeWith, type BrowserProbeResult } from '../../services/check-runner/src/probes/browser.js';
+import {
+  BROWSER_HARD_DEADLINE_GRACE_MS,
+  browserProbeWith,
+  type BrowserProbeResult,
+} from '../../services/check-runner/src/probes/browser.js';
 import { CHROMIUM } from '../support/browser.js';
 
 /**
@@ -126,5 +130,52 @@ describe('browser probe with Chromium (unit, loopback site)', function () {
     const r = await run(monitor({ timeout_ms: 8000, browser_steps: [{ action: 'assert_text', text: 'answer ' }] }));
     expect(r.status).to.equal('up');
     expect(received).to.deep.equal(Buffer.from(Array.from({ length: 256 }, (_, i) => i)));
+  });
+
+  const hangingPage = `<p>hi</p><script>setTimeout(() => { for (;;) {} }, 50);</script>`;
+  const timed = async (m: StoredMonitor, c: object = {}): Promise<{ r: BrowserProbeResult; ms: number }> => {
+    const start = Date.now();
+    const r = await run(m, c);
+    return { r, ms: Date.now() - start };
+  };
+
+  it('ends a check whose page never yields at timeout_ms, and frees its browser', async () => {
+    handle = (req, res) =>
+      res.setHeader('content-type', 'text/html').end(req.url === '/ok' ? '<p>fine</p>' : hangingPage);
+    for (const browser_steps of [[], [{ action: 'press', value: 'Enter' }]] as StoredMonitor['browser_steps'][]) {
+      const { r, ms } = await timed(monitor({ timeout_ms: 2000, browser_steps }));
+      expect(r).to.include({ status: 'down', error: 'timeout' });
+      expect(ms).to.be.below(2000 + BROWSER_HARD_DEADLINE_GRACE_MS);
+      expect(pool.load()).to.deep.equal({ running: 0, queued: 0 });
+    }
+    // The only slot is free again: the next check runs.
+    const next = await run(monitor({ url: `${base}/ok`, timeout_ms: 5000 }));
+    expect(next).to.include({ status: 'up' });
+  });
+
+  it('counts the wait for a browser in timeout_ms, and leaves the screenshot only what is left', async () => {
+    handle = (_req, res) => res.setHeader('content-type', 'text/html').end('<p>fine</p>');
+    const never = [{ action: 'wait_for', selector: '#never', timeout_ms: 10_000 }] as StoredMonitor['browser_steps'];
+    // The first holds the only slot for 1.5 s; the second waits for it, then has what is left of its 3 s.
+    const first = timed(monitor({ timeout_ms: 1500, browser_steps: never }));
+    const second = timed(monitor({ timeout_ms: 3000, browser_steps: never }));
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.r).to.include({ error: 'timeout' });
+    expect(b.r).to.include({ error: 'timeout' });
+    expect(b.ms).to.be.below(3000 + 300);
+  });
+
+  it('stops a check at once when the runner stops (ctx.signal)', async () => {
+    handle = (_req, res) => res.setHeader('content-type', 'text/html').end('<p>fine</p>');
+    const stop = new AbortController();
+    const never = [{ action: 'wait_for', selector: '#never', timeout_ms: 15_000 }] as StoredMonitor['browser_steps'];
+    const check = timed(monitor({ timeout_ms: 20_000, browser_steps: never }), { signal: stop.signal });
+    const until = Date.now() + 5000;
+    while (pool.load().running === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    stop.abort();
+    const { r, ms } = await check;
+    expect(r).to.include({ status: 'down', error: 'timeout', detail: 'the runner is stopping' });
+    expect(ms).to.be.below(5000 + 2000);
+    expect(pool.load()).to.deep.equal({ running: 0, queued: 0 });
   });
 });

@@ -12,7 +12,7 @@ import { httpCall, HttpCallError } from '@telemetry/platform';
 import { maskUrl } from '@telemetry/store';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { BrowserContext, Page, Route } from 'playwright-core';
-import { BrowserBusyError, type BrowserPool } from '../browser-pool.js';
+import { BrowserBusyError, BrowserDeadlineError, type BrowserPool } from '../browser-pool.js';
 import { statusExpected } from './http.js';
 import type { Probe, ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
@@ -21,6 +21,14 @@ import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 export const DEFAULT_STEP_TIMEOUT_MS = 5000;
 /** Bytes of one response the runner hands to the page at most (a script, an image; the rest is cut). */
 export const BROWSER_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+/**
+ * Past the check's timeout_ms, what the pool grants before it closes the context under a
+ * check that is still running (a page that stopped answering): the check itself ends at
+ * timeout_ms, this only bounds a hang.
+ */
+export const BROWSER_HARD_DEADLINE_GRACE_MS = 1000;
+/** The failure screenshot takes this at most (and never more than what is left of timeout_ms). */
+const SCREENSHOT_TIMEOUT_MS = 3000;
 
 /** A browser check's result: the failure's screenshot travels beside it, to its own topic (check.ts). */
 export interface BrowserProbeResult extends ProbeResult {
@@ -117,19 +125,60 @@ export function browserProbeWith(pool: BrowserPool | undefined): Probe {
     // reaches one anyway (a probe called directly) says so.
     if (!pool) return failed('network', 0, { detail: 'this runner has no browser (RUNNER_CHROMIUM_PATH)' });
     const waited = stopwatch();
+    // The check's timeout_ms runs from now: the wait for a browser is part of it.
+    const deadline = Date.now() + m.timeout_ms;
     try {
-      return await pool.withContext(m.timeout_ms, (context) => check(context, m, ctx));
+      return await pool.withContext(m.timeout_ms, (context) => check(context, m, ctx, deadline), {
+        deadline: deadline + BROWSER_HARD_DEADLINE_GRACE_MS,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
     } catch (err) {
+      if (err instanceof BrowserDeadlineError) {
+        return failed('timeout', waited(), {
+          detail: `the page stopped answering: the check's timeout_ms (${m.timeout_ms} ms) ran out`,
+        });
+      }
       if (err instanceof BrowserBusyError) return failed('timeout', waited(), { detail: err.message });
       return failed('network', waited(), { detail: scrub(`the browser failed: ${reason(err)}`, m.variables) });
     }
   };
 }
 
-async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeContext): Promise<BrowserProbeResult> {
+/** What `within` gives back when the time ran out first. */
+const LATE = Symbol('late');
+
+/**
+ * `p`, or LATE once `ms` have passed. For what Playwright gives no timeout of its own
+ * (page.evaluate, keyboard.press, setViewportSize): a page whose script never yields keeps them pending.
+ */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
+  p.catch(() => undefined);
+  if (ms <= 0) return LATE;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof LATE>((resolve) => (timer = setTimeout(() => resolve(LATE), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function check(
+  context: BrowserContext,
+  m: MonitorSettings,
+  ctx: ProbeContext,
+  deadline: number,
+): Promise<BrowserProbeResult> {
   const elapsed = stopwatch();
-  const deadline = Date.now() + m.timeout_ms;
   const remaining = (): number => Math.max(0, deadline - Date.now());
+  /** A call into the page outlasted what was left: the page stopped answering. */
+  let stalled = false;
+  const inPage = async <T>(p: Promise<T>): Promise<T | undefined> => {
+    const r = await within(p, remaining());
+    if (r !== LATE) return r;
+    stalled = true;
+    return undefined;
+  };
   const values = new Map(Object.entries(m.variables));
   const blocked: string[] = [];
   let mainFailure: CheckError | undefined;
@@ -192,8 +241,8 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
     if (!statusExpected(statusCode, m.expected_status_codes)) {
       failure = { error: 'unexpected_status', detail: `open ${maskUrl(m.url)}: answered HTTP ${statusCode}` };
     }
-    timings.navigation = await navigationTimings(page);
-    firstVitals = await readVitals(page, true);
+    timings.navigation = await inPage(navigationTimings(page));
+    firstVitals = await inPage(readVitals(page, true));
   } catch (err) {
     const timedOut = err instanceof Error && err.name === 'TimeoutError';
     failure = {
@@ -206,13 +255,16 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
     if (failure) break;
     const label = browserStepLabel(step.url === undefined ? step : { ...step, url: shownUrl(step.url) }, i);
     const timeout = Math.min(step.timeout_ms ?? DEFAULT_STEP_TIMEOUT_MS, remaining());
-    if (timeout <= 0) {
+    if (timeout <= 0 || stalled) {
       failure = { error: 'timeout', detail: `${label}: the check's timeout_ms (${m.timeout_ms} ms) ran out` };
       break;
     }
     const took = stopwatch();
     try {
-      await runStep(page, step, timeout, m.url, values);
+      // Bounded here too: a key press (and Playwright's own timers) wait on a page that may never answer.
+      if ((await within(runStep(page, step, timeout, m.url, values), timeout + 100)) === LATE) {
+        throw new Error(`Timeout ${timeout}ms exceeded.`);
+      }
       steps.push({ name: label, duration_ms: took(), ok: true });
     } catch (err) {
       steps.push({ name: label, duration_ms: took(), ok: false });
@@ -228,17 +280,24 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
   }
   const responseTime = elapsed();
   if (steps.length > 0) timings.steps = steps;
-  const lastVitals = await readVitals(page, false);
+  const lastVitals = await inPage(readVitals(page, false));
   const vitals = vitalsOf(firstVitals, lastVitals);
   if (vitals) timings.web_vitals = vitals;
 
+  if (!failure && stalled) {
+    failure = {
+      error: 'timeout',
+      detail: `the page stopped answering: the check's timeout_ms (${m.timeout_ms} ms) ran out`,
+    };
+  }
   if (blocked.length > 0) {
     const more = blocked.length > 1 ? ` (and ${blocked.length - 1} other origins)` : '';
     failure = { error: 'request_blocked', detail: `request to ${blocked[0]} blocked by the egress policy${more}` };
   }
   const extra = { status_code: statusCode, ...(Object.keys(timings).length > 0 ? { timings } : {}) };
   if (!failure) return passed(m, responseTime, extra);
-  const png = await screenshot(page);
+  // What is left of timeout_ms, no more: a check never runs past it.
+  const png = stalled ? undefined : await screenshot(page, Math.min(SCREENSHOT_TIMEOUT_MS, remaining()));
   const detail = scrub(failure.detail, m.variables).slice(0, MONITOR_LIMITS.maxCheckDetailLength);
   return { ...failed(failure.error, responseTime, { ...extra, detail }), ...(png ? { screenshot: true, png } : {}) };
 }
@@ -360,16 +419,26 @@ function vitalsOf(first: Vitals | undefined, last: Vitals | undefined): CheckTim
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-/** A PNG of the page at most maxScreenshotBytes: the viewport, else a smaller one, else none. */
-async function screenshot(page: Page): Promise<Buffer | undefined> {
+/**
+ * A PNG of the page at most maxScreenshotBytes: the viewport, else a smaller one, else
+ * none; within `ms` in all (none when the time is up).
+ */
+async function screenshot(page: Page, ms: number): Promise<Buffer | undefined> {
   const max = MONITOR_LIMITS.maxScreenshotBytes;
-  try {
-    const png = await page.screenshot({ type: 'png', timeout: 3000, animations: 'disabled' });
+  const until = Date.now() + ms;
+  const left = (): number => until - Date.now();
+  const take = async (): Promise<Buffer | undefined> => {
+    if (left() < 50) return undefined;
+    const png = await page.screenshot({ type: 'png', timeout: left(), animations: 'disabled' });
     if (png.length <= max) return png;
     await page.setViewportSize({ width: 640, height: 360 });
-    const small = await page.screenshot({ type: 'png', timeout: 3000, animations: 'disabled', scale: 'css' });
+    if (left() < 50) return undefined;
+    const small = await page.screenshot({ type: 'png', timeout: left(), animations: 'disabled', scale: 'css' });
     return small.length <= max ? small : undefined;
-  } catch {
-    return undefined;
-  }
+  };
+  const png = await within(
+    take().catch(() => undefined),
+    ms,
+  );
+  return png === LATE ? undefined : png;
 }
