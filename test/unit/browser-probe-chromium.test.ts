@@ -8,6 +8,7 @@ import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
 import { BrowserPool } from '../../services/check-runner/src/browser-pool.js';
 import {
   BROWSER_HARD_DEADLINE_GRACE_MS,
+  BROWSER_MAX_CONCURRENT_FETCHES,
   browserProbeWith,
   type BrowserProbeResult,
 } from '../../services/check-runner/src/probes/browser.js';
@@ -177,5 +178,33 @@ describe('browser probe with Chromium (unit, loopback site)', function () {
     expect(r).to.include({ status: 'down', error: 'timeout', detail: 'the runner is stopping' });
     expect(ms).to.be.below(5000 + 2000);
     expect(pool.load()).to.deep.equal({ running: 0, queued: 0 });
+  });
+
+  it('fetches a few requests of a page at once, and aborts those past the byte budget of the check', async () => {
+    const big = Buffer.alloc(5 * 1024 * 1024, 'x');
+    let open = 0;
+    let most = 0;
+    handle = (req, res) => {
+      if (!req.url?.startsWith('/big')) {
+        res.setHeader('content-type', 'text/html').end(`<p id="s">fetching</p><script>
+          Promise.allSettled(Array.from({ length: 12 }, (_, i) => fetch('/big?' + i).then((r) => r.arrayBuffer())))
+            .then((all) => { document.getElementById('s').textContent = 'settled ' + all.filter((a) => a.status === 'fulfilled').length; });
+        </script>`);
+        return;
+      }
+      most = Math.max(most, ++open);
+      setTimeout(() => {
+        open--;
+        res.end(big);
+      }, 100);
+    };
+    const r = await run(monitor({ timeout_ms: 15_000, browser_steps: [{ action: 'assert_text', text: 'settled' }] }));
+    expect(most).to.be.at.most(BROWSER_MAX_CONCURRENT_FETCHES);
+    // 6 of 5 MiB fit in 32 MiB; the 7th is cut by the budget and the others are not fetched.
+    expect(r).to.include({
+      status: 'down',
+      error: 'network',
+      detail: "6 request(s) aborted: the page's responses passed the check's 32 MiB budget",
+    });
   });
 });

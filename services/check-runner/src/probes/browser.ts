@@ -21,6 +21,13 @@ import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 export const DEFAULT_STEP_TIMEOUT_MS = 5000;
 /** Bytes of one response the runner hands to the page at most (a script, an image; the rest is cut). */
 export const BROWSER_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+/** Bytes of responses one check fetches in all at most: a request past them is aborted (and the check fails). */
+export const BROWSER_MAX_CHECK_BYTES = 32 * 1024 * 1024;
+/**
+ * Requests of one check the runner fetches at once at most (the others wait their turn):
+ * with BROWSER_MAX_RESPONSE_BYTES, what one check holds in the runner at a time.
+ */
+export const BROWSER_MAX_CONCURRENT_FETCHES = 6;
 /**
  * Past the check's timeout_ms, what the pool grants before it closes the context under a
  * check that is still running (a page that stopped answering): the check itself ends at
@@ -182,6 +189,24 @@ async function check(
   const values = new Map(Object.entries(m.variables));
   const blocked: string[] = [];
   let mainFailure: CheckError | undefined;
+  // The check's share of the runner's memory: BROWSER_MAX_CONCURRENT_FETCHES at once, BROWSER_MAX_CHECK_BYTES in all.
+  let fetching = 0;
+  const turns: (() => void)[] = [];
+  let bytesLeft = BROWSER_MAX_CHECK_BYTES;
+  let overBudget = 0;
+  const turn = async (): Promise<void> => {
+    if (fetching < BROWSER_MAX_CONCURRENT_FETCHES) {
+      fetching++;
+      return;
+    }
+    // The slot is handed over by done(): `fetching` stays counted.
+    await new Promise<void>((resolve) => turns.push(resolve));
+  };
+  const done = (): void => {
+    const next = turns.shift();
+    if (next) next();
+    else fetching--;
+  };
 
   const fetchThrough = async (route: Route): Promise<void> => {
     const req = route.request();
@@ -197,7 +222,13 @@ async function check(
     // runner's fetch sends them as the browser would.
     const cookies = await context.cookies(url.href).catch(() => []);
     if (cookies.length > 0) headers.cookie = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+    await turn();
     try {
+      if (bytesLeft <= 0) {
+        overBudget++;
+        return await route.abort('failed').catch(() => undefined);
+      }
+      const keep = Math.min(BROWSER_MAX_RESPONSE_BYTES, bytesLeft);
       const answer = await httpCall({
         url: url.href,
         method: req.method(),
@@ -207,11 +238,18 @@ async function check(
         timeoutMs: Math.max(1, remaining()),
         // The page follows redirects itself, each hop intercepted and judged again.
         maxRedirects: 0,
-        maxBodyBytes: BROWSER_MAX_RESPONSE_BYTES,
-        keepBytes: BROWSER_MAX_RESPONSE_BYTES,
+        maxBodyBytes: keep,
+        keepBytes: keep,
         signal: ctx.signal,
         policy: ctx.policy,
       });
+      bytesLeft -= answer.body.length;
+      if (answer.truncated && keep < BROWSER_MAX_RESPONSE_BYTES) {
+        // Cut by the check's budget, not by the per-response limit: the page does not get half of it.
+        bytesLeft = 0;
+        overBudget++;
+        return await route.abort('failed').catch(() => undefined);
+      }
       await route.fulfill({ status: answer.statusCode, headers: fulfilHeaders(answer.headers), body: answer.body });
     } catch (err) {
       const kind: CheckError = err instanceof HttpCallError ? err.kind : 'network';
@@ -219,6 +257,8 @@ async function check(
       if (req.isNavigationRequest() && req.frame().parentFrame() === null) mainFailure ??= kind;
       // The page may be gone already (the check ended): nothing to abort then.
       await route.abort(ABORT_REASON[kind] ?? 'failed').catch(() => undefined);
+    } finally {
+      done();
     }
   };
   // Nothing the page asks for leaves but through fetchThrough; WebSockets not at all.
@@ -284,6 +324,13 @@ async function check(
   const vitals = vitalsOf(firstVitals, lastVitals);
   if (vitals) timings.web_vitals = vitals;
 
+  if (overBudget > 0) {
+    const mib = BROWSER_MAX_CHECK_BYTES / 1024 / 1024;
+    failure ??= {
+      error: 'network',
+      detail: `${overBudget} request(s) aborted: the page's responses passed the check's ${mib} MiB budget`,
+    };
+  }
   if (!failure && stalled) {
     failure = {
       error: 'timeout',
