@@ -34,6 +34,7 @@ describe('browser probe and pool (unit, no browser launched)', () => {
       '--proxy-server=http://127.0.0.1:9',
       '--proxy-bypass-list=<-loopback>',
       '--host-resolver-rules=MAP * ~NOTFOUND',
+      '--webrtc-ip-handling-policy=disable_non_proxied_udp',
     ]);
   });
 

@@ -8,7 +8,8 @@ export interface HttpCall {
   url: string;
   method: string;
   headers: Record<string, string>;
-  body?: string | null;
+  /** A string is sent as UTF-8; a Buffer as it is (a browser check's binary upload). */
+  body?: string | Buffer | null;
   timeoutMs: number;
   /** Redirects followed (0: a 3xx is the answer). */
   maxRedirects: number;
@@ -155,7 +156,7 @@ function once(
   url: URL,
   method: string,
   headers: Record<string, string>,
-  body: string | undefined,
+  body: string | Buffer | undefined,
   call: HttpCall,
   signal: AbortSignal,
 ): Promise<HttpAnswer> {

@@ -13,8 +13,21 @@ export interface BrowserPoolDeps {
   maxQueue?: number;
 }
 
-/** A check could not get a browser context in time (or the queue was full). */
+/** A check could not get a browser context in time (or the queue was full, or the runner stops). */
 export class BrowserBusyError extends Error {}
+
+/** A check was still running at its deadline: given up, its context closed. */
+export class BrowserDeadlineError extends BrowserBusyError {}
+
+/** How long closing a context may hold a slot at most. */
+const CONTEXT_CLOSE_WAIT_MS = 2000;
+
+/** `p`, or nothing once `ms` have passed. */
+function bounded(p: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 
 /**
  * Chromium's flags. The browser never reaches the network by itself: every request of a
@@ -23,7 +36,9 @@ export class BrowserBusyError extends Error {}
  * its own (a request the interception misses, a WebSocket, DNS prefetch, background
  * services) goes to a proxy that is a closed loopback port, loopback included (`<-loopback>`
  * takes loopback off the implicit bypass list), and no host name resolves
- * (`--host-resolver-rules`): Chromium itself can open no connection anywhere.
+ * (`--host-resolver-rules`), and WebRTC may send no UDP but through that proxy (which
+ * carries none: `--webrtc-ip-handling-policy=disable_non_proxied_udp`; STUN/TURN datagrams
+ * would pass the interception): Chromium itself can open no connection anywhere.
  */
 export const CHROMIUM_ARGS: readonly string[] = [
   '--disable-gpu',
@@ -39,6 +54,7 @@ export const CHROMIUM_ARGS: readonly string[] = [
   '--proxy-server=http://127.0.0.1:9',
   '--proxy-bypass-list=<-loopback>',
   '--host-resolver-rules=MAP * ~NOTFOUND',
+  '--webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];
 
 /**
@@ -87,10 +103,18 @@ export class BrowserPool implements Component {
 
   /**
    * Runs `use` with a fresh context once a slot is free. Waits at most `waitMs` for the
-   * slot (BrowserBusyError after); the context is closed whatever `use` does.
+   * slot (BrowserBusyError after); the context is closed whatever `use` does. With a
+   * `deadline` (epoch ms), a `use` still running then is given up: its context is closed
+   * (which ends whatever the page was doing, an endless script included) and the call
+   * fails with BrowserDeadlineError; `signal` (the runner stopping) does the same at once.
+   * The slot is free again in every case.
    */
-  async withContext<T>(waitMs: number, use: (context: BrowserContext) => Promise<T>): Promise<T> {
-    if (this.stopping) throw new BrowserBusyError('the runner is stopping');
+  async withContext<T>(
+    waitMs: number,
+    use: (context: BrowserContext) => Promise<T>,
+    opts: { deadline?: number; signal?: AbortSignal } = {},
+  ): Promise<T> {
+    if (this.stopping || opts.signal?.aborted) throw new BrowserBusyError('the runner is stopping');
     await this.acquire(waitMs);
     try {
       const browser = await this.launch();
@@ -101,10 +125,34 @@ export class BrowserPool implements Component {
         ignoreHTTPSErrors: false,
         acceptDownloads: false,
       });
+      const ends: (() => void)[] = [];
       try {
-        return await use(context);
+        const work = use(context);
+        // Whatever `use` does once given up is of no interest (its context is closed under it).
+        work.catch(() => undefined);
+        const cut = new Promise<never>((_resolve, reject) => {
+          if (opts.deadline !== undefined) {
+            const timer = setTimeout(
+              () => reject(new BrowserDeadlineError('the check ran past its deadline')),
+              Math.max(0, opts.deadline - Date.now()),
+            );
+            ends.push(() => clearTimeout(timer));
+          }
+          if (opts.signal) {
+            const abort = () => reject(new BrowserBusyError('the runner is stopping'));
+            if (opts.signal.aborted) abort();
+            opts.signal.addEventListener('abort', abort, { once: true });
+            ends.push(() => opts.signal?.removeEventListener('abort', abort));
+          }
+        });
+        return await Promise.race([work, cut]);
       } finally {
-        await context.close().catch(() => undefined);
+        for (const end of ends) end();
+        // Closing a context whose page hangs is bounded too: the slot never waits on it for long.
+        await bounded(
+          context.close().catch(() => undefined),
+          CONTEXT_CLOSE_WAIT_MS,
+        );
       }
     } finally {
       this.release();

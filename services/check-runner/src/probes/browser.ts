@@ -9,9 +9,10 @@ import {
   type MonitorSettings,
 } from '@telemetry/contract';
 import { httpCall, HttpCallError } from '@telemetry/platform';
+import { maskUrl } from '@telemetry/store';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { BrowserContext, Page, Route } from 'playwright-core';
-import { BrowserBusyError, type BrowserPool } from '../browser-pool.js';
+import { BrowserBusyError, BrowserDeadlineError, type BrowserPool } from '../browser-pool.js';
 import { statusExpected } from './http.js';
 import type { Probe, ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
@@ -20,6 +21,21 @@ import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 export const DEFAULT_STEP_TIMEOUT_MS = 5000;
 /** Bytes of one response the runner hands to the page at most (a script, an image; the rest is cut). */
 export const BROWSER_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+/** Bytes of responses one check fetches in all at most: a request past them is aborted (and the check fails). */
+export const BROWSER_MAX_CHECK_BYTES = 32 * 1024 * 1024;
+/**
+ * Requests of one check the runner fetches at once at most (the others wait their turn):
+ * with BROWSER_MAX_RESPONSE_BYTES, what one check holds in the runner at a time.
+ */
+export const BROWSER_MAX_CONCURRENT_FETCHES = 6;
+/**
+ * Past the check's timeout_ms, what the pool grants before it closes the context under a
+ * check that is still running (a page that stopped answering): the check itself ends at
+ * timeout_ms, this only bounds a hang.
+ */
+export const BROWSER_HARD_DEADLINE_GRACE_MS = 1000;
+/** The failure screenshot takes this at most (and never more than what is left of timeout_ms). */
+const SCREENSHOT_TIMEOUT_MS = 3000;
 
 /** A browser check's result: the failure's screenshot travels beside it, to its own topic (check.ts). */
 export interface BrowserProbeResult extends ProbeResult {
@@ -70,10 +86,28 @@ interface Vitals {
 
 const round = (n: number): number => Math.round(Math.max(0, n) * 100) / 100;
 
-/** The first line of an error, without Playwright's `locator.click: ` prefix and call log. */
-function reason(err: unknown): string {
+/** An absolute URL in any scheme (`https://u:p@host/path?q=v`), up to the next space or quote. */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi;
+
+/** An absolute URL as a detail shows it (maskUrl: no userinfo, query values ****); a path as it is. */
+export function shownUrl(url: string): string {
+  return /^[a-z][a-z0-9+.-]*:/i.test(url) ? maskUrl(url) : url;
+}
+
+/**
+ * The first line of an error, without Playwright's `locator.click: ` prefix and call log,
+ * and without the URLs Playwright names (`net::ERR_CONNECTION_REFUSED at https://u:p@host/?token=…`):
+ * a detail is read back by anyone who may read the monitor, and a URL may carry its secrets.
+ */
+export function reason(err: unknown): string {
   const first = (err instanceof Error ? err.message : String(err)).split('\n')[0] ?? '';
-  return first.replace(/^[a-zA-Z]+\.[a-zA-Z]+: /, '').trim() || 'failed';
+  return (
+    first
+      .replace(/^[a-zA-Z]+\.[a-zA-Z]+: /, '')
+      .replace(/ at [a-z][a-z0-9+.-]*:\/\/\S+/gi, '')
+      .replace(URL_IN_TEXT, (u) => maskUrl(u))
+      .trim() || 'failed'
+  );
 }
 
 /** Headers for route.fulfill: one string each (Set-Cookie lines joined by newlines, as Playwright takes them). */
@@ -98,22 +132,81 @@ export function browserProbeWith(pool: BrowserPool | undefined): Probe {
     // reaches one anyway (a probe called directly) says so.
     if (!pool) return failed('network', 0, { detail: 'this runner has no browser (RUNNER_CHROMIUM_PATH)' });
     const waited = stopwatch();
+    // The check's timeout_ms runs from now: the wait for a browser is part of it.
+    const deadline = Date.now() + m.timeout_ms;
     try {
-      return await pool.withContext(m.timeout_ms, (context) => check(context, m, ctx));
+      return await pool.withContext(m.timeout_ms, (context) => check(context, m, ctx, deadline), {
+        deadline: deadline + BROWSER_HARD_DEADLINE_GRACE_MS,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
     } catch (err) {
+      if (err instanceof BrowserDeadlineError) {
+        return failed('timeout', waited(), {
+          detail: `the page stopped answering: the check's timeout_ms (${m.timeout_ms} ms) ran out`,
+        });
+      }
       if (err instanceof BrowserBusyError) return failed('timeout', waited(), { detail: err.message });
       return failed('network', waited(), { detail: scrub(`the browser failed: ${reason(err)}`, m.variables) });
     }
   };
 }
 
-async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeContext): Promise<BrowserProbeResult> {
+/** What `within` gives back when the time ran out first. */
+const LATE = Symbol('late');
+
+/**
+ * `p`, or LATE once `ms` have passed. For what Playwright gives no timeout of its own
+ * (page.evaluate, keyboard.press, setViewportSize): a page whose script never yields keeps them pending.
+ */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
+  p.catch(() => undefined);
+  if (ms <= 0) return LATE;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof LATE>((resolve) => (timer = setTimeout(() => resolve(LATE), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function check(
+  context: BrowserContext,
+  m: MonitorSettings,
+  ctx: ProbeContext,
+  deadline: number,
+): Promise<BrowserProbeResult> {
   const elapsed = stopwatch();
-  const deadline = Date.now() + m.timeout_ms;
   const remaining = (): number => Math.max(0, deadline - Date.now());
+  /** A call into the page outlasted what was left: the page stopped answering. */
+  let stalled = false;
+  const inPage = async <T>(p: Promise<T>): Promise<T | undefined> => {
+    const r = await within(p, remaining());
+    if (r !== LATE) return r;
+    stalled = true;
+    return undefined;
+  };
   const values = new Map(Object.entries(m.variables));
   const blocked: string[] = [];
   let mainFailure: CheckError | undefined;
+  // The check's share of the runner's memory: BROWSER_MAX_CONCURRENT_FETCHES at once, BROWSER_MAX_CHECK_BYTES in all.
+  let fetching = 0;
+  const turns: (() => void)[] = [];
+  let bytesLeft = BROWSER_MAX_CHECK_BYTES;
+  let overBudget = 0;
+  const turn = async (): Promise<void> => {
+    if (fetching < BROWSER_MAX_CONCURRENT_FETCHES) {
+      fetching++;
+      return;
+    }
+    // The slot is handed over by done(): `fetching` stays counted.
+    await new Promise<void>((resolve) => turns.push(resolve));
+  };
+  const done = (): void => {
+    const next = turns.shift();
+    if (next) next();
+    else fetching--;
+  };
 
   const fetchThrough = async (route: Route): Promise<void> => {
     const req = route.request();
@@ -129,20 +222,34 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
     // runner's fetch sends them as the browser would.
     const cookies = await context.cookies(url.href).catch(() => []);
     if (cookies.length > 0) headers.cookie = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+    await turn();
     try {
+      if (bytesLeft <= 0) {
+        overBudget++;
+        return await route.abort('failed').catch(() => undefined);
+      }
+      const keep = Math.min(BROWSER_MAX_RESPONSE_BYTES, bytesLeft);
       const answer = await httpCall({
         url: url.href,
         method: req.method(),
         headers,
-        body: req.postData(),
+        // The bytes as the page sent them (postData() would decode them as UTF-8).
+        body: req.postDataBuffer(),
         timeoutMs: Math.max(1, remaining()),
         // The page follows redirects itself, each hop intercepted and judged again.
         maxRedirects: 0,
-        maxBodyBytes: BROWSER_MAX_RESPONSE_BYTES,
-        keepBytes: BROWSER_MAX_RESPONSE_BYTES,
+        maxBodyBytes: keep,
+        keepBytes: keep,
         signal: ctx.signal,
         policy: ctx.policy,
       });
+      bytesLeft -= answer.body.length;
+      if (answer.truncated && keep < BROWSER_MAX_RESPONSE_BYTES) {
+        // Cut by the check's budget, not by the per-response limit: the page does not get half of it.
+        bytesLeft = 0;
+        overBudget++;
+        return await route.abort('failed').catch(() => undefined);
+      }
       await route.fulfill({ status: answer.statusCode, headers: fulfilHeaders(answer.headers), body: answer.body });
     } catch (err) {
       const kind: CheckError = err instanceof HttpCallError ? err.kind : 'network';
@@ -150,6 +257,8 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
       if (req.isNavigationRequest() && req.frame().parentFrame() === null) mainFailure ??= kind;
       // The page may be gone already (the check ended): nothing to abort then.
       await route.abort(ABORT_REASON[kind] ?? 'failed').catch(() => undefined);
+    } finally {
+      done();
     }
   };
   // Nothing the page asks for leaves but through fetchThrough; WebSockets not at all.
@@ -170,29 +279,32 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
     const response = await page.goto(m.url, { timeout: Math.max(1, remaining()), waitUntil: 'load' });
     statusCode = response?.status() ?? 0;
     if (!statusExpected(statusCode, m.expected_status_codes)) {
-      failure = { error: 'unexpected_status', detail: `open ${m.url}: answered HTTP ${statusCode}` };
+      failure = { error: 'unexpected_status', detail: `open ${maskUrl(m.url)}: answered HTTP ${statusCode}` };
     }
-    timings.navigation = await navigationTimings(page);
-    firstVitals = await readVitals(page, true);
+    timings.navigation = await inPage(navigationTimings(page));
+    firstVitals = await inPage(readVitals(page, true));
   } catch (err) {
     const timedOut = err instanceof Error && err.name === 'TimeoutError';
     failure = {
       error: timedOut ? 'timeout' : (mainFailure ?? 'network'),
-      detail: `open ${m.url}: ${timedOut ? `no load within timeout_ms (${m.timeout_ms} ms)` : reason(err)}`,
+      detail: `open ${maskUrl(m.url)}: ${timedOut ? `no load within timeout_ms (${m.timeout_ms} ms)` : reason(err)}`,
     };
   }
 
   for (const [i, step] of m.browser_steps.entries()) {
     if (failure) break;
-    const label = browserStepLabel(step, i);
+    const label = browserStepLabel(step.url === undefined ? step : { ...step, url: shownUrl(step.url) }, i);
     const timeout = Math.min(step.timeout_ms ?? DEFAULT_STEP_TIMEOUT_MS, remaining());
-    if (timeout <= 0) {
+    if (timeout <= 0 || stalled) {
       failure = { error: 'timeout', detail: `${label}: the check's timeout_ms (${m.timeout_ms} ms) ran out` };
       break;
     }
     const took = stopwatch();
     try {
-      await runStep(page, step, timeout, m.url, values);
+      // Bounded here too: a key press (and Playwright's own timers) wait on a page that may never answer.
+      if ((await within(runStep(page, step, timeout, m.url, values), timeout + 100)) === LATE) {
+        throw new Error(`Timeout ${timeout}ms exceeded.`);
+      }
       steps.push({ name: label, duration_ms: took(), ok: true });
     } catch (err) {
       steps.push({ name: label, duration_ms: took(), ok: false });
@@ -208,17 +320,31 @@ async function check(context: BrowserContext, m: MonitorSettings, ctx: ProbeCont
   }
   const responseTime = elapsed();
   if (steps.length > 0) timings.steps = steps;
-  const lastVitals = await readVitals(page, false);
+  const lastVitals = await inPage(readVitals(page, false));
   const vitals = vitalsOf(firstVitals, lastVitals);
   if (vitals) timings.web_vitals = vitals;
 
+  if (overBudget > 0) {
+    const mib = BROWSER_MAX_CHECK_BYTES / 1024 / 1024;
+    failure ??= {
+      error: 'network',
+      detail: `${overBudget} request(s) aborted: the page's responses passed the check's ${mib} MiB budget`,
+    };
+  }
+  if (!failure && stalled) {
+    failure = {
+      error: 'timeout',
+      detail: `the page stopped answering: the check's timeout_ms (${m.timeout_ms} ms) ran out`,
+    };
+  }
   if (blocked.length > 0) {
     const more = blocked.length > 1 ? ` (and ${blocked.length - 1} other origins)` : '';
     failure = { error: 'request_blocked', detail: `request to ${blocked[0]} blocked by the egress policy${more}` };
   }
   const extra = { status_code: statusCode, ...(Object.keys(timings).length > 0 ? { timings } : {}) };
   if (!failure) return passed(m, responseTime, extra);
-  const png = await screenshot(page);
+  // What is left of timeout_ms, no more: a check never runs past it.
+  const png = stalled ? undefined : await screenshot(page, Math.min(SCREENSHOT_TIMEOUT_MS, remaining()));
   const detail = scrub(failure.detail, m.variables).slice(0, MONITOR_LIMITS.maxCheckDetailLength);
   return { ...failed(failure.error, responseTime, { ...extra, detail }), ...(png ? { screenshot: true, png } : {}) };
 }
@@ -277,7 +403,7 @@ async function runStep(
       try {
         await page.waitForURL((u) => u.href.includes(part), { timeout, waitUntil: 'commit' });
       } catch {
-        throw new AssertionFailure(`the URL ${page.url()} does not contain ${JSON.stringify(part)}`);
+        throw new AssertionFailure(`the URL ${maskUrl(page.url())} does not contain ${JSON.stringify(part)}`);
       }
       return;
     }
@@ -340,16 +466,26 @@ function vitalsOf(first: Vitals | undefined, last: Vitals | undefined): CheckTim
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-/** A PNG of the page at most maxScreenshotBytes: the viewport, else a smaller one, else none. */
-async function screenshot(page: Page): Promise<Buffer | undefined> {
+/**
+ * A PNG of the page at most maxScreenshotBytes: the viewport, else a smaller one, else
+ * none; within `ms` in all (none when the time is up).
+ */
+async function screenshot(page: Page, ms: number): Promise<Buffer | undefined> {
   const max = MONITOR_LIMITS.maxScreenshotBytes;
-  try {
-    const png = await page.screenshot({ type: 'png', timeout: 3000, animations: 'disabled' });
+  const until = Date.now() + ms;
+  const left = (): number => until - Date.now();
+  const take = async (): Promise<Buffer | undefined> => {
+    if (left() < 50) return undefined;
+    const png = await page.screenshot({ type: 'png', timeout: left(), animations: 'disabled' });
     if (png.length <= max) return png;
     await page.setViewportSize({ width: 640, height: 360 });
-    const small = await page.screenshot({ type: 'png', timeout: 3000, animations: 'disabled', scale: 'css' });
+    if (left() < 50) return undefined;
+    const small = await page.screenshot({ type: 'png', timeout: left(), animations: 'disabled', scale: 'css' });
     return small.length <= max ? small : undefined;
-  } catch {
-    return undefined;
-  }
+  };
+  const png = await within(
+    take().catch(() => undefined),
+    ms,
+  );
+  return png === LATE ? undefined : png;
 }
