@@ -89,6 +89,25 @@ describe('api_flow monitors (unit)', () => {
       expect(problems(flow([{ url: 'https://other.example.test/a/{{host}}' }], vars))).to.deep.equal([]);
     });
 
+    it('refuses \\, whitespace and control characters in a step URL, and a relative one that leaves the base’s origin', () => {
+      const vars = { variables: { host: 'evil.example' } };
+      const bad = ['/\\evil.example/x', '/\\{{host}}/x', '/\t/evil.example/x', '/x\r\n', '/a b'];
+      for (const url of bad) {
+        const found = problems(flow([{ url }], vars));
+        expect(found, JSON.stringify(url)).to.have.length(1);
+        expect(found[0]).to.match(/^\/api_steps\/0\/url /);
+      }
+      expect(problems(flow([{ url: 'http:evil.example/x' }]))).to.deep.equal([
+        "/api_steps/0/url resolves to http://evil.example, not the monitor URL's origin: write another origin as an absolute http:// or https:// URL",
+      ]);
+      expect(problems(flow([{ url: 'x/{{host}}' }], vars))).to.deep.equal([]);
+      // targets: where the step resolves, as the runner sends it.
+      expect(MONITOR_TYPE_MODULES.api_flow.targets(flow([{ url: '/\\10.0.0.1/x' }]))).to.deep.equal([
+        { path: '/url', url: 'https://api.example.test/v1/' },
+        { path: '/api_steps/0/url', url: 'https://10.0.0.1/' },
+      ]);
+    });
+
     it('refuses an extract source that does not parse, a GET or HEAD step with a body, a forbidden header, a bad assertion', () => {
       const bad = problems(
         flow([
@@ -234,6 +253,11 @@ describe('api_flow monitors (unit)', () => {
       });
       expect(stepMoved.patch.variables).to.deep.equal({});
       expect(stepMoved.dropped).to.deep.equal(['variables.password']);
+      // A path the URL parser reads as another host (`\` is `/` in http URLs) moves them too.
+      for (const url of ['/\\elsewhere.example.test/login', 'http:elsewhere.example.test/login']) {
+        const sneaky = unmaskPatch(stored, { api_steps: [{ ...login, url }], variables: { password: MASK } });
+        expect(sneaky.dropped, url).to.deep.equal(['variables.password']);
+      }
       // Sent again with the move: taken.
       expect(
         unmaskPatch(stored, { url: 'https://elsewhere.example.test/', variables: { password: 'again' } }).patch
