@@ -340,6 +340,59 @@ describe('api_flow monitors (unit)', () => {
       expect(r.detail).to.not.include(token);
     });
 
+    it('never resends a step’s body to another origin on a 307/308: the step fails, the other origin sees nothing', async () => {
+      // Two loopback servers, two ports: two origins.
+      const seen: string[] = [];
+      const other = createServer((req, res) => {
+        req.on('data', (c: Buffer) => seen.push(c.toString()));
+        req.on('end', () => res.writeHead(200).end('{"token":"t"}'));
+      });
+      await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+      const elsewhere = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+      const bouncer = createServer((req, res) => {
+        req.resume();
+        const same = req.url!.startsWith('/same');
+        req.on('end', () =>
+          same && req.url !== '/same/login'
+            ? res.writeHead(200).end('{"token":"t"}')
+            : res
+                .writeHead(req.url === '/308' ? 308 : 307, { location: same ? '/same/ok' : `${elsewhere}/login` })
+                .end(),
+        );
+      });
+      await new Promise<void>((r) => bouncer.listen(0, '127.0.0.1', r));
+      const from = `http://127.0.0.1:${(bouncer.address() as { port: number }).port}/`;
+      try {
+        for (const url of ['/307', '/308']) {
+          const r = await apiFlowProbe(
+            flow([{ ...login, url }], { url: from, variables: { password: 'pw-secret' }, follow_redirects: true }),
+            ctx,
+          );
+          expect(r, url).to.include({ status: 'down', error: 'network' });
+          expect(r.detail).to.equal('step 1 "login": redirect to another origin would resend the body');
+        }
+        expect(seen.join(''), 'the other origin got no body').to.not.include('pw-secret');
+        expect(seen).to.deep.equal([]);
+        // The same origin still takes it, and a bodiless GET still goes anywhere.
+        const same = await apiFlowProbe(
+          flow([{ ...login, url: '/same/login' }], {
+            url: from,
+            variables: { password: 'pw-secret' },
+            follow_redirects: true,
+          }),
+          ctx,
+        );
+        expect(same).to.include({ status: 'up' });
+        const get = await apiFlowProbe(flow([{ url: '/307' }], { url: from, follow_redirects: true }), ctx);
+        expect(get).to.include({ status: 'up' });
+      } finally {
+        for (const s of [other, bouncer]) {
+          s.closeAllConnections();
+          s.close();
+        }
+      }
+    });
+
     it('fails a step whose extract finds nothing, saying which', async () => {
       const r = await apiFlowProbe(
         flow([{ ...login, extract: { token: '$.session.id' } }, { url: '/me' }], {

@@ -15,7 +15,7 @@ import {
   type CheckTimings,
   type MonitorSettings,
 } from '@telemetry/contract';
-import { httpCall, HttpCallError, type HttpAnswer } from '@telemetry/platform';
+import { httpCall, HttpCallError, RESEND_BODY, type HttpAnswer } from '@telemetry/platform';
 import { assertionsReadBody } from './assert.js';
 import { headerValue, requestHeaders, statusExpected } from './http.js';
 import type { ProbeContext } from './types.js';
@@ -127,6 +127,8 @@ async function runStep(
     });
   } catch (err) {
     const kind = err instanceof HttpCallError ? err.kind : 'network';
+    // The body stays with its origin (docs/api-flows.md): say so, without the URL.
+    if (err instanceof HttpCallError && err.message.startsWith(RESEND_BODY)) return fail(kind, RESEND_BODY);
     return fail(kind, callFailure(kind, m.timeout_ms));
   }
   const responseTime = took();
