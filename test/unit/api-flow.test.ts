@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
 import {
+  failedAssertion,
+  MONITOR_LIMITS,
   MONITOR_TYPE_MODULES,
+  parseAssertions,
   placeholdersOf,
   resolveStepUrl,
   substitute,
@@ -196,6 +199,30 @@ describe('api_flow monitors (unit)', () => {
 
     it('redacts every value (as is and JSON-escaped) from a detail', () => {
       expect(redact('saw "s3cr\\"et" and s3cr"et, ok', ['s3cr"et', 'ok'])).to.equal('saw "****" and ****, ok');
+    });
+
+    it('redacts a value JSON-escaped twice (a detail quoting an echoed JSON body) and percent-encoded', () => {
+      const secret = 's3"c\\ret/pw';
+      const echoed = JSON.stringify({ echo: secret }); // the answer's body
+      const detail = `saw ${JSON.stringify(echoed)} and ${encodeURIComponent(secret)} and ${JSON.stringify(secret)}`;
+      const masked = redact(detail, [secret]);
+      expect(masked).to.equal('saw "{\\"echo\\":\\"****\\"}" and **** and "****"');
+      expect(masked).to.not.match(/s3|ret/);
+    });
+
+    it('masks an assertion’s detail before cutting it to length: a value at the cut is not half shown', () => {
+      const secret = 'hunter2-very-secret-value';
+      const list = parseAssertions(['body contains "nope"'], 'api_step');
+      if (!list.ok) throw new Error(list.problem);
+      const head = 'assertion body contains "nope" failed: saw "';
+      // The secret starts 10 characters before the cut.
+      const body = `${'a'.repeat(MONITOR_LIMITS.maxCheckDetailLength - 1 - head.length - 10)}${secret}${'b'.repeat(100)}`;
+      const subject = { status_code: 200, response_time: 1, header: () => undefined, body, body_truncated: false };
+      expect(failedAssertion(list.value, subject), 'unmasked, the cut shows its start').to.include('hunter2-v');
+      const detail = failedAssertion(list.value, subject, (t) => redact(t, [secret]))!;
+      expect(detail).to.not.include('hunter2');
+      expect(detail.length).to.be.at.most(MONITOR_LIMITS.maxCheckDetailLength);
+      expect(detail).to.match(/a\*\*\*\*b+…$/);
     });
   });
 

@@ -490,25 +490,34 @@ const DECIMAL = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 /**
  * The first assertion of `list` that does not hold, as a check's `detail`
  * (`assertion $.status == "ok" failed: saw "degraded"`); undefined when all hold.
+ * `mask` (an api_flow step's secrets out) runs over the whole detail before it is cut to
+ * maxCheckDetailLength: a secret at the cut is masked, not half shown.
  */
-export function failedAssertion(list: readonly Assertion[], subject: AssertionSubject): string | undefined {
+export function failedAssertion(
+  list: readonly Assertion[],
+  subject: AssertionSubject,
+  mask: (text: string) => string = (t) => t,
+): string | undefined {
   const json = new BodyJson(subject);
   for (const a of list) {
     const seen = see(a.subject, subject, json);
-    if ('missing' in seen) return detailOf(a, seen.missing);
+    if ('missing' in seen) return detailOf(a, seen.missing, mask);
     if (!holds(a, seen.value)) {
       if (a.operator === 'matches' && a.regex === undefined) {
-        return detailOf(a, 'the pattern has no linear-time engine here');
+        return detailOf(a, 'the pattern has no linear-time engine here', mask);
       }
-      return detailOf(a, `saw ${JSON.stringify(seen.value)}`);
+      return detailOf(a, `saw ${JSON.stringify(seen.value)}`, mask);
     }
   }
   return undefined;
 }
 
-/** `assertion <text> failed: <why>`, at most maxCheckDetailLength characters (`why` cut short with …). */
-export function detailOf(a: Pick<Assertion, 'text'>, why: string): string {
-  return within(`assertion ${a.text} failed: `, why);
+/**
+ * `assertion <text> failed: <why>`, masked by `mask`, then at most maxCheckDetailLength
+ * characters (cut short with …).
+ */
+export function detailOf(a: Pick<Assertion, 'text'>, why: string, mask: (text: string) => string = (t) => t): string {
+  return within('', mask(`assertion ${a.text} failed: ${why}`));
 }
 
 function within(head: string, why: string): string {
