@@ -400,6 +400,22 @@ class BodyJson {
   }
 }
 
+/**
+ * One parsed body per answer: a step's assertions and each of its extracts read the same
+ * subject, so its body is parsed once (not once per extract: 10 extracts of a 1 MiB body).
+ * A subject is not changed once read (each answer builds its own).
+ */
+const BODIES = new WeakMap<AssertionSubject, BodyJson>();
+
+function bodyJsonOf(subject: AssertionSubject): BodyJson {
+  let json = BODIES.get(subject);
+  if (json === undefined) {
+    json = new BodyJson(subject);
+    BODIES.set(subject, json);
+  }
+  return json;
+}
+
 function walk(root: unknown, path: readonly PathStep[]): Seen {
   let at = root;
   for (const step of path) {
@@ -498,7 +514,7 @@ export function failedAssertion(
   subject: AssertionSubject,
   mask: (text: string) => string = (t) => t,
 ): string | undefined {
-  const json = new BodyJson(subject);
+  const json = bodyJsonOf(subject);
   for (const a of list) {
     const seen = see(a.subject, subject, json);
     if ('missing' in seen) return detailOf(a, seen.missing, mask);
@@ -555,7 +571,7 @@ export function parseValueSource(text: string): Parsed<ValueSource> {
 
 /** The value `src` reads from an answer, as text (JSON text for a non-string); undefined when absent. */
 export function readSource(src: ValueSource, subject: AssertionSubject): string | undefined {
-  const seen = see(src.subject, subject, new BodyJson(subject));
+  const seen = see(src.subject, subject, bodyJsonOf(subject));
   if ('missing' in seen || seen.value === undefined) return undefined;
   return typeof seen.value === 'string' ? seen.value : JSON.stringify(seen.value);
 }
