@@ -358,9 +358,9 @@ describe('assertions (docs/assertions.md)', () => {
       if (!list.ok) throw new Error(list.problem);
       const parse = JSON.parse;
       let parses = 0;
-      JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown) => {
+      JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown): unknown => {
         parses++;
-        return parse(text, reviver);
+        return parse(text, reviver) as unknown;
       }) as typeof JSON.parse;
       try {
         expect(failedAssertion(list.value, subject)).to.equal(undefined);
