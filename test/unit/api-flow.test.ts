@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
 import {
+  failedAssertion,
+  MONITOR_LIMITS,
   MONITOR_TYPE_MODULES,
+  parseAssertions,
   placeholdersOf,
   resolveStepUrl,
   substitute,
@@ -87,6 +90,25 @@ describe('api_flow monitors (unit)', () => {
       ]);
       expect(problems(flow([{ url: '//evil.example.test/x' }]))[0]).to.match(/^\/api_steps\/0\/url is a path/);
       expect(problems(flow([{ url: 'https://other.example.test/a/{{host}}' }], vars))).to.deep.equal([]);
+    });
+
+    it('refuses \\, whitespace and control characters in a step URL, and a relative one that leaves the base’s origin', () => {
+      const vars = { variables: { host: 'evil.example' } };
+      const bad = ['/\\evil.example/x', '/\\{{host}}/x', '/\t/evil.example/x', '/x\r\n', '/a b'];
+      for (const url of bad) {
+        const found = problems(flow([{ url }], vars));
+        expect(found, JSON.stringify(url)).to.have.length(1);
+        expect(found[0]).to.match(/^\/api_steps\/0\/url /);
+      }
+      expect(problems(flow([{ url: 'http:evil.example/x' }]))).to.deep.equal([
+        "/api_steps/0/url resolves to http://evil.example, not the monitor URL's origin: write another origin as an absolute http:// or https:// URL",
+      ]);
+      expect(problems(flow([{ url: 'x/{{host}}' }], vars))).to.deep.equal([]);
+      // targets: where the step resolves, as the runner sends it.
+      expect(MONITOR_TYPE_MODULES.api_flow.targets(flow([{ url: '/\\10.0.0.1/x' }]))).to.deep.equal([
+        { path: '/url', url: 'https://api.example.test/v1/' },
+        { path: '/api_steps/0/url', url: 'https://10.0.0.1/' },
+      ]);
     });
 
     it('refuses an extract source that does not parse, a GET or HEAD step with a body, a forbidden header, a bad assertion', () => {
@@ -178,6 +200,30 @@ describe('api_flow monitors (unit)', () => {
     it('redacts every value (as is and JSON-escaped) from a detail', () => {
       expect(redact('saw "s3cr\\"et" and s3cr"et, ok', ['s3cr"et', 'ok'])).to.equal('saw "****" and ****, ok');
     });
+
+    it('redacts a value JSON-escaped twice (a detail quoting an echoed JSON body) and percent-encoded', () => {
+      const secret = 's3"c\\ret/pw';
+      const echoed = JSON.stringify({ echo: secret }); // the answer's body
+      const detail = `saw ${JSON.stringify(echoed)} and ${encodeURIComponent(secret)} and ${JSON.stringify(secret)}`;
+      const masked = redact(detail, [secret]);
+      expect(masked).to.equal('saw "{\\"echo\\":\\"****\\"}" and **** and "****"');
+      expect(masked).to.not.match(/s3|ret/);
+    });
+
+    it('masks an assertion’s detail before cutting it to length: a value at the cut is not half shown', () => {
+      const secret = 'hunter2-very-secret-value';
+      const list = parseAssertions(['body contains "nope"'], 'api_step');
+      if (!list.ok) throw new Error(list.problem);
+      const head = 'assertion body contains "nope" failed: saw "';
+      // The secret starts 10 characters before the cut.
+      const body = `${'a'.repeat(MONITOR_LIMITS.maxCheckDetailLength - 1 - head.length - 10)}${secret}${'b'.repeat(100)}`;
+      const subject = { status_code: 200, response_time: 1, header: () => undefined, body, body_truncated: false };
+      expect(failedAssertion(list.value, subject), 'unmasked, the cut shows its start').to.include('hunter2-v');
+      const detail = failedAssertion(list.value, subject, (t) => redact(t, [secret]))!;
+      expect(detail).to.not.include('hunter2');
+      expect(detail.length).to.be.at.most(MONITOR_LIMITS.maxCheckDetailLength);
+      expect(detail).to.match(/a\*\*\*\*b+…$/);
+    });
   });
 
   describe('sealed variables', () => {
@@ -234,6 +280,11 @@ describe('api_flow monitors (unit)', () => {
       });
       expect(stepMoved.patch.variables).to.deep.equal({});
       expect(stepMoved.dropped).to.deep.equal(['variables.password']);
+      // A path the URL parser reads as another host (`\` is `/` in http URLs) moves them too.
+      for (const url of ['/\\elsewhere.example.test/login', 'http:elsewhere.example.test/login']) {
+        const sneaky = unmaskPatch(stored, { api_steps: [{ ...login, url }], variables: { password: MASK } });
+        expect(sneaky.dropped, url).to.deep.equal(['variables.password']);
+      }
       // Sent again with the move: taken.
       expect(
         unmaskPatch(stored, { url: 'https://elsewhere.example.test/', variables: { password: 'again' } }).patch
@@ -314,6 +365,59 @@ describe('api_flow monitors (unit)', () => {
       expect(r).to.include({ status: 'down', error: 'assertion_failed', status_code: 200 });
       expect(r.detail).to.match(/^step 2 "profile": assertion \$\.echo == "nobody" failed: saw "Bearer \*\*\*\*"$/);
       expect(r.detail).to.not.include(token);
+    });
+
+    it('never resends a step’s body to another origin on a 307/308: the step fails, the other origin sees nothing', async () => {
+      // Two loopback servers, two ports: two origins.
+      const seen: string[] = [];
+      const other = createServer((req, res) => {
+        req.on('data', (c: Buffer) => seen.push(c.toString()));
+        req.on('end', () => res.writeHead(200).end('{"token":"t"}'));
+      });
+      await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+      const elsewhere = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+      const bouncer = createServer((req, res) => {
+        req.resume();
+        const same = req.url!.startsWith('/same');
+        req.on('end', () =>
+          same && req.url !== '/same/login'
+            ? res.writeHead(200).end('{"token":"t"}')
+            : res
+                .writeHead(req.url === '/308' ? 308 : 307, { location: same ? '/same/ok' : `${elsewhere}/login` })
+                .end(),
+        );
+      });
+      await new Promise<void>((r) => bouncer.listen(0, '127.0.0.1', r));
+      const from = `http://127.0.0.1:${(bouncer.address() as { port: number }).port}/`;
+      try {
+        for (const url of ['/307', '/308']) {
+          const r = await apiFlowProbe(
+            flow([{ ...login, url }], { url: from, variables: { password: 'pw-secret' }, follow_redirects: true }),
+            ctx,
+          );
+          expect(r, url).to.include({ status: 'down', error: 'network' });
+          expect(r.detail).to.equal('step 1 "login": redirect to another origin would resend the body');
+        }
+        expect(seen.join(''), 'the other origin got no body').to.not.include('pw-secret');
+        expect(seen).to.deep.equal([]);
+        // The same origin still takes it, and a bodiless GET still goes anywhere.
+        const same = await apiFlowProbe(
+          flow([{ ...login, url: '/same/login' }], {
+            url: from,
+            variables: { password: 'pw-secret' },
+            follow_redirects: true,
+          }),
+          ctx,
+        );
+        expect(same).to.include({ status: 'up' });
+        const get = await apiFlowProbe(flow([{ url: '/307' }], { url: from, follow_redirects: true }), ctx);
+        expect(get).to.include({ status: 'up' });
+      } finally {
+        for (const s of [other, bouncer]) {
+          s.closeAllConnections();
+          s.close();
+        }
+      }
     });
 
     it('fails a step whose extract finds nothing, saying which', async () => {

@@ -345,6 +345,37 @@ describe('assertions (docs/assertions.md)', () => {
     });
   });
 
+  describe('one parsed body per answer', () => {
+    it('parses a body once for all of a step’s assertions and extracts', () => {
+      const subject: AssertionSubject = {
+        status_code: 200,
+        response_time: 1,
+        header: () => undefined,
+        body: JSON.stringify({ a: 1, items: Array.from({ length: 10 }, (_, i) => ({ id: `id${i}` })) }),
+        body_truncated: false,
+      };
+      const list = parseAssertions(['$.a == 1', '$.items.length == 10'], 'api_step');
+      if (!list.ok) throw new Error(list.problem);
+      const parse = JSON.parse;
+      let parses = 0;
+      JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown): unknown => {
+        parses++;
+        return parse(text, reviver) as unknown;
+      }) as typeof JSON.parse;
+      try {
+        expect(failedAssertion(list.value, subject)).to.equal(undefined);
+        for (let i = 0; i < 10; i++) {
+          const src = parseValueSource(`$.items[${i}].id`);
+          if (!src.ok) throw new Error(src.problem);
+          expect(readSource(src.value, subject)).to.equal(`id${i}`);
+        }
+      } finally {
+        JSON.parse = parse;
+      }
+      expect(parses).to.equal(1);
+    });
+  });
+
   describe('in the runner', () => {
     const monitor = (assertions: string[]): MonitorSettings => ({
       ...DEFAULT_MONITOR,

@@ -134,6 +134,30 @@ describe('browser monitor module (unit)', () => {
     ]);
   });
 
+  it('refuses \\, whitespace and control characters in a goto URL, and a relative one that leaves the origin', () => {
+    const bad = [
+      '/\\evil.example/x',
+      '/\t/evil.example/x',
+      '/\n/evil.example',
+      '/a b',
+      '/a\u0000',
+      'http:evil.example/x',
+    ];
+    for (const url of bad) {
+      const found = problems(browser([{ action: 'goto', url }]));
+      expect(found, JSON.stringify(url)).to.have.length(1);
+      expect(found[0]).to.match(/^\/browser_steps\/0\/url /);
+    }
+    expect(problems(browser([{ action: 'goto', url: '/\\evil.example/x' }]))[0]).to.equal(
+      '/browser_steps/0/url may not contain \\, spaces, tabs, newlines or other control characters',
+    );
+    // A relative URL that the parser sends elsewhere is never a target of its own: it is refused.
+    expect(MONITOR_TYPE_MODULES.browser.targets(browser([{ action: 'goto', url: 'https:10.0.0.1/x' }]))).to.deep.equal([
+      { path: '/url', url: 'http://127.0.0.1:8080/login' },
+      { path: '/browser_steps/0/url', url: 'https://10.0.0.1/' },
+    ]);
+  });
+
   it("lists the monitor's URL and each absolute goto origin as egress targets", () => {
     const s = browser([
       { action: 'goto', url: '/next' },

@@ -27,6 +27,10 @@ describe('browser probe and pool (unit, no browser launched)', () => {
   it('shows variable values, as typed and percent-encoded, as ****', () => {
     const vars = { password: 'p@ss word', pin: '12' };
     expect(scrub('typed p@ss word, sent p%40ss%20word, pin 12', vars)).to.equal('typed ****, sent ****, pin 12');
+    // The same redaction as api_flow's: JSON-escaped once and twice too.
+    expect(scrub('saw "p\\"w0rd" in {\\"p\\":\\"p\\\\\\"w0rd\\"}', { password: 'p"w0rd' })).to.equal(
+      'saw "****" in {\\"p\\":\\"****\\"}',
+    );
   });
 
   it('keeps Chromium off the network around the interception', () => {

@@ -400,6 +400,22 @@ class BodyJson {
   }
 }
 
+/**
+ * One parsed body per answer: a step's assertions and each of its extracts read the same
+ * subject, so its body is parsed once (not once per extract: 10 extracts of a 1 MiB body).
+ * A subject is not changed once read (each answer builds its own).
+ */
+const BODIES = new WeakMap<AssertionSubject, BodyJson>();
+
+function bodyJsonOf(subject: AssertionSubject): BodyJson {
+  let json = BODIES.get(subject);
+  if (json === undefined) {
+    json = new BodyJson(subject);
+    BODIES.set(subject, json);
+  }
+  return json;
+}
+
 function walk(root: unknown, path: readonly PathStep[]): Seen {
   let at = root;
   for (const step of path) {
@@ -490,25 +506,34 @@ const DECIMAL = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 /**
  * The first assertion of `list` that does not hold, as a check's `detail`
  * (`assertion $.status == "ok" failed: saw "degraded"`); undefined when all hold.
+ * `mask` (an api_flow step's secrets out) runs over the whole detail before it is cut to
+ * maxCheckDetailLength: a secret at the cut is masked, not half shown.
  */
-export function failedAssertion(list: readonly Assertion[], subject: AssertionSubject): string | undefined {
-  const json = new BodyJson(subject);
+export function failedAssertion(
+  list: readonly Assertion[],
+  subject: AssertionSubject,
+  mask: (text: string) => string = (t) => t,
+): string | undefined {
+  const json = bodyJsonOf(subject);
   for (const a of list) {
     const seen = see(a.subject, subject, json);
-    if ('missing' in seen) return detailOf(a, seen.missing);
+    if ('missing' in seen) return detailOf(a, seen.missing, mask);
     if (!holds(a, seen.value)) {
       if (a.operator === 'matches' && a.regex === undefined) {
-        return detailOf(a, 'the pattern has no linear-time engine here');
+        return detailOf(a, 'the pattern has no linear-time engine here', mask);
       }
-      return detailOf(a, `saw ${JSON.stringify(seen.value)}`);
+      return detailOf(a, `saw ${JSON.stringify(seen.value)}`, mask);
     }
   }
   return undefined;
 }
 
-/** `assertion <text> failed: <why>`, at most maxCheckDetailLength characters (`why` cut short with …). */
-export function detailOf(a: Pick<Assertion, 'text'>, why: string): string {
-  return within(`assertion ${a.text} failed: `, why);
+/**
+ * `assertion <text> failed: <why>`, masked by `mask`, then at most maxCheckDetailLength
+ * characters (cut short with …).
+ */
+export function detailOf(a: Pick<Assertion, 'text'>, why: string, mask: (text: string) => string = (t) => t): string {
+  return within('', mask(`assertion ${a.text} failed: ${why}`));
 }
 
 function within(head: string, why: string): string {
@@ -546,7 +571,7 @@ export function parseValueSource(text: string): Parsed<ValueSource> {
 
 /** The value `src` reads from an answer, as text (JSON text for a non-string); undefined when absent. */
 export function readSource(src: ValueSource, subject: AssertionSubject): string | undefined {
-  const seen = see(src.subject, subject, new BodyJson(subject));
+  const seen = see(src.subject, subject, bodyJsonOf(subject));
   if ('missing' in seen || seen.value === undefined) return undefined;
   return typeof seen.value === 'string' ? seen.value : JSON.stringify(seen.value);
 }

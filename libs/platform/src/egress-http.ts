@@ -71,6 +71,9 @@ export class StreamSearch {
   }
 }
 
+/** Why a 307/308 to another origin with a body fails (an HttpCallError `network`): its message starts so. */
+export const RESEND_BODY = 'redirect to another origin would resend the body';
+
 export class HttpCallError extends Error {
   constructor(
     readonly kind: CheckError,
@@ -136,14 +139,19 @@ async function follow(call: HttpCall, signal: AbortSignal, timedOut: () => boole
     if (url.protocol === 'https:' && next.protocol === 'http:') {
       throw new HttpCallError('insecure_redirect', `a redirect from https to http (${next.origin}) is not followed`);
     }
-    // Credentials and the monitor's own headers stay with the monitor's origin.
-    if (next.origin !== url.origin)
-      headers = withoutHeaders(headers, [...CREDENTIAL_HEADERS, ...(call.secretHeaders ?? [])]);
-    url = next;
     if (answer.statusCode === 303 || ((answer.statusCode === 301 || answer.statusCode === 302) && method === 'POST')) {
       method = 'GET';
       body = undefined;
     }
+    // Credentials, the monitor's own headers and the body stay with the monitor's origin:
+    // a 307/308 would resend the body (an api_flow login's password) there, so it fails.
+    if (next.origin !== url.origin) {
+      if (body !== undefined && body !== '') {
+        throw new HttpCallError('network', `${RESEND_BODY} (${next.origin})`);
+      }
+      headers = withoutHeaders(headers, [...CREDENTIAL_HEADERS, ...(call.secretHeaders ?? [])]);
+    }
+    url = next;
   }
 }
 

@@ -1,4 +1,10 @@
-import { monitorTypeModule, stepUrlOrigin, type MonitorPatch, type MonitorSettings } from '@telemetry/contract';
+import {
+  monitorTypeModule,
+  stepUrlOrigin,
+  stepUrlTargetOrigin,
+  type MonitorPatch,
+  type MonitorSettings,
+} from '@telemetry/contract';
 
 /**
  * A monitor's secrets and what is shown of them (docs/api.md, "Secrets"). Stored: the
@@ -196,15 +202,19 @@ function unmaskVariables(
 
 /** Where a monitor's variables are sent: its URL's origin and those of its steps' absolute URLs. */
 function flowOrigins(s: Pick<Secrets, 'url' | 'api_steps' | 'browser_steps'>): Set<string> {
-  const urls = [
-    s.url,
+  const steps = [
     ...(s.api_steps ?? []).map((step) => step.url),
     ...(s.browser_steps ?? []).flatMap((step) => (step.action === 'goto' && step.url ? [step.url] : [])),
   ];
   const origins = new Set<string>();
-  for (const u of urls) {
-    const o = stepUrlOrigin(u);
-    if (o !== '') origins.add(originOf(o));
+  const own = stepUrlOrigin(s.url);
+  if (own !== '') origins.add(originOf(own));
+  // Each step where it resolves against the URL, as the runner sends it (`/\evil.example/` too).
+  const base = parsed(s.url) ? s.url : 'http://base.invalid/';
+  for (const u of steps) {
+    const o = stepUrlTargetOrigin(base, u);
+    if (o !== '') origins.add(o);
+    else if (stepUrlOrigin(u) !== '') origins.add(originOf(stepUrlOrigin(u)));
   }
   return origins;
 }

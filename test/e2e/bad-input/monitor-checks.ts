@@ -69,6 +69,26 @@ export const monitorCheckCases = (): Case[] => [
     '/api_steps/0/url',
   ),
   at(
+    'an api flow step URL whose backslash the URL parser reads as another host',
+    flow([step({ url: '/\\evil.example/x' })]),
+    '/api_steps/0/url',
+  ),
+  at(
+    'an api flow step URL letting a variable choose the host through a backslash',
+    flow([step({ url: '/\\{{host}}/x' })], { variables: { host: 'evil.example' } }),
+    '/api_steps/0/url',
+  ),
+  at(
+    'an api flow step URL written relative that resolves to another origin',
+    flow([step({ url: 'http:evil.example/x' })]),
+    '/api_steps/0/url',
+  ),
+  at(
+    'a browser goto with a tab between its slashes',
+    browse([{ action: 'goto', url: '/\t/evil.example' }]),
+    '/browser_steps/0/url',
+  ),
+  at(
     'an api flow extracting a bad path',
     flow([step({ extract: { token: '$..token' } })]),
     '/api_steps/0/extract/token',

@@ -4,6 +4,7 @@ import { placeholdersOf, substitute } from '../placeholders.js';
 import type { MonitorSettings } from '../types.js';
 import type { Problem } from '../validators.js';
 import type { MonitorTypeModule, Target } from './module.js';
+import { stepUrlFormProblems, stepUrlTargetOrigin } from './step-url.js';
 
 /** One request of an api_flow monitor, as the schema takes it (monitor-schema.ts `api_steps`). */
 export type ApiStep = MonitorSettings['api_steps'][number];
@@ -76,24 +77,7 @@ function placeholderProblems(text: string, path: string, known: ReadonlySet<stri
 
 /** Problems of a step's URL: its form, and no placeholder where it would choose the host. */
 function stepUrlProblems(step: ApiStep, path: string, base: URL | undefined): Problem[] {
-  if (step.url.startsWith('//')) {
-    return [{ path, message: 'is a path (one leading /) or an absolute http:// or https:// URL' }];
-  }
-  const origin = stepUrlOrigin(step.url);
-  if (origin.includes('{') || origin.includes('}')) {
-    return [{ path, message: 'may use {{name}} in its path and query only, not in its scheme, host or port' }];
-  }
-  if (origin !== '' && !/^https?:\/\//i.test(origin)) {
-    return [{ path, message: 'is a path (one leading /) or an absolute http:// or https:// URL' }];
-  }
-  // Placeholders stand for percent-encoded values: any value parses where `x` does.
-  const filled = step.url.slice(origin.length).replace(/\{\{[^{}]*\}\}/g, 'x');
-  try {
-    new URL(origin + filled, base ?? 'http://base.invalid/');
-  } catch {
-    return [{ path, message: 'is not a URL this server can parse' }];
-  }
-  return [];
+  return stepUrlFormProblems(step.url, path, base);
 }
 
 /**
@@ -155,9 +139,11 @@ export const apiFlowType: MonitorTypeModule<'api_flow'> = {
   targets(s) {
     const targets: Target[] = [{ path: '/url', url: s.url }];
     s.api_steps.forEach((step, i) => {
-      const origin = stepUrlOrigin(step.url);
-      // A placeholder in the origin is a problem of its own; names are judged at connect time.
-      if (origin !== '' && !origin.includes('{')) targets.push({ path: `/api_steps/${i}/url`, url: `${origin}/` });
+      // Where the step resolves (a placeholder in the origin is a problem of its own).
+      const origin = stepUrlTargetOrigin(s.url, step.url);
+      if (origin !== '' && (stepUrlOrigin(step.url) !== '' || origin !== stepUrlTargetOrigin(s.url, '/'))) {
+        targets.push({ path: `/api_steps/${i}/url`, url: `${origin}/` });
+      }
     });
     return targets;
   },

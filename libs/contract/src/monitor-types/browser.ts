@@ -4,6 +4,7 @@ import { placeholdersOf, substitute } from '../placeholders.js';
 import type { MonitorSettings } from '../types.js';
 import type { Problem } from '../validators.js';
 import type { MonitorTypeModule, Target } from './module.js';
+import { stepUrlFormProblems, stepUrlTargetOrigin } from './step-url.js';
 
 /** One step of a browser monitor, as the schema takes it (monitor-schema.ts `browser_steps`). */
 export type BrowserStep = MonitorSettings['browser_steps'][number];
@@ -97,18 +98,11 @@ function placeholderProblems(text: string, path: string, variables: ReadonlySet<
 
 /** Problems of a goto's URL: a path or an absolute http(s) URL, no placeholder in its origin. */
 function gotoUrlProblems(url: string, path: string, base: URL | undefined, variables: ReadonlySet<string>): Problem[] {
-  const form = 'is a path (one leading /) or an absolute http:// or https:// URL';
-  if (url.startsWith('//')) return [{ path, message: form }];
+  const form = stepUrlFormProblems(url, path, base);
+  if (form.length > 0) return form;
   const origin = originOf(url);
-  if (origin.includes('{') || origin.includes('}')) {
-    return [{ path, message: 'may use {{name}} in its path and query only, not in its scheme, host or port' }];
-  }
-  if (origin !== '' && !/^https?:\/\//i.test(origin)) return [{ path, message: form }];
-  if (origin === '' && !url.startsWith('/')) return [{ path, message: form }];
-  try {
-    new URL(origin + url.slice(origin.length).replace(/\{\{[^{}]*\}\}/g, 'x'), base ?? 'http://base.invalid/');
-  } catch {
-    return [{ path, message: 'is not a URL this server can parse' }];
+  if (origin === '' && !url.startsWith('/')) {
+    return [{ path, message: 'is a path (one leading /) or an absolute http:// or https:// URL' }];
   }
   return placeholderProblems(url.slice(origin.length), path, variables);
 }
@@ -175,9 +169,11 @@ export const browserType: MonitorTypeModule<'browser'> = {
     const targets: Target[] = [{ path: '/url', url: s.url }];
     s.browser_steps.forEach((step, i) => {
       if (step.action !== 'goto' || step.url === undefined) return;
-      const origin = originOf(step.url);
-      // A placeholder in the origin is a problem of its own; names are judged at connect time.
-      if (origin !== '' && !origin.includes('{')) targets.push({ path: `/browser_steps/${i}/url`, url: `${origin}/` });
+      // Where the goto resolves (a placeholder in the origin is a problem of its own).
+      const origin = stepUrlTargetOrigin(s.url, step.url);
+      if (origin !== '' && (originOf(step.url) !== '' || origin !== stepUrlTargetOrigin(s.url, '/'))) {
+        targets.push({ path: `/browser_steps/${i}/url`, url: `${origin}/` });
+      }
     });
     return targets;
   },

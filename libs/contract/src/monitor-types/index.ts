@@ -23,6 +23,7 @@ export type { MonitorTypeModule, Target } from './module.js';
 export { resolverAddress } from './dns.js';
 export { heartbeatUrl } from './heartbeat.js';
 export { icmpHost, icmpMinTimeoutMs, ICMP_INTERVAL_MS, ICMP_MIN_WAIT_MS } from './icmp.js';
+export { stepUrlTargetOrigin } from './step-url.js';
 export { resolveStepUrl, stepLabel, stepPrefix, stepUrlOrigin, type ApiStep } from './api-flow.js';
 export { browserStepLabel, resolveBrowserUrl, selectorProblem, type BrowserStep } from './browser.js';
 

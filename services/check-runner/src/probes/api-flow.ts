@@ -15,11 +15,14 @@ import {
   type CheckTimings,
   type MonitorSettings,
 } from '@telemetry/contract';
-import { httpCall, HttpCallError, type HttpAnswer } from '@telemetry/platform';
+import { httpCall, HttpCallError, RESEND_BODY, type HttpAnswer } from '@telemetry/platform';
 import { assertionsReadBody } from './assert.js';
 import { headerValue, requestHeaders, statusExpected } from './http.js';
+import { redact } from './redact.js';
 import type { ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
+
+export { redact } from './redact.js';
 
 /**
  * An api_flow monitor's check (docs/api-flows.md): its steps in order, each one request
@@ -50,8 +53,6 @@ type Steps = NonNullable<CheckTimings['steps']>;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** Values shorter than this are not looked for in a detail (they would mask ordinary words). */
-const MIN_REDACTED_LENGTH = 3;
-
 export async function apiFlowProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
   const elapsed = stopwatch();
   const deadline = performance.now() + m.timeout_ms;
@@ -127,6 +128,8 @@ async function runStep(
     });
   } catch (err) {
     const kind = err instanceof HttpCallError ? err.kind : 'network';
+    // The body stays with its origin (docs/api-flows.md): say so, without the URL.
+    if (err instanceof HttpCallError && err.message.startsWith(RESEND_BODY)) return fail(kind, RESEND_BODY);
     return fail(kind, callFailure(kind, m.timeout_ms));
   }
   const responseTime = took();
@@ -143,7 +146,9 @@ async function runStep(
   };
   // A row stored before a rule the API now enforces does not parse: the step cannot pass.
   const assertions = parseAssertions(step.assertions ?? [], 'api_step');
-  const failedOne = assertions.ok ? failedAssertion(assertions.value, subject) : assertions.problem;
+  // Masked before the detail is cut to length: a value at the cut is not half shown.
+  const mask = (text: string) => redact(text, values.values());
+  const failedOne = assertions.ok ? failedAssertion(assertions.value, subject, mask) : assertions.problem;
   if (failedOne !== undefined) return fail('assertion_failed', failedOne, code);
   // Extracted after every check passed, and only then visible to the next steps.
   const extracted: [string, string][] = [];
@@ -208,23 +213,6 @@ function callFailure(kind: CheckError, timeoutMs: number): string {
       // NOTE: never the error's message: it may name the URL, and a URL may hold a value.
       return kind;
   }
-}
-
-/**
- * `text` without any of `values` (variables and extracted values, as they are and as JSON
- * escapes them): what an answer echoed of a secret does not reach a check's detail.
- */
-export function redact(text: string, values: Iterable<string>): string {
-  const forms = new Set<string>();
-  for (const v of values) {
-    if (v.length < MIN_REDACTED_LENGTH) continue;
-    forms.add(v);
-    forms.add(JSON.stringify(v).slice(1, -1));
-  }
-  // Longest first: a value inside another is masked with it.
-  let out = text;
-  for (const f of [...forms].sort((a, b) => b.length - a.length)) out = out.replaceAll(f, '****');
-  return out;
 }
 
 function clip(detail: string): string {

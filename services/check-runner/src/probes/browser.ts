@@ -14,6 +14,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { BrowserContext, Page, Route } from 'playwright-core';
 import { BrowserBusyError, BrowserDeadlineError, type BrowserPool } from '../browser-pool.js';
 import { statusExpected } from './http.js';
+import { redact } from './redact.js';
 import type { Probe, ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
@@ -414,14 +415,9 @@ function shorten(s: string, max: number): string {
   return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }
 
-/** `text` with every variable's value (as typed, and percent-encoded) shown as ****: variables are secrets. */
+/** `text` with every variable's value (as typed, percent-encoded, JSON-escaped) shown as ****: variables are secrets. */
 export function scrub(text: string, variables: Record<string, string>): string {
-  let out = text;
-  for (const value of Object.values(variables)) {
-    if (value.length < 3) continue;
-    for (const form of new Set([value, encodeURIComponent(value)])) out = out.replaceAll(form, '****');
-  }
-  return out;
+  return redact(text, Object.values(variables));
 }
 
 // NOTE: what runs in the page is a string: the runner is compiled without the DOM's types.
