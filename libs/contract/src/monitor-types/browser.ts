@@ -8,10 +8,20 @@ import type { MonitorTypeModule, Target } from './module.js';
 /** One step of a browser monitor, as the schema takes it (monitor-schema.ts `browser_steps`). */
 export type BrowserStep = MonitorSettings['browser_steps'][number];
 
-type StepField = 'selector' | 'value' | 'url' | 'text';
+/** The properties of a browser step that depend on its action (timeout_ms: every action). */
+export type BrowserStepField = 'selector' | 'value' | 'url' | 'text';
 
-/** The fields each action needs, and those it may have besides (timeout_ms: every action). */
-const ACTION_FIELDS: { readonly [A in BrowserAction]: { needs: StepField[]; may: StepField[]; why: string } } = {
+/**
+ * The fields each action needs, and those it may have besides (timeout_ms: every action):
+ * the API validates steps by it, and the console's step editor shows an action's fields by it.
+ */
+export const BROWSER_ACTION_FIELDS: {
+  readonly [A in BrowserAction]: {
+    readonly needs: readonly BrowserStepField[];
+    readonly may: readonly BrowserStepField[];
+    readonly why: string;
+  };
+} = {
   goto: { needs: ['url'], may: [], why: 'goto opens url (an absolute http(s) URL or a path)' },
   click: { needs: ['selector'], may: [], why: 'click needs the selector of what it clicks' },
   fill: { needs: ['selector', 'value'], may: [], why: 'fill types value into the field its selector names' },
@@ -116,7 +126,7 @@ function gotoUrlProblems(url: string, path: string, base: URL | undefined, varia
 /** Problems of one step: the fields its action needs and takes, selectors, placeholders. */
 function stepProblems(step: BrowserStep, p: string, base: URL | undefined, variables: ReadonlySet<string>): Problem[] {
   const problems: Problem[] = [];
-  const spec = ACTION_FIELDS[step.action];
+  const spec = BROWSER_ACTION_FIELDS[step.action];
   for (const field of spec.needs) {
     if (step[field] === undefined) problems.push({ path: `${p}/${field}`, message: `is required: ${spec.why}` });
   }
