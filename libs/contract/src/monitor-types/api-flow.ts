@@ -1,6 +1,6 @@
 import { assertionProblems, parseValueSource } from '../assertions.js';
 import { isForbiddenMonitorHeader, MONITOR_LIMITS } from '../limits.js';
-import { placeholdersOf, substitute } from '../placeholders.js';
+import { placeholderProblems as fieldPlaceholderProblems, substitute } from '../placeholders.js';
 import type { MonitorSettings } from '../types.js';
 import type { Problem } from '../validators.js';
 import type { MonitorTypeModule, Target } from './module.js';
@@ -48,30 +48,14 @@ function token(name: string): string {
   return name.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
-/**
- * Problems of one field's placeholders: each must be a variable's name, set by `variables`
- * or extracted by an earlier step. Each name is reported once per field.
- */
+/** Problems of one field's placeholders: names set by `variables` or extracted by an earlier step. */
 function placeholderProblems(text: string, path: string, known: ReadonlySet<string>): Problem[] {
-  const problems: Problem[] = [];
-  const seen = new Set<string>();
-  for (const p of placeholdersOf(text)) {
-    const key = p.valid ? p.name : p.text;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    if (!p.valid) {
-      problems.push({
-        path,
-        message: `${p.text} is no placeholder: a variable's name is letters, digits and _, not starting with a digit`,
-      });
-    } else if (!known.has(p.name)) {
-      problems.push({
-        path,
-        message: `uses {{${p.name}}}, which no earlier step extracts and variables does not set`,
-      });
-    }
-  }
-  return problems;
+  return fieldPlaceholderProblems(
+    text,
+    path,
+    known,
+    (name) => `uses {{${name}}}, which no earlier step extracts and variables does not set`,
+  );
 }
 
 /** Problems of a step's URL: its form, and no placeholder where it would choose the host. */

@@ -1,6 +1,6 @@
 import { parse as parseCss } from 'css-what';
 import { MONITOR_LIMITS, type BrowserAction } from '../limits.js';
-import { placeholdersOf, substitute } from '../placeholders.js';
+import { placeholderProblems as fieldPlaceholderProblems, substitute } from '../placeholders.js';
 import type { MonitorSettings } from '../types.js';
 import type { Problem } from '../validators.js';
 import type { MonitorTypeModule, Target } from './module.js';
@@ -88,21 +88,7 @@ export function selectorProblem(selector: string): string | undefined {
 
 /** Problems of the `{{name}}`s of a fill's value or a goto's URL: each a name of `variables`. */
 function placeholderProblems(text: string, path: string, variables: ReadonlySet<string>): Problem[] {
-  const problems: Problem[] = [];
-  const seen = new Set<string>();
-  for (const p of placeholdersOf(text)) {
-    if (seen.has(p.text)) continue;
-    seen.add(p.text);
-    if (!p.valid) {
-      problems.push({
-        path,
-        message: `${p.text} is no placeholder: a variable's name is letters, digits and _, not starting with a digit`,
-      });
-    } else if (!variables.has(p.name)) {
-      problems.push({ path, message: `uses {{${p.name}}}, which variables does not set` });
-    }
-  }
-  return problems;
+  return fieldPlaceholderProblems(text, path, variables, (name) => `uses {{${name}}}, which variables does not set`);
 }
 
 /** Problems of a goto's URL: a path or an absolute http(s) URL, no placeholder in its origin. */
