@@ -18,6 +18,7 @@ import {
 import { httpCall, HttpCallError, type HttpAnswer } from '@telemetry/platform';
 import { assertionsReadBody } from './assert.js';
 import { headerValue, requestHeaders, statusExpected } from './http.js';
+import { maskValues } from './secrets.js';
 import type { ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
@@ -48,9 +49,6 @@ type Steps = NonNullable<CheckTimings['steps']>;
 
 /** What an HTTP field value may hold (the schema's rule for header values): no CR, LF or NUL. */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-/** Values shorter than this are not looked for in a detail (they would mask ordinary words). */
-const MIN_REDACTED_LENGTH = 3;
 
 export async function apiFlowProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
   const elapsed = stopwatch();
@@ -215,16 +213,7 @@ function callFailure(kind: CheckError, timeoutMs: number): string {
  * escapes them): what an answer echoed of a secret does not reach a check's detail.
  */
 export function redact(text: string, values: Iterable<string>): string {
-  const forms = new Set<string>();
-  for (const v of values) {
-    if (v.length < MIN_REDACTED_LENGTH) continue;
-    forms.add(v);
-    forms.add(JSON.stringify(v).slice(1, -1));
-  }
-  // Longest first: a value inside another is masked with it.
-  let out = text;
-  for (const f of [...forms].sort((a, b) => b.length - a.length)) out = out.replaceAll(f, '****');
-  return out;
+  return maskValues(text, values, [(v) => JSON.stringify(v).slice(1, -1)]);
 }
 
 function clip(detail: string): string {

@@ -13,6 +13,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { BrowserContext, Page, Route } from 'playwright-core';
 import { BrowserBusyError, type BrowserPool } from '../browser-pool.js';
 import { statusExpected } from './http.js';
+import { maskValues } from './secrets.js';
 import type { Probe, ProbeContext } from './types.js';
 import { failed, passed, stopwatch, type ProbeResult } from './verdict.js';
 
@@ -290,15 +291,9 @@ function shorten(s: string, max: number): string {
 
 /** `text` with every variable's value (as typed, and percent-encoded) shown as ****: variables are secrets. */
 export function scrub(text: string, variables: Record<string, string>): string {
-  let out = text;
-  for (const value of Object.values(variables)) {
-    if (value.length < 3) continue;
-    for (const form of new Set([value, encodeURIComponent(value)])) out = out.replaceAll(form, '****');
-  }
-  return out;
+  return maskValues(text, Object.values(variables), [encodeURIComponent]);
 }
 
-// NOTE: what runs in the page is a string: the runner is compiled without the DOM's types.
 const NAVIGATION_SCRIPT = `(() => {
   const e = performance.getEntriesByType('navigation')[0];
   return e ? { ttfb: e.responseStart, dcl: e.domContentLoadedEventEnd, load: e.loadEventEnd } : null;
