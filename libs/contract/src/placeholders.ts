@@ -78,3 +78,29 @@ export function placeholderProblems(
   }
   return problems;
 }
+
+/** The scheme and authority of an absolute URL (`https://api.example.com:8443`); '' for a path. */
+export function urlOrigin(url: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url)?.[0] ?? '';
+}
+
+/**
+ * A step's URL with its placeholders filled, each value percent-encoded (a value cannot
+ * add a path segment, a query item or a fragment, nor choose the host: the origin is left
+ * as written), resolved against `base`: a path replaces the base's path and query, as a
+ * link would. Undefined when the result does not parse; `missing` names placeholders
+ * without a value.
+ */
+export function resolveUrl(
+  base: string,
+  stepUrl: string,
+  values: ReadonlyMap<string, string>,
+): { url: URL | undefined; missing: string[] } {
+  const origin = urlOrigin(stepUrl);
+  const rest = substitute(stepUrl.slice(origin.length), values, encodeURIComponent);
+  try {
+    return { url: new URL(origin + rest.text, base), missing: rest.missing };
+  } catch {
+    return { url: undefined, missing: rest.missing };
+  }
+}

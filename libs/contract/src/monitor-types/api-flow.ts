@@ -1,6 +1,6 @@
 import { assertionProblems, parseValueSource } from '../assertions.js';
 import { isForbiddenMonitorHeader, MONITOR_LIMITS } from '../limits.js';
-import { placeholderProblems as fieldPlaceholderProblems, substitute } from '../placeholders.js';
+import { placeholderProblems as fieldPlaceholderProblems, resolveUrl, urlOrigin } from '../placeholders.js';
 import type { MonitorSettings } from '../types.js';
 import type { Problem } from '../validators.js';
 import type { MonitorTypeModule, Target } from './module.js';
@@ -19,29 +19,10 @@ export function stepPrefix(step: Pick<ApiStep, 'name'>, index: number): string {
 }
 
 /** The scheme and authority of an absolute step URL (`https://api.example.com:8443`); '' for a path. */
-export function stepUrlOrigin(url: string): string {
-  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url)?.[0] ?? '';
-}
+export const stepUrlOrigin = urlOrigin;
 
-/**
- * A step's URL with its placeholders filled, each value percent-encoded (a value cannot
- * add a path segment, a query item or a fragment), resolved against the flow's base URL:
- * a path replaces the base's path and query, as a link would. Undefined when the result
- * does not parse; `missing` names placeholders without a value.
- */
-export function resolveStepUrl(
-  base: string,
-  stepUrl: string,
-  values: ReadonlyMap<string, string>,
-): { url: URL | undefined; missing: string[] } {
-  const origin = stepUrlOrigin(stepUrl);
-  const rest = substitute(stepUrl.slice(origin.length), values, encodeURIComponent);
-  try {
-    return { url: new URL(origin + rest.text, base), missing: rest.missing };
-  } catch {
-    return { url: undefined, missing: rest.missing };
-  }
-}
+/** A step's URL resolved against the flow's base URL, its placeholders filled (placeholders.ts resolveUrl). */
+export const resolveStepUrl = resolveUrl;
 
 /** A JSON pointer's token for `name` (RFC 6901): `~` and `/` escaped. */
 function token(name: string): string {

@@ -1,6 +1,6 @@
 import { parse as parseCss } from 'css-what';
 import { MONITOR_LIMITS, type BrowserAction } from '../limits.js';
-import { placeholderProblems as fieldPlaceholderProblems, substitute } from '../placeholders.js';
+import { placeholderProblems as fieldPlaceholderProblems, resolveUrl, urlOrigin as originOf } from '../placeholders.js';
 import type { MonitorSettings } from '../types.js';
 import type { Problem } from '../validators.js';
 import type { MonitorTypeModule, Target } from './module.js';
@@ -46,24 +46,13 @@ export function browserStepLabel(step: BrowserStep, index: number): string {
   return `step ${index + 1} ${step.action}${shown}`;
 }
 
-/** The scheme and authority of an absolute URL (`https://shop.example:8443`); '' for a path. */
-function originOf(url: string): string {
-  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url)?.[0] ?? '';
-}
-
 /**
  * A goto step's URL with its `{{name}}`s filled (each value percent-encoded: it cannot add
  * a path segment or choose the host), resolved against the monitor's URL. Undefined when
  * it does not parse.
  */
 export function resolveBrowserUrl(base: string, stepUrl: string, values: ReadonlyMap<string, string>): URL | undefined {
-  const origin = originOf(stepUrl);
-  const rest = substitute(stepUrl.slice(origin.length), values, encodeURIComponent);
-  try {
-    return new URL(origin + rest.text, base);
-  } catch {
-    return undefined;
-  }
+  return resolveUrl(base, stepUrl, values).url;
 }
 
 /**
