@@ -1,10 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type {
-  RunReplyMessage,
-  RunReplyPayload,
-  RunRequestMessage,
-  RunRequestPayload,
-} from '@telemetry/contract';
+import type { RunReplyMessage, RunReplyPayload, RunRequestMessage, RunRequestPayload } from '@telemetry/contract';
 import type { SecretBox } from '@telemetry/platform';
 
 /**
