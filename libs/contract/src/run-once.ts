@@ -11,7 +11,7 @@ import {
   type MonitorType,
 } from './limits.js';
 import { monitorSettings, webhookSecret } from './monitor-schema.js';
-import { closedSchema, dateTime } from './schema-parts.js';
+import { closedSchema, dateTime, screenshotBase64 } from './schema-parts.js';
 import { checkSchema } from './schemas.js';
 import type { CheckTimings, MonitorSettings } from './types.js';
 
@@ -89,12 +89,7 @@ export const runReplyPayloadSchema = closedSchema(
     timings: checkProps.timings.oneOf[0],
     location,
     /** A browser check's failure screenshot (PNG, base64, at most MONITOR_LIMITS.maxScreenshotBytes). */
-    screenshot_png: {
-      type: 'string',
-      minLength: 8,
-      maxLength: Math.ceil(MONITOR_LIMITS.maxScreenshotBytes / 3) * 4,
-      pattern: '^[A-Za-z0-9+/]+={0,2}$',
-    },
+    screenshot_png: screenshotBase64,
   },
 );
 
@@ -140,7 +135,7 @@ export const runOnceResultSchema = closedSchema(
     /** A browser check's failure screenshot as a data URL (data:image/png;base64,…); null when none. */
     screenshot: {
       type: ['string', 'null'],
-      maxLength: Math.ceil(MONITOR_LIMITS.maxScreenshotBytes / 3) * 4 + 32,
+      maxLength: screenshotBase64.maxLength + 32,
       pattern: '^data:image/png;base64,',
     },
   },

@@ -1,4 +1,6 @@
 /** Pieces shared by the JSON Schemas. */
+import { MONITOR_LIMITS } from './limits.js';
+
 export const dateTime = { type: 'string', format: 'date-time', maxLength: 64 } as const;
 
 /**
@@ -22,3 +24,14 @@ export function closedSchema<const Id extends string, const R extends readonly s
 export function patchSchema<const Id extends string, const P extends object>($id: Id, properties: P) {
   return { $id, type: 'object', additionalProperties: false, minProperties: 1, properties } as const;
 }
+
+/**
+ * A browser check's failure screenshot: a PNG, base64 (at most MONITOR_LIMITS.maxScreenshotBytes
+ * before encoding), as the screenshots topic and a run-once reply carry it.
+ */
+export const screenshotBase64 = {
+  type: 'string',
+  minLength: 8,
+  maxLength: Math.ceil(MONITOR_LIMITS.maxScreenshotBytes / 3) * 4,
+  pattern: '^[A-Za-z0-9+/]+={0,2}$',
+} as const;

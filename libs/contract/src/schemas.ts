@@ -19,7 +19,7 @@ import {
   STATUS_PAGE_SLUG_PATTERN,
   WEBHOOK_DELIVERY_STATUSES,
 } from './limits.js';
-import { closed, closedSchema, dateTime, patchSchema } from './schema-parts.js';
+import { closed, closedSchema, dateTime, patchSchema, screenshotBase64 } from './schema-parts.js';
 import { monitorSettings, monitorUrl, webhookSecret } from './monitor-schema.js';
 
 export { monitorSettingsSchema } from './monitor-schema.js';
@@ -248,12 +248,7 @@ export const screenshotMessageSchema = closedSchema(
     /** The check's created_at. */
     created_at: dateTime,
     /** The PNG, base64 (at most MONITOR_LIMITS.maxScreenshotBytes before encoding). */
-    png_base64: {
-      type: 'string',
-      minLength: 8,
-      maxLength: Math.ceil(MONITOR_LIMITS.maxScreenshotBytes / 3) * 4,
-      pattern: '^[A-Za-z0-9+/]+={0,2}$',
-    },
+    png_base64: screenshotBase64,
   },
 );
 

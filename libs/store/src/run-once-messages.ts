@@ -1,11 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type {
-  RunCapability,
-  RunReplyMessage,
-  RunReplyPayload,
-  RunRequestMessage,
-  RunRequestPayload,
-} from '@telemetry/contract';
+import type { RunReplyMessage, RunReplyPayload, RunRequestMessage, RunRequestPayload } from '@telemetry/contract';
 import type { SecretBox } from '@telemetry/platform';
 
 /**
@@ -22,14 +16,8 @@ export function newRunId(): string {
   return `run_${randomBytes(12).toString('hex')}`;
 }
 
-export interface RunRequestEnvelope {
-  id: string;
-  tenant_id: string;
-  location: string;
-  capability?: RunCapability;
-  created_at: string;
-  expires_at: string;
-}
+/** A run request's envelope: the message's fields but its sealed payload. */
+export type RunRequestEnvelope = Omit<RunRequestMessage, 'sealed'>;
 
 function requestContext(e: RunRequestEnvelope): string {
   return ['run-request', e.id, e.tenant_id, e.location, e.capability ?? '', e.expires_at].join('|');

@@ -1,4 +1,4 @@
-import { MONITOR_LIMITS, type ScreenshotMessage, type Validators } from '@telemetry/contract';
+import { MONITOR_LIMITS, screenshotMessageSchema, type ScreenshotMessage, type Validators } from '@telemetry/contract';
 import { sqlIdentifier, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { nowSeconds, parseMessage, toMillis, type Decoded } from './rows.js';
 
@@ -101,7 +101,7 @@ export function decodeScreenshot(v: Validators, value: Buffer | null): Decoded<S
  * the schema's longest plus room for the other fields. The consumer takes messages up to
  * this on that topic whatever MAX_MESSAGE_BYTES says (Kafka's default 1 MB limit holds it).
  */
-export const MAX_SCREENSHOT_MESSAGE_BYTES = Math.ceil(MONITOR_LIMITS.maxScreenshotBytes / 3) * 4 + 4096;
+export const MAX_SCREENSHOT_MESSAGE_BYTES = screenshotMessageSchema.properties.png_base64.maxLength + 4096;
 
 /** Weight of a row in a batch (the batch writer caps a batch of this table by bytes). */
 export function screenshotRowBytes(row: ScreenshotRow): number {

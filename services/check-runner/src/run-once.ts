@@ -19,7 +19,7 @@ import {
 import { openRunRequest, runRequestExpired, sealRunReply, type StoredMonitor } from '@telemetry/store';
 import { isPending } from './probes/heartbeat.js';
 import type { ProbeContext, SlotResult } from './probes/index.js';
-import { failed, type ProbeResult } from './probes/verdict.js';
+import { failed, findings, type ProbeResult } from './probes/verdict.js';
 
 /**
  * The runner's side of "run once now" (docs/monitors.md, "Run once now"). Each runner
@@ -93,13 +93,7 @@ function screenshotOf(r: ProbeResult): string | undefined {
 export function replyPayload(r: ProbeResult, location: string): RunReplyPayload {
   const png = screenshotOf(r);
   return {
-    status: r.status,
-    response_time: r.response_time,
-    status_code: r.status_code,
-    ...(r.error ? { error: r.error } : {}),
-    ...(r.tls_days_left !== undefined ? { tls_days_left: r.tls_days_left } : {}),
-    ...(r.detail !== undefined ? { detail: r.detail } : {}),
-    ...(r.timings !== undefined ? { timings: r.timings } : {}),
+    ...findings(r),
     location,
     ...(png !== undefined ? { screenshot_png: png } : {}),
   };

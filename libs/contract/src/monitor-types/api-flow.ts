@@ -1,6 +1,6 @@
 import { assertionProblems, parseValueSource } from '../assertions.js';
 import { isForbiddenMonitorHeader, MONITOR_LIMITS } from '../limits.js';
-import { placeholdersOf, substitute } from '../placeholders.js';
+import { placeholderProblems as fieldPlaceholderProblems, resolveUrl, urlOrigin } from '../placeholders.js';
 import type { MonitorSettings } from '../types.js';
 import type { Problem } from '../validators.js';
 import type { MonitorTypeModule, Target } from './module.js';
@@ -20,59 +20,24 @@ export function stepPrefix(step: Pick<ApiStep, 'name'>, index: number): string {
 }
 
 /** The scheme and authority of an absolute step URL (`https://api.example.com:8443`); '' for a path. */
-export function stepUrlOrigin(url: string): string {
-  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url)?.[0] ?? '';
-}
+export const stepUrlOrigin = urlOrigin;
 
-/**
- * A step's URL with its placeholders filled, each value percent-encoded (a value cannot
- * add a path segment, a query item or a fragment), resolved against the flow's base URL:
- * a path replaces the base's path and query, as a link would. Undefined when the result
- * does not parse; `missing` names placeholders without a value.
- */
-export function resolveStepUrl(
-  base: string,
-  stepUrl: string,
-  values: ReadonlyMap<string, string>,
-): { url: URL | undefined; missing: string[] } {
-  const origin = stepUrlOrigin(stepUrl);
-  const rest = substitute(stepUrl.slice(origin.length), values, encodeURIComponent);
-  try {
-    return { url: new URL(origin + rest.text, base), missing: rest.missing };
-  } catch {
-    return { url: undefined, missing: rest.missing };
-  }
-}
+/** A step's URL resolved against the flow's base URL, its placeholders filled (placeholders.ts resolveUrl). */
+export const resolveStepUrl = resolveUrl;
 
 /** A JSON pointer's token for `name` (RFC 6901): `~` and `/` escaped. */
 function token(name: string): string {
   return name.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
-/**
- * Problems of one field's placeholders: each must be a variable's name, set by `variables`
- * or extracted by an earlier step. Each name is reported once per field.
- */
+/** Problems of one field's placeholders: names set by `variables` or extracted by an earlier step. */
 function placeholderProblems(text: string, path: string, known: ReadonlySet<string>): Problem[] {
-  const problems: Problem[] = [];
-  const seen = new Set<string>();
-  for (const p of placeholdersOf(text)) {
-    const key = p.valid ? p.name : p.text;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    if (!p.valid) {
-      problems.push({
-        path,
-        message: `${p.text} is no placeholder: a variable's name is letters, digits and _, not starting with a digit`,
-      });
-    } else if (!known.has(p.name)) {
-      problems.push({
-        path,
-        message: `uses {{${p.name}}}, which no earlier step extracts and variables does not set`,
-      });
-    }
-  }
-  return problems;
+  return fieldPlaceholderProblems(
+    text,
+    path,
+    known,
+    (name) => `uses {{${name}}}, which no earlier step extracts and variables does not set`,
+  );
 }
 
 /** Problems of a step's URL: its form, and no placeholder where it would choose the host. */

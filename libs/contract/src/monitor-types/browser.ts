@@ -1,6 +1,6 @@
 import { parse as parseCss } from 'css-what';
 import { MONITOR_LIMITS, type BrowserAction } from '../limits.js';
-import { placeholdersOf, substitute } from '../placeholders.js';
+import { placeholderProblems as fieldPlaceholderProblems, resolveUrl, urlOrigin as originOf } from '../placeholders.js';
 import type { MonitorSettings } from '../types.js';
 import type { Problem } from '../validators.js';
 import type { MonitorTypeModule, Target } from './module.js';
@@ -9,10 +9,20 @@ import { stepUrlFormProblems, stepUrlTargetOrigin } from './step-url.js';
 /** One step of a browser monitor, as the schema takes it (monitor-schema.ts `browser_steps`). */
 export type BrowserStep = MonitorSettings['browser_steps'][number];
 
-type StepField = 'selector' | 'value' | 'url' | 'text';
+/** The properties of a browser step that depend on its action (timeout_ms: every action). */
+export type BrowserStepField = 'selector' | 'value' | 'url' | 'text';
 
-/** The fields each action needs, and those it may have besides (timeout_ms: every action). */
-const ACTION_FIELDS: { readonly [A in BrowserAction]: { needs: StepField[]; may: StepField[]; why: string } } = {
+/**
+ * The fields each action needs, and those it may have besides (timeout_ms: every action):
+ * the API validates steps by it, and the console's step editor shows an action's fields by it.
+ */
+export const BROWSER_ACTION_FIELDS: {
+  readonly [A in BrowserAction]: {
+    readonly needs: readonly BrowserStepField[];
+    readonly may: readonly BrowserStepField[];
+    readonly why: string;
+  };
+} = {
   goto: { needs: ['url'], may: [], why: 'goto opens url (an absolute http(s) URL or a path)' },
   click: { needs: ['selector'], may: [], why: 'click needs the selector of what it clicks' },
   fill: { needs: ['selector', 'value'], may: [], why: 'fill types value into the field its selector names' },
@@ -37,24 +47,13 @@ export function browserStepLabel(step: BrowserStep, index: number): string {
   return `step ${index + 1} ${step.action}${shown}`;
 }
 
-/** The scheme and authority of an absolute URL (`https://shop.example:8443`); '' for a path. */
-function originOf(url: string): string {
-  return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url)?.[0] ?? '';
-}
-
 /**
  * A goto step's URL with its `{{name}}`s filled (each value percent-encoded: it cannot add
  * a path segment or choose the host), resolved against the monitor's URL. Undefined when
  * it does not parse.
  */
 export function resolveBrowserUrl(base: string, stepUrl: string, values: ReadonlyMap<string, string>): URL | undefined {
-  const origin = originOf(stepUrl);
-  const rest = substitute(stepUrl.slice(origin.length), values, encodeURIComponent);
-  try {
-    return new URL(origin + rest.text, base);
-  } catch {
-    return undefined;
-  }
+  return resolveUrl(base, stepUrl, values).url;
 }
 
 /**
@@ -79,21 +78,7 @@ export function selectorProblem(selector: string): string | undefined {
 
 /** Problems of the `{{name}}`s of a fill's value or a goto's URL: each a name of `variables`. */
 function placeholderProblems(text: string, path: string, variables: ReadonlySet<string>): Problem[] {
-  const problems: Problem[] = [];
-  const seen = new Set<string>();
-  for (const p of placeholdersOf(text)) {
-    if (seen.has(p.text)) continue;
-    seen.add(p.text);
-    if (!p.valid) {
-      problems.push({
-        path,
-        message: `${p.text} is no placeholder: a variable's name is letters, digits and _, not starting with a digit`,
-      });
-    } else if (!variables.has(p.name)) {
-      problems.push({ path, message: `uses {{${p.name}}}, which variables does not set` });
-    }
-  }
-  return problems;
+  return fieldPlaceholderProblems(text, path, variables, (name) => `uses {{${name}}}, which variables does not set`);
 }
 
 /** Problems of a goto's URL: a path or an absolute http(s) URL, no placeholder in its origin. */
@@ -110,7 +95,7 @@ function gotoUrlProblems(url: string, path: string, base: URL | undefined, varia
 /** Problems of one step: the fields its action needs and takes, selectors, placeholders. */
 function stepProblems(step: BrowserStep, p: string, base: URL | undefined, variables: ReadonlySet<string>): Problem[] {
   const problems: Problem[] = [];
-  const spec = ACTION_FIELDS[step.action];
+  const spec = BROWSER_ACTION_FIELDS[step.action];
   for (const field of spec.needs) {
     if (step[field] === undefined) problems.push({ path: `${p}/${field}`, message: `is required: ${spec.why}` });
   }

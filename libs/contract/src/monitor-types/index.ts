@@ -25,7 +25,14 @@ export { heartbeatUrl } from './heartbeat.js';
 export { icmpHost, icmpMinTimeoutMs, ICMP_INTERVAL_MS, ICMP_MIN_WAIT_MS } from './icmp.js';
 export { stepUrlTargetOrigin } from './step-url.js';
 export { resolveStepUrl, stepLabel, stepPrefix, stepUrlOrigin, type ApiStep } from './api-flow.js';
-export { browserStepLabel, resolveBrowserUrl, selectorProblem, type BrowserStep } from './browser.js';
+export {
+  BROWSER_ACTION_FIELDS,
+  browserStepLabel,
+  resolveBrowserUrl,
+  selectorProblem,
+  type BrowserStep,
+  type BrowserStepField,
+} from './browser.js';
 
 /**
  * Every monitor type's module, keyed by the schema's `type` enum (MONITOR_TYPES): a value

@@ -52,7 +52,7 @@ type Steps = NonNullable<CheckTimings['steps']>;
 /** What an HTTP field value may hold (the schema's rule for header values): no CR, LF or NUL. */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
-/** Values shorter than this are not looked for in a detail (they would mask ordinary words). */
+/** Runs an api_flow monitor's steps in order (docs/api-flows.md): one deadline, each step's status, assertions and extracts. */
 export async function apiFlowProbe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult> {
   const elapsed = stopwatch();
   const deadline = performance.now() + m.timeout_ms;

@@ -420,7 +420,6 @@ export function scrub(text: string, variables: Record<string, string>): string {
   return redact(text, Object.values(variables));
 }
 
-// NOTE: what runs in the page is a string: the runner is compiled without the DOM's types.
 const NAVIGATION_SCRIPT = `(() => {
   const e = performance.getEntriesByType('navigation')[0];
   return e ? { ttfb: e.responseStart, dcl: e.domContentLoadedEventEnd, load: e.loadEventEnd } : null;

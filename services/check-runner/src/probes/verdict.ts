@@ -47,6 +47,24 @@ export function failed(error: CheckError, responseTime: number, extra: Partial<P
   };
 }
 
+/**
+ * What a check found, as a check message and a run-once reply both carry it: the status and
+ * its numbers, and the optional fields only when the probe set them.
+ */
+export function findings(
+  r: ProbeResult,
+): Pick<CheckMessage, 'status' | 'response_time' | 'status_code' | 'error' | 'tls_days_left' | 'detail' | 'timings'> {
+  return {
+    status: r.status,
+    response_time: r.response_time,
+    status_code: r.status_code,
+    ...(r.error ? { error: r.error } : {}),
+    ...(r.tls_days_left !== undefined ? { tls_days_left: r.tls_days_left } : {}),
+    ...(r.detail !== undefined ? { detail: r.detail } : {}),
+    ...(r.timings !== undefined ? { timings: r.timings } : {}),
+  };
+}
+
 /** The check message of a result: what the runner publishes to the check-results topic. */
 export function checkMessage(
   monitor: { id: string; tenant_id: string },
@@ -59,14 +77,8 @@ export function checkMessage(
     id,
     monitor_id: monitor.id,
     tenant_id: monitor.tenant_id,
-    status: r.status,
-    response_time: r.response_time,
-    status_code: r.status_code,
-    ...(r.error ? { error: r.error } : {}),
+    ...findings(r),
     location,
-    ...(r.tls_days_left !== undefined ? { tls_days_left: r.tls_days_left } : {}),
-    ...(r.detail !== undefined ? { detail: r.detail } : {}),
-    ...(r.timings !== undefined ? { timings: r.timings } : {}),
     ...(r.screenshot !== undefined ? { screenshot: r.screenshot } : {}),
     created_at: startedAt.toISOString(),
   };

@@ -1,4 +1,4 @@
-import { settingSchema } from '@telemetry/contract/monitor-catalog';
+import { BROWSER_ACTION_FIELDS, settingSchema, type BrowserStepField } from '@telemetry/contract/monitor-catalog';
 import { h } from './dom.js';
 import { fieldId } from './form-kit.js';
 
@@ -55,35 +55,41 @@ const API_FIELDS: readonly StepField[] = [
   { key: 'assertions', label: 'Assertions', kind: 'rows', hint: 'one per line: status == 200, $.token exists' },
 ];
 
-/** Which of a browser step's properties each action uses (docs/browser-checks.md). */
+/** The actions that use a browser step's property: the contract's table (the API validates by it). */
+const actionsUsing = (key: BrowserStepField): readonly string[] =>
+  Object.entries(BROWSER_ACTION_FIELDS)
+    .filter(([, spec]) => spec.needs.includes(key) || spec.may.includes(key))
+    .map(([action]) => action);
+
+/** A browser step's properties; each shows for the actions that use it (docs/browser-checks.md). */
 const BROWSER_FIELDS: readonly StepField[] = [
   { key: 'action', label: 'Action', kind: 'select', options: enumOf('browser_steps', 'action') },
   {
     key: 'selector',
     label: 'CSS selector',
     kind: 'text',
-    actions: ['click', 'fill', 'press', 'wait_for', 'assert_text'],
+    actions: actionsUsing('selector'),
     hint: 'wait_for and assert_text: optional',
   },
   {
     key: 'value',
     label: 'Value',
     kind: 'text',
-    actions: ['fill', 'press'],
+    actions: actionsUsing('value'),
     hint: 'fill: the text typed ({{name}} uses a variable); press: a key (Enter)',
   },
   {
     key: 'url',
     label: 'URL',
     kind: 'text',
-    actions: ['goto', 'assert_url'],
+    actions: actionsUsing('url'),
     hint: 'goto: http(s)://… or a path; assert_url: what the page’s URL must contain',
   },
   {
     key: 'text',
     label: 'Text',
     kind: 'text',
-    actions: ['wait_for', 'assert_text'],
+    actions: actionsUsing('text'),
     hint: 'what the page (or the selector’s element) must contain',
   },
   { key: 'timeout_ms', label: 'Timeout (ms)', kind: 'number' },
