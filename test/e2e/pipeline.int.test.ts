@@ -219,6 +219,9 @@ describe('pipeline (real Kafka and ClickHouse)', () => {
         error: null,
         location: null,
         tls_days_left: null,
+        detail: null,
+        timings: null,
+        screenshot: null,
         created_at: c.created_at.replace('.250Z', 'Z'),
       })),
     );

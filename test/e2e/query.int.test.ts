@@ -112,6 +112,9 @@ describe('query service (real ClickHouse)', () => {
       error: null,
       location: null,
       tls_days_left: null,
+      detail: null,
+      timings: null,
+      screenshot: null,
       created_at: '2026-01-01T00:09:00Z',
     });
   });
@@ -402,6 +405,9 @@ describe('query service (real ClickHouse)', () => {
       error: null,
       location: null,
       tls_days_left: null,
+      detail: null,
+      timings: null,
+      screenshot: null,
       created_at: '2026-01-01T00:00:00Z',
     });
     expect(lines.map((c) => c.id)).to.deep.equal(rows.map((r) => r.id));
