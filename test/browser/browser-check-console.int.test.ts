@@ -77,7 +77,7 @@ describe("a browser check's failure and its screenshot in the console (runner wi
         type: 'browser',
         url: `http://127.0.0.1:${site.port}/`,
         interval_seconds: 5,
-        timeout_ms: 4500,
+        timeout_ms: 4900,
         failure_threshold: 1,
         locations: [LOCATION],
         variables: { password: SIGN_IN_PASSWORD },

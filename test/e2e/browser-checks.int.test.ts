@@ -37,7 +37,7 @@ describe('browser checks (real Kafka, PostgreSQL, check runner processes with an
       type: 'browser',
       url: `${base()}/`,
       interval_seconds: 5,
-      timeout_ms: 4500,
+      timeout_ms: 4900,
       locations: [LOCATION],
       variables: { password: SIGN_IN_PASSWORD },
       browser_steps: SIGN_IN_STEPS,

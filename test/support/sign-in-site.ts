@@ -12,7 +12,7 @@ export const SIGN_IN_STEPS = [
   { action: 'fill', selector: 'input[name=user]', value: 'alice' },
   { action: 'fill', selector: 'input[type=password]', value: '{{password}}' },
   { action: 'click', selector: '#submit' },
-  { action: 'assert_text', text: 'Welcome, alice', timeout_ms: 3500 },
+  { action: 'assert_text', text: 'Welcome, alice', timeout_ms: 2500 },
 ];
 
 /**
