@@ -425,9 +425,19 @@ const NAVIGATION_SCRIPT = `(() => {
   return e ? { ttfb: e.responseStart, dcl: e.domContentLoadedEventEnd, load: e.loadEventEnd } : null;
 })()`;
 const VITALS_NOW = `(() => { const v = window.__telemetryVitals; return v ? { ...v } : null; })()`;
-/** After two frames, so that the first page's LCP has been painted and reported. */
-const VITALS_SETTLED = `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0))))
-  .then(() => ${VITALS_NOW})`;
+/**
+ * After two frames, and then until the first page's LCP has been reported (its observer is
+ * called after the paint, sometimes frames later) or 1 s has passed.
+ */
+const VITALS_SETTLED = `new Promise((r) => {
+  const t0 = performance.now();
+  const tick = () => {
+    const v = window.__telemetryVitals;
+    if ((v && v.lcp > 0) || performance.now() - t0 > 1000) r(null);
+    else setTimeout(tick, 20);
+  };
+  requestAnimationFrame(() => requestAnimationFrame(tick));
+}).then(() => ${VITALS_NOW})`;
 
 /** The first page's Navigation Timing marks, ms from the start of its navigation. */
 async function navigationTimings(page: Page): Promise<CheckTimings['navigation']> {
