@@ -6,6 +6,7 @@ export * from './events.js';
 export * from './event-enrichment.js';
 export * from './freshness.js';
 export * from './keys.js';
+export * from './layout.js';
 export * from './migrations.js';
 export * from './monitor-secrets.js';
 export * from './monitor-rows.js';
