@@ -1,20 +1,28 @@
 /**
  * `npm run test:cluster`: the pipeline on a cluster, under failure (docs/operations.md,
  * "Clusters"). On the cluster harness (tools/devstack/cluster.ts: three KRaft brokers
- * with replication factor 3 and min.insync.replicas=2, ZooKeeper, two ClickHouse
- * replicas of the cluster `telemetry`, HAProxy):
+ * with replication factor 3 and min.insync.replicas=2, a ZooKeeper ensemble of three,
+ * two shards of two ClickHouse replicas of the cluster `telemetry`, HAProxy):
  *
- *   1. migrates a fresh database ON CLUSTER (CLICKHOUSE_CLUSTER: replicated tables),
- *      creates the topics (replication factor 3), issues a telemetry key;
- *   2. starts two gateways behind HAProxy, two consumers in one group, and HAProxy in
- *      front of the two ClickHouse servers (every service reads and writes through it);
+ *   1. migrates a fresh database ON CLUSTER (CLICKHOUSE_CLUSTER: replicated tables and
+ *      their Distributed `_all` tables), creates the topics (replication factor 3),
+ *      issues a telemetry key;
+ *   2. starts two gateways behind HAProxy, two consumers in one group, two query services
+ *      and two runners, all in cluster mode (CLICKHOUSE_CLUSTER: they read and write the
+ *      `_all` tables), and one HAProxy in front of all four ClickHouse servers (any server
+ *      routes a Distributed insert or read to every shard, so one balancer serves them all);
+ *      creates monitors until both shards hold checks;
  *   3. per scenario: steady load through the gateways' balancer (harness/event-batches.ts:
  *      unique client ids, nothing retried), the failure, the recovery, more load; then
  *      waits for the consumer group to commit everything, and reads every acknowledged
- *      id back (FINAL): lost must be 0 and duplicates as read 0. It counts the 5xx answers
- *      and the time from the recovery's start to the first acknowledged request after
- *      it that is readable;
- *   4. writes the figures to RELIABILITY.md (between `<!-- cluster -->` markers), prints
+ *      id back through `events_all` FINAL with exact settings: lost must be 0 and
+ *      duplicates as read 0. Then the two replicas of each shard agree, and both shards
+ *      hold events and checks with every event id on one shard and every monitor's checks
+ *      on one shard. It counts the 5xx answers and the time to recover;
+ *   4. (not in --smoke) the throughput: two gateways against one, two consumers against
+ *      one, and the ceiling: paced load ramped through the gateways' balancer until the
+ *      pipeline stops keeping up, with the CPU per event of every tier;
+ *   5. writes the figures to RELIABILITY.md (between `<!-- cluster -->` markers), prints
  *      them, and ends with one JSON line; exits non-zero when a scenario lost or
  *      duplicated an event or did not recover. Everything it started is stopped.
  *
@@ -37,7 +45,13 @@ import {
   type ClickHouseClient,
 } from '@telemetry/platform';
 import { issueKey, migrate } from '@telemetry/store';
-import { CLUSTER_NAME, startCluster, type Balancer, type Cluster } from '../../tools/devstack/cluster.js';
+import {
+  CLUSTER_NAME,
+  startCluster,
+  type Balancer,
+  type ClickHouseNode,
+  type Cluster,
+} from '../../tools/devstack/cluster.js';
 import {
   build,
   Child,
@@ -49,11 +63,13 @@ import {
   until,
   type ServiceName,
 } from '../../harness/processes.js';
-import { procCpu } from '../../harness/sampler.js';
+import { machineBusySeconds, procCpu } from '../../harness/sampler.js';
+import { HttpClient, paced, type Outcome } from '../../harness/load.js';
+import { quantiles } from '../../harness/report.js';
 import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics } from '../../harness/run.js';
 import { EventBatchLoad } from '../../harness/event-batches.js';
-import { judge, Observer } from '../faults/observe.js';
+import { EXACT_DISTRIBUTED_READS, judge, Observer } from '../faults/observe.js';
 import {
   provisionPostgres,
   startLocalPostgres,
@@ -65,6 +81,9 @@ import {
 const SMOKE = process.argv.includes('--smoke');
 const SHORT = SMOKE || process.argv.includes('--short') || process.env.CLUSTER_SHORT === '1';
 const THROUGHPUT_SECONDS = SHORT ? 3 : 10;
+/** The ceiling's ramp (measureCeiling): seconds per step, and requests waiting at most. */
+const CEILING_STEP_SECONDS = SHORT ? 6 : 15;
+const CEILING_IN_FLIGHT = 64;
 const HOLD_MS = SHORT ? 4000 : 10_000;
 const LOAD_AROUND_MS = SHORT ? 2000 : 4000;
 const LOAD = { loops: 4, batchSize: 10, intervalMs: 100, requestTimeoutMs: 15_000 };
@@ -81,6 +100,8 @@ interface Services {
   runners: Child[];
   gatewayLb: Balancer;
   queryLb: Balancer;
+  /** HAProxy over the four ClickHouse servers (checked with /replicas_status). */
+  clickhouseLb: Balancer;
 }
 
 /** Two against one, as measured by measureThroughput. */
@@ -88,6 +109,49 @@ interface Throughput {
   seconds: number;
   gateways: { one: Side; two: Side; ratio: number };
   consumers: { one: Side; two: Side; ratio: number };
+  /** The highest load the whole pipeline sustains on this machine (measureCeiling). */
+  ceiling: Ceiling;
+}
+
+/** The processes of the cluster whose CPU the ceiling counts, tier by tier. */
+const TIERS = [
+  'gateways',
+  'consumers',
+  'ClickHouse servers',
+  'Kafka brokers',
+  'ZooKeeper',
+  'HAProxy',
+  'query services and runners',
+  'load generator',
+] as const;
+type Tier = (typeof TIERS)[number];
+
+/** One step of the ceiling's ramp: paced 100-event batches at `offered` events/s for CEILING_STEP_SECONDS. */
+interface Step {
+  offered: number;
+  /** Acknowledged (200) events per second, from the first send to the last answer. */
+  acknowledged: number;
+  /** Of each request, from its scheduled send time (so queueing behind the schedule counts). */
+  p99Ms: number;
+  /** Batches not sent (CEILING_IN_FLIGHT already waiting), refused or failed. */
+  notAcknowledged: number;
+  /** Messages of the events topic past the pipeline group's commits, at the step's start and end. */
+  lagStart: number;
+  lagEnd: number;
+  sustained: boolean;
+  /** Which of the conditions failed. */
+  why: string[];
+  /** CPU µs per acknowledged event, per tier. */
+  cpuMicrosPerEvent: Record<Tier, number>;
+  /** Cores the whole machine kept busy during the step (of its nproc). */
+  machineCores: number;
+}
+
+interface Ceiling {
+  stepSeconds: number;
+  steps: Step[];
+  /** The highest sustained step, if any. */
+  best?: Step;
 }
 
 interface Side {
@@ -103,6 +167,8 @@ interface Ctx {
   notes: string[];
   /** The consumers' group (for its members). */
   obs?: Observer;
+  /** The scenario's events' source (set by runScenario). */
+  source?: string;
 }
 
 interface Scenario {
@@ -122,6 +188,8 @@ interface Figures {
   duplicatedAsRead: number;
   /** Answers 500-599 (HAProxy's 502/503 included) while the load ran. */
   status5xx: number;
+  /** Distinct events of the scenario on each shard (its local tables, one replica asked). */
+  eventsPerShard: number[];
   /**
    * From the restart to the part back in service and caught up: a broker in every
    * partition's ISR, a replica with no replication delay or queue, a gateway ready, both
@@ -131,6 +199,27 @@ interface Figures {
   notes: string[];
   problems: string[];
   ok: boolean;
+}
+
+/** Events of a scenario's source on the surviving replica when the hold began. */
+const holdStart = new Map<string, number>();
+
+/** Starts `replica` again and waits until it has caught up: no replicated table of it behind or with work queued. */
+async function restartReplica(replica: ClickHouseNode): Promise<void> {
+  await replica.start();
+  await until(
+    `${replica.name} caught up`,
+    async () => {
+      const r = await fetch(replica.url, {
+        method: 'POST',
+        body: 'SELECT max(absolute_delay) + sum(queue_size) + sum(inserts_in_queue) FROM system.replicas',
+        signal: AbortSignal.timeout(5000),
+      }).catch(() => undefined);
+      return r?.ok && Number((await r.text()).trim()) === 0 ? true : undefined;
+    },
+    120_000,
+    250,
+  );
 }
 
 /** After a failed scenario: everything stopped is started again, so the next scenario starts whole. */
@@ -196,27 +285,40 @@ const scenarios: Scenario[] = [
   {
     name: 'clickhouse-replica-killed',
     fault:
-      'a ClickHouse replica killed with SIGKILL (inserts go on through HAProxy to the other), restarted; it catches up',
+      "shard 1's second ClickHouse replica killed with SIGKILL (HAProxy sends to the other three), restarted; it catches up",
     inject: async ({ cluster }) => {
-      await cluster.clickhouse[1]!.kill('SIGKILL');
+      await cluster.shards[0]![1]!.kill('SIGKILL');
     },
     recover: async ({ cluster }) => {
-      const replica = cluster.clickhouse[1]!;
-      await replica.start();
-      // Caught up: no replicated table of it behind or with work queued.
-      await until(
-        'the restarted replica caught up',
-        async () => {
-          const r = await fetch(replica.url, {
-            method: 'POST',
-            body: 'SELECT max(absolute_delay) + sum(queue_size) + sum(inserts_in_queue) FROM system.replicas',
-            signal: AbortSignal.timeout(5000),
-          }).catch(() => undefined);
-          return r?.ok && Number((await r.text()).trim()) === 0 ? true : undefined;
-        },
-        120_000,
-        250,
+      await restartReplica(cluster.shards[0]![1]!);
+    },
+  },
+  {
+    name: 'shard-replica-killed',
+    fault:
+      "shard 2's first ClickHouse replica killed with SIGKILL: the shard's other replica takes its inserts and reads, then it restarts and catches up",
+    inject: async ({ cluster, database, source, notes }) => {
+      const [victim, other] = cluster.shards[1]!;
+      await victim!.kill('SIGKILL');
+      holdStart.set(source!, await replicaCount(other!.url, database, source!));
+      notes.push(`killed ${victim!.name}; ${other!.name} held ${holdStart.get(source!)} events of the scenario`);
+    },
+    recover: async ({ cluster, database, source, notes }) => {
+      // Before the restart: the shard's other replica took the inserts meanwhile, and a
+      // read through events_all (every shard required) answered.
+      const other = cluster.shards[1]![1]!;
+      const now = await replicaCount(other.url, database, source!);
+      const before = holdStart.get(source!) ?? 0;
+      if (now <= before) throw new Error(`${other.name} took no events while the shard's other replica was down`);
+      const viaAll = await chQuery(
+        cluster.shards[0]![0]!.url,
+        `SELECT uniqExact(event_id) FROM ${sqlIdentifier(database)}.events_all WHERE source = ${sqlString(source!)}`,
+        EXACT_DISTRIBUTED_READS,
       );
+      notes.push(
+        `while it was down ${other.name} took ${now - before} events and events_all read ${viaAll} of the scenario with every shard required`,
+      );
+      await restartReplica(cluster.shards[1]![0]!);
     },
   },
   {
@@ -324,6 +426,8 @@ async function main(): Promise<number> {
     const common: Record<string, string> = {
       KAFKA_BROKERS: cluster.kafkaBrokers,
       CLICKHOUSE_URL: chLb.url,
+      // Cluster mode: every service reads and writes the Distributed `_all` tables.
+      CLICKHOUSE_CLUSTER: CLUSTER_NAME,
       CLICKHOUSE_DATABASE: database,
       ...topics.env,
       HOST: '127.0.0.1',
@@ -382,7 +486,7 @@ async function main(): Promise<number> {
     log(
       `services ready: gateways behind ${gatewayLb.url}, query services behind ${queryLb.url}, ClickHouse behind ${chLb.url}`,
     );
-    const services: Services = { gateways, consumers, queries, runners, gatewayLb, queryLb };
+    const services: Services = { gateways, consumers, queries, runners, gatewayLb, queryLb, clickhouseLb: chLb };
     const apiKey = (
       await withRegistry(registryUrl, (db) =>
         issueKey(db, {
@@ -395,7 +499,8 @@ async function main(): Promise<number> {
     ).key;
     const monitorChecked = await checkedThroughCluster(queryLb.url, apiKey, target.url);
     log(monitorChecked);
-    const obs = new Observer(ch, database, cluster.kafkaBrokers, topics.topics.events, group);
+    log(await monitorsOnBothShards(cluster, database, queryLb.url, apiKey, target.url));
+    const obs = new Observer(ch, database, cluster.kafkaBrokers, topics.topics.events, group, { sharded: true });
 
     const only = SMOKE ? ['broker-killed'] : (process.env.CLUSTER_ONLY ?? '').split(',').filter(Boolean);
     const chosen = only.length > 0 ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
@@ -451,6 +556,7 @@ async function runScenario(scenario: Scenario, ctx: Ctx, obs: Observer, key: str
     idPrefix: `${scenario.name}-${run}`,
     ...LOAD,
   });
+  ctx = { ...ctx, source };
   const fig: Figures = {
     name: scenario.name,
     fault: scenario.fault,
@@ -460,6 +566,7 @@ async function runScenario(scenario: Scenario, ctx: Ctx, obs: Observer, key: str
     lost: 0,
     duplicatedAsRead: 0,
     status5xx: 0,
+    eventsPerShard: [],
     recoverySeconds: null,
     notes: ctx.notes,
     problems: [],
@@ -517,6 +624,7 @@ async function runScenario(scenario: Scenario, ctx: Ctx, obs: Observer, key: str
       fig.problems.push(`${verdict.lost} acknowledged events not found, e.g. ${verdict.lostSample.join(', ')}`);
     if (verdict.duplicatedAsRead > 0) fig.problems.push(`${verdict.duplicatedAsRead} ids read twice`);
     await replicasAgree(ctx, source, fig);
+    await bothShardsHold(ctx, source, fig);
   } catch (err) {
     fig.problems.push(err instanceof Error ? err.message : String(err));
   }
@@ -524,37 +632,112 @@ async function runScenario(scenario: Scenario, ctx: Ctx, obs: Observer, key: str
   return fig;
 }
 
-/** Both ClickHouse replicas hold the same events of the scenario (the restarted one caught up). */
+/** The two replicas of each shard hold the same events of the scenario (a restarted one caught up). */
 async function replicasAgree(ctx: Ctx, source: string, fig: Figures): Promise<void> {
-  const urls = ctx.cluster.clickhouse.map((c) => c.url);
   const t0 = Date.now();
-  const counts = await until(
-    'both replicas to hold the same events',
+  let last: number[][] = [];
+  const perShard = await until(
+    'the replicas of each shard to hold the same events',
     async () => {
-      const n = await Promise.all(urls.map((u) => replicaCount(u, ctx.database, source)));
-      return n.every((x) => x === n[0]) && n[0]! >= fig.found ? n : undefined;
+      last = await Promise.all(
+        ctx.cluster.shards.map((replicas) =>
+          Promise.all(replicas.map((r) => replicaCount(r.url, ctx.database, source))),
+        ),
+      );
+      const agree = last.every((n) => n[0]! >= 0 && n.every((x) => x === n[0]));
+      return agree && sum(last.map((n) => n[0]!)) >= fig.found ? last : undefined;
     },
     120_000,
     500,
   ).catch(() => undefined);
-  if (!counts) {
-    fig.problems.push('the ClickHouse replicas did not agree within 120 s');
+  if (!perShard) {
+    fig.problems.push(
+      `the replicas of a shard did not agree within 120 s (${last.map((n, i) => `shard ${i + 1}: ${n.join(' / ')}`).join('; ')})`,
+    );
     return;
   }
+  fig.eventsPerShard = perShard.map((n) => n[0]!);
   fig.notes.push(
-    `replicas agree on ${counts[0]} events (${Math.round((Date.now() - t0) / 100) / 10} s after the check began)`,
+    `the replicas of each shard agree (${perShard.map((n, i) => `shard ${i + 1}: ${n[0]} events`).join(', ')}; ${seconds(t0)} s after the check began)`,
   );
-  // The Distributed table over the cluster reads the same events.
-  const viaAll = await replicaCount(urls[0]!, ctx.database, source, 'events_all');
-  if (viaAll !== counts[0]) fig.problems.push(`events_all reads ${viaAll} events, the replicas ${counts[0]}`);
+}
+
+/**
+ * Both shards hold events of the scenario and checks (counted on each shard's local
+ * tables); every event id is on one shard (the shards' distinct ids add up to what
+ * `events_all` reads) and every monitor's checks are on one shard.
+ */
+async function bothShardsHold(ctx: Ctx, source: string, fig: Figures): Promise<void> {
+  const { shards } = ctx.cluster;
+  const per = fig.eventsPerShard;
+  if (per.length !== shards.length) return; // replicasAgree already said why
+  if (per.some((n) => n <= 0)) fig.problems.push(`not every shard holds events of the scenario (${per.join(' / ')})`);
+  const db = sqlIdentifier(ctx.database);
+  const viaAll = Number(
+    await chQuery(
+      servingReplica(shards[0]!).url,
+      `SELECT uniqExact(event_id) FROM ${db}.events_all WHERE source = ${sqlString(source)}`,
+      EXACT_DISTRIBUTED_READS,
+    ),
+  );
+  if (sum(per) !== viaAll)
+    fig.problems.push(
+      `the shards hold ${per.join(' + ')} distinct events, events_all reads ${viaAll}: ${sum(per) - viaAll} on more than one shard`,
+    );
+  const monitors = await Promise.all(
+    shards.map(async (replicas) => {
+      const text = await chQuery(
+        servingReplica(replicas).url,
+        `SELECT monitor_id, count() FROM ${db}.checks GROUP BY monitor_id FORMAT TabSeparated`,
+      );
+      return new Map(
+        text
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => line.split('\t') as [string, string])
+          .map(([m, n]) => [m, Number(n)]),
+      );
+    }),
+  );
+  monitors.forEach((m, i) => {
+    if (m.size === 0) fig.problems.push(`shard ${i + 1} holds no checks`);
+  });
+  const onTwo = [...monitors[0]!.keys()].filter((m) => monitors.slice(1).some((other) => other.has(m)));
+  if (onTwo.length > 0) fig.problems.push(`the checks of ${onTwo.length} monitor(s) on two shards: ${onTwo.join(', ')}`);
+  fig.notes.push(
+    `checks: ${monitors.map((m, i) => `shard ${i + 1} ${sum([...m.values()])} of ${m.size} monitor(s)`).join(', ')}; events_all reads ${viaAll} distinct events`,
+  );
+}
+
+/** The first running replica of a shard (all are running after a scenario, unless it failed). */
+function servingReplica(replicas: ClickHouseNode[]): ClickHouseNode {
+  return replicas.find((r) => r.running) ?? replicas[0]!;
 }
 
 /** Distinct events of `source` on one replica (asked directly, not through HAProxy). */
 async function replicaCount(url: string, database: string, source: string, table = 'events'): Promise<number> {
   const sql = `SELECT uniqExact(event_id) FROM ${sqlIdentifier(database)}.${sqlIdentifier(table)} WHERE source = ${sqlString(source)}`;
-  const r = await fetch(url, { method: 'POST', body: sql, signal: AbortSignal.timeout(5000) });
-  return r.ok ? Number((await r.text()).trim()) : -1;
+  const r = await fetch(url, { method: 'POST', body: sql, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+  return r?.ok ? Number((await r.text()).trim()) : -1;
 }
+
+/** One statement on one server over HTTP as `default` (settings as URL parameters); its answer's text. */
+async function chQuery(
+  url: string,
+  sql: string,
+  settings: Record<string, number | string> = {},
+  timeoutMs = 30_000,
+): Promise<string> {
+  const u = new URL(url);
+  for (const [k, v] of Object.entries(settings)) u.searchParams.set(k, String(v));
+  const r = await fetch(u, { method: 'POST', body: sql, signal: AbortSignal.timeout(timeoutMs) });
+  const text = await r.text();
+  if (!r.ok) throw new Error(`ClickHouse at ${url} answered ${r.status}: ${text.slice(0, 300)}`);
+  return text.trim();
+}
+
+const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
+const seconds = (since: number): number => Math.round((Date.now() - since) / 100) / 10;
 
 function render(f: {
   command: string;
@@ -631,13 +814,7 @@ async function checkedThroughCluster(queryUrl: string, apiKey: string, targetUrl
     },
     30_000,
   );
-  const made = await fetch(`${queryUrl}/api/monitors`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ name: 'cluster target', url: targetUrl, interval_seconds: 1, timeout_ms: 500 }),
-  });
-  if (made.status !== 201) throw new Error(`creating a monitor answered ${made.status}: ${await made.text()}`);
-  const id = ((await made.json()) as { data: { id: string } }).data.id;
+  const id = await createMonitor(queryUrl, apiKey, targetUrl, 'cluster target');
   const checks = await until(
     'the monitor checked and its checks readable through the balancer',
     async () => {
@@ -649,6 +826,51 @@ async function checkedThroughCluster(queryUrl: string, apiKey: string, targetUrl
     500,
   );
   return `monitor ${id} had ${checks.length} checks readable within a minute (${checks.map((c) => c.status).join(', ')})`;
+}
+
+/** A monitor of `targetUrl` checked every second, made through the query services' balancer; its id. */
+async function createMonitor(queryUrl: string, apiKey: string, targetUrl: string, name: string): Promise<string> {
+  const made = await fetch(`${queryUrl}/api/monitors`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name, url: targetUrl, interval_seconds: 1, timeout_ms: 500 }),
+  });
+  if (made.status !== 201) throw new Error(`creating a monitor answered ${made.status}: ${await made.text()}`);
+  return ((await made.json()) as { data: { id: string } }).data.id;
+}
+
+/**
+ * Creates monitors (ten at most) until both shards hold checks: a monitor's checks all
+ * live on the shard of its id's hash, so one monitor fills one shard. Each new monitor
+ * is made once every monitor so far has checks stored.
+ */
+async function monitorsOnBothShards(
+  cluster: Cluster,
+  database: string,
+  queryUrl: string,
+  apiKey: string,
+  targetUrl: string,
+): Promise<string> {
+  const db = sqlIdentifier(database);
+  for (let made = 1; ; made++) {
+    const perShard = await until(
+      `the checks of ${made} monitor(s) stored`,
+      async () => {
+        const n = await Promise.all(
+          cluster.shards.map(async (replicas) =>
+            Number(await chQuery(servingReplica(replicas).url, `SELECT uniqExact(monitor_id) FROM ${db}.checks`)),
+          ),
+        );
+        return sum(n) >= made ? n : undefined;
+      },
+      60_000,
+      500,
+    );
+    if (perShard.every((n) => n > 0))
+      return `${made} monitors checked every second; their checks on the shards: ${perShard.join(' / ')} monitor(s)`;
+    if (made >= 10) throw new Error(`ten monitors, and their checks on one shard only (${perShard.join(' / ')})`);
+    await createMonitor(queryUrl, apiKey, targetUrl, `cluster target ${made + 1}`);
+  }
 }
 
 /** Closed-loop load: 8 loops POST 100-event batches to `port` for `seconds`; acknowledged events per second. */
@@ -790,13 +1012,144 @@ async function measureThroughput(ctx: Ctx, key: string, run: string, eventsTopic
     log(
       `consumers: one ${Math.round(cOne.eventsPerSecond)} events/s, two ${Math.round(cTwo.eventsPerSecond)} events/s`,
     );
+    // Last, so the consumers' figures above find the topic as before.
+    const ceiling = await measureCeiling(ctx, key, run);
     return {
       seconds: THROUGHPUT_SECONDS,
       gateways: { one: gOne, two: gTwo, ratio: gTwo.eventsPerSecond / gOne.eventsPerSecond },
       consumers: { one: cOne, two: cTwo, ratio: cTwo.eventsPerSecond / cOne.eventsPerSecond },
+      ceiling,
     };
   } finally {
     await admin.close();
+  }
+}
+
+/** Each tier's pids (the load generator is this process). */
+function tierPids({ cluster, services }: Ctx): Record<Tier, number[]> {
+  const pids = (xs: { running: boolean; pid: number }[]): number[] => xs.filter((x) => x.running).map((x) => x.pid);
+  return {
+    gateways: pids(services.gateways),
+    consumers: pids(services.consumers),
+    'ClickHouse servers': pids(cluster.clickhouse),
+    'Kafka brokers': pids(cluster.brokers),
+    ZooKeeper: pids(cluster.zookeeper),
+    HAProxy: [services.gatewayLb.pid, services.queryLb.pid, services.clickhouseLb.pid],
+    'query services and runners': pids([...services.queries, ...services.runners]),
+    'load generator': [process.pid],
+  };
+}
+
+/** CPU seconds (user + system) of each tier now. */
+function tierCpu(pids: Record<Tier, number[]>): Record<Tier, number> {
+  const of = (ps: number[]): number =>
+    ps.reduce((n, pid) => {
+      const t = procCpu(pid);
+      return n + (t ? t.user + t.system : 0);
+    }, 0);
+  return Object.fromEntries(TIERS.map((t) => [t, of(pids[t])])) as Record<Tier, number>;
+}
+
+/**
+ * The ceiling: paced load (open loop, 100-event batches, at most CEILING_IN_FLIGHT
+ * requests waiting) through the gateways' balancer, CEILING_STEP_SECONDS per step, from
+ * 2,000 events/s up by 30 % a step, while the pipeline keeps up. A step is sustained when
+ * all three hold:
+ *
+ * - the acknowledged rate is at least 97 % of the offered one (nothing dropped, refused
+ *   or timed out beyond that);
+ * - p99 latency (from each request's scheduled send) is at most 1 s;
+ * - the consumers keep pace: the group's lag grew by at most 3 s of the offered load
+ *   during the step (a pipeline that falls behind grows it without bound).
+ *
+ * After the first step that fails, one more between it and the last sustained one. The
+ * highest sustained step is the ceiling, with the CPU per event of every tier in it.
+ */
+async function measureCeiling(ctx: Ctx, key: string, run: string): Promise<Ceiling> {
+  const { services, obs } = ctx;
+  if (!obs) throw new Error('the ceiling needs the pipeline group');
+  const client = new HttpClient(services.gatewayLb.url, CEILING_IN_FLIGHT);
+  const source = `cluster.ceiling.${run}`;
+  const headers = { 'content-type': 'application/json', 'x-access-key': key };
+  let seq = 0;
+  const op = async (): Promise<Outcome> => {
+    const events = Array.from({ length: 100 }, () => ({
+      id: `${source}.${seq++}`,
+      source,
+      category: 'ceiling',
+      payload: { n: seq },
+    }));
+    const reply = await client.request('POST', '/api/telemetry/events', headers, JSON.stringify({ events }), 10_000);
+    return { status: reply.status, ok: reply.status === 200 };
+  };
+  const step = async (offered: number): Promise<Step> => {
+    const pids = tierPids(ctx);
+    const lagStart = (await obs.progress()).uncommitted;
+    const cpu0 = tierCpu(pids);
+    const busy0 = machineBusySeconds();
+    const t0 = performance.now();
+    const r = await paced(op, offered / 100, CEILING_STEP_SECONDS, CEILING_IN_FLIGHT);
+    const wall = (performance.now() - t0) / 1000;
+    const cpu1 = tierCpu(pids);
+    const machineCores = (machineBusySeconds() - busy0) / wall;
+    const lagEnd = (await obs.progress()).uncommitted;
+    const acked = r.ok * 100;
+    const acknowledged = acked / r.seconds;
+    const p99Ms = quantiles(r.latencies).p99;
+    const why: string[] = [];
+    if (acknowledged < 0.97 * offered) why.push(`acknowledged ${Math.round((100 * acknowledged) / offered)} % of offered`);
+    if (!(p99Ms <= 1000)) why.push(`p99 ${Math.round(p99Ms)} ms`);
+    if (lagEnd - lagStart > 3 * offered) why.push(`lag grew by ${lagEnd - lagStart}`);
+    const cpuMicrosPerEvent = Object.fromEntries(
+      TIERS.map((t) => [t, ((cpu1[t] - cpu0[t]) * 1e6) / Math.max(1, acked)]),
+    ) as Record<Tier, number>;
+    const s: Step = {
+      offered,
+      acknowledged,
+      p99Ms,
+      notAcknowledged: (r.requests - r.ok + r.dropped) * 100,
+      lagStart,
+      lagEnd,
+      sustained: why.length === 0,
+      why,
+      cpuMicrosPerEvent,
+      machineCores,
+    };
+    log(
+      `ceiling: offered ${offered} events/s, acknowledged ${Math.round(acknowledged)}, p99 ${Math.round(p99Ms)} ms, lag ${lagStart} -> ${lagEnd}: ${s.sustained ? 'sustained' : `not sustained (${why.join(', ')})`}`,
+    );
+    return s;
+  };
+  const steps: Step[] = [];
+  try {
+    let offered = 2000;
+    let best: Step | undefined;
+    for (let i = 0; i < 16; i++) {
+      const s = await step(offered);
+      steps.push(s);
+      if (!s.sustained) break;
+      best = s;
+      offered = Math.round((offered * 1.3) / 100) * 100;
+    }
+    const failed = steps.at(-1);
+    if (best && failed && !failed.sustained) {
+      const between = Math.round(Math.sqrt(best.offered * failed.offered) / 100) * 100;
+      if (between > best.offered && between < failed.offered) {
+        // A step after a failed one starts with its lag: let the consumers catch up first.
+        await until(
+          'the consumers caught up after the failed step',
+          async () => ((await obs.progress()).uncommitted <= best!.offered ? true : undefined),
+          300_000,
+          500,
+        );
+        const s = await step(between);
+        steps.push(s);
+        if (s.sustained) best = s;
+      }
+    }
+    return { stepSeconds: CEILING_STEP_SECONDS, steps, ...(best ? { best } : {}) };
+  } finally {
+    client.close();
   }
 }
 

@@ -5,7 +5,19 @@
  */
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type ClickHouseClient } from '@telemetry/platform';
+import { LOCAL_LAYOUT, tableRef, type TableLayout } from '@telemetry/store';
 import { metricsText, metricSum as sumOf, readyStatus, type Child } from '../../harness/processes.js';
+
+/**
+ * Settings of the Observer's reads through the Distributed `_all` tables, so an answer is
+ * exact or an error: every shard answers (none skipped), one replica reads each shard
+ * (no sampling across replicas), and a replica that is behind is never read.
+ */
+export const EXACT_DISTRIBUTED_READS = {
+  skip_unavailable_shards: 0,
+  max_parallel_replicas: 1,
+  fallback_to_stale_replicas_for_distributed_queries: 0,
+} as const;
 
 export interface GroupProgress {
   /** Messages on the events topic (sum of the partitions' end offsets). */
@@ -29,15 +41,22 @@ export interface ReadCounts {
 export class Observer {
   private readonly kafka: Kafka;
   private readonly db: string;
+  /** `events` and `checks` as this Observer reads them: the tables, or their `_all` over a cluster. */
+  private readonly events: string;
+  private readonly checksTable: string;
 
+  /** `layout` sharded: reads go through `events_all` and `checks_all` with EXACT_DISTRIBUTED_READS. */
   constructor(
     private readonly ch: ClickHouseClient,
     database: string,
     brokers: string,
     private readonly topic: string,
     private readonly groupId: string,
+    private readonly layout: TableLayout = LOCAL_LAYOUT,
   ) {
     this.db = sqlIdentifier(database);
+    this.events = tableRef(database, 'events', layout);
+    this.checksTable = tableRef(database, 'checks', layout);
     this.kafka = new Kafka({
       brokers: brokers.split(','),
       clientId: 'faults-observer',
@@ -90,7 +109,7 @@ export class Observer {
   /** Checks of `monitorId` made in [fromMs, toMs) that ClickHouse holds (each once). */
   async checks(monitorId: string, fromMs: number, toMs: number): Promise<number> {
     const [r] = await this.rows<{ n: string }>(
-      `SELECT uniqExact(id) AS n FROM ${this.db}.checks WHERE monitor_id = ${sqlString(monitorId)}
+      `SELECT uniqExact(id) AS n FROM ${this.checksTable} WHERE monitor_id = ${sqlString(monitorId)}
         AND created_at >= toDateTime(${sqlNumber(Math.floor(fromMs / 1000))})
         AND created_at < toDateTime(${sqlNumber(Math.ceil(toMs / 1000))})`,
     );
@@ -109,7 +128,7 @@ export class Observer {
   async counts(source: string): Promise<ReadCounts> {
     const src = sqlString(source);
     const perIdRows = await this.rows<{ client_event_id: string; n: string }>(
-      `SELECT client_event_id, count() AS n FROM ${this.db}.events FINAL WHERE source = ${src} GROUP BY client_event_id`,
+      `SELECT client_event_id, count() AS n FROM ${this.events} FINAL WHERE source = ${src} GROUP BY client_event_id`,
     );
     const perId = new Map<string, number>();
     let finalRows = 0;
@@ -118,23 +137,27 @@ export class Observer {
       finalRows += Number(r.n);
     }
     const [limited] = await this.rows<{ n: string }>(
-      `SELECT count() AS n FROM (SELECT event_id FROM ${this.db}.events WHERE source = ${src} LIMIT 1 BY event_id)`,
+      `SELECT count() AS n FROM (SELECT event_id FROM ${this.events} WHERE source = ${src} LIMIT 1 BY event_id)`,
     );
-    const [stored] = await this.rows<{ n: string }>(`SELECT count() AS n FROM ${this.db}.events WHERE source = ${src}`);
+    const [stored] = await this.rows<{ n: string }>(`SELECT count() AS n FROM ${this.events} WHERE source = ${src}`);
     return { perId, finalRows, limitOneByRows: Number(limited?.n ?? 0), storedRows: Number(stored?.n ?? 0) };
   }
 
   /** How many of `ids` (client event ids of `source`) have at least one row. */
   async present(source: string, ids: string[]): Promise<number> {
     const [r] = await this.rows<{ n: string }>(
-      `SELECT uniqExact(client_event_id) AS n FROM ${this.db}.events
+      `SELECT uniqExact(client_event_id) AS n FROM ${this.events}
        WHERE source = ${sqlString(source)} AND client_event_id IN ${sqlStringList(ids)}`,
     );
     return Number(r?.n ?? 0);
   }
 
   private async rows<T>(query: string): Promise<T[]> {
-    const rs = await this.ch.query({ query, format: 'JSONEachRow' });
+    const rs = await this.ch.query({
+      query,
+      format: 'JSONEachRow',
+      ...(this.layout.sharded ? { clickhouse_settings: EXACT_DISTRIBUTED_READS } : {}),
+    });
     return rs.json<T>();
   }
 }
