@@ -31,6 +31,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, request } from 'node:http';
+import { createConnection } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,7 +45,7 @@ import {
   sqlString,
   type ClickHouseClient,
 } from '@telemetry/platform';
-import { issueKey, migrate } from '@telemetry/store';
+import { CLUSTER_DDL_TIMEOUT_MS, issueKey, migrate } from '@telemetry/store';
 import {
   CLUSTER_NAME,
   startCluster,
@@ -222,9 +223,63 @@ async function restartReplica(replica: ClickHouseNode): Promise<void> {
   );
 }
 
+/** A ZooKeeper member's mode as `srvr` names it (leader, follower, standalone), or undefined. */
+function zookeeperMode(port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => socket.write('srvr'));
+    let text = '';
+    socket.setTimeout(1000, () => socket.destroy());
+    socket.on('data', (d: Buffer) => (text += d.toString()));
+    socket.on('close', () => resolve(/^Mode: (\w+)$/m.exec(text)?.[1]));
+    socket.on('error', () => resolve(undefined));
+  });
+}
+
+/**
+ * With one ZooKeeper member down: a replicated table created ON CLUSTER (every server
+ * answers through the distributed DDL queue), a row inserted on shard 1's first replica
+ * and fetched by its second (replication through ZooKeeper), the table dropped ON CLUSTER.
+ */
+async function replicatedDdlProbe(cluster: Cluster, database: string, since: number): Promise<string> {
+  const table = `${sqlIdentifier(database)}.zk_probe`;
+  const on = `ON CLUSTER ${sqlIdentifier(CLUSTER_NAME)}`;
+  const path = sqlString(`/clickhouse/tables/{shard}/${database}.zk_probe`);
+  const [first, second] = cluster.shards[0]!;
+  // Errors are retried: the servers whose ZooKeeper session was on the killed member reconnect first.
+  await until(
+    'a table created ON CLUSTER with two ZooKeeper members',
+    () =>
+      chQuery(
+        first!.url,
+        `CREATE TABLE IF NOT EXISTS ${table} ${on} (n UInt32) ENGINE = ReplicatedMergeTree(${path}, '{replica}') ORDER BY n`,
+        {},
+        CLUSTER_DDL_TIMEOUT_MS,
+      ),
+    120_000,
+    1000,
+  );
+  await until('a row inserted into it', () => chQuery(first!.url, `INSERT INTO ${table} VALUES (1)`), 60_000, 1000);
+  await until(
+    'the row replicated',
+    async () => ((await chQuery(second!.url, `SELECT count() FROM ${table}`)) === '1' ? true : undefined),
+    60_000,
+    250,
+  );
+  const created = seconds(since);
+  await until(
+    'the table dropped ON CLUSTER',
+    () => chQuery(first!.url, `DROP TABLE IF EXISTS ${table} ${on}`, {}, CLUSTER_DDL_TIMEOUT_MS),
+    120_000,
+    1000,
+  );
+  return `with two members: a replicated table created ON CLUSTER on all four servers and a row replicated from ${first!.name} to ${second!.name} ${created} s after the kill, the table dropped ON CLUSTER ${seconds(since)} s after it`;
+}
+
 /** After a failed scenario: everything stopped is started again, so the next scenario starts whole. */
 async function heal({ cluster, services }: Ctx): Promise<void> {
-  await Promise.all([...cluster.brokers, ...cluster.clickhouse].filter((n) => !n.running).map((n) => n.start()));
+  await Promise.all(
+    [...cluster.zookeeper, ...cluster.brokers, ...cluster.clickhouse].filter((n) => !n.running).map((n) => n.start()),
+  );
   await Promise.all(
     [...services.gateways, ...services.consumers].filter((c) => !c.running).map((c) => c.start().ready(60_000)),
   );
@@ -322,6 +377,35 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'zookeeper-node-killed',
+    fault:
+      "the ZooKeeper ensemble's leader killed with SIGKILL: the other two elect one and keep replicated inserts and DDL going; restarted, it rejoins",
+    inject: async ({ cluster, database, notes }) => {
+      const modes = await Promise.all(cluster.zookeeper.map((z) => zookeeperMode(z.port)));
+      const victim = cluster.zookeeper[Math.max(0, modes.indexOf('leader'))]!;
+      await victim.kill('SIGKILL');
+      const t0 = Date.now();
+      const leader = await until(
+        'another ZooKeeper leader',
+        async () => {
+          for (const z of cluster.zookeeper)
+            if (z !== victim && (await zookeeperMode(z.port)) === 'leader') return z.name;
+          return undefined;
+        },
+        60_000,
+        250,
+      );
+      notes.push(
+        `killed ${victim.name} (${modes[cluster.zookeeper.indexOf(victim)] ?? '?'}); ${leader} led ${seconds(t0)} s later`,
+      );
+      notes.push(await replicatedDdlProbe(cluster, database, t0));
+    },
+    recover: async ({ cluster }) => {
+      // start() returns once srvr names a mode: the member is back in the quorum.
+      await Promise.all(cluster.zookeeper.filter((z) => !z.running).map((z) => z.start()));
+    },
+  },
+  {
     name: 'gateway-killed',
     fault: 'one of the two gateways behind HAProxy killed with SIGKILL, restarted after the hold',
     inject: async ({ services }) => {
@@ -396,6 +480,7 @@ async function main(): Promise<number> {
       username: 'default',
       password: '',
       database: 'default',
+      requestTimeoutMs: CLUSTER_DDL_TIMEOUT_MS,
     });
     const migrated = Date.now();
     try {
@@ -497,9 +582,11 @@ async function main(): Promise<number> {
         }),
       )
     ).key;
-    const monitorChecked = await checkedThroughCluster(queryLb.url, apiKey, target.url);
+    const monitorChecked = [
+      await checkedThroughCluster(queryLb.url, apiKey, target.url),
+      await monitorsOnBothShards(cluster, database, queryLb.url, apiKey, target.url),
+    ].join('; ');
     log(monitorChecked);
-    log(await monitorsOnBothShards(cluster, database, queryLb.url, apiKey, target.url));
     const obs = new Observer(ch, database, cluster.kafkaBrokers, topics.topics.events, group, { sharded: true });
 
     const only = SMOKE ? ['broker-killed'] : (process.env.CLUSTER_ONLY ?? '').split(',').filter(Boolean);
@@ -703,7 +790,8 @@ async function bothShardsHold(ctx: Ctx, source: string, fig: Figures): Promise<v
     if (m.size === 0) fig.problems.push(`shard ${i + 1} holds no checks`);
   });
   const onTwo = [...monitors[0]!.keys()].filter((m) => monitors.slice(1).some((other) => other.has(m)));
-  if (onTwo.length > 0) fig.problems.push(`the checks of ${onTwo.length} monitor(s) on two shards: ${onTwo.join(', ')}`);
+  if (onTwo.length > 0)
+    fig.problems.push(`the checks of ${onTwo.length} monitor(s) on two shards: ${onTwo.join(', ')}`);
   fig.notes.push(
     `checks: ${monitors.map((m, i) => `shard ${i + 1} ${sum([...m.values()])} of ${m.size} monitor(s)`).join(', ')}; events_all reads ${viaAll} distinct events`,
   );
@@ -761,12 +849,12 @@ Throughput, two against one (${t.seconds} s each for the gateways, 100-event bat
 | gateways behind HAProxy | ${side(t.gateways.one)} | ${side(t.gateways.two)} | ${t.gateways.ratio.toFixed(2)}x |
 | consumers (a fresh group draining the events topic; from their start, joining the group included) | ${side(t.consumers.one)} | ${side(t.consumers.two)} | ${t.consumers.ratio.toFixed(2)}x |
 
-Everything (three brokers, two ClickHouse servers, ZooKeeper, HAProxy, eight services and the load) shares this machine's ${cpus().length} cores: a second gateway or consumer adds capacity only where one did not already have a core to itself, so these ratios say little of real clusters; the CPU per event is the figure that carries over.`
+Everything (three brokers, four ClickHouse servers, three ZooKeeper members, HAProxy, eight services and the load) shares this machine's ${cpus().length} cores: a second gateway or consumer adds capacity only where one did not already have a core to itself, so these ratios say little of real clusters; the CPU per event is the figure that carries over.${renderCeiling(t.ceiling)}`
     : '';
   const rows = f.scenarios
     .map(
       (s) =>
-        `| ${s.name} | ${s.acknowledged} | ${s.refused} | ${s.lost} | ${s.duplicatedAsRead} | ${s.status5xx} | ${s.recoverySeconds ?? '-'} | ${s.ok ? 'yes' : '**no**'} |`,
+        `| ${s.name} | ${s.acknowledged} | ${s.refused} | ${s.lost} | ${s.duplicatedAsRead} | ${s.eventsPerShard.join(' / ') || '-'} | ${s.status5xx} | ${s.recoverySeconds ?? '-'} | ${s.ok ? 'yes' : '**no**'} |`,
     )
     .join('\n');
   const notes = f.scenarios
@@ -774,16 +862,44 @@ Everything (three brokers, two ClickHouse servers, ZooKeeper, HAProxy, eight ser
     .join('\n');
   return `## On a cluster (\`${f.command}\`)
 
-Written by \`test/cluster/run.ts\` on ${f.date.slice(0, 10)}: three Kafka brokers (KRaft, replication factor 3, min.insync.replicas=2), two ClickHouse 18.16 replicas through ZooKeeper behind HAProxy, two gateways behind HAProxy, two consumers; steady load of about 400 events/s through the gateways' balancer. ${f.ok ? 'Every scenario passed' : 'Not every scenario passed'} (${f.durationSeconds} s).
+Written by \`test/cluster/run.ts\` on ${f.date.slice(0, 10)}: three Kafka brokers (KRaft, replication factor 3, min.insync.replicas=2), two shards of two ClickHouse 18.16 replicas (four servers) through a ZooKeeper ensemble of three, all four behind one HAProxy, two gateways behind HAProxy, two consumers, every service in cluster mode (\`CLICKHOUSE_CLUSTER\`: it reads and writes the \`_all\` tables); steady load of about 400 events/s through the gateways' balancer. Lost and duplicates are read through \`events_all\` FINAL with every shard required; after each scenario the two replicas of each shard agree, both shards hold events and checks, every event id is on one shard and every monitor's checks on one shard. ${f.ok ? 'Every scenario passed' : 'Not every scenario passed'} (${f.durationSeconds} s).
 
-| scenario | acknowledged | refused | lost | duplicates as read | 5xx answers | back in service (s) | ok |
-|---|---|---|---|---|---|---|---|
+| scenario | acknowledged | refused | lost | duplicates as read | events on shard 1 / 2 | 5xx answers | back in service (s) | ok |
+|---|---|---|---|---|---|---|---|---|
 ${rows}
 
 "Back in service": from the restart to the part back and caught up (a broker in every partition's ISR, a ClickHouse replica with no replication delay or queue, a gateway ready, both consumers in the group); the rest of the cluster kept answering meanwhile.
 
 ${notes}
 - Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.${tp}`;
+}
+
+/** The ceiling's steps, and the CPU per event of every tier at the highest sustained one. */
+function renderCeiling(c: Ceiling): string {
+  const rows = c.steps
+    .map(
+      (s) =>
+        `| ${s.offered} | ${Math.round(s.acknowledged)} | ${Math.round(s.p99Ms)} | ${s.lagStart} → ${s.lagEnd} | ${s.machineCores.toFixed(2)} | ${s.sustained ? 'yes' : `no: ${s.why.join(', ')}`} |`,
+    )
+    .join('\n');
+  const b = c.best;
+  const tiers = b
+    ? `
+
+CPU per acknowledged event at ${Math.round(b.acknowledged)} events/s (µs of user + system CPU of each tier's processes over the step, divided by the events acknowledged in it):
+
+| tier | µs CPU per event |
+|---|---|
+${TIERS.map((t) => `| ${t} | ${Math.round(b.cpuMicrosPerEvent[t])} |`).join('\n')}
+| all of them | ${Math.round(sum(TIERS.map((t) => b.cpuMicrosPerEvent[t])))} |`
+    : '';
+  return `
+
+The ceiling: paced load (open loop, 100-event batches, at most ${CEILING_IN_FLIGHT} requests waiting) through the gateways' balancer for ${c.stepSeconds} s a step, from 2,000 events/s up by 30 % a step while the pipeline keeps up, then one step between the last sustained and the first that was not. A step is sustained when at least 97 % of the offered events are acknowledged, p99 latency (from each request's scheduled send, so queueing counts) is at most 1 s, and the consumer group's lag grew by at most 3 s of the offered load. **Highest sustained: ${b ? `${Math.round(b.acknowledged)} events/s` : 'none (not even the first step)'}** with everything on this machine's ${cpus().length} cores.
+
+| offered (events/s) | acknowledged (events/s) | p99 (ms) | consumer lag (messages) | cores busy | sustained |
+|---|---|---|---|---|---|
+${rows}${tiers}`;
 }
 
 /** A loopback HTTP target that answers 200: what the cluster's runners check. */
@@ -1097,7 +1213,8 @@ async function measureCeiling(ctx: Ctx, key: string, run: string): Promise<Ceili
     const acknowledged = acked / r.seconds;
     const p99Ms = quantiles(r.latencies).p99;
     const why: string[] = [];
-    if (acknowledged < 0.97 * offered) why.push(`acknowledged ${Math.round((100 * acknowledged) / offered)} % of offered`);
+    if (acknowledged < 0.97 * offered)
+      why.push(`acknowledged ${Math.round((100 * acknowledged) / offered)} % of offered`);
     if (!(p99Ms <= 1000)) why.push(`p99 ${Math.round(p99Ms)} ms`);
     if (lagEnd - lagStart > 3 * offered) why.push(`lag grew by ${lagEnd - lagStart}`);
     const cpuMicrosPerEvent = Object.fromEntries(

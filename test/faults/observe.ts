@@ -15,7 +15,7 @@ import { metricsText, metricSum as sumOf, readyStatus, type Child } from '../../
  */
 export const EXACT_DISTRIBUTED_READS = {
   skip_unavailable_shards: 0,
-  max_parallel_replicas: 1,
+  max_parallel_replicas: '1',
   fallback_to_stale_replicas_for_distributed_queries: 0,
 } as const;
 
