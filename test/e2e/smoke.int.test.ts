@@ -164,17 +164,27 @@ describe('smoke runs of the benchmarks, the soak and the fault suite (real Kafka
     }
   });
 
-  it('test:cluster (smoke): a broker killed under load on three brokers and two ClickHouse replicas loses nothing', async function () {
+  it('test:cluster (smoke): a broker killed under load on three brokers and two shards of two ClickHouse replicas loses nothing, both shards hold events', async function () {
     this.timeout(600_000);
     // Its own cluster of local processes (never the suite's servers).
     const r = (await smoke('test:cluster', 580_000, false)) as {
       ok: boolean;
       monitorChecked: string;
-      scenarios: { name: string; acknowledged: number; lost: number; duplicatedAsRead: number; ok: boolean }[];
+      scenarios: {
+        name: string;
+        acknowledged: number;
+        lost: number;
+        duplicatedAsRead: number;
+        eventsPerShard: number[];
+        ok: boolean;
+      }[];
     };
     expect(r.scenarios.map((s) => s.name)).to.deep.equal(['broker-killed']);
     const [s] = r.scenarios;
     expect(s!.acknowledged).to.be.greaterThan(0);
+    // Both shards hold events of it (ok also covers the checks on both and one shard per id and monitor).
+    expect(s!.eventsPerShard).to.have.length(2);
+    expect(Math.min(...s!.eventsPerShard)).to.be.greaterThan(0);
     expect([s!.lost, s!.duplicatedAsRead, s!.ok, r.ok]).to.deep.equal([0, 0, true, true]);
     expect(r.monitorChecked).to.match(/had \d+ checks readable/);
   });
