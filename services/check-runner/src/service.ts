@@ -16,6 +16,7 @@ import {
 import { ChannelStore, EscalationPolicyStore, IncidentAlertStore, MonitorStore, registryFeed } from '@telemetry/store';
 import { StatusDeliveryStore, StatusPageStore, SubscriptionLinks } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
+import { decideGroupId } from './decision.js';
 import { BrowserPool } from './browser-pool.js';
 import { AckLinks, CHANNELS, createMailer } from '@telemetry/alerting';
 import { alertingData, monitorTargets } from './targets.js';
@@ -40,6 +41,8 @@ export interface CheckRunner {
   assignment: GroupAssignment;
   /** The browser capability group and Chromium: only with RUNNER_CHROMIUM_PATH. */
   browserAssignment?: GroupAssignment;
+  /** The decide group: every runner, whatever its location (decision.ts). */
+  decideAssignment: GroupAssignment;
   browsers?: BrowserPool;
 }
 
@@ -91,6 +94,15 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     onChange: reconcile,
   };
   const assignment = new GroupAssignment({ ...groupDeps, groupId });
+  // Every runner, whatever its location, divides the deciding of the monitors of several
+  // locations with all the others (docs/monitors.md, "Who decides"): losing a whole
+  // location moves its share to the runners left.
+  const decideAssignment = new GroupAssignment({
+    ...groupDeps,
+    groupId: decideGroupId(config.groupId),
+    capability: 'decide',
+    gaugeHelp: 'Partitions of the monitor-changes topic this runner owns in the decide group (every runner)',
+  });
   // Browser monitors need Chromium: the runners that have it divide them among themselves in
   // a group of their own (docs/browser-checks.md, "Capacity"); a runner without it never joins.
   const browsers = config.chromiumPath
@@ -124,6 +136,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const scheduler: Scheduler = new Scheduler({
     monitors,
     owns,
+    decides: (id) => decideAssignment.owns(id),
     loadStates: async (ids) => {
       const last = await lastAlerts(ch.client, config.clickhouseDatabase, ids);
       return new Map(ids.map((id) => [id, stateFromLastAlert(last.get(id))]));
@@ -250,9 +263,9 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const http = healthServer({ runner, registry, logger, ...config });
   // Start in this order; stop in reverse: run-once stops taking requests (runs in flight
-  // reply), the scheduler stops checking (in-flight checks
-  // finish and publish), then the runner leaves the group (its monitors move to the
-  // others at once), then the escalation clock stops (a row cut short is sent again by
+  // reply), the scheduler stops checking and deciding (in-flight checks and decisions
+  // finish and publish), then the runner leaves its groups (its monitors and its decisions
+  // move to the others at once), then the escalation clock stops (a row cut short is sent again by
   // another runner once its lease ends), then webhooks stop (uncommitted alerts are delivered by another),
   // then the producer, the registry feed, PostgreSQL, ClickHouse, the egress re-resolution, and HTTP last.
   // The status-page deliverer and maintenance notices stop first (a send in flight finishes
@@ -269,6 +282,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     // Chromium stops after the checks that use it (the scheduler, below).
     ...(browsers ? [browsers] : []),
     assignment,
+    decideAssignment,
     ...(browserAssignment ? [browserAssignment] : []),
     scheduler,
     runOnce,
@@ -281,5 +295,5 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     runner_id: config.runnerId,
     browser: browsers ? config.chromiumPath : 'none',
   });
-  return { runner, http, scheduler, assignment, browserAssignment, browsers };
+  return { runner, http, scheduler, assignment, browserAssignment, decideAssignment, browsers };
 }
