@@ -93,7 +93,7 @@ describe('the decision of a monitor of several locations outlives its first loca
   after(async () => {
     for (const id of created) await api('DELETE', `/api/monitors/${id}`).catch(() => undefined);
     await Promise.all([
-      ...locA.map((p) => (p.child.exitCode === null ? p.kill('SIGTERM') : undefined)),
+      ...locA.map((p) => (p.child.exitCode === null && p.child.signalCode === null ? p.kill('SIGTERM') : undefined)),
       ...others.map((r) => r.stop()),
       query?.stop(),
       consumer?.stop(),
