@@ -281,8 +281,9 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     clock,
     // Chromium stops after the checks that use it (the scheduler, below).
     ...(browsers ? [browsers] : []),
-    assignment,
+    // The decide group is left after the location's group: checks move first.
     decideAssignment,
+    assignment,
     ...(browserAssignment ? [browserAssignment] : []),
     scheduler,
     runOnce,
