@@ -37,7 +37,15 @@ import {
   type ClickHouseClient,
 } from '@telemetry/platform';
 import { issueKey, migrate } from '@telemetry/store';
-import { CLUSTER_NAME, startCluster, type Balancer, type Cluster } from '../../tools/devstack/cluster.js';
+import {
+  CLUSTER_NAME,
+  startCluster,
+  waitForClusterUsers,
+  type Balancer,
+  type Cluster,
+} from '../../tools/devstack/cluster.js';
+import { storeEnv } from '../../tools/devstack/users.js';
+import { checkServiceUsers } from './users-check.js';
 import {
   build,
   Child,
@@ -288,11 +296,13 @@ async function main(): Promise<number> {
     const database = `cluster_${run}`;
     const topics = pipelineTopics(`cluster.${run}`);
     const group = `cluster-${run}`;
-    // Migrations ON CLUSTER, from one server; every replica gets every table.
+    // Every service as its own ClickHouse user, on every server (users.d); the migrations
+    // as the migrator, ON CLUSTER from one server: every replica gets every table.
+    const users = await cluster.serviceUsers(database);
     const admin = createClickHouse({
       url: cluster.clickhouse[0]!.url,
-      username: 'default',
-      password: '',
+      username: users.migrator.user,
+      password: users.migrator.password,
       database: 'default',
     });
     const migrated = Date.now();
@@ -301,7 +311,8 @@ async function main(): Promise<number> {
     } finally {
       await admin.close();
     }
-    log(`migrated ${database} on cluster ${CLUSTER_NAME} in ${Date.now() - migrated} ms`);
+    log(`migrated ${database} on cluster ${CLUSTER_NAME} in ${Date.now() - migrated} ms as ${users.migrator.user}`);
+    await waitForClusterUsers(cluster, database, users);
     const kafka = createKafka({
       brokers: cluster.kafkaBrokers.split(','),
       clientId: 'cluster-provision',
@@ -341,7 +352,7 @@ async function main(): Promise<number> {
       const child = new Child({
         name: label,
         command: serviceCommand(name, !SMOKE),
-        env: { ...process.env, ...common, ...env, PORT: String(port) },
+        env: { ...process.env, ...common, ...storeEnv(users, name), ...env, PORT: String(port) },
         url: `http://127.0.0.1:${port}`,
         logFile: join(logDir, `${label}.log`),
       });
@@ -408,10 +419,21 @@ async function main(): Promise<number> {
           `5xx ${r.status5xx}, recovery ${r.recoverySeconds ?? '-'} s${r.problems.length > 0 ? `; ${r.problems.join('; ')}` : ''}`,
       );
     }
+    // The servers by shard (one shard until the harness has two).
+    const byShard = new Map<number, typeof cluster.clickhouse>();
+    for (const c of cluster.clickhouse) {
+      const shard = (c as { shard?: number }).shard ?? 1;
+      byShard.set(shard, [...(byShard.get(shard) ?? []), c]);
+    }
+    const shards = [...byShard.values()];
+    const usersVerdict = await checkServiceUsers(shards, database, users, cluster.interserver);
+    log(
+      `users: ${usersVerdict.ok ? 'pass' : 'FAIL'}; ${usersVerdict.summary}${usersVerdict.problems.length > 0 ? `; ${usersVerdict.problems.join('; ')}` : ''}`,
+    );
     const throughput = SMOKE
       ? undefined
       : await measureThroughput({ cluster, database, services, notes: [], obs }, key, run, topics.topics.events);
-    ok = results.length > 0 && results.every((r) => r.ok);
+    ok = results.length > 0 && results.every((r) => r.ok) && usersVerdict.ok;
     const figures = {
       command: `npm run test:cluster${SHORT ? ' -- --short' : ''}`,
       date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -419,6 +441,7 @@ async function main(): Promise<number> {
       durationSeconds: Math.round((Date.now() - started) / 1000),
       ok,
       monitorChecked,
+      users: usersVerdict,
       scenarios: results,
       throughput,
     };
@@ -562,6 +585,7 @@ function render(f: {
   durationSeconds: number;
   ok: boolean;
   monitorChecked: string;
+  users: { ok: boolean; summary: string; problems: string[] };
   scenarios: Figures[];
   throughput: Throughput | undefined;
 }): string {
@@ -600,7 +624,8 @@ ${rows}
 "Back in service": from the restart to the part back and caught up (a broker in every partition's ISR, a ClickHouse replica with no replication delay or queue, a gateway ready, both consumers in the group); the rest of the cluster kept answering meanwhile.
 
 ${notes}
-- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.${tp}`;
+- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.
+- Users: ${f.users.summary}${f.users.problems.map((p) => `; **${p}**`).join('')}.${tp}`;
 }
 
 /** A loopback HTTP target that answers 200: what the cluster's runners check. */

@@ -195,7 +195,7 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
 function scriptGrants(script: string): Map<string, Access[]> {
   const grants = new Map<string, Access[]>();
   for (const [, privileges, suffix, table, user] of script.matchAll(
-    /^GRANT (.+) ON \$\{db\}(_[a-z]+)?\.(\*|[a-z_]+) TO ([a-z]+);$/gm,
+    /^GRANT(?:\$\{on_cluster\})? (.+) ON \$\{db\}(_[a-z]+)?\.(\*|[a-z_]+) TO ([a-z]+);$/gm,
   )) {
     const database = (suffix ? suffix.slice(1) : 'data') as DatabaseRole;
     const list = grants.get(user!) ?? [];

@@ -8,11 +8,15 @@
  * - Apache ZooKeeper (standalone; its jars from Maven Central, cached like Kafka's);
  * - two ClickHouse servers, replicas of one shard of the cluster `telemetry`
  *   (remote_servers, macros, distributed DDL through ZooKeeper);
- * - HAProxy (Debian's) in front of whatever the caller starts: balancer().
+ * - HAProxy (Debian's) in front of whatever the caller starts: balancer();
+ * - on every ClickHouse server, the services' users of each database the caller asks
+ *   for (serviceUsers(): users.d, as on one server, plus the migrator) and the
+ *   interserver user the servers send the shards' part of a distributed query as.
  *
  * Every process can be killed (SIGKILL) and started again on its ports and data.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -37,6 +41,14 @@ import {
   kafkaProperties,
   zookeeperConfig,
 } from './server-config.js';
+import {
+  clusterUsersXml,
+  interserverUsersXml,
+  newClusterUsers,
+  waitForUsers,
+  type ClusterUsers,
+  type Credentials,
+} from './users.js';
 
 export { CLUSTER_NAME };
 /** One server process of the cluster. */
@@ -57,6 +69,8 @@ export interface Broker extends Node {
 export interface ClickHouseNode extends Node {
   url: string;
   tcpPort: number;
+  /** Its directory (config.xml, users.d). */
+  dir: string;
 }
 
 export interface Balancer {
@@ -82,6 +96,15 @@ export interface Cluster {
    * checked with GET `checkPath` every 500 ms (down after 2 failures, up after 2 passes).
    */
   balancer(name: string, backends: number[], checkPath: string): Promise<Balancer>;
+  /**
+   * The services' users of data database `database` and its migrator, in users.d on every
+   * ClickHouse server (the interserver user may then use the database too); resolves once
+   * every running server accepts the migrator. The services' users need their databases:
+   * wait for them after migrating (waitForClusterUsers).
+   */
+  serviceUsers(database: string): Promise<ClusterUsers>;
+  /** Who the shards' part of a distributed query runs as (remote_servers `<user>`). */
+  interserver: Credentials;
   dir: string;
   stop(): Promise<void>;
 }
@@ -174,7 +197,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     );
   }
 
-  // ClickHouse: two replicas of one shard.
+  // ClickHouse: two replicas of one shard. The interserver user's password is new each run.
+  const interserver: Credentials = { user: 'interserver', password: randomBytes(12).toString('hex') };
+  const userDatabases: string[] = [];
   const chPorts = await Promise.all(
     [0, 1].map(async () => ({ http: await freePort(), tcp: await freePort(), interserver: await freePort() })),
   );
@@ -182,7 +207,14 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     const dir = join(root, `clickhouse-${i + 1}`);
     mkdirSync(dir, { recursive: true });
     const replicas = chPorts.map((q) => q.tcp);
-    clickhouseConfig(dir, p.http, p.tcp, clickhouseClusterXml(zkPort, p.interserver, `ch${i + 1}`, replicas));
+    clickhouseConfig(
+      dir,
+      p.http,
+      p.tcp,
+      clickhouseClusterXml(zkPort, p.interserver, `ch${i + 1}`, replicas, interserver),
+      { logQueries: true },
+    );
+    writeFileSync(join(dir, 'users.d', 'interserver.xml'), interserverUsersXml(interserver, userDatabases));
     const url = `http://127.0.0.1:${p.http}`;
     return Object.assign(
       node(`clickhouse-${i + 1}`, [chBin, [`--config-file=${join(dir, 'config.xml')}`]], dir, {
@@ -191,7 +223,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         timeoutMs: 60_000,
         log: 'error.log',
       }),
-      { url, tcpPort: p.tcp },
+      { url, tcpPort: p.tcp, dir },
     );
   });
 
@@ -214,6 +246,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     zookeeper,
     clickhouse,
     dir: root,
+    interserver,
+    serviceUsers: async (database) => {
+      const users = newClusterUsers(database);
+      userDatabases.push(database);
+      for (const c of clickhouse) {
+        writeFileSync(join(c.dir, 'users.d', `${database}.xml`), clusterUsersXml(database, users));
+        writeFileSync(join(c.dir, 'users.d', 'interserver.xml'), interserverUsersXml(interserver, userDatabases));
+      }
+      await Promise.all(clickhouse.filter((c) => c.running).map((c) => migratorAccepted(c.url, users.migrator)));
+      return users;
+    },
     activeController: async () => {
       // The quorum's leader, as Kafka's own tool reports it (kafkajs' describeCluster
       // names some broker in KRaft mode, not the active controller).
@@ -262,6 +305,27 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       if (!opts.keepData) rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** Polls until `url` accepts the migrator (18.16 reloads users.d within seconds). */
+async function migratorAccepted(url: string, migrator: Credentials): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  const auth = new URLSearchParams({ user: migrator.user, password: migrator.password, database: 'default' });
+  for (;;) {
+    const r = await fetch(`${url}/?${auth.toString()}`, {
+      method: 'POST',
+      body: 'SELECT 1',
+      signal: AbortSignal.timeout(5000),
+    }).catch(() => undefined);
+    if (r?.ok) return;
+    if (Date.now() > deadline) throw new Error(`${url} did not accept the user ${migrator.user} in time`);
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
+/** Polls until every server of the cluster accepts every service user of `database` (once migrated). */
+export async function waitForClusterUsers(cluster: Cluster, database: string, users: ClusterUsers): Promise<void> {
+  await Promise.all(cluster.clickhouse.map((c) => waitForUsers(c.url, database, users)));
 }
 
 /**
