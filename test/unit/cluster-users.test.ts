@@ -82,14 +82,24 @@ describe('the cluster harness users (unit)', () => {
   });
 
   it('names the interserver user in every replica of remote_servers', () => {
-    const xml = clickhouseClusterXml(2181, 9009, 'ch1', [9001, 9002], { user: 'interserver', password: 'f00d' });
+    const xml = clickhouseClusterXml([2181], { shard: 1, replica: 'ch1', interserverPort: 9009 }, [[9001, 9002]], {
+      user: 'interserver',
+      password: 'f00d',
+    });
     const replicas = [...xml.matchAll(/<replica>(<host>.*?)<\/replica>/g)].map((m) => m[1]);
     expect(replicas).to.deep.equal([
       '<host>127.0.0.1</host><port>9001</port><user>interserver</user><password>f00d</password>',
       '<host>127.0.0.1</host><port>9002</port><user>interserver</user><password>f00d</password>',
     ]);
-    expect(clickhouseClusterXml(2181, 9009, 'ch1', [9001])).not.to.include('<user>');
-    expect(() => clickhouseClusterXml(2181, 9009, 'ch1', [9001], { user: 'a', password: '</password>' })).to.throw();
+    expect(clickhouseClusterXml([2181], { shard: 1, replica: 'ch1', interserverPort: 9009 }, [[9001]])).not.to.include(
+      '<user>',
+    );
+    expect(() =>
+      clickhouseClusterXml([2181], { shard: 1, replica: 'ch1', interserverPort: 9009 }, [[9001]], {
+        user: 'a',
+        password: '</password>',
+      }),
+    ).to.throw();
   });
 
   it('keeps system.query_log with every profile logging its queries when asked', () => {
