@@ -6,7 +6,7 @@
  * Read from each server's system.query_log (the cluster harness keeps it: server-config.ts
  * `logQueries`), asked as `default` directly on each server (not through HAProxy).
  */
-import { sqlIdentifier, sqlString } from '@telemetry/platform';
+import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
 import { databasesOf } from '@telemetry/store';
 import type { ClickHouseNode } from '../../tools/devstack/cluster.js';
 import type { ClusterUsers, Credentials } from '../../tools/devstack/users.js';
@@ -58,7 +58,7 @@ async function queryLog(url: string, prefix: string, interserver: string): Promi
   const sql = `SELECT user, initial_user, is_initial_query,
       extract(query, '^\\\\s*(?:INSERT|insert) (?:INTO|into) +([^ (]+)') AS target, count() AS n
     FROM system.query_log
-    WHERE type = 'QueryFinish' AND (startsWith(initial_user, ${sqlString(prefix)}) OR user = ${sqlString(interserver)})
+    WHERE type = 'QueryFinish' AND (substring(initial_user, 1, ${sqlNumber(prefix.length)}) = ${sqlString(prefix)} OR user = ${sqlString(interserver)})
     GROUP BY user, initial_user, is_initial_query, target
     FORMAT JSONEachRow`;
   const a = await ask(url, sql);
