@@ -55,10 +55,11 @@ interface LogRow {
 /** The run's users' finished queries on one server, grouped by who ran them and for whom. */
 async function queryLog(url: string, prefix: string, interserver: string): Promise<LogRow[]> {
   await ask(url, 'SYSTEM FLUSH LOGS');
+  // type 2: QueryFinish (18.16 stores the number; current ClickHouse an Enum8 of it).
   const sql = `SELECT user, initial_user, is_initial_query,
       extract(query, '^\\\\s*(?:INSERT|insert) (?:INTO|into) +([^ (]+)') AS target, count() AS n
     FROM system.query_log
-    WHERE type = 'QueryFinish' AND (substring(initial_user, 1, ${sqlNumber(prefix.length)}) = ${sqlString(prefix)} OR user = ${sqlString(interserver)})
+    WHERE toUInt8(type) = 2 AND (substring(initial_user, 1, ${sqlNumber(prefix.length)}) = ${sqlString(prefix)} OR user = ${sqlString(interserver)})
     GROUP BY user, initial_user, is_initial_query, target
     FORMAT JSONEachRow`;
   const a = await ask(url, sql);
@@ -100,7 +101,12 @@ export async function checkServiceUsers(
     if (!a.ok) problems.push(`the query user could not read events_all on ${c.name}: ${a.text.slice(0, 200)}`);
   }
 
-  const rows = (await Promise.all(servers.map((c) => queryLog(c.url, `${database}_`, interserver)))).flat();
+  const rows = await Promise.all(servers.map((c) => queryLog(c.url, `${database}_`, interserver)))
+    .then((r) => r.flat())
+    .catch((err: unknown) => {
+      problems.push(String(err));
+      return [];
+    });
   const byUser = new Map<string, number>();
   for (const r of rows) if (r.is_initial_query === 1) byUser.set(r.user, (byUser.get(r.user) ?? 0) + Number(r.n));
   // Every service that talks to ClickHouse (the gateways do not: their keys come from
