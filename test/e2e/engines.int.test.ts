@@ -18,6 +18,7 @@ import { createValidators, DEFAULT_TENANT, type IngestRequest } from '@telemetry
 import { toMessages } from '@telemetry/ingest-gateway';
 import { loadEnricher } from '@telemetry/stream-consumer';
 import {
+  LOCAL_LAYOUT,
   applyRetention,
   databasesOf,
   decodeAlert,
@@ -516,7 +517,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
       const q = { tenantId: 'ten_lane', schemaId: 'sch_00000000000000000001', limit: 10 };
       const failed = await rows<{ event_id: string; schema_version: number; replay_state: string; violations: string }>(
         e,
-        failedEventsSql(database, q),
+        failedEventsSql(database, LOCAL_LAYOUT, q),
       );
       expect(
         failed.map((r) => [r.event_id, Number(r.schema_version), r.replay_state, r.violations]),
@@ -529,8 +530,11 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         ],
         format: 'JSONEachRow',
       });
-      expect(await rows(e, failedEventsSql(database, q)), e.name).to.deep.equal([]);
-      const any = await rows<{ replay_state: string }>(e, failedEventsSql(database, { ...q, state: 'any' }));
+      expect(await rows(e, failedEventsSql(database, LOCAL_LAYOUT, q)), e.name).to.deep.equal([]);
+      const any = await rows<{ replay_state: string }>(
+        e,
+        failedEventsSql(database, LOCAL_LAYOUT, { ...q, state: 'any' }),
+      );
       expect(
         any.map((r) => r.replay_state),
         e.name,
@@ -568,14 +572,22 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         expect(inserter.used.get(table), `${e.name} ${format}`).to.equal(format);
         const [read] = await rows<{ png_base64: string }>(
           e,
-          screenshotSql(database, { tenantId: 'ten_lane', monitorId: 'mon_lane', checkId: `chk_${format}` }),
+          screenshotSql(database, LOCAL_LAYOUT, {
+            tenantId: 'ten_lane',
+            monitorId: 'mon_lane',
+            checkId: `chk_${format}`,
+          }),
         );
         expect(Buffer.from(read!.png_base64, 'base64').equals(png), `${e.name} ${format}`).to.equal(true);
         // Another tenant reads nothing of it.
         expect(
           await rows(
             e,
-            screenshotSql(database, { tenantId: 'ten_other', monitorId: 'mon_lane', checkId: `chk_${format}` }),
+            screenshotSql(database, LOCAL_LAYOUT, {
+              tenantId: 'ten_other',
+              monitorId: 'mon_lane',
+              checkId: `chk_${format}`,
+            }),
           ),
         ).to.deep.equal([]);
       }

@@ -4,6 +4,7 @@ import { createValidators, MONITOR_LIMITS } from '@telemetry/contract';
 import { createLogger } from '@telemetry/platform';
 import { BatchWriter, byteLimit, type RowSink } from '@telemetry/stream-consumer';
 import {
+  LOCAL_LAYOUT,
   decodeScreenshot,
   MAX_SCREENSHOT_MESSAGE_BYTES,
   pngProblem,
@@ -76,7 +77,11 @@ describe('check screenshots (unit)', () => {
   });
 
   it('reads one check of one tenant, every value escaped', () => {
-    const sql = screenshotSql('telemetry', { tenantId: "ten_a' OR 1=1", monitorId: 'mon\\1', checkId: 'chk_1' });
+    const sql = screenshotSql('telemetry', LOCAL_LAYOUT, {
+      tenantId: "ten_a' OR 1=1",
+      monitorId: 'mon\\1',
+      checkId: 'chk_1',
+    });
     expect(sql).to.contain("tenant_id = 'ten_a\\' OR 1=1'");
     expect(sql).to.contain("monitor_id = 'mon\\\\1'");
     expect(sql).to.contain("check_id = 'chk_1'");
