@@ -21,6 +21,7 @@ import {
   LOCAL_LAYOUT,
   applyRetention,
   databasesOf,
+  DISTRIBUTED_READ_SETTINGS,
   decodeAlert,
   decodeAuditEntry,
   decodeCheck,
@@ -217,6 +218,27 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
     expect(statuses.map((c) => old[c])).to.deep.equal(statuses.map(() => 'String'));
     expect(statuses.map((c) => cur[c])).to.deep.equal(statuses.map(() => 'LowCardinality(String)'));
     for (const e of engines) await dropDatabases(e, db);
+  });
+
+  it("the distributed reads' settings (DISTRIBUTED_READ_SETTINGS) exist on both engines and a query carrying them runs", async () => {
+    const names = Object.keys(DISTRIBUTED_READ_SETTINGS);
+    for (const e of engines) {
+      const known = await rows<{ name: string }>(
+        e,
+        `SELECT name FROM system.settings WHERE name IN (${names.map((n) => `'${n}'`).join(', ')}) ORDER BY name`,
+      );
+      expect(
+        known.map((r) => r.name),
+        e.name,
+      ).to.deep.equal([...names].sort());
+      // Unknown settings or values are refused by the server: these are accepted.
+      const rs = await e.ch.query({
+        query: 'SELECT 1 AS one',
+        format: 'JSONEachRow',
+        clickhouse_settings: { ...DISTRIBUTED_READ_SETTINGS },
+      });
+      expect(await rs.json<{ one: number }>(), e.name).to.deep.equal([{ one: 1 }]);
+    }
   });
 
   async function dropDatabases(e: Engine, database: string): Promise<void> {
