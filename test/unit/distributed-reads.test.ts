@@ -5,6 +5,9 @@ import {
   MAX_REPLICA_DELAY_SECONDS,
   auditLogSql,
   checksSql,
+  dropRowPolicyStatements,
+  rowPolicyStatements,
+  TENANT_ANALYST_TABLES,
   dailyCountsSql,
   eventsPerMinuteSql,
   failedEventsSql,
@@ -112,5 +115,45 @@ describe('distributed reads (CLICKHOUSE_CLUSTER set)', () => {
     expect(sql('webhook_deliveries')).to.include('LIMIT 1 BY id');
     expect(sql('audit_log')).to.include('LIMIT 1 BY id');
     expect(sql('failed_events')).to.include('failed_events_all` FINAL');
+  });
+
+  it('tenant analysts (current ClickHouse): on a cluster every statement runs ON CLUSTER and the `_all` tables get the same policies and grant', () => {
+    const hash = 'a'.repeat(64);
+    const make = rowPolicyStatements({
+      data: 'telemetry',
+      tenant: 'ten_a',
+      user: 'ana',
+      passwordSha256: hash,
+      others: [],
+      cluster: 'telemetry',
+    });
+    expect(
+      make.every((q) => q.includes(' ON CLUSTER `telemetry`')),
+      make.join('\n'),
+    ).to.equal(true);
+    for (const t of TENANT_ANALYST_TABLES) {
+      for (const name of [t, `${t}_all`]) {
+        const on = `ON \`telemetry\`.\`${name}\``;
+        expect(
+          make.filter((q) => q.includes(`tenant_analyst_ana\` ON CLUSTER \`telemetry\` ${on} `)),
+          name,
+        ).to.have.length(1);
+        expect(make, name).to.include(`GRANT ON CLUSTER \`telemetry\` SELECT ${on} TO \`ana\``);
+      }
+    }
+    // The grants stay last: the user reads nothing before its policies hold.
+    const firstGrant = make.findIndex((q) => q.startsWith('GRANT'));
+    expect(make.slice(firstGrant).every((q) => q.startsWith('GRANT'))).to.equal(true);
+    const drop = dropRowPolicyStatements({ data: 'telemetry', user: 'ana', others: [], cluster: 'telemetry' });
+    expect(drop.filter((q) => q.includes('_all`'))).to.have.length(2 * TENANT_ANALYST_TABLES.length);
+    // One server: as before, no `_all` and no ON CLUSTER.
+    const local = rowPolicyStatements({
+      data: 'telemetry',
+      tenant: 'ten_a',
+      user: 'ana',
+      passwordSha256: hash,
+      others: [],
+    });
+    expect(local.some((q) => q.includes('_all') || q.includes('ON CLUSTER'))).to.equal(false);
   });
 });
