@@ -131,6 +131,10 @@ describe('distributed reads (CLICKHOUSE_CLUSTER set)', () => {
       make.every((q) => q.includes(' ON CLUSTER `telemetry`')),
       make.join('\n'),
     ).to.equal(true);
+    // Read-only users cannot send settings: the exact-read ones are the user's own.
+    expect(make[0]).to.include(
+      "SETTINGS readonly = 1, skip_unavailable_shards = 0, max_parallel_replicas = 1, distributed_group_by_no_merge = 0, fallback_to_stale_replicas_for_distributed_queries = 0, max_replica_delay_for_distributed_queries = 30, distributed_product_mode = 'deny'",
+    );
     for (const t of TENANT_ANALYST_TABLES) {
       for (const name of [t, `${t}_all`]) {
         const on = `ON \`telemetry\`.\`${name}\``;

@@ -112,6 +112,12 @@ async function main(): Promise<number> {
   const cluster = envWithLocalStack().CLICKHOUSE_CLUSTER || undefined;
   try {
     const { modern } = await detectEngine(ch);
+    if (!modern && cluster && cmd === 'create') {
+      // The copies' views fire only where an insert lands, and would be made on one server only.
+      throw new Error(
+        'tenant analysts on a ClickHouse 18.16 cluster are not supported: the copies would miss rows (docs/analysts.md, "On a cluster")',
+      );
+    }
     if (!modern && !usersDir) {
       throw new Error(
         'ClickHouse 18.16 has no SQL for users: set CLICKHOUSE_USERS_DIR to its users.d directory (docs/analysts.md)',

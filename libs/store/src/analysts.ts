@@ -24,7 +24,8 @@
  *   target table).
  */
 import { TENANT_ID_PATTERN } from '@telemetry/contract';
-import { sqlIdentifier, sqlString } from '@telemetry/platform';
+import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
+import { DISTRIBUTED_READ_SETTINGS } from './distributed-reads.js';
 import { SERVICE_USER_NAMES } from './databases.js';
 
 /**
@@ -194,8 +195,15 @@ export function rowPolicyStatements(opts: {
   const on = onCluster(opts.cluster);
   const tables = policyTables(opts.tables ?? TENANT_ANALYST_TABLES, opts.cluster);
   const analysts = [...new Set([...opts.others, opts.user])].sort();
+  // On a cluster the user reads `_all` with the exact-read settings as its own (readonly = 1
+  // refuses settings sent with a query).
+  const exact = opts.cluster
+    ? Object.entries(DISTRIBUTED_READ_SETTINGS)
+        .map(([k, v]) => `, ${k} = ${typeof v === 'number' ? sqlNumber(v) : sqlString(v)}`)
+        .join('')
+    : '';
   return [
-    `CREATE USER OR REPLACE ${user}${on} IDENTIFIED WITH sha256_hash BY ${sqlString(opts.passwordSha256)} SETTINGS readonly = 1`,
+    `CREATE USER OR REPLACE ${user}${on} IDENTIFIED WITH sha256_hash BY ${sqlString(opts.passwordSha256)} SETTINGS readonly = 1${exact}`,
     ...tables.flatMap((t) => {
       const table = `${db}.${sqlIdentifier(t)}`;
       return [
