@@ -3,7 +3,6 @@ import { expect } from 'chai';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { sqlIdentifier } from '@telemetry/platform';
 import {
-  LOCAL_LAYOUT,
   applyRetention,
   auditDatabase,
   auditLogSql,
@@ -27,6 +26,7 @@ import {
   type DatabaseRole,
   type Privilege,
   type ServiceUser,
+  LOCAL_LAYOUT,
 } from '@telemetry/store';
 import { lastAlerts, lastHeartbeat, slotChecks } from '../../services/check-runner/src/registry.js';
 import { USERS_SCRIPT_FILE, usersScript } from '../../tools/deploy/users-sh.js';
@@ -178,7 +178,6 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
       const dimension = new MonitorDimension(
         r.client,
         DB,
-        LOCAL_LAYOUT,
         (asked) => Promise.resolve(asked === undefined ? [summary] : []),
         silentLogger,
       );

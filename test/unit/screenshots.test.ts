@@ -4,7 +4,6 @@ import { createValidators, MONITOR_LIMITS } from '@telemetry/contract';
 import { createLogger } from '@telemetry/platform';
 import { BatchWriter, byteLimit, type RowSink } from '@telemetry/stream-consumer';
 import {
-  LOCAL_LAYOUT,
   decodeScreenshot,
   MAX_SCREENSHOT_MESSAGE_BYTES,
   pngProblem,
@@ -13,6 +12,7 @@ import {
   screenshotSql,
   streamTables,
   type ScreenshotRow,
+  LOCAL_LAYOUT,
 } from '@telemetry/store';
 import { encodePng } from '../support/png.js';
 

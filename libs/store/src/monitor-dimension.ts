@@ -1,8 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { FeedSubscriber, Logger, MigrationsByVersion } from '@telemetry/platform';
-import { sqlStringList } from '@telemetry/platform';
+import { sqlIdentifier, sqlStringList } from '@telemetry/platform';
 import type { MonitorSummary } from './registry/monitors.js';
-import { tableRef, type TableLayout } from './layout.js';
 
 /**
  * The `monitors` dimension table of the data database (docs/clickhouse.md, "Monitors"):
@@ -76,11 +75,10 @@ export class MonitorDimension implements FeedSubscriber {
   constructor(
     private readonly client: ClickHouseClient,
     database: string,
-    layout: TableLayout,
     private readonly summaries: (ids?: readonly string[]) => Promise<MonitorSummary[]>,
     private readonly logger: Logger,
   ) {
-    this.table = tableRef(database, 'monitors', layout);
+    this.table = `${sqlIdentifier(database)}.monitors`;
   }
 
   /** Work not written yet: everything (at start, and after a failed write), and changed ids. */

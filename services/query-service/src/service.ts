@@ -114,9 +114,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     name: 'clickhouse-registry',
     database: config.clickhouseDatabase,
-    // On a cluster the monitors dimension is written through monitors_all, synchronously
-    // (the insert returns once each shard has its rows), and read with the exact settings.
-    settings: layout.sharded ? { ...reads, insert_distributed_sync: 1 } : {},
+    // The monitors dimension's reads (of monitors_all on a cluster) are exact too.
+    settings: reads,
     // Serves monitor writes, which users send: readiness is `ch`'s.
     ping: false,
   });
@@ -163,13 +162,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   feed.subscribe(directory.feedSubscriber());
   // Analysts' monitors table in ClickHouse follows every change (no secrets in it).
   feed.subscribe(
-    new MonitorDimension(
-      registryCh.client,
-      config.clickhouseDatabase,
-      layout,
-      (ids) => monitors.summaries(ids),
-      logger,
-    ),
+    new MonitorDimension(registryCh.client, config.clickhouseDatabase, (ids) => monitors.summaries(ids), logger),
   );
   // The change log keeps a week: any replica away longer loads everything again.
   const prune = new PeriodicJob('registry change log pruning', 3_600_000, () => pruneRegistryChanges(pool, 7), logger);
