@@ -115,6 +115,13 @@ describe('distributed reads (CLICKHOUSE_CLUSTER set)', () => {
     expect(sql('webhook_deliveries')).to.include('LIMIT 1 BY id');
     expect(sql('audit_log')).to.include('LIMIT 1 BY id');
     expect(sql('failed_events')).to.include('failed_events_all` FINAL');
+    // 18.16 limits each shard before LIMIT BY: page reads fold identical copies first (DISTINCT).
+    for (const t of ['checks', 'webhook_deliveries', 'audit_log']) expect(sql(t), t).to.match(/^SELECT DISTINCT id,/);
+    const local = (table: string): string => reads(LOCAL_LAYOUT).find(([t]) => t === table)![1];
+    for (const t of ['checks', 'webhook_deliveries', 'audit_log']) expect(local(t), t).not.to.include('DISTINCT');
+    // An export (no limit) has no preliminary limit to fold before.
+    const exportSql = reads(SHARDED).filter(([t]) => t === 'checks')[1]![1];
+    expect(exportSql).not.to.include('DISTINCT');
   });
 
   it('tenant analysts (current ClickHouse): on a cluster every statement runs ON CLUSTER and the `_all` tables get the same policies and grant', () => {

@@ -85,7 +85,7 @@ describe('check screenshots (unit)', () => {
     expect(sql).to.contain("tenant_id = 'ten_a\\' OR 1=1'");
     expect(sql).to.contain("monitor_id = 'mon\\\\1'");
     expect(sql).to.contain("check_id = 'chk_1'");
-    expect(sql).to.match(/FROM `?telemetry`?\.check_screenshots/);
+    expect(sql).to.match(/FROM `?telemetry`?\.`?check_screenshots/);
     expect(sql).to.match(/LIMIT 1$/);
   });
 

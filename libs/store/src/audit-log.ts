@@ -2,6 +2,7 @@ import type { AuditEntry, AuditOutcome, ActorType, Validators } from '@telemetry
 import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { auditDatabase } from './databases.js';
 import { beforeCursor, decodeTimed, type Decoded } from './rows.js';
+import { distinctBeforeLimit } from './distributed-reads.js';
 import { tableRef, type TableLayout } from './layout.js';
 
 /**
@@ -115,7 +116,7 @@ export function auditLogSql(database: string, layout: TableLayout, q: AuditQuery
   if (q.targetId !== undefined) where.push(`target_id = ${sqlString(q.targetId)}`);
   if (q.outcome !== undefined) where.push(`outcome = ${sqlString(q.outcome)}`);
   if (q.cursor) where.push(...beforeCursor('at', 'at_ms', q.cursor));
-  return `SELECT id, tenant_id, at_ms, actor_type, actor_id, actor_email, action, target_type, target_id, outcome,
+  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, tenant_id, at_ms, actor_type, actor_id, actor_email, action, target_type, target_id, outcome,
       changes, ip, user_agent, request_id
     FROM ${tableRef(database, 'audit_log', layout)}
     WHERE ${where.join(' AND ')}

@@ -9,6 +9,7 @@ import {
 import { sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
+import { distinctBeforeLimit } from './distributed-reads.js';
 import { tableRef, type TableLayout } from './layout.js';
 
 /**
@@ -180,7 +181,7 @@ export function checksSql(database: string, layout: TableLayout, q: ChecksQuery)
     const t = `toDateTime(${sqlNumber(q.cursor.t)})`;
     where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);
   }
-  return `SELECT id, monitor_id, status, response_time, status_code, error, location, tls_days_left,
+  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, monitor_id, status, response_time, status_code, error, location, tls_days_left,
       detail, timings, screenshot, toUnixTimestamp(created_at) AS ts
     FROM ${tableRef(database, 'checks', layout)}
     WHERE ${where.join(' AND ')}

@@ -10,6 +10,7 @@ import {
 import { sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { beforeCursor, decodeTimed, type Decoded } from './rows.js';
+import { distinctBeforeLimit } from './distributed-reads.js';
 import { tableRef, type TableLayout } from './layout.js';
 
 /**
@@ -122,7 +123,7 @@ export function webhookDeliveriesSql(database: string, layout: TableLayout, q: W
   if (q.status !== undefined) where.push(`status = ${sqlString(q.status)}`);
   if (q.alertId !== undefined) where.push(`alert_id = ${sqlString(q.alertId)}`);
   if (q.cursor) where.push(...beforeCursor('attempted_at', 'attempted_at_ms', q.cursor));
-  return `SELECT id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
+  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
       attempted_at_ms, channel, channel_id, kind
     FROM ${tableRef(database, 'webhook_deliveries', layout)}
     WHERE ${where.join(' AND ')}
