@@ -36,8 +36,16 @@ import {
   sqlString,
   type ClickHouseClient,
 } from '@telemetry/platform';
-import { issueKey, migrate } from '@telemetry/store';
-import { CLUSTER_NAME, startCluster, type Balancer, type Cluster } from '../../tools/devstack/cluster.js';
+import { CLUSTER_DDL_TIMEOUT_MS, issueKey, migrate } from '@telemetry/store';
+import {
+  CLUSTER_NAME,
+  startCluster,
+  waitForClusterUsers,
+  type Balancer,
+  type Cluster,
+} from '../../tools/devstack/cluster.js';
+import { storeEnv } from '../../tools/devstack/users.js';
+import { checkServiceUsers } from './users-check.js';
 import {
   build,
   Child,
@@ -135,7 +143,9 @@ interface Figures {
 
 /** After a failed scenario: everything stopped is started again, so the next scenario starts whole. */
 async function heal({ cluster, services }: Ctx): Promise<void> {
-  await Promise.all([...cluster.brokers, ...cluster.clickhouse].filter((n) => !n.running).map((n) => n.start()));
+  await Promise.all(
+    [...cluster.zookeeper, ...cluster.brokers, ...cluster.clickhouse].filter((n) => !n.running).map((n) => n.start()),
+  );
   await Promise.all(
     [...services.gateways, ...services.consumers].filter((c) => !c.running).map((c) => c.start().ready(60_000)),
   );
@@ -288,12 +298,15 @@ async function main(): Promise<number> {
     const database = `cluster_${run}`;
     const topics = pipelineTopics(`cluster.${run}`);
     const group = `cluster-${run}`;
-    // Migrations ON CLUSTER, from one server; every replica gets every table.
+    // Every service as its own ClickHouse user, on every server (users.d); the migrations
+    // as the migrator, ON CLUSTER from one server: every replica gets every table.
+    const users = await cluster.serviceUsers(database);
     const admin = createClickHouse({
       url: cluster.clickhouse[0]!.url,
-      username: 'default',
-      password: '',
+      username: users.migrator.user,
+      password: users.migrator.password,
       database: 'default',
+      requestTimeoutMs: CLUSTER_DDL_TIMEOUT_MS,
     });
     const migrated = Date.now();
     try {
@@ -301,7 +314,8 @@ async function main(): Promise<number> {
     } finally {
       await admin.close();
     }
-    log(`migrated ${database} on cluster ${CLUSTER_NAME} in ${Date.now() - migrated} ms`);
+    log(`migrated ${database} on cluster ${CLUSTER_NAME} in ${Date.now() - migrated} ms as ${users.migrator.user}`);
+    await waitForClusterUsers(cluster, database, users);
     const kafka = createKafka({
       brokers: cluster.kafkaBrokers.split(','),
       clientId: 'cluster-provision',
@@ -341,7 +355,7 @@ async function main(): Promise<number> {
       const child = new Child({
         name: label,
         command: serviceCommand(name, !SMOKE),
-        env: { ...process.env, ...common, ...env, PORT: String(port) },
+        env: { ...process.env, ...common, ...storeEnv(users, name), ...env, PORT: String(port) },
         url: `http://127.0.0.1:${port}`,
         logFile: join(logDir, `${label}.log`),
       });
@@ -408,10 +422,14 @@ async function main(): Promise<number> {
           `5xx ${r.status5xx}, recovery ${r.recoverySeconds ?? '-'} s${r.problems.length > 0 ? `; ${r.problems.join('; ')}` : ''}`,
       );
     }
+    const usersVerdict = await checkServiceUsers(cluster.shards, database, users, cluster.interserver);
+    log(
+      `users: ${usersVerdict.ok ? 'pass' : 'FAIL'}; ${usersVerdict.summary}${usersVerdict.problems.length > 0 ? `; ${usersVerdict.problems.join('; ')}` : ''}`,
+    );
     const throughput = SMOKE
       ? undefined
       : await measureThroughput({ cluster, database, services, notes: [], obs }, key, run, topics.topics.events);
-    ok = results.length > 0 && results.every((r) => r.ok);
+    ok = results.length > 0 && results.every((r) => r.ok) && usersVerdict.ok;
     const figures = {
       command: `npm run test:cluster${SHORT ? ' -- --short' : ''}`,
       date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -419,6 +437,7 @@ async function main(): Promise<number> {
       durationSeconds: Math.round((Date.now() - started) / 1000),
       ok,
       monitorChecked,
+      users: usersVerdict,
       scenarios: results,
       throughput,
     };
@@ -524,29 +543,32 @@ async function runScenario(scenario: Scenario, ctx: Ctx, obs: Observer, key: str
   return fig;
 }
 
-/** Both ClickHouse replicas hold the same events of the scenario (the restarted one caught up). */
+/** The replicas of each shard hold the same events of the scenario (a restarted one caught up). */
 async function replicasAgree(ctx: Ctx, source: string, fig: Figures): Promise<void> {
-  const urls = ctx.cluster.clickhouse.map((c) => c.url);
   const t0 = Date.now();
-  const counts = await until(
-    'both replicas to hold the same events',
+  const perShard = await until(
+    'the replicas of each shard to hold the same events',
     async () => {
-      const n = await Promise.all(urls.map((u) => replicaCount(u, ctx.database, source)));
-      return n.every((x) => x === n[0]) && n[0]! >= fig.found ? n : undefined;
+      const n = await Promise.all(
+        ctx.cluster.shards.map((s) => Promise.all(s.map((c) => replicaCount(c.url, ctx.database, source)))),
+      );
+      const agree = n.every((s) => s.every((x) => x >= 0 && x === s[0]));
+      return agree && n.reduce((sum, s) => sum + s[0]!, 0) >= fig.found ? n.map((s) => s[0]!) : undefined;
     },
     120_000,
     500,
   ).catch(() => undefined);
-  if (!counts) {
-    fig.problems.push('the ClickHouse replicas did not agree within 120 s');
+  if (!perShard) {
+    fig.problems.push('the replicas of a shard did not agree within 120 s');
     return;
   }
+  const total = perShard.reduce((a, b) => a + b, 0);
   fig.notes.push(
-    `replicas agree on ${counts[0]} events (${Math.round((Date.now() - t0) / 100) / 10} s after the check began)`,
+    `the replicas of each shard agree (${perShard.join(' + ')} events; ${Math.round((Date.now() - t0) / 100) / 10} s after the check began)`,
   );
   // The Distributed table over the cluster reads the same events.
-  const viaAll = await replicaCount(urls[0]!, ctx.database, source, 'events_all');
-  if (viaAll !== counts[0]) fig.problems.push(`events_all reads ${viaAll} events, the replicas ${counts[0]}`);
+  const viaAll = await replicaCount(ctx.cluster.clickhouse[0]!.url, ctx.database, source, 'events_all');
+  if (viaAll !== total) fig.problems.push(`events_all reads ${viaAll} events, the shards ${total}`);
 }
 
 /** Distinct events of `source` on one replica (asked directly, not through HAProxy). */
@@ -562,6 +584,7 @@ function render(f: {
   durationSeconds: number;
   ok: boolean;
   monitorChecked: string;
+  users: { ok: boolean; summary: string; problems: string[] };
   scenarios: Figures[];
   throughput: Throughput | undefined;
 }): string {
@@ -600,7 +623,8 @@ ${rows}
 "Back in service": from the restart to the part back and caught up (a broker in every partition's ISR, a ClickHouse replica with no replication delay or queue, a gateway ready, both consumers in the group); the rest of the cluster kept answering meanwhile.
 
 ${notes}
-- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.${tp}`;
+- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.
+- Users: ${f.users.summary}${f.users.problems.map((p) => `; **${p}**`).join('')}.${tp}`;
 }
 
 /** A loopback HTTP target that answers 200: what the cluster's runners check. */

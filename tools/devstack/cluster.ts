@@ -5,14 +5,21 @@
  *
  * - three Kafka brokers in KRaft mode, each also a controller (a quorum of three), with
  *   replication factor 3 and min.insync.replicas=2 for every topic;
- * - Apache ZooKeeper (standalone; its jars from Maven Central, cached like Kafka's);
- * - two ClickHouse servers, replicas of one shard of the cluster `telemetry`
- *   (remote_servers, macros, distributed DDL through ZooKeeper);
- * - HAProxy (Debian's) in front of whatever the caller starts: balancer().
+ * - an Apache ZooKeeper ensemble of three (its jars from Maven Central, cached like
+ *   Kafka's): losing one keeps a quorum;
+ * - four ClickHouse servers: two shards of two replicas each, the cluster `telemetry`
+ *   (remote_servers, macros, distributed DDL through ZooKeeper); `shards: 1` makes it one
+ *   shard of two;
+ * - HAProxy (Debian's) in front of whatever the caller starts: balancer();
+ * - on every ClickHouse server, the services' users of each database the caller asks
+ *   for (serviceUsers(): users.d, as on one server, plus the migrator) and the
+ *   interserver user the servers send the shards' part of a distributed query as.
  *
  * Every process can be killed (SIGKILL) and started again on its ports and data.
+ * `kafka: false` starts the ZooKeeper and ClickHouse part only (for work on the tables).
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -24,7 +31,7 @@ import {
   run,
 } from './installers.js';
 import { freePort } from './ports.js';
-import { httpOk, kafkaAnswers, withBrokerAdmin, zookeeperAnswers } from './probes.js';
+import { httpOk, kafkaAnswers, withBrokerAdmin, zookeeperServes } from './probes.js';
 import { ManagedProcess } from './process.js';
 import {
   clickhouseClusterXml,
@@ -37,6 +44,14 @@ import {
   kafkaProperties,
   zookeeperConfig,
 } from './server-config.js';
+import {
+  clusterUsersXml,
+  interserverUsersXml,
+  newClusterUsers,
+  waitForUsers,
+  type ClusterUsers,
+  type Credentials,
+} from './users.js';
 
 export { CLUSTER_NAME };
 /** One server process of the cluster. */
@@ -47,6 +62,8 @@ export interface Node {
   /** Kills it (SIGKILL unless told) and waits for it to exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
   readonly running: boolean;
+  /** Its process id (throws when it is not running). */
+  readonly pid: number;
 }
 
 export interface Broker extends Node {
@@ -57,6 +74,11 @@ export interface Broker extends Node {
 export interface ClickHouseNode extends Node {
   url: string;
   tcpPort: number;
+  /** Its shard (1-based) and its replica within the shard (1-based). */
+  shard: number;
+  replica: number;
+  /** Its directory (config.xml, users.d). */
+  dir: string;
 }
 
 export interface Balancer {
@@ -73,8 +95,12 @@ export interface Cluster {
   /** Every partition of every topic has all three replicas in sync. */
   fullyInSync(): Promise<boolean>;
   brokers: Broker[];
-  zookeeper: Node;
+  /** The ZooKeeper ensemble (three members). */
+  zookeeper: Node[];
+  /** Every ClickHouse server, shard by shard: [shard 1 replica 1, shard 1 replica 2, shard 2 replica 1, …]. */
   clickhouse: ClickHouseNode[];
+  /** The ClickHouse servers of each shard. */
+  shards: ClickHouseNode[][];
   /** The broker that is the active KRaft controller now. */
   activeController(): Promise<number>;
   /**
@@ -82,6 +108,15 @@ export interface Cluster {
    * checked with GET `checkPath` every 500 ms (down after 2 failures, up after 2 passes).
    */
   balancer(name: string, backends: number[], checkPath: string): Promise<Balancer>;
+  /**
+   * The services' users of data database `database` and its migrator, in users.d on every
+   * ClickHouse server (the interserver user may then use the database too); resolves once
+   * every running server accepts the migrator. The services' users need their databases:
+   * wait for them after migrating (waitForClusterUsers).
+   */
+  serviceUsers(database: string): Promise<ClusterUsers>;
+  /** Who the shards' part of a distributed query runs as (remote_servers `<user>`). */
+  interserver: Credentials;
   dir: string;
   stop(): Promise<void>;
 }
@@ -91,6 +126,10 @@ export interface ClusterOptions {
   keepData?: boolean;
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** ClickHouse shards (default 2), each of two replicas. */
+  shards?: number;
+  /** false: no Kafka brokers (kafkaBrokers is ''). */
+  kafka?: boolean;
 }
 
 /** A server of the cluster: its process in `dir` (stdout.log), ready when `probe` says so. */
@@ -114,6 +153,9 @@ function node(
     get running() {
       return proc.running;
     },
+    get pid() {
+      return proc.pid;
+    },
   };
 }
 
@@ -130,28 +172,34 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     ensureZookeeperJars(env, log),
   ]);
 
-  // ZooKeeper.
-  const zkDir = join(root, 'zookeeper');
-  const zkPort = await freePort();
-  const zkMain = ['org.apache.zookeeper.server.ZooKeeperServerMain', zookeeperConfig(zkDir, zkPort)];
-  const zookeeper = node(
-    'zookeeper',
-    ['java', [...javaArgs({ min: '128m', max: '128m' }, zkJars, zkDir), ...zkMain]],
-    zkDir,
-    {
-      what: 'ZooKeeper',
-      answers: () => zookeeperAnswers(zkPort),
-      timeoutMs: 60_000,
-      log: 'stdout.log',
-    },
+  // ZooKeeper: an ensemble of three.
+  const zkIds = [1, 2, 3];
+  const zkPorts = await Promise.all(
+    zkIds.map(async (id) => ({
+      id,
+      client: await freePort(),
+      quorumPort: await freePort(),
+      electionPort: await freePort(),
+    })),
   );
+  const zookeeper: Node[] = zkPorts.map((z) => {
+    const dir = join(root, `zookeeper-${z.id}`);
+    const cfg = zookeeperConfig(dir, z.client, { id: z.id, ensemble: zkPorts });
+    const main = ['org.apache.zookeeper.server.quorum.QuorumPeerMain', cfg];
+    return node(`zookeeper-${z.id}`, ['java', [...javaArgs({ min: '96m', max: '96m' }, zkJars, dir), ...main]], dir, {
+      what: `ZooKeeper ${z.id}`,
+      answers: () => zookeeperServes(z.client),
+      timeoutMs: 90_000,
+      log: 'stdout.log',
+    });
+  });
 
   // Kafka: three brokers that are also the three controllers.
-  const ids = [1, 2, 3];
+  const ids = opts.kafka === false ? [] : [1, 2, 3];
   const ports = await Promise.all(ids.map(async () => ({ port: await freePort(), controller: await freePort() })));
   const voters = ids.map((id, i) => `${id}@127.0.0.1:${ports[i]!.controller}`).join(',');
   const kafkaBrokers = ports.map((p) => `127.0.0.1:${p.port}`).join(',');
-  const clusterId = await kafkaClusterId(javaArgs({ min: '64m', max: '64m' }, kafkaJars, root));
+  const clusterId = ids.length > 0 ? await kafkaClusterId(javaArgs({ min: '64m', max: '64m' }, kafkaJars, root)) : '';
   const brokers: Broker[] = [];
   for (const [i, id] of ids.entries()) {
     const { port, controller } = ports[i]!;
@@ -174,38 +222,59 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     );
   }
 
-  // ClickHouse: two replicas of one shard.
+  // The interserver user's password is new each run.
+  const interserver: Credentials = { user: 'interserver', password: randomBytes(12).toString('hex') };
+  const userDatabases: string[] = [];
+  // ClickHouse: shards of two replicas each.
+  const shardCount = opts.shards ?? 2;
+  const places = Array.from({ length: shardCount * 2 }, (_, i) => ({
+    shard: Math.floor(i / 2) + 1,
+    replica: (i % 2) + 1,
+  }));
   const chPorts = await Promise.all(
-    [0, 1].map(async () => ({ http: await freePort(), tcp: await freePort(), interserver: await freePort() })),
+    places.map(async () => ({ http: await freePort(), tcp: await freePort(), interserver: await freePort() })),
+  );
+  const shardPorts = Array.from({ length: shardCount }, (_, s) =>
+    places.flatMap((p, i) => (p.shard === s + 1 ? [chPorts[i]!.tcp] : [])),
   );
   const clickhouse: ClickHouseNode[] = chPorts.map((p, i) => {
+    const { shard, replica } = places[i]!;
     const dir = join(root, `clickhouse-${i + 1}`);
     mkdirSync(dir, { recursive: true });
-    const replicas = chPorts.map((q) => q.tcp);
-    clickhouseConfig(dir, p.http, p.tcp, clickhouseClusterXml(zkPort, p.interserver, `ch${i + 1}`, replicas));
+    const xml = clickhouseClusterXml(
+      zkPorts.map((z) => z.client),
+      { shard, replica: `ch${i + 1}`, interserverPort: p.interserver },
+      shardPorts,
+      interserver,
+    );
+    clickhouseConfig(dir, p.http, p.tcp, xml, { logQueries: true });
+    writeFileSync(join(dir, 'users.d', 'interserver.xml'), interserverUsersXml(interserver, userDatabases));
     const url = `http://127.0.0.1:${p.http}`;
     return Object.assign(
       node(`clickhouse-${i + 1}`, [chBin, [`--config-file=${join(dir, 'config.xml')}`]], dir, {
-        what: `ClickHouse ${i + 1}`,
+        what: `ClickHouse ${i + 1} (shard ${shard}, replica ${replica})`,
         answers: () => httpOk(`${url}/ping`),
         timeoutMs: 60_000,
         log: 'error.log',
       }),
-      { url, tcpPort: p.tcp },
+      { url, tcpPort: p.tcp, shard, replica, dir },
     );
   });
+  const shards = Array.from({ length: shardCount }, (_, s) => clickhouse.filter((c) => c.shard === s + 1));
 
   const balancers: ManagedProcess[] = [];
-  const all: Node[] = [zookeeper, ...brokers, ...clickhouse];
+  const all: Node[] = [...zookeeper, ...brokers, ...clickhouse];
   try {
-    await zookeeper.start();
+    // The members find each other only when all run: started together.
+    await Promise.all(zookeeper.map((z) => z.start()));
     await Promise.all([...brokers.map((b) => b.start()), ...clickhouse.map((c) => c.start())]);
   } catch (err) {
     await Promise.all(all.map((n) => n.kill()));
     throw err;
   }
   log(
-    `up: kafka ${kafkaBrokers}; zookeeper 127.0.0.1:${zkPort}; clickhouse ${clickhouse.map((c) => c.url).join(', ')}`,
+    `up: kafka ${kafkaBrokers || '-'}; zookeeper ${zkPorts.map((z) => `127.0.0.1:${z.client}`).join(', ')}; ` +
+      `clickhouse ${shards.map((s, i) => `shard ${i + 1}: ${s.map((c) => c.url).join(' ')}`).join('; ')}`,
   );
 
   return {
@@ -213,7 +282,19 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     brokers,
     zookeeper,
     clickhouse,
+    shards,
     dir: root,
+    interserver,
+    serviceUsers: async (database) => {
+      const users = newClusterUsers(database);
+      userDatabases.push(database);
+      for (const c of clickhouse) {
+        writeFileSync(join(c.dir, 'users.d', `${database}.xml`), clusterUsersXml(database, users));
+        writeFileSync(join(c.dir, 'users.d', 'interserver.xml'), interserverUsersXml(interserver, userDatabases));
+      }
+      await Promise.all(clickhouse.filter((c) => c.running).map((c) => migratorAccepted(c.url, users.migrator)));
+      return users;
+    },
     activeController: async () => {
       // The quorum's leader, as Kafka's own tool reports it (kafkajs' describeCluster
       // names some broker in KRaft mode, not the active controller).
@@ -258,10 +339,31 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     stop: async () => {
       await Promise.all([...balancers.map((b) => b.stop()), ...brokers.map((b) => b.kill('SIGTERM'))]);
       await Promise.all(clickhouse.map((c) => c.kill('SIGTERM')));
-      await zookeeper.kill('SIGTERM');
+      await Promise.all(zookeeper.map((z) => z.kill('SIGTERM')));
       if (!opts.keepData) rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** Polls until `url` accepts the migrator (18.16 reloads users.d within seconds). */
+async function migratorAccepted(url: string, migrator: Credentials): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  const auth = new URLSearchParams({ user: migrator.user, password: migrator.password, database: 'default' });
+  for (;;) {
+    const r = await fetch(`${url}/?${auth.toString()}`, {
+      method: 'POST',
+      body: 'SELECT 1',
+      signal: AbortSignal.timeout(5000),
+    }).catch(() => undefined);
+    if (r?.ok) return;
+    if (Date.now() > deadline) throw new Error(`${url} did not accept the user ${migrator.user} in time`);
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
+/** Polls until every server of the cluster accepts every service user of `database` (once migrated). */
+export async function waitForClusterUsers(cluster: Cluster, database: string, users: ClusterUsers): Promise<void> {
+  await Promise.all(cluster.clickhouse.map((c) => waitForUsers(c.url, database, users)));
 }
 
 /**

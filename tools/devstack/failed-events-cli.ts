@@ -24,6 +24,7 @@ import {
   isSuppressedMessage,
   loadEventSchemaRecords,
   loadSuppressions,
+  readSettingsOf,
   type EventSchemaRecord,
   type FailedEventRow,
 } from '@telemetry/store';
@@ -81,7 +82,7 @@ async function main(): Promise<number> {
     if (!tenant) throw new Error(`no tenant ${values.tenant} (npm run tenants -- list)`);
     const rows = await (
       await ch.client.query({
-        query: failedEventsSql(ch.database, {
+        query: failedEventsSql(ch.database, ch.layout, {
           tenantId: tenant.tenant_id,
           schemaId: values.schema,
           since: timeArg('since', values.since),
@@ -91,6 +92,7 @@ async function main(): Promise<number> {
           limit: max,
         }),
         format: 'JSONEachRow',
+        clickhouse_settings: readSettingsOf(ch.layout),
       })
     ).json<FailedEventRow>();
 

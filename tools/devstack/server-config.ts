@@ -12,8 +12,22 @@ import { here, run } from './installers.js';
 /** The cluster's name in ClickHouse (remote_servers, ON CLUSTER). */
 export const CLUSTER_NAME = 'telemetry';
 
-/** A ClickHouse server's config.xml and users.xml in `dir`; `extraXml` adds elements (a cluster's). */
-export function clickhouseConfig(dir: string, httpPort: number, tcpPort: number, extraXml = ''): void {
+/**
+ * A ClickHouse server's config.xml and users.xml in `dir`; `extraXml` adds elements (a
+ * cluster's). `logQueries` keeps system.query_log (flushed every second) with every
+ * profile's queries in it: the cluster suite reads there which user ran what.
+ */
+export function clickhouseConfig(
+  dir: string,
+  httpPort: number,
+  tcpPort: number,
+  extraXml = '',
+  opts: { logQueries?: boolean } = {},
+): void {
+  const queryLog = opts.logQueries
+    ? '  <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>\n'
+    : '';
+  const logQueries = opts.logQueries ? '<log_queries>1</log_queries>' : '';
   writeFileSync(
     join(dir, 'config.xml'),
     `<?xml version="1.0"?>
@@ -32,7 +46,7 @@ export function clickhouseConfig(dir: string, httpPort: number, tcpPort: number,
   <timezone>UTC</timezone>
   <mark_cache_size>268435456</mark_cache_size>
   <max_concurrent_queries>200</max_concurrent_queries>
-${extraXml}</yandex>
+${queryLog}${extraXml}</yandex>
 `,
   );
   // The services' users come in users.d/<database>.xml (users.ts), with these profiles:
@@ -44,9 +58,9 @@ ${extraXml}</yandex>
     `<?xml version="1.0"?>
 <yandex>
   <profiles>
-    <default><max_memory_usage>4000000000</max_memory_usage></default>
-    <svc_reader><readonly>2</readonly></svc_reader>
-    <svc_writer><allow_ddl>0</allow_ddl></svc_writer>
+    <default><max_memory_usage>4000000000</max_memory_usage>${logQueries}</default>
+    <svc_reader><readonly>2</readonly>${logQueries}</svc_reader>
+    <svc_writer><allow_ddl>0</allow_ddl>${logQueries}</svc_writer>
   </profiles>
   <users>
     <default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default>
@@ -57,19 +71,45 @@ ${extraXml}</yandex>
   );
 }
 
-/** The cluster elements of a ClickHouse server's config: ZooKeeper, its replica, the cluster, distributed DDL. */
+/** Where a ClickHouse server sits in the cluster: its shard (1-based), its replica name, its interserver port. */
+export interface ClusterPlace {
+  shard: number;
+  replica: string;
+  interserverPort: number;
+}
+
+/**
+ * The cluster elements of a ClickHouse server's config: the ZooKeeper ensemble, its
+ * shard and replica (macros), the cluster of `shards` (each shard's servers' TCP ports;
+ * internal_replication: a Distributed insert goes to one replica of a shard and
+ * replication brings it to the others), distributed DDL. `user` is who the servers send
+ * the shards' part of a distributed query as (the interserver user, users.ts
+ * interserverUsersXml): 18.16 has no `<secret>`, so each replica of remote_servers names
+ * it and its password (in the clear: ClickHouse logs in with it; the users.d files hold
+ * only its hash).
+ */
 export function clickhouseClusterXml(
-  zkPort: number,
-  interserverPort: number,
-  replica: string,
-  tcpPorts: number[],
+  zkPorts: number[],
+  place: ClusterPlace,
+  shards: number[][],
+  user?: { user: string; password: string },
 ): string {
-  const replicas = tcpPorts.map((p) => `<replica><host>127.0.0.1</host><port>${p}</port></replica>`).join('');
-  return `  <interserver_http_port>${interserverPort}</interserver_http_port>
+  if (user && !/^\w+$/.test(user.user + user.password)) throw new Error('interserver user: letters, digits and _ only');
+  const login = user ? `<user>${user.user}</user><password>${user.password}</password>` : '';
+  const nodes = zkPorts.map((p) => `<node><host>127.0.0.1</host><port>${p}</port></node>`).join('');
+  const remote = shards
+    .map(
+      (ports) =>
+        `<shard><internal_replication>true</internal_replication>${ports
+          .map((p) => `<replica><host>127.0.0.1</host><port>${p}</port>${login}</replica>`)
+          .join('')}</shard>`,
+    )
+    .join('');
+  return `  <interserver_http_port>${place.interserverPort}</interserver_http_port>
   <interserver_http_host>127.0.0.1</interserver_http_host>
-  <zookeeper><node><host>127.0.0.1</host><port>${zkPort}</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>
-  <macros><shard>01</shard><replica>${replica}</replica></macros>
-  <remote_servers><${CLUSTER_NAME}><shard><internal_replication>true</internal_replication>${replicas}</shard></${CLUSTER_NAME}></remote_servers>
+  <zookeeper>${nodes}<session_timeout_ms>10000</session_timeout_ms></zookeeper>
+  <macros><shard>${String(place.shard).padStart(2, '0')}</shard><replica>${place.replica}</replica></macros>
+  <remote_servers><${CLUSTER_NAME}>${remote}</${CLUSTER_NAME}></remote_servers>
   <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
 `;
 }
@@ -149,10 +189,27 @@ export async function formatKafkaStorage(java: string[], props: string, dataDir:
   await run('java', [...java, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', props]);
 }
 
-/** ZooKeeper's zoo.cfg (standalone, `ruok` allowed) in `dir`; returns its path. */
-export function zookeeperConfig(dir: string, port: number): string {
+/** A member of a ZooKeeper ensemble: its id (myid) and every member's quorum and election ports. */
+export interface ZookeeperMember {
+  id: number;
+  ensemble: { id: number; quorumPort: number; electionPort: number }[];
+}
+
+/**
+ * ZooKeeper's zoo.cfg in `dir` (standalone, or a member of an ensemble: `member`), with
+ * the four-letter words `ruok` and `srvr` allowed; returns its path.
+ */
+export function zookeeperConfig(dir: string, port: number, member?: ZookeeperMember): string {
   mkdirSync(join(dir, 'data'), { recursive: true });
   const file = join(dir, 'zoo.cfg');
+  const ensemble = member
+    ? [
+        'initLimit=20',
+        'syncLimit=10',
+        ...member.ensemble.map((m) => `server.${m.id}=127.0.0.1:${m.quorumPort}:${m.electionPort}`),
+      ]
+    : [];
+  if (member) writeFileSync(join(dir, 'data', 'myid'), `${member.id}\n`);
   writeFileSync(
     file,
     [
@@ -161,8 +218,9 @@ export function zookeeperConfig(dir: string, port: number): string {
       `clientPort=${port}`,
       'clientPortAddress=127.0.0.1',
       'admin.enableServer=false',
-      '4lw.commands.whitelist=ruok',
+      '4lw.commands.whitelist=ruok,srvr',
       'maxSessionTimeout=20000',
+      ...ensemble,
       '',
     ].join('\n'),
   );

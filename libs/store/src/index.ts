@@ -7,6 +7,7 @@ export * from './event-enrichment.js';
 export * from './freshness.js';
 export * from './keys.js';
 export * from './layout.js';
+export * from './distributed-reads.js';
 export * from './migrations.js';
 export * from './monitor-secrets.js';
 export * from './monitor-rows.js';

@@ -13,7 +13,15 @@ import {
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
-import { ChannelStore, EscalationPolicyStore, IncidentAlertStore, MonitorStore, registryFeed } from '@telemetry/store';
+import {
+  ChannelStore,
+  EscalationPolicyStore,
+  IncidentAlertStore,
+  layoutOf,
+  MonitorStore,
+  readSettingsOf,
+  registryFeed,
+} from '@telemetry/store';
 import { StatusDeliveryStore, StatusPageStore, SubscriptionLinks } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
 import { decideGroupId } from './decision.js';
@@ -48,8 +56,11 @@ export interface CheckRunner {
 
 export async function startCheckRunner(config: RunnerConfig, logger: Logger): Promise<CheckRunner> {
   const registry = createRegistry('check-runner');
+  // With CLICKHOUSE_CLUSTER its reads (checks, last alerts) go through the `_all` tables,
+  // with the settings that keep them exact (distributed-reads.ts).
+  const layout = layoutOf(config);
   // Checks go on from the last copy of the registry while ClickHouse is away.
-  const ch = clickhouseComponent(config, logger, { essential: false });
+  const ch = clickhouseComponent(config, logger, { essential: false, settings: readSettingsOf(layout) });
   const { admin, producer: newProducer, groupConsumers } = serviceKafka(config, 'runner', logger);
   const producer = newProducer({ registry, ackTimeoutMs: 10_000 });
   // Results of checks that end together share a produce request (one per check would
@@ -125,7 +136,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const probe = probeWith(
     probeMap(
       {
-        lastCall: (m, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, m, since),
+        lastCall: (m, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, layout, m, since),
         settleMs: config.stateSettleMs,
         now: () => Date.now(),
       },
@@ -138,11 +149,11 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     owns,
     decides: (id) => decideAssignment.owns(id),
     loadStates: async (ids) => {
-      const last = await lastAlerts(ch.client, config.clickhouseDatabase, ids);
+      const last = await lastAlerts(ch.client, config.clickhouseDatabase, layout, ids);
       return new Map(ids.map((id) => [id, stateFromLastAlert(last.get(id))]));
     },
     probe: (m, ctx) => probe(m, { ...ctx, policy }),
-    slotChecks: (m, ids, slot) => slotChecks(ch.client, config.clickhouseDatabase, m, ids, slot),
+    slotChecks: (m, ids, slot) => slotChecks(ch.client, config.clickhouseDatabase, layout, m, ids, slot),
     publishCheck: (c) => publisher.send(config.checksTopic, [{ key: c.monitor_id, value: JSON.stringify(c) }]),
     // One screenshot per produce request (up to 700 KB encoded): never batched with others.
     publishScreenshot: (shot) =>
