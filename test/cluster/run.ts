@@ -54,6 +54,7 @@ import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics } from '../../harness/run.js';
 import { EventBatchLoad } from '../../harness/event-batches.js';
 import { judge, Observer } from '../faults/observe.js';
+import { renderToCluster, toClusterScenario, type ToClusterFigures } from './to-cluster.js';
 import {
   provisionPostgres,
   startLocalPostgres,
@@ -411,10 +412,22 @@ async function main(): Promise<number> {
           `5xx ${r.status5xx}, recovery ${r.recoverySeconds ?? '-'} s${r.problems.length > 0 ? `; ${r.problems.join('; ')}` : ''}`,
       );
     }
+    // The move of a single server's database to the cluster (test/cluster/to-cluster.ts).
+    const toCluster =
+      SMOKE || (only.length > 0 && !only.includes('to-cluster'))
+        ? undefined
+        : await toClusterScenario({
+            ...{ cluster, clusterName: CLUSTER_NAME, database, clickhouseUrl: chLb.url, apiKey, log },
+            monitorUrl: target.url,
+            startQuery: async (label, env) => {
+              const q = await svc(label, 'query-service', { ...egress, ...env });
+              return { url: (await q.start().ready(90_000)).url, port: q.port };
+            },
+          });
     const throughput = SMOKE
       ? undefined
       : await measureThroughput({ cluster, database, services, notes: [], obs }, key, run, topics.topics.events);
-    ok = results.length > 0 && results.every((r) => r.ok);
+    ok = (results.length > 0 || toCluster !== undefined) && results.every((r) => r.ok) && toCluster?.ok !== false;
     const figures = {
       command: `npm run test:cluster${SHORT ? ' -- --short' : ''}`,
       date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -424,6 +437,7 @@ async function main(): Promise<number> {
       monitorChecked,
       scenarios: results,
       throughput,
+      toCluster,
     };
     const section = render(figures);
     if (process.env.CLUSTER_WRITE !== '0' && !SMOKE)
@@ -570,6 +584,7 @@ function render(f: {
   monitorChecked: string;
   scenarios: Figures[];
   throughput: Throughput | undefined;
+  toCluster?: ToClusterFigures;
 }): string {
   const t = f.throughput;
   const side = (s: Side): string =>
@@ -606,7 +621,7 @@ ${rows}
 "Back in service": from the restart to the part back and caught up (a broker in every partition's ISR, a ClickHouse replica with no replication delay or queue, a gateway ready, both consumers in the group); the rest of the cluster kept answering meanwhile.
 
 ${notes}
-- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.${tp}`;
+- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.${f.toCluster ? `\n${renderToCluster(f.toCluster)}` : ''}${tp}`;
 }
 
 /** A loopback HTTP target that answers 200: what the cluster's runners check. */
