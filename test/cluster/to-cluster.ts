@@ -88,7 +88,13 @@ export async function toClusterScenario(opts: ToClusterScenarioOptions): Promise
   // The target: a server of the second shard (any server of the cluster will do).
   const targetNode = opts.cluster.clickhouse[opts.cluster.clickhouse.length - 1]!;
   const source = createClickHouse({ url: sourceNode.url, username: 'default', password: '', database: 'default' });
-  const target = createClickHouse({ url: targetNode.url, username: 'default', password: '', database: 'default' });
+  const target = createClickHouse({
+    url: targetNode.url,
+    username: 'default',
+    password: '',
+    database: 'default',
+    requestTimeoutMs: CLUSTER_DDL_TIMEOUT_MS,
+  });
   try {
     await migrate(source, single, createLogger({ service: 'to-cluster', level: 'warn' }), '');
     const singleQuery = await opts.startQuery('query-single', {

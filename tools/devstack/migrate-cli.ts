@@ -17,6 +17,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClickHouse, createLogger, loadConfig } from '@telemetry/platform';
 import {
+  CLUSTER_DDL_TIMEOUT_MS,
   describeCopy,
   describeToCluster,
   provisionFromEnv,
@@ -81,8 +82,15 @@ async function toClusterCommand(args: string[]): Promise<number> {
     database: config.clickhouseDatabase,
     cluster: config.clickhouseCluster,
   };
+  // ON CLUSTER DDL waits for every server (as the migrations' own client does).
   const client = (e: typeof source) =>
-    createClickHouse({ url: e.url, username: e.user, password: e.password, database: 'default' });
+    createClickHouse({
+      url: e.url,
+      username: e.user,
+      password: e.password,
+      database: 'default',
+      requestTimeoutMs: CLUSTER_DDL_TIMEOUT_MS,
+    });
   const sourceClient = client(source);
   const targetClient = client(target);
   try {

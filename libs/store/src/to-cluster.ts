@@ -23,6 +23,9 @@
  * backlog, and they are started again with CLICKHOUSE_CLUSTER set (docs/operations.md).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { pipeline } from 'node:stream/promises';
 import {
   clickhouseSpec,
   clusterDdl,
@@ -287,13 +290,34 @@ async function planTables(
   return { tables, leftBehind };
 }
 
+/** A POST to ClickHouse's HTTP interface: the request to write the body into, and its answer. */
+function post(url: URL, e: Endpoint): { req: ClientRequest; answer: Promise<IncomingMessage> } {
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const auth = `Basic ${Buffer.from(`${e.user}:${e.password}`).toString('base64')}`;
+  // No timeout: a big partition's INSERT answers only once all of it is in.
+  const req = send(url, { method: 'POST', headers: { Authorization: auth } });
+  const answer = new Promise<IncomingMessage>((resolve, reject) => {
+    req.once('response', resolve);
+    req.once('error', reject);
+  });
+  return { req, answer };
+}
+
+async function textOf(res: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of res) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8').slice(0, 2000);
+}
+
 /** Streams the source's partition into the cluster's `_all` table, never holding it in memory. */
 async function stream(opts: ToClusterOptions, select: string, insert: string, modern: boolean): Promise<void> {
-  const auth = (e: Endpoint): string => `Basic ${Buffer.from(`${e.user}:${e.password}`).toString('base64')}`;
   const from = new URL(opts.source.url);
   from.searchParams.set('database', 'default');
-  const res = await fetch(from, { method: 'POST', body: select, headers: { Authorization: auth(opts.source) } });
-  if (!res.ok || !res.body) throw new ToClusterError(`reading the source failed: ${res.status} ${await res.text()}`);
+  const read = post(from, opts.source);
+  read.req.end(select);
+  const res = await read.answer;
+  if (res.statusCode !== 200)
+    throw new ToClusterError(`reading the source failed: ${res.statusCode} ${await textOf(res)}`);
   const to = new URL(opts.target.url);
   to.searchParams.set('database', 'default');
   to.searchParams.set('query', insert);
@@ -301,14 +325,14 @@ async function stream(opts: ToClusterOptions, select: string, insert: string, mo
   // Current ClickHouse folds duplicates of a ReplacingMergeTree block as it inserts it:
   // the copy keeps every row the source has (its count is compared).
   if (modern) to.searchParams.set('optimize_on_insert', '0');
-  const put = await fetch(to, {
-    method: 'POST',
-    body: res.body,
-    headers: { Authorization: auth(opts.target) },
-    duplex: 'half',
-  });
-  if (!put.ok) throw new ToClusterError(`inserting into the cluster failed: ${put.status} ${await put.text()}`);
-  await put.arrayBuffer();
+  const write = post(to, opts.target);
+  // A source that fails half-way ends the body early: the insert then fails on a cut block
+  // (or inserts part of the partition, which is not recorded as done and copied again).
+  const piped = pipeline(res, write.req);
+  const [, put] = await Promise.all([piped, write.answer]);
+  const answer = await textOf(put);
+  if (put.statusCode !== 200)
+    throw new ToClusterError(`inserting into the cluster failed: ${put.statusCode} ${answer}`);
 }
 
 /** The cluster's count, polled until it is the source's (a shard's other replica catching up) or the deadline. */
