@@ -13,7 +13,14 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { createClickHouse, createLogger, sqlIdentifier, sqlString, type ClickHouseClient } from '@telemetry/platform';
-import { DISTRIBUTED_TABLES, migrate, type AlertRow, type CheckRow, type ToClusterReport } from '@telemetry/store';
+import {
+  CLUSTER_DDL_TIMEOUT_MS,
+  DISTRIBUTED_TABLES,
+  migrate,
+  type AlertRow,
+  type CheckRow,
+  type ToClusterReport,
+} from '@telemetry/store';
 import type { Cluster } from '../../tools/devstack/cluster.js';
 
 export interface ToClusterScenarioOptions {
