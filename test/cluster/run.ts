@@ -62,6 +62,7 @@ import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics } from '../../harness/run.js';
 import { EventBatchLoad } from '../../harness/event-batches.js';
 import { judge, Observer } from '../faults/observe.js';
+import { renderToCluster, toClusterScenario, type ToClusterFigures } from './to-cluster.js';
 import {
   provisionPostgres,
   startLocalPostgres,
@@ -426,10 +427,26 @@ async function main(): Promise<number> {
     log(
       `users: ${usersVerdict.ok ? 'pass' : 'FAIL'}; ${usersVerdict.summary}${usersVerdict.problems.length > 0 ? `; ${usersVerdict.problems.join('; ')}` : ''}`,
     );
+    // The move of a single server's database to the cluster (test/cluster/to-cluster.ts).
+    const toCluster =
+      SMOKE || (only.length > 0 && !only.includes('to-cluster'))
+        ? undefined
+        : await toClusterScenario({
+            ...{ cluster, clusterName: CLUSTER_NAME, database, clickhouseUrl: chLb.url, apiKey, log },
+            monitorUrl: target.url,
+            startQuery: async (label, env) => {
+              const q = await svc(label, 'query-service', { ...egress, ...env });
+              return { url: (await q.start().ready(90_000)).url, port: q.port };
+            },
+          });
     const throughput = SMOKE
       ? undefined
       : await measureThroughput({ cluster, database, services, notes: [], obs }, key, run, topics.topics.events);
-    ok = results.length > 0 && results.every((r) => r.ok) && usersVerdict.ok;
+    ok =
+      (results.length > 0 || toCluster !== undefined) &&
+      results.every((r) => r.ok) &&
+      toCluster?.ok !== false &&
+      usersVerdict.ok;
     const figures = {
       command: `npm run test:cluster${SHORT ? ' -- --short' : ''}`,
       date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -440,6 +457,7 @@ async function main(): Promise<number> {
       users: usersVerdict,
       scenarios: results,
       throughput,
+      toCluster,
     };
     const section = render(figures);
     if (process.env.CLUSTER_WRITE !== '0' && !SMOKE)
@@ -587,6 +605,7 @@ function render(f: {
   users: { ok: boolean; summary: string; problems: string[] };
   scenarios: Figures[];
   throughput: Throughput | undefined;
+  toCluster?: ToClusterFigures;
 }): string {
   const t = f.throughput;
   const side = (s: Side): string =>
@@ -624,7 +643,7 @@ ${rows}
 
 ${notes}
 - Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.
-- Users: ${f.users.summary}${f.users.problems.map((p) => `; **${p}**`).join('')}.${tp}`;
+- Users: ${f.users.summary}${f.users.problems.map((p) => `; **${p}**`).join('')}.${f.toCluster ? `\n${renderToCluster(f.toCluster)}` : ''}${tp}`;
 }
 
 /** A loopback HTTP target that answers 200: what the cluster's runners check. */

@@ -37,3 +37,4 @@ export * from './screenshots.js';
 export * from './people/index.js';
 export * from './status/index.js';
 export * from './event-deletions.js';
+export * from './to-cluster.js';
