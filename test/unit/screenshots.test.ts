@@ -12,6 +12,7 @@ import {
   screenshotSql,
   streamTables,
   type ScreenshotRow,
+  LOCAL_LAYOUT,
 } from '@telemetry/store';
 import { encodePng } from '../support/png.js';
 
@@ -100,7 +101,7 @@ describe('check screenshots (unit)', () => {
         return Promise.resolve();
       },
     };
-    const tables = streamTables('db', 'db_audit');
+    const tables = streamTables('db', LOCAL_LAYOUT);
     const row = (i: number): ScreenshotRow => ({
       tenant_id: 'ten_a',
       monitor_id: 'mon_1',
