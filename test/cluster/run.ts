@@ -36,7 +36,7 @@ import {
   sqlString,
   type ClickHouseClient,
 } from '@telemetry/platform';
-import { issueKey, migrate } from '@telemetry/store';
+import { CLUSTER_DDL_TIMEOUT_MS, issueKey, migrate } from '@telemetry/store';
 import { CLUSTER_NAME, startCluster, type Balancer, type Cluster } from '../../tools/devstack/cluster.js';
 import {
   build,
@@ -135,7 +135,9 @@ interface Figures {
 
 /** After a failed scenario: everything stopped is started again, so the next scenario starts whole. */
 async function heal({ cluster, services }: Ctx): Promise<void> {
-  await Promise.all([...cluster.brokers, ...cluster.clickhouse].filter((n) => !n.running).map((n) => n.start()));
+  await Promise.all(
+    [...cluster.zookeeper, ...cluster.brokers, ...cluster.clickhouse].filter((n) => !n.running).map((n) => n.start()),
+  );
   await Promise.all(
     [...services.gateways, ...services.consumers].filter((c) => !c.running).map((c) => c.start().ready(60_000)),
   );
@@ -294,6 +296,7 @@ async function main(): Promise<number> {
       username: 'default',
       password: '',
       database: 'default',
+      requestTimeoutMs: CLUSTER_DDL_TIMEOUT_MS,
     });
     const migrated = Date.now();
     try {
@@ -524,29 +527,32 @@ async function runScenario(scenario: Scenario, ctx: Ctx, obs: Observer, key: str
   return fig;
 }
 
-/** Both ClickHouse replicas hold the same events of the scenario (the restarted one caught up). */
+/** The replicas of each shard hold the same events of the scenario (a restarted one caught up). */
 async function replicasAgree(ctx: Ctx, source: string, fig: Figures): Promise<void> {
-  const urls = ctx.cluster.clickhouse.map((c) => c.url);
   const t0 = Date.now();
-  const counts = await until(
-    'both replicas to hold the same events',
+  const perShard = await until(
+    'the replicas of each shard to hold the same events',
     async () => {
-      const n = await Promise.all(urls.map((u) => replicaCount(u, ctx.database, source)));
-      return n.every((x) => x === n[0]) && n[0]! >= fig.found ? n : undefined;
+      const n = await Promise.all(
+        ctx.cluster.shards.map((s) => Promise.all(s.map((c) => replicaCount(c.url, ctx.database, source)))),
+      );
+      const agree = n.every((s) => s.every((x) => x >= 0 && x === s[0]));
+      return agree && n.reduce((sum, s) => sum + s[0]!, 0) >= fig.found ? n.map((s) => s[0]!) : undefined;
     },
     120_000,
     500,
   ).catch(() => undefined);
-  if (!counts) {
-    fig.problems.push('the ClickHouse replicas did not agree within 120 s');
+  if (!perShard) {
+    fig.problems.push('the replicas of a shard did not agree within 120 s');
     return;
   }
+  const total = perShard.reduce((a, b) => a + b, 0);
   fig.notes.push(
-    `replicas agree on ${counts[0]} events (${Math.round((Date.now() - t0) / 100) / 10} s after the check began)`,
+    `the replicas of each shard agree (${perShard.join(' + ')} events; ${Math.round((Date.now() - t0) / 100) / 10} s after the check began)`,
   );
   // The Distributed table over the cluster reads the same events.
-  const viaAll = await replicaCount(urls[0]!, ctx.database, source, 'events_all');
-  if (viaAll !== counts[0]) fig.problems.push(`events_all reads ${viaAll} events, the replicas ${counts[0]}`);
+  const viaAll = await replicaCount(ctx.cluster.clickhouse[0]!.url, ctx.database, source, 'events_all');
+  if (viaAll !== total) fig.problems.push(`events_all reads ${viaAll} events, the shards ${total}`);
 }
 
 /** Distinct events of `source` on one replica (asked directly, not through HAProxy). */

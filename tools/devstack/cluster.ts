@@ -5,12 +5,15 @@
  *
  * - three Kafka brokers in KRaft mode, each also a controller (a quorum of three), with
  *   replication factor 3 and min.insync.replicas=2 for every topic;
- * - Apache ZooKeeper (standalone; its jars from Maven Central, cached like Kafka's);
- * - two ClickHouse servers, replicas of one shard of the cluster `telemetry`
- *   (remote_servers, macros, distributed DDL through ZooKeeper);
+ * - an Apache ZooKeeper ensemble of three (its jars from Maven Central, cached like
+ *   Kafka's): losing one keeps a quorum;
+ * - four ClickHouse servers: two shards of two replicas each, the cluster `telemetry`
+ *   (remote_servers, macros, distributed DDL through ZooKeeper); `shards: 1` makes it one
+ *   shard of two;
  * - HAProxy (Debian's) in front of whatever the caller starts: balancer().
  *
  * Every process can be killed (SIGKILL) and started again on its ports and data.
+ * `kafka: false` starts the ZooKeeper and ClickHouse part only (for work on the tables).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +27,7 @@ import {
   run,
 } from './installers.js';
 import { freePort } from './ports.js';
-import { httpOk, kafkaAnswers, withBrokerAdmin, zookeeperAnswers } from './probes.js';
+import { httpOk, kafkaAnswers, withBrokerAdmin, zookeeperServes } from './probes.js';
 import { ManagedProcess } from './process.js';
 import {
   clickhouseClusterXml,
@@ -47,6 +50,8 @@ export interface Node {
   /** Kills it (SIGKILL unless told) and waits for it to exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
   readonly running: boolean;
+  /** Its process id (throws when it is not running). */
+  readonly pid: number;
 }
 
 export interface Broker extends Node {
@@ -57,6 +62,9 @@ export interface Broker extends Node {
 export interface ClickHouseNode extends Node {
   url: string;
   tcpPort: number;
+  /** Its shard (1-based) and its replica within the shard (1-based). */
+  shard: number;
+  replica: number;
 }
 
 export interface Balancer {
@@ -73,8 +81,12 @@ export interface Cluster {
   /** Every partition of every topic has all three replicas in sync. */
   fullyInSync(): Promise<boolean>;
   brokers: Broker[];
-  zookeeper: Node;
+  /** The ZooKeeper ensemble (three members). */
+  zookeeper: Node[];
+  /** Every ClickHouse server, shard by shard: [shard 1 replica 1, shard 1 replica 2, shard 2 replica 1, …]. */
   clickhouse: ClickHouseNode[];
+  /** The ClickHouse servers of each shard. */
+  shards: ClickHouseNode[][];
   /** The broker that is the active KRaft controller now. */
   activeController(): Promise<number>;
   /**
@@ -91,6 +103,10 @@ export interface ClusterOptions {
   keepData?: boolean;
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** ClickHouse shards (default 2), each of two replicas. */
+  shards?: number;
+  /** false: no Kafka brokers (kafkaBrokers is ''). */
+  kafka?: boolean;
 }
 
 /** A server of the cluster: its process in `dir` (stdout.log), ready when `probe` says so. */
@@ -114,6 +130,9 @@ function node(
     get running() {
       return proc.running;
     },
+    get pid() {
+      return proc.pid;
+    },
   };
 }
 
@@ -130,28 +149,34 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     ensureZookeeperJars(env, log),
   ]);
 
-  // ZooKeeper.
-  const zkDir = join(root, 'zookeeper');
-  const zkPort = await freePort();
-  const zkMain = ['org.apache.zookeeper.server.ZooKeeperServerMain', zookeeperConfig(zkDir, zkPort)];
-  const zookeeper = node(
-    'zookeeper',
-    ['java', [...javaArgs({ min: '128m', max: '128m' }, zkJars, zkDir), ...zkMain]],
-    zkDir,
-    {
-      what: 'ZooKeeper',
-      answers: () => zookeeperAnswers(zkPort),
-      timeoutMs: 60_000,
-      log: 'stdout.log',
-    },
+  // ZooKeeper: an ensemble of three.
+  const zkIds = [1, 2, 3];
+  const zkPorts = await Promise.all(
+    zkIds.map(async (id) => ({
+      id,
+      client: await freePort(),
+      quorumPort: await freePort(),
+      electionPort: await freePort(),
+    })),
   );
+  const zookeeper: Node[] = zkPorts.map((z) => {
+    const dir = join(root, `zookeeper-${z.id}`);
+    const cfg = zookeeperConfig(dir, z.client, { id: z.id, ensemble: zkPorts });
+    const main = ['org.apache.zookeeper.server.quorum.QuorumPeerMain', cfg];
+    return node(`zookeeper-${z.id}`, ['java', [...javaArgs({ min: '96m', max: '96m' }, zkJars, dir), ...main]], dir, {
+      what: `ZooKeeper ${z.id}`,
+      answers: () => zookeeperServes(z.client),
+      timeoutMs: 90_000,
+      log: 'stdout.log',
+    });
+  });
 
   // Kafka: three brokers that are also the three controllers.
-  const ids = [1, 2, 3];
+  const ids = opts.kafka === false ? [] : [1, 2, 3];
   const ports = await Promise.all(ids.map(async () => ({ port: await freePort(), controller: await freePort() })));
   const voters = ids.map((id, i) => `${id}@127.0.0.1:${ports[i]!.controller}`).join(',');
   const kafkaBrokers = ports.map((p) => `127.0.0.1:${p.port}`).join(',');
-  const clusterId = await kafkaClusterId(javaArgs({ min: '64m', max: '64m' }, kafkaJars, root));
+  const clusterId = ids.length > 0 ? await kafkaClusterId(javaArgs({ min: '64m', max: '64m' }, kafkaJars, root)) : '';
   const brokers: Broker[] = [];
   for (const [i, id] of ids.entries()) {
     const { port, controller } = ports[i]!;
@@ -174,38 +199,54 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     );
   }
 
-  // ClickHouse: two replicas of one shard.
+  // ClickHouse: shards of two replicas each.
+  const shardCount = opts.shards ?? 2;
+  const places = Array.from({ length: shardCount * 2 }, (_, i) => ({
+    shard: Math.floor(i / 2) + 1,
+    replica: (i % 2) + 1,
+  }));
   const chPorts = await Promise.all(
-    [0, 1].map(async () => ({ http: await freePort(), tcp: await freePort(), interserver: await freePort() })),
+    places.map(async () => ({ http: await freePort(), tcp: await freePort(), interserver: await freePort() })),
+  );
+  const shardPorts = Array.from({ length: shardCount }, (_, s) =>
+    places.flatMap((p, i) => (p.shard === s + 1 ? [chPorts[i]!.tcp] : [])),
   );
   const clickhouse: ClickHouseNode[] = chPorts.map((p, i) => {
+    const { shard, replica } = places[i]!;
     const dir = join(root, `clickhouse-${i + 1}`);
     mkdirSync(dir, { recursive: true });
-    const replicas = chPorts.map((q) => q.tcp);
-    clickhouseConfig(dir, p.http, p.tcp, clickhouseClusterXml(zkPort, p.interserver, `ch${i + 1}`, replicas));
+    const xml = clickhouseClusterXml(
+      zkPorts.map((z) => z.client),
+      { shard, replica: `ch${i + 1}`, interserverPort: p.interserver },
+      shardPorts,
+    );
+    clickhouseConfig(dir, p.http, p.tcp, xml);
     const url = `http://127.0.0.1:${p.http}`;
     return Object.assign(
       node(`clickhouse-${i + 1}`, [chBin, [`--config-file=${join(dir, 'config.xml')}`]], dir, {
-        what: `ClickHouse ${i + 1}`,
+        what: `ClickHouse ${i + 1} (shard ${shard}, replica ${replica})`,
         answers: () => httpOk(`${url}/ping`),
         timeoutMs: 60_000,
         log: 'error.log',
       }),
-      { url, tcpPort: p.tcp },
+      { url, tcpPort: p.tcp, shard, replica },
     );
   });
+  const shards = Array.from({ length: shardCount }, (_, s) => clickhouse.filter((c) => c.shard === s + 1));
 
   const balancers: ManagedProcess[] = [];
-  const all: Node[] = [zookeeper, ...brokers, ...clickhouse];
+  const all: Node[] = [...zookeeper, ...brokers, ...clickhouse];
   try {
-    await zookeeper.start();
+    // The members find each other only when all run: started together.
+    await Promise.all(zookeeper.map((z) => z.start()));
     await Promise.all([...brokers.map((b) => b.start()), ...clickhouse.map((c) => c.start())]);
   } catch (err) {
     await Promise.all(all.map((n) => n.kill()));
     throw err;
   }
   log(
-    `up: kafka ${kafkaBrokers}; zookeeper 127.0.0.1:${zkPort}; clickhouse ${clickhouse.map((c) => c.url).join(', ')}`,
+    `up: kafka ${kafkaBrokers || '-'}; zookeeper ${zkPorts.map((z) => `127.0.0.1:${z.client}`).join(', ')}; ` +
+      `clickhouse ${shards.map((s, i) => `shard ${i + 1}: ${s.map((c) => c.url).join(' ')}`).join('; ')}`,
   );
 
   return {
@@ -213,6 +254,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     brokers,
     zookeeper,
     clickhouse,
+    shards,
     dir: root,
     activeController: async () => {
       // The quorum's leader, as Kafka's own tool reports it (kafkajs' describeCluster
@@ -258,7 +300,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     stop: async () => {
       await Promise.all([...balancers.map((b) => b.stop()), ...brokers.map((b) => b.kill('SIGTERM'))]);
       await Promise.all(clickhouse.map((c) => c.kill('SIGTERM')));
-      await zookeeper.kill('SIGTERM');
+      await Promise.all(zookeeper.map((z) => z.kill('SIGTERM')));
       if (!opts.keepData) rmSync(root, { recursive: true, force: true });
     },
   };

@@ -68,6 +68,21 @@ export function zookeeperAnswers(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * A member of a ZooKeeper ensemble serves: `srvr` names its mode (leader or follower),
+ * which it does only inside a quorum (ruok answers before that).
+ */
+export function zookeeperServes(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => socket.write('srvr'));
+    let text = '';
+    socket.setTimeout(1000, () => socket.destroy());
+    socket.on('data', (d: Buffer) => (text += d.toString()));
+    socket.on('close', () => resolve(/^Mode: (leader|follower|standalone)$/m.test(text)));
+    socket.on('error', () => resolve(false));
+  });
+}
+
 /** PostgreSQL at `url` runs `SELECT 1`. */
 export async function postgresAnswers(url: string): Promise<boolean> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });

@@ -57,19 +57,34 @@ ${extraXml}</yandex>
   );
 }
 
-/** The cluster elements of a ClickHouse server's config: ZooKeeper, its replica, the cluster, distributed DDL. */
-export function clickhouseClusterXml(
-  zkPort: number,
-  interserverPort: number,
-  replica: string,
-  tcpPorts: number[],
-): string {
-  const replicas = tcpPorts.map((p) => `<replica><host>127.0.0.1</host><port>${p}</port></replica>`).join('');
-  return `  <interserver_http_port>${interserverPort}</interserver_http_port>
+/** Where a ClickHouse server sits in the cluster: its shard (1-based), its replica name, its interserver port. */
+export interface ClusterPlace {
+  shard: number;
+  replica: string;
+  interserverPort: number;
+}
+
+/**
+ * The cluster elements of a ClickHouse server's config: the ZooKeeper ensemble, its
+ * shard and replica (macros), the cluster of `shards` (each shard's servers' TCP ports;
+ * internal_replication: a Distributed insert goes to one replica of a shard and
+ * replication brings it to the others), distributed DDL.
+ */
+export function clickhouseClusterXml(zkPorts: number[], place: ClusterPlace, shards: number[][]): string {
+  const nodes = zkPorts.map((p) => `<node><host>127.0.0.1</host><port>${p}</port></node>`).join('');
+  const remote = shards
+    .map(
+      (ports) =>
+        `<shard><internal_replication>true</internal_replication>${ports
+          .map((p) => `<replica><host>127.0.0.1</host><port>${p}</port></replica>`)
+          .join('')}</shard>`,
+    )
+    .join('');
+  return `  <interserver_http_port>${place.interserverPort}</interserver_http_port>
   <interserver_http_host>127.0.0.1</interserver_http_host>
-  <zookeeper><node><host>127.0.0.1</host><port>${zkPort}</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>
-  <macros><shard>01</shard><replica>${replica}</replica></macros>
-  <remote_servers><${CLUSTER_NAME}><shard><internal_replication>true</internal_replication>${replicas}</shard></${CLUSTER_NAME}></remote_servers>
+  <zookeeper>${nodes}<session_timeout_ms>10000</session_timeout_ms></zookeeper>
+  <macros><shard>${String(place.shard).padStart(2, '0')}</shard><replica>${place.replica}</replica></macros>
+  <remote_servers><${CLUSTER_NAME}>${remote}</${CLUSTER_NAME}></remote_servers>
   <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
 `;
 }
@@ -149,10 +164,27 @@ export async function formatKafkaStorage(java: string[], props: string, dataDir:
   await run('java', [...java, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', props]);
 }
 
-/** ZooKeeper's zoo.cfg (standalone, `ruok` allowed) in `dir`; returns its path. */
-export function zookeeperConfig(dir: string, port: number): string {
+/** A member of a ZooKeeper ensemble: its id (myid) and every member's quorum and election ports. */
+export interface ZookeeperMember {
+  id: number;
+  ensemble: { id: number; quorumPort: number; electionPort: number }[];
+}
+
+/**
+ * ZooKeeper's zoo.cfg in `dir` (standalone, or a member of an ensemble: `member`), with
+ * the four-letter words `ruok` and `srvr` allowed; returns its path.
+ */
+export function zookeeperConfig(dir: string, port: number, member?: ZookeeperMember): string {
   mkdirSync(join(dir, 'data'), { recursive: true });
   const file = join(dir, 'zoo.cfg');
+  const ensemble = member
+    ? [
+        'initLimit=20',
+        'syncLimit=10',
+        ...member.ensemble.map((m) => `server.${m.id}=127.0.0.1:${m.quorumPort}:${m.electionPort}`),
+      ]
+    : [];
+  if (member) writeFileSync(join(dir, 'data', 'myid'), `${member.id}\n`);
   writeFileSync(
     file,
     [
@@ -161,8 +193,9 @@ export function zookeeperConfig(dir: string, port: number): string {
       `clientPort=${port}`,
       'clientPortAddress=127.0.0.1',
       'admin.enableServer=false',
-      '4lw.commands.whitelist=ruok',
+      '4lw.commands.whitelist=ruok,srvr',
       'maxSessionTimeout=20000',
+      ...ensemble,
       '',
     ].join('\n'),
   );

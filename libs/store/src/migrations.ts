@@ -185,6 +185,12 @@ async function engineOf(client: ClickHouseClient, database: string, table: strin
   return (await rs.json<{ engine_full: string }>())[0]?.engine_full ?? '';
 }
 
+/**
+ * How long one DDL statement may take on a cluster: ON CLUSTER waits for every server
+ * (distributed_ddl_task_timeout is 180 s), far beyond the client's usual 30 s.
+ */
+export const CLUSTER_DDL_TIMEOUT_MS = 200_000;
+
 /** A client as CLICKHOUSE_USER on the `default` database: provisioning steps name every table with its database. */
 export function provisioningClient(config: ClickHouseConfig): ClickHouseClient {
   return createClickHouse({
@@ -192,6 +198,7 @@ export function provisioningClient(config: ClickHouseConfig): ClickHouseClient {
     username: config.clickhouseUser,
     password: config.clickhousePassword,
     database: 'default',
+    ...((config.clickhouseCluster ?? '') !== '' ? { requestTimeoutMs: CLUSTER_DDL_TIMEOUT_MS } : {}),
   });
 }
 
