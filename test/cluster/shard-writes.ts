@@ -326,8 +326,14 @@ try {
   );
   await dim.reload();
   await dim.settled();
-  fig.monitorsPerShard = await Promise.all(
+  for (const n of cluster.clickhouse) await ch(n.url).command({ query: `SYSTEM SYNC REPLICA ${db}.monitors` });
+  const perShard = await Promise.all(
     cluster.shards.map((s) => num(ch(s[0]!.url), `SELECT count() FROM ${db}.monitors`)),
+  );
+  fig.monitorsPerShard = perShard;
+  check(
+    perShard.reduce((a, n) => a + n, 0) === 20 && perShard.every((n) => n > 0),
+    `monitors per shard ${String(perShard)}`,
   );
 
   // A deletion: ON CLUSTER mutations, planned and checked through _all.
