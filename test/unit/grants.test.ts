@@ -1,10 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { sqlIdentifier } from '@telemetry/platform';
 import {
   applyRetention,
-  auditDatabase,
   auditLogSql,
   checksSql,
   dailyCountsSql,
@@ -189,7 +187,7 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
     }
     case 'audit':
       // Its one table (stream-consumer service.ts): the audit log, in <db>_audit.
-      r.statements.push(`INSERT INTO ${streamTables(sqlIdentifier(DB), sqlIdentifier(auditDatabase(DB))).audit_log}`);
+      r.statements.push(`INSERT INTO ${streamTables(DB, LOCAL_LAYOUT).audit_log}`);
       break;
     case 'analyst':
       break;

@@ -105,7 +105,7 @@ describe('check screenshots (unit)', () => {
         return Promise.resolve();
       },
     };
-    const tables = streamTables('db', 'db_audit');
+    const tables = streamTables('db', LOCAL_LAYOUT);
     const row = (i: number): ScreenshotRow => ({
       tenant_id: 'ten_a',
       monitor_id: 'mon_1',

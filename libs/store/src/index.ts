@@ -2,6 +2,7 @@ export * from './alerts.js';
 export * from './analysts.js';
 export * from './checks.js';
 export * from './databases.js';
+export * from './distributed-writes.js';
 export * from './events.js';
 export * from './event-enrichment.js';
 export * from './freshness.js';

@@ -162,7 +162,14 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   feed.subscribe(directory.feedSubscriber());
   // Analysts' monitors table in ClickHouse follows every change (no secrets in it).
   feed.subscribe(
-    new MonitorDimension(registryCh.client, config.clickhouseDatabase, (ids) => monitors.summaries(ids), logger),
+    // On a cluster written through monitors_all (sharded by id).
+    new MonitorDimension(
+      registryCh.client,
+      config.clickhouseDatabase,
+      (ids) => monitors.summaries(ids),
+      logger,
+      config,
+    ),
   );
   // The change log keeps a week: any replica away longer loads everything again.
   const prune = new PeriodicJob('registry change log pruning', 3_600_000, () => pruneRegistryChanges(pool, 7), logger);
