@@ -163,13 +163,10 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   // Analysts' monitors table in ClickHouse follows every change (no secrets in it).
   feed.subscribe(
     // On a cluster written through monitors_all (sharded by id).
-    new MonitorDimension(
-      registryCh.client,
-      config.clickhouseDatabase,
-      (ids) => monitors.summaries(ids),
-      logger,
-      config,
-    ),
+    new MonitorDimension(registryCh.client, config.clickhouseDatabase, (ids) => monitors.summaries(ids), logger, {
+      ...config,
+      readSettings: reads,
+    }),
   );
   // The change log keeps a week: any replica away longer loads everything again.
   const prune = new PeriodicJob('registry change log pruning', 3_600_000, () => pruneRegistryChanges(pool, 7), logger);

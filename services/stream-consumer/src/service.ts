@@ -20,6 +20,7 @@ import {
   DeletionQueue,
   FirstSeen,
   insertSettingsOf,
+  readSettingsOf,
   layoutOf,
   migrateWith,
   retentionJob,
@@ -85,6 +86,8 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
   const layout = layoutOf(config);
   const cluster = config.clickhouseCluster ?? '';
   const inserts = insertSettingsOf(layout);
+  // Its reads (first-seen look-ups, a deletion's planning and checks) are exact on a cluster.
+  const reads = readSettingsOf(layout);
   // The events table's shape follows the server (migration 7): times with milliseconds on current ClickHouse.
   const engine = await detectEngine(ch.client);
   const dataInserter = new ClickHouseInserter(ch.client, config.insertFormat, inserts);
@@ -150,6 +153,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
       engine.modern,
       {
         insertSettings: inserts,
+        readSettings: reads,
       },
     ),
     retryMaxMs: config.insertRetryMaxMs,
@@ -193,7 +197,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
       ch: ch.client,
       engine,
       database: config.clickhouseDatabase,
-      place: { cluster },
+      place: { cluster, readSettings: reads },
       leaseSeconds: config.deletionLeaseSeconds,
       mutationTimeoutMs: config.deletionMutationTimeoutMs,
       logger,
