@@ -3,7 +3,7 @@
  * each scenario, the service answers exactly what the same SQL returns from ClickHouse.
  */
 import { toIsoSeconds } from '@telemetry/contract';
-import { checksSql, summarySql, type CheckHistoryRow } from '@telemetry/store';
+import { LOCAL_LAYOUT, checksSql, summarySql, type CheckHistoryRow } from '@telemetry/store';
 import type { DataSpec } from './data.js';
 import { firstPage, type Fixtures } from './fixtures.js';
 import { direct, json, serviceHeaders, type DirectTarget, type ServiceList, type ServiceTarget } from './requests.js';
@@ -31,7 +31,7 @@ export async function verifyEquivalence(
       await service.http.request('GET', f.servicePath, serviceHeaders(service)),
       f.servicePath,
     );
-    const d = await direct(directTarget, checksSql(directTarget.database, f.query), 'JSONEachRow');
+    const d = await direct(directTarget, checksSql(directTarget.database, LOCAL_LAYOUT, f.query), 'JSONEachRow');
     const rows = d.body
       .split('\n')
       .filter((l) => l !== '')
@@ -51,7 +51,11 @@ export async function verifyEquivalence(
       await service.http.request('GET', f.servicePath, serviceHeaders(service)),
       f.servicePath,
     );
-    const d = await direct(directTarget, summarySql(directTarget.database, f.query).counts, 'JSONEachRow');
+    const d = await direct(
+      directTarget,
+      summarySql(directTarget.database, LOCAL_LAYOUT, f.query).counts,
+      'JSONEachRow',
+    );
     const rows = d.body
       .split('\n')
       .filter((l) => l !== '')

@@ -4,7 +4,7 @@
  * overallRate (its own percentiles kept beside the raw response times), pooled into one
  * summary per method and side.
  */
-import { checksSql } from '@telemetry/store';
+import { LOCAL_LAYOUT, checksSql } from '@telemetry/store';
 import { autocannon, latencyFigures, paced, Recorder, type LoadResult } from '../../harness/load.js';
 import type { DataSpec } from './data.js';
 import { firstPage, type Fixtures } from './fixtures.js';
@@ -97,7 +97,7 @@ export async function fixedRate(
               ? { path: f.servicePath, expect: (b) => serviceChecksProblem(b, f.serviceRows) }
               : {
                   path: directPath(directTarget),
-                  body: directBody(checksSql(directTarget.database, f.query), 'JSONEachRow'),
+                  body: directBody(checksSql(directTarget.database, LOCAL_LAYOUT, f.query), 'JSONEachRow'),
                   expect: (b) => directRowsProblem(b, f.directRows),
                 };
           },

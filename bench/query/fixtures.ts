@@ -4,7 +4,7 @@
  * each with the row counts its answers must have; and a random monitor's first page.
  */
 import { DEFAULT_TENANT, toIsoSeconds } from '@telemetry/contract';
-import { checksSql, summarySql, type ChecksQuery, type SummaryQuery } from '@telemetry/store';
+import { LOCAL_LAYOUT, checksSql, summarySql, type ChecksQuery, type SummaryQuery } from '@telemetry/store';
 import { prng } from '../../harness/prng.js';
 import type { DataSpec } from './data.js';
 import {
@@ -122,7 +122,7 @@ export async function makeFixtures(opts: {
     const from = first + Math.floor((rand() * Math.max(1, last + 1 - width - first)) / 60) * 60;
     const to = from + width;
     const query: ChecksQuery = { ...firstPageQuery(monitorId, limit), from, to, statuses: ['down'] };
-    const countSql = `SELECT count() AS n FROM (${checksSql(opts.direct.database, { ...query, limit: null })})`;
+    const countSql = `SELECT count() AS n FROM (${checksSql(opts.direct.database, LOCAL_LAYOUT, { ...query, limit: null })})`;
     const r = await direct(opts.direct, countSql, 'JSONEachRow');
     const down = Number(json<{ n: string | number }>(r, 'count').n);
     return {
@@ -136,7 +136,7 @@ export async function makeFixtures(opts: {
   const summary = async (m: number, interval: 'hour' | 'day', from: number, to: number): Promise<SummaryFixture> => {
     const monitorId = spec.monitorId(m);
     const query: SummaryQuery = { tenantId: DEFAULT_TENANT, monitorId, interval, from, to };
-    const sql = summarySql(opts.direct.database, query);
+    const sql = summarySql(opts.direct.database, LOCAL_LAYOUT, query);
     const counts = await direct(opts.direct, sql.counts, 'JSONEachRow');
     const quantiles = await direct(opts.direct, sql.quantiles, 'JSON');
     if (counts.status !== 200) throw new Error(`summary counts: ${counts.status} ${counts.body.slice(0, 300)}`);

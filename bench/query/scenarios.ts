@@ -3,7 +3,7 @@
  * range, summaries by hour and by day), one operation for the service and one for
  * ClickHouse direct, each drawing its fixture at random and judging the answer.
  */
-import { checksSql, incidentSpansSql, summarySql } from '@telemetry/store';
+import { LOCAL_LAYOUT, checksSql, incidentSpansSql, summarySql } from '@telemetry/store';
 import type { Op, Outcome } from '../../harness/load.js';
 import type { DataSpec } from './data.js';
 import { firstPage, type ChecksFixture, type Fixtures, type SummaryFixture } from './fixtures.js';
@@ -43,7 +43,7 @@ export function checksOps(
     },
     direct: async () => {
       const f = next();
-      const r = await direct(directTarget, checksSql(directTarget.database, f.query), 'JSONEachRow');
+      const r = await direct(directTarget, checksSql(directTarget.database, LOCAL_LAYOUT, f.query), 'JSONEachRow');
       return outcome(r, (b) => directRowsProblem(b, f.directRows));
     },
   };
@@ -61,11 +61,15 @@ function summaryOps(service: ServiceTarget, directTarget: DirectTarget, fixtures
     direct: async (): Promise<Outcome> => {
       const f = pick(fixtures);
       const { tenantId, monitorId, from, to } = f.query;
-      const sql = summarySql(directTarget.database, f.query);
+      const sql = summarySql(directTarget.database, LOCAL_LAYOUT, f.query);
       const [c, q, i] = await Promise.all([
         direct(directTarget, sql.counts, 'JSONEachRow'),
         direct(directTarget, sql.quantiles, 'JSON'),
-        direct(directTarget, incidentSpansSql(directTarget.database, tenantId, monitorId, from, to), 'JSONEachRow'),
+        direct(
+          directTarget,
+          incidentSpansSql(directTarget.database, LOCAL_LAYOUT, tenantId, monitorId, from, to),
+          'JSONEachRow',
+        ),
       ]);
       const oc = outcome(c, (b) => directRowsProblem(b, f.countRows));
       const oq = outcome(q, (b) => directJsonProblem(b, f.quantileRows));

@@ -14,10 +14,23 @@
 #   ANALYST_PASSWORD=... \
 #   bash deploy/clickhouse/users.sh
 # Re-running it sets the passwords again and replaces the grants.
+#
+# On a cluster, set CLICKHOUSE_CLUSTER too (the cluster of remote_servers the services'
+# CLICKHOUSE_CLUSTER names): every statement then runs ON CLUSTER, so every server of
+# every shard gets the users and grants (the distributed DDL queue needs every server
+# up). Each grant naming a table covers its Distributed table <table>_all as well, which
+# the services read and write on a cluster. The servers' remote_servers cluster needs a
+# <secret>, so that the shards run their part of a query as the user who sent it
+# (docs/clickhouse.md, "On a cluster").
 set -euo pipefail
 
 db=${CLICKHOUSE_DATABASE:-telemetry}
 [[ $db =~ ^[A-Za-z_][A-Za-z0-9_]{0,54}$ ]] || { echo "CLICKHOUSE_DATABASE: not a plain identifier" >&2; exit 1; }
+on_cluster=
+if [[ -n ${CLICKHOUSE_CLUSTER:-} ]]; then
+  [[ $CLICKHOUSE_CLUSTER =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || { echo "CLICKHOUSE_CLUSTER: not a plain identifier" >&2; exit 1; }
+  on_cluster=" ON CLUSTER $CLICKHOUSE_CLUSTER"
+fi
 for v in INGEST_PASSWORD CONSUMER_PASSWORD AUDIT_PASSWORD QUERY_PASSWORD REGISTRY_PASSWORD RUNNER_PASSWORD ANALYST_PASSWORD; do
   [[ -n ${!v:-} ]] || { echo "$v is not set" >&2; exit 1; }
   [[ ${!v} != *"'"* && ${!v} != *'\'* ]] || { echo "$v: no quotes or backslashes, please" >&2; exit 1; }
@@ -25,39 +38,45 @@ done
 
 clickhouse client --host "${CLICKHOUSE_HOST:-127.0.0.1}" --user "${CLICKHOUSE_USER:-default}" \
   --password "${CLICKHOUSE_PASSWORD:-}" --multiquery <<SQL
-CREATE DATABASE IF NOT EXISTS ${db};
-CREATE DATABASE IF NOT EXISTS ${db}_registry;
-CREATE DATABASE IF NOT EXISTS ${db}_keys;
+CREATE DATABASE IF NOT EXISTS ${db}${on_cluster};
+CREATE DATABASE IF NOT EXISTS ${db}_registry${on_cluster};
+CREATE DATABASE IF NOT EXISTS ${db}_keys${on_cluster};
 
 -- ingest gateway (CLICKHOUSE_USER): reads no ClickHouse table (events go to Kafka, keys come from PostgreSQL), only the old keys table so that it has one database
-CREATE USER OR REPLACE ingest IDENTIFIED WITH sha256_password BY '${INGEST_PASSWORD}' SETTINGS readonly = 2;
-GRANT SELECT ON ${db}_keys.access_keys TO ingest;
+CREATE USER OR REPLACE ingest${on_cluster} IDENTIFIED WITH sha256_password BY '${INGEST_PASSWORD}' SETTINGS readonly = 2;
+GRANT${on_cluster} SELECT ON ${db}_keys.access_keys TO ingest;
 
 -- stream consumer (CLICKHOUSE_USER): writes the data tables and applies their retention
-CREATE USER OR REPLACE consumer IDENTIFIED WITH sha256_password BY '${CONSUMER_PASSWORD}';
-GRANT SELECT, INSERT, ALTER DELETE, ALTER TTL ON ${db}.* TO consumer;
+CREATE USER OR REPLACE consumer${on_cluster} IDENTIFIED WITH sha256_password BY '${CONSUMER_PASSWORD}';
+GRANT${on_cluster} SELECT, INSERT, ALTER DELETE, ALTER TTL ON ${db}.* TO consumer;
 
 -- stream consumer (AUDIT_CLICKHOUSE_USER): inserts audit entries into audit_log and nothing else, never alters or deletes
-CREATE USER OR REPLACE audit IDENTIFIED WITH sha256_password BY '${AUDIT_PASSWORD}';
-GRANT INSERT ON ${db}_audit.audit_log TO audit;
+CREATE USER OR REPLACE audit${on_cluster} IDENTIFIED WITH sha256_password BY '${AUDIT_PASSWORD}';
+GRANT${on_cluster} INSERT ON ${db}_audit.audit_log TO audit;
+GRANT${on_cluster} INSERT ON ${db}_audit.audit_log_all TO audit;
 
 -- query service (CLICKHOUSE_USER): reads the data tables and the audit log, never writes
-CREATE USER OR REPLACE query IDENTIFIED WITH sha256_password BY '${QUERY_PASSWORD}' SETTINGS readonly = 2;
-GRANT SELECT ON ${db}.* TO query;
-GRANT SELECT ON ${db}_audit.audit_log TO query;
+CREATE USER OR REPLACE query${on_cluster} IDENTIFIED WITH sha256_password BY '${QUERY_PASSWORD}' SETTINGS readonly = 2;
+GRANT${on_cluster} SELECT ON ${db}.* TO query;
+GRANT${on_cluster} SELECT ON ${db}_audit.audit_log TO query;
+GRANT${on_cluster} SELECT ON ${db}_audit.audit_log_all TO query;
 
 -- query service (REGISTRY_CLICKHOUSE_USER): writes the monitors dimension table from the registry (and nothing else)
-CREATE USER OR REPLACE registry IDENTIFIED WITH sha256_password BY '${REGISTRY_PASSWORD}';
-GRANT SELECT, INSERT ON ${db}.monitors TO registry;
+CREATE USER OR REPLACE registry${on_cluster} IDENTIFIED WITH sha256_password BY '${REGISTRY_PASSWORD}';
+GRANT${on_cluster} SELECT, INSERT ON ${db}.monitors TO registry;
+GRANT${on_cluster} SELECT, INSERT ON ${db}.monitors_all TO registry;
 
 -- check runner (CLICKHOUSE_USER): reads the last alerts and checks
-CREATE USER OR REPLACE runner IDENTIFIED WITH sha256_password BY '${RUNNER_PASSWORD}' SETTINGS readonly = 2;
-GRANT SELECT ON ${db}.alerts TO runner;
-GRANT SELECT ON ${db}.checks TO runner;
+CREATE USER OR REPLACE runner${on_cluster} IDENTIFIED WITH sha256_password BY '${RUNNER_PASSWORD}' SETTINGS readonly = 2;
+GRANT${on_cluster} SELECT ON ${db}.alerts TO runner;
+GRANT${on_cluster} SELECT ON ${db}.alerts_all TO runner;
+GRANT${on_cluster} SELECT ON ${db}.checks TO runner;
+GRANT${on_cluster} SELECT ON ${db}.checks_all TO runner;
 
 -- people and dashboards reading the data tables (docs/clickhouse.md), the monitors dimension table and the audit log included, never keys or secrets
-CREATE USER OR REPLACE analyst IDENTIFIED WITH sha256_password BY '${ANALYST_PASSWORD}' SETTINGS readonly = 2;
-GRANT SELECT ON ${db}.* TO analyst;
-GRANT SELECT ON ${db}_audit.audit_log TO analyst;
+CREATE USER OR REPLACE analyst${on_cluster} IDENTIFIED WITH sha256_password BY '${ANALYST_PASSWORD}' SETTINGS readonly = 2;
+GRANT${on_cluster} SELECT ON ${db}.* TO analyst;
+GRANT${on_cluster} SELECT ON ${db}_audit.audit_log TO analyst;
+GRANT${on_cluster} SELECT ON ${db}_audit.audit_log_all TO analyst;
 SQL
-echo "ClickHouse users ingest, consumer, audit, query, registry, runner and analyst are set for ${db}"
+echo "ClickHouse users ingest, consumer, audit, query, registry, runner and analyst are set for ${db}${on_cluster}"

@@ -49,10 +49,13 @@ import { CLUSTER_DDL_TIMEOUT_MS, issueKey, migrate } from '@telemetry/store';
 import {
   CLUSTER_NAME,
   startCluster,
+  waitForClusterUsers,
   type Balancer,
   type ClickHouseNode,
   type Cluster,
 } from '../../tools/devstack/cluster.js';
+import { storeEnv } from '../../tools/devstack/users.js';
+import { checkServiceUsers } from './users-check.js';
 import {
   build,
   Child,
@@ -71,6 +74,7 @@ import { RELIABILITY_MD, writeSection } from '../../harness/report.js';
 import { pipelineTopics } from '../../harness/run.js';
 import { EventBatchLoad } from '../../harness/event-batches.js';
 import { EXACT_DISTRIBUTED_READS, judge, Observer } from '../faults/observe.js';
+import { renderToCluster, toClusterScenario, type ToClusterFigures } from './to-cluster.js';
 import {
   provisionPostgres,
   startLocalPostgres,
@@ -501,11 +505,13 @@ async function main(): Promise<number> {
     const database = `cluster_${run}`;
     const topics = pipelineTopics(`cluster.${run}`);
     const group = `cluster-${run}`;
-    // Migrations ON CLUSTER, from one server; every replica gets every table.
+    // Every service as its own ClickHouse user, on every server (users.d); the migrations
+    // as the migrator, ON CLUSTER from one server: every replica gets every table.
+    const users = await cluster.serviceUsers(database);
     const admin = createClickHouse({
       url: cluster.clickhouse[0]!.url,
-      username: 'default',
-      password: '',
+      username: users.migrator.user,
+      password: users.migrator.password,
       database: 'default',
       requestTimeoutMs: CLUSTER_DDL_TIMEOUT_MS,
     });
@@ -515,7 +521,8 @@ async function main(): Promise<number> {
     } finally {
       await admin.close();
     }
-    log(`migrated ${database} on cluster ${CLUSTER_NAME} in ${Date.now() - migrated} ms`);
+    log(`migrated ${database} on cluster ${CLUSTER_NAME} in ${Date.now() - migrated} ms as ${users.migrator.user}`);
+    await waitForClusterUsers(cluster, database, users);
     const kafka = createKafka({
       brokers: cluster.kafkaBrokers.split(','),
       clientId: 'cluster-provision',
@@ -557,7 +564,7 @@ async function main(): Promise<number> {
       const child = new Child({
         name: label,
         command: serviceCommand(name, !SMOKE),
-        env: { ...process.env, ...common, ...env, PORT: String(port) },
+        env: { ...process.env, ...common, ...storeEnv(users, name), ...env, PORT: String(port) },
         url: `http://127.0.0.1:${port}`,
         logFile: join(logDir, `${label}.log`),
       });
@@ -627,10 +634,30 @@ async function main(): Promise<number> {
           `5xx ${r.status5xx}, recovery ${r.recoverySeconds ?? '-'} s${r.problems.length > 0 ? `; ${r.problems.join('; ')}` : ''}`,
       );
     }
+    const usersVerdict = await checkServiceUsers(cluster.shards, database, users, cluster.interserver);
+    log(
+      `users: ${usersVerdict.ok ? 'pass' : 'FAIL'}; ${usersVerdict.summary}${usersVerdict.problems.length > 0 ? `; ${usersVerdict.problems.join('; ')}` : ''}`,
+    );
+    // The move of a single server's database to the cluster (test/cluster/to-cluster.ts).
+    const toCluster =
+      SMOKE || (only.length > 0 && !only.includes('to-cluster'))
+        ? undefined
+        : await toClusterScenario({
+            ...{ cluster, clusterName: CLUSTER_NAME, database, clickhouseUrl: chLb.url, apiKey, log },
+            monitorUrl: target.url,
+            startQuery: async (label, env) => {
+              const q = await svc(label, 'query-service', { ...egress, ...env });
+              return { url: (await q.start().ready(90_000)).url, port: q.port };
+            },
+          });
     const throughput = SMOKE
       ? undefined
       : await measureThroughput({ cluster, database, services, notes: [], obs }, key, run, topics.topics.events);
-    ok = results.length > 0 && results.every((r) => r.ok);
+    ok =
+      (results.length > 0 || toCluster !== undefined) &&
+      results.every((r) => r.ok) &&
+      toCluster?.ok !== false &&
+      usersVerdict.ok;
     const figures = {
       command: `npm run test:cluster${SHORT ? ' -- --short' : ''}`,
       date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -638,8 +665,10 @@ async function main(): Promise<number> {
       durationSeconds: Math.round((Date.now() - started) / 1000),
       ok,
       monitorChecked,
+      users: usersVerdict,
       scenarios: results,
       throughput,
+      toCluster,
     };
     const section = render(figures);
     if (process.env.CLUSTER_WRITE !== '0' && !SMOKE)
@@ -860,8 +889,10 @@ function render(f: {
   durationSeconds: number;
   ok: boolean;
   monitorChecked: string;
+  users: { ok: boolean; summary: string; problems: string[] };
   scenarios: Figures[];
   throughput: Throughput | undefined;
+  toCluster?: ToClusterFigures;
 }): string {
   const t = f.throughput;
   const side = (s: Side): string =>
@@ -898,7 +929,8 @@ ${rows}
 "Back in service": from the restart to the part back and caught up (a broker in every partition's ISR, a ClickHouse replica with no replication delay or queue, a gateway ready, both consumers in the group); the rest of the cluster kept answering meanwhile.
 
 ${notes}
-- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.${tp}`;
+- Two query services behind HAProxy and two check runners ran throughout: ${f.monitorChecked}.
+- Users: ${f.users.summary}${f.users.problems.map((p) => `; **${p}**`).join('')}.${f.toCluster ? `\n${renderToCluster(f.toCluster)}` : ''}${tp}`;
 }
 
 /** The ceiling's steps, and the CPU per event of every tier at the highest sustained one. */

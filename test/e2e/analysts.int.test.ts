@@ -405,7 +405,21 @@ describe('per-tenant analysts on current ClickHouse: the row-policy SQL parses o
       ...dropRowPolicyStatements({ data: 'telemetry', user: 'ana', others: ['ana', 'bob'] }),
       ...dropRowPolicyStatements({ data: 'telemetry', user: 'ana', others: ['ana'] }),
     ];
-    for (const sql of statements) {
+    // On a cluster: ON CLUSTER, and the `_all` tables covered too.
+    const onCluster = [
+      ...rowPolicyStatements({
+        data: 'telemetry',
+        tenant: 'ten_a1',
+        user: 'ana',
+        passwordSha256: createHash('sha256').update('pw').digest('hex'),
+        others: ['bob'],
+        cluster: 'telemetry',
+      }),
+      ...dropRowPolicyStatements({ data: 'telemetry', user: 'ana', others: ['ana', 'bob'], cluster: 'telemetry' }),
+      ...dropRowPolicyStatements({ data: 'telemetry', user: 'ana', others: ['ana'], cluster: 'telemetry' }),
+    ];
+    expect(onCluster.filter((q) => q.includes('`events_all`')).length).to.be.greaterThan(0);
+    for (const sql of [...statements, ...onCluster]) {
       const [ast] = await selectRows<{ explain: string }>(ch, `EXPLAIN AST ${sql}`);
       expect(ast?.explain, sql).to.match(/query/i);
     }

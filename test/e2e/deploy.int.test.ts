@@ -197,7 +197,7 @@ describe('deploy material (real validators)', function () {
         expect(users.has(u!), `${u} is used by one service only`).to.equal(false);
         users.set(u!, name);
         // The user exists (users.sh) with the password the service is given.
-        expect(script, u).to.match(new RegExp(`CREATE USER OR REPLACE ${u} IDENTIFIED`));
+        expect(script, u).to.match(new RegExp(`CREATE USER OR REPLACE ${u}(\\$\\{on_cluster\\})? IDENTIFIED`));
         const passwordVar = `${u!.toUpperCase()}_PASSWORD`;
         expect(clickhouse.environment![passwordVar], passwordVar).to.equal(p);
       }

@@ -18,8 +18,10 @@ import { createValidators, DEFAULT_TENANT, type IngestRequest } from '@telemetry
 import { toMessages } from '@telemetry/ingest-gateway';
 import { loadEnricher } from '@telemetry/stream-consumer';
 import {
+  LOCAL_LAYOUT,
   applyRetention,
   databasesOf,
+  DISTRIBUTED_READ_SETTINGS,
   decodeAlert,
   decodeAuditEntry,
   decodeCheck,
@@ -216,6 +218,27 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
     expect(statuses.map((c) => old[c])).to.deep.equal(statuses.map(() => 'String'));
     expect(statuses.map((c) => cur[c])).to.deep.equal(statuses.map(() => 'LowCardinality(String)'));
     for (const e of engines) await dropDatabases(e, db);
+  });
+
+  it("the distributed reads' settings (DISTRIBUTED_READ_SETTINGS) exist on both engines and a query carrying them runs", async () => {
+    const names = Object.keys(DISTRIBUTED_READ_SETTINGS);
+    for (const e of engines) {
+      const known = await rows<{ name: string }>(
+        e,
+        `SELECT name FROM system.settings WHERE name IN (${names.map((n) => `'${n}'`).join(', ')}) ORDER BY name`,
+      );
+      expect(
+        known.map((r) => r.name),
+        e.name,
+      ).to.deep.equal([...names].sort());
+      // Unknown settings or values are refused by the server: these are accepted.
+      const rs = await e.ch.query({
+        query: 'SELECT 1 AS one',
+        format: 'JSONEachRow',
+        clickhouse_settings: { ...DISTRIBUTED_READ_SETTINGS },
+      });
+      expect(await rs.json<{ one: number }>(), e.name).to.deep.equal([{ one: 1 }]);
+    }
   });
 
   async function dropDatabases(e: Engine, database: string): Promise<void> {
@@ -516,7 +539,7 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
       const q = { tenantId: 'ten_lane', schemaId: 'sch_00000000000000000001', limit: 10 };
       const failed = await rows<{ event_id: string; schema_version: number; replay_state: string; violations: string }>(
         e,
-        failedEventsSql(database, q),
+        failedEventsSql(database, LOCAL_LAYOUT, q),
       );
       expect(
         failed.map((r) => [r.event_id, Number(r.schema_version), r.replay_state, r.violations]),
@@ -529,8 +552,11 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         ],
         format: 'JSONEachRow',
       });
-      expect(await rows(e, failedEventsSql(database, q)), e.name).to.deep.equal([]);
-      const any = await rows<{ replay_state: string }>(e, failedEventsSql(database, { ...q, state: 'any' }));
+      expect(await rows(e, failedEventsSql(database, LOCAL_LAYOUT, q)), e.name).to.deep.equal([]);
+      const any = await rows<{ replay_state: string }>(
+        e,
+        failedEventsSql(database, LOCAL_LAYOUT, { ...q, state: 'any' }),
+      );
       expect(
         any.map((r) => r.replay_state),
         e.name,
@@ -568,14 +594,22 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         expect(inserter.used.get(table), `${e.name} ${format}`).to.equal(format);
         const [read] = await rows<{ png_base64: string }>(
           e,
-          screenshotSql(database, { tenantId: 'ten_lane', monitorId: 'mon_lane', checkId: `chk_${format}` }),
+          screenshotSql(database, LOCAL_LAYOUT, {
+            tenantId: 'ten_lane',
+            monitorId: 'mon_lane',
+            checkId: `chk_${format}`,
+          }),
         );
         expect(Buffer.from(read!.png_base64, 'base64').equals(png), `${e.name} ${format}`).to.equal(true);
         // Another tenant reads nothing of it.
         expect(
           await rows(
             e,
-            screenshotSql(database, { tenantId: 'ten_other', monitorId: 'mon_lane', checkId: `chk_${format}` }),
+            screenshotSql(database, LOCAL_LAYOUT, {
+              tenantId: 'ten_other',
+              monitorId: 'mon_lane',
+              checkId: `chk_${format}`,
+            }),
           ),
         ).to.deep.equal([]);
       }

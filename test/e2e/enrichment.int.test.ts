@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_TENANT } from '@telemetry/contract';
 import { sqlString, type ClickHouseClient } from '@telemetry/platform';
-import { createTenant, eventsPerMinuteSql, issueKey, type EventRow } from '@telemetry/store';
+import { LOCAL_LAYOUT, createTenant, eventsPerMinuteSql, issueKey, type EventRow } from '@telemetry/store';
 import {
   adminClickHouse,
   adminRegistry,
@@ -244,7 +244,7 @@ describe('event enrichment in the consumer (real Kafka and ClickHouse)', functio
     const now = Math.floor(Date.now() / 1000);
     const total = await selectRows<{ source: string; n: string }>(
       ch,
-      eventsPerMinuteSql(db(), tenant, now - 3600, now + 3600, 1000),
+      eventsPerMinuteSql(db(), LOCAL_LAYOUT, tenant, now - 3600, now + 3600, 1000),
     );
     const ours = total.filter((r) => r.source === source);
     expect(ours.reduce((s, r) => s + Number(r.n), 0)).to.equal(5);

@@ -4,12 +4,16 @@ import { createClickHouse, sqlIdentifier, sqlString, type ClickHouseClient } fro
 import { databasesOf, grantStatements } from '@telemetry/store';
 import { startChdbServer, type ChdbServer } from '../../tools/devstack/chdb.js';
 
-/** The SQL of deploy/clickhouse/users.sh, as the shell hands it to clickhouse-client (database `telemetry`). */
-function usersScriptStatements(): string[] {
+/**
+ * The SQL of deploy/clickhouse/users.sh, as the shell hands it to clickhouse-client
+ * (database `telemetry`; with CLICKHOUSE_CLUSTER=`cluster`, every statement ON CLUSTER).
+ */
+function usersScriptStatements(cluster?: string): string[] {
   const script = readFileSync('deploy/clickhouse/users.sh', 'utf8');
   const sql = /<<SQL\n([\s\S]*?)\nSQL\n/.exec(script)![1]!;
   return sql
     .replace(/\$\{db\}/g, 'telemetry')
+    .replace(/\$\{on_cluster\}/g, cluster ? ` ON CLUSTER ${cluster}` : '')
     .replace(/\$\{[A-Z]+_PASSWORD\}/g, 'a-password')
     .replace(/^\s*--.*$/gm, '')
     .split(';')
@@ -59,6 +63,16 @@ describe('ClickHouse users and grants on current ClickHouse (chDB)', function ()
         .and.not.equal('');
   });
 
+  it('parses every statement of deploy/clickhouse/users.sh with CLICKHOUSE_CLUSTER (ON CLUSTER), _all tables granted', async () => {
+    const statements = usersScriptStatements('telemetry');
+    expect(
+      statements.every((s) => s.includes(' ON CLUSTER telemetry')),
+      'every statement ON CLUSTER',
+    ).to.equal(true);
+    expect(statements).to.include('GRANT ON CLUSTER telemetry SELECT ON telemetry.checks_all TO runner');
+    for (const s of statements) expect(await parse(s), s).to.match(/ON CLUSTER telemetry/);
+  });
+
   it('parses the statements the development stack sends on current ClickHouse', async () => {
     const dbs = databasesOf('telemetry');
     const users = grantStatements({
@@ -68,5 +82,12 @@ describe('ClickHouse users and grants on current ClickHouse (chDB)', function ()
       host: 'HOST LOCAL',
     });
     for (const s of users.flatMap((u) => u.statements)) expect(await parse(s), s).to.be.a('string');
+    const onCluster = grantStatements({
+      db: (role) => sqlIdentifier(dbs[role]),
+      name: (u) => sqlIdentifier(`telemetry_${u}`),
+      password: () => sqlString('a-password'),
+      onCluster: ` ON CLUSTER ${sqlIdentifier('telemetry')}`,
+    });
+    for (const s of onCluster.flatMap((u) => u.statements)) expect(await parse(s), s).to.match(/ON CLUSTER/);
   });
 });

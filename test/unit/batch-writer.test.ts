@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { classifyInsertError, createLogger } from '@telemetry/platform';
 import { BatchWriter, type RowSink } from '@telemetry/stream-consumer';
-import { streamTables, type CheckRow, type EventRow } from '@telemetry/store';
+import { LOCAL_LAYOUT, streamTables, type CheckRow, type EventRow } from '@telemetry/store';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 
@@ -250,7 +250,7 @@ describe('batch writer tables (types)', () => {
   it('takes for each stream table only rows of its type (a wrong table does not compile)', async () => {
     const sink = new PickySink();
     const w = writerFor(sink, []);
-    const t = streamTables('db', 'db_audit');
+    const t = streamTables('db', LOCAL_LAYOUT);
     const events: EventRow[] = [];
     const checks: CheckRow[] = [];
     // Compile-time checks: `npm run check` (tsc) fails if either line compiles.

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { ProducerMessage } from '@telemetry/platform';
 import { Registry } from 'prom-client';
 import { createValidators } from '@telemetry/contract';
-import { NO_ENRICHMENT, streamTables } from '@telemetry/store';
+import { LOCAL_LAYOUT, NO_ENRICHMENT, streamTables } from '@telemetry/store';
 import { KafkaToClickHouse, type RowWriter } from '../../services/stream-consumer/src/consumer.js';
 import { fakeBatch, fakeGroupConsumers, settle, silentLogger, type FakeGroupConsumer } from './support/fakes.js';
 
@@ -67,7 +67,7 @@ function setup(): {
     screenshotsTopic: 'screenshots',
     maxBufferedScreenshots: 4,
     deadLetterTopic: 'dlq',
-    tables: streamTables('db', 'db_audit'),
+    tables: streamTables('db', LOCAL_LAYOUT),
     maxMessageBytes: 1_000_000,
     partitionsConcurrently: 2,
     sessionTimeoutMs: 30_000,
@@ -105,7 +105,7 @@ describe('stream consumer insert-then-commit (unit)', () => {
     const b = fakeBatch('events', 0, 10, [event(1), event(2), event(3)]);
     await eachBatch(group)(b);
     expect(writer.writes).to.have.length(1);
-    expect(writer.writes[0]!.table).to.equal('db.events');
+    expect(writer.writes[0]!.table).to.equal('`db`.`events`');
     expect(writer.writes[0]!.rows).to.have.length(3);
     expect(b.resolved).to.deep.equal(['12']);
     await settle();

@@ -1,10 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { sqlIdentifier } from '@telemetry/platform';
 import {
   applyRetention,
-  auditDatabase,
   auditLogSql,
   checksSql,
   dailyCountsSql,
@@ -26,6 +24,7 @@ import {
   type DatabaseRole,
   type Privilege,
   type ServiceUser,
+  LOCAL_LAYOUT,
 } from '@telemetry/store';
 import { lastAlerts, lastHeartbeat, slotChecks } from '../../services/check-runner/src/registry.js';
 import { USERS_SCRIPT_FILE, usersScript } from '../../tools/deploy/users-sh.js';
@@ -111,9 +110,9 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
       // Nothing since the registry moved to PostgreSQL.
       break;
     case 'runner':
-      await lastAlerts(r.client, DB, ids);
-      await slotChecks(r.client, DB, monitor, ['chk_a'], Date.now());
-      await lastHeartbeat(r.client, DB, monitor, 0);
+      await lastAlerts(r.client, DB, LOCAL_LAYOUT, ids);
+      await slotChecks(r.client, DB, LOCAL_LAYOUT, monitor, ['chk_a'], Date.now());
+      await lastHeartbeat(r.client, DB, LOCAL_LAYOUT, monitor, 0);
       break;
     case 'consumer': {
       const days = { events: 30, checks: 90, rollups: 365, screenshots: 30 };
@@ -152,17 +151,22 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
     case 'query': {
       const checks = { ...q, limit: 10, order: 'desc' as const, from: 0, to: 1, statuses: [], cursor: undefined };
       r.statements.push(
-        checksSql(DB, checks),
-        ...Object.values(summarySql(DB, { ...q, interval: 'hour', from: 0, to: 1 })),
-        incidentsSql(DB, 'ten_a', 'mon_a', 10),
-        eventsPerMinuteSql(DB, 'ten_a', 0, 1, 10),
-        webhookDeliveriesSql(DB, { ...q, limit: 10 }),
-        auditLogSql(DB, { tenantId: 'ten_a', limit: 10, action: 'monitor.', cursor: { ms: 1, id: 'aud_a' } }),
-        lastChecksSql(DB, 'ten_a', ids),
-        lastAlertsSql(DB, ids, 'ten_a'),
-        dailyCountsSql(DB, 'ten_a', ids, 0, 1),
-        openIncidentsSql(DB, 'ten_a', ids),
-        screenshotSql(DB, { ...q, checkId: 'chk_a' }),
+        checksSql(DB, LOCAL_LAYOUT, checks),
+        ...Object.values(summarySql(DB, LOCAL_LAYOUT, { ...q, interval: 'hour', from: 0, to: 1 })),
+        incidentsSql(DB, LOCAL_LAYOUT, 'ten_a', 'mon_a', 10),
+        eventsPerMinuteSql(DB, LOCAL_LAYOUT, 'ten_a', 0, 1, 10),
+        webhookDeliveriesSql(DB, LOCAL_LAYOUT, { ...q, limit: 10 }),
+        auditLogSql(DB, LOCAL_LAYOUT, {
+          tenantId: 'ten_a',
+          limit: 10,
+          action: 'monitor.',
+          cursor: { ms: 1, id: 'aud_a' },
+        }),
+        lastChecksSql(DB, LOCAL_LAYOUT, 'ten_a', ids),
+        lastAlertsSql(DB, LOCAL_LAYOUT, ids, 'ten_a'),
+        dailyCountsSql(DB, LOCAL_LAYOUT, 'ten_a', ids, 0, 1),
+        openIncidentsSql(DB, LOCAL_LAYOUT, 'ten_a', ids),
+        screenshotSql(DB, LOCAL_LAYOUT, { ...q, checkId: 'chk_a' }),
       );
       break;
     }
@@ -183,7 +187,7 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
     }
     case 'audit':
       // Its one table (stream-consumer service.ts): the audit log, in <db>_audit.
-      r.statements.push(`INSERT INTO ${streamTables(sqlIdentifier(DB), sqlIdentifier(auditDatabase(DB))).audit_log}`);
+      r.statements.push(`INSERT INTO ${streamTables(DB, LOCAL_LAYOUT).audit_log}`);
       break;
     case 'analyst':
       break;
@@ -195,7 +199,7 @@ async function statementsOf(user: ServiceUser): Promise<string[]> {
 function scriptGrants(script: string): Map<string, Access[]> {
   const grants = new Map<string, Access[]>();
   for (const [, privileges, suffix, table, user] of script.matchAll(
-    /^GRANT (.+) ON \$\{db\}(_[a-z]+)?\.(\*|[a-z_]+) TO ([a-z]+);$/gm,
+    /^GRANT(?:\$\{on_cluster\})? (.+) ON \$\{db\}(_[a-z]+)?\.(\*|[a-z_]+) TO ([a-z]+);$/gm,
   )) {
     const database = (suffix ? suffix.slice(1) : 'data') as DatabaseRole;
     const list = grants.get(user!) ?? [];

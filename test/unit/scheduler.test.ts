@@ -1,10 +1,17 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import type { AlertMessage, CheckMessage } from '@telemetry/contract';
+import { LOCATION_PATTERN, type AlertMessage, type CheckMessage } from '@telemetry/contract';
 import { DEFAULT_MONITOR, type StoredMonitor } from '@telemetry/store';
 import { alertIdFor } from '../../services/check-runner/src/alerts.js';
 import { MAX_TENANT_LABELS } from '../../services/check-runner/src/metrics.js';
 import type { ProbeContext, ProbeResult } from '../../services/check-runner/src/probes/index.js';
+import {
+  decidedByChecker,
+  decideGroupId,
+  decidesHere,
+  decisionAt,
+  firstUndecidedSlot,
+} from '../../services/check-runner/src/decision.js';
 import { Scheduler } from '../../services/check-runner/src/scheduler.js';
 import { checkIdFor, nextSlot } from '../../services/check-runner/src/slots.js';
 import type { AlertState } from '../../services/check-runner/src/state.js';
@@ -37,6 +44,8 @@ class Harness {
   readonly clock = new FakeClock();
   monitors: StoredMonitor[] = [];
   readonly owned = new Set<string>();
+  /** Monitors whose partition it owns in the decide group. */
+  readonly decided = new Set<string>();
   readonly stateLoads: string[][] = [];
   states = new Map<string, AlertState>();
   readonly probes: { id: string; ctx: Omit<ProbeContext, 'policy'> }[] = [];
@@ -57,10 +66,11 @@ class Harness {
   readonly slotReads: string[][] = [];
   readonly scheduler: Scheduler;
 
-  constructor() {
+  constructor(location = 'default') {
     this.scheduler = new Scheduler({
       monitors: { all: () => this.monitors },
       owns: (id) => this.owned.has(id),
+      decides: (id) => this.decided.has(id),
       loadStates: (ids) => {
         this.stateLoads.push(ids);
         return Promise.resolve(this.states);
@@ -75,7 +85,10 @@ class Harness {
       },
       slotChecks: (m, ids) => {
         this.slotReads.push(ids);
-        const stored = ids.slice(0, this.peersStored).map((id) => ({
+        // Its own published checks are stored; the other locations' say peerStatus.
+        const own = this.checks.filter((c) => ids.includes(c.id));
+        const peers = ids.filter((id) => !own.some((c) => c.id === id));
+        const stored = peers.slice(0, this.peersStored).map((id) => ({
           id,
           monitor_id: m.id,
           tenant_id: m.tenant_id,
@@ -85,7 +98,7 @@ class Harness {
           location: 'eu',
           created_at: new Date(this.clock.now()).toISOString(),
         }));
-        return Promise.resolve(stored);
+        return Promise.resolve([...own, ...stored]);
       },
       publishCheck: (c) => {
         if (this.failChecks > 0) {
@@ -106,7 +119,7 @@ class Harness {
       logger: silentLogger,
       registry: this.registry,
       runnerId: 'r1',
-      location: 'default',
+      location,
       maxConcurrentChecks: 10,
       maxBodyBytes: 1024,
       stateSettleMs: SETTLE_MS,
@@ -117,7 +130,10 @@ class Harness {
   /** Starts with `m` owned and waits until its state is loaded; returns its first slot. */
   async startWith(...ms: StoredMonitor[]): Promise<number> {
     this.monitors = ms;
-    for (const m of ms) this.owned.add(m.id);
+    for (const m of ms) {
+      this.owned.add(m.id);
+      this.decided.add(m.id);
+    }
     await this.scheduler.start();
     await this.clock.advance(SETTLE_MS);
     return nextSlot(ms[0]!.id, ms[0]!.interval_seconds, this.clock.now());
@@ -394,6 +410,7 @@ describe('check scheduler with a fake clock (unit)', () => {
     const s = new Scheduler({
       monitors: { all: () => [monitor('mon_a', { failure_threshold: 1 })] },
       owns: () => true,
+      decides: () => true,
       loadStates: () => Promise.reject(new Error('ClickHouse is away')),
       probe: () => Promise.resolve(UP),
       slotChecks: () => Promise.resolve([]),
@@ -424,20 +441,22 @@ describe('check scheduler with a fake clock (unit)', () => {
   describe('several locations', () => {
     const QUORUM = { locations: ['default', 'eu'], failure_threshold: 1, timeout_ms: 2000 };
 
-    it('decides a slot after its slowest check and the settle time, on every location’s check, by the quorum', async () => {
+    it('decides a slot after its slowest check and the settle time, on every location’s stored check, by the quorum', async () => {
       const h = new Harness();
       const slot = await h.startWith(monitor('mon_q', QUORUM));
       h.results.push(DOWN);
       await h.at(slot);
       await settle();
-      // Its own check is published at once; the decision waits for the other location's.
+      // (The slot before, checked by nobody here, was decided already.)
+      h.slotReads.length = 0;
+      // Its own check is published at once; the decision waits for every location's.
       expect(h.checks.map((c) => [c.id, c.status, c.location])).to.deep.equal([
         [checkIdFor('mon_q', slot, 'default'), 'down', 'default'],
       ]);
       await h.at(slot + 2000 + SETTLE_MS - 1);
       expect(h.slotReads).to.deep.equal([]);
       await h.at(slot + 2000 + SETTLE_MS);
-      expect(h.slotReads).to.deep.equal([[checkIdFor('mon_q', slot, 'eu')]]);
+      expect(h.slotReads).to.deep.equal([[checkIdFor('mon_q', slot, 'default'), checkIdFor('mon_q', slot, 'eu')]]);
       // 1 of 2 down is below the quorum (2): no incident.
       expect(h.alerts).to.deep.equal([]);
       // Next slot: both down. The incident is named after the first location's check.
@@ -454,27 +473,177 @@ describe('check scheduler with a fake clock (unit)', () => {
       const slot = await h.startWith(monitor('mon_q', { ...QUORUM, quorum: 2 }));
       h.results.push(DOWN);
       h.peersStored = 0;
+      const missing = async (): Promise<number> =>
+        (await h.registry.getSingleMetric('runner_location_checks_missing_total')!.get()).values[0]?.value ?? 0;
+      await h.at(slot);
+      h.slotReads.length = 0;
+      const before = await missing();
       await h.at(slot + 2000 + SETTLE_MS);
       await h.at(slot + 2000 + 2 * SETTLE_MS);
       expect(h.slotReads).to.have.length(2);
       expect(h.alerts).to.deep.equal([]);
+      expect((await missing()) - before).to.equal(1);
     });
 
-    it('leaves deciding to the first location, and loads the state again when it becomes the decider', async () => {
+    it('decides a monitor whose locations it does not serve, and only checks one it does not own in the decide group', async () => {
       const h = new Harness();
-      const slot = await h.startWith(monitor('mon_q', { ...QUORUM, locations: ['eu', 'default'] }));
-      h.results.push(DOWN);
+      const far = monitor('mon_far', { ...QUORUM, locations: ['eu', 'us'] });
+      const near = monitor('mon_near', QUORUM);
+      h.monitors = [far, near];
+      h.owned.add('mon_far').add('mon_near');
+      h.decided.add('mon_far');
       h.peerStatus = 'down';
-      await h.at(slot + 2000 + SETTLE_MS);
-      // It checks (and publishes) but does not decide: no read, no alert.
-      expect(h.checks).to.have.length(1);
-      expect([h.slotReads, h.alerts]).to.deep.equal([[], []]);
-      expect(h.stateLoads).to.have.length(1);
-      // The locations are reordered: it decides now, from the monitor's last alert.
-      h.monitors = [monitor('mon_q', { ...QUORUM, version: 2 })];
-      h.scheduler.reconcile();
+      await h.scheduler.start();
       await h.clock.advance(SETTLE_MS);
-      expect(h.stateLoads).to.have.length(2);
+      expect(h.scheduler.scheduled()).to.deep.equal(['mon_near']);
+      expect(h.scheduler.deciding()).to.deep.equal(['mon_far']);
+      const slot = firstUndecidedSlot(far, h.clock.now(), SETTLE_MS);
+      await h.at(decisionAt(far, slot, SETTLE_MS));
+      // Both of mon_far's locations failed the slot (read from ClickHouse): the incident
+      // opens, named after the first location's check, though this runner ran neither.
+      expect(h.slotReads[0]).to.deep.equal([checkIdFor('mon_far', slot, 'eu'), checkIdFor('mon_far', slot, 'us')]);
+      expect(h.alerts.map((a) => [a.monitor_id, a.type, a.incident_id])).to.deep.equal([
+        ['mon_far', 'monitor.down', checkIdFor('mon_far', slot, 'eu')],
+      ]);
+      // mon_near is checked here (and published) but decided elsewhere: never read, never alerted.
+      await h.clock.advance(30_000);
+      expect(h.checks.filter((c) => c.monitor_id === 'mon_near').length).to.be.greaterThan(1);
+      expect(h.probes.every((p) => p.id === 'mon_near')).to.equal(true);
+      expect(h.slotReads.flat().some((id) => id.startsWith('mon_near'))).to.equal(false);
+      expect(h.alerts.filter((a) => a.monitor_id === 'mon_near')).to.deep.equal([]);
+      expect((await h.registry.getSingleMetricAsString('runner_monitors_decided')).trim()).to.match(/ 1$/);
     });
+
+    it('hands a decision over: the old decider publishes nothing once its partition goes; the new one starts from the last alert', async () => {
+      const far = monitor('mon_far', { ...QUORUM, locations: ['eu', 'us'] });
+      const old = new Harness();
+      old.monitors = [far];
+      old.decided.add('mon_far');
+      old.peerStatus = 'down';
+      old.peersStored = 1;
+      await old.scheduler.start();
+      await old.clock.advance(SETTLE_MS);
+      const slot = firstUndecidedSlot(far, old.clock.now(), SETTLE_MS);
+      // The decision reads one location's check, waits the settle time for the other...
+      await old.at(decisionAt(far, slot, SETTLE_MS));
+      expect(old.slotReads).to.have.length(1);
+      // ...and meanwhile the group takes the partition away (a rebalance): nothing is published.
+      old.decided.clear();
+      await old.clock.advance(SETTLE_MS);
+      expect(old.slotReads).to.have.length(2);
+      expect(old.alerts).to.deep.equal([]);
+      old.scheduler.reconcile();
+      expect(old.scheduler.deciding()).to.deep.equal([]);
+      await old.clock.advance(60_000);
+      expect(old.slotReads).to.have.length(2);
+
+      // The new owner (another runner, any location) loads the monitor's last alert after
+      // the settle time: the monitor is already down, so failing slots open nothing again.
+      const next = new Harness();
+      next.monitors = [far];
+      next.decided.add('mon_far');
+      next.peerStatus = 'down';
+      next.states = new Map([['mon_far', { state: 'down', failures: 0, passes: 0, incidentId: 'chk_earlier' }]]);
+      await next.clock.advance(old.clock.now() - next.clock.now());
+      await next.scheduler.start();
+      await next.clock.advance(SETTLE_MS - 1);
+      expect(next.stateLoads).to.deep.equal([]);
+      await next.clock.advance(1);
+      expect(next.stateLoads).to.deep.equal([['mon_far']]);
+      const first = firstUndecidedSlot(far, next.clock.now(), SETTLE_MS);
+      expect(decisionAt(far, first, SETTLE_MS)).to.be.greaterThan(next.clock.now());
+      await next.at(decisionAt(far, first, SETTLE_MS) + 30_000);
+      expect(next.slotReads.length).to.be.greaterThan(2);
+      expect(next.alerts).to.deep.equal([]);
+      // Passing slots resolve the incident it loaded.
+      next.peerStatus = 'up';
+      await next.clock.advance(20_000);
+      expect(next.alerts.map((a) => [a.type, a.incident_id])).to.deep.equal([['monitor.up', 'chk_earlier']]);
+    });
+
+    it('publishes the same alert whichever runner decides the slot: a change decided twice is stored once', async () => {
+      const far = monitor('mon_far', { ...QUORUM, locations: ['eu', 'us', 'ap'] });
+      const made: AlertMessage[][] = [];
+      // A runner of the first location, and one of a location the monitor does not list.
+      for (const location of ['eu', 'default']) {
+        const h = new Harness(location);
+        h.monitors = [far];
+        h.decided.add('mon_far');
+        h.peerStatus = 'down';
+        h.peersStored = 2;
+        await h.scheduler.start();
+        await h.clock.advance(SETTLE_MS);
+        const slot = firstUndecidedSlot(far, h.clock.now(), SETTLE_MS);
+        await h.at(decisionAt(far, slot, SETTLE_MS) + SETTLE_MS);
+        expect(h.alerts, location).to.have.length(1);
+        made.push(h.alerts);
+      }
+      const [a, b] = made.map((alerts) => alerts.map(({ created_at: _at, ...rest }) => rest));
+      expect(a).to.deep.equal(b);
+    });
+
+    it('does not decide a slot no location stored a check of: the state holds', async () => {
+      const h = new Harness();
+      const far = monitor('mon_far', { ...QUORUM, locations: ['eu', 'us'] });
+      h.monitors = [far];
+      h.decided.add('mon_far');
+      h.peersStored = 0;
+      h.states = new Map([['mon_far', { state: 'down', failures: 0, passes: 0, incidentId: 'chk_open' }]]);
+      await h.scheduler.start();
+      await h.clock.advance(SETTLE_MS + 60_000);
+      expect(h.slotReads.length).to.be.greaterThan(4);
+      // Nothing read is not "up": the open incident stays open.
+      expect(h.alerts).to.deep.equal([]);
+    });
+
+    it('hands a monitor left with one location back to its checker, which starts from the last alert', async () => {
+      const h = new Harness();
+      await h.startWith(monitor('mon_q', QUORUM));
+      expect(h.scheduler.deciding()).to.deep.equal(['mon_q']);
+      // The checker and the decider each loaded it.
+      expect(h.stateLoads).to.have.length(2);
+      h.monitors = [monitor('mon_q', { ...QUORUM, locations: ['default'], version: 2 })];
+      h.scheduler.reconcile();
+      expect(h.scheduler.deciding()).to.deep.equal([]);
+      await h.clock.advance(SETTLE_MS);
+      expect(h.stateLoads).to.have.length(3);
+    });
+  });
+});
+
+describe('who decides a monitor of several locations (unit)', () => {
+  const m = (over: Partial<StoredMonitor> = {}): StoredMonitor =>
+    monitor('mon_x', { locations: ['eu', 'us'], timeout_ms: 2000, ...over });
+
+  it('is the owner of its partition in the decide group, whatever its location; one location: its checker', () => {
+    const owns = new Set(['mon_x']);
+    const inGroup = (id: string): boolean => owns.has(id);
+    expect(decidesHere(m(), inGroup)).to.equal(true);
+    expect(decidesHere(m(), () => false)).to.equal(false);
+    expect(decidesHere(m({ paused: true }), inGroup), 'paused').to.equal(false);
+    expect(decidesHere(m({ locations: ['eu'] }), inGroup), 'one location').to.equal(false);
+    expect(decidedByChecker(m({ locations: ['eu'] }))).to.equal(true);
+    expect(decidedByChecker(m())).to.equal(false);
+  });
+
+  it('names a decide group no location group can have (locations have no dots)', () => {
+    const name = decideGroupId('runners');
+    expect(name).to.equal('runners.all.decide');
+    const location = new RegExp(LOCATION_PATTERN);
+    // A location's group is `runners.<location>` and its others `runners.<location>.<suffix>`.
+    const [, middle, suffix] = name.split('.');
+    expect(location.test(`${middle}.${suffix}`)).to.equal(false);
+    expect(['browser', 'run']).to.not.include(suffix);
+  });
+
+  it('starts a new decider at the first slot whose decision time is still ahead, never one already taken', () => {
+    const mon = m({ interval_seconds: 10 });
+    const now = 5_000_000;
+    const first = firstUndecidedSlot(mon, now, SETTLE_MS);
+    expect(decisionAt(mon, first, SETTLE_MS)).to.be.greaterThan(now);
+    expect(decisionAt(mon, first - 10_000, SETTLE_MS)).to.be.at.most(now);
+    expect(firstUndecidedSlot(mon, now, SETTLE_MS, first)).to.equal(first + 10_000);
+    // With confirmation, the slowest check is confirm_delay_ms + 2 × timeout_ms.
+    expect(decisionAt(m({ confirm_delay_ms: 500 }), 0, SETTLE_MS)).to.equal(500 + 4000 + SETTLE_MS);
   });
 });

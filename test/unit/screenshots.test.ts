@@ -12,6 +12,7 @@ import {
   screenshotSql,
   streamTables,
   type ScreenshotRow,
+  LOCAL_LAYOUT,
 } from '@telemetry/store';
 import { encodePng } from '../support/png.js';
 
@@ -76,11 +77,15 @@ describe('check screenshots (unit)', () => {
   });
 
   it('reads one check of one tenant, every value escaped', () => {
-    const sql = screenshotSql('telemetry', { tenantId: "ten_a' OR 1=1", monitorId: 'mon\\1', checkId: 'chk_1' });
+    const sql = screenshotSql('telemetry', LOCAL_LAYOUT, {
+      tenantId: "ten_a' OR 1=1",
+      monitorId: 'mon\\1',
+      checkId: 'chk_1',
+    });
     expect(sql).to.contain("tenant_id = 'ten_a\\' OR 1=1'");
     expect(sql).to.contain("monitor_id = 'mon\\\\1'");
     expect(sql).to.contain("check_id = 'chk_1'");
-    expect(sql).to.match(/FROM `?telemetry`?\.check_screenshots/);
+    expect(sql).to.match(/FROM `?telemetry`?\.`?check_screenshots/);
     expect(sql).to.match(/LIMIT 1$/);
   });
 
@@ -100,7 +105,7 @@ describe('check screenshots (unit)', () => {
         return Promise.resolve();
       },
     };
-    const tables = streamTables('db', 'db_audit');
+    const tables = streamTables('db', LOCAL_LAYOUT);
     const row = (i: number): ScreenshotRow => ({
       tenant_id: 'ten_a',
       monitor_id: 'mon_1',

@@ -30,10 +30,23 @@ export function usersScript(): string {
 ${lines(passwords.map((p) => `${p}=...`)).join('\n')}
 #   bash deploy/clickhouse/users.sh
 # Re-running it sets the passwords again and replaces the grants.
+#
+# On a cluster, set CLICKHOUSE_CLUSTER too (the cluster of remote_servers the services'
+# CLICKHOUSE_CLUSTER names): every statement then runs ON CLUSTER, so every server of
+# every shard gets the users and grants (the distributed DDL queue needs every server
+# up). Each grant naming a table covers its Distributed table <table>_all as well, which
+# the services read and write on a cluster. The servers' remote_servers cluster needs a
+# <secret>, so that the shards run their part of a query as the user who sent it
+# (docs/clickhouse.md, "On a cluster").
 set -euo pipefail
 
 db=\${CLICKHOUSE_DATABASE:-telemetry}
 [[ $db =~ ^[A-Za-z_][A-Za-z0-9_]{0,54}$ ]] || { echo "CLICKHOUSE_DATABASE: not a plain identifier" >&2; exit 1; }
+on_cluster=
+if [[ -n \${CLICKHOUSE_CLUSTER:-} ]]; then
+  [[ $CLICKHOUSE_CLUSTER =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || { echo "CLICKHOUSE_CLUSTER: not a plain identifier" >&2; exit 1; }
+  on_cluster=" ON CLUSTER $CLICKHOUSE_CLUSTER"
+fi
 for v in ${passwords.join(' ')}; do
   [[ -n \${!v:-} ]] || { echo "$v is not set" >&2; exit 1; }
   [[ \${!v} != *"'"* && \${!v} != *'\\'* ]] || { echo "$v: no quotes or backslashes, please" >&2; exit 1; }
@@ -41,12 +54,12 @@ done
 
 clickhouse client --host "\${CLICKHOUSE_HOST:-127.0.0.1}" --user "\${CLICKHOUSE_USER:-default}" \\
   --password "\${CLICKHOUSE_PASSWORD:-}" --multiquery <<SQL
-CREATE DATABASE IF NOT EXISTS \${db};
-CREATE DATABASE IF NOT EXISTS \${db}_registry;
-CREATE DATABASE IF NOT EXISTS \${db}_keys;
+CREATE DATABASE IF NOT EXISTS \${db}\${on_cluster};
+CREATE DATABASE IF NOT EXISTS \${db}_registry\${on_cluster};
+CREATE DATABASE IF NOT EXISTS \${db}_keys\${on_cluster};
 
 ${usersScriptSql()}
 SQL
-echo "ClickHouse users ${SERVICE_USER_NAMES.slice(0, -1).join(', ')} and ${SERVICE_USER_NAMES.at(-1)} are set for \${db}"
+echo "ClickHouse users ${SERVICE_USER_NAMES.slice(0, -1).join(', ')} and ${SERVICE_USER_NAMES.at(-1)} are set for \${db}\${on_cluster}"
 `;
 }

@@ -108,8 +108,16 @@ async function main(): Promise<number> {
   const { client: ch, database: data } = admin;
   if (cmd === 'create') analystUserName(data, tenant, values.name);
   const usersDir = envWithLocalStack().CLICKHOUSE_USERS_DIR;
+  // On a cluster (current ClickHouse) the user and policies go ON CLUSTER and cover the `_all` tables.
+  const cluster = envWithLocalStack().CLICKHOUSE_CLUSTER || undefined;
   try {
     const { modern } = await detectEngine(ch);
+    if (!modern && cluster && cmd === 'create') {
+      // The copies' views fire only where an insert lands, and would be made on one server only.
+      throw new Error(
+        'tenant analysts on a ClickHouse 18.16 cluster are not supported: the copies would miss rows (docs/analysts.md, "On a cluster")',
+      );
+    }
     if (!modern && !usersDir) {
       throw new Error(
         'ClickHouse 18.16 has no SQL for users: set CLICKHOUSE_USERS_DIR to its users.d directory (docs/analysts.md)',
@@ -152,7 +160,7 @@ async function main(): Promise<number> {
       if (modern) {
         const others = (await sqlAnalysts(ch, data)).map((a) => a.user);
         if (!others.includes(arg)) throw new Error(`no tenant analyst ${arg}`);
-        for (const query of dropRowPolicyStatements({ data, user: arg, others })) await ch.command({ query });
+        for (const query of dropRowPolicyStatements({ data, user: arg, others, cluster })) await ch.command({ query });
       } else {
         const all = fileAnalysts(usersDir!, data);
         const mine = all.find((a) => a.user === arg);
@@ -187,7 +195,7 @@ async function main(): Promise<number> {
         analyst: analysts.find((a) => a.user === user),
       });
       const others = analysts.map((a) => a.user);
-      for (const query of rowPolicyStatements({ data, tenant, user, passwordSha256: hash, others })) {
+      for (const query of rowPolicyStatements({ data, tenant, user, passwordSha256: hash, others, cluster })) {
         await ch.command({ query });
       }
     } else {

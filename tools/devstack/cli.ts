@@ -6,13 +6,15 @@ import {
   type ClickHouseClient,
   type PgPool,
 } from '@telemetry/platform';
+import { layoutOf, type TableLayout } from '@telemetry/store';
 import { envWithLocalStack } from './local-env.js';
 
 /**
  * ClickHouse at CLICKHOUSE_URL (or the stack `npm start` runs), as CLICKHOUSE_USER;
- * undefined (after saying why) when there is none.
+ * undefined (after saying why) when there is none. `layout`: where reads of the data
+ * tables go (their `_all` tables when CLICKHOUSE_CLUSTER is set).
  */
-export function adminFromEnv(): { client: ClickHouseClient; database: string } | undefined {
+export function adminFromEnv(): { client: ClickHouseClient; database: string; layout: TableLayout } | undefined {
   const env = envWithLocalStack();
   if (!env.CLICKHOUSE_URL) {
     process.stderr.write('CLICKHOUSE_URL is not set and no stack from `npm start` was found\n');
@@ -25,7 +27,7 @@ export function adminFromEnv(): { client: ClickHouseClient; database: string } |
     password: env.CLICKHOUSE_PASSWORD ?? '',
     database,
   });
-  return { client, database };
+  return { client, database, layout: layoutOf({ clickhouseCluster: env.CLICKHOUSE_CLUSTER }) };
 }
 
 /**

@@ -10,12 +10,16 @@
  * - four ClickHouse servers: two shards of two replicas each, the cluster `telemetry`
  *   (remote_servers, macros, distributed DDL through ZooKeeper); `shards: 1` makes it one
  *   shard of two;
- * - HAProxy (Debian's) in front of whatever the caller starts: balancer().
+ * - HAProxy (Debian's) in front of whatever the caller starts: balancer();
+ * - on every ClickHouse server, the services' users of each database the caller asks
+ *   for (serviceUsers(): users.d, as on one server, plus the migrator) and the
+ *   interserver user the servers send the shards' part of a distributed query as.
  *
  * Every process can be killed (SIGKILL) and started again on its ports and data.
  * `kafka: false` starts the ZooKeeper and ClickHouse part only (for work on the tables).
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -40,6 +44,14 @@ import {
   kafkaProperties,
   zookeeperConfig,
 } from './server-config.js';
+import {
+  clusterUsersXml,
+  interserverUsersXml,
+  newClusterUsers,
+  waitForUsers,
+  type ClusterUsers,
+  type Credentials,
+} from './users.js';
 
 export { CLUSTER_NAME };
 /** One server process of the cluster. */
@@ -70,6 +82,8 @@ export interface ClickHouseNode extends Node {
   /** Its shard (1-based) and its replica within the shard (1-based). */
   shard: number;
   replica: number;
+  /** Its directory (config.xml, users.d). */
+  dir: string;
 }
 
 export interface Balancer {
@@ -101,6 +115,15 @@ export interface Cluster {
    * checked with GET `checkPath` every 500 ms (down after 2 failures, up after 2 passes).
    */
   balancer(name: string, backends: number[], checkPath: string): Promise<Balancer>;
+  /**
+   * The services' users of data database `database` and its migrator, in users.d on every
+   * ClickHouse server (the interserver user may then use the database too); resolves once
+   * every running server accepts the migrator. The services' users need their databases:
+   * wait for them after migrating (waitForClusterUsers).
+   */
+  serviceUsers(database: string): Promise<ClusterUsers>;
+  /** Who the shards' part of a distributed query runs as (remote_servers `<user>`). */
+  interserver: Credentials;
   dir: string;
   stop(): Promise<void>;
 }
@@ -210,6 +233,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     );
   }
 
+  // The interserver user's password is new each run.
+  const interserver: Credentials = { user: 'interserver', password: randomBytes(12).toString('hex') };
+  const userDatabases: string[] = [];
   // ClickHouse: shards of two replicas each.
   const shardCount = opts.shards ?? 2;
   const places = Array.from({ length: shardCount * 2 }, (_, i) => ({
@@ -230,8 +256,10 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       zkPorts.map((z) => z.client),
       { shard, replica: `ch${i + 1}`, interserverPort: p.interserver },
       shardPorts,
+      interserver,
     );
-    clickhouseConfig(dir, p.http, p.tcp, xml);
+    clickhouseConfig(dir, p.http, p.tcp, xml, { logQueries: true });
+    writeFileSync(join(dir, 'users.d', 'interserver.xml'), interserverUsersXml(interserver, userDatabases));
     const url = `http://127.0.0.1:${p.http}`;
     return Object.assign(
       node(`clickhouse-${i + 1}`, [chBin, [`--config-file=${join(dir, 'config.xml')}`]], dir, {
@@ -240,7 +268,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         timeoutMs: 60_000,
         log: 'error.log',
       }),
-      { url, tcpPort: p.tcp, shard, replica },
+      { url, tcpPort: p.tcp, shard, replica, dir },
     );
   });
   const shards = Array.from({ length: shardCount }, (_, s) => clickhouse.filter((c) => c.shard === s + 1));
@@ -267,6 +295,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     clickhouse,
     shards,
     dir: root,
+    interserver,
+    serviceUsers: async (database) => {
+      const users = newClusterUsers(database);
+      userDatabases.push(database);
+      for (const c of clickhouse) {
+        writeFileSync(join(c.dir, 'users.d', `${database}.xml`), clusterUsersXml(database, users));
+        writeFileSync(join(c.dir, 'users.d', 'interserver.xml'), interserverUsersXml(interserver, userDatabases));
+      }
+      await Promise.all(clickhouse.filter((c) => c.running).map((c) => migratorAccepted(c.url, users.migrator)));
+      return users;
+    },
     activeController: async () => {
       // The quorum's leader, as Kafka's own tool reports it (kafkajs' describeCluster
       // names some broker in KRaft mode, not the active controller).
@@ -322,6 +361,27 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       if (!opts.keepData) rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** Polls until `url` accepts the migrator (18.16 reloads users.d within seconds). */
+async function migratorAccepted(url: string, migrator: Credentials): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  const auth = new URLSearchParams({ user: migrator.user, password: migrator.password, database: 'default' });
+  for (;;) {
+    const r = await fetch(`${url}/?${auth.toString()}`, {
+      method: 'POST',
+      body: 'SELECT 1',
+      signal: AbortSignal.timeout(5000),
+    }).catch(() => undefined);
+    if (r?.ok) return;
+    if (Date.now() > deadline) throw new Error(`${url} did not accept the user ${migrator.user} in time`);
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
+/** Polls until every server of the cluster accepts every service user of `database` (once migrated). */
+export async function waitForClusterUsers(cluster: Cluster, database: string, users: ClusterUsers): Promise<void> {
+  await Promise.all(cluster.clickhouse.map((c) => waitForUsers(c.url, database, users)));
 }
 
 /**

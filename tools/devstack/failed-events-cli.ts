@@ -21,13 +21,16 @@ import type { EventMessage } from '@telemetry/contract';
 import {
   failedEventsSql,
   findTenant,
+  insertSettingsOf,
   isSuppressedMessage,
+  layoutOf,
   loadEventSchemaRecords,
   loadSuppressions,
+  readSettingsOf,
   type EventSchemaRecord,
+  tableRef,
   type FailedEventRow,
 } from '@telemetry/store';
-import { sqlIdentifier } from '@telemetry/platform';
 import { adminFromEnv, registryFromEnv, runCli } from './cli.js';
 import { envWithLocalStack } from './local-env.js';
 
@@ -81,7 +84,7 @@ async function main(): Promise<number> {
     if (!tenant) throw new Error(`no tenant ${values.tenant} (npm run tenants -- list)`);
     const rows = await (
       await ch.client.query({
-        query: failedEventsSql(ch.database, {
+        query: failedEventsSql(ch.database, ch.layout, {
           tenantId: tenant.tenant_id,
           schemaId: values.schema,
           since: timeArg('since', values.since),
@@ -91,6 +94,7 @@ async function main(): Promise<number> {
           limit: max,
         }),
         format: 'JSONEachRow',
+        clickhouse_settings: readSettingsOf(ch.layout),
       })
     ).json<FailedEventRow>();
 
@@ -177,8 +181,11 @@ async function main(): Promise<number> {
           });
           const nowMs = Date.now();
           const now = Math.floor(nowMs / 1000);
+          // On a cluster through failed_events_all: the new version lands on its event's shard.
+          const layout = layoutOf({ clickhouseCluster: env.CLICKHOUSE_CLUSTER });
           await ch.client.insert({
-            table: `${sqlIdentifier(ch.database)}.failed_events`,
+            table: tableRef(ch.database, 'failed_events', layout),
+            clickhouse_settings: insertSettingsOf(layout),
             format: 'JSONEachRow',
             values: part.map(({ row }) => ({
               ...row,

@@ -12,8 +12,22 @@ import { here, run } from './installers.js';
 /** The cluster's name in ClickHouse (remote_servers, ON CLUSTER). */
 export const CLUSTER_NAME = 'telemetry';
 
-/** A ClickHouse server's config.xml and users.xml in `dir`; `extraXml` adds elements (a cluster's). */
-export function clickhouseConfig(dir: string, httpPort: number, tcpPort: number, extraXml = ''): void {
+/**
+ * A ClickHouse server's config.xml and users.xml in `dir`; `extraXml` adds elements (a
+ * cluster's). `logQueries` keeps system.query_log (flushed every second) with every
+ * profile's queries in it: the cluster suite reads there which user ran what.
+ */
+export function clickhouseConfig(
+  dir: string,
+  httpPort: number,
+  tcpPort: number,
+  extraXml = '',
+  opts: { logQueries?: boolean } = {},
+): void {
+  const queryLog = opts.logQueries
+    ? '  <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>\n'
+    : '';
+  const logQueries = opts.logQueries ? '<log_queries>1</log_queries>' : '';
   writeFileSync(
     join(dir, 'config.xml'),
     `<?xml version="1.0"?>
@@ -32,7 +46,7 @@ export function clickhouseConfig(dir: string, httpPort: number, tcpPort: number,
   <timezone>UTC</timezone>
   <mark_cache_size>268435456</mark_cache_size>
   <max_concurrent_queries>200</max_concurrent_queries>
-${extraXml}</yandex>
+${queryLog}${extraXml}</yandex>
 `,
   );
   // The services' users come in users.d/<database>.xml (users.ts), with these profiles:
@@ -44,9 +58,9 @@ ${extraXml}</yandex>
     `<?xml version="1.0"?>
 <yandex>
   <profiles>
-    <default><max_memory_usage>4000000000</max_memory_usage></default>
-    <svc_reader><readonly>2</readonly></svc_reader>
-    <svc_writer><allow_ddl>0</allow_ddl></svc_writer>
+    <default><max_memory_usage>4000000000</max_memory_usage>${logQueries}</default>
+    <svc_reader><readonly>2</readonly>${logQueries}</svc_reader>
+    <svc_writer><allow_ddl>0</allow_ddl>${logQueries}</svc_writer>
   </profiles>
   <users>
     <default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default>
@@ -68,15 +82,26 @@ export interface ClusterPlace {
  * The cluster elements of a ClickHouse server's config: the ZooKeeper ensemble, its
  * shard and replica (macros), the cluster of `shards` (each shard's servers' TCP ports;
  * internal_replication: a Distributed insert goes to one replica of a shard and
- * replication brings it to the others), distributed DDL.
+ * replication brings it to the others), distributed DDL. `user` is who the servers send
+ * the shards' part of a distributed query as (the interserver user, users.ts
+ * interserverUsersXml): 18.16 has no `<secret>`, so each replica of remote_servers names
+ * it and its password (in the clear: ClickHouse logs in with it; the users.d files hold
+ * only its hash).
  */
-export function clickhouseClusterXml(zkPorts: number[], place: ClusterPlace, shards: number[][]): string {
+export function clickhouseClusterXml(
+  zkPorts: number[],
+  place: ClusterPlace,
+  shards: number[][],
+  user?: { user: string; password: string },
+): string {
+  if (user && !/^\w+$/.test(user.user + user.password)) throw new Error('interserver user: letters, digits and _ only');
+  const login = user ? `<user>${user.user}</user><password>${user.password}</password>` : '';
   const nodes = zkPorts.map((p) => `<node><host>127.0.0.1</host><port>${p}</port></node>`).join('');
   const remote = shards
     .map(
       (ports) =>
         `<shard><internal_replication>true</internal_replication>${ports
-          .map((p) => `<replica><host>127.0.0.1</host><port>${p}</port></replica>`)
+          .map((p) => `<replica><host>127.0.0.1</host><port>${p}</port>${login}</replica>`)
           .join('')}</shard>`,
     )
     .join('');

@@ -15,7 +15,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClickHouse, sqlIdentifier, sqlString, type ClickHouseClient } from '@telemetry/platform';
-import { databaseAccess, databasesOf, grantStatements, SERVICE_USER_NAMES, type ServiceUser } from '@telemetry/store';
+import {
+  auditDatabase,
+  databaseAccess,
+  databasesOf,
+  grantStatements,
+  SERVICE_USER_NAMES,
+  type ServiceUser,
+} from '@telemetry/store';
 import type { ServiceName } from './commands.js';
 import type { PostgresUrls } from './postgres.js';
 
@@ -38,29 +45,109 @@ export function sameUserForAll(c: Credentials): ServiceUsers {
   return Object.fromEntries(SERVICE_USER_NAMES.map((s) => [s, c])) as unknown as ServiceUsers;
 }
 
-/** users.d/<database>.xml for ClickHouse 18.16, which has no SQL for users. */
-export function writeUsersFile(usersDir: string, database: string): ServiceUsers {
-  sqlIdentifier(database);
-  const creds = newCredentials(database);
-  const dbs = databasesOf(database);
-  const users = SERVICE_USER_NAMES.map((s) => {
-    const access = databaseAccess(s);
-    const profile = access.write ? (access.ddl ? 'default' : 'svc_writer') : 'svc_reader';
-    const allowed = access.databases.map((d) => `<database>${dbs[d]}</database>`).join('');
-    const hash = createHash('sha256').update(creds[s].password).digest('hex');
-    return `    <${creds[s].user}><password_sha256_hex>${hash}</password_sha256_hex><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>${profile}</profile><quota>default</quota><allow_databases>${allowed}</allow_databases></${creds[s].user}>`;
+/** One user of a users.d file (ClickHouse 18.16): its password's SHA-256, profile and databases. */
+export interface UserEntry {
+  name: string;
+  password: string;
+  /** `svc_reader` (readonly=2), `svc_writer` (allow_ddl=0) or `default` (DDL allowed): server-config.ts. */
+  profile: 'svc_reader' | 'svc_writer' | 'default';
+  /** allow_databases: never empty (18.16 lets a user with none use every database). */
+  databases: string[];
+}
+
+/** `name` itself, once sqlIdentifier found it a plain name (nothing else enters the XML). */
+function plainName(name: string): string {
+  sqlIdentifier(name);
+  return name;
+}
+
+/** A users.d file declaring `entries`, passwords stored hashed (`password_sha256_hex`). */
+export function usersXml(entries: UserEntry[]): string {
+  const users = entries.map((u) => {
+    plainName(u.name);
+    if (u.databases.length === 0) throw new Error(`user ${u.name}: no databases (18.16 would allow them all)`);
+    const allowed = u.databases.map((d) => `<database>${plainName(d)}</database>`).join('');
+    const hash = createHash('sha256').update(u.password).digest('hex');
+    return `    <${u.name}><password_sha256_hex>${hash}</password_sha256_hex><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>${u.profile}</profile><quota>default</quota><allow_databases>${allowed}</allow_databases></${u.name}>`;
   });
-  writeFileSync(
-    join(usersDir, `${database}.xml`),
-    `<?xml version="1.0"?>
+  return `<?xml version="1.0"?>
 <yandex>
   <users>
 ${users.join('\n')}
   </users>
 </yandex>
-`,
-  );
+`;
+}
+
+/** The services' users of data database `database`, as 18.16 states their grants. */
+export function serviceUserEntries(database: string, creds: ServiceUsers): UserEntry[] {
+  const dbs = databasesOf(database);
+  return SERVICE_USER_NAMES.map((s) => {
+    const access = databaseAccess(s);
+    return {
+      name: creds[s].user,
+      password: creds[s].password,
+      profile: access.write ? (access.ddl ? 'default' : 'svc_writer') : 'svc_reader',
+      databases: access.databases.map((d) => dbs[d]),
+    };
+  });
+}
+
+/** users.d/<database>.xml for ClickHouse 18.16, which has no SQL for users. */
+export function writeUsersFile(usersDir: string, database: string): ServiceUsers {
+  sqlIdentifier(database);
+  const creds = newCredentials(database);
+  writeFileSync(join(usersDir, `${database}.xml`), usersXml(serviceUserEntries(database, creds)));
   return creds;
+}
+
+/**
+ * On a cluster, the services' users and the one that migrates: it runs the migrations'
+ * DDL ON CLUSTER (every server's distributed DDL worker then applies it), so it may run
+ * DDL, on the data database, its siblings and `default` (the empty database it connects
+ * to before the others exist), and nothing else.
+ */
+export type ClusterUsers = ServiceUsers & { migrator: Credentials };
+
+export function newClusterUsers(database: string): ClusterUsers {
+  sqlIdentifier(database);
+  return {
+    ...newCredentials(database),
+    migrator: { user: `${database}_migrator`, password: randomBytes(12).toString('hex') },
+  };
+}
+
+/** users.d/<database>.xml of every server of a cluster: the services' users and the migrator. */
+export function clusterUsersXml(database: string, creds: ClusterUsers): string {
+  const dbs = databasesOf(database);
+  return usersXml([
+    ...serviceUserEntries(database, creds),
+    {
+      name: creds.migrator.user,
+      password: creds.migrator.password,
+      profile: 'default',
+      databases: ['default', dbs.data, dbs.registry, dbs.keys, dbs.audit],
+    },
+  ]);
+}
+
+/**
+ * The user a cluster's servers send the shards' part of a distributed query as (18.16
+ * has no interserver `<secret>`: remote_servers names a user and password per replica):
+ * the Distributed tables' reads and inserts (insert_distributed_sync) on the data and
+ * audit databases of `databases`, which hold the tables and their `_all` tables; no DDL
+ * (allow_ddl=0), no registry, no keys. With no database yet it may use `system` only.
+ */
+export function interserverUsersXml(user: Credentials, databases: string[]): string {
+  const allowed = databases.flatMap((d) => [d, auditDatabase(d)]);
+  return usersXml([
+    {
+      name: user.user,
+      password: user.password,
+      profile: 'svc_writer',
+      databases: allowed.length > 0 ? allowed : ['system'],
+    },
+  ]);
 }
 
 /** CREATE USER ... GRANT, on a server that manages users with SQL. */

@@ -12,7 +12,13 @@ import { buildOpenApi, ERROR_CODES } from '@telemetry/contract';
 import { gatewaySpec } from '@telemetry/ingest-gateway';
 import { querySpec } from '@telemetry/query-service';
 import { type ConfigSpec } from '@telemetry/platform';
-import { PG_SERVICE_ROLE_NAMES, PG_SERVICE_ROLES, provisionSpec, type PgRoleGrant } from '@telemetry/store';
+import {
+  PG_SERVICE_ROLE_NAMES,
+  PG_SERVICE_ROLES,
+  provisionSpec,
+  toClusterSpec,
+  type PgRoleGrant,
+} from '@telemetry/store';
 import { consumerSpec } from '@telemetry/stream-consumer';
 import { ROLES_SQL_FILE, rolesSql } from '../deploy/roles-sql.js';
 import { USERS_SCRIPT_FILE, usersScript } from '../deploy/users-sh.js';
@@ -23,6 +29,7 @@ const specs: [string, ConfigSpec][] = [
   ['query-service', querySpec],
   ['check-runner', runnerSpec],
   ['provision', provisionSpec],
+  ['to-cluster', toClusterSpec],
 ];
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|');

@@ -11,7 +11,7 @@
  * an input format of ClickHouse 18.16.
  */
 import { Readable } from 'node:stream';
-import type { ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { sqlIdentifier, sqlString } from './sql.js';
 
 /** A column as system.columns names it. */
@@ -260,6 +260,8 @@ export class ClickHouseInserter {
   constructor(
     private readonly client: ClickHouseClient,
     readonly format: InsertFormat,
+    /** Settings every insert carries (insert_distributed_sync through a Distributed table). */
+    private readonly settings: ClickHouseSettings = {},
   ) {}
 
   async insert(table: string, rows: readonly object[]): Promise<void> {
@@ -269,12 +271,18 @@ export class ClickHouseInserter {
       const encoding = this.format === 'RowBinary' ? await this.encodingFor(key, table, rows[0]!) : undefined;
       this.used.set(table, encoding ? 'RowBinary' : 'JSONEachRow');
       if (!encoding) {
-        await this.client.insert({ table, values: [...rows], format: 'JSONEachRow' });
+        await this.client.insert({
+          table,
+          values: [...rows],
+          format: 'JSONEachRow',
+          clickhouse_settings: this.settings,
+        });
         return;
       }
       const result = await this.client.exec({
         query: `INSERT INTO ${table} (${encoding.columns}) FORMAT RowBinary`,
         values: Readable.from([encoding.encode(rows)]),
+        clickhouse_settings: this.settings,
       });
       for await (const _ of result.stream) void _;
     } catch (err) {

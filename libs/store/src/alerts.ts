@@ -6,9 +6,10 @@ import {
   type Incident,
   type Validators,
 } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
+import { sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
+import { tableRef, type TableLayout } from './layout.js';
 
 /**
  * The `alerts` table (docs/clickhouse.md): one row per state change of a monitor,
@@ -96,12 +97,17 @@ export function decodeAlert(v: Validators, value: Buffer | null): Decoded<AlertR
  * of `tenantId`'s monitors only when given. By time, and at equal seconds an up after
  * the down it closes.
  */
-export function lastAlertsSql(database: string, ids: readonly string[], tenantId?: string): string {
+export function lastAlertsSql(
+  database: string,
+  layout: TableLayout,
+  ids: readonly string[],
+  tenantId?: string,
+): string {
   return `SELECT monitor_id,
       argMax(type, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS t,
       argMax(incident_id, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS i,
       argMax(maintenance, toUInt64(created_at) * 2 + (type = 'monitor.up')) AS h
-    FROM ${sqlIdentifier(database)}.alerts
+    FROM ${tableRef(database, 'alerts', layout)}
     WHERE ${tenantId === undefined ? '' : `tenant_id = ${sqlString(tenantId)} AND `}monitor_id IN ${sqlStringList(ids)}
       AND type IN ${sqlStringList(STATE_ALERT_TYPES)}
     GROUP BY monitor_id`;
@@ -122,6 +128,7 @@ export interface LastAlertRow {
  */
 export function incidentsSql(
   database: string,
+  layout: TableLayout,
   tenantId: string,
   monitorId: string,
   limit: number,
@@ -137,7 +144,7 @@ export function incidentsSql(
       anyIf(status_code, type = 'monitor.down') AS code,
       anyIf(error, type = 'monitor.down') AS err,
       maxIf(maintenance, type = 'monitor.down') AS mw
-    FROM ${sqlIdentifier(database)}.alerts
+    FROM ${tableRef(database, 'alerts', layout)}
     WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id = ${sqlString(monitorId)}
     GROUP BY incident_id
     HAVING ${having.join(' AND ')}
@@ -177,6 +184,7 @@ export function rowToIncident(r: IncidentRow, monitorId: string, now: number): I
  */
 export function incidentSpansSql(
   database: string,
+  layout: TableLayout,
   tenantId: string,
   monitorId: string,
   from: number,
@@ -185,7 +193,7 @@ export function incidentSpansSql(
   return `SELECT toUnixTimestamp(minIf(created_at, type = 'monitor.down')) AS started,
       countIf(type = 'monitor.up') AS ups,
       toUnixTimestamp(maxIf(created_at, type = 'monitor.up')) AS resolved
-    FROM ${sqlIdentifier(database)}.alerts
+    FROM ${tableRef(database, 'alerts', layout)}
     WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id = ${sqlString(monitorId)}
       AND created_at < toDateTime(${sqlNumber(to)})
     GROUP BY incident_id

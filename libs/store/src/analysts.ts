@@ -24,7 +24,8 @@
  *   target table).
  */
 import { TENANT_ID_PATTERN } from '@telemetry/contract';
-import { sqlIdentifier, sqlString } from '@telemetry/platform';
+import { sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
+import { DISTRIBUTED_READ_SETTINGS } from './distributed-reads.js';
 import { SERVICE_USER_NAMES } from './databases.js';
 
 /**
@@ -154,6 +155,23 @@ export function tenantPolicyName(user: string): string {
 export const EVERYONE_POLICY = 'everyone_but_tenant_analysts';
 
 /**
+ * Current ClickHouse on a cluster (`cluster` set: CLICKHOUSE_CLUSTER): every statement
+ * runs ON CLUSTER, so the user, its policies and grants exist on every server, and each
+ * public table's Distributed `<table>_all` gets the same policies and grant as the table.
+ * NOTE: a shard applies the policies of the user that runs the query there: set the
+ * cluster's `<secret>` in remote_servers, so that shards run a distributed query as its
+ * initial user (docs/analysts.md, "On a cluster").
+ */
+function onCluster(cluster: string | undefined): string {
+  return cluster ? ` ON CLUSTER ${sqlIdentifier(cluster)}` : '';
+}
+
+/** The tables the policies cover: each public table, and its `_all` table on a cluster. */
+function policyTables(tables: readonly string[], cluster: string | undefined): string[] {
+  return cluster ? tables.flatMap((t) => [t, `${t}_all`]) : [...tables];
+}
+
+/**
  * Current ClickHouse: the statements that make (or remake) `user`, reading `tenant`'s rows.
  * `others` are the tenant analysts already on the server (kept out of EVERYONE_POLICY).
  * Order matters: policies first, the grants last, so the user can read nothing before
@@ -167,29 +185,39 @@ export function rowPolicyStatements(opts: {
   passwordSha256: string;
   others: readonly string[];
   tables?: readonly string[];
+  /** CLICKHOUSE_CLUSTER: ON CLUSTER, and the `_all` tables too. */
+  cluster?: string;
 }): string[] {
   const tenant = analystTenant(opts.tenant);
   if (!/^[0-9a-f]{64}$/.test(opts.passwordSha256)) throw new Error('passwordSha256 is 64 hex digits');
   const user = sqlIdentifier(opts.user);
   const db = sqlIdentifier(opts.data);
-  const tables = opts.tables ?? TENANT_ANALYST_TABLES;
+  const on = onCluster(opts.cluster);
+  const tables = policyTables(opts.tables ?? TENANT_ANALYST_TABLES, opts.cluster);
   const analysts = [...new Set([...opts.others, opts.user])].sort();
+  // On a cluster the user reads `_all` with the exact-read settings as its own (readonly = 1
+  // refuses settings sent with a query).
+  const exact = opts.cluster
+    ? Object.entries(DISTRIBUTED_READ_SETTINGS)
+        .map(([k, v]) => `, ${k} = ${typeof v === 'number' ? sqlNumber(v) : sqlString(v)}`)
+        .join('')
+    : '';
   return [
-    `CREATE USER OR REPLACE ${user} IDENTIFIED WITH sha256_hash BY ${sqlString(opts.passwordSha256)} SETTINGS readonly = 1`,
+    `CREATE USER OR REPLACE ${user}${on} IDENTIFIED WITH sha256_hash BY ${sqlString(opts.passwordSha256)} SETTINGS readonly = 1${exact}`,
     ...tables.flatMap((t) => {
       const table = `${db}.${sqlIdentifier(t)}`;
       return [
-        `CREATE ROW POLICY OR REPLACE ${sqlIdentifier(tenantPolicyName(opts.user))} ON ${table} AS permissive FOR SELECT USING tenant_id = ${sqlString(tenant)} TO ${user}`,
-        everyonePolicy(table, analysts),
+        `CREATE ROW POLICY OR REPLACE ${sqlIdentifier(tenantPolicyName(opts.user))}${on} ON ${table} AS permissive FOR SELECT USING tenant_id = ${sqlString(tenant)} TO ${user}`,
+        everyonePolicy(table, analysts, on),
       ];
     }),
-    ...tables.map((t) => `GRANT SELECT ON ${db}.${sqlIdentifier(t)} TO ${user}`),
+    ...tables.map((t) => `GRANT${on} SELECT ON ${db}.${sqlIdentifier(t)} TO ${user}`),
   ];
 }
 
-function everyonePolicy(table: string, analysts: readonly string[]): string {
+function everyonePolicy(table: string, analysts: readonly string[], on = ''): string {
   const except = analysts.length ? ` EXCEPT ${analysts.map(sqlIdentifier).join(', ')}` : '';
-  return `CREATE ROW POLICY OR REPLACE ${sqlIdentifier(EVERYONE_POLICY)} ON ${table} AS permissive FOR SELECT USING 1 TO ALL${except}`;
+  return `CREATE ROW POLICY OR REPLACE ${sqlIdentifier(EVERYONE_POLICY)}${on} ON ${table} AS permissive FOR SELECT USING 1 TO ALL${except}`;
 }
 
 /** Current ClickHouse: drop `user` and its policies; `others` are the tenant analysts that stay. */
@@ -198,19 +226,22 @@ export function dropRowPolicyStatements(opts: {
   user: string;
   others: readonly string[];
   tables?: readonly string[];
+  /** CLICKHOUSE_CLUSTER: ON CLUSTER, and the `_all` tables too. */
+  cluster?: string;
 }): string[] {
   const db = sqlIdentifier(opts.data);
-  const tables = opts.tables ?? TENANT_ANALYST_TABLES;
+  const on = onCluster(opts.cluster);
+  const tables = policyTables(opts.tables ?? TENANT_ANALYST_TABLES, opts.cluster);
   const others = opts.others.filter((u) => u !== opts.user).sort();
   return [
-    `DROP USER IF EXISTS ${sqlIdentifier(opts.user)}`,
+    `DROP USER IF EXISTS ${sqlIdentifier(opts.user)}${on}`,
     ...tables.flatMap((t) => {
       const table = `${db}.${sqlIdentifier(t)}`;
       return [
-        `DROP ROW POLICY IF EXISTS ${sqlIdentifier(tenantPolicyName(opts.user))} ON ${table}`,
+        `DROP ROW POLICY IF EXISTS ${sqlIdentifier(tenantPolicyName(opts.user))}${on} ON ${table}`,
         others.length
-          ? everyonePolicy(table, others)
-          : `DROP ROW POLICY IF EXISTS ${sqlIdentifier(EVERYONE_POLICY)} ON ${table}`,
+          ? everyonePolicy(table, others, on)
+          : `DROP ROW POLICY IF EXISTS ${sqlIdentifier(EVERYONE_POLICY)}${on} ON ${table}`,
       ];
     }),
   ];

@@ -2,6 +2,8 @@ import type { AuditEntry, AuditOutcome, ActorType, Validators } from '@telemetry
 import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { auditDatabase } from './databases.js';
 import { beforeCursor, decodeTimed, type Decoded } from './rows.js';
+import { distinctBeforeLimit } from './distributed-reads.js';
+import { tableRef, type TableLayout } from './layout.js';
 
 /**
  * The `audit_log` table (docs/access.md, "Audit log"; docs/clickhouse.md): one row per
@@ -98,7 +100,7 @@ export interface AuditQuery {
  * comes first: the sort key's prefix. Runs on 18.16 (no startsWith there: a prefix is
  * compared with substring).
  */
-export function auditLogSql(database: string, q: AuditQuery): string {
+export function auditLogSql(database: string, layout: TableLayout, q: AuditQuery): string {
   const where = [`tenant_id = ${sqlString(q.tenantId)}`];
   if (q.from !== undefined) where.push(`at >= toDateTime(${sqlNumber(q.from)})`);
   if (q.to !== undefined) where.push(`at < toDateTime(${sqlNumber(q.to)})`);
@@ -114,9 +116,9 @@ export function auditLogSql(database: string, q: AuditQuery): string {
   if (q.targetId !== undefined) where.push(`target_id = ${sqlString(q.targetId)}`);
   if (q.outcome !== undefined) where.push(`outcome = ${sqlString(q.outcome)}`);
   if (q.cursor) where.push(...beforeCursor('at', 'at_ms', q.cursor));
-  return `SELECT id, tenant_id, at_ms, actor_type, actor_id, actor_email, action, target_type, target_id, outcome,
+  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, tenant_id, at_ms, actor_type, actor_id, actor_email, action, target_type, target_id, outcome,
       changes, ip, user_agent, request_id
-    FROM ${sqlIdentifier(auditDatabase(database))}.audit_log
+    FROM ${tableRef(database, 'audit_log', layout)}
     WHERE ${where.join(' AND ')}
     ORDER BY at_ms DESC, id DESC
     LIMIT 1 BY id

@@ -6,9 +6,11 @@ import {
   type CheckTimings,
   type Validators,
 } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
+import { sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
+import { distinctBeforeLimit } from './distributed-reads.js';
+import { tableRef, type TableLayout } from './layout.js';
 
 /**
  * The `checks` table and its `checks_hourly` rollup (docs/clickhouse.md): migrations,
@@ -166,7 +168,7 @@ export interface ChecksQuery {
  * ReplacingMergeTree has not merged yet. A page asks for one row more than its limit:
  * that row says whether there is a next page.
  */
-export function checksSql(database: string, q: ChecksQuery): string {
+export function checksSql(database: string, layout: TableLayout, q: ChecksQuery): string {
   const dir = q.order === 'desc' ? 'DESC' : 'ASC';
   const cmp = q.order === 'desc' ? '<' : '>';
   const where = [`tenant_id = ${sqlString(q.tenantId)}`, `monitor_id = ${sqlString(q.monitorId)}`];
@@ -179,9 +181,9 @@ export function checksSql(database: string, q: ChecksQuery): string {
     const t = `toDateTime(${sqlNumber(q.cursor.t)})`;
     where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);
   }
-  return `SELECT id, monitor_id, status, response_time, status_code, error, location, tls_days_left,
+  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, monitor_id, status, response_time, status_code, error, location, tls_days_left,
       detail, timings, screenshot, toUnixTimestamp(created_at) AS ts
-    FROM ${sqlIdentifier(database)}.checks
+    FROM ${tableRef(database, 'checks', layout)}
     WHERE ${where.join(' AND ')}
     ORDER BY created_at ${dir}, id ${dir}
     LIMIT 1 BY id${q.limit === null ? '' : `\n    LIMIT ${sqlNumber(q.limit + 1)}`}`;
@@ -246,10 +248,14 @@ export interface SummaryQuery {
 }
 
 /** Counts per interval and status, and response-time quantiles per interval and in total (WITH TOTALS). */
-export function summarySql(database: string, q: SummaryQuery): { counts: string; quantiles: string } {
+export function summarySql(
+  database: string,
+  layout: TableLayout,
+  q: SummaryQuery,
+): { counts: string; quantiles: string } {
   const bucket = q.interval === 'hour' ? 'hour' : 'toStartOfDay(hour)';
   const where = `tenant_id = ${sqlString(q.tenantId)} AND monitor_id = ${sqlString(q.monitorId)} AND hour >= toDateTime(${sqlNumber(q.from)}) AND hour < toDateTime(${sqlNumber(q.to)})`;
-  const table = `${sqlIdentifier(database)}.checks_hourly`;
+  const table = tableRef(database, 'checks_hourly', layout);
   return {
     counts: `SELECT toUInt32(${bucket}) AS t, status, uniqExactMerge(checks) AS n
       FROM ${table} WHERE ${where} GROUP BY t, status ORDER BY t`,
@@ -270,9 +276,9 @@ export interface SummaryQuantileRow {
 }
 
 /** The newest check of each of `tenantId`'s monitors in `ids` (columns monitor_id, t: unix seconds). */
-export function lastChecksSql(database: string, tenantId: string, ids: readonly string[]): string {
+export function lastChecksSql(database: string, layout: TableLayout, tenantId: string, ids: readonly string[]): string {
   return `SELECT monitor_id, toUnixTimestamp(max(created_at)) AS t
-    FROM ${sqlIdentifier(database)}.checks
+    FROM ${tableRef(database, 'checks', layout)}
     WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id IN ${sqlStringList(ids)}
     GROUP BY monitor_id`;
 }

@@ -145,12 +145,26 @@ export function databaseAccess(user: ServiceUser): { databases: DatabaseRole[]; 
   };
 }
 
-/** Does `user` hold `privilege` on `table` of database `database`? */
+/**
+ * The tables a grant on `tables` of database `database` covers by name: each one and,
+ * in the data and audit databases, its Distributed table `<table>_all` (layout.ts: on a
+ * cluster the services read and write through it). A grant on a Distributed table that
+ * does not exist is harmless (ClickHouse keeps grants by name), so every named table there
+ * gets its `_all` twin; the legacy registry and keys databases are never sharded.
+ */
+export function grantedTables(database: DatabaseRole, tables: readonly string[]): string[] {
+  const sharded = database === 'data' || database === 'audit';
+  return tables.flatMap((t) => (sharded ? [t, `${t}_all`] : [t]));
+}
+
+/** Does `user` hold `privilege` on `table` (or its `_all` table) of database `database`? */
 export function isGranted(user: ServiceUser, database: DatabaseRole, table: string, privilege: Privilege): boolean {
   const grants: readonly Grant[] = SERVICE_USERS[user].grants;
   return grants.some(
     (g) =>
-      g.database === database && (g.tables === '*' || g.tables.includes(table)) && g.privileges.includes(privilege),
+      g.database === database &&
+      (g.tables === '*' || grantedTables(g.database, g.tables).includes(table)) &&
+      g.privileges.includes(privilege),
   );
 }
 
@@ -158,7 +172,11 @@ export function isGranted(user: ServiceUser, database: DatabaseRole, table: stri
  * CREATE USER and GRANT statements for every user, on current ClickHouse. `db` is the
  * data database's name as the SQL should hold it (a shell `${db}` in users.sh, a quoted
  * identifier elsewhere), `password(user)` the password's SQL string literal and `name(user)`
- * the user's name in SQL.
+ * the user's name in SQL. A grant naming tables covers their `_all` tables too
+ * (grantedTables). `onCluster` (e.g. `` ON CLUSTER `telemetry` ``, or a shell `${on_cluster}`)
+ * follows the user's name in CREATE USER and GRANT in every statement, so each server of
+ * the cluster gets the users (each keeps its own, unless the servers share a replicated
+ * access storage).
  */
 export function grantStatements(opts: {
   db: (role: DatabaseRole) => string;
@@ -166,16 +184,19 @@ export function grantStatements(opts: {
   password: (user: ServiceUser) => string;
   /** e.g. `HOST LOCAL` */
   host?: string;
+  /** ` ON CLUSTER <cluster>` as the SQL holds it, or nothing. */
+  onCluster?: string;
 }): { user: ServiceUser; usedBy: string; statements: string[] }[] {
+  const onCluster = opts.onCluster ?? '';
   return SERVICE_USER_NAMES.map((user) => {
     const { grants, usedBy } = SERVICE_USERS[user];
     const name = opts.name(user);
     const readonly = databaseAccess(user).write ? '' : ' SETTINGS readonly = 2';
     const statements = [
-      `CREATE USER OR REPLACE ${name} IDENTIFIED WITH sha256_password BY ${opts.password(user)}${opts.host ? ` ${opts.host}` : ''}${readonly}`,
+      `CREATE USER OR REPLACE ${name}${onCluster} IDENTIFIED WITH sha256_password BY ${opts.password(user)}${opts.host ? ` ${opts.host}` : ''}${readonly}`,
       ...(grants as readonly Grant[]).flatMap((g) =>
-        (g.tables === '*' ? ['*'] : g.tables).map(
-          (t) => `GRANT ${g.privileges.join(', ')} ON ${opts.db(g.database)}.${t} TO ${name}`,
+        (g.tables === '*' ? ['*'] : grantedTables(g.database, g.tables)).map(
+          (t) => `GRANT${onCluster} ${g.privileges.join(', ')} ON ${opts.db(g.database)}.${t} TO ${name}`,
         ),
       ),
     ];
@@ -195,6 +216,8 @@ export function usersScriptSql(): string {
     db: shellDb,
     name: (u) => u,
     password: (u) => `'\${${u.toUpperCase()}_PASSWORD}'`,
+    // Empty, or ` ON CLUSTER <CLICKHOUSE_CLUSTER>`: users.sh sets it.
+    onCluster: '${on_cluster}',
   })
     .map(({ usedBy, statements }) => [`-- ${usedBy}`, ...statements.map((s) => `${s};`)].join('\n'))
     .join('\n\n');

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
+import type { ClickHouseSettings } from '@clickhouse/client';
 import { sqlIdentifier, sqlNumber, sqlString, type ClickHouseClient, type Engine } from '@telemetry/platform';
+import { insertSettingsOf, mutationSql } from './distributed-writes.js';
+import { layoutOf, tableRef } from './layout.js';
 
 /**
  * What a deletion request does in ClickHouse (docs/deletions.md, docs/clickhouse.md "What a
@@ -11,7 +14,32 @@ import { sqlIdentifier, sqlNumber, sqlString, type ClickHouseClient, type Engine
  * - ClickHouse 18.16: `ALTER TABLE … DELETE WHERE` mutations, waited for in system.mutations;
  * - current ClickHouse: lightweight `DELETE FROM … WHERE` (rows are hidden at once, removed
  *   at the next merge), waited for the same way.
+ *
+ * On a cluster (CLICKHOUSE_CLUSTER, docs/clickhouse.md "On a cluster") a Distributed table
+ * takes no mutation: the deletes run on the local tables ON CLUSTER (every shard, every
+ * replica), the mutations are waited for on every shard, and what plans and checks them
+ * (the minutes, the counts before and after) reads through the `_all` tables, as does the
+ * recompute, which inserts through `events_per_minute_all`.
  */
+
+/** Where a deletion runs: the cluster ('' for one server) and the settings of its reads through `_all`. */
+export interface DeletionPlace {
+  cluster: string;
+  readSettings?: ClickHouseSettings;
+}
+
+const ONE_SERVER: DeletionPlace = { cluster: '' };
+
+/** `table` of `database` as the deletion reads and inserts it (its `_all` table on a cluster). */
+function tableOf(database: string, table: string, place: DeletionPlace): string {
+  return tableRef(database, table, layoutOf({ clickhouseCluster: place.cluster }));
+}
+
+/** The settings of an INSERT … SELECT through `_all`: the reads' and the inserts'. */
+function settingsOf(place: DeletionPlace, insert = false): ClickHouseSettings {
+  const sharded = layoutOf({ clickhouseCluster: place.cluster });
+  return { ...(sharded.sharded ? (place.readSettings ?? {}) : {}), ...(insert ? insertSettingsOf(sharded) : {}) };
+}
 
 /**
  * The tables a deletion removes rows from, in this order; a table that does not exist (yet)
@@ -76,12 +104,19 @@ export function deletionPredicate(tenantId: string, chunk: IdChunk): string {
   return `tenant_id = ${sqlString(tenantId)} AND hex(SHA256(${chunk.column})) IN (${digests.join(', ')})`;
 }
 
-async function rows<T>(ch: ClickHouseClient, query: string): Promise<T[]> {
-  return (await ch.query({ query, format: 'JSONEachRow' })).json<T>();
+async function rows<T>(ch: ClickHouseClient, query: string, settings?: ClickHouseSettings): Promise<T[]> {
+  return (await ch.query({ query, format: 'JSONEachRow', clickhouse_settings: settings })).json<T>();
 }
 
-async function count(ch: ClickHouseClient, table: string, where: string): Promise<number> {
-  return Number((await rows<{ n: string }>(ch, `SELECT count() AS n FROM ${table} WHERE ${where}`))[0]?.n ?? 0);
+async function count(
+  ch: ClickHouseClient,
+  table: string,
+  where: string,
+  settings?: ClickHouseSettings,
+): Promise<number> {
+  return Number(
+    (await rows<{ n: string }>(ch, `SELECT count() AS n FROM ${table} WHERE ${where}`, settings))[0]?.n ?? 0,
+  );
 }
 
 /** The columns of each table of `database` that exists. */
@@ -98,6 +133,18 @@ async function columnsOf(ch: ClickHouseClient, database: string): Promise<Map<st
   return out;
 }
 
+/**
+ * The statement that deletes the rows `where` selects from the local `table`: a mutation
+ * on 18.16, a lightweight delete on current ClickHouse; ON CLUSTER on a cluster.
+ */
+export function deleteSql(engine: Engine, database: string, table: string, where: string, cluster: string): string {
+  const name = `${sqlIdentifier(database)}.${sqlIdentifier(table)}`;
+  return mutationSql(
+    engine.modern ? `DELETE FROM ${name} WHERE ${where}` : `ALTER TABLE ${name} DELETE WHERE ${where}`,
+    cluster,
+  );
+}
+
 /** Deletes the rows `where` selects from `table`, and waits until ClickHouse has done it. */
 async function deleteWhere(
   ch: ClickHouseClient,
@@ -106,34 +153,58 @@ async function deleteWhere(
   table: string,
   where: string,
   timeoutMs: number,
+  place: DeletionPlace,
 ): Promise<void> {
-  const name = `${sqlIdentifier(database)}.${sqlIdentifier(table)}`;
-  await ch.command({
-    query: engine.modern ? `DELETE FROM ${name} WHERE ${where}` : `ALTER TABLE ${name} DELETE WHERE ${where}`,
-  });
-  await waitForMutations(ch, database, table, timeoutMs);
+  await ch.command({ query: deleteSql(engine, database, table, where, place.cluster) });
+  await waitForMutations(ch, database, table, timeoutMs, place.cluster);
+}
+
+/** This server's mutations (''), or those of one replica of every shard of `cluster`. */
+export function mutationsOf(cluster: string): string {
+  return cluster === '' ? 'system.mutations' : `cluster(${sqlString(cluster)}, system, mutations)`;
 }
 
 /**
  * Waits until `table` has no unfinished mutation (ours among them: 18.16 names none it
- * made). A mutation that cannot finish (its latest_fail_reason, where the server has it)
- * is an error after `timeoutMs`.
+ * made), on this server or on every shard of `cluster`. A mutation that cannot finish
+ * (its latest_fail_reason, where the server has it) is an error after `timeoutMs`.
  */
 export async function waitForMutations(
   ch: ClickHouseClient,
   database: string,
   table: string,
   timeoutMs: number,
+  cluster = '',
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
     const open = await rows<{ n: string }>(
       ch,
-      `SELECT count() AS n FROM system.mutations
+      `SELECT count() AS n FROM ${mutationsOf(cluster)}
        WHERE database = ${sqlString(database)} AND table = ${sqlString(table)} AND is_done = 0`,
     );
     if (Number(open[0]?.n ?? 0) === 0) return;
     if (Date.now() > deadline) throw new Error(`mutations of ${database}.${table} did not finish in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+/**
+ * The rows `where` still selects in `table`, asked again until none or `waitMs` passed:
+ * on a cluster the `_all` read may reach a replica whose copy of the mutation is still
+ * running when the one waited for is done.
+ */
+async function remaining(
+  ch: ClickHouseClient,
+  table: string,
+  where: string,
+  settings: ClickHouseSettings,
+  waitMs: number,
+): Promise<number> {
+  const deadline = Date.now() + waitMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    const n = await count(ch, table, where, settings);
+    if (n === 0 || Date.now() > deadline) return n;
     await new Promise((r) => setTimeout(r, delay));
   }
 }
@@ -155,10 +226,13 @@ export async function deleteEvents(opts: {
   done?: DeletionCounts;
   progress?: (counts: DeletionCounts) => Promise<void>;
   mutationTimeoutMs?: number;
+  /** On a cluster: where the deletes run and how the `_all` tables are read (one server by default). */
+  place?: DeletionPlace;
 }): Promise<DeletionCounts> {
   const { ch, engine, database, target } = opts;
+  const place = opts.place ?? ONE_SERVER;
+  const reads = settingsOf(place);
   const timeoutMs = opts.mutationTimeoutMs ?? 600_000;
-  const db = sqlIdentifier(database);
   const counts: DeletionCounts = { ...(opts.done ?? {}) };
   const columns = await columnsOf(ch, database);
   const chunks = idChunks(target);
@@ -169,7 +243,9 @@ export async function deleteEvents(opts: {
       if (!columns.get('events')!.has(chunk.column)) continue;
       const found = await rows<{ m: string | number }>(
         ch,
-        `SELECT DISTINCT ${MINUTE_OF_EVENT} AS m FROM ${db}.events WHERE ${deletionPredicate(target.tenantId, chunk)}`,
+        `SELECT DISTINCT ${MINUTE_OF_EVENT} AS m FROM ${tableOf(database, 'events', place)}
+         WHERE ${deletionPredicate(target.tenantId, chunk)}`,
+        reads,
       );
       for (const r of found) minutes.add(Number(r.m));
     }
@@ -181,11 +257,11 @@ export async function deleteEvents(opts: {
     for (const chunk of chunks) {
       if (!cols.has(chunk.column)) continue;
       const where = deletionPredicate(target.tenantId, chunk);
-      const name = `${db}.${sqlIdentifier(table)}`;
-      const before = await count(ch, name, where);
+      const name = tableOf(database, table, place);
+      const before = await count(ch, name, where, reads);
       if (before === 0) continue;
-      await deleteWhere(ch, engine, database, table, where, timeoutMs);
-      const after = await count(ch, name, where);
+      await deleteWhere(ch, engine, database, table, where, timeoutMs, place);
+      const after = await remaining(ch, name, where, reads, place.cluster === '' ? 0 : timeoutMs);
       if (after > 0) throw new Error(`${after} rows of ${table} are still there after the delete`);
       counts[table] += before;
       await opts.progress?.({ ...counts });
@@ -197,7 +273,7 @@ export async function deleteEvents(opts: {
     const sorted = [...minutes].sort((a, b) => a - b);
     for (let i = 0; i < sorted.length; i += MINUTES_PER_STATEMENT) {
       const some = sorted.slice(i, i + MINUTES_PER_STATEMENT);
-      await recomputeMinutes(ch, engine, database, target.tenantId, [...rollupCols], some, timeoutMs);
+      await recomputeMinutes(ch, engine, database, target.tenantId, [...rollupCols], some, timeoutMs, place);
       counts.rollup_minutes += some.length;
       await opts.progress?.({ ...counts });
     }
@@ -225,9 +301,9 @@ export async function recomputeMinutes(
   rollupColumns: readonly string[],
   minutes: readonly number[],
   timeoutMs: number,
+  place: DeletionPlace = ONE_SERVER,
 ): Promise<void> {
   if (minutes.length === 0) return;
-  const db = sqlIdentifier(database);
   const list = minutes.map(sqlNumber).join(', ');
   const first = sqlNumber(Math.min(...minutes));
   const end = sqlNumber(Math.max(...minutes) + 60);
@@ -238,6 +314,7 @@ export async function recomputeMinutes(
     DELETION_ROLLUP,
     `tenant_id = ${sqlString(tenantId)} AND toUInt32(minute) IN (${list})`,
     timeoutMs,
+    place,
   );
   const select = rollupColumns.map((c) => {
     if (c === 'minute') return 'toStartOfMinute(toDateTime(id_time)) AS minute';
@@ -248,11 +325,12 @@ export async function recomputeMinutes(
     .filter((c) => c !== 'events')
     .map((c) => (c === 'minute' ? 'minute' : sqlIdentifier(c)));
   await ch.command({
-    query: `INSERT INTO ${db}.${sqlIdentifier(DELETION_ROLLUP)} (${rollupColumns.map(sqlIdentifier).join(', ')})
-      SELECT ${select.join(', ')} FROM ${db}.events
+    query: `INSERT INTO ${tableOf(database, DELETION_ROLLUP, place)} (${rollupColumns.map(sqlIdentifier).join(', ')})
+      SELECT ${select.join(', ')} FROM ${tableOf(database, 'events', place)}
       WHERE tenant_id = ${sqlString(tenantId)}
         AND id_time >= toDateTime(${first}) AND id_time < toDateTime(${end})
         AND ${MINUTE_OF_EVENT} IN (${list})
       GROUP BY ${groupBy.join(', ')}`,
+    clickhouse_settings: settingsOf(place, true),
   });
 }

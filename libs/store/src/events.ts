@@ -5,16 +5,10 @@ import {
   type EventMessage,
   type Validators,
 } from '@telemetry/contract';
-import {
-  sqlIdentifier,
-  sqlNumber,
-  sqlString,
-  type Engine,
-  type MigrationsByVersion,
-  type Statement,
-} from '@telemetry/platform';
+import { sqlNumber, sqlString, type Engine, type MigrationsByVersion, type Statement } from '@telemetry/platform';
 import { effectiveClient, NO_AGENT, NO_GEO, storedIp, type Enricher } from './event-enrichment.js';
 import { decodeTimed, MAX_TS, MIN_TS, toMillis, type Decoded } from './rows.js';
+import { tableRef, type TableLayout } from './layout.js';
 
 /**
  * The `events` table and its `events_per_minute` rollup (docs/clickhouse.md): their
@@ -446,6 +440,7 @@ export type BotFilter = (typeof BOT_FILTERS)[number];
  */
 export function eventsPerMinuteSql(
   database: string,
+  layout: TableLayout,
   tenantId: string,
   from: number,
   to: number,
@@ -454,7 +449,7 @@ export function eventsPerMinuteSql(
 ): string {
   const isBot = bots === 'include' ? '' : `\n      AND is_bot = ${bots === 'only' ? 1 : 0}`;
   return `SELECT toUInt32(minute) AS t, source, category, uniqExactMerge(events) AS n
-    FROM ${sqlIdentifier(database)}.events_per_minute
+    FROM ${tableRef(database, 'events_per_minute', layout)}
     WHERE tenant_id = ${sqlString(tenantId)}
       AND minute >= toDateTime(${sqlNumber(from)}) AND minute < toDateTime(${sqlNumber(to)})${isBot}
     GROUP BY t, source, category

@@ -1,8 +1,9 @@
 import { DEFAULT_TENANT, type EventMessage, type Validators } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
+import { sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { parseMessage, toMillis, type Decoded } from './rows.js';
 import { parseClientAddress, storedIp } from './event-enrichment.js';
 import { isCanonicalEventMessage } from '@telemetry/contract';
+import { tableRef, type TableLayout } from './layout.js';
 
 /**
  * The `failed_events` table (docs/event-schemas.md, docs/clickhouse.md): events that
@@ -137,7 +138,7 @@ export interface FailedEventsQuery {
 }
 
 /** The newest copy of each chosen row (FINAL), oldest first. */
-export function failedEventsSql(database: string, q: FailedEventsQuery): string {
+export function failedEventsSql(database: string, layout: TableLayout, q: FailedEventsQuery): string {
   const where = [`tenant_id = ${sqlString(q.tenantId)}`];
   if (q.schemaId !== undefined) where.push(`schema_id = ${sqlString(q.schemaId)}`);
   if (q.since !== undefined) where.push(`received_at >= toDateTime(${sqlNumber(q.since)})`);
@@ -149,7 +150,7 @@ export function failedEventsSql(database: string, q: FailedEventsQuery): string 
   return `SELECT tenant_id, event_id, source, category, schema_id, schema_version, violations, raw,
       toUInt32(received_at) AS received_at, toUInt32(failed_at) AS failed_at, replay_state,
       toUInt32(replayed_at) AS replayed_at, toUInt32(inserted_at) AS inserted_at, row_version
-    FROM ${sqlIdentifier(database)}.failed_events FINAL
+    FROM ${tableRef(database, 'failed_events', layout)} FINAL
     WHERE ${where.join(' AND ')}
     ORDER BY received_at, event_id
     LIMIT ${sqlNumber(q.limit)}`;

@@ -1,4 +1,4 @@
-import type { ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { sqlStringList } from '@telemetry/platform';
 import { needsFirstSeen, rowTime, type EventRow, type RowTime } from './events.js';
 
@@ -21,13 +21,23 @@ export class FirstSeen {
   /** First-seen times lately resolved, as rows hold them (oldest first). */
   private readonly recent = new Map<string, RowTime>();
 
+  private readonly cacheSize: number;
+
   constructor(
     private readonly client: ClickHouseClient,
-    /** `db.event_first_seen`, quoted. */
+    /** `db.event_first_seen` quoted, or on a cluster `db.event_first_seen_all` (tableRef). */
     private readonly table: string,
     private readonly modern: boolean,
-    private readonly cacheSize = 100_000,
-  ) {}
+    private readonly options: {
+      cacheSize?: number;
+      /** Of the look-ups (exact reads through `_all` on a cluster). */
+      readSettings?: ClickHouseSettings;
+      /** Of the inserts (insertSettingsOf: synchronous through `_all` on a cluster). */
+      insertSettings?: ClickHouseSettings;
+    } = {},
+  ) {
+    this.cacheSize = options.cacheSize ?? 100_000;
+  }
 
   /** Sets id_time on every row that needs its first copy's time; resolves once recorded. */
   async resolve(rows: readonly EventRow[]): Promise<void> {
@@ -42,6 +52,7 @@ export class FirstSeen {
           query: `SELECT toString(event_id) AS id, ${this.modern ? 'toUnixTimestamp64Milli(min(id_time))' : 'toUInt32(min(id_time)) * 1000'} AS ms
                   FROM ${this.table} WHERE event_id IN ${sqlStringList(unknown.slice(i, i + LOOKUP_SLICE))} GROUP BY event_id`,
           format: 'JSONEachRow',
+          clickhouse_settings: this.options.readSettings,
         });
         for (const r of await rs.json<{ id: string; ms: string | number }>())
           this.remember(r.id, rowTime(Number(r.ms), this.modern));
@@ -54,7 +65,14 @@ export class FirstSeen {
         this.remember(r.event_id, r.id_time);
         firsts.push({ tenant_id: r.tenant_id, event_id: r.event_id, id_time: r.id_time });
       }
-      if (firsts.length > 0) await this.client.insert({ table: this.table, values: firsts, format: 'JSONEachRow' });
+      if (firsts.length > 0) {
+        await this.client.insert({
+          table: this.table,
+          values: firsts,
+          format: 'JSONEachRow',
+          clickhouse_settings: this.options.insertSettings,
+        });
+      }
     }
     for (const r of pending) r.id_time = this.recent.get(r.event_id)!;
   }

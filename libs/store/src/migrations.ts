@@ -4,6 +4,7 @@ import {
   runMigrations,
   columnsOf,
   sqlIdentifier,
+  sqlString,
   type ClickHouseConfig,
   type Logger,
   type Migration,
@@ -93,42 +94,95 @@ export async function migrate(
 }
 
 /**
- * The data tables analysts read, each with a Distributed table `<table>_all` over the
- * cluster (docs/clickhouse.md, "On a cluster"). With one shard every replica holds every
- * row and the services read their own tables; with several shards, `_all` reads them all.
- * Rows are spread by their id, so the copies of a row meet in one shard, where the
- * table's dedup (FINAL, LIMIT 1 BY) sees them.
+ * Every ClickHouse data table a service reads or writes, with the sharding key of its
+ * Distributed table `<table>_all` (docs/clickhouse.md, "On a cluster"). In cluster mode
+ * (CLICKHOUSE_CLUSTER) the services insert and read through `_all` (layout.ts), and the
+ * key decides which shard a row lands on. Rows that must dedup or merge together share
+ * their key, so they meet in one shard, where the table's FINAL, LIMIT 1 BY and merges see
+ * them:
+ *
+ * - the copies of an event (and its first-seen time) by its id;
+ * - a monitor's checks, hourly rollup rows, screenshots and alerts by the monitor's id,
+ *   so a monitor's history reads from one shard (and its rollup rows, which the view
+ *   writes on the shard of the checks, sit beside them);
+ * - the rest by the columns that identify a row (their ReplacingMergeTree key's id).
+ *
+ * events_per_minute is written by its view on each shard's own events, so a minute's
+ * states are spread over the shards whatever its key; reads merge them (uniqExactMerge
+ * of the `_all` table: a set union). Its key only places the rows a deletion's recompute
+ * inserts (event-deletions.ts): one minute of a tenant on one shard.
+ *
+ * NOTE: 18.16's cityHash64 takes no UUID: the event ids are hashed as text.
  */
 export const DISTRIBUTED_TABLES: Record<string, string> = {
-  events: 'cityHash64(event_id)',
-  checks: 'cityHash64(id)',
-  alerts: 'cityHash64(id)',
+  events: 'cityHash64(toString(event_id))',
+  event_first_seen: 'cityHash64(toString(event_id))',
+  events_per_minute: 'cityHash64(tenant_id, minute)',
+  checks: 'cityHash64(monitor_id)',
+  checks_hourly: 'cityHash64(monitor_id)',
+  check_screenshots: 'cityHash64(monitor_id)',
+  alerts: 'cityHash64(monitor_id)',
   webhook_deliveries: 'cityHash64(id)',
+  failed_events: 'cityHash64(event_id)',
+  freshness: 'cityHash64(table_name, consumer)',
+  monitors: 'cityHash64(id)',
   audit_log: 'cityHash64(id)',
 };
 
 /** The tables of DISTRIBUTED_TABLES that live in a sibling of the data database (databases.ts). */
 const DISTRIBUTED_IN: Record<string, DatabaseRole> = { audit_log: 'audit' };
 
+/** The engine of `table`'s Distributed table in `database` on `cluster`, as CREATE TABLE says it. */
+export function distributedEngine(cluster: string, database: string, table: string): string {
+  const key = DISTRIBUTED_TABLES[table];
+  if (key === undefined) throw new Error(`no Distributed table for ${table}`);
+  return `Distributed(${sqlIdentifier(cluster)}, ${sqlIdentifier(database)}, ${sqlIdentifier(table)}, ${key})`;
+}
+
+/**
+ * An engine as text with its quoting and spacing taken out: 18.16 prints
+ * `Distributed(telemetry, db, events, cityHash64(…))`, current ClickHouse quotes the names.
+ */
+export function engineText(engine: string): string {
+  return engine.replace(/[`'"\s]/g, '');
+}
+
 /**
  * Creates each `_all` table that is missing, and makes again one whose columns are no
- * longer its table's (a migration added one; a Distributed table holds no data).
+ * longer its table's (a migration added one) or whose engine is not the one wanted (a
+ * new sharding key, an older release's): a Distributed table holds no data. Its table
+ * missing (a migration not applied yet on an older version), it is skipped.
  */
 async function distributedTablesOn(client: ClickHouseClient, data: string, cluster: string): Promise<void> {
   const c = sqlIdentifier(cluster);
-  for (const [table, key] of Object.entries(DISTRIBUTED_TABLES)) {
+  for (const table of Object.keys(DISTRIBUTED_TABLES)) {
     const database = databasesOf(data)[DISTRIBUTED_IN[table] ?? 'data'];
     const db = sqlIdentifier(database);
     const all = `${table}_all`;
-    const [want, have] = await Promise.all([columnsOf(client, database, table), columnsOf(client, database, all)]);
-    if (have === want) continue;
+    const engine = distributedEngine(cluster, database, table);
+    const [want, have, engineHad] = await Promise.all([
+      columnsOf(client, database, table),
+      columnsOf(client, database, all),
+      engineOf(client, database, all),
+    ]);
+    if (want === '') continue;
+    if (have === want && engineText(engineHad) === engineText(engine)) continue;
     if (have !== '')
       await client.command({ query: `DROP TABLE IF EXISTS ${db}.${sqlIdentifier(all)} ON CLUSTER ${c}` });
     await client.command({
       query: `CREATE TABLE IF NOT EXISTS ${db}.${sqlIdentifier(all)} ON CLUSTER ${c} AS ${db}.${sqlIdentifier(table)}
-        ENGINE = Distributed(${c}, ${db}, ${sqlIdentifier(table)}, ${key})`,
+        ENGINE = ${engine}`,
     });
   }
+}
+
+/** A table's engine_full ('' when it does not exist). */
+async function engineOf(client: ClickHouseClient, database: string, table: string): Promise<string> {
+  const rs = await client.query({
+    query: `SELECT engine_full FROM system.tables WHERE database = ${sqlString(database)} AND name = ${sqlString(table)}`,
+    format: 'JSONEachRow',
+  });
+  return (await rs.json<{ engine_full: string }>())[0]?.engine_full ?? '';
 }
 
 /**

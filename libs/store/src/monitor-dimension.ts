@@ -1,6 +1,8 @@
-import type { ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { FeedSubscriber, Logger, MigrationsByVersion } from '@telemetry/platform';
-import { sqlIdentifier, sqlStringList } from '@telemetry/platform';
+import { sqlStringList } from '@telemetry/platform';
+import { insertSettingsOf } from './distributed-writes.js';
+import { layoutOf, tableRef } from './layout.js';
 import type { MonitorSummary } from './registry/monitors.js';
 
 /**
@@ -71,14 +73,24 @@ function rowOf(m: MonitorSummary): DimensionRow {
 export class MonitorDimension implements FeedSubscriber {
   readonly entity = 'monitors';
   private readonly table: string;
+  private readonly insertSettings: ClickHouseSettings;
+  private readonly readSettings: ClickHouseSettings;
 
   constructor(
     private readonly client: ClickHouseClient,
     database: string,
     private readonly summaries: (ids?: readonly string[]) => Promise<MonitorSummary[]>,
     private readonly logger: Logger,
+    /**
+     * The service's config: with CLICKHOUSE_CLUSTER set (layoutOf) the table is written and
+     * read through `monitors_all`, the reads with `readSettings` (exact reads).
+     */
+    cluster: { clickhouseCluster?: string; readSettings?: ClickHouseSettings } = {},
   ) {
-    this.table = `${sqlIdentifier(database)}.monitors`;
+    const layout = layoutOf(cluster);
+    this.table = tableRef(database, 'monitors', layout);
+    this.insertSettings = insertSettingsOf(layout);
+    this.readSettings = cluster.readSettings ?? {};
   }
 
   /** Work not written yet: everything (at start, and after a failed write), and changed ids. */
@@ -141,6 +153,7 @@ export class MonitorDimension implements FeedSubscriber {
           argMax(deleted, version) AS d
         FROM ${this.table} GROUP BY tenant_id, id HAVING d = 0`,
       format: 'JSONEachRow',
+      clickhouse_settings: this.readSettings,
     });
     const showing = await shown.json<Shown>();
     const current = await this.summaries();
@@ -160,6 +173,7 @@ export class MonitorDimension implements FeedSubscriber {
         query: `SELECT tenant_id, id, argMax(name, version) AS n, argMax(type, version) AS t
           FROM ${this.table} WHERE id IN ${sqlStringList(missing)} GROUP BY tenant_id, id`,
         format: 'JSONEachRow',
+        clickhouse_settings: this.readSettings,
       });
       gone = (await rs.json<Shown>()).map((r) => this.deletedRow(r));
     }
@@ -184,7 +198,12 @@ export class MonitorDimension implements FeedSubscriber {
 
   private async write(rows: DimensionRow[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.client.insert({ table: this.table, values: rows, format: 'JSONEachRow' });
+    await this.client.insert({
+      table: this.table,
+      values: rows,
+      format: 'JSONEachRow',
+      clickhouse_settings: this.insertSettings,
+    });
     this.logger.debug('monitors dimension written', { rows: rows.length });
   }
 }

@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { type Engine, type Logger, PeriodicJob, sqlIdentifier, sqlNumber, sqlString } from '@telemetry/platform';
+import { mutationSql } from './distributed-writes.js';
 
 export interface RetentionRule {
   table: string;
@@ -46,6 +47,11 @@ export type RetentionAction = { table: string; partition: string } | { table: st
  * in its merges, and an analyst sees the rule in SHOW CREATE TABLE. ClickHouse 18.16 has
  * no TTL: whole partitions go, and only when their newest row (system.parts.max_time) is
  * older than the cut-off. Running either on several replicas at once is harmless.
+ *
+ * With CLICKHOUSE_CLUSTER `cluster` (docs/clickhouse.md, "On a cluster") each statement
+ * runs on the local tables ON CLUSTER, so every shard drops the partition or takes the
+ * TTL, and 18.16's partitions are planned from every shard's parts (the `cluster` table
+ * function: one replica of each shard), the newest row of a partition on any shard.
  */
 export async function applyRetention(
   client: ClickHouseClient,
@@ -54,11 +60,12 @@ export async function applyRetention(
   logger: Logger,
   engine: Engine,
   nowMs = Date.now(),
+  cluster = '',
 ): Promise<RetentionAction[]> {
   const actions: RetentionAction[] = [];
   for (const rule of rules) {
     if (engine.modern) {
-      const days = await followTtl(client, database, rule);
+      const days = await followTtl(client, database, rule, cluster);
       if (days !== null) {
         actions.push({ table: rule.table, ttlDays: days });
         logger.info('retention set the TTL', { table: rule.table, days });
@@ -68,7 +75,7 @@ export async function applyRetention(
     if (rule.days <= 0) continue;
     const cutoff = Math.floor(nowMs / 1000) - rule.days * 86_400;
     const rs = await client.query({
-      query: `SELECT partition, max(toUInt32(max_time)) AS newest FROM system.parts
+      query: `SELECT partition, max(toUInt32(max_time)) AS newest FROM ${partsOf(cluster)}
               WHERE database = ${sqlString(database)} AND table = ${sqlString(rule.table)} AND active
               GROUP BY partition HAVING newest < ${sqlNumber(cutoff)} ORDER BY partition`,
       format: 'JSONEachRow',
@@ -77,7 +84,10 @@ export async function applyRetention(
       // Our partition keys are toYYYYMMDD / toYYYYMM: plain numbers.
       if (!/^\d{6,8}$/.test(partition)) continue;
       await client.command({
-        query: `ALTER TABLE ${sqlIdentifier(database)}.${sqlIdentifier(rule.table)} DROP PARTITION ${sqlNumber(Number(partition))}`,
+        query: mutationSql(
+          `ALTER TABLE ${sqlIdentifier(database)}.${sqlIdentifier(rule.table)} DROP PARTITION ${sqlNumber(Number(partition))}`,
+          cluster,
+        ),
       });
       actions.push({ table: rule.table, partition });
       logger.info('retention dropped a partition', { table: rule.table, partition });
@@ -91,7 +101,12 @@ export async function applyRetention(
  * the table already said so or does not exist. The days are read back from the TTL
  * ClickHouse prints in system.tables.engine_full (`... TTL toDateTime(col) + toIntervalDay(N)`).
  */
-async function followTtl(client: ClickHouseClient, database: string, rule: RetentionRule): Promise<number | null> {
+async function followTtl(
+  client: ClickHouseClient,
+  database: string,
+  rule: RetentionRule,
+  cluster: string,
+): Promise<number | null> {
   const rs = await client.query({
     query: `SELECT engine_full FROM system.tables WHERE database = ${sqlString(database)} AND name = ${sqlString(rule.table)}`,
     format: 'JSONEachRow',
@@ -103,20 +118,29 @@ async function followTtl(client: ClickHouseClient, database: string, rule: Reten
   const target = `${sqlIdentifier(database)}.${sqlIdentifier(rule.table)}`;
   if (rule.days > 0 && Number(current) !== rule.days) {
     await client.command({
-      query: `ALTER TABLE ${target} MODIFY TTL toDateTime(${sqlIdentifier(rule.column)}) + toIntervalDay(${sqlNumber(rule.days)})`,
+      query: mutationSql(
+        `ALTER TABLE ${target} MODIFY TTL toDateTime(${sqlIdentifier(rule.column)}) + toIntervalDay(${sqlNumber(rule.days)})`,
+        cluster,
+      ),
     });
     return rule.days;
   }
   if (rule.days <= 0 && ttl) {
-    await client.command({ query: `ALTER TABLE ${target} REMOVE TTL` });
+    await client.command({ query: mutationSql(`ALTER TABLE ${target} REMOVE TTL`, cluster) });
     return 0;
   }
   return null;
 }
 
+/** The parts of this server (''), or of one replica of every shard of `cluster`. */
+function partsOf(cluster: string): string {
+  return cluster === '' ? 'system.parts' : `cluster(${sqlString(cluster)}, system, parts)`;
+}
+
 /**
  * Runs applyRetention every `intervalMs` (first run at start). On 18.16 rules of 0 days
- * do nothing; on current ClickHouse they remove a TTL set before.
+ * do nothing; on current ClickHouse they remove a TTL set before. `cluster`:
+ * CLICKHOUSE_CLUSTER ('' for one server).
  */
 export function retentionJob(
   client: ClickHouseClient,
@@ -125,13 +149,14 @@ export function retentionJob(
   intervalMs: number,
   logger: Logger,
   engine: Engine,
+  cluster = '',
 ): PeriodicJob {
   const active = engine.modern ? rules : rules.filter((r) => r.days > 0);
   return new PeriodicJob(
     'retention',
     intervalMs,
     async () => {
-      if (active.length > 0) await applyRetention(client, database, active, logger, engine);
+      if (active.length > 0) await applyRetention(client, database, active, logger, engine, Date.now(), cluster);
     },
     logger,
   );

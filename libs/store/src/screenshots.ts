@@ -1,6 +1,7 @@
 import { MONITOR_LIMITS, screenshotMessageSchema, type ScreenshotMessage, type Validators } from '@telemetry/contract';
-import { sqlIdentifier, sqlString, type MigrationsByVersion } from '@telemetry/platform';
+import { sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { nowSeconds, parseMessage, toMillis, type Decoded } from './rows.js';
+import { tableRef, type TableLayout } from './layout.js';
 
 /**
  * The `check_screenshots` table (docs/clickhouse.md, "check_screenshots"): the failure
@@ -116,8 +117,8 @@ export interface ScreenshotQuery {
 }
 
 /** The screenshot of one check of one tenant's monitor: one row or none. */
-export function screenshotSql(database: string, q: ScreenshotQuery): string {
-  return `SELECT png_base64 FROM ${sqlIdentifier(database)}.check_screenshots
+export function screenshotSql(database: string, layout: TableLayout, q: ScreenshotQuery): string {
+  return `SELECT png_base64 FROM ${tableRef(database, 'check_screenshots', layout)}
     WHERE tenant_id = ${sqlString(q.tenantId)} AND monitor_id = ${sqlString(q.monitorId)}
       AND check_id = ${sqlString(q.checkId)}
     LIMIT 1`;

@@ -1,5 +1,6 @@
 import { toIsoSeconds, type StatusPage } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, sqlStringList } from '@telemetry/platform';
+import { sqlNumber, sqlString, sqlStringList } from '@telemetry/platform';
+import { tableRef, type TableLayout } from './layout.js';
 
 /** A status page as stored: its tenant and row version. */
 export interface StoredStatusPage extends StatusPage {
@@ -52,13 +53,14 @@ export function publicStatusPageOf(p: StoredStatusPage): StatusPage {
  */
 export function dailyCountsSql(
   database: string,
+  layout: TableLayout,
   tenantId: string,
   ids: readonly string[],
   from: number,
   to: number,
 ): string {
   return `SELECT monitor_id, toUInt32(toStartOfDay(hour)) AS t, status, uniqExactMerge(checks) AS n
-    FROM ${sqlIdentifier(database)}.checks_hourly
+    FROM ${tableRef(database, 'checks_hourly', layout)}
     WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id IN ${sqlStringList(ids)}
       AND hour >= toDateTime(${sqlNumber(from)}) AND hour < toDateTime(${sqlNumber(to)})
     GROUP BY monitor_id, t, status`;
@@ -77,9 +79,14 @@ export interface DailyCountRow {
  * monitor_id and started (unix seconds). An incident is open while its down alert has
  * no up alert with the same incident id.
  */
-export function openIncidentsSql(database: string, tenantId: string, ids: readonly string[]): string {
+export function openIncidentsSql(
+  database: string,
+  layout: TableLayout,
+  tenantId: string,
+  ids: readonly string[],
+): string {
   return `SELECT monitor_id, toUnixTimestamp(minIf(created_at, type = 'monitor.down')) AS started
-    FROM ${sqlIdentifier(database)}.alerts
+    FROM ${tableRef(database, 'alerts', layout)}
     WHERE tenant_id = ${sqlString(tenantId)} AND monitor_id IN ${sqlStringList(ids)}
     GROUP BY monitor_id, incident_id
     HAVING countIf(type = 'monitor.down') > 0 AND countIf(type = 'monitor.up') = 0

@@ -9,6 +9,7 @@ import type { AuditLogRow } from './audit-log.js';
 import type { CheckRow } from './checks.js';
 import type { EventRow } from './events.js';
 import type { FailedEventRow } from './failed-events.js';
+import { tableRef, type TableLayout } from './layout.js';
 import type { ScreenshotRow } from './screenshots.js';
 import type { WebhookDeliveryRow } from './webhook-deliveries.js';
 
@@ -26,17 +27,19 @@ export interface StreamTableRows {
 export type StreamTables = { readonly [K in keyof StreamTableRows]: Table<StreamTableRows[K]> };
 
 /**
- * The stream consumer's tables in database `db` (a validated, quoted identifier), as
- * `db.name`; the audit log in `auditDb` (`<db>_audit`, quoted likewise: databases.ts).
+ * The stream consumer's tables of data database `database` as `layout` reaches them
+ * (tableRef: quoted `db.name`, or `db.name_all` on a cluster); the audit log in its
+ * sibling `<database>_audit` (databases.ts).
  */
-export function streamTables(db: string, auditDb: string): StreamTables {
+export function streamTables(database: string, layout: TableLayout): StreamTables {
+  const t = (name: keyof StreamTableRows): string => tableRef(database, name, layout);
   return {
-    events: table<EventRow>(`${db}.events`),
-    checks: table<CheckRow>(`${db}.checks`),
-    alerts: table<AlertRow>(`${db}.alerts`),
-    webhook_deliveries: table<WebhookDeliveryRow>(`${db}.webhook_deliveries`),
-    audit_log: table<AuditLogRow>(`${auditDb}.audit_log`),
-    failed_events: table<FailedEventRow>(`${db}.failed_events`),
-    check_screenshots: table<ScreenshotRow>(`${db}.check_screenshots`),
+    events: table<EventRow>(t('events')),
+    checks: table<CheckRow>(t('checks')),
+    alerts: table<AlertRow>(t('alerts')),
+    webhook_deliveries: table<WebhookDeliveryRow>(t('webhook_deliveries')),
+    audit_log: table<AuditLogRow>(t('audit_log')),
+    failed_events: table<FailedEventRow>(t('failed_events')),
+    check_screenshots: table<ScreenshotRow>(t('check_screenshots')),
   };
 }

@@ -7,9 +7,11 @@ import {
   type CheckError,
   type Validators,
 } from '@telemetry/contract';
-import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
+import { sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { beforeCursor, decodeTimed, type Decoded } from './rows.js';
+import { distinctBeforeLimit } from './distributed-reads.js';
+import { tableRef, type TableLayout } from './layout.js';
 
 /**
  * The `webhook_deliveries` table (docs/clickhouse.md): one row per attempt to deliver an
@@ -111,7 +113,7 @@ export interface WebhookDeliveriesQuery {
  * a next page exists. NOTE: a channel's attempts are not in the sort key's prefix
  * (tenant_id, monitor_id): its read scans the tenant's rows, bounded by the cursor's time.
  */
-export function webhookDeliveriesSql(database: string, q: WebhookDeliveriesQuery): string {
+export function webhookDeliveriesSql(database: string, layout: TableLayout, q: WebhookDeliveriesQuery): string {
   if ((q.monitorId === undefined) === (q.channelId === undefined)) {
     throw new Error('webhookDeliveriesSql: give a monitor or a channel');
   }
@@ -121,9 +123,9 @@ export function webhookDeliveriesSql(database: string, q: WebhookDeliveriesQuery
   if (q.status !== undefined) where.push(`status = ${sqlString(q.status)}`);
   if (q.alertId !== undefined) where.push(`alert_id = ${sqlString(q.alertId)}`);
   if (q.cursor) where.push(...beforeCursor('attempted_at', 'attempted_at_ms', q.cursor));
-  return `SELECT id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
+  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
       attempted_at_ms, channel, channel_id, kind
-    FROM ${sqlIdentifier(database)}.webhook_deliveries
+    FROM ${tableRef(database, 'webhook_deliveries', layout)}
     WHERE ${where.join(' AND ')}
     ORDER BY attempted_at_ms DESC, id DESC
     LIMIT 1 BY id

@@ -20,10 +20,14 @@ export interface AssignmentDeps {
   groupId: string;
   sessionTimeoutMs: number;
   /**
-   * A capability group (`browser`): its members are the runners that have it, and own
-   * the monitors that need it. Names the component and its gauge apart from the main group's.
+   * A group besides the location's: `browser` (its members are the runners with Chromium,
+   * and own the monitors that need it) or `decide` (every runner, whatever its location:
+   * the owners decide the monitors of several locations, decision.ts). Names the
+   * component and its gauge apart from the main group's.
    */
   capability?: string;
+  /** The help of the group's gauge (runner_owned_<capability>_partitions). */
+  gaugeHelp?: string;
   /** A registry change notice arrived for a monitor this runner owns. */
   onNotice: (change: MonitorChange) => void;
   /** The set of owned partitions changed (joined, lost, rebalanced). */
@@ -57,9 +61,11 @@ export class GroupAssignment implements Component {
     this.name = cap ? `runner-group-${cap}` : 'runner-group';
     this.ownedGauge = new Gauge({
       name: cap ? `runner_owned_${cap}_partitions` : 'runner_owned_partitions',
-      help: cap
-        ? `Partitions of the monitor-changes topic (shares of the ${cap} monitors) this runner owns in its ${cap} group`
-        : 'Partitions of the monitor-changes topic (shares of the monitors) this runner owns',
+      help:
+        deps.gaugeHelp ??
+        (cap
+          ? `Partitions of the monitor-changes topic (shares of the ${cap} monitors) this runner owns in its ${cap} group`
+          : 'Partitions of the monitor-changes topic (shares of the monitors) this runner owns'),
       registers: [deps.registry],
     });
     this.consumer = deps.consumers({

@@ -41,7 +41,7 @@ export const runnerSpec = {
   groupId: v.str(
     'RUNNER_GROUP_ID',
     'telemetry-check-runners',
-    'Kafka consumer group whose members divide the monitors among them',
+    'Kafka consumer group whose members divide the monitors among them (`.<location>` appended outside default); every runner also joins `<RUNNER_GROUP_ID>.all.decide`, whose members divide the deciding of the monitors of several locations',
   ),
   sessionTimeoutMs: v.int(
     'RUNNER_SESSION_TIMEOUT_MS',

@@ -10,6 +10,7 @@ import {
   type LastAlertRow,
   type MonitorStore,
   type StoredMonitor,
+  type TableLayout,
 } from '@telemetry/store';
 
 /**
@@ -58,13 +59,14 @@ export class RegistryCache {
 export async function lastAlerts(
   client: ClickHouseClient,
   database: string,
+  layout: TableLayout,
   ids: readonly string[],
 ): Promise<Map<string, { type: string; incident_id: string; maintenance: boolean }>> {
   const rows: LastAlertRow[] = [];
   // A runner taking on thousands of monitors asks in slices (ClickHouse's max_query_size is 256 KiB).
   for (let i = 0; i < ids.length; i += LOOKUP_SLICE) {
     const rs = await client.query({
-      query: lastAlertsSql(database, ids.slice(i, i + LOOKUP_SLICE)),
+      query: lastAlertsSql(database, layout, ids.slice(i, i + LOOKUP_SLICE)),
       format: 'JSONEachRow',
     });
     rows.push(...(await rs.json<LastAlertRow>()));
@@ -76,10 +78,17 @@ export async function lastAlerts(
 async function storedChecks(
   client: ClickHouseClient,
   database: string,
+  layout: TableLayout,
   m: Pick<StoredMonitor, 'id' | 'tenant_id'>,
   q: Pick<ChecksQuery, 'from' | 'statuses' | 'ids' | 'locations' | 'limit' | 'order'>,
 ): Promise<CheckMessage[]> {
-  const sql = checksSql(database, { tenantId: m.tenant_id, monitorId: m.id, to: undefined, cursor: undefined, ...q });
+  const sql = checksSql(database, layout, {
+    tenantId: m.tenant_id,
+    monitorId: m.id,
+    to: undefined,
+    cursor: undefined,
+    ...q,
+  });
   const rs = await client.query({ query: sql, format: 'JSONEachRow' });
   return (await rs.json<CheckHistoryRow>()).map((r) => {
     const { tls_days_left: _days, error, location, detail, timings: _t, screenshot: _s, ...c } = rowToCheck(r);
@@ -97,12 +106,13 @@ async function storedChecks(
 export function slotChecks(
   client: ClickHouseClient,
   database: string,
+  layout: TableLayout,
   m: StoredMonitor,
   ids: string[],
   slot: number,
 ): Promise<CheckMessage[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return storedChecks(client, database, m, {
+  return storedChecks(client, database, layout, m, {
     ids,
     from: Math.floor(slot / 1000) - 1,
     statuses: [],
@@ -115,10 +125,11 @@ export function slotChecks(
 export async function lastHeartbeat(
   client: ClickHouseClient,
   database: string,
+  layout: TableLayout,
   m: StoredMonitor,
   sinceSeconds: number,
 ): Promise<{ id: string; created_at: string } | undefined> {
-  const [c] = await storedChecks(client, database, m, {
+  const [c] = await storedChecks(client, database, layout, m, {
     from: sinceSeconds,
     statuses: ['up'],
     locations: [''],

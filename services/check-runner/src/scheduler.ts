@@ -1,9 +1,9 @@
-import type { AlertMessage, CheckMessage } from '@telemetry/contract';
+import type { AlertMessage } from '@telemetry/contract';
 import { FairSlots, sleepOn, systemClock, type Clock, type Component } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
 import { publishAlerts } from './alerts.js';
 import { runCheck, type CheckDeps } from './check.js';
-import { decidesHere, SlotDecider, type DecisionDeps, type PendingDecisions } from './decision.js';
+import { decidedByChecker, SlotDecisions, type DecisionDeps } from './decision.js';
 import { SchedulerMetrics } from './metrics.js';
 import { nextSlot } from './slots.js';
 import { INITIAL_STATE, type AlertState } from './state.js';
@@ -12,10 +12,12 @@ import { transition } from './transition.js';
 // Where it was before slots.ts: test/e2e/fair-checks.int.test.ts reads the slot grid from here.
 export { phaseOf } from './slots.js';
 
-export interface SchedulerDeps extends CheckDeps, Omit<DecisionDeps, 'clock' | 'settleMs'> {
+export interface SchedulerDeps extends CheckDeps, Omit<DecisionDeps, 'clock' | 'settleMs' | 'metrics'> {
   monitors: { all(): Iterable<StoredMonitor> };
-  /** Does this runner own the monitor now (see GroupAssignment)? */
+  /** Does this runner check the monitor now (its location's group, or the browser group: see GroupAssignment)? */
   owns(monitorId: string): boolean;
+  /** Does this runner own the monitor in the decide group (decision.ts), whatever its location? */
+  decides(monitorId: string): boolean;
   /** Where each monitor's alerting state starts when this runner takes it on. */
   loadStates(ids: string[]): Promise<Map<string, AlertState>>;
   publishAlert(alert: AlertMessage): Promise<void>;
@@ -40,16 +42,15 @@ interface Entry {
   state?: AlertState;
   running?: Promise<void>;
   abort?: AbortController;
-  /** Decisions of multi-location slots waiting for the other locations' checks (decision.ts). */
-  decisions: PendingDecisions;
 }
 
 /**
  * Runs the checks of the monitors this runner owns, each on its own slot grid (slots.ts):
  * timers, ownership and the fair share of check slots. What a slot does lives beside it:
- * the check (check.ts, probes/), the multi-location decision (decision.ts), the state
- * change (transition.ts) and its alerts (alerts.ts), each published to Kafka and
- * acknowledged before the next step.
+ * the check (check.ts, probes/), the state change (transition.ts) and its alerts
+ * (alerts.ts), each published to Kafka and acknowledged before the next step. The slots
+ * of monitors of several locations are decided apart from their checks, by whichever
+ * runner owns them in the decide group (decision.ts, run from here).
  */
 export class Scheduler implements Component {
   readonly name = 'scheduler';
@@ -61,7 +62,7 @@ export class Scheduler implements Component {
   private reloadAgain = false;
   private warnedNoMonitor = false;
   private readonly metrics: SchedulerMetrics;
-  private readonly decider: SlotDecider;
+  private readonly decisions: SlotDecisions;
   private readonly clock: Clock;
   /** What a slot's check and its alerts are run with (check.ts, alerts.ts). */
   private readonly slotDeps: SchedulerDeps & { clock: Clock; metrics: SchedulerMetrics };
@@ -70,7 +71,12 @@ export class Scheduler implements Component {
     this.clock = deps.clock ?? systemClock;
     this.slots = new FairSlots(deps.maxConcurrentChecks);
     this.metrics = new SchedulerMetrics(deps.registry);
-    this.decider = new SlotDecider({ ...deps, clock: this.clock, settleMs: deps.stateSettleMs });
+    this.decisions = new SlotDecisions({
+      ...deps,
+      clock: this.clock,
+      settleMs: deps.stateSettleMs,
+      metrics: this.metrics,
+    });
     this.slotDeps = { ...deps, clock: this.clock, metrics: this.metrics };
   }
 
@@ -100,14 +106,14 @@ export class Scheduler implements Component {
     for (const [id, m] of desired) {
       const e = this.entries.get(id);
       if (!e) {
-        this.entries.set(id, { monitor: m, decisions: { timers: new Set() } });
+        this.entries.set(id, { monitor: m });
         pending = true;
       } else if (e.monitor.version !== m.version) {
-        const wasDecider = decidesHere(e.monitor, this.deps.location);
+        const wasDecider = decidedByChecker(e.monitor);
         e.monitor = m;
-        if (wasDecider !== decidesHere(m, this.deps.location)) {
-          // It decides here now (or no longer): start from its last alert, as on a handover.
-          this.decider.clear(e.decisions);
+        if (wasDecider !== decidedByChecker(m)) {
+          // Its checker decides now (one location left), or no longer: start from its last
+          // alert, as on a handover (the decide group's owner starts from it too).
           this.clock.clearTimeout(e.timer);
           e.state = undefined;
           pending = true;
@@ -117,6 +123,7 @@ export class Scheduler implements Component {
     this.metrics.owned.set(this.entries.size);
     this.warnIfNoMonitorHere();
     if (pending) this.loadPending();
+    this.decisions.reconcile();
   }
 
   /** Once: a runner whose location no monitor lists checks nothing (RUNNER_LOCATION set after monitors were made?). */
@@ -133,13 +140,11 @@ export class Scheduler implements Component {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const e of this.entries.values()) {
-      this.clock.clearTimeout(e.timer);
-      this.decider.clear(e.decisions);
-    }
-    const running = [...this.entries.values()].flatMap((e) =>
-      [e.running, e.decisions.chain].filter((p) => p !== undefined),
-    );
+    for (const e of this.entries.values()) this.clock.clearTimeout(e.timer);
+    const running = [
+      ...[...this.entries.values()].flatMap((e) => (e.running ? [e.running] : [])),
+      ...this.decisions.stop(),
+    ];
     // Checks in flight finish (and publish) if they can within 5 s; then they are cut.
     const grace = new Promise((r) => this.clock.setTimeout(() => r(undefined), 5000, { unref: true }));
     await Promise.race([Promise.all(running), grace]);
@@ -153,9 +158,13 @@ export class Scheduler implements Component {
     return [...this.entries.keys()];
   }
 
+  /** Monitors of several locations decided here now (for tests and logs). */
+  deciding(): string[] {
+    return this.decisions.deciding();
+  }
+
   private drop(id: string, e: Entry): void {
     this.clock.clearTimeout(e.timer);
-    this.decider.clear(e.decisions);
     e.abort?.abort();
     this.entries.delete(id);
   }
@@ -256,32 +265,14 @@ export class Scheduler implements Component {
       signal,
       () => this.entries.get(m.id) === e && this.deps.owns(m.id),
     );
-    // The runners of a monitor's first location decide; the others only check.
-    if (!ran || !decidesHere(m, this.deps.location)) return;
-    const apply = (check: CheckMessage): Promise<void> => this.apply(e, check, ran.startedAt);
-    if (m.locations.length === 1) return apply(ran.check);
-    // Decided on the monitor's settings as they are now (a change may have come in while it ran).
-    this.decider.later(e.decisions, e.monitor, slot, ran.check, () => this.stillDeciding(e), apply);
-  }
-
-  /** Moves the monitor's state on the slot's check (transition.ts) once its alerts are published. */
-  private async apply(e: Entry, check: CheckMessage, startedAt: Date): Promise<void> {
-    const { next, alerts } = transition(e.state ?? INITIAL_STATE, check, e.monitor, {
-      startedAt,
+    // A monitor of several locations is decided by the decide group's owner (decision.ts):
+    // its checkers only check.
+    if (!ran || !decidedByChecker(m)) return;
+    // Moves the monitor's state on the slot's check once its alerts are published.
+    const { next, alerts } = transition(e.state ?? INITIAL_STATE, ran.check, e.monitor, {
+      startedAt: ran.startedAt,
       now: this.clock.now(),
     });
     if (await publishAlerts(this.slotDeps, alerts)) e.state = next;
-  }
-
-  /** Still the monitor's decider here: not stopped, not handed over, not removed. */
-  private stillDeciding(e: Entry): boolean {
-    const m = e.monitor;
-    return (
-      !this.stopping &&
-      this.entries.get(m.id) === e &&
-      this.deps.owns(m.id) &&
-      decidesHere(m, this.deps.location) &&
-      e.state !== undefined
-    );
   }
 }

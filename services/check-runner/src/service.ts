@@ -13,9 +13,18 @@ import {
   ServiceRunner,
   type Logger,
 } from '@telemetry/platform';
-import { ChannelStore, EscalationPolicyStore, IncidentAlertStore, MonitorStore, registryFeed } from '@telemetry/store';
+import {
+  ChannelStore,
+  EscalationPolicyStore,
+  IncidentAlertStore,
+  layoutOf,
+  MonitorStore,
+  readSettingsOf,
+  registryFeed,
+} from '@telemetry/store';
 import { StatusDeliveryStore, StatusPageStore, SubscriptionLinks } from '@telemetry/store';
 import { GroupAssignment } from './assignment.js';
+import { decideGroupId } from './decision.js';
 import { BrowserPool } from './browser-pool.js';
 import { AckLinks, CHANNELS, createMailer } from '@telemetry/alerting';
 import { alertingData, monitorTargets } from './targets.js';
@@ -40,13 +49,18 @@ export interface CheckRunner {
   assignment: GroupAssignment;
   /** The browser capability group and Chromium: only with RUNNER_CHROMIUM_PATH. */
   browserAssignment?: GroupAssignment;
+  /** The decide group: every runner, whatever its location (decision.ts). */
+  decideAssignment: GroupAssignment;
   browsers?: BrowserPool;
 }
 
 export async function startCheckRunner(config: RunnerConfig, logger: Logger): Promise<CheckRunner> {
   const registry = createRegistry('check-runner');
+  // With CLICKHOUSE_CLUSTER its reads (checks, last alerts) go through the `_all` tables,
+  // with the settings that keep them exact (distributed-reads.ts).
+  const layout = layoutOf(config);
   // Checks go on from the last copy of the registry while ClickHouse is away.
-  const ch = clickhouseComponent(config, logger, { essential: false });
+  const ch = clickhouseComponent(config, logger, { essential: false, settings: readSettingsOf(layout) });
   const { admin, producer: newProducer, groupConsumers } = serviceKafka(config, 'runner', logger);
   const producer = newProducer({ registry, ackTimeoutMs: 10_000 });
   // Results of checks that end together share a produce request (one per check would
@@ -91,6 +105,15 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     onChange: reconcile,
   };
   const assignment = new GroupAssignment({ ...groupDeps, groupId });
+  // Every runner, whatever its location, divides the deciding of the monitors of several
+  // locations with all the others (docs/monitors.md, "Who decides"): losing a whole
+  // location moves its share to the runners left.
+  const decideAssignment = new GroupAssignment({
+    ...groupDeps,
+    groupId: decideGroupId(config.groupId),
+    capability: 'decide',
+    gaugeHelp: 'Partitions of the monitor-changes topic this runner owns in the decide group (every runner)',
+  });
   // Browser monitors need Chromium: the runners that have it divide them among themselves in
   // a group of their own (docs/browser-checks.md, "Capacity"); a runner without it never joins.
   const browsers = config.chromiumPath
@@ -113,7 +136,7 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const probe = probeWith(
     probeMap(
       {
-        lastCall: (m, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, m, since),
+        lastCall: (m, since) => lastHeartbeat(ch.client, config.clickhouseDatabase, layout, m, since),
         settleMs: config.stateSettleMs,
         now: () => Date.now(),
       },
@@ -124,12 +147,13 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const scheduler: Scheduler = new Scheduler({
     monitors,
     owns,
+    decides: (id) => decideAssignment.owns(id),
     loadStates: async (ids) => {
-      const last = await lastAlerts(ch.client, config.clickhouseDatabase, ids);
+      const last = await lastAlerts(ch.client, config.clickhouseDatabase, layout, ids);
       return new Map(ids.map((id) => [id, stateFromLastAlert(last.get(id))]));
     },
     probe: (m, ctx) => probe(m, { ...ctx, policy }),
-    slotChecks: (m, ids, slot) => slotChecks(ch.client, config.clickhouseDatabase, m, ids, slot),
+    slotChecks: (m, ids, slot) => slotChecks(ch.client, config.clickhouseDatabase, layout, m, ids, slot),
     publishCheck: (c) => publisher.send(config.checksTopic, [{ key: c.monitor_id, value: JSON.stringify(c) }]),
     // One screenshot per produce request (up to 700 KB encoded): never batched with others.
     publishScreenshot: (shot) =>
@@ -250,9 +274,9 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
   const http = healthServer({ runner, registry, logger, ...config });
   // Start in this order; stop in reverse: run-once stops taking requests (runs in flight
-  // reply), the scheduler stops checking (in-flight checks
-  // finish and publish), then the runner leaves the group (its monitors move to the
-  // others at once), then the escalation clock stops (a row cut short is sent again by
+  // reply), the scheduler stops checking and deciding (in-flight checks and decisions
+  // finish and publish), then the runner leaves its groups (its monitors and its decisions
+  // move to the others at once), then the escalation clock stops (a row cut short is sent again by
   // another runner once its lease ends), then webhooks stop (uncommitted alerts are delivered by another),
   // then the producer, the registry feed, PostgreSQL, ClickHouse, the egress re-resolution, and HTTP last.
   // The status-page deliverer and maintenance notices stop first (a send in flight finishes
@@ -268,6 +292,8 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     clock,
     // Chromium stops after the checks that use it (the scheduler, below).
     ...(browsers ? [browsers] : []),
+    // The decide group is left after the location's group: checks move first.
+    decideAssignment,
     assignment,
     ...(browserAssignment ? [browserAssignment] : []),
     scheduler,
@@ -281,5 +307,5 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
     runner_id: config.runnerId,
     browser: browsers ? config.chromiumPath : 'none',
   });
-  return { runner, http, scheduler, assignment, browserAssignment, browsers };
+  return { runner, http, scheduler, assignment, browserAssignment, decideAssignment, browsers };
 }

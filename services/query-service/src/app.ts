@@ -34,7 +34,7 @@ import {
   type StatusPageStore,
   type StoredStatusPage,
 } from '@telemetry/store';
-import type { ReportStore } from '@telemetry/store';
+import type { ReportStore, TableLayout } from '@telemetry/store';
 import type { CheckTail } from './check-tail.js';
 import { checksRoute } from './checks.route.js';
 import { screenshotRoute } from './screenshots.route.js';
@@ -75,6 +75,8 @@ import { reportRoutes } from './status/reports.route.js';
 
 export interface QueryDeps {
   config: QueryConfig;
+  /** Where the ClickHouse data tables are read (layoutOf(config), made once in service.ts). */
+  layout: TableLayout;
   logger: Logger;
   registry: Registry;
   keys: Pick<KeyStore, 'authenticate'>;
@@ -151,6 +153,7 @@ export function createQueryApp(deps: QueryDeps): Express {
   const read: ReadDeps = {
     reader: deps.reader,
     database: deps.config.clickhouseDatabase,
+    layout: deps.layout,
     logger: deps.logger,
     queryTimeoutMs: deps.config.queryTimeoutMs,
   };
@@ -220,6 +223,7 @@ export function createQueryApp(deps: QueryDeps): Express {
       tail: deps.tail,
       reader: deps.reader,
       database: deps.config.clickhouseDatabase,
+      layout: deps.layout,
       logger: deps.logger,
       defaultLimit: deps.config.defaultLimit,
       maxLimit: deps.config.maxLimit,
@@ -245,6 +249,7 @@ export function createQueryApp(deps: QueryDeps): Express {
       client: deps.exportClient,
       slots: deps.exportSlots,
       database: deps.config.clickhouseDatabase,
+      layout: deps.layout,
       logger: deps.logger,
       exportTimeoutMs: deps.config.exportTimeoutMs,
       maxRangeDays: deps.config.exportMaxRangeDays,

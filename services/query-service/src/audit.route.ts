@@ -66,7 +66,9 @@ export function auditParams(req: Parameters<RequestHandler>[0]): Omit<AuditQuery
 export function auditRoutes(app: Express, deps: ReadDeps & { auth: RequestHandler }): void {
   app.get('/api/audit', deps.auth, async (req, res) => {
     const q: AuditQuery = { ...auditParams(req), tenantId: tenantOf(res) };
-    const rows = await readRows<AuditLogReadRow>(deps, req, 'audit log query', () => auditLogSql(deps.database, q));
+    const rows = await readRows<AuditLogReadRow>(deps, req, 'audit log query', () =>
+      auditLogSql(deps.database, deps.layout, q),
+    );
     sendPage(req, res, rows, q.limit, (r) => [Number(r.at_ms), r.id], rowToAuditEntry);
   });
 }

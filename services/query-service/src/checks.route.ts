@@ -58,7 +58,9 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
       );
       return;
     }
-    const rows = await readRows<CheckHistoryRow>(deps, req, 'checks query', () => checksSql(deps.database, q));
+    const rows = await readRows<CheckHistoryRow>(deps, req, 'checks query', () =>
+      checksSql(deps.database, deps.layout, q),
+    );
     sendPage(
       req,
       res,

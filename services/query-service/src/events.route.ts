@@ -27,7 +27,7 @@ export function eventsPerMinuteRoute(deps: ReadDeps): RequestHandler {
     if (from > to) throw bad('from', 'must not be after to');
     if (to - from > EVENTS_MAX_RANGE_SECONDS) throw bad('from', 'at most 24 hours per request');
     const rows = await readRows<EventsPerMinuteRow>(deps, req, 'events per minute query', () =>
-      eventsPerMinuteSql(deps.database, tenantOf(res), from, to, EVENTS_MAX_ROWS + 1, bots as BotFilter),
+      eventsPerMinuteSql(deps.database, deps.layout, tenantOf(res), from, to, EVENTS_MAX_ROWS + 1, bots as BotFilter),
     );
     res.setHeader('Cache-Control', 'private, no-cache');
     res.json({

@@ -11,7 +11,7 @@ import {
   type Logger,
   type Slots,
 } from '@telemetry/platform';
-import { checksSql, rowToCheck, type CheckHistoryRow } from '@telemetry/store';
+import { checksSql, rowToCheck, type CheckHistoryRow, type TableLayout } from '@telemetry/store';
 import type { VerifiedKey } from '@telemetry/store';
 import { monitorIdOf, rangeParams, statusesParam, tenantOf } from './params.js';
 
@@ -27,6 +27,7 @@ export interface ExportRouteDeps {
   /** The exports' own pool: a full pool never delays readiness or the list. */
   client: ClickHouseClient;
   database: string;
+  layout: TableLayout;
   logger: Logger;
   /** Exports streaming now: EXPORT_MAX_CONCURRENT in all, EXPORT_MAX_PER_KEY per key. */
   slots: Slots;
@@ -62,7 +63,7 @@ export function exportRoute(deps: ExportRouteDeps): RequestHandler {
       throw bad('from', `an export covers at most ${deps.maxRangeDays} days (EXPORT_MAX_RANGE_DAYS); split the range`);
     }
     // The list's query without a page limit: same filters, same duplicate removal.
-    const query = checksSql(deps.database, {
+    const query = checksSql(deps.database, deps.layout, {
       tenantId: tenantOf(res),
       monitorId,
       limit: null,

@@ -26,7 +26,7 @@ export function incidentsRoute(deps: IncidentsRouteDeps): RequestHandler[] {
   const read: RequestHandler = async (req, res) => {
     const { id, limit, status } = res.locals.incidents as { id: string; limit: number; status?: string };
     const rows = await readRows<IncidentRow>(deps, req, 'incidents query', () =>
-      incidentsSql(deps.database, tenantOf(res), id, limit, status),
+      incidentsSql(deps.database, deps.layout, tenantOf(res), id, limit, status),
     );
     const now = Math.floor(Date.now() / 1000);
     const incidents = rows.map((r) => rowToIncident(r, id, now));

@@ -115,7 +115,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
   /** What the checks and alerts of these monitors say: their status in the API. */
   const activity = (req: Request, tenantId: string, ids: string[]): Promise<Map<string, MonitorActivity>> =>
     storeCall(req, 'monitor status', () =>
-      monitorActivity(deps.reader, deps.database, tenantId, ids, AbortSignal.timeout(deps.queryTimeoutMs)),
+      monitorActivity(deps.reader, deps.database, deps.layout, tenantId, ids, AbortSignal.timeout(deps.queryTimeoutMs)),
     );
   /**
    * The API's view of a monitor: a heartbeat monitor's with its token, for keys that may

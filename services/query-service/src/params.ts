@@ -1,14 +1,15 @@
 import type { Request, Response } from 'express';
-import type { VerifiedKey } from '@telemetry/store';
+import type { TableLayout, VerifiedKey } from '@telemetry/store';
 import { CHECK_STATUSES, ID_PATTERN, LIMITS, TIME_PARAM_PATTERN } from '@telemetry/contract';
 import { bad, single, AppError, StoreUnavailableError, type ClickHouseReader, type Logger } from '@telemetry/platform';
 
 /** Parameters of the monitor routes: every rule answers 400 INVALID_PARAMETER. */
 
-/** What every read route needs: the lean reader, the database, the logger, the query deadline. */
+/** What every read route needs: the lean reader, the database and how to reach its tables, the logger, the query deadline. */
 export interface ReadDeps {
   reader: ClickHouseReader;
   database: string;
+  layout: TableLayout;
   logger: Logger;
   queryTimeoutMs: number;
 }

@@ -24,7 +24,7 @@ export function screenshotRoute(deps: ReadDeps): RequestHandler {
       throw bad('check_id', `a check id is 1-${LIMITS.maxMonitorIdLength} letters, digits and . _ : -`);
     }
     const [row] = await readRows<ScreenshotReadRow>(deps, req, 'screenshot query', () =>
-      screenshotSql(deps.database, { tenantId: tenantOf(res), monitorId, checkId }),
+      screenshotSql(deps.database, deps.layout, { tenantId: tenantOf(res), monitorId, checkId }),
     );
     if (!row) throw new AppError('SCREENSHOT_NOT_FOUND', 'This check has no screenshot (or it is past its retention).');
     const png = Buffer.from(row.png_base64, 'base64');

@@ -34,6 +34,8 @@ import {
   InvitationLinks,
   checksSql,
   decodeCheck,
+  layoutOf,
+  readSettingsOf,
   type CheckHistoryRow,
   KeyStore,
   loadKeyRecords,
@@ -48,6 +50,7 @@ import {
   TotpStore,
   StatusPageStore,
   type StoredStatusPage,
+  type TableLayout,
   DomainStore,
   verifiedDomainMirror,
   RateBuckets,
@@ -74,18 +77,23 @@ export interface QueryService {
 
 export async function startQueryService(config: QueryConfig, logger: Logger): Promise<QueryService> {
   const registry = createRegistry('query-service');
+  // With CLICKHOUSE_CLUSTER every read goes through the `_all` tables, with the settings
+  // that keep its answers exact (distributed-reads.ts): one layout for every read below.
+  const layout = layoutOf(config);
+  const reads = readSettingsOf(layout);
   // Three pools, so that no user query can hold a socket readiness needs:
   // `ch` (readiness pings only), `reader` (list, summary, incidents) and
   // `exports` (one socket per export slot). The registry writer is a fourth.
   const ch = clickhouseComponent(config, logger, {
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     // Bounds every query on the server side too (ClickHouse 18.16 knows these).
-    settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
+    settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000, ...reads },
     maxOpenConnections: 2,
   });
   const exports = clickhouseComponent(config, logger, {
     requestTimeoutMs: config.exportTimeoutMs + 1000,
     maxOpenConnections: config.exportMaxConcurrent,
+    settings: reads,
     name: 'clickhouse-export',
     ping: false,
   });
@@ -95,7 +103,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     username: config.clickhouseUser,
     password: config.clickhousePassword,
     database: config.clickhouseDatabase,
-    settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000 },
+    settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000, ...reads },
     maxSockets: config.maxQueriesInFlight,
   });
   // The registry is written with its own user, allowed the registry database only:
@@ -106,6 +114,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     name: 'clickhouse-registry',
     database: config.clickhouseDatabase,
+    // The monitors dimension's reads (of monitors_all on a cluster) are exact too.
+    settings: reads,
     // Serves monitor writes, which users send: readiness is `ch`'s.
     ping: false,
   });
@@ -129,7 +139,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     registry,
   );
   const validators = createValidators();
-  const tail = config.tailChecksPerMonitor > 0 ? hotTail(config, logger, registry, reader, validators) : [];
+  const tail = config.tailChecksPerMonitor > 0 ? hotTail(config, layout, logger, registry, reader, validators) : [];
   const keys = new KeyStore((ids) => loadKeyRecords(pool, ids));
   feed.subscribe(keys.mirror);
   // Monitor and webhook URLs that are IP literals the runners would refuse, or our own
@@ -152,7 +162,11 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   feed.subscribe(directory.feedSubscriber());
   // Analysts' monitors table in ClickHouse follows every change (no secrets in it).
   feed.subscribe(
-    new MonitorDimension(registryCh.client, config.clickhouseDatabase, (ids) => monitors.summaries(ids), logger),
+    // On a cluster written through monitors_all (sharded by id).
+    new MonitorDimension(registryCh.client, config.clickhouseDatabase, (ids) => monitors.summaries(ids), logger, {
+      ...config,
+      readSettings: reads,
+    }),
   );
   // The change log keeps a week: any replica away longer loads everything again.
   const prune = new PeriodicJob('registry change log pruning', 3_600_000, () => pruneRegistryChanges(pool, 7), logger);
@@ -272,6 +286,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     consoleAssets: loadConsoleAssets(logger),
     policy,
     config,
+    layout,
     logger,
     registry,
     keys,
@@ -337,6 +352,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
  */
 function hotTail(
   config: QueryConfig,
+  layout: TableLayout,
   logger: Logger,
   registry: Registry,
   reader: ClickHouseReader,
@@ -346,7 +362,7 @@ function hotTail(
     load: async (tenantId, monitorId, limit) =>
       (
         await reader.query<CheckHistoryRow>(
-          checksSql(config.clickhouseDatabase, {
+          checksSql(config.clickhouseDatabase, layout, {
             tenantId,
             monitorId,
             // checksSql asks for one row more than its limit.

@@ -251,16 +251,16 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): Stat
     const names = new Map(monitors.map((m) => [m.id, m.name]));
     const [activity, counts, open, reports] = await storeCall(req, 'status page', () =>
       Promise.all([
-        monitorActivity(deps.reader, deps.database, tenantId, ids, signal),
+        monitorActivity(deps.reader, deps.database, deps.layout, tenantId, ids, signal),
         ids.length === 0
           ? Promise.resolve([])
           : deps.reader
-              .query<DailyCountRow>(dailyCountsSql(deps.database, tenantId, ids, from, to), signal)
+              .query<DailyCountRow>(dailyCountsSql(deps.database, deps.layout, tenantId, ids, from, to), signal)
               .then((r) => r.data),
         ids.length === 0
           ? Promise.resolve([])
           : deps.reader
-              .query<OpenIncidentRow>(openIncidentsSql(deps.database, tenantId, ids), signal)
+              .query<OpenIncidentRow>(openIncidentsSql(deps.database, deps.layout, tenantId, ids), signal)
               .then((r) => r.data),
         openReportsOf(deps.reports, page, names),
       ]),

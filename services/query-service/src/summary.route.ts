@@ -76,7 +76,7 @@ export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
       sendCacheable(req, res, kept, cacheControlFor(q.to));
       return;
     }
-    const sql = summarySql(deps.database, q);
+    const sql = summarySql(deps.database, deps.layout, q);
     let countRows: SummaryCountRow[];
     let quantiles: { data: SummaryQuantileRow[]; totals?: SummaryQuantileRow };
     let incidents: IncidentSpanRow[];
@@ -86,7 +86,7 @@ export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
         deps.reader.query<SummaryCountRow>(sql.counts, signal),
         deps.reader.query<SummaryQuantileRow>(sql.quantiles, signal),
         deps.reader.query<IncidentSpanRow>(
-          incidentSpansSql(deps.database, q.tenantId, q.monitorId, q.from, q.to),
+          incidentSpansSql(deps.database, deps.layout, q.tenantId, q.monitorId, q.from, q.to),
           signal,
         ),
       ]);

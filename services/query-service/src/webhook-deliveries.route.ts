@@ -47,7 +47,7 @@ export async function sendDeliveries(
   q: WebhookDeliveriesQuery,
 ): Promise<void> {
   const rows = await readRows<WebhookDeliveryReadRow>(deps, req, 'webhook deliveries query', () =>
-    webhookDeliveriesSql(deps.database, q),
+    webhookDeliveriesSql(deps.database, deps.layout, q),
   );
   sendPage(req, res, rows, q.limit, (r) => [Number(r.attempted_at_ms), r.id], rowToWebhookDelivery);
 }

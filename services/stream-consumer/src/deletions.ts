@@ -1,6 +1,6 @@
 import { Counter, type Registry } from 'prom-client';
 import type { ClickHouseClient, Engine, Logger } from '@telemetry/platform';
-import { deleteEvents, DeletionQueue, type ClaimedDeletion } from '@telemetry/store';
+import { deleteEvents, DeletionQueue, type ClaimedDeletion, type DeletionPlace } from '@telemetry/store';
 
 /**
  * Runs deletion requests (docs/deletions.md): claims the oldest pending one from
@@ -19,6 +19,8 @@ export class DeletionExecutor {
       ch: ClickHouseClient;
       engine: Engine;
       database: string;
+      /** The cluster the deletes run on (CLICKHOUSE_CLUSTER), and how they read through `_all`. */
+      place?: DeletionPlace;
       leaseSeconds: number;
       mutationTimeoutMs: number;
       logger: Logger;
@@ -66,6 +68,7 @@ export class DeletionExecutor {
         ch: this.deps.ch,
         engine: this.deps.engine,
         database: this.deps.database,
+        place: this.deps.place,
         target: { tenantId: c.tenantId, userIds: c.userIds, anonymousIds: c.anonymousIds },
         done: c.counts,
         mutationTimeoutMs: this.deps.mutationTimeoutMs,

@@ -16,7 +16,11 @@ export interface FreshnessDeps {
 
 /** `name` of `` `db`.`name` `` or `db.name`. */
 function shortName(table: string): string {
-  return table.slice(table.lastIndexOf('.') + 1).replace(/`/g, '');
+  // On a cluster the consumer writes `events_all`: the table is still `events`.
+  return table
+    .slice(table.lastIndexOf('.') + 1)
+    .replace(/`/g, '')
+    .replace(/_all$/, '');
 }
 
 /**

@@ -11,7 +11,6 @@ import {
   HttpServerComponent,
   PeriodicJob,
   ServiceRunner,
-  sqlIdentifier,
   type Component,
   type Logger,
 } from '@telemetry/platform';
@@ -20,12 +19,16 @@ import {
   auditDatabase,
   DeletionQueue,
   FirstSeen,
+  insertSettingsOf,
+  readSettingsOf,
+  layoutOf,
   migrateWith,
   retentionJob,
   retentionRules,
   MAX_SCREENSHOT_MESSAGE_BYTES,
   screenshotRowBytes,
   streamTables,
+  tableRef,
 } from '@telemetry/store';
 import { DeletionExecutor } from './deletions.js';
 import { BatchWriter, byteLimit } from './batch-writer.js';
@@ -77,10 +80,17 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
       })),
     );
   }
-  const db = sqlIdentifier(config.clickhouseDatabase);
+  // With CLICKHOUSE_CLUSTER every table is written through its Distributed `_all` table,
+  // synchronously (docs/clickhouse.md, "On a cluster"): a committed offset means the rows
+  // are on their shard. Mutations (retention, deletions) run ON CLUSTER on the local tables.
+  const layout = layoutOf(config);
+  const cluster = config.clickhouseCluster ?? '';
+  const inserts = insertSettingsOf(layout);
+  // Its reads (first-seen look-ups, a deletion's planning and checks) are exact on a cluster.
+  const reads = readSettingsOf(layout);
   // The events table's shape follows the server (migration 7): times with milliseconds on current ClickHouse.
   const engine = await detectEngine(ch.client);
-  const dataInserter = new ClickHouseInserter(ch.client, config.insertFormat);
+  const dataInserter = new ClickHouseInserter(ch.client, config.insertFormat, inserts);
   // The audit log is written as its own user, which may only INSERT there (databases.ts):
   // CLICKHOUSE_USER, which drops the data tables' partitions, cannot reach it.
   const auditCh = clickhouseComponent(config, logger, {
@@ -90,8 +100,8 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     database: auditDatabase(config.clickhouseDatabase),
     ping: false,
   });
-  const auditInserter = new ClickHouseInserter(auditCh.client, config.insertFormat);
-  const tables = streamTables(db, sqlIdentifier(auditDatabase(config.clickhouseDatabase)));
+  const auditInserter = new ClickHouseInserter(auditCh.client, config.insertFormat, inserts);
+  const tables = streamTables(config.clickhouseDatabase, layout);
   const inserter = {
     insert: (table: string, rows: readonly object[]): Promise<void> =>
       (table === tables.audit_log ? auditInserter : dataInserter).insert(table, rows),
@@ -137,7 +147,15 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     maxBufferedRows: config.maxBufferedRows,
     modernEvents: engine.modern,
     enricher,
-    firstSeen: new FirstSeen(ch.client, `${db}.event_first_seen`, engine.modern),
+    firstSeen: new FirstSeen(
+      ch.client,
+      tableRef(config.clickhouseDatabase, 'event_first_seen', layout),
+      engine.modern,
+      {
+        insertSettings: inserts,
+        readSettings: reads,
+      },
+    ),
     retryMaxMs: config.insertRetryMaxMs,
   });
   const runner = new ServiceRunner(logger, config.shutdownTimeoutMs);
@@ -157,13 +175,14 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     config.retentionIntervalMs,
     logger,
     engine,
+    cluster,
   );
   const freshness = new Freshness({
     tables: () => consumer.tables(),
     lags: (topics) => admin.groupLags(config.groupId, topics),
     lastInsertAt: (table) => writer.lastInsertAt(table),
     consumer: `${hostname()}-${process.pid}`,
-    insert: (rows) => dataInserter.insert(`${db}.freshness`, rows),
+    insert: (rows) => dataInserter.insert(tableRef(config.clickhouseDatabase, 'freshness', layout), rows),
     registry,
   });
   const reporter = new PeriodicJob('freshness', config.freshnessIntervalMs, () => freshness.report(), logger);
@@ -178,6 +197,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
       ch: ch.client,
       engine,
       database: config.clickhouseDatabase,
+      place: { cluster, readSettings: reads },
       leaseSeconds: config.deletionLeaseSeconds,
       mutationTimeoutMs: config.deletionMutationTimeoutMs,
       logger,

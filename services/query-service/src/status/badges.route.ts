@@ -133,7 +133,13 @@ export function statusBadgeRoutes(app: Express, deps: BadgeRoutesDeps): void {
   const checksOver = async (page: StoredStatusPage, monitorId: string, window: BadgeWindow, signal: AbortSignal) => {
     const to = Math.ceil(Date.now() / 1000 / HOUR) * HOUR;
     const from = to - WINDOW_HOURS[window] * HOUR;
-    const sql = summarySql(deps.database, { tenantId: page.tenant_id, monitorId, interval: 'hour', from, to });
+    const sql = summarySql(deps.database, deps.layout, {
+      tenantId: page.tenant_id,
+      monitorId,
+      interval: 'hour',
+      from,
+      to,
+    });
     const [counts, quantiles] = await Promise.all([
       deps.reader.query<SummaryCountRow>(sql.counts, signal),
       deps.reader.query<SummaryQuantileRow>(sql.quantiles, signal),
@@ -159,7 +165,14 @@ export function statusBadgeRoutes(app: Express, deps: BadgeRoutesDeps): void {
     // The public page's own status logic: paused, down while an incident is open, up once checked.
     const [monitor] = await deps.monitors.list({ tenantId: page.tenant_id, ids: [monitorId] });
     if (!monitor) throw new AppError('MONITOR_NOT_FOUND', `there is no monitor ${monitorId} on this status page`);
-    const activity = await monitorActivity(deps.reader, deps.database, page.tenant_id, [monitorId], signal);
+    const activity = await monitorActivity(
+      deps.reader,
+      deps.database,
+      deps.layout,
+      page.tenant_id,
+      [monitorId],
+      signal,
+    );
     return statusFace(monitorStatus(monitor, activity.get(monitorId) ?? {}));
   };
 

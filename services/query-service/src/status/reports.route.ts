@@ -159,7 +159,7 @@ export function reportRoutes(app: Express, deps: ReportRoutesDeps): void {
     const given = await writeBody(req, res, deps.validators.reportFromIncident);
     const page = await pageOf(req, res);
     const [incident] = await readRows<IncidentByIdRow>(deps, req, 'incident lookup', () =>
-      incidentByIdSql(deps.database, page.tenantId, given.incident_id),
+      incidentByIdSql(deps.database, deps.layout, page.tenantId, given.incident_id),
     );
     if (!incident) throw new AppError('INCIDENT_NOT_FOUND', `there is no incident ${given.incident_id}`);
     const name = page.monitorNames.get(incident.monitor_id);
