@@ -5,19 +5,11 @@
  */
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { sqlIdentifier, sqlNumber, sqlString, sqlStringList, type ClickHouseClient } from '@telemetry/platform';
-import { LOCAL_LAYOUT, tableRef, type TableLayout } from '@telemetry/store';
+import { DISTRIBUTED_READ_SETTINGS, LOCAL_LAYOUT, tableRef, type TableLayout } from '@telemetry/store';
 import { metricsText, metricSum as sumOf, readyStatus, type Child } from '../../harness/processes.js';
 
-/**
- * Settings of the Observer's reads through the Distributed `_all` tables, so an answer is
- * exact or an error: every shard answers (none skipped), one replica reads each shard
- * (no sampling across replicas), and a replica that is behind is never read.
- */
-export const EXACT_DISTRIBUTED_READS = {
-  skip_unavailable_shards: 0,
-  max_parallel_replicas: '1',
-  fallback_to_stale_replicas_for_distributed_queries: 0,
-} as const;
+/** The Observer's reads through the `_all` tables carry the store's exact-read settings. */
+export const EXACT_DISTRIBUTED_READS = DISTRIBUTED_READ_SETTINGS;
 
 export interface GroupProgress {
   /** Messages on the events topic (sum of the partitions' end offsets). */
@@ -156,7 +148,7 @@ export class Observer {
     const rs = await this.ch.query({
       query,
       format: 'JSONEachRow',
-      ...(this.layout.sharded ? { clickhouse_settings: EXACT_DISTRIBUTED_READS } : {}),
+      ...(this.layout.sharded ? { clickhouse_settings: { ...EXACT_DISTRIBUTED_READS } } : {}),
     });
     return rs.json<T>();
   }
