@@ -7,6 +7,7 @@ import type { SchedulerMetrics } from './metrics.js';
 import { slotVerdict } from './quorum.js';
 import { checkIdFor, nextSlot } from './slots.js';
 import { INITIAL_STATE, type AlertState } from './state.js';
+import { StateLoader } from './state-loader.js';
 import { transition } from './transition.js';
 
 /**
@@ -130,10 +131,19 @@ export class SlotDecisions {
   private readonly missing: Counter;
   private readonly decided: Gauge;
   private stopping = false;
-  private loading: Promise<void> | undefined;
-  private reloadAgain = false;
+  private readonly states: StateLoader<Deciding>;
 
   constructor(private readonly deps: DecisionDeps) {
+    this.states = new StateLoader({
+      clock: deps.clock,
+      settleMs: deps.settleMs,
+      logger: deps.logger,
+      entries: this.entries,
+      load: (ids) => deps.loadStates(ids),
+      stopping: () => this.stopping,
+      arm: (_id, e) => this.arm(e),
+      failure: 'could not load alert states of decided monitors; starting from unknown',
+    });
     this.missing = counter(
       deps.registry,
       'runner_location_checks_missing_total',
@@ -172,7 +182,7 @@ export class SlotDecisions {
       }
     }
     this.decided.set(this.entries.size);
-    if (pending) this.loadPending();
+    if (pending) this.states.request();
   }
 
   /** Monitors decided here now (for tests and logs). */
@@ -188,46 +198,6 @@ export class SlotDecisions {
     this.entries.clear();
     this.decided.set(0);
     return chains;
-  }
-
-  /** Loads the state of new entries (one load at a time) after the settle time, then arms them. */
-  private loadPending(): void {
-    if (this.loading) {
-      this.reloadAgain = true;
-      return;
-    }
-    if (![...this.entries.values()].some((e) => !e.state)) return;
-    this.loading = this.loadStates().finally(() => {
-      this.loading = undefined;
-      if (this.reloadAgain) {
-        this.reloadAgain = false;
-        this.loadPending();
-      }
-    });
-  }
-
-  private async loadStates(): Promise<void> {
-    // The previous decider's last alert must reach ClickHouse first, or it would be made again.
-    await sleepOn(this.deps.clock, this.deps.settleMs);
-    const ids = [...this.entries].filter(([, e]) => !e.state).map(([id]) => id);
-    if (ids.length === 0 || this.stopping) return;
-    let states: Map<string, AlertState>;
-    try {
-      states = await this.deps.loadStates(ids);
-    } catch (err) {
-      // Deciding matters more than the state: start from unknown (a monitor that was
-      // already down may then alert once more).
-      this.deps.logger.warn('could not load alert states of decided monitors; starting from unknown', {
-        err: String(err),
-      });
-      states = new Map();
-    }
-    for (const id of ids) {
-      const e = this.entries.get(id);
-      if (!e || e.state) continue;
-      e.state = states.get(id) ?? INITIAL_STATE;
-      this.arm(e);
-    }
   }
 
   /** Sets the timer of the next slot's decision. */

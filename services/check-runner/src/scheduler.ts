@@ -1,5 +1,5 @@
 import type { AlertMessage } from '@telemetry/contract';
-import { FairSlots, sleepOn, systemClock, type Clock, type Component } from '@telemetry/platform';
+import { FairSlots, systemClock, type Clock, type Component } from '@telemetry/platform';
 import type { StoredMonitor } from '@telemetry/store';
 import { publishAlerts } from './alerts.js';
 import { runCheck, type CheckDeps } from './check.js';
@@ -7,6 +7,7 @@ import { decidedByChecker, SlotDecisions, type DecisionDeps } from './decision.j
 import { SchedulerMetrics } from './metrics.js';
 import { nextSlot } from './slots.js';
 import { INITIAL_STATE, type AlertState } from './state.js';
+import { StateLoader } from './state-loader.js';
 import { transition } from './transition.js';
 
 // Where it was before slots.ts: test/e2e/fair-checks.int.test.ts reads the slot grid from here.
@@ -58,8 +59,7 @@ export class Scheduler implements Component {
   /** MAX_CONCURRENT_CHECKS, shared fairly among the tenants of the monitors scheduled here. */
   private readonly slots: FairSlots;
   private stopping = false;
-  private loading: Promise<void> | undefined;
-  private reloadAgain = false;
+  private readonly states: StateLoader<Entry>;
   private warnedNoMonitor = false;
   private readonly metrics: SchedulerMetrics;
   private readonly decisions: SlotDecisions;
@@ -78,6 +78,16 @@ export class Scheduler implements Component {
       metrics: this.metrics,
     });
     this.slotDeps = { ...deps, clock: this.clock, metrics: this.metrics };
+    this.states = new StateLoader({
+      clock: this.clock,
+      settleMs: deps.stateSettleMs,
+      logger: deps.logger,
+      entries: this.entries,
+      load: (ids) => deps.loadStates(ids),
+      stopping: () => this.stopping,
+      arm: (id, e) => this.arm(id, e),
+      failure: 'could not load alert states; starting from unknown',
+    });
   }
 
   start(): Promise<void> {
@@ -122,7 +132,7 @@ export class Scheduler implements Component {
     }
     this.metrics.owned.set(this.entries.size);
     this.warnIfNoMonitorHere();
-    if (pending) this.loadPending();
+    if (pending) this.states.request();
     this.decisions.reconcile();
   }
 
@@ -167,43 +177,6 @@ export class Scheduler implements Component {
     this.clock.clearTimeout(e.timer);
     e.abort?.abort();
     this.entries.delete(id);
-  }
-
-  /** Loads the alerting state of new entries (one load at a time), then arms them. */
-  private loadPending(): void {
-    if (this.loading) {
-      this.reloadAgain = true;
-      return;
-    }
-    if (![...this.entries.values()].some((e) => !e.state)) return;
-    this.loading = this.loadStates().finally(() => {
-      this.loading = undefined;
-      if (this.reloadAgain) {
-        this.reloadAgain = false;
-        this.loadPending();
-      }
-    });
-  }
-
-  private async loadStates(): Promise<void> {
-    await sleepOn(this.clock, this.deps.stateSettleMs);
-    const ids = [...this.entries].filter(([, e]) => !e.state).map(([id]) => id);
-    if (ids.length === 0 || this.stopping) return;
-    let states: Map<string, AlertState>;
-    try {
-      states = await this.deps.loadStates(ids);
-    } catch (err) {
-      // Checking matters more than the state: start from unknown (a monitor that
-      // was already down may then alert once more).
-      this.deps.logger.warn('could not load alert states; starting from unknown', { err: String(err) });
-      states = new Map();
-    }
-    for (const id of ids) {
-      const e = this.entries.get(id);
-      if (!e || e.state) continue;
-      e.state = states.get(id) ?? INITIAL_STATE;
-      this.arm(id, e);
-    }
   }
 
   private arm(id: string, e: Entry, now = this.clock.now()): void {
