@@ -24,7 +24,7 @@ export function decidedByChecker(m: Pick<StoredMonitor, 'locations'>): boolean {
  * The Kafka consumer group every runner joins, whatever its location, over the
  * monitor-changes topic: the owner of a monitor's partition in it decides the monitor's
  * slots when it lists several locations. Two dots: a location has none, so no location's
- * group (`<group>.<location>`), nor its browser (`.browser`) or run-once (`.run`) groups,
+ * group (`<group>.<location>`), nor its browser (`<group>.<location>.browser`) or run-once (`.run`) groups,
  * can be named so.
  */
 export function decideGroupId(groupId: string): string {

@@ -125,7 +125,13 @@ export async function startCheckRunner(config: RunnerConfig, logger: Logger): Pr
       })
     : undefined;
   const browserAssignment = browsers
-    ? new GroupAssignment({ ...groupDeps, groupId: `${groupId}.browser`, capability: 'browser' })
+    ? // `<group>.<location>.browser` even for the default location: its main group is plain
+      // `<group>`, and `<group>.browser` is the main group of a location named `browser`.
+      new GroupAssignment({
+        ...groupDeps,
+        groupId: `${config.groupId}.${config.location}.browser`,
+        capability: 'browser',
+      })
     : undefined;
   // A browser monitor belongs to the browser group's owner, every other to the main group's.
   const owns = (id: string): boolean =>
