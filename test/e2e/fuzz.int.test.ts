@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { started } from '../support/background.js';
 import { writeSection } from '../../harness/report.js';
 import { SCOPES } from '@telemetry/contract';
 import { createTenant } from '@telemetry/store';
@@ -33,8 +32,6 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
   let query: Running;
   const figures: { target: string; cases: number; failures: number }[] = [];
   const examples = process.env.FUZZ_EXAMPLES ?? '25';
-  /** Each case's outcome, by its test's title (the lanes below). */
-  const results = new Map<string, () => Promise<void>>();
 
   before(async () => {
     await run('bash', ['tools/validators/install.sh'], { maxBuffer: 16 * 1024 * 1024 });
@@ -42,21 +39,8 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
   });
 
   after(async () => {
-    // No fuzz run outlives the services, whatever failed.
-    await Promise.allSettled([...results.values()].map((r) => r()));
     await Promise.all([gateway?.stop(), query?.stop()]);
     if (figures.length === 0) return;
-    // In the order they always had, whichever lane finished first.
-    const order = [
-      'ingest gateway',
-      'query service',
-      'query service, alerting',
-      'query service, people',
-      'query service, event schemas',
-      'query service, deletions and events per minute',
-      'query service, another tenant',
-    ];
-    figures.sort((a, b) => order.indexOf(a.target) - order.indexOf(b.target));
     const section = `## Fuzzing (schemathesis)\n\nWritten by \`test/e2e/fuzz.int.test.ts\` (part of \`npm test\`, ${examples} examples per operation and phase; set FUZZ_EXAMPLES for more) on ${new Date().toISOString().slice(0, 10)}, against \`docs/openapi.json\` with every check but \`positive_data_acceptance\` (see the test for why).\n\n| service | cases generated | failures |\n|---|---|---|\n${figures.map((f) => `| ${f.target} | ${f.cases} | ${f.failures} |`).join('\n')}`;
     writeSection('RELIABILITY.md', 'fuzz', section, RELIABILITY_TITLE);
   });
@@ -106,182 +90,131 @@ describe('fuzzing against the OpenAPI document (schemathesis, real Kafka and Cli
     expect(Number(m?.[1] ?? 0), 'cases generated').to.be.greaterThan(50);
   }
 
-  /*
-   * Two lanes fuzz at once, each case after the one before it in its lane: the default tenant's
-   * routes (lane 1, in the order they always ran), and the routes fuzzed with keys of tenants
-   * of their own (lane 2), which share no data with lane 1. The same cases, examples and checks
-   * as one after the other; schemathesis mostly waits on the services' answers, so two runs
-   * at once take about as long as the longer lane. Each test judges its own case.
-   */
-  const lanes: { title: string; run: () => Promise<void> }[][] = [
-    [
-      {
-        title: 'finds no 5xx and no answer that contradicts the document on the ingest gateway',
-        run: async () => {
-          const key = await newKey({ kind: 'telemetry', name: 'fuzz' });
-          await eventually('key loaded', async () => {
-            const r = await fetch(`${gateway.url}/api/telemetry/events`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', 'x-access-key': key },
-              body: '{"events":[{"source":"f","category":"c","payload":{}}]}',
-            });
-            return r.status === 200 ? true : undefined;
-          });
-          await fuzz('ingest gateway', gateway.url, `X-Access-Key: ${key}`, '^/(api/telemetry|healthz|readyz|metrics)');
-        },
-      },
-      {
-        title: 'finds no 5xx and no answer that contradicts the document on the query service',
-        run: async () => {
-          const key = await newKey({
-            kind: 'api',
-            name: 'fuzz',
-            scopes: ['checks:read', 'monitors:read', 'monitors:write'],
-          });
-          await registerMonitors('m');
-          await eventually('key loaded', async () =>
-            (await fetch(`${query.url}/api/monitors/m/checks`, { headers: { authorization: `Bearer ${key}` } }))
-              .status === 200
-              ? true
-              : undefined,
-          );
-          await fuzz(
-            'query service',
-            query.url,
-            `Authorization: Bearer ${key}`,
-            '^/(api/monitors|healthz|readyz|metrics)',
-          );
-        },
-      },
-      {
-        title: 'finds no 5xx and no answer that contradicts the document on the alerting routes',
-        run: async () => {
-          const key = await newKey({ kind: 'api', name: 'fuzz alerting', scopes: ['monitors:read', 'monitors:write'] });
-          await eventually('key loaded', async () =>
-            (await fetch(`${query.url}/api/channels`, { headers: { authorization: `Bearer ${key}` } })).status === 200
-              ? true
-              : undefined,
-          );
-          // NOTE: not the test send (/api/channels/{id}/test): a channel the fuzz made could name
-          // any address, and tests reach loopback only (its own test uses a loopback receiver).
-          await fuzz(
-            'query service, alerting',
-            query.url,
-            `Authorization: Bearer ${key}`,
-            '^/(api/channels(?!/[^/]+/test)|api/escalation-policies|api/incidents|ack/)',
-          );
-        },
-      },
-      {
-        title: 'finds no 5xx and no answer that contradicts the document on the people routes',
-        run: async () => {
-          const key = await newKey({ kind: 'api', name: 'fuzz people', scopes: [...SCOPES] });
-          await eventually('key loaded', async () =>
-            (await fetch(`${query.url}/api/members`, { headers: { authorization: `Bearer ${key}` } })).status === 200
-              ? true
-              : undefined,
-          );
-          // NOTE: not the sign-in, session, password and SSO routes (/api/session*,
-          // /api/password-resets*, /api/me/*, /auth/oidc/*): sign-in failures are throttled per
-          // address with growing delays (every later case would be a 429), a reset mails whoever
-          // the fuzz names, and the session and account routes take no API key (with one, each
-          // case is 401). The bad-input corpus covers them. Invitations are fuzzed: their mail
-          // goes to the run's Mailpit.
-          await fuzz(
-            'query service, people',
-            query.url,
-            `Authorization: Bearer ${key}`,
-            '^/api/(members|invitations|keys|audit|settings)',
-          );
-        },
-      },
-    ],
-    [
-      {
-        title: "finds no 5xx and no undocumented answer with another tenant's key on the query service",
-        run: async () => {
-          // Monitor m belongs to the default tenant (registered before the lanes start); for this key it does not exist.
-          const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz foreign');
-          const key = await newKey({
-            tenantId,
-            kind: 'api',
-            name: 'fuzz foreign',
-            scopes: ['checks:read', 'monitors:read', 'monitors:write'],
-          });
-          await eventually('key loaded; the monitor is not found for it', async () => {
-            const r = await fetch(`${query.url}/api/monitors/m/checks`, {
-              headers: { authorization: `Bearer ${key}` },
-            });
-            return r.status === 404 ? true : undefined;
-          });
-          await fuzz(
-            'query service, another tenant',
-            query.url,
-            `Authorization: Bearer ${key}`,
-            '^/(api/monitors|healthz|readyz|metrics)',
-          );
-        },
-      },
-      {
-        title: 'finds no 5xx and no answer that contradicts the document on the event-schema routes',
-        run: async () => {
-          // A tenant of its own: whatever schemas the fuzz makes check no other test's events.
-          const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz event schemas');
-          const key = await newKey({
-            tenantId,
-            kind: 'api',
-            name: 'fuzz event schemas',
-            scopes: ['event_schemas:read', 'event_schemas:write'],
-          });
-          await eventually('key loaded', async () =>
-            (await fetch(`${query.url}/api/event-schemas`, { headers: { authorization: `Bearer ${key}` } })).status ===
-            200
-              ? true
-              : undefined,
-          );
-          await fuzz('query service, event schemas', query.url, `Authorization: Bearer ${key}`, '^/api/event-schemas');
-        },
-      },
-      {
-        title:
-          'finds no 5xx and no answer that contradicts the document on the deletion routes and the events per minute',
-        run: async () => {
-          // A tenant of its own: the deletions the fuzz records suppress ids of no other test.
-          const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz deletions');
-          const key = await newKey({
-            tenantId,
-            kind: 'api',
-            name: 'fuzz deletions',
-            scopes: ['deletions:read', 'deletions:write', 'events:read'],
-          });
-          await eventually('key loaded', async () =>
-            (await fetch(`${query.url}/api/deletions`, { headers: { authorization: `Bearer ${key}` } })).status === 200
-              ? true
-              : undefined,
-          );
-          await fuzz(
-            'query service, deletions and events per minute',
-            query.url,
-            `Authorization: Bearer ${key}`,
-            '^/api/(deletions|events/per-minute)',
-          );
-        },
-      },
-    ],
-  ];
-
-  before(async () => {
-    // The foreign tenant's case needs a monitor of the default tenant that its key cannot see.
-    await registerMonitors('m');
-    for (const lane of lanes) {
-      let previous: Promise<unknown> = Promise.resolve();
-      for (const c of lane) {
-        const result = started(previous.then(() => c.run()));
-        previous = result().catch(() => undefined);
-        results.set(c.title, result);
-      }
-    }
+  it('finds no 5xx and no answer that contradicts the document on the ingest gateway', async () => {
+    const key = await newKey({ kind: 'telemetry', name: 'fuzz' });
+    await eventually('key loaded', async () => {
+      const r = await fetch(`${gateway.url}/api/telemetry/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-access-key': key },
+        body: '{"events":[{"source":"f","category":"c","payload":{}}]}',
+      });
+      return r.status === 200 ? true : undefined;
+    });
+    await fuzz('ingest gateway', gateway.url, `X-Access-Key: ${key}`, '^/(api/telemetry|healthz|readyz|metrics)');
   });
 
-  for (const c of lanes.flat()) it(c.title, () => results.get(c.title)!());
+  it('finds no 5xx and no answer that contradicts the document on the query service', async () => {
+    const key = await newKey({
+      kind: 'api',
+      name: 'fuzz',
+      scopes: ['checks:read', 'monitors:read', 'monitors:write'],
+    });
+    await registerMonitors('m');
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/monitors/m/checks`, { headers: { authorization: `Bearer ${key}` } })).status ===
+      200
+        ? true
+        : undefined,
+    );
+    await fuzz('query service', query.url, `Authorization: Bearer ${key}`, '^/(api/monitors|healthz|readyz|metrics)');
+  });
+
+  it('finds no 5xx and no answer that contradicts the document on the alerting routes', async () => {
+    const key = await newKey({ kind: 'api', name: 'fuzz alerting', scopes: ['monitors:read', 'monitors:write'] });
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/channels`, { headers: { authorization: `Bearer ${key}` } })).status === 200
+        ? true
+        : undefined,
+    );
+    // NOTE: not the test send (/api/channels/{id}/test): a channel the fuzz made could name
+    // any address, and tests reach loopback only (its own test uses a loopback receiver).
+    await fuzz(
+      'query service, alerting',
+      query.url,
+      `Authorization: Bearer ${key}`,
+      '^/(api/channels(?!/[^/]+/test)|api/escalation-policies|api/incidents|ack/)',
+    );
+  });
+
+  it('finds no 5xx and no answer that contradicts the document on the people routes', async () => {
+    const key = await newKey({ kind: 'api', name: 'fuzz people', scopes: [...SCOPES] });
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/members`, { headers: { authorization: `Bearer ${key}` } })).status === 200
+        ? true
+        : undefined,
+    );
+    // NOTE: not the sign-in, session, password and SSO routes (/api/session*,
+    // /api/password-resets*, /api/me/*, /auth/oidc/*): sign-in failures are throttled per
+    // address with growing delays (every later case would be a 429), a reset mails whoever
+    // the fuzz names, and the session and account routes take no API key (with one, each
+    // case is 401). The bad-input corpus covers them. Invitations are fuzzed: their mail
+    // goes to the run's Mailpit.
+    await fuzz(
+      'query service, people',
+      query.url,
+      `Authorization: Bearer ${key}`,
+      '^/api/(members|invitations|keys|audit|settings)',
+    );
+  });
+
+  it('finds no 5xx and no answer that contradicts the document on the event-schema routes', async () => {
+    // A tenant of its own: whatever schemas the fuzz makes check no other test's events.
+    const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz event schemas');
+    const key = await newKey({
+      tenantId,
+      kind: 'api',
+      name: 'fuzz event schemas',
+      scopes: ['event_schemas:read', 'event_schemas:write'],
+    });
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/event-schemas`, { headers: { authorization: `Bearer ${key}` } })).status === 200
+        ? true
+        : undefined,
+    );
+    await fuzz('query service, event schemas', query.url, `Authorization: Bearer ${key}`, '^/api/event-schemas');
+  });
+
+  it('finds no 5xx and no answer that contradicts the document on the deletion routes and the events per minute', async () => {
+    // A tenant of its own: the deletions the fuzz records suppress ids of no other test.
+    const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz deletions');
+    const key = await newKey({
+      tenantId,
+      kind: 'api',
+      name: 'fuzz deletions',
+      scopes: ['deletions:read', 'deletions:write', 'events:read'],
+    });
+    await eventually('key loaded', async () =>
+      (await fetch(`${query.url}/api/deletions`, { headers: { authorization: `Bearer ${key}` } })).status === 200
+        ? true
+        : undefined,
+    );
+    await fuzz(
+      'query service, deletions and events per minute',
+      query.url,
+      `Authorization: Bearer ${key}`,
+      '^/api/(deletions|events/per-minute)',
+    );
+  });
+
+  it("finds no 5xx and no undocumented answer with another tenant's key on the query service", async () => {
+    // The monitors above belong to the default tenant; for this key none of them exists.
+    const { tenant_id: tenantId } = await createTenant(adminRegistry(), 'fuzz foreign');
+    const key = await newKey({
+      tenantId,
+      kind: 'api',
+      name: 'fuzz foreign',
+      scopes: ['checks:read', 'monitors:read', 'monitors:write'],
+    });
+    await registerMonitors('m');
+    await eventually('key loaded; the monitor is not found for it', async () => {
+      const r = await fetch(`${query.url}/api/monitors/m/checks`, { headers: { authorization: `Bearer ${key}` } });
+      return r.status === 404 ? true : undefined;
+    });
+    await fuzz(
+      'query service, another tenant',
+      query.url,
+      `Authorization: Bearer ${key}`,
+      '^/(api/monitors|healthz|readyz|metrics)',
+    );
+  });
 });
