@@ -76,7 +76,10 @@ describe('ClickHouse users and grants on current ClickHouse (chDB)', function ()
     expect(statements).to.include('GRANT ON CLUSTER telemetry SELECT ON telemetry.checks_all TO runner');
     // Retention and deletions read cluster('telemetry', system, …) as the consumer.
     expect(statements).to.include('GRANT ON CLUSTER telemetry REMOTE ON *.* TO consumer');
-    expect(usersScriptStatements().filter((s) => s.includes('REMOTE')), 'not without a cluster').to.deep.equal([]);
+    expect(
+      usersScriptStatements().filter((s) => s.includes('REMOTE')),
+      'not without a cluster',
+    ).to.deep.equal([]);
     for (const s of statements) expect(await parse(s), s).to.match(/ON CLUSTER telemetry/);
   });
 

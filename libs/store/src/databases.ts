@@ -205,7 +205,7 @@ export function grantStatements(opts: {
     const readonly = databaseAccess(user).write ? '' : ' SETTINGS readonly = 2';
     const statements = [
       `CREATE USER OR REPLACE ${name}${onCluster} IDENTIFIED WITH sha256_password BY ${opts.password(user)}${opts.host ? ` ${opts.host}` : ''}${readonly}`,
-      ...(grants as readonly Grant[]).flatMap((g) =>
+      ...grants.flatMap((g) =>
         (g.tables === '*' ? ['*'] : grantedTables(g.database, g.tables)).map(
           (t) => `GRANT${onCluster} ${g.privileges.join(', ')} ON ${opts.db(g.database)}.${t} TO ${name}`,
         ),
