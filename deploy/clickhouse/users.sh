@@ -21,7 +21,8 @@
 # up). Each grant naming a table covers its Distributed table <table>_all as well, which
 # the services read and write on a cluster. The servers' remote_servers cluster needs a
 # <secret>, so that the shards run their part of a query as the user who sent it
-# (docs/clickhouse.md, "On a cluster").
+# (docs/clickhouse.md, "On a cluster"). On a cluster only, the stream consumer's user is
+# also granted REMOTE ON *.*: its retention and deletions read cluster('<cluster>', system, …).
 set -euo pipefail
 
 db=${CLICKHOUSE_DATABASE:-telemetry}
@@ -36,8 +37,12 @@ for v in INGEST_PASSWORD CONSUMER_PASSWORD AUDIT_PASSWORD QUERY_PASSWORD REGISTR
   [[ ${!v} != *"'"* && ${!v} != *'\'* ]] || { echo "$v: no quotes or backslashes, please" >&2; exit 1; }
 done
 
-clickhouse client --host "${CLICKHOUSE_HOST:-127.0.0.1}" --user "${CLICKHOUSE_USER:-default}" \
-  --password "${CLICKHOUSE_PASSWORD:-}" --multiquery <<SQL
+client() {
+  clickhouse client --host "${CLICKHOUSE_HOST:-127.0.0.1}" --user "${CLICKHOUSE_USER:-default}" \
+    --password "${CLICKHOUSE_PASSWORD:-}" --multiquery
+}
+
+client <<SQL
 CREATE DATABASE IF NOT EXISTS ${db}${on_cluster};
 CREATE DATABASE IF NOT EXISTS ${db}_registry${on_cluster};
 CREATE DATABASE IF NOT EXISTS ${db}_keys${on_cluster};
@@ -79,4 +84,10 @@ GRANT${on_cluster} SELECT ON ${db}.* TO analyst;
 GRANT${on_cluster} SELECT ON ${db}_audit.audit_log TO analyst;
 GRANT${on_cluster} SELECT ON ${db}_audit.audit_log_all TO analyst;
 SQL
+if [[ -n $on_cluster ]]; then
+  client <<SQL
+-- stream consumer (CLICKHOUSE_USER): writes the data tables and applies their retention
+GRANT${on_cluster} REMOTE ON *.* TO consumer;
+SQL
+fi
 echo "ClickHouse users ingest, consumer, audit, query, registry, runner and analyst are set for ${db}${on_cluster}"

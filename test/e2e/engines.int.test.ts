@@ -20,6 +20,9 @@ import { loadEnricher } from '@telemetry/stream-consumer';
 import {
   LOCAL_LAYOUT,
   applyRetention,
+  auditLogSql,
+  checksSql,
+  webhookDeliveriesSql,
   databasesOf,
   DISTRIBUTED_READ_SETTINGS,
   decodeAlert,
@@ -238,6 +241,58 @@ describe('two engines: ClickHouse 18.16 and current ClickHouse (chDB)', function
         clickhouse_settings: { ...DISTRIBUTED_READ_SETTINGS },
       });
       expect(await rs.json<{ one: number }>(), e.name).to.deep.equal([{ one: 1 }]);
+    }
+  });
+
+  it('page reads in cluster mode (each shard pages, then the initiator) run on both engines and keep one copy of a check', async () => {
+    const db = uid('pages').replace(/-/g, '_');
+    const { audit } = databasesOf(db);
+    const sharded = { sharded: true };
+    // The `_all` tables read as the local ones: the SQL's shape (a SETTINGS clause in the
+    // FROM subquery, the outer ORDER BY … LIMIT 1 BY id) on each engine.
+    const local = (sql: string): string => sql.replace(/_all`/g, '`');
+    for (const e of engines) {
+      await migrate(e.ch, db, logger);
+      const row = (s: number, id: string, rt: number, ins: number) => ({
+        tenant_id: 't1',
+        monitor_id: 'mon_pages',
+        created_at: `2026-01-01 00:00:0${s}`,
+        id,
+        status: 'up',
+        response_time: rt,
+        status_code: 200,
+        inserted_at: `2026-01-01 00:01:0${ins}`,
+      });
+      await e.ch.insert({
+        table: `${db}.checks`,
+        format: 'JSONEachRow',
+        values: [row(1, 'c1', 1, 0), row(2, 'c2', 1, 0), row(3, 'c3', 1, 0), row(3, 'c3', 2, 5)],
+      });
+      const q = {
+        tenantId: 't1',
+        monitorId: 'mon_pages',
+        from: undefined,
+        to: undefined,
+        statuses: [],
+        cursor: undefined,
+      };
+      const page = await rows<{ id: string }>(e, local(checksSql(db, sharded, { ...q, limit: 2, order: 'desc' })));
+      expect(
+        page.map((r) => r.id),
+        e.name,
+      ).to.deep.equal(['c3', 'c2', 'c1']);
+      const asc = await rows<{ id: string }>(e, local(checksSql(db, sharded, { ...q, limit: 1, order: 'asc' })));
+      expect(
+        asc.map((r) => r.id),
+        e.name,
+      ).to.deep.equal(['c1', 'c2']);
+      const deliveries = local(webhookDeliveriesSql(db, sharded, { tenantId: 't1', monitorId: 'mon_pages', limit: 5 }));
+      expect(await rows(e, deliveries), e.name).to.deep.equal([]);
+      const entries = local(auditLogSql(db, sharded, { tenantId: 't1', limit: 5 }));
+      expect(entries, e.name).to.include(`\`${audit}\`.\`audit_log\``);
+      expect(await rows(e, entries), e.name).to.deep.equal([]);
+      await dropDatabases(e, db);
+      await e.ch.command({ query: `DROP DATABASE IF EXISTS ${sqlIdentifier(audit)}` });
     }
   });
 

@@ -10,7 +10,11 @@ import { startChdbServer, type ChdbServer } from '../../tools/devstack/chdb.js';
  */
 function usersScriptStatements(cluster?: string): string[] {
   const script = readFileSync('deploy/clickhouse/users.sh', 'utf8');
-  const sql = /<<SQL\n([\s\S]*?)\nSQL\n/.exec(script)![1]!;
+  const blocks = [...script.matchAll(/<<SQL\n([\s\S]*?)\nSQL\n/g)].map((m) => m[1]!);
+  // The second block runs only when CLICKHOUSE_CLUSTER is set.
+  expect(blocks.length).to.equal(2);
+  expect(script).to.match(/\nif \[\[ -n \$on_cluster \]\]; then\n {2}client <<SQL\n/);
+  const sql = cluster ? blocks.join(';\n') : blocks[0]!;
   return sql
     .replace(/\$\{db\}/g, 'telemetry')
     .replace(/\$\{on_cluster\}/g, cluster ? ` ON CLUSTER ${cluster}` : '')
@@ -70,6 +74,12 @@ describe('ClickHouse users and grants on current ClickHouse (chDB)', function ()
       'every statement ON CLUSTER',
     ).to.equal(true);
     expect(statements).to.include('GRANT ON CLUSTER telemetry SELECT ON telemetry.checks_all TO runner');
+    // Retention and deletions read cluster('telemetry', system, …) as the consumer.
+    expect(statements).to.include('GRANT ON CLUSTER telemetry REMOTE ON *.* TO consumer');
+    expect(
+      usersScriptStatements().filter((s) => s.includes('REMOTE')),
+      'not without a cluster',
+    ).to.deep.equal([]);
     for (const s of statements) expect(await parse(s), s).to.match(/ON CLUSTER telemetry/);
   });
 

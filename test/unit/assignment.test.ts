@@ -96,6 +96,26 @@ describe('runner group assignment (unit)', () => {
     expect(assignment.owns(id!)).to.equal(true);
   });
 
+  it('reports a change when a heartbeat restores lapsed ownership (the same partitions)', async () => {
+    const { assignment, group, clock, changes } = setup();
+    await assignment.start();
+    group.assign({ [TOPIC]: [2] });
+    const [id] = idsOn(2, 4);
+    group.spec.onHeartbeat?.();
+    const steady = changes.count;
+    await clock.advance(SESSION_MS / 2);
+    group.spec.onHeartbeat?.();
+    expect(changes.count, 'a heartbeat within half a session is no change').to.equal(steady);
+    await clock.advance(SESSION_MS / 2 + 1);
+    expect(assignment.owns(id!)).to.equal(false);
+    group.spec.onHeartbeat?.();
+    expect(assignment.owns(id!)).to.equal(true);
+    expect(changes.count, 'owners reconcile again').to.equal(steady + 1);
+    // The same partitions assigned again after that: still no spurious change.
+    group.assign({ [TOPIC]: [2] });
+    expect(changes.count).to.equal(steady + 1);
+  });
+
   it('maps monitors with the topic’s current partition count, recounted at every join', async () => {
     const { assignment, group, counts, changes } = setup(4);
     await assignment.start();

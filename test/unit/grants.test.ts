@@ -9,6 +9,7 @@ import {
   databasesOf,
   DEFAULT_MONITOR,
   eventsPerMinuteSql,
+  grantStatements,
   incidentsSql,
   lastAlertsSql,
   lastChecksSql,
@@ -210,6 +211,20 @@ function scriptGrants(script: string): Map<string, Access[]> {
 }
 
 describe('ClickHouse users and grants (unit)', () => {
+  it(`${USERS_SCRIPT_FILE} grants the consumer REMOTE on a cluster only (cluster() reads of system tables)`, () => {
+    const script = readFileSync(USERS_SCRIPT_FILE, 'utf8');
+    const [main, clusterOnly] = [...script.matchAll(/<<SQL\n([\s\S]*?)\nSQL\n/g)].map((m) => m[1]!);
+    expect(main).to.not.include('REMOTE');
+    expect(clusterOnly).to.include('GRANT${on_cluster} REMOTE ON *.* TO consumer;');
+    expect(script).to.include('if [[ -n $on_cluster ]]; then\n  client <<SQL\n');
+    const statements = (onCluster?: string) =>
+      grantStatements({ db: (r) => r, name: (u) => u, password: () => "'p'", ...(onCluster ? { onCluster } : {}) })
+        .flatMap((u) => u.statements)
+        .filter((s) => s.includes('REMOTE'));
+    expect(statements()).to.deep.equal([]);
+    expect(statements(' ON CLUSTER c')).to.deep.equal(['GRANT ON CLUSTER c REMOTE ON *.* TO consumer']);
+  });
+
   it(`${USERS_SCRIPT_FILE} is made from SERVICE_USERS (npm run docs)`, () => {
     expect(readFileSync(USERS_SCRIPT_FILE, 'utf8'), `run npm run docs to refresh ${USERS_SCRIPT_FILE}`).to.equal(
       usersScript(),

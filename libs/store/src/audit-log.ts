@@ -2,7 +2,7 @@ import type { AuditEntry, AuditOutcome, ActorType, Validators } from '@telemetry
 import { sqlIdentifier, sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { auditDatabase } from './databases.js';
 import { beforeCursor, decodeTimed, type Decoded } from './rows.js';
-import { distinctBeforeLimit } from './distributed-reads.js';
+import { pageRead } from './distributed-reads.js';
 import { tableRef, type TableLayout } from './layout.js';
 
 /**
@@ -116,13 +116,14 @@ export function auditLogSql(database: string, layout: TableLayout, q: AuditQuery
   if (q.targetId !== undefined) where.push(`target_id = ${sqlString(q.targetId)}`);
   if (q.outcome !== undefined) where.push(`outcome = ${sqlString(q.outcome)}`);
   if (q.cursor) where.push(...beforeCursor('at', 'at_ms', q.cursor));
-  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, tenant_id, at_ms, actor_type, actor_id, actor_email, action, target_type, target_id, outcome,
+  const sql = `SELECT id, tenant_id, at_ms, actor_type, actor_id, actor_email, action, target_type, target_id, outcome,
       changes, ip, user_agent, request_id
     FROM ${tableRef(database, 'audit_log', layout)}
     WHERE ${where.join(' AND ')}
     ORDER BY at_ms DESC, id DESC
     LIMIT 1 BY id
     LIMIT ${sqlNumber(q.limit + 1)}`;
+  return pageRead(layout, q.limit + 1, sql, 'at_ms DESC, id DESC');
 }
 
 /** A row of auditLogSql's result (ClickHouse sends 64-bit integers as strings). */

@@ -9,7 +9,7 @@ import {
 import { sqlNumber, sqlString, sqlStringList, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { decodeTimed, type Decoded } from './rows.js';
-import { distinctBeforeLimit } from './distributed-reads.js';
+import { pageRead } from './distributed-reads.js';
 import { tableRef, type TableLayout } from './layout.js';
 
 /**
@@ -181,12 +181,13 @@ export function checksSql(database: string, layout: TableLayout, q: ChecksQuery)
     const t = `toDateTime(${sqlNumber(q.cursor.t)})`;
     where.push(`(created_at ${cmp} ${t} OR (created_at = ${t} AND id ${cmp} ${sqlString(q.cursor.id)}))`);
   }
-  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, monitor_id, status, response_time, status_code, error, location, tls_days_left,
+  const sql = `SELECT id, monitor_id, status, response_time, status_code, error, location, tls_days_left,
       detail, timings, screenshot, toUnixTimestamp(created_at) AS ts
     FROM ${tableRef(database, 'checks', layout)}
     WHERE ${where.join(' AND ')}
     ORDER BY created_at ${dir}, id ${dir}
     LIMIT 1 BY id${q.limit === null ? '' : `\n    LIMIT ${sqlNumber(q.limit + 1)}`}`;
+  return pageRead(layout, q.limit === null ? null : q.limit + 1, sql, `ts ${dir}, id ${dir}`);
 }
 
 /** A row of checksSql's result. */

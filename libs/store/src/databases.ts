@@ -74,6 +74,11 @@ export interface Grant {
  */
 export interface ServiceAccess {
   grants: readonly Grant[];
+  /**
+   * Global privileges (ON *.*) the user needs on a cluster only, granted on current
+   * ClickHouse when there is one (18.16 has no SQL grants).
+   */
+  clusterPrivileges?: readonly string[];
   /** The service (and variable) that uses it. */
   usedBy: string;
 }
@@ -91,6 +96,10 @@ export const SERVICE_USERS = {
     // Inserting into events and checks feeds the rollups their views write; retention
     // drops partitions (18.16) or sets the tables' TTL (current ClickHouse).
     grants: [{ database: 'data', tables: '*', privileges: ['SELECT', 'INSERT', 'ALTER DELETE', 'ALTER TTL'] }],
+    // On a cluster, retention and deletions wait for their mutations on every server by
+    // reading cluster('<cluster>', system, mutations) and (…, parts): the cluster table
+    // function needs REMOTE.
+    clusterPrivileges: ['REMOTE'],
     usedBy: 'stream consumer (CLICKHOUSE_USER): writes the data tables and applies their retention',
   },
   // Its own user, with no ALTER (allow_ddl=0 on 18.16): the audit log is append-only.
@@ -176,7 +185,8 @@ export function isGranted(user: ServiceUser, database: DatabaseRole, table: stri
  * (grantedTables). `onCluster` (e.g. `` ON CLUSTER `telemetry` ``, or a shell `${on_cluster}`)
  * follows the user's name in CREATE USER and GRANT in every statement, so each server of
  * the cluster gets the users (each keeps its own, unless the servers share a replicated
- * access storage).
+ * access storage). `clusterOnly` lists the statements for a cluster only (a user's
+ * clusterPrivileges, ON *.*): with `onCluster` given, they are in `statements` too.
  */
 export function grantStatements(opts: {
   db: (role: DatabaseRole) => string;
@@ -186,39 +196,57 @@ export function grantStatements(opts: {
   host?: string;
   /** ` ON CLUSTER <cluster>` as the SQL holds it, or nothing. */
   onCluster?: string;
-}): { user: ServiceUser; usedBy: string; statements: string[] }[] {
+}): { user: ServiceUser; usedBy: string; statements: string[]; clusterOnly: string[] }[] {
   const onCluster = opts.onCluster ?? '';
   return SERVICE_USER_NAMES.map((user) => {
-    const { grants, usedBy } = SERVICE_USERS[user];
+    const access: ServiceAccess = SERVICE_USERS[user];
+    const { grants, usedBy } = access;
     const name = opts.name(user);
     const readonly = databaseAccess(user).write ? '' : ' SETTINGS readonly = 2';
     const statements = [
       `CREATE USER OR REPLACE ${name}${onCluster} IDENTIFIED WITH sha256_password BY ${opts.password(user)}${opts.host ? ` ${opts.host}` : ''}${readonly}`,
-      ...(grants as readonly Grant[]).flatMap((g) =>
+      ...grants.flatMap((g) =>
         (g.tables === '*' ? ['*'] : grantedTables(g.database, g.tables)).map(
           (t) => `GRANT${onCluster} ${g.privileges.join(', ')} ON ${opts.db(g.database)}.${t} TO ${name}`,
         ),
       ),
     ];
-    return { user, usedBy, statements };
+    const clusterOnly = (access.clusterPrivileges ?? []).map((p) => `GRANT${onCluster} ${p} ON *.* TO ${name}`);
+    return { user, usedBy, statements: onCluster ? [...statements, ...clusterOnly] : statements, clusterOnly };
   });
 }
 
-/** The users section of deploy/clickhouse/users.sh (`npm run docs` writes it). */
+/**
+ * The users section of deploy/clickhouse/users.sh (`npm run docs` writes it); `clusterOnly`
+ * the grants it sends only when CLICKHOUSE_CLUSTER is set.
+ */
 export function usersScriptSql(): string {
+  return usersScriptSections().users;
+}
+
+export function usersScriptSections(): { users: string; clusterOnly: string } {
   // NOTE: a usedBy text becomes a `--` comment there: no semicolon, which a reader
   // splitting the script on statements would take for the end of one.
   for (const u of SERVICE_USER_NAMES) {
     if (SERVICE_USERS[u].usedBy.includes(';')) throw new Error(`usedBy of ${u}: no semicolon`);
   }
   const shellDb = (role: DatabaseRole): string => (role === 'data' ? '${db}' : `\${db}_${role}`);
-  return grantStatements({
+  const users = grantStatements({
     db: shellDb,
     name: (u) => u,
     password: (u) => `'\${${u.toUpperCase()}_PASSWORD}'`,
     // Empty, or ` ON CLUSTER <CLICKHOUSE_CLUSTER>`: users.sh sets it.
     onCluster: '${on_cluster}',
-  })
-    .map(({ usedBy, statements }) => [`-- ${usedBy}`, ...statements.map((s) => `${s};`)].join('\n'))
-    .join('\n\n');
+  });
+  return {
+    users: users
+      .map(({ usedBy, statements, clusterOnly }) =>
+        [`-- ${usedBy}`, ...statements.filter((s) => !clusterOnly.includes(s)).map((s) => `${s};`)].join('\n'),
+      )
+      .join('\n\n'),
+    clusterOnly: users
+      .filter((u) => u.clusterOnly.length > 0)
+      .map(({ usedBy, clusterOnly }) => [`-- ${usedBy}`, ...clusterOnly.map((s) => `${s};`)].join('\n'))
+      .join('\n\n'),
+  };
 }

@@ -6,6 +6,7 @@
  * current ClickHouse (test/unit/distributed-reads.test.ts lists them; the current-engine
  * lane and the 18.16 server check their names).
  */
+import { sqlNumber } from '@telemetry/platform';
 import type { TableLayout } from './layout.js';
 
 /**
@@ -41,16 +42,28 @@ export function readSettingsOf(layout: TableLayout): Record<string, string | num
 }
 
 /**
- * `DISTINCT ` for a page read (`… ORDER BY … LIMIT 1 BY id LIMIT n`) through `_all`, else ''.
+ * A page read (`SELECT … ORDER BY <order> LIMIT 1 BY id LIMIT n`, `sql`) as it must run
+ * through `_all`: each shard runs all of it (distributed_group_by_no_merge = 1: the
+ * Complete stage, LIMIT 1 BY id before LIMIT), and the initiator sorts, folds and limits
+ * the shards' pages again (`order` names the page's output columns). Else `sql` itself.
  * NOTE: ClickHouse 18.16 runs a distributed query's `LIMIT n` on each shard before its
  * `LIMIT 1 BY id` (InterpreterSelectQuery's preliminary limit), so a shard holding two
- * copies of a row among its first n sends fewer than n rows, and the page comes out short:
- * a history ended early (seen on the two-shard harness). DISTINCT runs on the shard before
- * that limit and folds the copies, which are identical in every column a page reads (one
- * Kafka message written twice); `LIMIT 1 BY id` still folds the rest at the initiator.
- * Current ClickHouse applies LIMIT BY first; DISTINCT there is the same answer. Reads
- * without a limit (exports) need none.
+ * copies of a row among its first n sends fewer than n ids, and the page comes out short:
+ * a history ended early (seen on the two-shard harness). The copies need not be
+ * identical (a check run twice at a hand-over keeps its id, not its timings), so no
+ * DISTINCT folds them all. Every copy of a row is on one shard (the sharding key), so a
+ * shard's page keeps the copy one server's `LIMIT 1 BY id` keeps, and the union of the
+ * shards' first n distinct ids holds the first n of all. Current ClickHouse applies
+ * LIMIT BY first anyway; the same SQL gives the same answer there. Reads without a
+ * limit (exports) have no preliminary limit and need none.
  */
-export function distinctBeforeLimit(layout: TableLayout, limit: number | null): string {
-  return layout.sharded && limit !== null ? 'DISTINCT ' : '';
+export function pageRead(layout: TableLayout, limit: number | null, sql: string, order: string): string {
+  if (!layout.sharded || limit === null) return sql;
+  return `SELECT * FROM (
+    ${sql}
+    SETTINGS distributed_group_by_no_merge = 1
+  )
+  ORDER BY ${order}
+  LIMIT 1 BY id
+  LIMIT ${sqlNumber(limit)}`;
 }

@@ -35,10 +35,26 @@ function tableOf(database: string, table: string, place: DeletionPlace): string 
   return tableRef(database, table, layoutOf({ clickhouseCluster: place.cluster }));
 }
 
-/** The settings of an INSERT … SELECT through `_all`: the reads' and the inserts'. */
+/**
+ * On a cluster, every read of a deletion (the mutation wait through cluster(…, system,
+ * mutations), the counts through `_all`, the recompute's INSERT … SELECT from events_all)
+ * asks each shard's FIRST replica in remote_servers order, the one the wait found done.
+ * NOTE: cluster() and `_all` reach one replica per shard, and an 18.16 mutation runs on
+ * each replica on its own: with the default (random) balancing the recompute could read
+ * a replica still mutating and count deleted events again. A replica is passed over only
+ * when it fails or lags (max_replica_delay_for_distributed_queries); then the counts'
+ * poll (remaining) waits again, but a recompute that ran meanwhile is not repeated
+ * (docs/deletions.md, "On a cluster").
+ */
+export const SAME_REPLICA_SETTINGS: Readonly<ClickHouseSettings> = Object.freeze({ load_balancing: 'in_order' });
+
+/** The settings of a deletion's reads (and, with `insert`, INSERT … SELECT) through `_all`. */
 function settingsOf(place: DeletionPlace, insert = false): ClickHouseSettings {
   const sharded = layoutOf({ clickhouseCluster: place.cluster });
-  return { ...(sharded.sharded ? (place.readSettings ?? {}) : {}), ...(insert ? insertSettingsOf(sharded) : {}) };
+  return {
+    ...(sharded.sharded ? { ...(place.readSettings ?? {}), ...SAME_REPLICA_SETTINGS } : {}),
+    ...(insert ? insertSettingsOf(sharded) : {}),
+  };
 }
 
 /**
@@ -182,6 +198,8 @@ export async function waitForMutations(
       ch,
       `SELECT count() AS n FROM ${mutationsOf(cluster)}
        WHERE database = ${sqlString(database)} AND table = ${sqlString(table)} AND is_done = 0`,
+      // The replicas the deletion's reads reach (SAME_REPLICA_SETTINGS).
+      cluster === '' ? undefined : { ...SAME_REPLICA_SETTINGS },
     );
     if (Number(open[0]?.n ?? 0) === 0) return;
     if (Date.now() > deadline) throw new Error(`mutations of ${database}.${table} did not finish in ${timeoutMs} ms`);

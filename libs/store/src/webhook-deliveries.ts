@@ -10,7 +10,7 @@ import {
 import { sqlNumber, sqlString, type MigrationsByVersion } from '@telemetry/platform';
 import { lowCardinality } from './modern.js';
 import { beforeCursor, decodeTimed, type Decoded } from './rows.js';
-import { distinctBeforeLimit } from './distributed-reads.js';
+import { pageRead } from './distributed-reads.js';
 import { tableRef, type TableLayout } from './layout.js';
 
 /**
@@ -123,13 +123,14 @@ export function webhookDeliveriesSql(database: string, layout: TableLayout, q: W
   if (q.status !== undefined) where.push(`status = ${sqlString(q.status)}`);
   if (q.alertId !== undefined) where.push(`alert_id = ${sqlString(q.alertId)}`);
   if (q.cursor) where.push(...beforeCursor('attempted_at', 'attempted_at_ms', q.cursor));
-  return `SELECT ${distinctBeforeLimit(layout, q.limit)}id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
+  const sql = `SELECT id, monitor_id, alert_id, alert_type, url, attempt, status, status_code, duration_ms, error,
       attempted_at_ms, channel, channel_id, kind
     FROM ${tableRef(database, 'webhook_deliveries', layout)}
     WHERE ${where.join(' AND ')}
     ORDER BY attempted_at_ms DESC, id DESC
     LIMIT 1 BY id
     LIMIT ${sqlNumber(q.limit + 1)}`;
+  return pageRead(layout, q.limit + 1, sql, 'attempted_at_ms DESC, id DESC');
 }
 
 /** A row of webhookDeliveriesSql's result (ClickHouse sends 64-bit integers as strings). */

@@ -102,7 +102,12 @@ export class GroupAssignment implements Component {
         );
       },
       onHeartbeat: () => {
-        this.lastContact = this.clock.now();
+        const now = this.clock.now();
+        // Ownership had lapsed (owns() answered false): a reconcile in that gap dropped
+        // these monitors, and set() sees the same partitions, so say it changed back.
+        const lapsed = this.owned.size > 0 && now - this.lastContact > deps.sessionTimeoutMs / 2;
+        this.lastContact = now;
+        if (lapsed) this.deps.onChange();
       },
       // A rebalance (before rejoining, so before anyone else can be given the
       // partition), a stop or a crash.
