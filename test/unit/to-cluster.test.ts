@@ -100,8 +100,8 @@ describe('to-cluster: the plan and its SQL (unit)', () => {
       return [];
     };
     const fake = {
-      query: async ({ query }: { query: string }) => ({ json: async () => answer(query) }),
-      command: async ({ query }: { query: string }) => void seen.push(query),
+      query: ({ query }: { query: string }) => Promise.resolve({ json: () => Promise.resolve(answer(query)) }),
+      command: ({ query }: { query: string }) => Promise.resolve(void seen.push(query)),
     } as unknown as ClickHouseClient;
     const endpoint = { url: 'http://127.0.0.1:1', user: 'u', password: '', database: 'single' };
     const run = toCluster({
