@@ -120,9 +120,16 @@ export async function checkServiceUsers(
   const eventInserts = rows.filter(
     (r) => r.is_initial_query === 1 && r.user !== users.migrator.user && /\bevents(_all)?\b/.test(r.target),
   );
+  // The consumer inserts through events_all synchronously: each shard's part of it arrives
+  // as an insert of its own into the local table, sent by 18.16 as the interserver user (an
+  // initial query there). That is the only insert the interserver user may make.
   const inserters = [...new Set(eventInserts.map((r) => r.user))];
-  if (inserters.length !== 1 || inserters[0] !== users.consumer.user)
-    problems.push(`events were inserted by ${inserters.join(', ') || 'nobody'}, not by ${users.consumer.user} alone`);
+  const strayShardInserts = eventInserts.filter((r) => r.user === interserver && /\bevents_all\b/.test(r.target));
+  if (!inserters.includes(users.consumer.user) || inserters.some((u) => u !== users.consumer.user && u !== interserver))
+    problems.push(
+      `events were inserted by ${inserters.join(', ') || 'nobody'}, not by ${users.consumer.user} (and the shards' parts of its inserts as ${interserver}) alone`,
+    );
+  if (strayShardInserts.length > 0) problems.push(`${interserver} inserted into events_all itself`);
   // The shards' part of every distributed query of the run's users ran as the interserver user.
   const secondary = rows.filter((r) => r.is_initial_query === 0);
   const wrong = [...new Set(secondary.filter((r) => r.user !== interserver).map((r) => r.user))];
@@ -190,7 +197,7 @@ export async function checkServiceUsers(
   const seen = expected.map((u) => `${u} ${byUser.get(users[u].user) ?? 0}`).join(', ');
   const summary =
     `every service ran as its own ClickHouse user (queries in system.query_log: ${seen}; ` +
-    `events inserted by ${users.consumer.user} only); the shards' part of ${secondary.reduce((n, r) => n + Number(r.n), 0)} ` +
+    `events inserted by ${users.consumer.user} only, its shards' parts as ${interserver}); the shards' part of ${secondary.reduce((n, r) => n + Number(r.n), 0)} ` +
     `distributed queries ran as ${interserver}; ${refusals} of ${probes.length * shards.length} forbidden statements refused ` +
     `on one server of each of the ${shards.length} shard(s) (the query service's INSERT into events among them)`;
   return { ok: problems.length === 0, summary, problems };
