@@ -21,7 +21,8 @@ import {
   type CheckRow,
   type ToClusterReport,
 } from '@telemetry/store';
-import type { Cluster } from '../../tools/devstack/cluster.js';
+import { waitForClusterUsers, type Cluster } from '../../tools/devstack/cluster.js';
+import { storeEnv, waitForUsers } from '../../tools/devstack/users.js';
 
 export interface ToClusterScenarioOptions {
   cluster: Cluster;
@@ -63,16 +64,6 @@ export interface ToClusterFigures {
 }
 
 const DAY = 86_400;
-/**
- * The move's query services run as `default`: the service users' allow_databases (18.16)
- * name the run's database, not the two this scenario makes.
- */
-const AS_DEFAULT = {
-  CLICKHOUSE_USER: 'default',
-  CLICKHOUSE_PASSWORD: '',
-  REGISTRY_CLICKHOUSE_USER: 'default',
-  REGISTRY_CLICKHOUSE_PASSWORD: '',
-};
 const HOUR = 3600;
 
 export async function toClusterScenario(opts: ToClusterScenarioOptions): Promise<ToClusterFigures> {
@@ -103,9 +94,25 @@ export async function toClusterScenario(opts: ToClusterScenarioOptions): Promise
     requestTimeoutMs: CLUSTER_DDL_TIMEOUT_MS,
   });
   try {
-    await migrate(source, single, createLogger({ service: 'to-cluster', level: 'warn' }), '');
+    // Each database its own users (users.d on every server), as an operator has them: the
+    // query services run as their query and registry users, the migrations and the move as
+    // the migrators. The rows are filled and counted as `default` (the test, not a service).
+    const singleUsers = await opts.cluster.serviceUsers(single);
+    const movedUsers = await opts.cluster.serviceUsers(moved);
+    const migrator = createClickHouse({
+      url: sourceNode.url,
+      username: singleUsers.migrator.user,
+      password: singleUsers.migrator.password,
+      database: 'default',
+    });
+    try {
+      await migrate(migrator, single, createLogger({ service: 'to-cluster', level: 'warn' }), '');
+    } finally {
+      await migrator.close();
+    }
+    await waitForUsers(sourceNode.url, single, singleUsers);
     const singleQuery = await opts.startQuery('query-single', {
-      ...AS_DEFAULT,
+      ...storeEnv(singleUsers, 'query-service'),
       CLICKHOUSE_URL: sourceNode.url,
       CLICKHOUSE_DATABASE: single,
       CLICKHOUSE_CLUSTER: '',
@@ -121,8 +128,12 @@ export async function toClusterScenario(opts: ToClusterScenarioOptions): Promise
       CLICKHOUSE_URL: targetNode.url,
       CLICKHOUSE_DATABASE: moved,
       CLICKHOUSE_CLUSTER: opts.clusterName,
+      CLICKHOUSE_USER: movedUsers.migrator.user,
+      CLICKHOUSE_PASSWORD: movedUsers.migrator.password,
       SOURCE_CLICKHOUSE_URL: sourceNode.url,
       SOURCE_CLICKHOUSE_DATABASE: single,
+      SOURCE_CLICKHOUSE_USER: singleUsers.migrator.user,
+      SOURCE_CLICKHOUSE_PASSWORD: singleUsers.migrator.password,
     };
     const first = await toClusterCli(env, ['--max-partitions=2', '--json']);
     if (first.code !== 3) problems.push(`the stopped run exited ${first.code}, not 3: ${first.stderr.slice(-400)}`);
@@ -176,15 +187,16 @@ export async function toClusterScenario(opts: ToClusterScenarioOptions): Promise
     }
 
     // 5. The same answers from the single server and through the cluster's balancer.
+    await waitForClusterUsers(opts.cluster, moved, movedUsers);
     const clusterQueries = [
       await opts.startQuery('query-moved-1', {
-        ...AS_DEFAULT,
+        ...storeEnv(movedUsers, 'query-service'),
         CLICKHOUSE_URL: opts.clickhouseUrl,
         CLICKHOUSE_DATABASE: moved,
         CLICKHOUSE_CLUSTER: opts.clusterName,
       }),
       await opts.startQuery('query-moved-2', {
-        ...AS_DEFAULT,
+        ...storeEnv(movedUsers, 'query-service'),
         CLICKHOUSE_URL: opts.clickhouseUrl,
         CLICKHOUSE_DATABASE: moved,
         CLICKHOUSE_CLUSTER: opts.clusterName,

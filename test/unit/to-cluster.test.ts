@@ -1,13 +1,17 @@
 import { expect } from 'chai';
-import { engineOf } from '@telemetry/platform';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { createLogger, engineOf } from '@telemetry/platform';
 import {
+  checkPartitionKey,
   copyOrder,
   DISTRIBUTED_TABLES,
+  mergesSql,
   MIGRATIONS,
   partitionSql,
   partitionWhere,
   progressTableSql,
   ROLLUPS,
+  toCluster,
   ToClusterError,
 } from '@telemetry/store';
 
@@ -74,6 +78,64 @@ describe('to-cluster: the plan and its SQL (unit)', () => {
     expect(partitionWhere('events', 'toYYYYMMDD(received_at)', '20261127')).to.equal(
       'toYYYYMMDD(received_at) = 20261127',
     );
+  });
+
+  it("checks a table's partition key even when the source has no part of it (no key reaches SQL unchecked)", async () => {
+    expect(() => checkPartitionKey('events', 'toYYYYMM(id_time)) OR 1 = 1 --')).to.throw(
+      ToClusterError,
+      /partition key/,
+    );
+    expect(checkPartitionKey('checks', 'toYYYYMM(created_at)')).to.equal('toYYYYMM(created_at)');
+    expect(checkPartitionKey('monitors', '')).to.equal('');
+    // A source whose events table has a key to-cluster cannot state, and no parts at all.
+    const seen: string[] = [];
+    const answer = (query: string): object[] => {
+      seen.push(query);
+      if (query.includes('uniqExact(shard_num)')) return [{ n: 2 }];
+      if (query.includes('version()')) return [{ v: '18.16.1' }];
+      if (query.includes('max(version)')) return [{ n: 20 }];
+      if (query.includes('partition_key AS key')) return [{ key: 'toYYYYMM(id_time)) OR 1 = 1 --', engine: 'x' }];
+      if (query.includes('system.parts')) return [];
+      if (query.includes('system.tables')) return [{ n: query.includes('schema_migrations') ? 1 : 0 }];
+      return [];
+    };
+    const fake = {
+      query: ({ query }: { query: string }) => Promise.resolve({ json: () => Promise.resolve(answer(query)) }),
+      command: ({ query }: { query: string }) => Promise.resolve(void seen.push(query)),
+    } as unknown as ClickHouseClient;
+    const endpoint = { url: 'http://127.0.0.1:1', user: 'u', password: '', database: 'single' };
+    const run = toCluster({
+      source: endpoint,
+      target: { ...endpoint, database: 'moved', cluster: 'c' },
+      sourceClient: fake,
+      targetClient: fake,
+      logger: createLogger({ service: 'test', level: 'silent' }),
+      dryRun: true,
+    });
+    let refused: unknown;
+    await run.catch((err: unknown) => (refused = err));
+    expect(refused).to.be.instanceOf(ToClusterError);
+    expect(String(refused)).to.match(/events: partition key/);
+    expect(seen.filter((q) => q.includes('OR 1 = 1') && !q.includes('system.'))).to.deep.equal([]);
+  });
+
+  it("stops merges on every copied table, the source's and the cluster's (ON CLUSTER where the server has it)", () => {
+    const tables = [
+      { table: 'events', database: 'single', targetDatabase: 'moved' },
+      { table: 'audit_log', database: 'single_audit', targetDatabase: 'moved_audit' },
+    ];
+    expect(mergesSql('STOP', tables, 'c', true)).to.deep.equal({
+      source: ['SYSTEM STOP MERGES `single`.`events`', 'SYSTEM STOP MERGES `single_audit`.`audit_log`'],
+      cluster: [
+        'SYSTEM STOP MERGES ON CLUSTER `c` `moved`.`events`',
+        'SYSTEM STOP MERGES ON CLUSTER `c` `moved_audit`.`audit_log`',
+      ],
+    });
+    expect(mergesSql('START', tables, 'c', true).cluster[1]).to.equal(
+      'SYSTEM START MERGES ON CLUSTER `c` `moved_audit`.`audit_log`',
+    );
+    // 18.16's SYSTEM has no ON CLUSTER: the source's only (docs/clickhouse.md, "Limits").
+    expect(mergesSql('STOP', tables, 'c', false).cluster).to.deep.equal([]);
   });
 
   it('keeps its progress in a replicated table on the cluster, read and written through its Distributed table', () => {

@@ -19,6 +19,8 @@
  *      not have is dropped. Rollups are inserted into directly, which fires no view.
  *      Because every base partition is done before the first rollup partition is
  *      touched, a resumed run never feeds a rollup partition already copied.
+ * Merges are stopped on every copied table (source and cluster) from before the first copy
+ * until after the final counts, so that no merge folds rows between two counts.
  * The writers (stream consumers) must be stopped for the whole move: Kafka keeps their
  * backlog, and they are started again with CLICKHOUSE_CLUSTER set (docs/operations.md).
  */
@@ -151,10 +153,16 @@ const PARTITION_KEY = /^(?:to(?:YYYYMM|YYYYMMDD|Date|Monday|StartOfMonth)\(`?[A-
 /** A partition's value as system.parts shows it: a number, or `tuple()` for an unpartitioned table. */
 const PARTITION_VALUE = /^(?:\d{1,12}|tuple\(\))$/;
 
-function checkPartition(table: string, key: string, partition: string): void {
+/** `key` (system.tables.partition_key) once it is one to-cluster can state in SQL. */
+export function checkPartitionKey(table: string, key: string): string {
   if (!PARTITION_KEY.test(key)) {
     throw new ToClusterError(`${table}: partition key "${key}" is not one to-cluster can copy`);
   }
+  return key;
+}
+
+function checkPartition(table: string, key: string, partition: string): void {
+  checkPartitionKey(table, key);
   if (!PARTITION_VALUE.test(partition) || (key === '') !== (partition === 'tuple()')) {
     throw new ToClusterError(`${table}: partition "${partition}" of key "${key}" is not one to-cluster can copy`);
   }
@@ -191,6 +199,31 @@ export function partitionSql(opts: {
     drop: `ALTER TABLE ${local} ON CLUSTER ${sqlIdentifier(opts.cluster)} DROP PARTITION ${partitionLiteral(opts.table, opts.key, opts.partition)}`,
     sourceCount: `SELECT count() AS n FROM ${src} WHERE ${where}`,
     targetCount: `SELECT count() AS n FROM ${all} WHERE ${where}`,
+  };
+}
+
+/**
+ * The statements that stop (`STOP`) or start again (`START`) the merges of the copied
+ * tables for the whole move, so that no ReplacingMergeTree or AggregatingMergeTree merge
+ * folds rows between a count and the copy or the final counts: on the source, each table;
+ * on the cluster, each local table ON CLUSTER when `onCluster` (current ClickHouse; the
+ * SYSTEM queries of 18.16 take no ON CLUSTER, so there the operator stops them by hand).
+ */
+export function mergesSql(
+  action: 'STOP' | 'START',
+  tables: readonly { table: string; database: string; targetDatabase: string }[],
+  cluster: string,
+  onCluster: boolean,
+): { source: string[]; cluster: string[] } {
+  const on = sqlIdentifier(cluster);
+  return {
+    source: tables.map((t) => `SYSTEM ${action} MERGES ${sqlIdentifier(t.database)}.${sqlIdentifier(t.table)}`),
+    cluster: onCluster
+      ? tables.map(
+          (t) =>
+            `SYSTEM ${action} MERGES ON CLUSTER ${on} ${sqlIdentifier(t.targetDatabase)}.${sqlIdentifier(t.table)}`,
+        )
+      : [],
   };
 }
 
@@ -268,7 +301,8 @@ async function planTables(
         WHERE database = ${sqlString(database)} AND table = ${sqlString(table)} AND active
         GROUP BY partition ORDER BY partition`,
     );
-    const key = meta[0]!.key;
+    // Checked here, not only per partition: a table with no parts still has its key in SQL.
+    const key = checkPartitionKey(table, meta[0]!.key);
     const partitions = new Map(parts.map((p) => [p.partition, Number(p.rows)]));
     for (const p of partitions.keys()) checkPartition(table, key, p);
     tables.push({
@@ -433,57 +467,72 @@ export async function toCluster(opts: ToClusterOptions): Promise<ToClusterReport
   const timeoutMs = opts.countTimeoutMs ?? 60_000;
   let copiedNow = 0;
   const limit = opts.maxPartitions ?? 0;
-  outer: for (const t of tables) {
-    const summary: TableSummary = {
-      table: t.table,
-      database: t.targetDatabase,
-      rollup: t.rollup,
-      partitions: t.partitions.size,
-      copied: 0,
-      skipped: 0,
-      sourceRows: [...t.partitions.values()].reduce((a, b) => a + b, 0),
-      targetRows: null,
-    };
-    report.tables.push(summary);
-    const emit = (p: PartitionResult): void => {
-      report.partitions.push(p);
-      opts.onPartition?.(p);
-    };
-    if (opts.dryRun) {
-      for (const [partition, n] of t.partitions) {
-        const before = done.get(`${t.table}\u0000${partition}`);
-        emit({ table: t.table, partition, action: before ? 'skipped' : 'planned', sourceRows: n, targetRows: null });
+  // Merges stopped on every copied table, on the source and on the cluster, from before the
+  // first copy until after the final counts: a ReplacingMergeTree or AggregatingMergeTree
+  // merge on either side between a count and the copy, or before the final counts, folds
+  // rows and reports a mismatch that is not one.
+  const restart: { client: ClickHouseClient; query: string }[] = [];
+  let failed = true;
+  try {
+    if (!opts.dryRun) {
+      const stop = mergesSql('STOP', tables, cluster, modern);
+      const start = mergesSql('START', tables, cluster, modern);
+      const steps = [
+        ...stop.source.map((query, i) => ({ client: sourceClient, query, again: start.source[i]! })),
+        ...stop.cluster.map((query, i) => ({ client: targetClient, query, again: start.cluster[i]! })),
+      ];
+      for (const { client, query, again } of steps) {
+        restart.push({ client, query: again }); // before: a STOP that fails half-way is undone too
+        await client.command({ query });
       }
-      continue;
     }
-    const sqlOf = (partition: string): ReturnType<typeof partitionSql> =>
-      partitionSql({
-        sourceDb: t.database,
-        targetDb: t.targetDatabase,
+    outer: for (const t of tables) {
+      const summary: TableSummary = {
         table: t.table,
-        key: t.key,
-        partition,
-        cluster,
-      });
-    if (t.rollup && t.key !== '') {
-      // Rollup partitions the copied base rows made that the source's rollup does not have.
-      const all = `${sqlIdentifier(t.targetDatabase)}.${sqlIdentifier(`${t.table}_all`)}`;
-      const there = await rows<{ p: string | number }>(
-        targetClient,
-        `SELECT DISTINCT ${t.key} AS p FROM ${all}`,
-        EXACT_READ,
-      );
-      for (const { p } of there) {
-        const partition = String(p);
-        if (t.partitions.has(partition)) continue;
-        await targetClient.command({ query: sqlOf(partition).drop });
-        emit({ table: t.table, partition, action: 'dropped', sourceRows: 0, targetRows: 0 });
+        database: t.targetDatabase,
+        rollup: t.rollup,
+        partitions: t.partitions.size,
+        copied: 0,
+        skipped: 0,
+        sourceRows: [...t.partitions.values()].reduce((a, b) => a + b, 0),
+        targetRows: null,
+      };
+      report.tables.push(summary);
+      const emit = (p: PartitionResult): void => {
+        report.partitions.push(p);
+        opts.onPartition?.(p);
+      };
+      if (opts.dryRun) {
+        for (const [partition, n] of t.partitions) {
+          const before = done.get(`${t.table}\u0000${partition}`);
+          emit({ table: t.table, partition, action: before ? 'skipped' : 'planned', sourceRows: n, targetRows: null });
+        }
+        continue;
       }
-    }
-    // The source's merges could fold rows between its count and its copy: stopped meanwhile.
-    const srcTable = `${sqlIdentifier(t.database)}.${sqlIdentifier(t.table)}`;
-    await sourceClient.command({ query: `SYSTEM STOP MERGES ${srcTable}` });
-    try {
+      const sqlOf = (partition: string): ReturnType<typeof partitionSql> =>
+        partitionSql({
+          sourceDb: t.database,
+          targetDb: t.targetDatabase,
+          table: t.table,
+          key: t.key,
+          partition,
+          cluster,
+        });
+      if (t.rollup && t.key !== '') {
+        // Rollup partitions the copied base rows made that the source's rollup does not have.
+        const all = `${sqlIdentifier(t.targetDatabase)}.${sqlIdentifier(`${t.table}_all`)}`;
+        const there = await rows<{ p: string | number }>(
+          targetClient,
+          `SELECT DISTINCT ${t.key} AS p FROM ${all}`,
+          EXACT_READ,
+        );
+        for (const { p } of there) {
+          const partition = String(p);
+          if (t.partitions.has(partition)) continue;
+          await targetClient.command({ query: sqlOf(partition).drop });
+          emit({ table: t.table, partition, action: 'dropped', sourceRows: 0, targetRows: 0 });
+        }
+      }
       for (const partition of t.partitions.keys()) {
         const before = done.get(`${t.table}\u0000${partition}`);
         if (before) {
@@ -512,27 +561,51 @@ export async function toCluster(opts: ToClusterOptions): Promise<ToClusterReport
         summary.copied++;
         emit({ table: t.table, partition, action: 'copied', sourceRows, targetRows });
       }
-    } finally {
-      await sourceClient.command({ query: `SYSTEM START MERGES ${srcTable}` });
     }
-  }
-  if (!opts.dryRun && !report.interrupted && report.mismatches.length === 0) {
-    // Whole tables, once every partition is done: the same counts on both sides.
-    for (const s of report.tables) {
-      const t = tables.find((x) => x.table === s.table)!;
-      const all = `${sqlIdentifier(t.targetDatabase)}.${sqlIdentifier(`${t.table}_all`)}`;
-      s.sourceRows = await one(
-        sourceClient,
-        `SELECT count() AS n FROM ${sqlIdentifier(t.database)}.${sqlIdentifier(t.table)}`,
-      );
-      s.targetRows = await countOnCluster(targetClient, `SELECT count() AS n FROM ${all}`, s.sourceRows, timeoutMs);
-      if (s.targetRows !== s.sourceRows) {
-        report.mismatches.push(`${s.table}: ${s.sourceRows} rows on the source, ${s.targetRows} on the cluster`);
+    if (!opts.dryRun && !report.interrupted && report.mismatches.length === 0) {
+      // Whole tables, once every partition is done: the same counts on both sides.
+      for (const s of report.tables) {
+        const t = tables.find((x) => x.table === s.table)!;
+        const all = `${sqlIdentifier(t.targetDatabase)}.${sqlIdentifier(`${t.table}_all`)}`;
+        s.sourceRows = await one(
+          sourceClient,
+          `SELECT count() AS n FROM ${sqlIdentifier(t.database)}.${sqlIdentifier(t.table)}`,
+        );
+        s.targetRows = await countOnCluster(targetClient, `SELECT count() AS n FROM ${all}`, s.sourceRows, timeoutMs);
+        if (s.targetRows !== s.sourceRows) {
+          report.mismatches.push(`${s.table}: ${s.sourceRows} rows on the source, ${s.targetRows} on the cluster`);
+        }
       }
+      report.complete = report.mismatches.length === 0;
     }
-    report.complete = report.mismatches.length === 0;
+    failed = false;
+  } finally {
+    await startMerges(restart, opts.logger, failed);
   }
   return report;
+}
+
+/**
+ * Runs every START of `restart`, each even when one before it failed. A failure is logged
+ * with the statement to run by hand, and thrown unless the move already failed.
+ */
+async function startMerges(
+  restart: readonly { client: ClickHouseClient; query: string }[],
+  logger: Logger,
+  failed: boolean,
+): Promise<void> {
+  const notStarted: string[] = [];
+  for (const { client, query } of restart) {
+    try {
+      await client.command({ query });
+    } catch (err) {
+      notStarted.push(query);
+      logger.error(`to-cluster: merges not started again, run by hand: ${query}`, { err: String(err) });
+    }
+  }
+  if (notStarted.length > 0 && !failed) {
+    throw new ToClusterError(`merges not started again, run by hand: ${notStarted.join('; ')}`);
+  }
 }
 
 async function record(
