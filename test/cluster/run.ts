@@ -634,7 +634,13 @@ async function main(): Promise<number> {
           `5xx ${r.status5xx}, recovery ${r.recoverySeconds ?? '-'} s${r.problems.length > 0 ? `; ${r.problems.join('; ')}` : ''}`,
       );
     }
-    const usersVerdict = await checkServiceUsers(cluster.shards, database, users, cluster.interserver);
+    const usersVerdict = await checkServiceUsers(
+      cluster.shards,
+      database,
+      users,
+      cluster.interserver,
+      results.length > 0,
+    );
     log(
       `users: ${usersVerdict.ok ? 'pass' : 'FAIL'}; ${usersVerdict.summary}${usersVerdict.problems.length > 0 ? `; ${usersVerdict.problems.join('; ')}` : ''}`,
     );
