@@ -40,6 +40,16 @@ export interface BatchWriterOptions {
   byteLimits?: ReadonlyMap<string, ByteLimit>;
 }
 
+/**
+ * A table as the metrics name it: its own name (`events`, `checks`, `failed_events`),
+ * whatever database and layout it was written in (`db`.`events` on one server,
+ * `db`.`events_all` on a cluster), so dashboards and alerts hold across both.
+ */
+export function metricTable(table: string): string {
+  const name = (table.split('.').pop() ?? table).replace(/`/g, '');
+  return name.endsWith('_all') ? name.slice(0, -'_all'.length) : name;
+}
+
 /** A cap on the bytes of one insert into a table: each row's weight, and the most one insert carries. */
 export interface ByteLimit {
   maxBytes: number;
@@ -329,7 +339,7 @@ export class BatchWriter {
         await this.deadLetter(table, rows, err.message);
         return;
       }
-      if (err.kind === 'split') this.splits.inc({ table });
+      if (err.kind === 'split') this.splits.inc({ table: metricTable(table) });
       const half = Math.ceil(rows.length / 2);
       await this.insertOrBisect(table, rows.slice(0, half));
       await this.insertOrBisect(table, rows.slice(half));
@@ -340,13 +350,13 @@ export class BatchWriter {
     const classify = this.opts.classify ?? classifyInsertError;
     for (let attempt = 0; ; attempt++) {
       if (this.stopped) throw new WriterStoppedError('writer stopped during retries');
-      const end = this.insertSeconds.startTimer({ table });
+      const end = this.insertSeconds.startTimer({ table: metricTable(table) });
       try {
         await this.opts.sink.insert(table, rows);
         end();
         this.lastInserts.set(table, Math.floor(Date.now() / 1000));
-        this.rowsWritten.inc({ table }, rows.length);
-        this.batchRows.observe({ table }, rows.length);
+        this.rowsWritten.inc({ table: metricTable(table) }, rows.length);
+        this.batchRows.observe({ table: metricTable(table) }, rows.length);
         return;
       } catch (err) {
         const kind = classify(err);
@@ -364,7 +374,7 @@ export class BatchWriter {
       if (this.stopped) throw new WriterStoppedError('writer stopped while dead-lettering');
       try {
         await this.opts.onRejected(table, rows, reason);
-        this.rejected.inc({ table }, rows.length);
+        this.rejected.inc({ table: metricTable(table) }, rows.length);
         this.opts.logger.warn('rows rejected by ClickHouse, dead-lettered', { table, rows: rows.length, reason });
         return;
       } catch (err) {
@@ -375,7 +385,7 @@ export class BatchWriter {
 
   /** Capped exponential backoff with jitter (half to all of the step). */
   private async backoff(what: string, table: string, rows: number, attempt: number, err: unknown): Promise<void> {
-    this.retries.inc({ table });
+    this.retries.inc({ table: metricTable(table) });
     const delay = retryDelayMs(attempt, this.opts.retryMaxMs);
     this.opts.logger.warn(what, { table, rows, attempt, delay_ms: Math.round(delay), err: String(err) });
     await new Promise((r) => setTimeout(r, delay));
