@@ -175,7 +175,7 @@ export async function runMigrations(
     if (done.has(m.version)) continue;
     const run = (sql: string): Promise<unknown> => ddl(sql, `v${m.version}`);
     for (const statement of m.statements(db, database, engine)) {
-      if (typeof statement === 'string') await run(statement);
+      if (typeof statement === 'string') await runAddingColumn(client, run, database, statement, cluster);
       else if ('addColumn' in statement) await addColumn(client, run, database, statement.addColumn);
       else if ('setAside' in statement) await setAside(client, run, database, statement.setAside, logger);
       else if ('copyBack' in statement) await copyBack(client, run, database, statement.copyBack, logger);
@@ -188,6 +188,37 @@ export async function runMigrations(
     logger.info('migration applied', { version: m.version, name: m.name });
   }
   return applied;
+}
+
+/** `ALTER TABLE <db>.<table> ADD COLUMN <column> …` as a migration writes it: the table and the column. */
+const ADD_COLUMN = /^\s*ALTER\s+TABLE\s+`?\w+`?\.`?(\w+)`?\s+ADD\s+COLUMN\s+`?(\w+)`?/i;
+
+/** The table and column an `ALTER TABLE … ADD COLUMN` statement adds, or undefined for any other statement. */
+export function addedColumn(statement: string): { table: string; column: string } | undefined {
+  const m = ADD_COLUMN.exec(statement);
+  return m ? { table: m[1]!, column: m[2]! } : undefined;
+}
+
+/**
+ * Runs a migration's statement. On a cluster, an `ADD COLUMN` that fails is taken as done
+ * when the column is there: ClickHouse 18.16's distributed DDL lets both replicas of a
+ * shard run the ALTER of a replicated table now and then (one gets "column already
+ * exists" and the task never finishes on it, distributed_ddl_task_timeout later), while
+ * replication has already added the column everywhere. Seen once in the cluster suite.
+ */
+async function runAddingColumn(
+  client: ClickHouseClient,
+  run: Ddl,
+  database: string,
+  statement: string,
+  cluster: string,
+): Promise<void> {
+  try {
+    await run(statement);
+  } catch (err) {
+    const added = cluster === '' ? undefined : addedColumn(statement);
+    if (!added || !(await columnExists(client, database, added.table, added.column))) throw err;
+  }
 }
 
 async function databaseExists(client: ClickHouseClient, database: string): Promise<boolean> {
