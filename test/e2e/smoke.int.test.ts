@@ -106,8 +106,9 @@ describe('smoke runs of the benchmarks, the soak and the fault suite (real Kafka
    * CPU could break: its deadlines are tens of seconds to minutes, and the benchmarks are
    * judged on counts and rows, not speed. The two benchmarks above judge a time (the change
    * feed within 1 s) or fail on a 10 s request timeout at full load, so they run before it
-   * starts, alone; so does the cluster smoke below (ten servers of its own, whose broker must
-   * be back in sync within its deadline).
+   * starts, alone; so does the cluster smoke (ten servers of its own, whose broker must be
+   * back in sync within its deadline): written below, mocha runs it before this block, as it
+   * runs a suite's own tests before its nested suites.
    */
   describe('with the fault suite running alongside', function () {
     let faults: () => Promise<Record<string, unknown>>;
