@@ -185,6 +185,11 @@ export const ERROR_CODES = {
   },
   METHOD_NOT_ALLOWED: { status: 405, description: 'The route exists but not with this method; see `Allow`.' },
   // 409
+  KEY_TAKEN: {
+    status: 409,
+    description:
+      'Another object of this kind in this tenant has this configuration key (docs/as-code.md); keys are unique per tenant and kind.',
+  },
   SLUG_TAKEN: {
     status: 409,
     description:

@@ -24,3 +24,4 @@ export * from './status-follow-schemas.js';
 export * from './deletions.js';
 export * from './event-schema-api.js';
 export * from './run-once.js';
+export * from './config-as-code.js';

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { refuseDocumentedExample, type VarSpec } from './config.js';
 
 /**
@@ -90,6 +90,38 @@ export class SecretBox {
     decipher.setAuthTag(Buffer.from(parts[3]!, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(parts[4]!, 'base64url')), decipher.final()]).toString('utf8');
   }
+
+  /**
+   * A keyed fingerprint of a secret, `fp1.<key id>.<22 base64url characters>`: an
+   * HMAC-SHA256 (truncated to 128 bits) of `context` and `value` under a key derived from
+   * the ring's first key. It tells whether two values are the same without showing
+   * either; without the key it cannot be checked against guesses. `context` (a tenant id)
+   * makes the same value fingerprint differently elsewhere.
+   */
+  fingerprint(value: string, context: string): string {
+    return `fp1.${this.current.id}.${fingerprintMac(this.current.key, value, context)}`;
+  }
+
+  /** Is `fp` the fingerprint of `value` in `context` under any key of the ring (in constant time)? */
+  fingerprintMatches(fp: string, value: string, context: string): boolean {
+    const parts = fp.split('.');
+    if (parts.length !== 3 || parts[0] !== 'fp1') return false;
+    const key = this.byId.get(parts[1]!);
+    if (!key) return false;
+    const want = Buffer.from(fingerprintMac(key, value, context), 'utf8');
+    const got = Buffer.from(parts[2]!, 'utf8');
+    return got.length === want.length && timingSafeEqual(got, want);
+  }
+}
+
+/** The MAC of a fingerprint: HMAC-SHA256 under a key derived from a sealing key (never the sealing key itself). */
+function fingerprintMac(sealingKey: Buffer, value: string, context: string): string {
+  const derived = createHmac('sha256', sealingKey).update('telemetry secret fingerprint v1').digest();
+  return createHmac('sha256', derived)
+    .update(`${context}\0${value}`, 'utf8')
+    .digest()
+    .subarray(0, 16)
+    .toString('base64url');
 }
 
 /** The key ring of the services that read or write customer secrets (query service, check runner). */

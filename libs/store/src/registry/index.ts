@@ -13,3 +13,4 @@ export * from './schema-followers.js';
 export * from './schema-deletions.js';
 export * from './deletions.js';
 export * from './event-schemas.js';
+export * from './schema-config-keys.js';

@@ -2,6 +2,7 @@ import { DEFAULT_TENANT } from '@telemetry/contract';
 import { STATUS_FOLLOW_MIGRATION, STATUS_FOLLOW_TABLES } from './schema-followers.js';
 import { DELETION_TABLES, DELETIONS_MIGRATION } from './schema-deletions.js';
 import { EVENT_SCHEMAS_MIGRATION, EVENT_SCHEMA_TABLES } from './schema-event-schemas.js';
+import { CONFIG_KEYS_MIGRATION } from './schema-config-keys.js';
 import { migratePostgres, type Logger, type PgMigration, type PgPool } from '@telemetry/platform';
 
 /**
@@ -312,6 +313,7 @@ export const REGISTRY_MIGRATIONS: readonly PgMigration[] = [
          CHECK (ip_storage IN ('full', 'truncated', 'none'))`,
     ],
   },
+  CONFIG_KEYS_MIGRATION,
 ];
 
 /** Applies the registry's migrations (as the database's owner). */
