@@ -33,7 +33,7 @@ function storedOf(p: ManagedStatusPage): StoredStatusPage {
 const target = (slug: string) => ({ type: 'status_page', id: slug });
 
 /**
- * Status pages in a configuration document (docs/as-code.md, "Status pages"): an item is
+ * Status pages in a configuration document (docs/console.md, "In a configuration file"): an item is
  * POST /api/status-pages's body plus its `key`, `monitor_ids` naming the monitors by their
  * keys. It is validated by the route's own function (createdPage); an applied page is
  * served, audited and cached as one made through the API. A page's slug is its id and its
