@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { PublicStatusPage, StatusPage } from '@telemetry/contract';
-import { createTenant, issueKey } from '@telemetry/store';
+import { createTenant, issueKey, registryWrite, StatusPageStore } from '@telemetry/store';
 import { eventually, ownUser, runQuery, testStack, uid, type Running, adminRegistry } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
 import { TcpGate } from '../support/tcp-gate.js';
@@ -178,6 +178,62 @@ describe('status pages and the events overview API (real ClickHouse)', function 
     });
     expect(inB.status, inB.text).to.equal(201);
     expect(inB.body.data.key).to.equal(renamedKey);
+  });
+
+  it("writes pages inside a caller's registry transaction: keyed and unkeyed, KEY_TAKEN, all or nothing", async () => {
+    const db = adminRegistry();
+    const store = new StatusPageStore(db);
+    const tenantId = (await createTenant(db, uid('tenant'))).tenant_id;
+    const at = '2026-11-01T00:00:00Z';
+    const page = (slug: string, key?: string) => ({
+      slug,
+      tenant_id: tenantId,
+      title: `Title of ${slug}`,
+      description: null,
+      monitor_ids: ['mon_0000000000000001'],
+      ...(key ? { key } : {}),
+      created_at: at,
+      updated_at: at,
+    });
+    const [kept, plain, gone] = [uid('kept'), uid('plain'), uid('gone')];
+    await registryWrite(db, async (tx) => {
+      await store.createIn(tx, page(kept, 'kept'));
+      await store.createIn(tx, page(plain));
+      await store.createIn(tx, page(gone, 'gone'));
+      expect((await store.keyedIn(tx, tenantId)).map((p) => [p.slug, p.key])).to.have.deep.members([
+        [kept, 'kept'],
+        [gone, 'gone'],
+      ]);
+    });
+    expect(await store.unkeyedIn(db, tenantId)).to.deep.equal([{ slug: plain, title: `Title of ${plain}` }]);
+
+    // A key taken inside the transaction: KEY_TAKEN, and nothing of the transaction stays.
+    let refused: unknown;
+    await registryWrite(db, async (tx) => {
+      const current = (await store.get(kept))!;
+      expect(await store.updateIn(tx, { ...current, title: 'Changed' }, current.version)).to.include({ version: 2 });
+      expect(await store.removeIn(tx, gone, tenantId, 1)).to.equal(true);
+      await store.setKeyIn(tx, tenantId, plain, 'kept');
+    }).catch((err: unknown) => {
+      refused = err;
+    });
+    expect(refused).to.have.property('code', 'KEY_TAKEN');
+    expect(await store.get(kept)).to.include({ title: `Title of ${kept}`, version: 1 });
+    expect(await store.get(gone)).to.include({ key: 'gone' });
+
+    // Then for real: adopt the plain page, change one, delete one.
+    await registryWrite(db, async (tx) => {
+      expect(await store.setKeyIn(tx, tenantId, plain, 'plain')).to.equal(true);
+      expect(await store.setKeyIn(tx, tenantId, uid('nothing'), 'nothing')).to.equal(false);
+      expect(await store.removeIn(tx, gone, tenantId, 1)).to.equal(true);
+      const current = (await store.get(kept))!;
+      expect(await store.updateIn(tx, { ...current, key: 'kept-2' }, current.version)).to.include({ key: 'kept-2' });
+    });
+    expect((await store.ofTenant(tenantId)).map((p) => [p.slug, p.key, p.version])).to.have.deep.members([
+      [kept, 'kept-2', 2],
+      [plain, 'plain', 2],
+    ]);
+    expect(await store.unkeyedIn(db, tenantId)).to.deep.equal([]);
   });
 
   it('serves the public page without a key: names, statuses and 90 days only, cached and shared', async () => {
