@@ -5,6 +5,7 @@ import {
   adminRegistry,
   collectTopic,
   eventually,
+  registerMonitorsIn,
   runQuery,
   testStack,
   uid,
@@ -107,6 +108,22 @@ describe('configuration API: export, plan, apply, adopt (real PostgreSQL, Kafka)
     expect(r.code).to.equal('VALIDATION_FAILED');
     expect(paths(r)).to.include.members(['/version', '/extra', '/monitors/0/key', '/monitors/1/key', '/channels']);
 
+    // Past the shape: a key given twice and every item's own problems, in one answer.
+    const page = (key: string, over: object = {}) => ({ key, slug: uid('p'), title: 'T', monitor_ids: ['m'], ...over });
+    const items = await post('?dry_run=true', {
+      version: 1,
+      status_pages: [page('a', { monitor_ids: ['nowhere'] }), page('b', { title: '' }), page('a', { bogus: 1 })],
+    });
+    expect(items.status, items.text).to.equal(400);
+    expect([...new Set(paths(items))]).to.have.members([
+      '/status_pages/2/key',
+      '/status_pages/0/monitor_ids/0',
+      '/status_pages/1/title',
+      '/status_pages/1/monitor_ids/0',
+      '/status_pages/2/bogus',
+      '/status_pages/2/monitor_ids/0',
+    ]);
+
     const json = await client('POST', '/api/config', undefined, { raw: '{"version": 1,' });
     expect(json.code).to.equal('INVALID_JSON');
     const type = await client('POST', '/api/config', undefined, {
@@ -143,6 +160,60 @@ describe('configuration API: export, plan, apply, adopt (real PostgreSQL, Kafka)
     expect(three[0]).to.deep.include({ target: { type: 'config', id: tenant }, outcome: 'ok' });
     expect(three.map((e) => e.changes.prune?.after)).to.deep.equal([false, true, false]);
     expect(three[0]!.changes.create).to.deep.equal({ after: 0 });
+  });
+
+  it('adopts a status page made through its API, exports it, refuses the export where it cannot name a monitor, and prunes it', async () => {
+    type Export = {
+      document: { version: number; status_pages?: Record<string, unknown>[] };
+      unmanaged: Record<string, number>;
+    };
+    const monitor = uid('cfgmon');
+    await registerMonitorsIn(tenant, monitor);
+    const slug = uid('cfg-page');
+    const made = await client('POST', '/api/status-pages', { slug, title: 'Shop Status', monitor_ids: [monitor] });
+    expect(made.status, made.text).to.equal(201);
+
+    const before = await client<Export>('GET', '/api/config');
+    expect(before.body.data.unmanaged.status_pages).to.equal(1);
+    expect(before.body.data.document.status_pages).to.deep.equal([]);
+
+    const adopted = await client<{ adopted: { kind: string; id: string; key: string }[] }>('POST', '/api/config/adopt');
+    expect(adopted.status, adopted.text).to.equal(200);
+    expect(adopted.body.data.adopted).to.deep.include({ kind: 'status_page', id: slug, key: 'shop-status' });
+    expect((await client<{ key: string }>('GET', `/api/status-pages/${slug}`)).body.data.key).to.equal('shop-status');
+    expect((await client<{ adopted: unknown[] }>('POST', '/api/config/adopt')).body.data.adopted).to.deep.equal([]);
+    await eventually('config.adopt audited', () =>
+      (audit.values as AuditEntry[]).find(
+        (e) => e.tenant_id === tenant && e.action === 'config.adopt' && e.target.id === slug,
+      ),
+    );
+
+    const after = await client<Export>('GET', '/api/config');
+    expect(after.body.data.unmanaged.status_pages).to.equal(0);
+    // Its monitor has no key, so the document cannot name it.
+    expect(after.body.data.document.status_pages).to.deep.equal([
+      { key: 'shop-status', slug, title: 'Shop Status', monitor_ids: [] },
+    ]);
+
+    // The export's page, with the monitor it cannot name missing, is refused at that field; the
+    // section left out of a pruning apply leaves it alone; an empty section prunes it.
+    const refused = await post('?dry_run=true', after.body.data.document);
+    expect(refused.code).to.equal('VALIDATION_FAILED');
+    expect(paths(refused)).to.deep.equal(['/status_pages/0/monitor_ids']);
+    const unmanagedSection = await post('?prune=true', { version: 1 });
+    expect(unmanagedSection.body.data.summary.delete).to.equal(0);
+    const plan = await post('?dry_run=true&prune=true', { version: 1, status_pages: [] });
+    expect(plan.status, plan.text).to.equal(200);
+    expect(plan.body.data).to.deep.equal({
+      applied: false,
+      changes: [{ kind: 'status_page', key: 'shop-status', action: 'delete', id: slug, fields: [] }],
+      summary: { create: 0, update: 0, delete: 1, unchanged: 0 },
+    });
+    expect((await client('GET', `/api/status-pages/${slug}`)).status).to.equal(200);
+    const pruned = await post('?prune=true', { version: 1, status_pages: [] });
+    expect(pruned.body.data.applied).to.equal(true);
+    expect(pruned.body.data.summary.delete).to.equal(1);
+    expect((await client('GET', `/api/status-pages/${slug}`)).code).to.equal('STATUS_PAGE_NOT_FOUND');
   });
 
   it('exports the tenant as a document and adopts objects without a key', async () => {

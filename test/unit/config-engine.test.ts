@@ -239,12 +239,12 @@ describe('configuration engine (unit)', () => {
     expect(db.rows.monitors.find((r) => r.key === 'api')).to.deep.include({ name: 'API v2', version: 2 });
   });
 
-  it('refuses a key given twice in a section, at the later item, and writes nothing', async () => {
+  it("refuses a key given twice in a section, at the later item, with the items' own problems, and writes nothing", async () => {
     const e = await refusal({
       version: 1,
       monitors: [
         { key: 'a', name: 'A' },
-        { key: 'b', name: 'B' },
+        { key: 'b', name: 7 },
         { key: 'a', name: 'A again' },
       ],
       // The same key in another section is another object.
@@ -253,6 +253,7 @@ describe('configuration engine (unit)', () => {
     expect(e.code).to.equal('VALIDATION_FAILED');
     expect(problemsOf(e)).to.deep.equal([
       { path: '/monitors/2/key', message: 'the key a is given twice (also at /monitors/0)' },
+      { path: '/monitors/1/name', message: 'must be a string' },
     ]);
     expect(db.writes()).to.deep.equal([]);
     expect(db.rows.monitors).to.deep.equal([]);

@@ -76,6 +76,7 @@ import { reportRoutes } from './status/reports.route.js';
 import { configRoutes } from './config-as-code/config.route.js';
 import { ConfigEngine } from './config-as-code/engine.js';
 import type { ConfigKindModule } from './config-as-code/kind.js';
+import { statusPageConfigKind } from './config-as-code/status-pages.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -368,7 +369,9 @@ export function createQueryApp(deps: QueryDeps): Express {
   // Monitoring as code (docs/as-code.md): one document for the four kinds, planned and
   // applied in one registry transaction. Each kind is a module beside its routes, with
   // the same rules.
-  const configKinds: ConfigKindModule[] = [];
+  const configKinds: ConfigKindModule[] = [
+    statusPageConfigKind({ store: deps.statusPages, validators: deps.validators, audit: deps.audit, pages: pageHooks }),
+  ];
   configRoutes(app, {
     engine: new ConfigEngine({
       pool: deps.pool,

@@ -134,11 +134,11 @@ export class ConfigEngine {
     options: ApplyOptions,
     ctx: Omit<ApplyContext, 'tenantId'>,
   ): Promise<ConfigPlan> {
-    const document = this.checkDocument(body);
+    const { document, problems } = this.checkDocument(body);
     const { plan, after } = await registryWrite(this.deps.pool, async (tx) => {
       const loaded = await this.loadAll(tx, tenantId);
       const entries = this.match(document, loaded);
-      const plan = this.plan(tenantId, document, entries, loaded, options);
+      const plan = this.plan(tenantId, document, entries, loaded, options, problems);
       if (!options.dryRun) return { plan, after: await this.write(tx, tenantId, plan, entries, loaded, ctx) };
       // A dry run makes the writes too, so that it answers what the apply would (a key taken,
       // a delete refused), and takes them back: nothing is kept, nothing is announced.
@@ -205,8 +205,11 @@ export class ConfigEngine {
     });
   }
 
-  /** The document's shape, its size, its sections (each one this server manages) and its keys. */
-  private checkDocument(body: unknown): ConfigDocument {
+  /**
+   * The document's shape and size (refused at once), then its sections (each one this server
+   * manages) and its keys (each once per section): those problems go with the items' own.
+   */
+  private checkDocument(body: unknown): { document: ConfigDocument; problems: Problem[] } {
     if (!this.validators.document(body)) {
       throw invalid('configuration document', describeErrors(this.validators.document.errors));
     }
@@ -236,8 +239,7 @@ export class ConfigEngine {
           });
       });
     }
-    if (problems.length > 0) throw invalid('configuration document', problems);
-    return document;
+    return { document, problems };
   }
 
   private async loadAll(tx: PgClient, tenantId: string): Promise<Map<ConfigSection, Loaded>> {
@@ -272,6 +274,7 @@ export class ConfigEngine {
     entries: Entry[],
     loaded: Map<ConfigSection, Loaded>,
     options: ApplyOptions,
+    problems: Problem[],
   ): ConfigPlan {
     // The ids of the document's keys: the first item with a key names the object.
     const ids = new Map<ConfigSection, Map<string, Entry>>();
@@ -282,7 +285,6 @@ export class ConfigEngine {
     }
     const idOf = (section: ConfigSection, key: string): string | undefined =>
       ids.get(section)?.get(key)?.id ?? loaded.get(section)?.byKey.get(key)?.id;
-    const problems: Problem[] = [];
     for (const e of entries) {
       const kind = loaded.get(e.section)!.kind;
       const at = `/${e.section}/${e.index}`;
