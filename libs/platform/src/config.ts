@@ -24,7 +24,7 @@ export class ConfigError extends Error {
 }
 
 /**
- * What every example secret we publish says (.env.example, deploy/k8s/overlays/example):
+ * What every example secret we publish says (.env.example; the Helm chart publishes none):
  * anyone can read those, so a service refuses to start with one (refuseDocumentedExample).
  */
 export const EXAMPLE_SECRET_MARK = 'replace-me';
@@ -33,7 +33,7 @@ export const EXAMPLE_SECRET_MARK = 'replace-me';
 export function refuseDocumentedExample(value: string): void {
   if (value.toLowerCase().includes(EXAMPLE_SECRET_MARK)) {
     throw new Error(
-      'is the published example value (.env.example, deploy/k8s/overlays/example), which anyone can read: make your own',
+      'is the published example value (.env.example), which anyone can read: make your own',
     );
   }
 }
