@@ -189,8 +189,10 @@ function secretRefs(values: unknown): string[] {
     if (!x || typeof x !== 'object') return;
     const o = x as Record<string, unknown>;
     if (typeof o.existingSecret === 'string' && o.existingSecret) {
-      for (const f of SECRET_KEY_FIELDS)
-        if (typeof o[f] === 'string') out.push(`${o.existingSecret}/${o[f] as string}`);
+      for (const f of SECRET_KEY_FIELDS) {
+        const key = o[f];
+        if (typeof key === 'string') out.push(`${o.existingSecret}/${key}`);
+      }
     }
     Object.values(o).forEach(walk);
   };

@@ -32,9 +32,7 @@ export const EXAMPLE_SECRET_MARK = 'replace-me';
 /** Throws when `value` (a secret, or a key's bytes as text) is one of our published examples. */
 export function refuseDocumentedExample(value: string): void {
   if (value.toLowerCase().includes(EXAMPLE_SECRET_MARK)) {
-    throw new Error(
-      'is the published example value (.env.example), which anyone can read: make your own',
-    );
+    throw new Error('is the published example value (.env.example), which anyone can read: make your own');
   }
 }
 
