@@ -754,6 +754,25 @@ describe('deploy material (real validators)', function () {
     }
   });
 
+  it('the chart refuses to render without a Secret a tier reads, naming the value', async () => {
+    for (const [set, message] of [
+      ['secretsKeys.existingSecret=', 'secretsKeys: existingSecret is required'],
+      ['heartbeatKey.key=', 'heartbeatKey: key is required'],
+      [
+        'clickhouse.credentials.registry.existingSecret=',
+        'clickhouse.credentials.registry: existingSecret is required',
+      ],
+      ['postgresql.credentials.runner.urlKey=', 'postgresql.credentials.runner: urlKey is required'],
+      ['postgresql.credentials.query.usernameKey=username', 'postgresql.credentials.query: passwordKey is required'],
+    ]) {
+      const err = await helmTemplate(['-f', CHART_VALUES.minimal, '--set', set!]).then(
+        () => undefined,
+        (e: unknown) => e as { stderr: string },
+      );
+      expect(err?.stderr, set).to.contain(message);
+    }
+  });
+
   it('Kubernetes: default-deny NetworkPolicies, and the runners reach the internet but no private range', async () => {
     interface Peer {
       ipBlock?: { cidr: string; except?: string[] };
