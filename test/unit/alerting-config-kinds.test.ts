@@ -223,6 +223,13 @@ describe('config as code: channel and escalation policy kinds (unit)', () => {
       expect(exported).to.deep.equal(policyItem);
       expect([...policies.secrets(current)]).to.deep.equal([]);
       expect(policies.changes(current, desiredOf(policies.prepare(exported, current, plan)))).to.deep.equal([]);
+      // A channel without a key is exported as its id, which planning reports (it names no channel).
+      const unmanaged = { ...current, steps: [{ channels: ['chn_0000000000000000ffff'] }] };
+      const withId = policies.exportOf(unmanaged, exporting);
+      expect(withId.steps).to.deep.equal([{ channels: ['chn_0000000000000000ffff'] }]);
+      expect(problemsOf(policies.prepare(withId, current, plan))).to.deep.equal([
+        { path: '/steps/0/channels/0', message: 'there is no channel with key chn_0000000000000000ffff' },
+      ]);
       const reordered = {
         ...policyItem,
         steps: [{ channels: ['ops-hook'], escalate_after_seconds: 600 }, { channels: ['ops-hook', 'pager'] }],
