@@ -32,8 +32,6 @@ function policyIdOf(req: Request): string {
   return id;
 }
 
-const view = policyView;
-
 /** /api/escalation-policies and /api/escalation-policies/{id} (docs/alerting.md, "API"). */
 export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoutesDeps): void {
   const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
@@ -51,13 +49,13 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
   };
   const shown = (res: Response, p: StoredPolicy) => {
     res.setHeader('ETag', etagOf(p.version));
-    return ok(view(p));
+    return ok(policyView(p));
   };
 
   app.get('/api/escalation-policies', deps.auth.read, async (req, res) => {
     rejectUnknown(req, new Set());
     const all = await storeCall(req, 'escalation policy list', () => deps.store.list(tenantOf(res)));
-    res.json(ok(all.map(view)));
+    res.json(ok(all.map(policyView)));
   });
 
   app.post('/api/escalation-policies', deps.auth.write, async (req, res) => {
@@ -76,7 +74,7 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
       }),
     );
     const target = { type: 'escalation_policy', id: p.id };
-    await recordChange(deps.audit, req, res, 'escalation_policy.create', target, undefined, view(p));
+    await recordChange(deps.audit, req, res, 'escalation_policy.create', target, undefined, policyView(p));
     res.status(201).setHeader('Location', `/api/escalation-policies/${p.id}`);
     res.json(shown(res, p));
   });
@@ -119,7 +117,15 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
       },
     );
     const target = { type: 'escalation_policy', id: p.id };
-    await recordChange(deps.audit, req, res, 'escalation_policy.update', target, before && view(before), view(p));
+    await recordChange(
+      deps.audit,
+      req,
+      res,
+      'escalation_policy.update',
+      target,
+      before && policyView(before),
+      policyView(p),
+    );
     res.json(shown(res, p));
   });
 
@@ -134,7 +140,7 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
     );
     if (!gone) throw new AppError('ESCALATION_POLICY_NOT_FOUND', `there is no escalation policy ${current.id}`);
     const target = { type: 'escalation_policy', id: current.id };
-    await recordChange(deps.audit, req, res, 'escalation_policy.delete', target, view(current), undefined);
+    await recordChange(deps.audit, req, res, 'escalation_policy.delete', target, policyView(current), undefined);
     res.json(ok(null));
   });
 }
