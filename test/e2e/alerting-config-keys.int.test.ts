@@ -79,7 +79,10 @@ describe('alerting configuration keys: API and config kinds (real PostgreSQL, Ka
     expect(takenByPatch.code).to.equal('KEY_TAKEN');
     const bad = await api('POST', '/api/channels', webhook('Bad key', { key: 'Not A Key' }));
     expect(bad.code).to.equal('VALIDATION_FAILED');
-    expect(bad.body.details?.problems?.map((p) => p.path)).to.include('/key');
+    expect(bad.body.details?.problems?.map((p) => p.path)).to.deep.equal(['/key']);
+    const badPatch = await api('PATCH', `/api/channels/${id}`, { key: 'Not A Key' });
+    expect(badPatch.code).to.equal('VALIDATION_FAILED');
+    expect(badPatch.body.details?.problems?.map((p) => p.path)).to.deep.equal(['/key']);
 
     // Another tenant may use the same key.
     const other = await api<ChannelObject>('POST', '/api/channels', webhook('B', { key: ck }), { key: keys.b });
