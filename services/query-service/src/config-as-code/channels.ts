@@ -161,10 +161,11 @@ export function channelConfigKind(deps: ChannelKindDeps): ConfigKindModule<Keyed
     async remove(tx, current, ctx): Promise<Problem[] | (() => Promise<void>)> {
       const { removed, usedBy } = await deps.store.removeIn(tx, ctx.tenantId, current.id);
       if (usedBy.length > 0) {
+        // The engine names the object (`the channel x cannot be deleted: …`) at its section.
         return [
           {
             path: '',
-            message: `${what(current.key)} cannot be deleted: ${usedBy.join(', ')} still use it (IN_USE)`,
+            message: `it is still used by ${usedBy.join(', ')}`,
           },
         ];
       }

@@ -134,10 +134,11 @@ export function escalationPolicyConfigKind(
     async remove(tx, current, ctx) {
       const { removed, usedBy } = await deps.store.removeIn(tx, ctx.tenantId, current.id);
       if (usedBy.length > 0) {
+        // The engine names the object (`the channel x cannot be deleted: …`) at its section.
         return [
           {
             path: '',
-            message: `the escalation policy ${current.key} cannot be deleted: ${usedBy.join(', ')} still use it (IN_USE)`,
+            message: `it is still used by ${usedBy.join(', ')}`,
           },
         ];
       }
