@@ -21,6 +21,7 @@ import {
 } from './limits.js';
 import { closed, closedSchema, dateTime, patchSchema, screenshotBase64 } from './schema-parts.js';
 import { monitorSettings, monitorUrl, webhookSecret } from './monitor-schema.js';
+import { nullableConfigKeySchema } from './config-as-code.js';
 
 export { monitorSettingsSchema } from './monitor-schema.js';
 import { CHANNEL_TYPES } from './channels/index.js';
@@ -279,18 +280,29 @@ const SETTING_KEYS = Object.keys(monitorSettings) as (keyof typeof monitorSettin
 export const monitorCreateSchema = closedSchema('MonitorCreate', ['name'], {
   ...monitorSettings,
   webhook_secret: webhookSecret,
+  /** Its configuration key (docs/as-code.md), unique in the tenant; null or absent: none. */
+  key: nullableConfigKeySchema,
 });
 
-/** Body of PATCH /api/monitors/{id}: any settings; null clears keyword, degraded_threshold_ms, body. */
-export const monitorPatchSchema = patchSchema('MonitorPatch', { ...monitorSettings, webhook_secret: webhookSecret });
+/**
+ * Body of PATCH /api/monitors/{id}: any settings; null clears keyword, degraded_threshold_ms,
+ * body; `key` sets or changes its configuration key, null releases it.
+ */
+export const monitorPatchSchema = patchSchema('MonitorPatch', {
+  ...monitorSettings,
+  webhook_secret: webhookSecret,
+  key: nullableConfigKeySchema,
+});
 
 /** A monitor as returned by the API. The webhook secret is shown once, when it is created. */
 // Every setting, and what the server adds.
 export const monitorSchema = closedSchema(
   'Monitor',
-  [...SETTING_KEYS, 'id', 'status', 'last_check_at', 'created_at', 'updated_at'],
+  [...SETTING_KEYS, 'id', 'key', 'status', 'last_check_at', 'created_at', 'updated_at'],
   {
     id: monitorId,
+    /** Its configuration key (docs/as-code.md): set, it is managed by a configuration file; null: not. */
+    key: nullableConfigKeySchema,
     ...monitorSettings,
     webhook_secret: webhookSecret,
     /** heartbeat monitors: the token of POST /api/heartbeats/{token} on the gateway. */
