@@ -21,7 +21,7 @@ import {
 } from './limits.js';
 import { closed, closedSchema, dateTime, patchSchema, screenshotBase64 } from './schema-parts.js';
 import { monitorSettings, monitorUrl, webhookSecret } from './monitor-schema.js';
-import { nullableConfigKeySchema } from './config-as-code.js';
+import { configKeySchema } from './config-as-code.js';
 
 export { monitorSettingsSchema } from './monitor-schema.js';
 import { CHANNEL_TYPES } from './channels/index.js';
@@ -275,13 +275,19 @@ export const monitorIdSchema = monitorId;
 /** The settings' names, in the schema's order. */
 const SETTING_KEYS = Object.keys(monitorSettings) as (keyof typeof monitorSettings)[];
 
+/**
+ * A monitor's configuration key in the API (docs/as-code.md), or null: one type list rather
+ * than an anyOf, so a wrong key is one problem (the pattern), not three.
+ */
+const monitorKey = { ...configKeySchema, type: ['string', 'null'] } as const;
+
 /** Body of POST /api/monitors. */
 // url: every type but heartbeat (monitorProblems says so).
 export const monitorCreateSchema = closedSchema('MonitorCreate', ['name'], {
   ...monitorSettings,
   webhook_secret: webhookSecret,
   /** Its configuration key (docs/as-code.md), unique in the tenant; null or absent: none. */
-  key: nullableConfigKeySchema,
+  key: monitorKey,
 });
 
 /**
@@ -291,7 +297,7 @@ export const monitorCreateSchema = closedSchema('MonitorCreate', ['name'], {
 export const monitorPatchSchema = patchSchema('MonitorPatch', {
   ...monitorSettings,
   webhook_secret: webhookSecret,
-  key: nullableConfigKeySchema,
+  key: monitorKey,
 });
 
 /** A monitor as returned by the API. The webhook secret is shown once, when it is created. */
@@ -302,7 +308,7 @@ export const monitorSchema = closedSchema(
   {
     id: monitorId,
     /** Its configuration key (docs/as-code.md): set, it is managed by a configuration file; null: not. */
-    key: nullableConfigKeySchema,
+    key: monitorKey,
     ...monitorSettings,
     webhook_secret: webhookSecret,
     /** heartbeat monitors: the token of POST /api/heartbeats/{token} on the gateway. */
