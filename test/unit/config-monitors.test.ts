@@ -159,6 +159,19 @@ describe('monitors in a configuration document (unit)', () => {
     expect(wrongType.map((p) => p.path)).to.deep.equal(['/channels/0']);
   });
 
+  it('keeps, as PATCH does, an interval and a type that were allowed when the monitor was made', () => {
+    const current = stored('fast', { name: 'fast', url: 'https://api.example.com/', interval_seconds: 5 });
+    const item = { key: 'fast', name: 'fast', url: 'https://api.example.com/', interval_seconds: 5 };
+    const p = strict.prepare(item, current, plan);
+    expect(p).to.not.have.property('problems');
+    // A new interval below MIN_INTERVAL_SECONDS is refused, as a new monitor's is.
+    const faster = strict.prepare({ ...item, interval_seconds: 4, timeout_ms: 4000 }, current, plan);
+    expect(faster).to.deep.equal({
+      problems: [{ path: '/interval_seconds', message: 'must be at least 10 (MIN_INTERVAL_SECONDS)' }],
+    });
+    expect(strict.prepare(item, undefined, plan)).to.have.property('problems');
+  });
+
   it('makes the item into the monitor the create route would make, references as ids', () => {
     const d = prepared({
       key: 'api',
@@ -266,7 +279,7 @@ describe('monitors in a configuration document (unit)', () => {
     it('an http monitor with secrets: pins in place of every secret, references as keys, no change', () => {
       const current = stored('api', {
         name: 'API',
-        url: 'https://user:pw@api.example.com/health?token=abc',
+        url: 'https://user:pa55word-secret@api.example.com/health?token=tok-secret-abc',
         interval_seconds: 5,
         headers: { Authorization: 'Bearer s3cret' },
         webhooks: ['https://hooks.example.com/T0/secret-path'],
@@ -276,7 +289,13 @@ describe('monitors in a configuration document (unit)', () => {
       });
       const { item, pinned } = roundTrip({ ...current, channels: [CHANNEL] });
       const text = JSON.stringify(item);
-      for (const secret of ['pw', 'token=abc', 's3cret', 'secret-path', current.webhook_secret]) {
+      for (const secret of [
+        'pa55word-secret',
+        'tok-secret-abc',
+        'Bearer s3cret',
+        'secret-path',
+        current.webhook_secret,
+      ]) {
         expect(text).to.not.include(secret);
       }
       expect(pinned).to.have.members(['/url', '/headers/Authorization', '/webhooks/0']);

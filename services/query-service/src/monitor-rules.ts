@@ -82,13 +82,27 @@ export interface CheckedCreate {
   settings: MonitorSettings;
 }
 
-/** `body` checked as a monitor's create body (its schema, then its settings' rules) for the monitor `id`. */
-export function checkCreate(rules: MonitorRules, body: unknown, id: string): CheckedCreate | MonitorRefusal {
+/**
+ * `body` checked as a monitor's create body (its schema, then its settings' rules) for the
+ * monitor `id`. `stored`: the monitor it describes again (a configuration document's item
+ * of an existing monitor), which, as with PATCH, keeps an interval and a type allowed when
+ * they were set.
+ */
+export function checkCreate(
+  rules: MonitorRules,
+  body: unknown,
+  id: string,
+  stored?: Pick<MonitorSettings, 'interval_seconds' | 'type'>,
+): CheckedCreate | MonitorRefusal {
   if (!rules.validators.monitorCreate(body)) {
     return { code: 'VALIDATION_FAILED', problems: describeErrors(rules.validators.monitorCreate.errors) };
   }
   const settings = createSettings(body, id);
-  return settingsRefusal(rules, settings) ?? { create: body, settings };
+  const checks = {
+    interval: stored === undefined || stored.interval_seconds !== settings.interval_seconds,
+    type: stored === undefined || stored.type !== settings.type,
+  };
+  return settingsRefusal(rules, settings, checks) ?? { create: body, settings };
 }
 
 export function isRefusal(v: object): v is MonitorRefusal {

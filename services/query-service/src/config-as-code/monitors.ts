@@ -184,7 +184,7 @@ function prepare(
   const id = current?.id ?? ctx.newId();
   const missing: Problem[] = [];
   const body = resolveReferences(item, ctx, missing);
-  const checked = checkCreate(deps, body, id);
+  const checked = checkCreate(deps, body, id, current);
   if (isRefusal(checked)) {
     // A key that names nothing is said once, not again as an id of the wrong form.
     const said = new Set(missing.map((p) => p.path));
