@@ -10,7 +10,11 @@ import { EgressPolicy, newSealingKeyText, parseSealingKeys, SecretBox, type Logg
 import { createSettings, type KeyedMonitor, type MonitorStore } from '@telemetry/store';
 import { changedFields, type Auditor } from '../../services/query-service/src/access/audit.js';
 import { monitorConfigKind, type DesiredMonitor } from '../../services/query-service/src/config-as-code/monitors.js';
-import type { ExportContext, PlanContext } from '../../services/query-service/src/config-as-code/kind.js';
+import type {
+  ConfigKindModule,
+  ExportContext,
+  PlanContext,
+} from '../../services/query-service/src/config-as-code/kind.js';
 import type { MonitorDirectory } from '../../services/query-service/src/monitor-directory.js';
 import { audited } from '../../services/query-service/src/monitor-rules.js';
 
@@ -42,6 +46,8 @@ const kindWith = (over: { heartbeatKey?: string; minIntervalSeconds?: number } =
     logger: {} as Logger,
   });
 const kind = kindWith();
+// The engine holds every kind as a ConfigKindModule.
+const _engineSees: ConfigKindModule = kind;
 
 let made = 0;
 const plan: PlanContext = {
