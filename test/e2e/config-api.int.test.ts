@@ -162,7 +162,7 @@ describe('configuration API: export, plan, apply, adopt (real PostgreSQL, Kafka)
     expect(three[0]!.changes.create).to.deep.equal({ after: 0 });
   });
 
-  it('adopts a status page made through its API, exports it, refuses the export where it cannot name a monitor, and prunes it', async () => {
+  it('adopts a status page and its monitor made through the API, exports them, applies the export as no change, and prunes the page', async () => {
     type Export = {
       document: { version: number; status_pages?: Record<string, unknown>[] };
       unmanaged: Record<string, number>;
@@ -179,7 +179,11 @@ describe('configuration API: export, plan, apply, adopt (real PostgreSQL, Kafka)
 
     const adopted = await client<{ adopted: { kind: string; id: string; key: string }[] }>('POST', '/api/config/adopt');
     expect(adopted.status, adopted.text).to.equal(200);
-    expect(adopted.body.data.adopted).to.deep.include({ kind: 'status_page', id: slug, key: 'shop-status' });
+    // Its monitor too (registered with its id as its name).
+    expect(adopted.body.data.adopted).to.deep.include.members([
+      { kind: 'monitor', id: monitor, key: monitor },
+      { kind: 'status_page', id: slug, key: 'shop-status' },
+    ]);
     expect((await client<{ key: string }>('GET', `/api/status-pages/${slug}`)).body.data.key).to.equal('shop-status');
     expect((await client<{ adopted: unknown[] }>('POST', '/api/config/adopt')).body.data.adopted).to.deep.equal([]);
     await eventually('config.adopt audited', () =>
@@ -189,17 +193,22 @@ describe('configuration API: export, plan, apply, adopt (real PostgreSQL, Kafka)
     );
 
     const after = await client<Export>('GET', '/api/config');
-    expect(after.body.data.unmanaged.status_pages).to.equal(0);
-    // Its monitor has no key, so the document cannot name it.
+    expect(after.body.data.unmanaged).to.deep.equal({
+      channels: 0,
+      escalation_policies: 0,
+      monitors: 0,
+      status_pages: 0,
+    });
     expect(after.body.data.document.status_pages).to.deep.equal([
-      { key: 'shop-status', slug, title: 'Shop Status', monitor_ids: [] },
+      { key: 'shop-status', slug, title: 'Shop Status', monitor_ids: [monitor] },
     ]);
 
-    // The export's page, with the monitor it cannot name missing, is refused at that field; the
-    // section left out of a pruning apply leaves it alone; an empty section prunes it.
-    const refused = await post('?dry_run=true', after.body.data.document);
-    expect(refused.code).to.equal('VALIDATION_FAILED');
-    expect(paths(refused)).to.deep.equal(['/status_pages/0/monitor_ids']);
+    // Its export applied changes nothing; a section left out of a pruning apply is left
+    // alone; an empty section prunes it.
+    const same = await post('?prune=true', after.body.data.document);
+    expect(same.status, same.text).to.equal(200);
+    expect(same.body.data.changes).to.deep.equal([]);
+    expect(same.body.data.summary).to.deep.equal({ create: 0, update: 0, delete: 0, unchanged: 2 });
     const unmanagedSection = await post('?prune=true', { version: 1 });
     expect(unmanagedSection.body.data.summary.delete).to.equal(0);
     const plan = await post('?dry_run=true&prune=true', { version: 1, status_pages: [] });
@@ -214,6 +223,180 @@ describe('configuration API: export, plan, apply, adopt (real PostgreSQL, Kafka)
     expect(pruned.body.data.applied).to.equal(true);
     expect(pruned.body.data.summary.delete).to.equal(1);
     expect((await client('GET', `/api/status-pages/${slug}`)).code).to.equal('STATUS_PAGE_NOT_FOUND');
+  });
+
+  it('applies five monitors, two channels and a page; then no change; one edit; export round trip; prune; all or nothing', async () => {
+    type Doc = { version: 1; [section: string]: unknown };
+    type Export = { document: Doc; unmanaged: Record<string, number> };
+    const t = await createTenant(adminRegistry(), uid('tenant'));
+    const key = (
+      await issueKey(adminRegistry(), {
+        tenantId: t.tenant_id,
+        kind: 'api',
+        name: 'round trip',
+        scopes: ['monitors:read', 'monitors:write', 'channels:read', 'channels:write'],
+      })
+    ).key;
+    const api = <T>(method: string, path: string, body?: unknown) => client<T>(method, path, body, { key });
+    const apply = (q: string, body: unknown) => api<ConfigPlan>('POST', `/api/config${q}`, body);
+    const exported = async () => (await api<Export>('GET', '/api/config')).body.data;
+    await eventually('key loaded', async () => ((await api('GET', '/api/config')).status === 200 ? true : undefined));
+
+    const slug = uid('cfg-shop');
+    const monitor = (k: string, over: object = {}) => ({
+      key: k,
+      name: `Monitor ${k}`,
+      url: `http://127.0.0.1:9/${k}`,
+      interval_seconds: 60,
+      ...over,
+    });
+    const doc: Doc = {
+      version: 1,
+      channels: [
+        {
+          key: 'ops-hook',
+          type: 'webhook',
+          name: 'Ops',
+          config: { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-of-enough-length' },
+        },
+        {
+          key: 'dev-hook',
+          type: 'webhook',
+          name: 'Dev',
+          config: { url: 'http://127.0.0.1:9/dev', secret: 'another-webhook-secret-long-enough' },
+        },
+      ],
+      monitors: [
+        monitor('api', { channels: ['ops-hook'], headers: { Authorization: 'Bearer s3cret-token' } }),
+        monitor('web', { channels: ['ops-hook', 'dev-hook'] }),
+        monitor('cart'),
+        monitor('search'),
+        monitor('admin'),
+      ],
+      status_pages: [{ key: 'shop', slug, title: 'Shop', monitor_ids: ['api', 'web'] }],
+    };
+
+    const first = await apply('', doc);
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body.data.summary).to.deep.equal({ create: 8, update: 0, delete: 0, unchanged: 0 });
+    expect(first.body.data.changes.map((c) => `${c.kind}:${c.key}`)).to.deep.equal([
+      'channel:ops-hook',
+      'channel:dev-hook',
+      'monitor:api',
+      'monitor:web',
+      'monitor:cart',
+      'monitor:search',
+      'monitor:admin',
+      'status_page:shop',
+    ]);
+    const ids = Object.fromEntries(first.body.data.changes.map((c) => [c.key, c.id]));
+    const api1 = await api<{ key: string; channels: string[]; headers: Record<string, string> }>(
+      'GET',
+      `/api/monitors/${ids.api}`,
+    );
+    expect(api1.body.data).to.deep.include({ key: 'api', channels: [ids['ops-hook']] });
+    expect(api1.text).to.not.contain('s3cret-token');
+    const page = await api<{ monitor_ids: string[] }>('GET', `/api/status-pages/${slug}`);
+    expect(page.body.data.monitor_ids).to.deep.equal([ids.api, ids.web]);
+
+    const second = await apply('', doc);
+    expect(second.body.data.changes).to.deep.equal([]);
+    expect(second.body.data.summary).to.deep.equal({ create: 0, update: 0, delete: 0, unchanged: 8 });
+
+    const monitors = doc.monitors as Record<string, unknown>[];
+    const edited = { ...doc, monitors: [monitors[0], { ...monitors[1], interval_seconds: 120 }, ...monitors.slice(2)] };
+    const plan = await apply('?dry_run=true', edited);
+    expect(plan.body.data).to.deep.equal({
+      applied: false,
+      changes: [{ kind: 'monitor', key: 'web', action: 'update', id: ids.web, fields: ['interval_seconds'] }],
+      summary: { create: 0, update: 1, delete: 0, unchanged: 7 },
+    });
+    expect(
+      (await api<{ interval_seconds: number }>('GET', `/api/monitors/${ids.web}`)).body.data.interval_seconds,
+    ).to.equal(60);
+
+    // The export names no secret, and applied as it is (SecretPins) changes nothing.
+    const out = await exported();
+    expect(out.unmanaged).to.deep.equal({ channels: 0, escalation_policies: 0, monitors: 0, status_pages: 0 });
+    const text = JSON.stringify(out);
+    for (const secret of ['s3cret-token', 'a-webhook-secret-of-enough-length', 'another-webhook-secret']) {
+      expect(text).to.not.contain(secret);
+    }
+    const apiItem = (out.document.monitors as { key: string; headers?: Record<string, unknown> }[]).find(
+      (m) => m.key === 'api',
+    )!;
+    expect(apiItem.headers?.Authorization)
+      .to.have.property('fingerprint')
+      .that.matches(/^fp1\./);
+    const again = await apply('?prune=true', out.document);
+    expect(again.status, again.text).to.equal(200);
+    expect(again.body.data.changes).to.deep.equal([]);
+    expect(again.body.data.summary.unchanged).to.equal(8);
+
+    // A pin of another value is refused at its path.
+    const wrongPin = structuredClone(out.document) as unknown as { channels: { config: { secret: unknown } }[] };
+    wrongPin.channels[0]!.config.secret = { fingerprint: 'fp1.k1.AAAAAAAAAAAAAAAAAAAAAA' };
+    const pinRefused = await apply('?dry_run=true', wrongPin);
+    expect(pinRefused.code).to.equal('VALIDATION_FAILED');
+    expect(paths(pinRefused)).to.deep.equal(['/channels/0/config/secret']);
+
+    // One invalid monitor among five: nothing changes.
+    const before = await exported();
+    const oneBad = {
+      ...doc,
+      monitors: [...monitors.slice(0, 4), monitor('admin', { interval_seconds: 'often' }), monitor('extra')],
+    };
+    const bad = await apply('', oneBad);
+    expect(bad.status, bad.text).to.equal(400);
+    expect(paths(bad)).to.deep.equal(['/monitors/4/interval_seconds']);
+    expect(await exported()).to.deep.equal(before);
+
+    // Prune after removing a monitor: only that one goes.
+    const withoutCart = { ...doc, monitors: monitors.filter((m) => m.key !== 'cart') };
+    const pruned = await apply('?prune=true', withoutCart);
+    expect(pruned.body.data.changes).to.deep.equal([
+      { kind: 'monitor', key: 'cart', action: 'delete', id: ids.cart, fields: [] },
+    ]);
+    expect((await api('GET', `/api/monitors/${ids.cart}`)).code).to.equal('MONITOR_NOT_FOUND');
+    expect((await api('GET', `/api/monitors/${ids.search}`)).status).to.equal(200);
+
+    // A channel an unmanaged monitor still uses cannot be pruned: the whole apply is refused.
+    const hand = await api<{ id: string }>('POST', '/api/monitors', {
+      name: 'By hand',
+      url: 'http://127.0.0.1:9/hand',
+      channels: [ids['dev-hook']],
+    });
+    expect(hand.status, hand.text).to.equal(201);
+    const withoutDev = {
+      ...withoutCart,
+      channels: (doc.channels as { key: string }[]).filter((c) => c.key !== 'dev-hook'),
+      monitors: [
+        monitor('api', { channels: ['ops-hook'], headers: { Authorization: 'Bearer s3cret-token' } }),
+        monitor('web'),
+        monitor('search'),
+        monitor('admin'),
+        monitor('new-one'),
+      ],
+    };
+    const inUse = await apply('?prune=true', withoutDev);
+    expect(inUse.status, inUse.text).to.equal(400);
+    expect(inUse.body.details?.problems).to.have.length(1);
+    expect(inUse.body.details!.problems![0]!.path).to.equal('/channels');
+    const message = inUse.body.details!.problems![0]!.message;
+    expect(message).to.match(/^the channel dev-hook cannot be deleted: it is still used by /);
+    expect(message).to.satisfy((m: string) => m.includes(hand.body.data.id) || m.includes('By hand'));
+    // The dry run says so too, and neither wrote anything (the web monitor's channels, new-one).
+    expect((await apply('?prune=true&dry_run=true', withoutDev)).body.details?.problems).to.deep.equal(
+      inUse.body.details!.problems,
+    );
+    const after = await exported();
+    expect((after.document.monitors as { key: string }[]).map((m) => m.key)).to.deep.equal([
+      'admin',
+      'api',
+      'search',
+      'web',
+    ]);
+    expect(after.unmanaged.monitors).to.equal(1);
   });
 
   it('exports the tenant as a document and adopts objects without a key', async () => {

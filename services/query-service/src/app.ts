@@ -77,6 +77,9 @@ import { configRoutes } from './config-as-code/config.route.js';
 import { ConfigEngine } from './config-as-code/engine.js';
 import type { ConfigKindModule } from './config-as-code/kind.js';
 import { statusPageConfigKind } from './config-as-code/status-pages.js';
+import { monitorConfigKind } from './config-as-code/monitors.js';
+import { channelConfigKind } from './config-as-code/channels.js';
+import { escalationPolicyConfigKind } from './config-as-code/escalation-policies.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -370,6 +373,32 @@ export function createQueryApp(deps: QueryDeps): Express {
   // applied in one registry transaction. Each kind is a module beside its routes, with
   // the same rules.
   const configKinds: ConfigKindModule[] = [
+    channelConfigKind({
+      store: deps.channels,
+      validators: deps.validators,
+      channelValidators: deps.channelValidators,
+      policy: deps.policy,
+      minDelaySeconds: deps.config.alertMinDelaySeconds,
+      audit: deps.audit,
+    }),
+    escalationPolicyConfigKind({
+      store: deps.policies,
+      validators: deps.validators,
+      minDelaySeconds: deps.config.alertMinDelaySeconds,
+      audit: deps.audit,
+    }),
+    monitorConfigKind({
+      store: deps.monitors,
+      directory: deps.directory,
+      notifier: deps.notifier,
+      quotaOf: monitorQuotaOf(deps.config),
+      audit: deps.audit,
+      logger: deps.logger,
+      validators: deps.validators,
+      policy: deps.policy,
+      minIntervalSeconds: deps.config.minIntervalSeconds,
+      heartbeatKey: deps.config.heartbeatKey,
+    }),
     statusPageConfigKind({ store: deps.statusPages, validators: deps.validators, audit: deps.audit, pages: pageHooks }),
   ];
   configRoutes(app, {
