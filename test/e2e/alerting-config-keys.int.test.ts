@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { missingMessage } from '../../services/query-service/src/config-as-code/engine.js';
 import type { Request, Response } from 'express';
 import {
   createChannelValidators,
@@ -179,6 +180,7 @@ describe('alerting configuration keys: API and config kinds (real PostgreSQL, Ka
     const plan = (newId: () => string): PlanContext => ({
       tenantId: tenants.a,
       idOf: (section, key) => (section === 'channels' ? channelIds.get(key) : undefined),
+      missing: (section, key) => missingMessage(section, key, new Map()),
       newId,
     });
     const channelItem = (key: string, name: string): ConfigItem => ({

@@ -72,8 +72,10 @@ describe('configuration API: export, plan, apply, adopt (real PostgreSQL, Kafka)
     // A monitors scope carries its channels scope (keys made before the channels scopes: docs/access.md).
     expect((await client('GET', '/api/config', undefined, { key: keys.monitorsOnly })).status).to.equal(200);
     expect((await post('?dry_run=true', { version: 1 }, keys.monitorsOnly)).status).to.equal(200);
-    // A key limited to some monitors reads, but changes nothing tenant-wide.
-    expect((await client('GET', '/api/config', undefined, { key: keys.limited })).status).to.equal(200);
+    // A key limited to some monitors neither reads nor changes the whole tenant's document.
+    const limitedRead = await client('GET', '/api/config', undefined, { key: keys.limited });
+    expect(limitedRead.status, limitedRead.text).to.equal(403);
+    expect(limitedRead.code).to.equal('MONITOR_NOT_ALLOWED');
     const limited = await post('?dry_run=true', { version: 1 }, keys.limited);
     expect(limited.status).to.equal(403);
     expect(limited.code).to.equal('MONITOR_NOT_ALLOWED');
@@ -397,6 +399,82 @@ describe('configuration API: export, plan, apply, adopt (real PostgreSQL, Kafka)
       'web',
     ]);
     expect(after.unmanaged.monitors).to.equal(1);
+  });
+
+  it('refuses a SecretPin of a monitor or channel that now connects to another origin, as a PATCH would drop it', async () => {
+    type Doc = { version: 1; [section: string]: unknown };
+    const t = await createTenant(adminRegistry(), uid('tenant'));
+    const key = (
+      await issueKey(adminRegistry(), {
+        tenantId: t.tenant_id,
+        kind: 'api',
+        name: 'origins',
+        scopes: ['monitors:read', 'monitors:write', 'channels:read', 'channels:write'],
+      })
+    ).key;
+    const api = <T>(method: string, path: string, body?: unknown) => client<T>(method, path, body, { key });
+    const apply = (q: string, body: unknown) => api<ConfigPlan>('POST', `/api/config${q}`, body);
+    const exported = async () => (await api<{ document: Doc }>('GET', '/api/config')).body.data.document;
+    await eventually('key loaded', async () => ((await api('GET', '/api/config')).status === 200 ? true : undefined));
+    const doc: Doc = {
+      version: 1,
+      channels: [
+        {
+          key: 'hook',
+          type: 'webhook',
+          name: 'Hook',
+          config: { url: 'http://127.0.0.1:9/hook', secret: 'a-webhook-secret-of-enough-length' },
+        },
+      ],
+      monitors: [
+        {
+          key: 'api',
+          name: 'API',
+          url: 'http://127.0.0.1:9/health',
+          headers: { Authorization: 'Bearer s3cret-token' },
+          channels: ['hook'],
+        },
+      ],
+    };
+    expect((await apply('', doc)).status).to.equal(200);
+    const out = await exported();
+    type Pinned = {
+      channels: { config: { url: unknown; secret: unknown } }[];
+      monitors: { url: string; headers: Record<string, unknown> }[];
+    };
+    // Within one origin the pins keep the secrets: no change.
+    const samePlace = structuredClone(out) as unknown as Pinned;
+    samePlace.monitors[0]!.url = 'http://127.0.0.1:9/other-path';
+    const kept = await apply('?dry_run=true', samePlace);
+    expect(kept.status, kept.text).to.equal(200);
+    expect(kept.body.data.changes.map((c) => `${c.key}:${c.fields.join()}`)).to.deep.equal(['api:url']);
+
+    // Another port is another origin: the pin is refused at its path.
+    const moved = structuredClone(out) as unknown as Pinned;
+    moved.channels[0]!.config.url = 'http://127.0.0.1:19/hook';
+    moved.monitors[0]!.url = 'http://127.0.0.1:19/health';
+    for (const q of ['?dry_run=true', '']) {
+      const refused = await apply(q, moved);
+      expect(refused.status, refused.text).to.equal(400);
+      expect(refused.body.details?.problems).to.deep.equal([
+        {
+          path: '/channels/0/config/secret',
+          message: 'the channel now connects to another origin: give the value, not a fingerprint',
+        },
+        {
+          path: '/monitors/0/headers/Authorization',
+          message: 'the monitor now connects to another origin: give the value, not a fingerprint',
+        },
+      ]);
+    }
+    expect(await exported()).to.deep.equal(out);
+    // The values themselves go anywhere.
+    const given = structuredClone(moved);
+    given.channels[0]!.config.secret = 'a-webhook-secret-of-enough-length';
+    given.monitors[0]!.headers.Authorization = 'Bearer s3cret-token';
+    const applied = await apply('', given);
+    expect(applied.status, applied.text).to.equal(200);
+    expect(applied.body.data.summary.update).to.equal(2);
   });
 
   it('exports the tenant as a document and adopts objects without a key', async () => {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { missingMessage } from '../../services/query-service/src/config-as-code/engine.js';
 import type { Request, Response } from 'express';
 import { createValidators, type ConfigItem, type Monitor } from '@telemetry/contract';
 import { AppError, EgressPolicy, type Logger } from '@telemetry/platform';
@@ -73,6 +74,8 @@ describe('monitor configuration keys (real query service and PostgreSQL)', funct
     expect(taken.status).to.equal(409);
     expect(taken.code).to.equal('KEY_TAKEN');
     expect(taken.body.error).to.include(k);
+    // As every kind's 409 KEY_TAKEN: the key in details.
+    expect(taken.body.details).to.deep.equal({ key: k });
     expect((await api<Monitor[]>('GET', '/api/monitors?limit=1000')).body.data).to.have.length(before);
 
     const bad = await api('POST', '/api/monitors', { name: 'bad', url: 'http://127.0.0.1:9/', key: 'Not A Key' });
@@ -93,6 +96,7 @@ describe('monitor configuration keys (real query service and PostgreSQL)', funct
     const clash = await api('PATCH', `/api/monitors/${b.id}`, { key: k2, name: 'renamed' });
     expect(clash.status).to.equal(409);
     expect(clash.code).to.equal('KEY_TAKEN');
+    expect(clash.body.details).to.deep.equal({ key: k2 });
     const still = await api<Monitor>('GET', `/api/monitors/${b.id}`);
     expect(still.body.data).to.include({ key: k, name: 'keyed' });
     expect(still.headers.get('etag')).to.equal(etag);
@@ -147,7 +151,12 @@ describe('monitor configuration keys (real query service and PostgreSQL)', funct
       });
     let kind: ReturnType<typeof kindOf>;
     const apply: ApplyContext = { tenantId: '', req: { id: 'test' } as unknown as Request, res: {} as Response };
-    const plan = (): PlanContext => ({ tenantId, idOf: () => undefined, newId: () => `mon_${uid('').slice(1)}000000` });
+    const plan = (): PlanContext => ({
+      tenantId,
+      idOf: () => undefined,
+      missing: (s, k) => missingMessage(s, k, new Map()),
+      newId: () => `mon_${uid('').slice(1)}000000`,
+    });
 
     function prepared(item: ConfigItem, current?: KeyedMonitor): DesiredMonitor {
       const p = kind.prepare(item, current, plan());

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { missingMessage } from '../../services/query-service/src/config-as-code/engine.js';
 import type { Request, Response } from 'express';
 import {
   createChannelValidators,
@@ -44,6 +45,7 @@ describe('config as code: channel and escalation policy kinds (unit)', () => {
   const plan: PlanContext = {
     tenantId,
     idOf: (section: ConfigSection, key: string) => (section === 'channels' ? channelIds.get(key) : undefined),
+    missing: (section, key) => missingMessage(section, key, new Map()),
     newId: () => `chn_${String(++made).padStart(20, 'a')}`,
   };
   const exporting: ExportContext = {
@@ -228,7 +230,11 @@ describe('config as code: channel and escalation policy kinds (unit)', () => {
       const withId = policies.exportOf(unmanaged, exporting);
       expect(withId.steps).to.deep.equal([{ channels: ['chn_0000000000000000ffff'] }]);
       expect(problemsOf(policies.prepare(withId, current, plan))).to.deep.equal([
-        { path: '/steps/0/channels/0', message: 'there is no channel with key chn_0000000000000000ffff' },
+        {
+          path: '/steps/0/channels/0',
+          message:
+            'chn_0000000000000000ffff has no key: give it one (telemetry export --adopt, POST /api/config/adopt)',
+        },
       ]);
       const reordered = {
         ...policyItem,

@@ -107,7 +107,7 @@ function fakeKind(
       let ref: string | undefined;
       if (typeof item.ref === 'string') {
         ref = ctx.idOf(o.refSection!, item.ref);
-        if (ref === undefined) problems.push({ path: '/ref', message: `there is no ${o.refSection} ${item.ref}` });
+        if (ref === undefined) problems.push({ path: '/ref', message: ctx.missing(o.refSection!, item.ref) });
       }
       if (problems.length > 0) return { problems };
       const id = current?.id ?? ctx.newId();
@@ -279,7 +279,7 @@ describe('configuration engine (unit)', () => {
     expect(problemsOf(e)).to.deep.equal([
       { path: '/channels/1/name', message: 'must be a string' },
       { path: '/channels/1/config/token', message: 'must be a string' },
-      { path: '/monitors/1/ref', message: 'there is no channels nowhere' },
+      { path: '/monitors/1/ref', message: 'there is no channel with key nowhere' },
     ]);
     expect(db.writes()).to.deep.equal([]);
     expect(db.keys('channels')).to.deep.equal(['kept']);
@@ -377,6 +377,52 @@ describe('configuration engine (unit)', () => {
     expect(db.keys('monitors')).to.deep.equal([null]);
     // The document has no status_pages section: its pages are not its own.
     expect(db.keys('status_pages')).to.deep.equal(['page']);
+  });
+
+  it('with prune, a kept object may not refer to one this apply deletes: a problem at the reference, nothing written', async () => {
+    const old = db.add('channels', { key: 'old', name: 'Old' });
+    const m = db.add('monitors', { key: 'm', name: 'M', ref: old.id });
+    db.add('monitors', { key: 'gone', name: 'Gone' });
+    db.add('status_pages', { key: 'page', name: 'Page', ref: m.id });
+    const doc = {
+      version: 1,
+      channels: [],
+      monitors: [{ key: 'm', name: 'M', ref: 'old' }],
+      status_pages: [{ key: 'page', name: 'Page', ref: 'gone' }],
+    };
+    // Without prune the channel and the monitor stay: the references hold.
+    expect((await apply(doc, { dryRun: true })).summary).to.deep.include({ update: 1, delete: 0 });
+    const before = JSON.stringify(db.rows);
+    for (const dryRun of [true, false]) {
+      const e = await refusal(doc, { prune: true, dryRun });
+      expect(problemsOf(e)).to.deep.equal([
+        {
+          path: '/monitors/0/ref',
+          message: 'the channel old is deleted by this apply (prune): keep it in the document, or do not refer to it',
+        },
+        {
+          path: '/status_pages/0/ref',
+          message: 'the monitor gone is deleted by this apply (prune): keep it in the document, or do not refer to it',
+        },
+      ]);
+      expect(JSON.stringify(db.rows)).to.equal(before);
+    }
+  });
+
+  it('two status pages with one slug: one problem at the later item, with the other problems', async () => {
+    const e = await refusal({
+      version: 1,
+      status_pages: [
+        { key: 'a', name: 'A', slug: 'shop' },
+        { key: 'b', name: 'B', slug: 'other' },
+        { key: 'c', name: 7, slug: 'shop' },
+      ],
+    });
+    expect(problemsOf(e)).to.deep.equal([
+      { path: '/status_pages/2/slug', message: 'the slug shop is given twice (also at /status_pages/0)' },
+      { path: '/status_pages/2/name', message: 'must be a string' },
+    ]);
+    expect(db.writes()).to.deep.equal([]);
   });
 
   it('writes in dependency order: deletes of pages and monitors, creates and updates, deletes of policies and channels', async () => {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { missingMessage } from '../../services/query-service/src/config-as-code/engine.js';
 import {
   createValidators,
   type ConfigItem,
@@ -53,6 +54,7 @@ let made = 0;
 const plan: PlanContext = {
   tenantId: TENANT,
   idOf: (section: ConfigSection, key: string) => ids.get(`${section}/${key}`),
+  missing: (section, key) => missingMessage(section, key, new Map()),
   newId: () => `mon_${String(++made).padStart(16, '0')}`,
 };
 
@@ -309,9 +311,27 @@ describe('monitors in a configuration document (unit)', () => {
       // Only what the create route would not make anyway.
       expect(item).to.not.have.any.keys('timeout_ms', 'method', 'follow_redirects', 'webhook_secret');
       expect(item.interval_seconds).to.equal(5);
-      // A channel without a key is not in the export.
-      const withUnmanaged = kind.exportOf(current, exportCtx);
-      expect(withUnmanaged.channels).to.deep.equal(['pager']);
+      // A channel or policy without a key keeps its id: planning the export says to give it one,
+      // rather than applying a monitor that lost them.
+      const unkeyedPolicy = 'esc_bbbbbbbbbbbbbbbbbbbb';
+      const withUnmanaged = { ...current, escalation_policy: unkeyedPolicy };
+      const out = kind.exportOf(withUnmanaged, exportCtx);
+      expect(out).to.deep.include({
+        channels: ['pager', 'chn_cccccccccccccccccccc'],
+        escalation_policy: unkeyedPolicy,
+      });
+      const again = kind.prepare(
+        resolvePins(out, kind.secrets(withUnmanaged), box, '', []) as ConfigItem,
+        withUnmanaged,
+        plan,
+      );
+      const adopt = 'has no key: give it one (telemetry export --adopt, POST /api/config/adopt)';
+      expect(again).to.deep.equal({
+        problems: [
+          { path: '/channels/1', message: `chn_cccccccccccccccccccc ${adopt}` },
+          { path: '/escalation_policy', message: `${unkeyedPolicy} ${adopt}` },
+        ],
+      });
     });
 
     it('an api flow with variables, and a heartbeat monitor (its URL made by the server, its nonce ignored)', () => {

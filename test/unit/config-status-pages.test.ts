@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { missingMessage } from '../../services/query-service/src/config-as-code/engine.js';
 import type { Request, Response } from 'express';
 import { createValidators, type ConfigItem, type ConfigSection } from '@telemetry/contract';
 import type { PgClient } from '@telemetry/platform';
@@ -19,6 +20,7 @@ describe('status pages as code (the config kind)', () => {
   const ctx: PlanContext = {
     tenantId: 'ten_a',
     idOf: (section: ConfigSection, key: string) => (section === 'monitors' ? monitorIds[key] : undefined),
+    missing: (section, key) => missingMessage(section, key, new Map()),
     newId: () => 'unused',
   };
   const exportCtx = {
@@ -152,9 +154,19 @@ describe('status pages as code (the config kind)', () => {
     ).to.deep.equal(['title', 'description', 'monitor_ids']);
   });
 
-  it('leaves a monitor without a key out of the exported page', () => {
+  it('keeps the id of a monitor without a key in the exported page: planning it says to give the monitor a key', () => {
     const page = { ...current, monitor_ids: [monitorIds.web!, 'mon_00000000000000ff'] };
-    expect(harness().kind.exportOf(page, exportCtx).monitor_ids).to.deep.equal(['web']);
+    const { kind } = harness();
+    const item = kind.exportOf(page, exportCtx);
+    expect(item.monitor_ids).to.deep.equal(['web', 'mon_00000000000000ff']);
+    expect(kind.prepare(item, page, ctx)).to.deep.equal({
+      problems: [
+        {
+          path: '/monitor_ids/1',
+          message: 'mon_00000000000000ff has no key: give it one (telemetry export --adopt, POST /api/config/adopt)',
+        },
+      ],
+    });
   });
 
   it('has no secrets; lists unkeyed pages by slug and title; loads keyed pages with their slug as id', async () => {

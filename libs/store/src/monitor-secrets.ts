@@ -131,17 +131,28 @@ export interface UnmaskedPatch {
 export function unmaskPatch(current: Secrets, patch: MonitorPatch): UnmaskedPatch {
   const out: MonitorPatch = { ...patch };
   const dropped: string[] = [];
-  let moved = false;
+  const serverSet = serverSetsUrl(current, patch);
+  // The URL the monitor moves to ('' when the server sets it): a shown URL stands for the stored one.
+  const nextUrl =
+    patch.url !== undefined
+      ? patch.url === maskUrl(current.url)
+        ? current.url
+        : patch.url
+      : serverSet
+        ? ''
+        : current.url;
+  const moves = originMoves(current, {
+    url: nextUrl,
+    api_steps: patch.api_steps ?? current.api_steps,
+    browser_steps: patch.browser_steps ?? current.browser_steps,
+  });
+  const moved = moves.url;
   // Made a type whose URL the server sets (heartbeat): the URL leaves its origin too.
-  if (patch.url === undefined && serverSetsUrl(current, patch)) {
-    moved = true;
+  if (patch.url === undefined && serverSet) {
     dropped.push(...urlSecrets(current.url));
   } else if (patch.url !== undefined && patch.url !== current.url) {
     if (patch.url === maskUrl(current.url)) out.url = current.url;
-    else {
-      moved = originOf(patch.url) !== originOf(current.url);
-      out.url = carryUrlSecrets(current.url, patch.url, moved, dropped);
-    }
+    else out.url = carryUrlSecrets(current.url, patch.url, moved, dropped);
   }
   const stored = new Map(Object.entries(current.headers).map(([k, v]) => [k.toLowerCase(), v]));
   if (patch.headers !== undefined) {
@@ -158,9 +169,29 @@ export function unmaskPatch(current: Secrets, patch: MonitorPatch): UnmaskedPatc
     out.headers = {};
   }
   if (patch.webhooks !== undefined) out.webhooks = unmaskWebhooks(current.webhooks, patch.webhooks);
-  const variables = unmaskVariables(current, patch, out, dropped);
+  const variables = unmaskVariables(current, patch, moves.variables, dropped);
   if (variables !== undefined) out.variables = variables;
   return { patch: out, dropped };
+}
+
+/** Where a monitor connects, as far as its secrets go (originMoves). */
+export type MonitorOrigins = Pick<MonitorSettings, 'url'> &
+  Partial<Pick<MonitorSettings, 'api_steps' | 'browser_steps'>>;
+
+/**
+ * Whether a monitor's secrets would leave the origins they were stored for, were it to
+ * connect as `next` (its URL `''` when the server sets it): `url`, its URL's origin moved
+ * (its URL credentials and header values go to that origin); `variables`, its flow reaches
+ * an origin it did not (its variables go where its steps go). A PATCH (unmaskPatch) and a
+ * configuration document's SecretPins (the monitors kind) keep a stored secret only where
+ * its origin stays: one rule for both.
+ */
+export function originMoves(current: MonitorOrigins, next: MonitorOrigins): { url: boolean; variables: boolean } {
+  const before = flowOrigins(current);
+  return {
+    url: originOf(next.url) !== originOf(current.url),
+    variables: [...flowOrigins(next)].some((o) => !before.has(o)),
+  };
 }
 
 /**
@@ -173,17 +204,10 @@ export function unmaskPatch(current: Secrets, patch: MonitorPatch): UnmaskedPatc
 function unmaskVariables(
   current: Secrets,
   patch: MonitorPatch,
-  out: MonitorPatch,
+  moved: boolean,
   dropped: string[],
 ): Record<string, string> | undefined {
   const stored = new Map(Object.entries(current.variables));
-  const before = flowOrigins(current);
-  const after = flowOrigins({
-    url: out.url ?? (serverSetsUrl(current, patch) ? '' : current.url),
-    api_steps: patch.api_steps ?? current.api_steps,
-    browser_steps: patch.browser_steps ?? current.browser_steps,
-  });
-  const moved = [...after].some((o) => !before.has(o));
   if (patch.variables === undefined) {
     if (!moved || stored.size === 0) return undefined;
     for (const k of stored.keys()) dropped.push(`variables.${k}`);
@@ -201,7 +225,7 @@ function unmaskVariables(
 }
 
 /** Where a monitor's variables are sent: its URL's origin and those of its steps' absolute URLs. */
-function flowOrigins(s: Pick<Secrets, 'url' | 'api_steps' | 'browser_steps'>): Set<string> {
+function flowOrigins(s: MonitorOrigins): Set<string> {
   const steps = [
     ...(s.api_steps ?? []).map((step) => step.url),
     ...(s.browser_steps ?? []).flatMap((step) => (step.action === 'goto' && step.url ? [step.url] : [])),

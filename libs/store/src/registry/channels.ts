@@ -87,6 +87,16 @@ function originAt(config: Json, pointer: string): string | undefined {
 }
 
 /**
+ * Whether a channel whose config is `next` connects elsewhere than one whose config is
+ * `stored`: some field of CONNECT_FIELDS has another origin. Its stored secrets then do not
+ * follow it, whether sent back as shown (unmaskConfig) or as a configuration document's
+ * SecretPin (the channels kind): one rule for both.
+ */
+export function connectsElsewhere(stored: object, next: object): boolean {
+  return !CONNECT_FIELDS.every((p) => originAt(next as Json, p) === originAt(stored as Json, p));
+}
+
+/**
  * `sent` with each secret that equals its stored value's shown form replaced by the
  * stored value (an update that sends back what it read keeps the secret), but only while
  * every field that says where the channel connects (CONNECT_FIELDS) keeps its stored
@@ -114,7 +124,7 @@ export function unmaskConfig(
     const hit = shownAt(pointer);
     if (hit) hit.mine.parent[hit.mine.key] = hit.value;
   }
-  const sameHosts = CONNECT_FIELDS.every((p) => originAt(out, p) === originAt(old, p));
+  const sameHosts = !connectsElsewhere(old, out);
   const problems: { path: string; message: string }[] = [];
   for (const pointer of secrets) {
     const hit = shownAt(pointer);

@@ -11,21 +11,12 @@ import {
 } from '../monitor-rows.js';
 import { ChannelStore } from './channels.js';
 import { EscalationPolicyStore } from './escalation-policies.js';
-import { registryCall, registryWrite, sqlState } from './pg.js';
+import { refuseTakenKey } from './config-key-taken.js';
+import { registryCall, registryWrite } from './pg.js';
 
-/** The unique index of a tenant's monitor keys (registry migration 9). */
-const KEY_INDEX = 'monitors_config_key';
-
-/** Runs a write that stores `key`; another monitor of the tenant with it is 409 KEY_TAKEN. */
-async function keyed<T>(key: string | null, write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (err) {
-    if (key !== null && sqlState(err) === '23505' && (err as { constraint?: unknown }).constraint === KEY_INDEX) {
-      throw new AppError('KEY_TAKEN', `another monitor of this tenant has the key ${key}`);
-    }
-    throw err;
-  }
+/** Runs a write that stores `key`; another monitor of the tenant with it is 409 KEY_TAKEN (details.key). */
+function keyed<T>(key: string | null, write: () => Promise<T>): Promise<T> {
+  return refuseTakenKey('monitors', key, 'monitor', write);
 }
 
 /**

@@ -1,7 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
 import { CHANNEL_SECRETS, type ConfigItem, type Problem, type SecretPin } from '@telemetry/contract';
 import { AppError } from '@telemetry/platform';
-import { channelView, type ChannelStore, type KeyedChannel, type StoredChannel } from '@telemetry/store';
+import {
+  CONNECT_FIELDS,
+  channelView,
+  connectsElsewhere,
+  type ChannelStore,
+  type KeyedChannel,
+  type StoredChannel,
+} from '@telemetry/store';
 import { recordChange, type Auditor } from '../access/audit.js';
 import { channelOfCreate, type ChannelDraft, type ChannelRules } from '../channel-rules.js';
 import { nowIso } from '../registry-objects.js';
@@ -102,6 +109,13 @@ export function channelConfigKind(deps: ChannelKindDeps): ConfigKindModule<Keyed
           updated_at: now,
         },
       };
+    },
+
+    // As a PATCH (unmaskConfig): no secret follows a channel to another host, but for
+    // the connecting fields themselves (a pinned one is the stored value, where it was).
+    keepsSecret(current, desired) {
+      const elsewhere = connectsElsewhere(current.target.config, desired.target.config);
+      return (pointer) => !elsewhere || (CONNECT_FIELDS as readonly string[]).includes(pointer.slice('/config'.length));
     },
 
     changes(current, desired) {

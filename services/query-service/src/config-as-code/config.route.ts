@@ -28,6 +28,8 @@ function booleanParam(req: Request, name: string, fallback: boolean): boolean {
 export function configRoutes(app: Express, deps: ConfigRoutesDeps): void {
   app.get('/api/config', ...deps.auth.read, async (req, res) => {
     rejectUnknown(req, new Set());
+    // The document is the whole tenant's: a key limited to some monitors reads none of it.
+    refuseLimited(res, 'the configuration');
     res.setHeader('Cache-Control', 'no-store');
     res.json(ok(await deps.engine.export(tenantOf(res))));
   });

@@ -238,6 +238,21 @@ export class ConfigEngine {
             message: `the key ${item.key} is given twice (also at /${section}/${seen})`,
           });
       });
+      // A status page's slug is its id and its public address: two items cannot both have it
+      // (one problem at the later item, rather than the store's 409 SLUG_TAKEN for the whole document).
+      if (section === 'status_pages') {
+        const slugs = new Map<string, number>();
+        items.forEach((item, i) => {
+          if (typeof item.slug !== 'string') return;
+          const seen = slugs.get(item.slug);
+          if (seen === undefined) slugs.set(item.slug, i);
+          else
+            problems.push({
+              path: `/${section}/${i}/slug`,
+              message: `the slug ${item.slug} is given twice (also at /${section}/${seen})`,
+            });
+        });
+      }
     }
     return { document, problems };
   }
@@ -283,19 +298,43 @@ export class ConfigEngine {
       ids.set(e.section, m);
       if (!m.has(e.item.key)) m.set(e.item.key, e);
     }
+    // With prune, the keys this apply deletes name nothing: a kept object may not refer to them.
+    const pruned = new Map<ConfigSection, Set<string>>();
+    if (options.prune) {
+      for (const section of this.sections) {
+        const items = document[section];
+        if (!items) continue;
+        const keep = new Set(items.map((i) => i.key));
+        pruned.set(section, new Set(loaded.get(section)!.objects.flatMap((o) => (keep.has(o.key) ? [] : [o.key]))));
+      }
+    }
     const idOf = (section: ConfigSection, key: string): string | undefined =>
-      ids.get(section)?.get(key)?.id ?? loaded.get(section)?.byKey.get(key)?.id;
+      ids.get(section)?.get(key)?.id ??
+      (pruned.get(section)?.has(key) ? undefined : loaded.get(section)?.byKey.get(key)?.id);
+    const missing = (section: ConfigSection, key: string): string => missingMessage(section, key, pruned);
     for (const e of entries) {
       const kind = loaded.get(e.section)!.kind;
       const at = `/${e.section}/${e.index}`;
-      const { item, problems: pins } = this.resolvePins(e.item, e.current, kind, tenantId);
+      const { item, pinned, problems: pins } = this.resolvePins(e.item, e.current, kind, tenantId);
       problems.push(...pins.map((p) => under(at, p)));
       if (pins.length > 0) continue;
-      const ctx: PlanContext = { tenantId, idOf, newId: () => e.id };
+      const ctx: PlanContext = { tenantId, idOf, missing, newId: () => e.id };
       const prepared = kind.prepare(item, e.current, ctx);
       if ('problems' in prepared) {
         problems.push(...prepared.problems.map((p) => under(at, p)));
         continue;
+      }
+      // A stored secret stays where it was stored: not with an object that now connects elsewhere.
+      if (e.current && pinned.length > 0 && kind.keepsSecret) {
+        const keeps = kind.keepsSecret(e.current, prepared.desired);
+        const refused = pinned.filter((path) => !keeps(path));
+        problems.push(
+          ...refused.map((path) => ({
+            path: at + path,
+            message: `the ${kind.kind} now connects to another origin: give the value, not a fingerprint`,
+          })),
+        );
+        if (refused.length > 0) continue;
       }
       e.id = prepared.id;
       e.desired = prepared.desired;
@@ -406,8 +445,9 @@ export class ConfigEngine {
     current: ManagedObject | undefined,
     kind: ConfigKindModule,
     tenantId: string,
-  ): { item: ConfigItem; problems: Problem[] } {
+  ): { item: ConfigItem; pinned: string[]; problems: Problem[] } {
     const problems: Problem[] = [];
+    const pinned: string[] = [];
     let stored: Map<string, string> | undefined;
     const walk = (v: unknown, path: string): unknown => {
       if (path !== '' && isRecord(v) && this.validators.secretPin(v)) {
@@ -420,7 +460,10 @@ export class ConfigEngine {
             path,
             message: `the stored value's fingerprint is not ${v.fingerprint} (it was changed): give the value (set the environment variable)`,
           });
-        } else return value;
+        } else {
+          pinned.push(path);
+          return value;
+        }
         return v;
       }
       if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}/${i}`));
@@ -429,13 +472,37 @@ export class ConfigEngine {
       }
       return v;
     };
-    return { item: walk(item, '') as ConfigItem, problems };
+    return { item: walk(item, '') as ConfigItem, pinned, problems };
   }
 }
 
 /** A kind's problem (its path relative to the item, `/` the item itself) at `at`. */
 function under(at: string, p: Problem): Problem {
   return { path: p.path === '/' || p.path === '' ? at : at + p.path, message: p.message };
+}
+
+/** The form of the ids of each section's objects (a status page's id is its slug, which a key may be). */
+const ID_FORMS: Partial<Record<ConfigSection, RegExp>> = {
+  monitors: /^mon_[0-9a-f]{16}$/,
+  channels: /^chn_[0-9a-f]{20}$/,
+  escalation_policies: /^esc_[0-9a-f]{20}$/,
+};
+
+/** The problem of a reference to `key` in `section` that names nothing (PlanContext.missing). */
+export function missingMessage(
+  section: ConfigSection,
+  key: string,
+  pruned: ReadonlyMap<ConfigSection, ReadonlySet<string>>,
+): string {
+  const what = CONFIG_KINDS[section].replace(/_/g, ' ');
+  if (pruned.get(section)?.has(key)) {
+    return `the ${what} ${key} is deleted by this apply (prune): keep it in the document, or do not refer to it`;
+  }
+  // An export keeps the id of an object without a key (it is not in the document).
+  if (ID_FORMS[section]?.test(key)) {
+    return `${key} has no key: give it one (telemetry export --adopt, POST /api/config/adopt)`;
+  }
+  return `there is no ${what} with key ${key}`;
 }
 
 /** A create's fields: the item's top-level fields but its key. */

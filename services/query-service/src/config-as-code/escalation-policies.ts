@@ -40,8 +40,7 @@ function withChannelIds(item: ConfigItem, ctx: PlanContext): { body: ConfigItem;
     channels.forEach((key: unknown, j) => {
       if (typeof key !== 'string') return;
       const id = ctx.idOf('channels', key);
-      if (id === undefined)
-        problems.push({ path: `/steps/${i}/channels/${j}`, message: `there is no channel with key ${key}` });
+      if (id === undefined) problems.push({ path: `/steps/${i}/channels/${j}`, message: ctx.missing('channels', key) });
       channels[j] = id ?? `chn_${(i * 1000 + j).toString(16).padStart(20, '0')}`;
     });
   });

@@ -41,6 +41,13 @@ export interface ConfigKindModule<Current extends ManagedObject = ManagedObject,
    */
   prepare(item: ConfigItem, current: Current | undefined, ctx: PlanContext): Prepared<Desired>;
 
+  /**
+   * Which of `current`'s secrets (pointers of secrets(current)) a SecretPin may keep in
+   * `desired`: a stored secret does not follow an object that now connects to another
+   * origin (the same rule as the kind's PATCH). Absent: every pin may be kept.
+   */
+  keepsSecret?(current: Current, desired: Desired): (pointer: string) => boolean;
+
   /** The top-level item fields whose values differ (secrets compared by value); [] when none. */
   changes(current: Current, desired: Desired): string[];
 
@@ -69,9 +76,16 @@ export interface PlanContext {
   /**
    * The id the object of `section` with `key` has once the document is applied: an
    * existing object's, or the one a create in this document will get. Undefined when
-   * neither the tenant nor the document has it (the kind reports a problem).
+   * neither the tenant nor the document has it, or when this apply deletes it (prune):
+   * the kind reports a problem, with `missing`'s message.
    */
   idOf(section: ConfigSection, key: string): string | undefined;
+  /**
+   * Why idOf(section, key) is undefined, as the problem's message at the reference's path:
+   * no such key, an object this apply deletes (prune), or an object's id where its key
+   * belongs (that object has no key: adopt it). Every kind says it so.
+   */
+  missing(section: ConfigSection, key: string): string;
   /** The id a create of this item will get (made once per item and kept; a status page's is its slug). */
   newId(): string;
 }

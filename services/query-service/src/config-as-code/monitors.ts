@@ -11,6 +11,7 @@ import {
   createSettings,
   maskUrl,
   newWebhookSecret,
+  originMoves,
   settingsOf,
   type KeyedMonitor,
   type MonitorStore,
@@ -70,6 +71,18 @@ export function monitorConfigKind(deps: MonitorConfigDeps): ConfigKindModule<Key
     secrets: monitorSecrets,
 
     prepare: (item, current, ctx) => prepare(deps, item, current, ctx),
+
+    // As a PATCH (unmaskPatch): URL credentials and header values stay with the URL's
+    // origin, variables with the origins the flow reached.
+    keepsSecret(current, desired) {
+      const moves = originMoves(current, desired.monitor);
+      return (pointer) =>
+        pointer.startsWith('/headers/') || pointer === '/url'
+          ? !moves.url
+          : pointer.startsWith('/variables/')
+            ? !moves.variables
+            : true;
+    },
 
     changes(current, desired) {
       const out: string[] = SETTING_NAMES.filter((name) => !same(current[name], desired.monitor[name]));
@@ -158,7 +171,7 @@ function resolveReferences(item: ConfigItem, ctx: PlanContext, problems: Problem
     body.channels = item.channels.map((key: unknown, i) => {
       if (typeof key !== 'string') return key; // the schema says what is wrong with it
       const id = ctx.idOf('channels', key);
-      if (id === undefined) problems.push({ path: `/channels/${i}`, message: `there is no channel with key ${key}` });
+      if (id === undefined) problems.push({ path: `/channels/${i}`, message: ctx.missing('channels', key) });
       return id ?? key;
     });
   }
@@ -167,7 +180,7 @@ function resolveReferences(item: ConfigItem, ctx: PlanContext, problems: Problem
     if (id === undefined) {
       problems.push({
         path: '/escalation_policy',
-        message: `there is no escalation policy with key ${item.escalation_policy}`,
+        message: ctx.missing('escalation_policies', item.escalation_policy),
       });
     }
     body.escalation_policy = id ?? item.escalation_policy;
@@ -214,20 +227,16 @@ function prepare(
 /**
  * The monitor as a document item: its key, the settings an item must state to make it
  * again (those that are not what the create route would make of the rest), references as
- * keys (one to an object without a key is left out), secrets as SecretPins.
+ * keys (one to an object without a key keeps its id, which planning refuses), secrets as SecretPins.
  */
 export function monitorItem(m: KeyedMonitor, ctx: ExportContext): ConfigItem {
   // A copy: pins replace values in its lists and maps.
   const item: Record<string, unknown> = { key: m.key, ...necessary(structuredClone(settingsOf(m)), m.id) };
-  if (Array.isArray(item.channels)) {
-    const keys = m.channels.flatMap((id) => ctx.keyOf('channels', id) ?? []);
-    if (keys.length > 0) item.channels = keys;
-    else delete item.channels;
-  }
+  // An object without a key keeps its id: planning the export names it (it has no key: adopt it),
+  // rather than applying it as a monitor without that channel or policy.
+  if (Array.isArray(item.channels)) item.channels = m.channels.map((id) => ctx.keyOf('channels', id) ?? id);
   if (typeof item.escalation_policy === 'string') {
-    const key = ctx.keyOf('escalation_policies', item.escalation_policy);
-    if (key !== undefined) item.escalation_policy = key;
-    else delete item.escalation_policy;
+    item.escalation_policy = ctx.keyOf('escalation_policies', item.escalation_policy) ?? item.escalation_policy;
   }
   for (const [pointer, value] of monitorSecrets(m)) {
     if (pointer !== WEBHOOK_SECRET) pinAt(item, pointer, { fingerprint: ctx.fingerprint(value) });

@@ -74,7 +74,7 @@ export function statusPageConfigKind(deps: StatusPageKindDeps): ConfigKindModule
           const id = ctx.idOf('monitors', ref);
           if (id !== undefined) return id;
           unknown.add(`/monitor_ids/${i}`);
-          problems.push({ path: `/monitor_ids/${i}`, message: `there is no monitor with key ${ref}` });
+          problems.push({ path: `/monitor_ids/${i}`, message: ctx.missing('monitors', ref) });
           return ref;
         });
       }
@@ -152,11 +152,9 @@ export function statusPageConfigKind(deps: StatusPageKindDeps): ConfigKindModule
         slug: current.slug,
         title: current.title,
         ...(current.description === null ? {} : { description: current.description }),
-        // A monitor without a key is not in the document: it cannot be named here (docs/as-code.md).
-        monitor_ids: current.monitor_ids.flatMap((id) => {
-          const key = ctx.keyOf('monitors', id);
-          return key === undefined ? [] : [key];
-        }),
+        // A monitor without a key keeps its id: planning the export names it (it has no key:
+        // adopt it), rather than applying it as a page without that monitor (docs/as-code.md).
+        monitor_ids: current.monitor_ids.map((id) => ctx.keyOf('monitors', id) ?? id),
       };
     },
   };
