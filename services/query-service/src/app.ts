@@ -413,6 +413,7 @@ export function createQueryApp(deps: QueryDeps): Express {
       write: [auth('monitors:write'), auth('channels:write')],
     },
     audit: deps.audit,
+    logger: deps.logger,
   });
   auditRoutes(app, { ...read, auth: auth('audit:read') });
   keyRoutes(app, {

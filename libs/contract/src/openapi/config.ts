@@ -55,7 +55,7 @@ export const configPaths: Json = {
       operationId: 'exportConfig',
       summary: "The tenant's managed objects (those with a key) as a configuration document",
       description:
-        'Sections in creation order, items in key order, references as keys, each secret as a SecretPin of its keyed fingerprint (never the value). Needs monitors:read and channels:read.',
+        'Sections in creation order, items in key order, references as keys (the id of an object without a key, which planning refuses until it has one), each secret as a SecretPin of its keyed fingerprint (never the value). Needs monitors:read and channels:read; a key limited to some monitors is refused (403 MONITOR_NOT_ALLOWED).',
       security: bothScopes('read'),
       responses: {
         '200': jsonOk('The document, and how many objects have no key.', envelopeOf(ref('ConfigExport'))),
@@ -65,7 +65,7 @@ export const configPaths: Json = {
     post: {
       operationId: 'applyConfig',
       summary: 'Plan a configuration document against the tenant, and apply it (all or nothing)',
-      description: `Items are matched to the tenant's objects by key; an object the document describes is created or brought to the item (fields left out take the create route's defaults). Every item is validated by its kind's own rules first: any problem answers 400 VALIDATION_FAILED with all of them (paths like /monitors/2/interval_seconds) and nothing is written. With prune=true, managed objects of the sections the document has, whose key it lacks, are deleted (objects without a key never are). Everything is written in one transaction; with dry_run=true nothing is kept. Needs monitors:write and channels:write; a key limited to some monitors is refused. At most ${CONFIG_LIMITS.maxObjects} objects and ${CONFIG_LIMITS.maxBodyBytes} bytes.`,
+      description: `Items are matched to the tenant's objects by key; an object the document describes is created or brought to the item (fields left out take the create route's defaults). Every item is validated by its kind's own rules first: any problem answers 400 VALIDATION_FAILED with all of them (paths like /monitors/2/interval_seconds) and nothing is written. With prune=true, managed objects of the sections the document has, whose key it lacks, are deleted (objects without a key never are). Everything is written in one transaction; with dry_run=true nothing is kept. A SecretPin keeps a stored secret only while the object connects to the same origin (a monitor's URL, its flow's steps; a channel's server), as a PATCH does. Needs monitors:write and channels:write; a key limited to some monitors is refused (403 MONITOR_NOT_ALLOWED). Audited: config.apply, or config.plan for a dry run. At most ${CONFIG_LIMITS.maxObjects} objects and ${CONFIG_LIMITS.maxBodyBytes} bytes.`,
       security: bothScopes('write'),
       parameters: [
         booleanParam('dry_run', 'true: plan only; the answer says what would change and nothing is written.'),
@@ -74,16 +74,10 @@ export const configPaths: Json = {
       requestBody: jsonBody('ConfigDocument'),
       responses: {
         '200': jsonOk('What changes (dry run) or changed, in the order applied.', envelopeOf(ref('ConfigPlan'))),
-        ...keyErrors(
-          ...bodyErrors,
-          'INVALID_PARAMETER',
-          'TARGET_NOT_ALLOWED',
-          'QUOTA_EXCEEDED',
-          'KEY_TAKEN',
-          'SLUG_TAKEN',
-          'IN_USE',
-          'REGISTRY_UNAVAILABLE',
-        ),
+        // What a kind's route answers of its own becomes a problem here (VALIDATION_FAILED):
+        // egress (TARGET_NOT_ALLOWED), an object still in use (IN_USE). Under the registry
+        // write lock no key can be taken meanwhile (KEY_TAKEN) nor an object change (PRECONDITION_FAILED).
+        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'QUOTA_EXCEEDED', 'SLUG_TAKEN', 'REGISTRY_UNAVAILABLE'),
       },
     },
   },

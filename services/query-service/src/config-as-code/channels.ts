@@ -1,6 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
 import { CHANNEL_SECRETS, type ConfigItem, type Problem, type SecretPin } from '@telemetry/contract';
-import { AppError } from '@telemetry/platform';
 import {
   CONNECT_FIELDS,
   channelView,
@@ -12,7 +11,7 @@ import {
 import { recordChange, type Auditor } from '../access/audit.js';
 import { channelOfCreate, type ChannelDraft, type ChannelRules } from '../channel-rules.js';
 import { nowIso } from '../registry-objects.js';
-import type { ConfigKindModule } from './kind.js';
+import { movedUnderLock, type ConfigKindModule } from './kind.js';
 
 /**
  * Alert channels as a configuration document's `channels` (docs/as-code.md): each item is
@@ -154,10 +153,7 @@ export function channelConfigKind(deps: ChannelKindDeps): ConfigKindModule<Keyed
       };
       const c = await deps.store.updateIn(tx, next, current.version);
       if (!c) {
-        throw new AppError(
-          'PRECONDITION_FAILED',
-          `${what(current.key)} changed while the document was applied; plan again`,
-        );
+        throw movedUnderLock(what(current.key));
       }
       return () =>
         recordChange(

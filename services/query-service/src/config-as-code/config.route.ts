@@ -1,6 +1,6 @@
 import type { Express, Request, RequestHandler } from 'express';
 import { CONFIG_LIMITS, ok } from '@telemetry/contract';
-import { bad, readJsonBody, rejectUnknown, single } from '@telemetry/platform';
+import { bad, readJsonBody, rejectUnknown, single, type Logger } from '@telemetry/platform';
 import type { Auditor } from '../access/audit.js';
 import { tenantOf } from '../params.js';
 import { refuseLimited } from '../registry-objects.js';
@@ -11,6 +11,8 @@ export interface ConfigRoutesDeps {
   /** Each route needs both families' scopes: monitors:… (monitors, status pages) and channels:… (channels, policies). */
   auth: { read: RequestHandler[]; write: RequestHandler[] };
   audit: Auditor;
+  /** Says that a committed apply's `config.apply` entry could not be written (the apply is answered 200). */
+  logger: Pick<Logger, 'error'>;
 }
 
 /** A document item nests two levels below the body's top (section, item) deeper than its kind's own body (8). */
@@ -42,15 +44,24 @@ export function configRoutes(app: Express, deps: ConfigRoutesDeps): void {
     const body = await readJsonBody(req, { maxBytes: CONFIG_LIMITS.maxBodyBytes, maxRatio: 100 }, MAX_JSON_DEPTH);
     const tenantId = tenantOf(res);
     const plan = await deps.engine.apply(tenantId, body, { dryRun, prune }, { req, res });
-    if (plan.applied) {
-      // Each object's change is recorded by its kind; this entry says one document did them.
-      await deps.audit.record(req, res, {
-        action: 'config.apply',
-        target: { type: 'config', id: tenantId },
-        changes: {
-          ...Object.fromEntries(Object.entries(plan.summary).map(([k, n]) => [k, { after: n }])),
-          prune: { after: prune },
-        },
+    // Each object's change is recorded by its kind; this entry says one document did them. A dry
+    // run is recorded too (config.plan): it compares secret values, so who tried which is on record.
+    const entry = {
+      action: plan.applied ? 'config.apply' : 'config.plan',
+      target: { type: 'config', id: tenantId },
+      changes: {
+        ...Object.fromEntries(Object.entries(plan.summary).map(([k, n]) => [k, { after: n }])),
+        prune: { after: prune },
+      },
+    };
+    try {
+      await deps.audit.record(req, res, entry);
+    } catch (err) {
+      // NOTE: an applied document is committed: a 5xx would say it was not. As the engine does
+      // for its AfterCommit steps, the failure is logged and the plan answered.
+      deps.logger.error(`the ${entry.action} audit entry was not written`, {
+        request_id: req.id,
+        err: String(err),
       });
     }
     res.setHeader('Cache-Control', 'no-store');

@@ -1,11 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { ConfigItem, Problem } from '@telemetry/contract';
-import { AppError } from '@telemetry/platform';
 import { policyView, type EscalationPolicyStore, type KeyedPolicy, type StoredPolicy } from '@telemetry/store';
 import { recordChange, type Auditor } from '../access/audit.js';
 import { policyOfCreate, type PolicyDraft, type PolicyRules } from '../escalation-policy-rules.js';
 import { nowIso } from '../registry-objects.js';
-import type { ConfigKindModule, PlanContext } from './kind.js';
+import { movedUnderLock, type ConfigKindModule, type PlanContext } from './kind.js';
 
 /**
  * Escalation policies as a configuration document's `escalation_policies` (docs/as-code.md):
@@ -113,10 +112,7 @@ export function escalationPolicyConfigKind(
       };
       const p = await deps.store.updateIn(tx, next, current.version);
       if (!p) {
-        throw new AppError(
-          'PRECONDITION_FAILED',
-          `the escalation policy ${current.key} changed while the document was applied; plan again`,
-        );
+        throw movedUnderLock(`the escalation policy ${current.key}`);
       }
       return () =>
         recordChange(

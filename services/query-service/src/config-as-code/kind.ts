@@ -105,3 +105,13 @@ export interface ExportContext {
 
 /** Run after the transaction committed, in order (announce a monitor change, record the audit entry). */
 export type AfterCommit = () => Promise<void>;
+
+/**
+ * A kind's conditional write found the object at another version than the apply loaded.
+ * NOTE: not an answer (no PRECONDITION_FAILED): the apply loads and writes under the
+ * registry write lock, which every registry write takes, so no change can come between;
+ * this is a broken invariant (500 INTERNAL_ERROR, logged), and the transaction rolls back.
+ */
+export function movedUnderLock(what: string): Error {
+  return new Error(`${what} changed under the registry write lock while a document was applied`);
+}

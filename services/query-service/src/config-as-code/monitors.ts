@@ -6,7 +6,7 @@ import {
   type Problem,
   type SecretPin,
 } from '@telemetry/contract';
-import { AppError, type Logger } from '@telemetry/platform';
+import type { Logger } from '@telemetry/platform';
 import {
   createSettings,
   maskUrl,
@@ -29,7 +29,14 @@ import {
   type MonitorRules,
 } from '../monitor-rules.js';
 import { nowIso } from '../registry-objects.js';
-import type { ApplyContext, ConfigKindModule, ExportContext, PlanContext, Prepared } from './kind.js';
+import {
+  movedUnderLock,
+  type ApplyContext,
+  type ConfigKindModule,
+  type ExportContext,
+  type PlanContext,
+  type Prepared,
+} from './kind.js';
 
 /**
  * The monitors of a configuration document (docs/as-code.md): each item is the body of
@@ -139,9 +146,9 @@ export function monitorConfigKind(deps: MonitorConfigDeps): ConfigKindModule<Key
   };
 }
 
-/** The engine reads the monitors in the apply's transaction under the write lock: one that moved is a bug or a manual edit. */
-function moved(m: KeyedMonitor): AppError {
-  return new AppError('PRECONDITION_FAILED', `the monitor ${m.key} changed while the document was applied; plan again`);
+/** The engine reads the monitors in the apply's transaction under the write lock: one that moved is a bug. */
+function moved(m: KeyedMonitor): Error {
+  return movedUnderLock(`the monitor ${m.key}`);
 }
 
 /** A JSON pointer's token (RFC 6901): a header named `X~Y/Z` is `X~0Y~1Z`. */

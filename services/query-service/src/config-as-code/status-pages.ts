@@ -1,9 +1,8 @@
-import { AppError } from '@telemetry/platform';
 import type { ConfigItem, Problem, Validators } from '@telemetry/contract';
 import { publicStatusPageOf, type StatusPageStore, type StoredStatusPage } from '@telemetry/store';
 import { recordChange, type Auditor } from '../access/audit.js';
 import { createdPage, nowIso, type StatusPageDraft, type StatusPageHooks } from '../status-pages.route.js';
-import type { ConfigKindModule, ManagedObject } from './kind.js';
+import { movedUnderLock, type ConfigKindModule, type ManagedObject } from './kind.js';
 
 /** A status page a document manages: its id is its slug. */
 export type ManagedStatusPage = StoredStatusPage & ManagedObject;
@@ -45,8 +44,7 @@ export function statusPageConfigKind(deps: StatusPageKindDeps): ConfigKindModule
     deps.pages.changed(page);
     await audit();
   };
-  const movedOn = (slug: string): AppError =>
-    new AppError('PRECONDITION_FAILED', `the status page ${slug} changed while the document was applied; retry`);
+  const movedOn = (slug: string): Error => movedUnderLock(`the status page ${slug}`);
 
   return {
     section: 'status_pages',
