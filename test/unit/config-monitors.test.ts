@@ -360,6 +360,42 @@ describe('monitors in a configuration document (unit)', () => {
     });
   });
 
+  it('keepsSecret: a pinned secret stays with its origin, by the rule a PATCH follows (unmaskPatch)', () => {
+    const headers = { Authorization: 'Bearer s3cret' };
+    const m = stored('api', { name: 'API', url: 'https://api.example.com/health', headers });
+    const item = (url: string): ConfigItem => ({ key: 'api', name: 'API', url, headers });
+    const samePlace = kind.keepsSecret!(m, prepared(item('https://api.example.com/other?x=1'), m));
+    expect(samePlace('/headers/Authorization')).to.equal(true);
+    for (const elsewhere of [
+      'https://api.example.com:8443/health',
+      'http://api.example.com/health',
+      'https://x.example/',
+    ]) {
+      const keeps = kind.keepsSecret!(m, prepared(item(elsewhere), m));
+      expect(keeps('/headers/Authorization'), elsewhere).to.equal(false);
+      expect(keeps('/webhook_secret'), elsewhere).to.equal(true);
+    }
+    // An api flow's variables go where its steps go: a step to a new origin takes them elsewhere.
+    const flowBody = {
+      name: 'Login',
+      type: 'api_flow' as const,
+      url: 'https://api.example.com/',
+      interval_seconds: 300,
+      variables: { password: 'hunter2-secret' },
+      api_steps: [{ url: '/login', method: 'POST' as const, body: '{"p":"{{password}}"}' }],
+    };
+    const flow = stored('flow', flowBody);
+    const flowItem = (steps: unknown[]): ConfigItem => ({ key: 'flow', ...flowBody, api_steps: steps });
+    expect(
+      kind.keepsSecret!(flow, prepared(flowItem([...flowBody.api_steps, { url: '/me' }]), flow))('/variables/password'),
+    ).to.equal(true);
+    const away = kind.keepsSecret!(
+      flow,
+      prepared(flowItem([...flowBody.api_steps, { url: 'https://collect.example/in' }]), flow),
+    );
+    expect(away('/variables/password')).to.equal(false);
+  });
+
   it('the audit log records a key change like any other field', () => {
     const m = stored('api', { name: 'API', url: 'https://api.example.com/' });
     expect(changedFields(audited(m), audited({ ...m, key: 'api-2' }))).to.deep.equal({
