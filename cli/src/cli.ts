@@ -122,7 +122,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
   } catch (e) {
     if (e instanceof Failure) return out.fail(e.code, e.message, e.problems);
-    if (e instanceof ApiError) return out.fail(e.code, e.message);
+    if (e instanceof ApiError) {
+      return out.fail(e.code, e.code === 'UNREACHABLE' ? e.message : `${e.code}: ${e.message}`);
+    }
     return out.fail('ERROR', (e as Error).message);
   }
 }
@@ -256,7 +258,11 @@ async function post(y: YamlFile, t: ApiTarget, io: Io, dryRun: boolean, prune: b
   } catch (e) {
     if (e instanceof ApiError && e.problems.length > 0) {
       const problems = serverProblems(y, e);
-      throw new Failure(e.code, `${e.message} (${plural(problems.length, 'problem')}; nothing was changed)`, problems);
+      throw new Failure(
+        e.code,
+        `${e.code}: ${e.message} (${plural(problems.length, 'problem')}; nothing was changed)`,
+        problems,
+      );
     }
     throw e;
   }
@@ -294,7 +300,7 @@ async function exportCommand(values: Options, io: Io, out: Output): Promise<numb
   const t = target(values, io);
   let adopted: unknown[] | undefined;
   if (values.adopt) {
-    adopted = (await apiCall<{ adopted: unknown[] }>(t, 'POST', '/api/config/adopt', {})).adopted;
+    adopted = (await apiCall<{ adopted: unknown[] }>(t, 'POST', '/api/config/adopt')).adopted;
   }
   const exported = await apiCall<ExportedConfig>(t, 'GET', '/api/config');
   const { text, secrets } = exportYaml(exported);
