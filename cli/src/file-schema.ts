@@ -60,7 +60,12 @@ export const ITEM_NAMES: Record<ConfigSection, string> = {
  * and browser variables, its webhook signing secret; its URL when it carries credentials
  * (the URL may be written inline otherwise).
  */
-export const MONITOR_SECRETS: readonly PointerPattern[] = ['/headers/*', '/variables/*', '/webhook_secret'];
+export const MONITOR_SECRETS: readonly PointerPattern[] = [
+  '/headers/*',
+  '/variables/*',
+  '/webhooks/*',
+  '/webhook_secret',
+];
 export const MONITOR_OPTIONAL_SECRETS: readonly PointerPattern[] = ['/url'];
 
 /** The secret positions of one item (a channel's depend on its type); `optional`: may be inline too. */
