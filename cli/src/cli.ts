@@ -97,9 +97,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return usageError(io, argv.includes('--json'), (e as Error).message);
   }
   const command = positionals[0];
+  if (command === undefined && !values.help) return usageError(io, values.json, 'which command?');
   if (values.help || command === undefined || command === 'help') {
     io.stdout(USAGE);
-    return command === undefined && !values.help ? EXIT.error : EXIT.ok;
+    return EXIT.ok;
   }
   const allowed = COMMAND_OPTIONS[command];
   if (!allowed) return usageError(io, values.json, `unknown command "${command}"`);
@@ -188,7 +189,7 @@ function load(file: string, io: Io): YamlFile {
     );
   }
   const { parsed, problems } = parseYaml(file, text);
-  if (!parsed) throw new Failure('INVALID_FILE', `${file} is not valid YAML`, problems);
+  if (!parsed) throw new Failure('INVALID_FILE', `${file}: ${plural(problems.length, 'problem')}`, problems);
   const found = validateFile(parsed, io.env, compileFileSchema());
   if (found.length > 0) throw new Failure('INVALID_FILE', `${file}: ${plural(found.length, 'problem')}`, found);
   return parsed;

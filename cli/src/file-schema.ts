@@ -198,6 +198,9 @@ function channelItem(): Schema {
   return schema;
 }
 
+/** Top-level keys the file keeps to itself (anchors shared by items); they are not sent. */
+export const EXTENSION_PATTERN = '^x-';
+
 /** The schema of telemetry.yaml, as published in docs/telemetry.schema.json. */
 export function telemetryFileSchema(): Schema {
   const definitions: Schema = {
@@ -231,6 +234,8 @@ export function telemetryFileSchema(): Schema {
     type: 'object',
     additionalProperties: false,
     required: ['version'],
+    // x-…: the file's own, not sent (a place for YAML anchors: `x-defaults: &defaults`)
+    patternProperties: { [EXTENSION_PATTERN]: {} },
     properties: {
       version: { const: CONFIG_DOCUMENT_VERSION },
       ...Object.fromEntries(

@@ -7,7 +7,14 @@ import {
   type ConfigSection,
   type SecretPin,
 } from '@telemetry/contract';
-import { ITEM_NAMES, REFERENCES, secretPatterns, telemetryFileSchema, type PointerPattern } from './file-schema.js';
+import {
+  EXTENSION_PATTERN,
+  ITEM_NAMES,
+  REFERENCES,
+  secretPatterns,
+  telemetryFileSchema,
+  type PointerPattern,
+} from './file-schema.js';
 import {
   duplicateKeys,
   findNode,
@@ -301,6 +308,8 @@ function describe(y: YamlFile, e: ErrorObject): FileProblem {
  */
 export function resolveSecrets(data: unknown, env: Env): ConfigDocument {
   const doc = structuredClone(data) as ConfigDocument;
+  for (const k of Object.keys(doc))
+    if (new RegExp(EXTENSION_PATTERN).test(k)) delete (doc as Record<string, unknown>)[k];
   for (const section of CONFIG_SECTIONS) {
     for (const item of doc[section] ?? []) {
       for (const { at } of secretPatterns(section, item)) {

@@ -27,13 +27,21 @@ export interface YamlFile {
 export function parseYaml(file: string, text: string): { parsed?: YamlFile; problems: FileProblem[] } {
   const lines = new LineCounter();
   // uniqueKeys: false: duplicate keys are reported by validate, with both positions, among its other problems.
-  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: false, prettyErrors: false });
+  // merge: `<<: *defaults` shares settings between items, as YAML files commonly do.
+  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: false, merge: true, prettyErrors: false });
   const problems = doc.errors.map((e): FileProblem => {
     const pos = e.linePos?.[0] ?? lines.linePos(e.pos[0]);
-    return { file, line: pos.line, column: pos.col, path: '', message: firstLine(e.message) };
+    const message = e.code === 'MULTIPLE_DOCS' ? 'the file holds one YAML document (no second ---)' : e.message;
+    return { file, line: pos.line, column: pos.col, path: '', message: firstLine(message) };
   });
   if (problems.length > 0) return { problems };
-  return { parsed: { file, doc, lines, data: doc.toJS({ maxAliasCount: 100 }) as unknown }, problems: [] };
+  const data = doc.toJS({ maxAliasCount: 100 }) as unknown;
+  if (data === null || data === undefined) {
+    return {
+      problems: [{ file, line: 1, column: 1, path: '', message: 'the file is empty: it needs at least version: 1' }],
+    };
+  }
+  return { parsed: { file, doc, lines, data }, problems: [] };
 }
 
 const firstLine = (s: string): string => s.split('\n')[0]!.trim();
@@ -118,6 +126,7 @@ export function duplicateKeys(y: YamlFile): FileProblem[] {
       for (const pair of node.items) {
         if (!isScalar(pair.key)) continue;
         const k = String(pair.key.value);
+        if (k === '<<') continue; // merge keys: a map may merge several
         const seen = first.get(k);
         if (seen) {
           const p = positionOf(y, seen);

@@ -127,6 +127,25 @@ describe('telemetry CLI: validate (unit)', () => {
     });
   }
 
+  it('reads anchors and merge keys (an x- key holds them and is not sent); refuses an empty file', async () => {
+    const y = parseYaml('f.yaml', readFileSync(fixture('anchors.yaml'), 'utf8')).parsed!;
+    expect((await cli(['validate', '-f', fixture('anchors.yaml')])).code).to.equal(0);
+    const doc = resolveSecrets(y.data, {});
+    expect(Object.keys(doc)).to.deep.equal(['version', 'monitors']);
+    expect(doc.monitors!.map((m) => [m.key, m.interval_seconds, m.paused])).to.deep.equal([
+      ['a', 120, true],
+      ['b', 30, true],
+    ]);
+    const dir = mkdtempSync(join(tmpdir(), 'telemetry-cli-'));
+    writeFileSync(join(dir, 'empty.yaml'), '# nothing yet\n');
+    const empty = await cli(['validate', '-f', join(dir, 'empty.yaml')]);
+    rmSync(dir, { recursive: true });
+    expect(empty.code).to.equal(1);
+    expect(problemLines(empty)).to.deep.equal([
+      `${join(dir, 'empty.yaml')}:1:1: the file is empty: it needs at least version: 1`,
+    ]);
+  });
+
   it('--json: one object on stdout with each problem, its line and column', async () => {
     const r = await cli(['validate', '--json', '-f', fixture('duplicates.yaml')]);
     expect(r.code).to.equal(1);
