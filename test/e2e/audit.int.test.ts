@@ -135,6 +135,43 @@ describe('audit log and API keys (real Kafka, ClickHouse, PostgreSQL)', function
     expect(text).to.not.include('a-channel-secret-of-enough-length');
   });
 
+  it("records a status page's configuration key as a changed field: set, changed, released", async () => {
+    const monitor = await api<Monitor>('POST', '/api/monitors', {
+      name: 'Paged monitor',
+      url: 'http://127.0.0.1:9/health',
+      paused: true,
+    });
+    expect(monitor.status, monitor.text).to.equal(201);
+    const slug = uid('audited-page');
+    const made = await api('POST', '/api/status-pages', {
+      slug,
+      title: 'Audited page',
+      monitor_ids: [monitor.body.data.id],
+      key: 'audited-page',
+    });
+    expect(made.status, made.text).to.equal(201);
+    for (const key of ['audited-page-2', null]) {
+      const r = await api('PATCH', `/api/status-pages/${slug}`, { key });
+      expect(r.status, r.text).to.equal(200);
+    }
+    const [create] = await auditWhen(
+      'the page creation',
+      `?action=status_page.create&target_id=${slug}`,
+      (e) => e.length === 1,
+    );
+    expect(create!.changes.key).to.deep.equal({ after: 'audited-page' });
+    const updates = await auditWhen(
+      'both key changes',
+      `?action=status_page.update&target_id=${slug}`,
+      (e) => e.length === 2,
+    );
+    // Only the key changed (in whichever order two entries of one instant are listed).
+    expect(updates.map((e) => e.changes)).to.have.deep.members([
+      { key: { before: 'audited-page-2', after: null } },
+      { key: { before: 'audited-page', after: 'audited-page-2' } },
+    ]);
+  });
+
   it('records a refusal (a key without the scope) as access.denied, outcome denied', async () => {
     const r = await api('PATCH', `/api/monitors/${monitorId}`, { name: 'not allowed' }, { key: keys.checksOnly });
     expect(r.status).to.equal(403);

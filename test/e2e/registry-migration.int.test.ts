@@ -169,6 +169,7 @@ describe('npm run migrate: the ClickHouse registry copied into PostgreSQL (real 
       title: `Status of ${slug}`,
       description: 'copied from ClickHouse',
       monitor_ids: monitorIds,
+      key: null,
       created_at: '2026-11-01T10:00:00Z',
       updated_at: '2026-11-02T10:00:00Z',
     });

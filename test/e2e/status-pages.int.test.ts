@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { PublicStatusPage, StatusPage } from '@telemetry/contract';
-import { createTenant, issueKey } from '@telemetry/store';
+import { createTenant, issueKey, registryWrite, StatusPageStore } from '@telemetry/store';
 import { eventually, ownUser, runQuery, testStack, uid, type Running, adminRegistry } from '../support/fixtures.js';
 import { apiClient } from '../support/api.js';
 import { TcpGate } from '../support/tcp-gate.js';
@@ -112,6 +112,128 @@ describe('status pages and the events overview API (real ClickHouse)', function 
     expect((await api('DELETE', `/api/status-pages/${slug}`)).status).to.equal(200);
     expect((await api('GET', `/api/status-pages/${slug}`)).status).to.equal(404);
     expect((await api('GET', `/api/status/${slug}`, { key: null })).status).to.equal(404);
+  });
+
+  it('gives a status page a configuration key: set, taken, changed, released, reused by another tenant', async () => {
+    const [first, second] = [uid('keyed'), uid('keyed')];
+    const key = uid('shop-page').toLowerCase();
+    const bad = await api('POST', '/api/status-pages', {
+      body: { slug: first, title: 'Keyed', monitor_ids: [monitors[0]!.id], key: 'Not A Key' },
+    });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.details?.problems?.map((p) => p.path)).to.deep.equal(['/key']);
+
+    const created = await api<StatusPage>('POST', '/api/status-pages', {
+      body: { slug: first, title: 'Keyed', monitor_ids: [monitors[0]!.id], key },
+    });
+    expect(created.status, created.text).to.equal(201);
+    expect(created.body.data).to.include({ slug: first, key });
+    expect((await api<StatusPage>('GET', `/api/status-pages/${first}`)).body.data.key).to.equal(key);
+    // A page made without a key has none (null, not absent).
+    const plain = await api<StatusPage>('POST', '/api/status-pages', {
+      body: { slug: second, title: 'Plain', monitor_ids: [monitors[1]!.id] },
+    });
+    expect(plain.status, plain.text).to.equal(201);
+    expect(plain.body.data.key).to.equal(null);
+    const listed = await api<StatusPage[]>('GET', '/api/status-pages');
+    expect(listed.body.data.find((p) => p.slug === second)).to.include({ key: null });
+
+    // The key is taken within the tenant (and the slug error stays the slug's).
+    const taken = await api('POST', '/api/status-pages', {
+      body: { slug: uid('other'), title: 'Other', monitor_ids: [monitors[0]!.id], key },
+    });
+    expect(taken.status).to.equal(409);
+    expect(taken.code).to.equal('KEY_TAKEN');
+    const slugTaken = await api('POST', '/api/status-pages', {
+      body: { slug: first, title: 'Other', monitor_ids: [monitors[0]!.id], key: uid('free').toLowerCase() },
+    });
+    expect(slugTaken.code).to.equal('SLUG_TAKEN');
+    const patchTaken = await api('PATCH', `/api/status-pages/${second}`, { body: { key } });
+    expect(patchTaken.status).to.equal(409);
+    expect(patchTaken.code).to.equal('KEY_TAKEN');
+    expect((await api<StatusPage>('GET', `/api/status-pages/${second}`)).body.data.key).to.equal(null);
+
+    // Changed, then released: the other page may then take it; the other settings stay.
+    const renamedKey = `${key}-2`;
+    const changed = await api<StatusPage>('PATCH', `/api/status-pages/${first}`, { body: { key: renamedKey } });
+    expect(changed.status, changed.text).to.equal(200);
+    expect(changed.body.data).to.include({ key: renamedKey, title: 'Keyed' });
+    const released = await api<StatusPage>('PATCH', `/api/status-pages/${first}`, { body: { key: null } });
+    expect(released.status, released.text).to.equal(200);
+    expect(released.body.data).to.include({ key: null, title: 'Keyed' });
+    expect(released.body.data.monitor_ids).to.deep.equal([monitors[0]!.id]);
+    const reused = await api<StatusPage>('PATCH', `/api/status-pages/${second}`, { body: { key: renamedKey } });
+    expect(reused.status, reused.text).to.equal(200);
+    expect(reused.body.data.key).to.equal(renamedKey);
+
+    // Keys are per tenant: tenant B may use the same one.
+    const bMonitor = await api<{ id: string }>('POST', '/api/monitors', {
+      key: keys.b,
+      body: { name: 'B shop', url: 'http://127.0.0.1:9/health', paused: true },
+    });
+    expect(bMonitor.status, bMonitor.text).to.equal(201);
+    const inB = await api<StatusPage>('POST', '/api/status-pages', {
+      key: keys.b,
+      body: { slug: uid('b-keyed'), title: 'B', monitor_ids: [bMonitor.body.data.id], key: renamedKey },
+    });
+    expect(inB.status, inB.text).to.equal(201);
+    expect(inB.body.data.key).to.equal(renamedKey);
+  });
+
+  it("writes pages inside a caller's registry transaction: keyed and unkeyed, KEY_TAKEN, all or nothing", async () => {
+    const db = adminRegistry();
+    const store = new StatusPageStore(db);
+    const tenantId = (await createTenant(db, uid('tenant'))).tenant_id;
+    const at = '2026-11-01T00:00:00Z';
+    const page = (slug: string, key?: string) => ({
+      slug,
+      tenant_id: tenantId,
+      title: `Title of ${slug}`,
+      description: null,
+      monitor_ids: ['mon_0000000000000001'],
+      ...(key ? { key } : {}),
+      created_at: at,
+      updated_at: at,
+    });
+    const [kept, plain, gone] = [uid('kept'), uid('plain'), uid('gone')];
+    await registryWrite(db, async (tx) => {
+      await store.createIn(tx, page(kept, 'kept'));
+      await store.createIn(tx, page(plain));
+      await store.createIn(tx, page(gone, 'gone'));
+      expect((await store.keyedIn(tx, tenantId)).map((p) => [p.slug, p.key])).to.have.deep.members([
+        [kept, 'kept'],
+        [gone, 'gone'],
+      ]);
+    });
+    expect(await store.unkeyedIn(db, tenantId)).to.deep.equal([{ slug: plain, title: `Title of ${plain}` }]);
+
+    // A key taken inside the transaction: KEY_TAKEN, and nothing of the transaction stays.
+    let refused: unknown;
+    await registryWrite(db, async (tx) => {
+      const current = (await store.get(kept))!;
+      expect(await store.updateIn(tx, { ...current, title: 'Changed' }, current.version)).to.include({ version: 2 });
+      expect(await store.removeIn(tx, gone, tenantId, 1)).to.equal(true);
+      await store.setKeyIn(tx, tenantId, plain, 'kept');
+    }).catch((err: unknown) => {
+      refused = err;
+    });
+    expect(refused).to.have.property('code', 'KEY_TAKEN');
+    expect(await store.get(kept)).to.include({ title: `Title of ${kept}`, version: 1 });
+    expect(await store.get(gone)).to.include({ key: 'gone' });
+
+    // Then for real: adopt the plain page, change one, delete one.
+    await registryWrite(db, async (tx) => {
+      expect(await store.setKeyIn(tx, tenantId, plain, 'plain')).to.equal(true);
+      expect(await store.setKeyIn(tx, tenantId, uid('nothing'), 'nothing')).to.equal(false);
+      expect(await store.removeIn(tx, gone, tenantId, 1)).to.equal(true);
+      const current = (await store.get(kept))!;
+      expect(await store.updateIn(tx, { ...current, key: 'kept-2' }, current.version)).to.include({ key: 'kept-2' });
+    });
+    expect((await store.ofTenant(tenantId)).map((p) => [p.slug, p.key, p.version])).to.have.deep.members([
+      [kept, 'kept-2', 2],
+      [plain, 'plain', 2],
+    ]);
+    expect(await store.unkeyedIn(db, tenantId)).to.deep.equal([]);
   });
 
   it('serves the public page without a key: names, statuses and 90 days only, cached and shared', async () => {

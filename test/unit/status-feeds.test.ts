@@ -18,6 +18,7 @@ const page: StoredStatusPage = {
   title: 'Shop\u0007 & Co',
   description: null,
   monitor_ids: ['m'],
+  key: null,
   created_at: '2026-11-01T00:00:00Z',
   updated_at: '2026-11-02T00:00:00Z',
   version: 1,

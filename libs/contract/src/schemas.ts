@@ -20,6 +20,7 @@ import {
   WEBHOOK_DELIVERY_STATUSES,
 } from './limits.js';
 import { closed, closedSchema, dateTime, patchSchema, screenshotBase64 } from './schema-parts.js';
+import { configKeySchema, nullableConfigKeySchema } from './config-as-code.js';
 import { monitorSettings, monitorUrl, webhookSecret } from './monitor-schema.js';
 
 export { monitorSettingsSchema } from './monitor-schema.js';
@@ -447,20 +448,32 @@ export const statusPageSlug = {
   pattern: STATUS_PAGE_SLUG_PATTERN,
 } as const;
 
-/** Body of POST /api/status-pages. */
+/** Body of POST /api/status-pages (and a status page of a configuration document, docs/as-code.md). */
 export const statusPageCreateSchema = closedSchema('StatusPageCreate', ['slug', 'title', 'monitor_ids'], {
   slug: statusPageSlug,
   ...statusPageSettings,
+  /** Its configuration key (docs/as-code.md): unique among the tenant's pages (409 KEY_TAKEN); absent: none. */
+  key: configKeySchema,
 });
 
-/** Body of PATCH /api/status-pages/{slug}: any settings (the slug stays). */
-export const statusPagePatchSchema = patchSchema('StatusPagePatch', statusPageSettings);
+/** Body of PATCH /api/status-pages/{slug}: any settings (the slug stays); `key: null` releases its key. */
+export const statusPagePatchSchema = patchSchema('StatusPagePatch', {
+  ...statusPageSettings,
+  key: nullableConfigKeySchema,
+});
 
 /** A status page as its owner reads it. */
 export const statusPageSchema = closedSchema(
   'StatusPage',
-  ['slug', 'title', 'description', 'monitor_ids', 'created_at', 'updated_at'],
-  { slug: statusPageSlug, ...statusPageSettings, created_at: isoSeconds, updated_at: isoSeconds },
+  ['slug', 'title', 'description', 'monitor_ids', 'key', 'created_at', 'updated_at'],
+  {
+    slug: statusPageSlug,
+    ...statusPageSettings,
+    /** Its configuration key; null: not managed by a configuration file. */
+    key: nullableConfigKeySchema,
+    created_at: isoSeconds,
+    updated_at: isoSeconds,
+  },
 );
 
 /** A status page as the public sees it: names and statuses, nothing else of a monitor. */

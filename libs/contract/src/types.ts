@@ -163,11 +163,13 @@ export interface StatusPageSettings {
 }
 
 export type StatusPageCreate = Pick<StatusPageSettings, 'title' | 'monitor_ids'> &
-  Partial<StatusPageSettings> & { slug: string };
-export type StatusPagePatch = Partial<StatusPageSettings>;
+  Partial<StatusPageSettings> & { slug: string; key?: string };
+export type StatusPagePatch = Partial<StatusPageSettings> & { key?: string | null };
 
 export interface StatusPage extends StatusPageSettings {
   slug: string;
+  /** Its configuration key (docs/as-code.md); null: none. */
+  key: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -8,8 +8,13 @@ export interface StoredStatusPage extends StatusPage {
   version: number;
 }
 
-/** What a store keeps of a page besides its times and version. */
-export type StatusPageFields = Pick<StoredStatusPage, 'slug' | 'tenant_id' | 'title' | 'description' | 'monitor_ids'>;
+/** What a store keeps of a page besides its times and version (the ClickHouse table it replaced had no key). */
+export type StatusPageFields = Pick<
+  StoredStatusPage,
+  'slug' | 'tenant_id' | 'title' | 'description' | 'monitor_ids'
+> & {
+  key?: string | null;
+};
 
 /**
  * A stored page from a store's row: its fields, and its times (unix seconds) and version as
@@ -28,6 +33,7 @@ export function storedStatusPageOf(
     title: f.title,
     description: f.description,
     monitor_ids: f.monitor_ids,
+    key: f.key ?? null,
     created_at: toIsoSeconds(Number(createdAt)),
     updated_at: toIsoSeconds(Number(updatedAt)),
     version: Number(version),
@@ -41,6 +47,7 @@ export function publicStatusPageOf(p: StoredStatusPage): StatusPage {
     title: p.title,
     description: p.description,
     monitor_ids: p.monitor_ids,
+    key: p.key,
     created_at: p.created_at,
     updated_at: p.updated_at,
   };

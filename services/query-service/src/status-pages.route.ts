@@ -6,8 +6,8 @@ import {
   STATUS_PAGE_LIMITS,
   STATUS_PAGE_SLUG_PATTERN,
   toIsoSeconds,
+  type Problem,
   type PublicStatusPage,
-  type StatusPageSettings,
   type Validators,
 } from '@telemetry/contract';
 import { AppError, readJsonBody, rejectUnknown, type Mirror } from '@telemetry/platform';
@@ -48,9 +48,46 @@ export interface StatusPageRoutesDeps extends ReadDeps {
   reports: ReportStore;
 }
 
-/** What other routes may do to the public pages: forget this replica's rendered copy of one (a report changed). */
+/**
+ * What other parts may do to the public pages: forget this replica's rendered copy of one
+ * (a report changed), or make this replica's directory and render follow a committed
+ * change of a page at once (a page applied from a configuration document; other replicas
+ * follow by the registry's change feed).
+ */
 export interface StatusPageHooks {
   evict(slug: string): void;
+  /** A page written (as stored), or the slug of a page deleted. */
+  changed(page: StoredStatusPage | string): void;
+}
+
+/** A page's own fields as its owner sets them: what a create stores and a PATCH or a document item changes. */
+export interface StatusPageDraft {
+  slug: string;
+  title: string;
+  description: string | null;
+  monitor_ids: string[];
+  key: string | null;
+}
+
+/**
+ * A POST /api/status-pages body (or a configuration document's item, its monitor keys
+ * already made ids: config-as-code/status-pages.ts) as the page it describes, defaults
+ * applied; or its problems. Whether the monitors exist is the caller's to check.
+ */
+export function createdPage(
+  validators: Pick<Validators, 'statusPageCreate'>,
+  given: unknown,
+): { page: StatusPageDraft } | { problems: Problem[] } {
+  if (!validators.statusPageCreate(given)) return { problems: describeErrors(validators.statusPageCreate.errors) };
+  return {
+    page: {
+      slug: given.slug,
+      title: given.title,
+      description: given.description ?? null,
+      monitor_ids: given.monitor_ids,
+      key: given.key ?? null,
+    },
+  };
 }
 
 const SLUG = new RegExp(STATUS_PAGE_SLUG_PATTERN);
@@ -76,7 +113,7 @@ function invalid(problems: { path: string; message: string }[]): AppError {
   );
 }
 
-function nowIso(): string {
+export function nowIso(): string {
   return toIsoSeconds(Math.floor(Date.now() / 1000));
 }
 
@@ -137,24 +174,16 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): Stat
   app.post('/api/status-pages', deps.auth.write, async (req, res) => {
     rejectUnknown(req, new Set());
     refuseLimited(res);
-    const given = await body(req);
-    if (!deps.validators.statusPageCreate(given))
-      throw invalid(describeErrors(deps.validators.statusPageCreate.errors));
+    const checked = createdPage(deps.validators, await body(req));
+    if ('problems' in checked) throw invalid(checked.problems);
     const tenantId = tenantOf(res);
-    await refuseUnknownMonitors(req, tenantId, given.monitor_ids);
+    await refuseUnknownMonitors(req, tenantId, checked.page.monitor_ids);
     const now = nowIso();
-    // The slug is the table's primary key (SLUG_TAKEN across replicas and tenants) and the
-    // page count is read under the registry's write lock (QUOTA_EXCEEDED holds too).
+    // The slug is the table's primary key (SLUG_TAKEN across replicas and tenants), the key
+    // unique per tenant (KEY_TAKEN), and the page count is read under the registry's write
+    // lock (QUOTA_EXCEEDED holds too).
     const page = await storeCall(req, 'status page insert', () =>
-      deps.store.create({
-        slug: given.slug,
-        tenant_id: tenantId,
-        title: given.title,
-        description: given.description ?? null,
-        monitor_ids: given.monitor_ids,
-        created_at: now,
-        updated_at: now,
-      }),
+      deps.store.create({ ...checked.page, tenant_id: tenantId, created_at: now, updated_at: now }),
     );
     changed(page);
     const target = { type: 'status_page', id: page.slug };
@@ -182,14 +211,17 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): Stat
     const patch = await body(req);
     if (!deps.validators.statusPagePatch(patch)) throw invalid(describeErrors(deps.validators.statusPagePatch.errors));
     const current = await load(req, res, slug);
-    const settings: StatusPageSettings = {
+    const next: StatusPageDraft = {
+      slug: current.slug,
       title: patch.title ?? current.title,
       description: patch.description === undefined ? current.description : patch.description,
       monitor_ids: patch.monitor_ids ?? current.monitor_ids,
+      // null releases the key (a configuration file no longer manages the page).
+      key: patch.key === undefined ? current.key : patch.key,
     };
     if (patch.monitor_ids) await refuseUnknownMonitors(req, current.tenant_id, patch.monitor_ids);
     const page = await storeCall(req, 'status page update', () =>
-      deps.store.update({ ...current, ...settings, updated_at: nowIso() }, current.version),
+      deps.store.update({ ...current, ...next, updated_at: nowIso() }, current.version),
     );
     if (!page) throw movedOn(slug);
     changed(page);
@@ -332,5 +364,5 @@ export function statusPageRoutes(app: Express, deps: StatusPageRoutesDeps): Stat
   });
 
   publicHistoryRoute(app, deps);
-  return { evict: (slug) => rendered.evict(slug) };
+  return { evict: (slug) => rendered.evict(slug), changed };
 }

@@ -33,12 +33,19 @@ export const statusPagePaths: Json = {
       operationId: 'createStatusPage',
       summary: 'Publish a status page at /status/{slug}',
       description:
-        'Lists the chosen monitors of the tenant by name, with their status, 90 days of daily uptime and open incidents; anyone may read it without a key. Slugs are unique across tenants (409 SLUG_TAKEN). Every monitor id must be a current monitor of the tenant (400 VALIDATION_FAILED naming it).',
+        "Lists the chosen monitors of the tenant by name, with their status, 90 days of daily uptime and open incidents; anyone may read it without a key. Slugs are unique across tenants (409 SLUG_TAKEN). Every monitor id must be a current monitor of the tenant (400 VALIDATION_FAILED naming it). An optional `key` names the page in a configuration file (docs/as-code.md): unique among the tenant's pages (409 KEY_TAKEN).",
       security: [{ apiKey: ['monitors:write'] }],
       requestBody: jsonBody('StatusPageCreate'),
       responses: {
         '201': statusPageOk('Published; Location names it.'),
-        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'SLUG_TAKEN', 'QUOTA_EXCEEDED', 'MONITOR_NOT_ALLOWED'),
+        ...keyErrors(
+          ...bodyErrors,
+          'INVALID_PARAMETER',
+          'SLUG_TAKEN',
+          'KEY_TAKEN',
+          'QUOTA_EXCEEDED',
+          'MONITOR_NOT_ALLOWED',
+        ),
       },
     },
   },
@@ -55,13 +62,22 @@ export const statusPagePaths: Json = {
     },
     patch: {
       operationId: 'updateStatusPage',
-      summary: "Change a status page's title, description or monitors",
+      summary: "Change a status page's title, description, monitors or key",
+      description:
+        'Only the fields given change; the slug stays. `key` sets or changes its configuration key (409 KEY_TAKEN when another page of the tenant has it), `key: null` releases it (a configuration file no longer manages the page).',
       security: [{ apiKey: ['monitors:write'] }],
       parameters: [slugPath],
       requestBody: jsonBody('StatusPagePatch'),
       responses: {
         '200': statusPageOk('The changed status page.'),
-        ...keyErrors(...bodyErrors, 'INVALID_PARAMETER', 'STATUS_PAGE_NOT_FOUND', 'MONITOR_NOT_ALLOWED'),
+        ...keyErrors(
+          ...bodyErrors,
+          'INVALID_PARAMETER',
+          'STATUS_PAGE_NOT_FOUND',
+          'KEY_TAKEN',
+          'PRECONDITION_FAILED',
+          'MONITOR_NOT_ALLOWED',
+        ),
       },
     },
     delete: {

@@ -61,7 +61,7 @@ export class LegacyStatusPageStore {
   }
 
   /** Writes `page` as the newest version of its slug (or deletes it); returns that version. */
-  async save(page: Omit<StoredStatusPage, 'version'>, deleted = false, after = 0): Promise<number> {
+  async save(page: Omit<StoredStatusPage, 'version' | 'key'>, deleted = false, after = 0): Promise<number> {
     const version = this.versions.next(after);
     await this.client.insert({
       table: this.table,
