@@ -151,12 +151,14 @@ function replaceAt(schema: Schema, pattern: PointerPattern, make: (old: Schema) 
 
 function item(section: ConfigSection, create: unknown, description: string): Schema {
   const body = copy(create);
+  // The API's own `key` (optional, nullable) gives way to the file's (required).
+  const { key: _apiKey, ...fields } = body.properties as Schema;
   const schema: Schema = {
     description,
     type: 'object',
     additionalProperties: false,
-    required: ['key', ...((body.required as string[] | undefined) ?? [])],
-    properties: { key: { $ref: '#/definitions/key' }, ...(body.properties as Schema) },
+    required: ['key', ...((body.required as string[] | undefined) ?? []).filter((r) => r !== 'key')],
+    properties: { key: { $ref: '#/definitions/key' }, ...fields },
   };
   for (const ref of REFERENCES[section]) {
     replaceAt(schema, ref.at, (old) =>
