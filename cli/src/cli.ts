@@ -132,7 +132,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
 
 function usageError(io: Io, json: boolean | undefined, message: string): number {
   if (json) io.stdout(`${JSON.stringify({ ok: false, error: { code: 'USAGE', message }, problems: [] })}\n`);
-  else io.stderr(`telemetry: ${message}\n\n${USAGE}`);
+  else io.stderr(`telemetry: ${message} (telemetry --help lists the commands and their options)\n`);
   return EXIT.error;
 }
 
