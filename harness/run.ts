@@ -159,6 +159,7 @@ export function benchMonitor(
     ...DEFAULT_MONITOR,
     tenant_id: DEFAULT_TENANT,
     id,
+    key: null,
     name: `bench ${i}`,
     url: url(id),
     webhook_secret: newWebhookSecret(),

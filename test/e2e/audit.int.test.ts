@@ -172,6 +172,38 @@ describe('audit log and API keys (real Kafka, ClickHouse, PostgreSQL)', function
     ]);
   });
 
+  it("records a monitor's configuration key as a changed field: set, changed, released", async () => {
+    const made = await api<Monitor>('POST', '/api/monitors', {
+      name: 'Keyed monitor',
+      url: 'http://127.0.0.1:9/health',
+      paused: true,
+      key: uid('audited-monitor'),
+    });
+    expect(made.status, made.text).to.equal(201);
+    const { id, key } = made.body.data;
+    const next = uid('audited-monitor');
+    for (const k of [next, null]) {
+      const r = await api('PATCH', `/api/monitors/${id}`, { key: k });
+      expect(r.status, r.text).to.equal(200);
+    }
+    const [create] = await auditWhen(
+      'the monitor creation',
+      `?action=monitor.create&target_id=${id}`,
+      (e) => e.length === 1,
+    );
+    expect(create!.changes.key).to.deep.equal({ after: key });
+    const updates = await auditWhen(
+      'both key changes',
+      `?action=monitor.update&target_id=${id}`,
+      (e) => e.length === 2,
+    );
+    // Only the key changed (in whichever order two entries of one instant are listed).
+    expect(updates.map((e) => e.changes)).to.have.deep.members([
+      { key: { before: next, after: null } },
+      { key: { before: key, after: next } },
+    ]);
+  });
+
   it('records a refusal (a key without the scope) as access.denied, outcome denied', async () => {
     const r = await api('PATCH', `/api/monitors/${monitorId}`, { name: 'not allowed' }, { key: keys.checksOnly });
     expect(r.status).to.equal(403);

@@ -4,10 +4,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { loadRunnerConfig } from '@telemetry/check-runner';
-import { PG_SERVICE_ROLE_NAMES, pgRoleName, type PgServiceRole } from '@telemetry/store';
+import { PG_SERVICE_ROLE_NAMES, pgRoleName, provisionSpec, type PgServiceRole } from '@telemetry/store';
 import { loadGatewayConfig } from '@telemetry/ingest-gateway';
-import { ConfigError, newSealingKeyText, type Env } from '@telemetry/platform';
+import { checkPostgresUrl, ConfigError, loadConfig, newSealingKeyText, type Env } from '@telemetry/platform';
 import { loadQueryConfig } from '@telemetry/query-service';
 import { loadConsumerConfig } from '@telemetry/stream-consumer';
 
@@ -83,6 +84,122 @@ function metricsIn(expr: string): string[] {
     .filter((n) => n.includes('_') && !ignore.has(n));
 }
 
+/** The Helm chart, rendered as release `telemetry` in namespace `telemetry` for Kubernetes 1.33. */
+const CHART = 'deploy/helm/telemetry';
+const RELEASE = 'telemetry';
+const NAMESPACE = 'telemetry';
+const KUBE = '1.33.0';
+/** Its two CI value files: the least an installation sets, and one with every operator. */
+const CHART_VALUES = {
+  minimal: `${CHART}/ci/minimal-values.yaml`,
+  operators: `${CHART}/ci/operators-values.yaml`,
+};
+type ChartValues = keyof typeof CHART_VALUES;
+/** What a cluster with KEDA and the Prometheus operator serves. */
+const OPERATOR_APIS = ['--api-versions', 'keda.sh/v1alpha1', '--api-versions', 'monitoring.coreos.com/v1'];
+const TIERS = ['ingest-gateway', 'stream-consumer', 'query-service', 'check-runner'];
+const PG_TIER_ROLES: Record<string, PgServiceRole> = {
+  'ingest-gateway': 'ingest',
+  'stream-consumer': 'consumer',
+  'query-service': 'query',
+  'check-runner': 'runner',
+};
+
+interface Container {
+  env?: {
+    name: string;
+    value?: string;
+    valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
+  }[];
+  envFrom?: object[];
+  ports?: { name: string; containerPort: number }[];
+  readinessProbe?: { httpGet: { path: string; port: string } };
+  livenessProbe?: { httpGet: { path: string; port: string } };
+  securityContext?: Record<string, unknown>;
+}
+interface Doc {
+  kind: string;
+  apiVersion: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  data?: Record<string, string>;
+  spec?: {
+    replicas?: number;
+    scaleTargetRef?: { name: string };
+    template?: {
+      metadata?: { labels?: Record<string, string> };
+      spec: {
+        terminationGracePeriodSeconds?: number;
+        restartPolicy?: string;
+        securityContext?: { runAsNonRoot?: boolean; runAsGroup?: number; sysctls?: { name: string; value: string }[] };
+        containers: Container[];
+      };
+    };
+  };
+}
+
+let helmBin = '';
+async function helmTemplate(args: string[]): Promise<{ text: string; docs: Doc[] }> {
+  const { stdout } = await run(
+    join(helmBin, 'helm'),
+    ['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE, ...args],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  return {
+    text: stdout,
+    docs: parseAllDocuments(stdout)
+      .map((d) => d.toJSON() as Doc)
+      .filter(Boolean),
+  };
+}
+
+const renders = new Map<ChartValues, Promise<{ text: string; docs: Doc[] }>>();
+/** The chart with a CI value file (the operators' with their APIs), rendered once. */
+function rendered(name: ChartValues): Promise<{ text: string; docs: Doc[] }> {
+  if (!renders.has(name)) {
+    renders.set(name, helmTemplate(['-f', CHART_VALUES[name], ...(name === 'operators' ? OPERATOR_APIS : [])]));
+  }
+  return renders.get(name)!;
+}
+
+const configMap = (docs: Doc[]): Record<string, string> =>
+  docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === 'telemetry-config')!.data!;
+const deployment = (docs: Doc[], tier: string): Doc =>
+  docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `telemetry-${tier}`)!;
+
+/** The chart's values with a value file over them (maps merge, as Helm merges them). */
+function parseValues(file: string): unknown {
+  const merge = (a: unknown, b: unknown): unknown => {
+    if (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
+      const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
+      for (const [k, v] of Object.entries(b)) out[k] = merge(out[k], v);
+      return out;
+    }
+    return b === undefined ? a : b;
+  };
+  return merge(parseYaml(readFileSync(`${CHART}/values.yaml`, 'utf8')), parseYaml(readFileSync(file, 'utf8')));
+}
+
+/** The fields of a values object that name a key of its existingSecret. */
+const SECRET_KEY_FIELDS = ['key', 'urlKey', 'userKey', 'usernameKey', 'passwordKey'];
+
+/** `secret/key` of every Secret reference in the values. */
+function secretRefs(values: unknown): string[] {
+  const out: string[] = [];
+  const walk = (x: unknown): void => {
+    if (!x || typeof x !== 'object') return;
+    const o = x as Record<string, unknown>;
+    if (typeof o.existingSecret === 'string' && o.existingSecret) {
+      for (const f of SECRET_KEY_FIELDS) {
+        const key = o[f];
+        if (typeof key === 'string') out.push(`${o.existingSecret}/${key}`);
+      }
+    }
+    Object.values(o).forEach(walk);
+  };
+  walk(values);
+  return out;
+}
+
 /** The deployment material, checked by real tools (tools/validators/install.sh installs them). */
 describe('deploy material (real validators)', function () {
   this.timeout(600_000);
@@ -90,6 +207,7 @@ describe('deploy material (real validators)', function () {
 
   before(async () => {
     bin = (await run('bash', ['tools/validators/install.sh'], { maxBuffer: 16 * 1024 * 1024 })).stdout.trim();
+    helmBin = bin;
   });
 
   it('docker-compose.yml is valid for docker-compose', async () => {
@@ -261,176 +379,440 @@ describe('deploy material (real validators)', function () {
     ]);
   });
 
-  it('the example overlay builds with kustomize and validates against the Kubernetes 1.33 schemas', async () => {
-    const { stdout: built } = await run(join(bin, 'kustomize'), ['build', 'deploy/k8s/overlays/example'], {
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    const file = join(process.env.TMPDIR ?? '/tmp', `k8s-${process.pid}.yaml`);
-    (await import('node:fs')).writeFileSync(file, built);
-    const { stdout, stderr } = await run('kubernetes-validate', ['--strict', '-k', '1.33.0', file]);
-    const lines = (stdout + stderr).split('\n').filter(Boolean);
-    expect(lines.filter((l) => l.startsWith('ERROR'))).to.deep.equal([]);
-    const passed = lines.filter((l) => l.includes(' passed for resource '));
-    for (const kind of [
-      'deployment/ingest-gateway',
-      'deployment/stream-consumer',
-      'deployment/query-service',
-      'deployment/check-runner',
-      'horizontalpodautoscaler/ingest-gateway',
-      'poddisruptionbudget/stream-consumer',
-      'poddisruptionbudget/check-runner',
-      'job/telemetry-provision',
-      'secret/telemetry-clickhouse-',
-      'secret/telemetry-clickhouse-registry-',
-      'secret/telemetry-postgres-',
-      'networkpolicy/telemetry-postgres',
-      'networkpolicy/telemetry-default-deny',
-      'networkpolicy/check-runner-internet',
-    ]) {
-      expect(
-        passed.some((l) => l.includes(kind)),
-        kind,
-      ).to.equal(true);
+  it('helm lint passes on the chart with its defaults and with each CI value file', async () => {
+    for (const values of [[], ...Object.values(CHART_VALUES).map((f) => ['-f', f])]) {
+      const { stdout } = await run(join(bin, 'helm'), ['lint', '--strict', '--kube-version', KUBE, CHART, ...values]);
+      expect(stdout, values.join(' ')).to.contain('1 chart(s) linted, 0 chart(s) failed');
     }
   });
 
-  it('scales the consumer on lag with KEDA, never beyond the partition count', async () => {
-    const { stdout: built } = await run(join(bin, 'kustomize'), ['build', 'deploy/k8s/overlays/example'], {
-      maxBuffer: 16 * 1024 * 1024,
+  for (const [name, file] of Object.entries(CHART_VALUES) as [ChartValues, string][]) {
+    it(`helm template with ${file} validates against the Kubernetes 1.33 schemas`, async () => {
+      const { text } = await rendered(name);
+      const out = join(process.env.TMPDIR ?? '/tmp', `helm-${name}-${process.pid}.yaml`);
+      writeFileSync(out, text);
+      const { stdout, stderr } = await run('kubernetes-validate', ['--strict', '-k', '1.33.0', out]);
+      rmSync(out, { force: true });
+      const lines = (stdout + stderr).split('\n').filter(Boolean);
+      expect(lines.filter((l) => l.startsWith('ERROR'))).to.deep.equal([]);
+      const passed = lines.filter((l) => l.includes(' passed for resource '));
+      for (const kind of [
+        'deployment/telemetry-ingest-gateway',
+        'deployment/telemetry-stream-consumer',
+        'deployment/telemetry-query-service',
+        'deployment/telemetry-check-runner',
+        'horizontalpodautoscaler/telemetry-ingest-gateway',
+        'horizontalpodautoscaler/telemetry-query-service',
+        'poddisruptionbudget/telemetry-stream-consumer',
+        'poddisruptionbudget/telemetry-check-runner',
+        'service/telemetry-query-service',
+        'configmap/telemetry-config',
+        'job/telemetry-provision',
+        'networkpolicy/telemetry-postgresql',
+        'networkpolicy/telemetry-default-deny',
+        'networkpolicy/telemetry-check-runner-internet',
+      ]) {
+        expect(
+          passed.some((l) => l.endsWith(`${kind} against version 1.33`)),
+          kind,
+        ).to.equal(true);
+      }
+      // What kubernetes-validate has no schema for is the operators' resources, and only those,
+      // only with the operators' APIs: their fields are checked below.
+      const unknown = lines.filter((l) => l.includes("Couldn't find schema")).map((l) => l.split(' for kind ')[1]);
+      expect(unknown.sort(), name).to.deep.equal(
+        name === 'operators'
+          ? [
+              'PrometheusRule with api version monitoring.coreos.com/v1 for kubernetes version 1.33',
+              'ScaledObject with api version keda.sh/v1alpha1 for kubernetes version 1.33',
+              'ServiceMonitor with api version monitoring.coreos.com/v1 for kubernetes version 1.33',
+            ]
+          : [],
+      );
+      // Nothing secret comes from the chart: every Secret exists before it.
+      expect(
+        (await rendered(name)).docs.filter((d) => d.kind === 'Secret'),
+        'Secrets rendered',
+      ).to.deep.equal([]);
     });
-    const { parseAllDocuments } = await import('yaml');
-    const docs = parseAllDocuments(built).map(
-      (d) =>
-        d.toJSON() as {
-          kind: string;
-          apiVersion: string;
-          spec?: Record<string, unknown>;
-          data?: Record<string, string>;
-        },
-    );
+  }
+
+  it('the operators resources follow their APIs: when the cluster serves them, or when a value says so', async () => {
+    const kinds = async (args: string[]) =>
+      (await helmTemplate(args)).docs
+        .filter((d) => ['ScaledObject', 'ServiceMonitor', 'PrometheusRule'].includes(d.kind))
+        .map((d) => d.kind)
+        .sort();
+    expect(await kinds(['-f', CHART_VALUES.minimal])).to.deep.equal([]);
+    expect(await kinds(['-f', CHART_VALUES.minimal, ...OPERATOR_APIS])).to.deep.equal([
+      'PrometheusRule',
+      'ScaledObject',
+      'ServiceMonitor',
+    ]);
+    // Forced on without the APIs (a cluster whose operator comes later), forced off with them.
+    expect(
+      await kinds([
+        '-f',
+        CHART_VALUES.minimal,
+        '--set',
+        'monitoring.enabled=true',
+        '--set',
+        'streamConsumer.autoscaling.keda.enabled=true',
+      ]),
+    ).to.deep.equal(['PrometheusRule', 'ScaledObject', 'ServiceMonitor']);
+    expect(
+      await kinds([
+        '-f',
+        CHART_VALUES.operators,
+        ...OPERATOR_APIS,
+        '--set',
+        'monitoring.enabled=false',
+        '--set',
+        'streamConsumer.autoscaling.keda.enabled=false',
+      ]),
+    ).to.deep.equal([]);
+    expect(
+      await kinds(['-f', CHART_VALUES.operators, ...OPERATOR_APIS, '--set', 'monitoring.prometheusRule.enabled=false']),
+    ).to.deep.equal(['ScaledObject', 'ServiceMonitor']);
+  });
+
+  it('scales the consumer on lag with KEDA, never beyond the partition count', async () => {
+    const { docs } = await rendered('operators');
     const so = docs.find((d) => d.kind === 'ScaledObject')!;
     // The fields of KEDA's ScaledObject CRD that we use (its schema is not among Kubernetes' own).
     expect(so.apiVersion).to.equal('keda.sh/v1alpha1');
-    const spec = so.spec as {
+    const spec = so.spec as unknown as {
       scaleTargetRef: { name: string };
       minReplicaCount: number;
       maxReplicaCount: number;
+      pollingInterval: number;
+      cooldownPeriod: number;
       triggers: { type: string; metadata: Record<string, string> }[];
     };
-    expect(spec.scaleTargetRef.name).to.equal('stream-consumer');
+    expect(spec.scaleTargetRef.name).to.equal('telemetry-stream-consumer');
+    expect(docs.some((d) => d.kind === 'Deployment' && d.metadata.name === spec.scaleTargetRef.name)).to.equal(true);
     expect(spec.minReplicaCount).to.be.a('number').and.at.least(1);
+    expect(spec.pollingInterval).to.be.a('number');
+    expect(spec.cooldownPeriod).to.be.a('number');
     expect(spec.triggers.map((t) => t.type)).to.deep.equal(['kafka', 'kafka']);
+    const config = configMap(docs);
     for (const t of spec.triggers) {
       expect(t.metadata).to.include.all.keys('bootstrapServers', 'consumerGroup', 'topic', 'lagThreshold');
       expect(t.metadata.consumerGroup).to.equal('telemetry-clickhouse-writer');
+      expect(t.metadata.consumerGroup).to.equal(config.CONSUMER_GROUP_ID);
+      expect(t.metadata.bootstrapServers).to.equal(config.KAFKA_BROKERS);
+      expect(t.metadata.lagThreshold).to.match(/^[1-9][0-9]*$/);
+      expect(t.metadata.allowIdleConsumers).to.equal('false');
     }
     expect(spec.triggers.map((t) => t.metadata.topic).sort()).to.deep.equal([
       'monitor.check-results',
       'telemetry.events',
     ]);
-    const partitions = Number(docs.find((d) => d.kind === 'ConfigMap')!.data!.TOPIC_PARTITIONS);
-    expect(so.spec!.maxReplicaCount).to.be.at.most(partitions);
+    const partitions = Number(config.TOPIC_PARTITIONS);
+    expect(spec.maxReplicaCount).to.equal(12).and.to.be.at.most(partitions);
+    // KEDA owns the replica count: the Deployment does not fight it on every upgrade.
+    expect(deployment(docs, 'stream-consumer').spec!.replicas).to.equal(undefined);
+    // Without KEDA the consumer runs its fixed replicas, at most the partitions.
+    const minimal = (await rendered('minimal')).docs;
+    expect(minimal.some((d) => d.kind === 'ScaledObject')).to.equal(false);
+    expect(deployment(minimal, 'stream-consumer').spec!.replicas).to.equal(1);
+    // The chart refuses a consumer or a runner that could own no partition.
+    for (const set of [
+      'streamConsumer.autoscaling.keda.maxReplicaCount=13',
+      'streamConsumer.replicas=13',
+      'checkRunner.replicas=13',
+    ]) {
+      const err = await helmTemplate(['-f', CHART_VALUES.operators, ...OPERATOR_APIS, '--set', set]).then(
+        () => undefined,
+        (e: unknown) => e as { stderr: string },
+      );
+      expect(err?.stderr, set).to.contain('must be at most kafka.topicPartitions (12)');
+    }
+  });
+
+  it('ServiceMonitor scrapes every tier, PrometheusRule holds deploy/prometheus/alerts.yaml', async () => {
+    const { parse } = await import('yaml');
+    const { docs } = await rendered('operators');
+    const sm = docs.find((d) => d.kind === 'ServiceMonitor')!;
+    expect(sm.apiVersion).to.equal('monitoring.coreos.com/v1');
+    // kube-prometheus-stack finds them by its release label (monitoring.labels).
+    expect(sm.metadata.labels).to.include({ release: 'kube-prometheus-stack' });
+    const smSpec = sm.spec as unknown as {
+      selector: { matchLabels: Record<string, string> };
+      namespaceSelector: { matchNames: string[] };
+      endpoints: { port: string; path: string; interval: string }[];
+    };
+    expect(smSpec.namespaceSelector.matchNames).to.deep.equal([NAMESPACE]);
+    expect(smSpec.endpoints).to.have.length(1);
+    expect(smSpec.endpoints[0]).to.include({ port: 'http', path: '/metrics' });
+    // It selects the Service of each tier, each with the port it names.
+    const services = docs.filter((d) => d.kind === 'Service');
+    const selected = services.filter((s) =>
+      Object.entries(smSpec.selector.matchLabels).every(([k, v]) => s.metadata.labels?.[k] === v),
+    );
+    expect(selected.map((s) => s.metadata.name).sort()).to.deep.equal(TIERS.map((t) => `telemetry-${t}`).sort());
+    for (const s of selected) {
+      const ports = (s.spec as unknown as { ports: { name: string }[] }).ports.map((p) => p.name);
+      expect(ports, s.metadata.name).to.include('http');
+    }
+    const rule = docs.find((d) => d.kind === 'PrometheusRule')!;
+    expect(rule.apiVersion).to.equal('monitoring.coreos.com/v1');
+    expect(rule.metadata.labels).to.include({ release: 'kube-prometheus-stack' });
+    const alerts = readFileSync('deploy/prometheus/alerts.yaml', 'utf8');
+    // The chart's copy is the rules file (Helm reads files inside the chart only).
+    expect(
+      readFileSync(`${CHART}/files/alerts.yaml`, 'utf8'),
+      `cp deploy/prometheus/alerts.yaml ${CHART}/files/`,
+    ).to.equal(alerts);
+    const ruleSpec = rule.spec as unknown as { groups: { name: string; rules: { alert: string; expr: string }[] }[] };
+    expect(ruleSpec).to.deep.equal(parse(alerts));
+    expect(ruleSpec.groups.flatMap((g) => g.rules).length).to.be.greaterThan(10);
+    // Every metric a rule reads is one we export (as the rules file's own test checks).
+    const known = definedMetrics();
+    for (const m of new Set(ruleSpec.groups.flatMap((g) => g.rules).flatMap((r) => metricsIn(r.expr)))) {
+      expect(known, `${m} is not a metric we export`).to.include(m);
+    }
+  });
+
+  it('the migrations run as a pre-install and pre-upgrade hook, with the shared settings of their own', async () => {
+    for (const name of Object.keys(CHART_VALUES) as ChartValues[]) {
+      const { docs } = await rendered(name);
+      const job = docs.find((d) => d.kind === 'Job')!;
+      expect(job.metadata.name).to.equal('telemetry-provision');
+      expect(job.metadata.annotations).to.include({
+        'helm.sh/hook': 'pre-install,pre-upgrade',
+        'helm.sh/hook-delete-policy': 'before-hook-creation',
+      });
+      const pod = job.spec!.template!.spec;
+      const c = pod.containers[0]!;
+      const env = new Map((c.env ?? []).map((e) => [e.name, e]));
+      expect(env.get('SERVICE')!.value).to.equal('provision');
+      // On install it runs before the release's ConfigMap exists: it carries the settings itself.
+      expect(c.envFrom ?? []).to.deep.equal([]);
+      for (const [k, v] of Object.entries(configMap(docs))) expect(env.get(k)?.value, `${name} ${k}`).to.equal(v);
+      expect(pod.restartPolicy).to.equal('OnFailure');
+    }
   });
 
   it('runs two check runners without an autoscaler, and gives the query service its registry user', async () => {
-    const { stdout: built } = await run(join(bin, 'kustomize'), ['build', 'deploy/k8s/overlays/example'], {
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    const { parseAllDocuments } = await import('yaml');
-    interface Container {
-      env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
-      ports?: { name: string; containerPort: number }[];
-      readinessProbe?: { httpGet: { path: string; port: string } };
-      livenessProbe?: { httpGet: { path: string; port: string } };
-    }
-    interface Doc {
-      kind: string;
-      metadata: { name: string };
-      data?: Record<string, string>;
-      spec?: {
-        replicas?: number;
-        scaleTargetRef?: { name: string };
-        template?: { spec: { terminationGracePeriodSeconds?: number; containers: Container[] } };
-      };
-    }
-    const docs = parseAllDocuments(built).map((d) => d.toJSON() as Doc);
-    const config = docs.find((d) => d.kind === 'ConfigMap')!.data!;
+    const { docs } = await rendered('minimal');
+    const config = configMap(docs);
     expect(config).to.include({ ALERTS_TOPIC: 'monitor.alerts', MONITOR_CHANGES_TOPIC: 'monitor.changes' });
-    expect(config.KAFKA_BROKERS).to.be.a('string');
-    const deployment = (name: string): Doc => docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name)!;
+    expect(config.KAFKA_BROKERS).to.equal('kafka-0.kafka:9092,kafka-1.kafka:9092,kafka-2.kafka:9092');
+    expect(config.CLICKHOUSE_URL).to.equal('http://clickhouse.clickhouse:8123');
+    expect(config.MIGRATE_ON_START).to.equal('false');
 
-    const runner = deployment('check-runner');
+    const runner = deployment(docs, 'check-runner');
     // Runners beyond the partition count of monitor.changes own no monitors.
     expect(runner.spec!.replicas).to.equal(2);
     expect(runner.spec!.replicas).to.be.at.most(Number(config.TOPIC_PARTITIONS));
-    expect(docs.filter((d) => d.spec?.scaleTargetRef?.name === 'check-runner')).to.deep.equal([]);
-    expect(docs.some((d) => d.kind === 'PodDisruptionBudget' && d.metadata.name === 'check-runner')).to.equal(true);
+    expect(docs.filter((d) => d.spec?.scaleTargetRef?.name === 'telemetry-check-runner')).to.deep.equal([]);
+    expect(docs.some((d) => d.kind === 'PodDisruptionBudget' && d.metadata.name === 'telemetry-check-runner')).to.equal(
+      true,
+    );
     const [c] = runner.spec!.template!.spec.containers;
     expect(c!.ports).to.deep.equal([{ name: 'http', containerPort: 8083 }]);
     expect(c!.readinessProbe!.httpGet).to.deep.equal({ path: '/readyz', port: 'http' });
     expect(c!.livenessProbe!.httpGet).to.deep.equal({ path: '/healthz', port: 'http' });
     expect(c!.env!.find((e) => e.name === 'SERVICE')!.value).to.equal('check-runner');
+    // icmp checks: an unprivileged ICMP socket for the runner's group, no capability.
+    const podSecurity = runner.spec!.template!.spec.securityContext!;
+    expect(podSecurity.sysctls).to.deep.equal([
+      { name: 'net.ipv4.ping_group_range', value: `${podSecurity.runAsGroup} ${podSecurity.runAsGroup}` },
+    ]);
+    // The HPAs scale the gateway and the query service, which leave their replicas to them.
+    for (const tier of ['ingest-gateway', 'query-service']) {
+      const hpa = docs.find(
+        (d) => d.kind === 'HorizontalPodAutoscaler' && d.spec!.scaleTargetRef!.name === `telemetry-${tier}`,
+      );
+      expect(hpa, tier).to.not.equal(undefined);
+      expect(deployment(docs, tier).spec!.replicas, tier).to.equal(undefined);
+    }
 
-    const secrets = new Map(docs.filter((d) => d.kind === 'Secret').map((d) => [d.metadata.name, d.data ?? {}]));
-    for (const d of docs.filter((x) => x.kind === 'Deployment')) {
-      const spec = d.spec!.template!.spec;
-      for (const e of spec.containers.flatMap((x) => x.env ?? [])) {
-        const ref = e.valueFrom?.secretKeyRef;
-        // Every secret a pod reads is generated by the overlay (under its hashed name).
-        if (ref) expect(secrets.get(ref.name), `${d.metadata.name} ${e.name}`).to.have.property(ref.key);
-        // The graceful shutdown ends before Kubernetes kills the pod.
-        if (e.name === 'SHUTDOWN_TIMEOUT_MS') {
-          expect(Number(e.value), d.metadata.name).to.be.below((spec.terminationGracePeriodSeconds ?? 30) * 1000);
+    for (const name of Object.keys(CHART_VALUES) as ChartValues[]) {
+      const all = (await rendered(name)).docs;
+      const refs = secretRefs(parseValues(CHART_VALUES[name]));
+      for (const d of all.filter((x) => x.kind === 'Deployment' || x.kind === 'Job')) {
+        const spec = d.spec!.template!.spec;
+        expect(spec.securityContext!.runAsNonRoot, d.metadata.name).to.equal(true);
+        for (const x of spec.containers) {
+          expect(x.securityContext, d.metadata.name).to.deep.include({
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+          });
+        }
+        for (const e of spec.containers.flatMap((x) => x.env ?? [])) {
+          const ref = e.valueFrom?.secretKeyRef;
+          // Every secret a pod reads is an existing Secret the values name, with its key.
+          if (ref) expect(refs, `${name}: ${d.metadata.name} ${e.name}`).to.include(`${ref.name}/${ref.key}`);
+          // The graceful shutdown ends before Kubernetes kills the pod.
+          if (e.name === 'SHUTDOWN_TIMEOUT_MS') {
+            expect(Number(e.value), d.metadata.name).to.be.below((spec.terminationGracePeriodSeconds ?? 30) * 1000);
+          }
         }
       }
     }
-    const queryEnv = deployment('query-service').spec!.template!.spec.containers[0]!.env!;
+    const queryEnv = deployment(docs, 'query-service').spec!.template!.spec.containers[0]!.env!;
     const ref = (name: string): string | undefined =>
       queryEnv.find((e) => e.name === name)?.valueFrom?.secretKeyRef?.name;
-    expect(ref('REGISTRY_CLICKHOUSE_USER')).to.match(/^telemetry-clickhouse-registry-/);
-    expect(ref('REGISTRY_CLICKHOUSE_PASSWORD')).to.match(/^telemetry-clickhouse-registry-/);
-    expect(ref('CLICKHOUSE_USER')).to.match(/^telemetry-clickhouse-query-/);
+    expect(ref('REGISTRY_CLICKHOUSE_USER')).to.equal('telemetry-clickhouse-registry');
+    expect(ref('REGISTRY_CLICKHOUSE_PASSWORD')).to.equal('telemetry-clickhouse-registry');
+    expect(ref('CLICKHOUSE_USER')).to.equal('telemetry-clickhouse-query');
     // Each workload reads its own ClickHouse secret; only the provisioning Job the admin's.
-    const clickhouseSecret = (d: Doc): string[] =>
-      (d.spec!.template!.spec.containers[0]!.env ?? [])
-        .filter((e) => e.name === 'CLICKHOUSE_USER')
-        .map((e) => e.valueFrom!.secretKeyRef!.name.replace(/-[a-z0-9]{10}$/, ''));
+    const clickhouseSecret = (d: Doc): string | undefined =>
+      (d.spec!.template!.spec.containers[0]!.env ?? []).find((e) => e.name === 'CLICKHOUSE_USER')?.valueFrom
+        ?.secretKeyRef?.name;
     const owners = docs
       .filter((d) => d.kind === 'Deployment' || d.kind === 'Job')
-      .map((d) => [d.metadata.name, clickhouseSecret(d)[0]]);
+      .map((d) => [d.metadata.name, clickhouseSecret(d)]);
     expect(Object.fromEntries(owners)).to.deep.equal({
-      'ingest-gateway': 'telemetry-clickhouse-ingest',
-      'stream-consumer': 'telemetry-clickhouse-consumer',
-      'query-service': 'telemetry-clickhouse-query',
-      'check-runner': 'telemetry-clickhouse-runner',
+      'telemetry-ingest-gateway': 'telemetry-clickhouse-ingest',
+      'telemetry-stream-consumer': 'telemetry-clickhouse-consumer',
+      'telemetry-query-service': 'telemetry-clickhouse-query',
+      'telemetry-check-runner': 'telemetry-clickhouse-runner',
       'telemetry-provision': 'telemetry-clickhouse',
     });
     // The same for PostgreSQL: each service's DATABASE_URL is its own role's, from its own
     // Secret; only the provisioning Job has the owner's. The consumer's runs deletion requests.
-    const databaseUrl = (d: Doc): { secret: string; user: string } | undefined => {
-      const ref = (d.spec!.template!.spec.containers[0]!.env ?? []).find((e) => e.name === 'DATABASE_URL')?.valueFrom
-        ?.secretKeyRef;
-      if (!ref) return undefined;
-      const url = Buffer.from(secrets.get(ref.name)![ref.key]!, 'base64').toString();
-      return { secret: ref.name.replace(/-[a-z0-9]{10}$/, ''), user: new URL(url).username };
+    const databaseUrl = (d: Doc): string | undefined => {
+      const e = (d.spec!.template!.spec.containers[0]!.env ?? []).find((x) => x.name === 'DATABASE_URL');
+      return e?.valueFrom?.secretKeyRef ? `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}` : e?.value;
     };
-    const pgOwners = docs
-      .filter((d) => d.kind === 'Deployment' || d.kind === 'Job')
-      .map((d) => [d.metadata.name, databaseUrl(d)]);
-    expect(Object.fromEntries(pgOwners)).to.deep.equal({
-      'ingest-gateway': { secret: 'telemetry-postgres-ingest', user: pgRoleName('telemetry', 'ingest') },
-      'stream-consumer': { secret: 'telemetry-postgres-consumer', user: pgRoleName('telemetry', 'consumer') },
-      'query-service': { secret: 'telemetry-postgres-query', user: pgRoleName('telemetry', 'query') },
-      'check-runner': { secret: 'telemetry-postgres-runner', user: pgRoleName('telemetry', 'runner') },
-      'telemetry-provision': { secret: 'telemetry-postgres', user: 'telemetry' },
+    const pgOwners = (all: Doc[]) =>
+      Object.fromEntries(
+        all.filter((d) => d.kind === 'Deployment' || d.kind === 'Job').map((d) => [d.metadata.name, databaseUrl(d)]),
+      );
+    expect(pgOwners(docs)).to.deep.equal({
+      'telemetry-ingest-gateway': 'telemetry-postgres-ingest/url',
+      'telemetry-stream-consumer': 'telemetry-postgres-consumer/url',
+      'telemetry-query-service': 'telemetry-postgres-query/url',
+      'telemetry-check-runner': 'telemetry-postgres-runner/url',
+      'telemetry-provision': 'telemetry-postgres/url',
+    });
+    // CloudNativePG: the owner's URI from the Secret the operator makes, each service's URL
+    // built from its managed role's basic-auth Secret, which Kubernetes expands in order.
+    const operators = (await rendered('operators')).docs;
+    const built = 'postgres://$(DATABASE_URL_USER):$(DATABASE_URL_PASSWORD)@telemetry-pg-rw:5432/telemetry';
+    expect(pgOwners(operators)).to.deep.equal({
+      'telemetry-ingest-gateway': built,
+      'telemetry-stream-consumer': built,
+      'telemetry-query-service': built,
+      'telemetry-check-runner': built,
+      'telemetry-provision': 'telemetry-pg-app/uri',
+    });
+    for (const [tier, role] of Object.entries(PG_TIER_ROLES)) {
+      const env = deployment(operators, tier).spec!.template!.spec.containers[0]!.env!;
+      const names = env.map((e) => e.name);
+      expect(names.indexOf('DATABASE_URL_USER'), tier).to.be.below(names.indexOf('DATABASE_URL'));
+      expect(names.indexOf('DATABASE_URL_PASSWORD'), tier).to.be.below(names.indexOf('DATABASE_URL'));
+      const secret = (n: string) => env.find((e) => e.name === n)!.valueFrom!.secretKeyRef;
+      expect(secret('DATABASE_URL_USER'), tier).to.deep.equal({ name: `telemetry-pg-${role}`, key: 'username' });
+      expect(secret('DATABASE_URL_PASSWORD'), tier).to.deep.equal({ name: `telemetry-pg-${role}`, key: 'password' });
+      // What the service reads once Kubernetes expanded it passes its config's URL check.
+      const expanded = built
+        .replace('$(DATABASE_URL_USER)', pgRoleName('telemetry', role))
+        .replace('$(DATABASE_URL_PASSWORD)', randomBytes(16).toString('hex'));
+      expect(() => checkPostgresUrl(expanded), tier).not.to.throw();
+      expect(new URL(expanded).username, tier).to.equal(pgRoleName('telemetry', role));
+    }
+    // Mail and single sign-on secrets come from their Secrets too.
+    const queryOps = deployment(operators, 'query-service').spec!.template!.spec.containers[0]!.env!;
+    expect(queryOps.find((e) => e.name === 'SMTP_URL')!.valueFrom!.secretKeyRef).to.deep.equal({
+      name: 'telemetry-smtp',
+      key: 'url',
+    });
+    expect(queryOps.find((e) => e.name === 'OIDC_CLIENT_SECRET')!.valueFrom!.secretKeyRef).to.deep.equal({
+      name: 'telemetry-oidc',
+      key: 'client-secret',
+    });
+    expect(configMap(operators)).to.include({
+      KAFKA_BROKERS: 'telemetry-kafka-bootstrap.kafka:9092',
+      CLICKHOUSE_URL: 'http://clickhouse-telemetry.clickhouse:8123',
+      CLICKHOUSE_CLUSTER: 'main',
+      OIDC_ISSUER: 'https://sso.example.com/realms/ops',
     });
   });
 
+  it('the values hold no secret: every password, key and URL with credentials is an existing Secret', () => {
+    for (const file of [`${CHART}/values.yaml`, ...Object.values(CHART_VALUES)]) {
+      const walk = (x: unknown, path: string, field: string): void => {
+        if (typeof x === 'string') {
+          // No URL with credentials, no key ring (id:base64 of 32 bytes), no long hex key.
+          expect(x, path).not.to.match(/^[a-z][a-z0-9+.-]*:\/\/[^/@\s]+@/i);
+          expect(x, path).not.to.match(/[A-Za-z0-9+/]{43}=|[0-9a-f]{32}/);
+          // A field that sounds secret only names a Secret or its key.
+          if (/password|secret|token/i.test(field) && !['existingSecret', ...SECRET_KEY_FIELDS].includes(field)) {
+            expect(x, path).to.equal('');
+          }
+        } else if (Array.isArray(x)) x.forEach((v, i) => walk(v, `${path}/${i}`, field));
+        else if (x && typeof x === 'object') for (const [k, v] of Object.entries(x)) walk(v, `${path}/${k}`, k);
+      };
+      const values = parseYaml(readFileSync(file, 'utf8')) as unknown;
+      walk(values, file, '');
+      // And it does name Secrets: the key ring, the heartbeat key, every user.
+      expect(secretRefs(parseValues(file)).length, file).to.be.at.least(15);
+    }
+  });
+
+  it("each tier's env from the chart, its Secrets filled in, passes that service's own config check", async () => {
+    const loaders: Record<string, (env: Env) => unknown> = {
+      'telemetry-ingest-gateway': loadGatewayConfig,
+      'telemetry-stream-consumer': loadConsumerConfig,
+      'telemetry-query-service': loadQueryConfig,
+      'telemetry-check-runner': loadRunnerConfig,
+      'telemetry-provision': (env) => loadConfig(provisionSpec, env),
+    };
+    /** What a Secret holds under a key, made up the way the README makes it. */
+    const secretValue = (secret: string, key: string): string => {
+      if (/url|uri/.test(key))
+        return `postgres://${secret.replace(/-/g, '_')}:${randomBytes(8).toString('hex')}@pg:5432/telemetry`;
+      if (/keys/.test(key)) return newSealingKeyText('k1');
+      if (/password|heartbeat|^key$/.test(key)) return randomBytes(32).toString('hex');
+      return secret.split('-').at(-1)!;
+    };
+    for (const name of Object.keys(CHART_VALUES) as ChartValues[]) {
+      const { docs } = await rendered(name);
+      const config = configMap(docs);
+      const workloads = docs.filter((d) => d.kind === 'Deployment' || d.kind === 'Job');
+      expect(workloads.map((d) => d.metadata.name).sort()).to.deep.equal(Object.keys(loaders).sort());
+      for (const d of workloads) {
+        const [c] = d.spec!.template!.spec.containers;
+        // As the kubelet builds it: the ConfigMap first, then env in order, $(VAR) expanded.
+        const env: Record<string, string> = c!.envFrom?.length ? { ...config } : {};
+        for (const e of c!.env ?? []) {
+          const ref = e.valueFrom?.secretKeyRef;
+          if (ref) env[e.name] = secretValue(ref.name, ref.key);
+          else if (e.valueFrom?.fieldRef) env[e.name] = `${d.metadata.name}-abc12`;
+          else env[e.name] = (e.value ?? '').replace(/\$\(([A-Z_]+)\)/g, (_, v: string) => env[v] ?? '');
+        }
+        expect(() => loaders[d.metadata.name]!(env), `${name}: ${d.metadata.name}`).not.to.throw();
+        expect(env.SERVICE, d.metadata.name).to.equal(
+          d.metadata.name.replace(/^telemetry-(provision)?/, '') || 'provision',
+        );
+      }
+    }
+  });
+
+  it('the chart refuses to render without a Secret a tier reads, naming the value', async () => {
+    for (const [set, message] of [
+      ['secretsKeys.existingSecret=', 'secretsKeys: existingSecret is required'],
+      ['heartbeatKey.key=', 'heartbeatKey: key is required'],
+      [
+        'clickhouse.credentials.registry.existingSecret=',
+        'clickhouse.credentials.registry: existingSecret is required',
+      ],
+      ['postgresql.credentials.runner.urlKey=', 'postgresql.credentials.runner: urlKey is required'],
+      ['postgresql.credentials.query.usernameKey=username', 'postgresql.credentials.query: passwordKey is required'],
+    ]) {
+      const err = await helmTemplate(['-f', CHART_VALUES.minimal, '--set', set!]).then(
+        () => undefined,
+        (e: unknown) => e as { stderr: string },
+      );
+      expect(err?.stderr, set).to.contain(message);
+    }
+  });
+
   it('Kubernetes: default-deny NetworkPolicies, and the runners reach the internet but no private range', async () => {
-    const { stdout: built } = await run(join(bin, 'kustomize'), ['build', 'deploy/k8s/overlays/example'], {
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    const { parseAllDocuments } = await import('yaml');
     interface Peer {
       ipBlock?: { cidr: string; except?: string[] };
       namespaceSelector?: object;
@@ -449,70 +831,106 @@ describe('deploy material (real validators)', function () {
         egress?: { to?: Peer[]; ports?: { port: number | string }[] }[];
       };
     }
-    const docs = parseAllDocuments(built).map((d) => d.toJSON() as Policy);
-    const policies = docs.filter((d) => d.kind === 'NetworkPolicy');
-    const deny = policies.find((p) => p.metadata.name === 'telemetry-default-deny')!;
-    expect(deny.spec.podSelector).to.deep.equal({});
-    expect(deny.spec.policyTypes).to.have.members(['Ingress', 'Egress']);
-    expect(deny.spec.ingress ?? []).to.deep.equal([]);
-    expect(deny.spec.egress ?? []).to.deep.equal([]);
-    const selects = (p: Policy, app: string): boolean => {
-      const sel = p.spec.podSelector;
-      if (!sel.matchLabels && !sel.matchExpressions) return true;
-      if (sel.matchLabels) return sel.matchLabels['app.kubernetes.io/name'] === app;
-      return sel.matchExpressions!.some((e) => e.operator === 'In' && e.values.includes(app));
-    };
-    const egressOf = (app: string) =>
-      policies
-        .filter((p) => p.spec.policyTypes.includes('Egress') && selects(p, app))
-        .flatMap((p) => p.spec.egress ?? []);
-    const ingressOf = (app: string) =>
-      policies
-        .filter((p) => p.spec.policyTypes.includes('Ingress') && selects(p, app))
-        .flatMap((p) => p.spec.ingress ?? []);
-    const ports = (rules: { ports?: { port: number | string }[] }[]) =>
-      new Set(rules.flatMap((r) => (r.ports ?? []).map((x) => String(x.port))));
-    // Nothing but DNS, Kafka, ClickHouse and (the tiers that use the registry) PostgreSQL
-    // inside; ipBlocks only for the runners.
-    for (const app of ['ingest-gateway', 'stream-consumer', 'query-service', 'telemetry-provision']) {
-      const rules = egressOf(app);
-      const expected = ['53', '5432', '8123', '9092'];
-      expect([...ports(rules)].sort(), app).to.deep.equal(expected);
-      expect(
-        rules.flatMap((r) => r.to ?? []).filter((t) => t.ipBlock),
-        app,
-      ).to.deep.equal([]);
+    for (const name of Object.keys(CHART_VALUES) as ChartValues[]) {
+      const docs = (await rendered(name)).docs as unknown as Policy[];
+      const policies = docs.filter((d) => d.kind === 'NetworkPolicy');
+      const deny = policies.find((p) => p.metadata.name === 'telemetry-default-deny')!;
+      // The minimal values deny in the whole namespace; the operators' (CloudNativePG shares
+      // the namespace) this release's pods only.
+      expect(deny.spec.podSelector, name).to.deep.equal(
+        name === 'minimal' ? {} : { matchLabels: { 'app.kubernetes.io/instance': RELEASE } },
+      );
+      expect(deny.spec.policyTypes).to.have.members(['Ingress', 'Egress']);
+      expect(deny.spec.ingress ?? []).to.deep.equal([]);
+      expect(deny.spec.egress ?? []).to.deep.equal([]);
+      /** Whether a policy applies to a tier's pods (labelled as the Deployments label them). */
+      const selects = (p: Policy, app: string): boolean => {
+        const labels: Record<string, string> = { 'app.kubernetes.io/name': app, 'app.kubernetes.io/instance': RELEASE };
+        const sel = p.spec.podSelector;
+        return (
+          Object.entries(sel.matchLabels ?? {}).every(([k, v]) => labels[k] === v) &&
+          (sel.matchExpressions ?? []).every((e) => e.operator === 'In' && e.values.includes(labels[e.key] ?? ''))
+        );
+      };
+      // The labels the test assumes are the pods' own.
+      for (const tier of TIERS) {
+        const labels = deployment(docs as unknown as Doc[], tier).spec!.template!.metadata!.labels!;
+        expect(labels, tier).to.include({ 'app.kubernetes.io/name': tier, 'app.kubernetes.io/instance': RELEASE });
+      }
+      const egressOf = (app: string) =>
+        policies
+          .filter((p) => p.spec.policyTypes.includes('Egress') && selects(p, app))
+          .flatMap((p) => p.spec.egress ?? []);
+      const ingressOf = (app: string) =>
+        policies
+          .filter((p) => p.spec.policyTypes.includes('Ingress') && selects(p, app))
+          .flatMap((p) => p.spec.ingress ?? []);
+      const ports = (rules: { ports?: { port: number | string }[] }[]) =>
+        new Set(rules.flatMap((r) => (r.ports ?? []).map((x) => String(x.port))));
+      // Nothing but DNS, Kafka, ClickHouse and PostgreSQL inside; ipBlocks only for the runners
+      // (and what networkPolicy.extraQueryEgress adds for the query service).
+      for (const app of ['ingest-gateway', 'stream-consumer', 'query-service', 'telemetry-provision']) {
+        const rules = egressOf(app);
+        const extra = app === 'query-service' && name === 'operators' ? ['443', '587'] : [];
+        expect([...ports(rules)].sort(), `${name} ${app}`).to.deep.equal(
+          ['53', '5432', '8123', '9092', ...extra].sort(),
+        );
+        const blocks = rules.flatMap((r) => r.to ?? []).filter((t) => t.ipBlock);
+        if (!extra.length) expect(blocks, `${name} ${app}`).to.deep.equal([]);
+        for (const b of blocks)
+          expect(b.ipBlock!.except, `${name} ${app}`).to.include.members(['10.0.0.0/8', '169.254.0.0/16']);
+      }
+      expect([...ports(egressOf('check-runner'))], 'the runners read the registry').to.include('5432');
+      const runnerBlocks = egressOf('check-runner')
+        .flatMap((r) => r.to ?? [])
+        .flatMap((t) => (t.ipBlock ? [t.ipBlock] : []));
+      const v4 = runnerBlocks.find((b) => b.cidr === '0.0.0.0/0')!;
+      expect(v4.except).to.include.members([
+        '10.0.0.0/8',
+        '172.16.0.0/12',
+        '192.168.0.0/16',
+        '169.254.0.0/16',
+        '127.0.0.0/8',
+      ]);
+      const v6 = runnerBlocks.find((b) => b.cidr === '::/0')!;
+      expect(v6.except).to.include.members(['fc00::/7', 'fe80::/10', '::1/128']);
+      // Only the two public APIs take traffic from anywhere; the others from the cluster (metrics).
+      for (const app of ['ingest-gateway', 'query-service']) {
+        expect(
+          ingressOf(app).some((r) => !r.from),
+          app,
+        ).to.equal(true);
+      }
+      for (const app of ['stream-consumer', 'check-runner']) {
+        const rules = ingressOf(app);
+        expect(rules.length, app).to.be.greaterThan(0);
+        expect(
+          rules.every((r) => r.from && r.from.every((f) => !f.ipBlock)),
+          app,
+        ).to.equal(true);
+      }
+      expect(ingressOf('telemetry-provision'), 'the Job takes no traffic').to.deep.equal([]);
+      // The operators' values narrow Kafka, ClickHouse and PostgreSQL to their pods' labels.
+      if (name === 'operators') {
+        const to = (policy: string) =>
+          policies.find((p) => p.metadata.name === `telemetry-${policy}`)!.spec.egress![0]!.to;
+        expect(to('kafka')).to.deep.equal([
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kafka' } },
+            podSelector: { matchLabels: { 'strimzi.io/cluster': 'telemetry', 'strimzi.io/kind': 'Kafka' } },
+          },
+        ]);
+        expect(to('clickhouse')).to.deep.equal([
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'clickhouse' } },
+            podSelector: { matchLabels: { 'clickhouse.altinity.com/chi': 'telemetry' } },
+          },
+        ]);
+        expect(to('postgresql')).to.deep.equal([
+          { podSelector: { matchLabels: { 'cnpg.io/cluster': 'telemetry-pg' } } },
+        ]);
+      }
     }
-    expect([...ports(egressOf('check-runner'))], 'the runners read the registry').to.include('5432');
-    const runnerBlocks = egressOf('check-runner')
-      .flatMap((r) => r.to ?? [])
-      .flatMap((t) => (t.ipBlock ? [t.ipBlock] : []));
-    const v4 = runnerBlocks.find((b) => b.cidr === '0.0.0.0/0')!;
-    expect(v4.except).to.include.members([
-      '10.0.0.0/8',
-      '172.16.0.0/12',
-      '192.168.0.0/16',
-      '169.254.0.0/16',
-      '127.0.0.0/8',
-    ]);
-    const v6 = runnerBlocks.find((b) => b.cidr === '::/0')!;
-    expect(v6.except).to.include.members(['fc00::/7', 'fe80::/10', '::1/128']);
-    // Only the two public APIs take traffic from anywhere; the others from the cluster (metrics).
-    for (const app of ['ingest-gateway', 'query-service']) {
-      expect(
-        ingressOf(app).some((r) => !r.from),
-        app,
-      ).to.equal(true);
-    }
-    for (const app of ['stream-consumer', 'check-runner']) {
-      const rules = ingressOf(app);
-      expect(rules.length, app).to.be.greaterThan(0);
-      expect(
-        rules.every((r) => r.from && r.from.every((f) => !f.ipBlock)),
-        app,
-      ).to.equal(true);
-    }
-    expect(ingressOf('telemetry-provision'), 'the Job takes no traffic').to.deep.equal([]);
   });
 
   it('the alert rules pass promtool and the dashboard and rules use only metrics we export', async () => {

@@ -23,7 +23,7 @@ const MONITORS = 500;
 const LOCATION = 'isolation';
 const BODY_BYTES = 3 * 1024 * 1024;
 const KEYWORD = 'all-systems-go';
-/** The check runner's memory limit (deploy/k8s/base/check-runner.yaml). */
+/** The check runner's memory limit (deploy/helm/telemetry/values.yaml, checkRunner.resources). */
 const RUNNER_LIMIT_BYTES = 1024 * 1024 * 1024;
 
 async function listen(handler: (path: string, res: ServerResponse) => void): Promise<{ server: Server; base: string }> {

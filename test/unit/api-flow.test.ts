@@ -231,6 +231,7 @@ describe('api_flow monitors (unit)', () => {
     const stored: StoredMonitor = {
       ...flow([login, profile], { variables: { password: 'hunter2-secret' } }),
       tenant_id: 'ten_a',
+      key: null,
       id: 'mon_a',
       webhook_secret: 'whsec_x',
       created_at: '2026-11-27T00:00:00Z',

@@ -40,6 +40,7 @@ function heartbeatMonitor(over: Partial<StoredMonitor> = {}): StoredMonitor {
     heartbeat_grace_seconds: 30,
     interval_seconds: 60,
     tenant_id: 'ten_a',
+    key: null,
     id: ID,
     name: 'job',
     webhook_secret: 'whsec_x',

@@ -48,6 +48,7 @@ async function probe(m: MonitorSettings, ctx: ProbeContext): Promise<ProbeResult
     ...m,
     id: 'mon_x',
     tenant_id: 'ten_x',
+    key: null,
     webhook_secret: '',
     version: 1,
     created_at: '',

@@ -23,6 +23,7 @@ function monitor(id: string, over: Partial<StoredMonitor> = {}): StoredMonitor {
   return {
     ...DEFAULT_MONITOR,
     tenant_id: 'ten_a',
+    key: null,
     id,
     name: id,
     url: `http://${id}.test/`,

@@ -13,6 +13,7 @@ import {
 const stored: StoredMonitor = {
   ...DEFAULT_MONITOR,
   tenant_id: 'ten_a',
+  key: null,
   id: 'mon_a',
   name: 'a',
   url: 'https://bob:hunter2@example.test/x?y=1',

@@ -62,6 +62,7 @@ describe('alert dispatcher with the webhook channel (unit, a local receiver)', (
     return {
       ...DEFAULT_MONITOR,
       tenant_id: 'ten_a',
+      key: null,
       id,
       name: id,
       url: 'http://a.test/',

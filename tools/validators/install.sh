@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real validators the deploy tests use, each only when missing:
-#   kustomize (Go module)            builds deploy/k8s/overlays/*
+#   helm (Go module)                 lints and renders the chart deploy/helm/telemetry
 #   kubernetes-validate (PyPI)       validates the result against the Kubernetes schemas
 #   promtool (Debian: prometheus)    checks deploy/prometheus/alerts.yaml
 #   docker-compose (Debian)          checks docker-compose.yml (`config`, no engine needed)
@@ -8,8 +8,12 @@
 set -euo pipefail
 bin="${DEVSTACK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/telemetry-pipeline}/bin"
 mkdir -p "$bin"
-if [ ! -x "$bin/kustomize" ]; then
-  GOBIN="$bin" GOFLAGS=-mod=mod go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1 >/dev/null 2>&1
+# Go may be installed without being on PATH (our machines: /usr/local/go/bin).
+command -v go >/dev/null 2>&1 || { [ -x /usr/local/go/bin/go ] && export PATH="$PATH:/usr/local/go/bin"; }
+# NOTE: built from source it takes minutes once; a `go install` build reports Kubernetes
+# v1.20 as its default version, so the tests pass --kube-version.
+if [ ! -x "$bin/helm" ]; then
+  GOBIN="$bin" GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@v3.22.0 >/dev/null 2>&1
 fi
 if ! command -v kubernetes-validate >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check kubernetes-validate==1.34.0 >/dev/null 2>&1

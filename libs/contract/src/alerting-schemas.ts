@@ -1,5 +1,6 @@
 import { ALERTING_LIMITS as A, CHANNEL_ID_PATTERN, ESCALATION_POLICY_ID_PATTERN } from './limits.js';
 import { CHANNEL_TYPES } from './channels/catalog.js';
+import { configKeySchema, nullableConfigKeySchema } from './config-key.js';
 import { closed, closedSchema, dateTime, patchSchema } from './schema-parts.js';
 
 /**
@@ -74,17 +75,24 @@ const channelSettings = {
 /** Body of POST /api/channels. */
 export const channelCreateSchema = closedSchema('ChannelCreate', ['type', 'name', 'config'], {
   type: { type: 'string', enum: CHANNEL_TYPES },
+  /** Its configuration key (docs/as-code.md), unique among the tenant's channels. */
+  key: configKeySchema,
   ...channelSettings,
 });
 
 /** Body of PATCH /api/channels/{id}: `config` whole (a secret sent back as shown keeps its stored value). */
-export const channelPatchSchema = patchSchema('ChannelPatch', channelSettings);
+export const channelPatchSchema = patchSchema('ChannelPatch', {
+  /** A new key, or null to release it (a file no longer manages the channel). */
+  key: nullableConfigKeySchema,
+  ...channelSettings,
+});
 
 /** An alert channel as the API returns it: secrets masked. */
 export const channelSchema = closedSchema(
   'Channel',
   [
     'id',
+    'key',
     'type',
     'name',
     'config',
@@ -98,6 +106,8 @@ export const channelSchema = closedSchema(
   ],
   {
     id: channelId,
+    /** Its configuration key, or null (not managed by a file). */
+    key: nullableConfigKeySchema,
     type: { type: 'string', enum: CHANNEL_TYPES },
     ...channelSettings,
     version: { type: 'integer', minimum: 1 },
@@ -129,15 +139,23 @@ const policySettings = {
 } as const;
 
 /** Body of POST /api/escalation-policies. */
-export const escalationPolicyCreateSchema = closedSchema('EscalationPolicyCreate', ['name', 'steps'], policySettings);
-/** Body of PATCH /api/escalation-policies/{id}. */
-export const escalationPolicyPatchSchema = patchSchema('EscalationPolicyPatch', policySettings);
+export const escalationPolicyCreateSchema = closedSchema('EscalationPolicyCreate', ['name', 'steps'], {
+  /** Its configuration key (docs/as-code.md), unique among the tenant's policies. */
+  key: configKeySchema,
+  ...policySettings,
+});
+/** Body of PATCH /api/escalation-policies/{id}: `key` null releases it. */
+export const escalationPolicyPatchSchema = patchSchema('EscalationPolicyPatch', {
+  key: nullableConfigKeySchema,
+  ...policySettings,
+});
 /** An escalation policy as the API returns it. */
 export const escalationPolicySchema = closedSchema(
   'EscalationPolicy',
-  ['id', 'name', 'steps', 'version', 'created_at', 'updated_at'],
+  ['id', 'key', 'name', 'steps', 'version', 'created_at', 'updated_at'],
   {
     id: policyId,
+    key: nullableConfigKeySchema,
     ...policySettings,
     version: { type: 'integer', minimum: 1 },
     created_at: dateTime,

@@ -1,5 +1,6 @@
 import type { ValidateFunction } from 'ajv';
 import { createAjv } from './ajv.js';
+import { configKeySchema } from './config-key.js';
 
 /**
  * Monitoring as code (docs/as-code.md): a tenant's monitors, alert channels, escalation
@@ -23,13 +24,7 @@ export const CONFIG_KINDS = {
 } as const satisfies Record<ConfigSection, string>;
 export type ConfigKind = (typeof CONFIG_KINDS)[ConfigSection];
 
-/** A key: 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit (as the registry's CHECK). */
-export const CONFIG_KEY_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
-
-export const configKeySchema = { type: 'string', minLength: 1, maxLength: 63, pattern: CONFIG_KEY_PATTERN } as const;
-
-/** An object's `key` in the API: its key, or null (not managed by a file). */
-export const nullableConfigKeySchema = { anyOf: [configKeySchema, { type: 'null' }] } as const;
+export { CONFIG_KEY_PATTERN, configKeySchema, nullableConfigKeySchema } from './config-key.js';
 
 /** The document's version this server reads. */
 export const CONFIG_DOCUMENT_VERSION = 1;

@@ -275,23 +275,40 @@ export const monitorIdSchema = monitorId;
 /** The settings' names, in the schema's order. */
 const SETTING_KEYS = Object.keys(monitorSettings) as (keyof typeof monitorSettings)[];
 
+/**
+ * A monitor's configuration key in the API (docs/as-code.md), or null: one type list rather
+ * than an anyOf, so a wrong key is one problem (the pattern), not three.
+ */
+const monitorKey = { ...configKeySchema, type: ['string', 'null'] } as const;
+
 /** Body of POST /api/monitors. */
 // url: every type but heartbeat (monitorProblems says so).
 export const monitorCreateSchema = closedSchema('MonitorCreate', ['name'], {
   ...monitorSettings,
   webhook_secret: webhookSecret,
+  /** Its configuration key (docs/as-code.md), unique in the tenant; null or absent: none. */
+  key: monitorKey,
 });
 
-/** Body of PATCH /api/monitors/{id}: any settings; null clears keyword, degraded_threshold_ms, body. */
-export const monitorPatchSchema = patchSchema('MonitorPatch', { ...monitorSettings, webhook_secret: webhookSecret });
+/**
+ * Body of PATCH /api/monitors/{id}: any settings; null clears keyword, degraded_threshold_ms,
+ * body; `key` sets or changes its configuration key, null releases it.
+ */
+export const monitorPatchSchema = patchSchema('MonitorPatch', {
+  ...monitorSettings,
+  webhook_secret: webhookSecret,
+  key: monitorKey,
+});
 
 /** A monitor as returned by the API. The webhook secret is shown once, when it is created. */
 // Every setting, and what the server adds.
 export const monitorSchema = closedSchema(
   'Monitor',
-  [...SETTING_KEYS, 'id', 'status', 'last_check_at', 'created_at', 'updated_at'],
+  [...SETTING_KEYS, 'id', 'key', 'status', 'last_check_at', 'created_at', 'updated_at'],
   {
     id: monitorId,
+    /** Its configuration key (docs/as-code.md): set, it is managed by a configuration file; null: not. */
+    key: monitorKey,
     ...monitorSettings,
     webhook_secret: webhookSecret,
     /** heartbeat monitors: the token of POST /api/heartbeats/{token} on the gateway. */

@@ -24,7 +24,7 @@ export class ConfigError extends Error {
 }
 
 /**
- * What every example secret we publish says (.env.example, deploy/k8s/overlays/example):
+ * What every example secret we publish says (.env.example; the Helm chart publishes none):
  * anyone can read those, so a service refuses to start with one (refuseDocumentedExample).
  */
 export const EXAMPLE_SECRET_MARK = 'replace-me';
@@ -32,9 +32,7 @@ export const EXAMPLE_SECRET_MARK = 'replace-me';
 /** Throws when `value` (a secret, or a key's bytes as text) is one of our published examples. */
 export function refuseDocumentedExample(value: string): void {
   if (value.toLowerCase().includes(EXAMPLE_SECRET_MARK)) {
-    throw new Error(
-      'is the published example value (.env.example, deploy/k8s/overlays/example), which anyone can read: make your own',
-    );
+    throw new Error('is the published example value (.env.example), which anyone can read: make your own');
   }
 }
 

@@ -11,7 +11,10 @@ import { shownSecrets } from './monitor-view.js';
  * SECRETS_KEYS (AES-256-GCM), bound to the monitor's tenant and id.
  */
 
-/** A monitor as stored: its tenant, its webhook signing secret and its row version. */
+/**
+ * A monitor as stored: its tenant, its webhook signing secret and its row version. Its
+ * `key` (docs/as-code.md) is the registry's `config_key` column, not part of `spec`.
+ */
 export interface StoredMonitor extends Omit<Monitor, 'status' | 'last_check_at'> {
   tenant_id: string;
   webhook_secret: string;
@@ -48,17 +51,24 @@ export function sealMonitor(m: Omit<StoredMonitor, 'version'>, box: SecretBox): 
     webhooks: m.webhooks,
     variables: m.variables,
   };
-  const shown = { ...m, ...shownSecrets(m), webhook_secret: '', [WEBHOOKS_SEALED]: true };
+  const { key: _key, ...settings } = m;
+  const shown = { ...settings, ...shownSecrets(m), webhook_secret: '', [WEBHOOKS_SEALED]: true };
   return { spec: JSON.stringify(shown), sealed: box.seal(JSON.stringify(secrets), sealContext(m)) };
 }
 
-/** The monitor a stored `spec` and `sealed` describe, its secrets open. */
-export function openMonitor(spec: string, sealed: string, version: number, box: SecretBox): StoredMonitor {
+/** The monitor a stored `spec` and `sealed` describe, its secrets open; `key` is its `config_key`. */
+export function openMonitor(
+  spec: string,
+  sealed: string,
+  version: number,
+  box: SecretBox,
+  key: string | null = null,
+): StoredMonitor {
   // A setting added since the row was written reads as the schema's default.
   const { [WEBHOOKS_SEALED]: _mark, ...settings } = withDefaults(
-    JSON.parse(spec) as Omit<StoredMonitor, 'version'> & { [WEBHOOKS_SEALED]?: true },
+    JSON.parse(spec) as Omit<StoredMonitor, 'version' | 'key'> & { [WEBHOOKS_SEALED]?: true },
   );
-  const m: StoredMonitor = { ...settings, tenant_id: settings.tenant_id ?? DEFAULT_TENANT, version };
+  const m: StoredMonitor = { ...settings, key, tenant_id: settings.tenant_id ?? DEFAULT_TENANT, version };
   // A row from before sealing (ClickHouse migration 4) holds its secrets in `spec`.
   if (sealed === '') return m;
   const secrets = JSON.parse(box.open(sealed, sealContext(m))) as Sealed;

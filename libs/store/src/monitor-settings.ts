@@ -144,6 +144,7 @@ export function placeholderMonitor(
   return {
     tenant_id: tenantId,
     id,
+    key: null,
     ...typeDefaults('http'),
     name,
     url: 'http://127.0.0.1:9/',

@@ -38,6 +38,7 @@ export function shownSecrets(m: Pick<MonitorSettings, 'url' | 'headers' | 'webho
 export function publicMonitor(m: StoredMonitor, activity: MonitorActivity = {}, withSecret = false): Monitor {
   return {
     id: m.id,
+    key: m.key,
     ...settingsOf(m),
     ...shownSecrets(m),
     ...(withSecret ? { webhook_secret: m.webhook_secret } : {}),

@@ -226,6 +226,7 @@ export class RunOnceWorker implements Component {
     const monitor: StoredMonitor = {
       tenant_id: m.tenant_id,
       id: request.monitor_id,
+      key: null,
       ...request.settings,
       webhook_secret: '',
       created_at: at,

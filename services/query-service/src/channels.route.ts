@@ -11,15 +11,8 @@ import {
 } from '@telemetry/contract';
 import { CHANNELS, channelFor, type ChannelContext, type Notification } from '@telemetry/alerting';
 import { AppError, rejectUnknown, type EgressPolicy } from '@telemetry/platform';
-import {
-  CHANNEL_DEFAULTS,
-  channelView,
-  newChannelId,
-  unmaskConfig,
-  type ChannelStore,
-  type StoredChannel,
-} from '@telemetry/store';
-import { refuseBadChannel, reminderProblems } from './channel-rules.js';
+import { channelView, newChannelId, unmaskConfig, type ChannelStore, type StoredChannel } from '@telemetry/store';
+import { channelOfCreate, refusal, refuseBadChannel, reminderProblems } from './channel-rules.js';
 import { storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
 import {
   checkIfMatch,
@@ -173,24 +166,14 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
   app.post('/api/channels', deps.auth.write, async (req, res) => {
     rejectUnknown(req, new Set());
     refuseLimited(res, 'alert channels');
-    const body = await jsonBody(req);
-    if (!deps.validators.channelCreate(body))
-      throw invalid('channel', describeErrors(deps.validators.channelCreate.errors));
-    refuseReminders(body.remind_every_seconds);
-    const target = { type: body.type, config: body.config } as AnyChannelTarget;
-    const templates = body.templates ?? CHANNEL_DEFAULTS.templates;
-    refuseBadChannel(target, templates, deps.channelValidators, deps.policy);
+    const checked = channelOfCreate(await jsonBody(req), deps);
+    if ('faults' in checked) throw refusal(checked.faults[0]!);
     const now = nowIso();
     const c = await storeCall(req, 'channel insert', () =>
       deps.store.create({
+        ...checked.channel,
         id: newChannelId(),
         tenant_id: tenantOf(res),
-        name: body.name,
-        target,
-        send_resolved: body.send_resolved ?? CHANNEL_DEFAULTS.send_resolved,
-        remind_every_seconds: body.remind_every_seconds ?? CHANNEL_DEFAULTS.remind_every_seconds,
-        remind_max: body.remind_max ?? CHANNEL_DEFAULTS.remind_max,
-        templates,
         created_at: now,
         updated_at: now,
       }),
@@ -244,6 +227,7 @@ export function channelRoutes(app: Express, deps: ChannelRoutesDeps): void {
           deps.store.update(
             {
               ...rest,
+              key: patch.key === undefined ? current.key : patch.key,
               target,
               templates,
               name: patch.name ?? current.name,

@@ -1,13 +1,15 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
-import { describeErrors, ESCALATION_POLICY_ID_PATTERN, ok, type Problem, type Validators } from '@telemetry/contract';
+import { describeErrors, ESCALATION_POLICY_ID_PATTERN, ok, type Validators } from '@telemetry/contract';
 import { AppError, rejectUnknown, type Logger } from '@telemetry/platform';
 import {
   newEscalationPolicyId,
+  policyView,
   type EscalationPolicyStore,
   type PolicyStep,
   type StoredPolicy,
 } from '@telemetry/store';
 import { recordChange, type Auditor } from './access/audit.js';
+import { policyOfCreate, shortDelayProblems } from './escalation-policy-rules.js';
 import { storeCall as storeCallOf, tenantOf } from './params.js';
 import { checkIfMatch, conditionally, etagOf, invalid, jsonBody, nowIso, refuseLimited } from './registry-objects.js';
 
@@ -30,11 +32,6 @@ function policyIdOf(req: Request): string {
   return id;
 }
 
-/** The API's view of a policy: its tenant is the key's, not shown. */
-function view({ tenant_id: _t, ...p }: StoredPolicy): Omit<StoredPolicy, 'tenant_id'> {
-  return p;
-}
-
 /** /api/escalation-policies and /api/escalation-policies/{id} (docs/alerting.md, "API"). */
 export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoutesDeps): void {
   const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
@@ -47,50 +44,37 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
   };
   /** Every step's delay is at least ALERT_MIN_DELAY_SECONDS (the channels are checked in the store's transaction). */
   const refuseShortDelays = (steps: readonly PolicyStep[]): void => {
-    const problems: Problem[] = steps.flatMap((s, i) =>
-      s.escalate_after_seconds !== undefined && s.escalate_after_seconds < deps.minDelaySeconds
-        ? [
-            {
-              path: `/steps/${i}/escalate_after_seconds`,
-              message: `must be at least ${deps.minDelaySeconds} (ALERT_MIN_DELAY_SECONDS)`,
-            },
-          ]
-        : [],
-    );
+    const problems = shortDelayProblems(steps, deps.minDelaySeconds);
     if (problems.length > 0) throw invalid('escalation policy', problems);
   };
   const shown = (res: Response, p: StoredPolicy) => {
     res.setHeader('ETag', etagOf(p.version));
-    return ok(view(p));
+    return ok(policyView(p));
   };
 
   app.get('/api/escalation-policies', deps.auth.read, async (req, res) => {
     rejectUnknown(req, new Set());
     const all = await storeCall(req, 'escalation policy list', () => deps.store.list(tenantOf(res)));
-    res.json(ok(all.map(view)));
+    res.json(ok(all.map(policyView)));
   });
 
   app.post('/api/escalation-policies', deps.auth.write, async (req, res) => {
     rejectUnknown(req, new Set());
     refuseLimited(res, 'escalation policies');
-    const body = await jsonBody(req);
-    if (!deps.validators.escalationPolicyCreate(body)) {
-      throw invalid('escalation policy', describeErrors(deps.validators.escalationPolicyCreate.errors));
-    }
-    refuseShortDelays(body.steps);
+    const checked = policyOfCreate(await jsonBody(req), deps);
+    if ('problems' in checked) throw invalid('escalation policy', checked.problems);
     const now = nowIso();
     const p = await storeCall(req, 'escalation policy insert', () =>
       deps.store.create({
+        ...checked.policy,
         id: newEscalationPolicyId(),
         tenant_id: tenantOf(res),
-        name: body.name,
-        steps: body.steps,
         created_at: now,
         updated_at: now,
       }),
     );
     const target = { type: 'escalation_policy', id: p.id };
-    await recordChange(deps.audit, req, res, 'escalation_policy.create', target, undefined, view(p));
+    await recordChange(deps.audit, req, res, 'escalation_policy.create', target, undefined, policyView(p));
     res.status(201).setHeader('Location', `/api/escalation-policies/${p.id}`);
     res.json(shown(res, p));
   });
@@ -120,14 +104,28 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
         const { version: _v, ...rest } = current;
         return storeCall(req, 'escalation policy update', () =>
           deps.store.update(
-            { ...rest, name: patch.name ?? current.name, steps: patch.steps ?? current.steps, updated_at: nowIso() },
+            {
+              ...rest,
+              key: patch.key === undefined ? current.key : patch.key,
+              name: patch.name ?? current.name,
+              steps: patch.steps ?? current.steps,
+              updated_at: nowIso(),
+            },
             current.version,
           ),
         );
       },
     );
     const target = { type: 'escalation_policy', id: p.id };
-    await recordChange(deps.audit, req, res, 'escalation_policy.update', target, before && view(before), view(p));
+    await recordChange(
+      deps.audit,
+      req,
+      res,
+      'escalation_policy.update',
+      target,
+      before && policyView(before),
+      policyView(p),
+    );
     res.json(shown(res, p));
   });
 
@@ -142,7 +140,7 @@ export function escalationPolicyRoutes(app: Express, deps: EscalationPolicyRoute
     );
     if (!gone) throw new AppError('ESCALATION_POLICY_NOT_FOUND', `there is no escalation policy ${current.id}`);
     const target = { type: 'escalation_policy', id: current.id };
-    await recordChange(deps.audit, req, res, 'escalation_policy.delete', target, view(current), undefined);
+    await recordChange(deps.audit, req, res, 'escalation_policy.delete', target, policyView(current), undefined);
     res.json(ok(null));
   });
 }

@@ -1,28 +1,9 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
+import { describeErrors, MONITOR_LIMITS, ok, type Monitor } from '@telemetry/contract';
+import { AppError, cursorParam, encodeCursor, limitParam, nextLink, rejectUnknown } from '@telemetry/platform';
 import {
-  describeErrors,
-  MONITOR_LIMITS,
-  ok,
-  type Monitor,
-  type MonitorCreate,
-  type MonitorSettings,
-  type Validators,
-} from '@telemetry/contract';
-import {
-  AppError,
-  cursorParam,
-  encodeCursor,
-  limitParam,
-  nextLink,
-  rejectUnknown,
-  type EgressPolicy,
-} from '@telemetry/platform';
-import {
-  createSettings,
   heartbeatToken,
-  deniedTargets,
   MASK,
-  monitorProblems,
   newMonitorId,
   newWebhookSecret,
   patchSettings,
@@ -36,6 +17,16 @@ import {
 import { changedFields, recordChange, type Auditor } from './access/audit.js';
 import { monitorActivity } from './monitor-activity.js';
 import {
+  announce as announceChange,
+  audited,
+  checkCreate,
+  isRefusal,
+  refusalError,
+  settingsRefusal,
+  type ChangeNotifier,
+  type MonitorRules,
+} from './monitor-rules.js';
+import {
   conditionally as conditionallyWrite,
   etagOf,
   invalid as invalidObject,
@@ -46,51 +37,24 @@ import {
 import type { MonitorDirectory } from './monitor-directory.js';
 import { MONITOR_ID, monitorIdOf, storeCall as storeCallOf, tenantOf, type ReadDeps } from './params.js';
 
-/** Where registry changes are announced to the check runners. */
-export interface ChangeNotifier {
-  notify(change: MonitorChange): Promise<void>;
-}
+export type { ChangeNotifier } from './monitor-rules.js';
 
-export interface MonitorRoutesDeps extends ReadDeps {
+export interface MonitorRoutesDeps extends ReadDeps, MonitorRules {
   store: MonitorStore;
   directory: MonitorDirectory;
   notifier: ChangeNotifier;
-  policy: EgressPolicy;
-  validators: Validators;
   /** Middleware checking the bearer API key for a scope. */
   auth: { read: RequestHandler; write: RequestHandler };
   /** Middleware answering 404 for a monitor id outside the key's tenant (and 403 outside its list). */
   known: RequestHandler;
   /** Monitors a tenant may have. */
   quotaOf: (tenantId: string) => number;
-  /** Shortest interval a monitor may be given (MIN_INTERVAL_SECONDS). */
-  minIntervalSeconds: number;
-  /** HEARTBEAT_KEY: makes heartbeat monitors' tokens ('': heartbeat monitors are refused). */
-  heartbeatKey: string;
   /** The audit log (docs/access.md): each committed write is recorded. */
   audit: Auditor;
 }
 
-/**
- * A monitor as the audit log shows it: as the API answers it (secrets masked), without
- * its webhook secret or heartbeat token and without its status (not a setting).
- */
-function audited(m: MonitorWithNonce): Record<string, unknown> {
-  const { heartbeat_nonce: _nonce, ...stored } = m;
-  const { status: _s, last_check_at: _l, ...shown } = publicMonitor(stored);
-  return shown;
-}
-
 function invalid(problems: { path: string; message: string }[]): AppError {
   return invalidObject('monitor', problems);
-}
-
-/** 400 TARGET_NOT_ALLOWED for a URL that is an IP literal the egress policy denies. */
-function refuseDeniedTargets(settings: MonitorSettings, policy: EgressPolicy): void {
-  const denied = deniedTargets(settings, policy);
-  if (denied.length > 0) {
-    throw new AppError('TARGET_NOT_ALLOWED', `${denied[0]!.path}: ${denied[0]!.message}`, { problems: denied });
-  }
 }
 
 function isMonitorCursor(v: unknown): v is string {
@@ -102,15 +66,8 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
   const storeCall = <T>(req: Request, what: string, fn: () => Promise<T>): Promise<T> =>
     storeCallOf(deps.logger, req, what, fn);
 
-  const announce = async (req: Request, change: MonitorChange): Promise<void> => {
-    try {
-      await deps.notifier.notify(change);
-    } catch (err) {
-      // The change is stored; runners also follow the registry's change feed, so they
-      // pick it up within a second even when this notice is lost.
-      deps.logger.warn('monitor change notice not sent', { request_id: req.id, id: change.id, err: String(err) });
-    }
-  };
+  const announce = (req: Request, change: MonitorChange): Promise<void> =>
+    announceChange(deps.notifier, deps.logger, req.id, change);
 
   /** What the checks and alerts of these monitors say: their status in the API. */
   const activity = (req: Request, tenantId: string, ids: string[]): Promise<Map<string, MonitorActivity>> =>
@@ -135,11 +92,6 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
     res.setHeader('ETag', etagOf(m.version));
     return view(res, m, (await activity(req, m.tenant_id, [m.id])).get(m.id), withSecret);
   };
-  /** Heartbeat monitors need HEARTBEAT_KEY: without it their jobs would have nothing to call. */
-  const heartbeatProblems = (s: MonitorSettings): { path: string; message: string }[] =>
-    s.type === 'heartbeat' && deps.heartbeatKey === ''
-      ? [{ path: '/type', message: 'heartbeat monitors need HEARTBEAT_KEY, which this server does not have' }]
-      : [];
 
   /** The monitor of the path, in the key's tenant (`known` ran first). */
   const load = async (req: Request, res: Response): Promise<MonitorWithNonce> => {
@@ -161,28 +113,16 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       () => load(req, res),
       (current) => storeCall(req, what, () => write(current)),
     );
-  const intervalProblems = (interval: number): { path: string; message: string }[] =>
-    interval < deps.minIntervalSeconds
-      ? [{ path: '/interval_seconds', message: `must be at least ${deps.minIntervalSeconds} (MIN_INTERVAL_SECONDS)` }]
-      : [];
 
   app.post('/api/monitors', deps.auth.write, async (req, res) => {
     rejectUnknown(req, new Set());
     if (keyOf(res).monitorIds.size > 0) {
       throw new AppError('MONITOR_NOT_ALLOWED', 'this API key is limited to some monitors and may not create others');
     }
-    const body = await jsonBody(req);
-    if (!deps.validators.monitorCreate(body)) throw invalid(describeErrors(deps.validators.monitorCreate.errors));
-    const create: MonitorCreate = body;
     const id = newMonitorId();
-    const settings = createSettings(create, id);
-    const problems = [
-      ...intervalProblems(settings.interval_seconds),
-      ...monitorProblems(settings),
-      ...heartbeatProblems(settings),
-    ];
-    if (problems.length > 0) throw invalid(problems);
-    refuseDeniedTargets(settings, deps.policy);
+    const checked = checkCreate(deps, await jsonBody(req), id);
+    if (isRefusal(checked)) throw refusalError(checked);
+    const { create, settings } = checked;
     const tenantId = tenantOf(res);
     const now = nowIso();
     // The quota is counted in the insert's transaction, under the registry's write lock:
@@ -192,6 +132,7 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
         {
           tenant_id: tenantId,
           id,
+          key: create.key ?? null,
           ...settings,
           webhook_secret: create.webhook_secret ?? newWebhookSecret(),
           created_at: now,
@@ -260,16 +201,15 @@ export function monitorRoutes(app: Express, deps: MonitorRoutesDeps): void {
       // leaves the stored header values and URL credentials behind (named in the answer).
       const { patch, dropped } = unmaskPatch(current, body);
       const settings = patchSettings(current, patch);
-      const problems = [
-        ...(patch.interval_seconds !== undefined ? intervalProblems(settings.interval_seconds) : []),
-        ...monitorProblems(settings),
-        ...(patch.type !== undefined ? heartbeatProblems(settings) : []),
-      ];
-      if (problems.length > 0) throw invalid(problems);
-      refuseDeniedTargets(settings, deps.policy);
+      const refusal = settingsRefusal(deps, settings, {
+        interval: patch.interval_seconds !== undefined,
+        type: patch.type !== undefined,
+      });
+      if (refusal) throw refusalError(refusal);
       const next = {
         tenant_id: current.tenant_id,
         id: current.id,
+        key: body.key === undefined ? current.key : body.key,
         ...settings,
         webhook_secret: patch.webhook_secret ?? current.webhook_secret,
         created_at: current.created_at,

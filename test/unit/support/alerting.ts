@@ -117,6 +117,7 @@ export class FakeAlertingData implements AlertingData {
     const c: StoredChannel = {
       id,
       tenant_id: 'ten_a',
+      key: null,
       name: id,
       target,
       send_resolved: true,

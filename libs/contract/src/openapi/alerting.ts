@@ -96,7 +96,7 @@ function objectPaths(o: {
         requestBody: jsonBody(o.create),
         responses: {
           '201': one('Created; Location names it.', versionHeader),
-          ...keyErrors(...o.createErrors, 'INVALID_PARAMETER', 'QUOTA_EXCEEDED'),
+          ...keyErrors(...o.createErrors, 'INVALID_PARAMETER', 'QUOTA_EXCEEDED', 'KEY_TAKEN'),
         },
       },
     },
@@ -116,7 +116,7 @@ function objectPaths(o: {
         requestBody: jsonBody(o.patch),
         responses: {
           '200': one(`The changed ${o.noun}.`, versionHeader),
-          ...keyErrors(...o.createErrors, 'INVALID_PARAMETER', o.notFound, 'PRECONDITION_FAILED'),
+          ...keyErrors(...o.createErrors, 'INVALID_PARAMETER', o.notFound, 'PRECONDITION_FAILED', 'KEY_TAKEN'),
         },
       },
       delete: {
@@ -141,7 +141,7 @@ export const alertingPaths: Json = {
     path: channelPath,
     createErrors: channelErrors,
     createDescription:
-      "Checked in this order: the body's schema (400 VALIDATION_FAILED), the type's config (VALIDATION_FAILED at /config/...), the templates (400 INVALID_TEMPLATE at /templates/title, /templates/text, /config/body_template), every address it sends to against the egress policy (400 TARGET_NOT_ALLOWED naming it). Secrets in the config are write-only: answers show them masked, and a PATCH that sends a masked value back keeps the stored one.",
+      "Checked in this order: the body's schema (400 VALIDATION_FAILED), the type's config (VALIDATION_FAILED at /config/...), the templates (400 INVALID_TEMPLATE at /templates/title, /templates/text, /config/body_template), every address it sends to against the egress policy (400 TARGET_NOT_ALLOWED naming it). Secrets in the config are write-only: answers show them masked, and a PATCH that sends a masked value back keeps the stored one. `key` (optional; PATCH null releases it) is unique among the tenant's channels: 409 KEY_TAKEN.",
   }),
   '/api/channels/{id}/test': {
     post: {
@@ -185,7 +185,7 @@ export const alertingPaths: Json = {
     path: policyPath,
     createErrors: bodyErrors,
     createDescription:
-      "Every step's channels must be the tenant's (400 VALIDATION_FAILED at /steps/N/channels/M) and every escalate_after_seconds at least ALERT_MIN_DELAY_SECONDS (at /steps/N/escalate_after_seconds).",
+      "Every step's channels must be the tenant's (400 VALIDATION_FAILED at /steps/N/channels/M) and every escalate_after_seconds at least ALERT_MIN_DELAY_SECONDS (at /steps/N/escalate_after_seconds). `key` (optional; PATCH null releases it) is unique among the tenant's policies: 409 KEY_TAKEN.",
   }),
   ...Object.fromEntries(
     (['acknowledge', 'unacknowledge'] as const).map((verb) => [

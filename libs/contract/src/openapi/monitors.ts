@@ -51,14 +51,14 @@ export const monitorPaths: Json = {
       operationId: 'createMonitor',
       summary: 'Create a monitor',
       description:
-        'Only name and url are required; the rest take the defaults shown in the schema. The response (and only it) shows webhook_secret, generated unless given. Runners start checking within seconds. A url or webhook that is an IP address the egress policy denies (loopback, private, link-local, ...), or on a port it denies (EGRESS_DENY_PORTS, 25 by default), is 400 TARGET_NOT_ALLOWED; one whose host the URL parser refuses (http://1.2.3.4.5/) is 400 VALIDATION_FAILED; a name that resolves to one gives down checks with error target_not_allowed. Monitors may not set Host, Content-Length, Transfer-Encoding, Connection or other hop-by-hop headers.',
+        "Only name and url are required; the rest take the defaults shown in the schema. The response (and only it) shows webhook_secret, generated unless given. Runners start checking within seconds. A url or webhook that is an IP address the egress policy denies (loopback, private, link-local, ...), or on a port it denies (EGRESS_DENY_PORTS, 25 by default), is 400 TARGET_NOT_ALLOWED; one whose host the URL parser refuses (http://1.2.3.4.5/) is 400 VALIDATION_FAILED; a name that resolves to one gives down checks with error target_not_allowed. Monitors may not set Host, Content-Length, Transfer-Encoding, Connection or other hop-by-hop headers. key (optional) is its configuration key (docs/as-code.md), unique among the tenant's monitors: one another monitor has is 409 KEY_TAKEN.",
       security: [{ apiKey: ['monitors:write'] }],
       requestBody: jsonBody('MonitorCreate'),
       responses: {
         '201': jsonOk('Created; Location names it.', ref('MonitorSuccess'), {
           Location: { schema: { type: 'string' } },
         }),
-        ...keyErrors('INVALID_PARAMETER', ...bodyErrors, 'TARGET_NOT_ALLOWED', 'QUOTA_EXCEEDED'),
+        ...keyErrors('INVALID_PARAMETER', ...bodyErrors, 'TARGET_NOT_ALLOWED', 'QUOTA_EXCEEDED', 'KEY_TAKEN'),
       },
     },
   },
@@ -102,13 +102,13 @@ export const monitorPaths: Json = {
       operationId: 'updateMonitor',
       summary: 'Change some settings of a monitor',
       description:
-        'Fields not sent keep their value; null clears keyword, degraded_threshold_ms and body. A masked value sent back (a header value ****, the URL or a webhook as shown) keeps the stored one. A url on another origin (scheme, host, port) drops the stored header values and URL credentials unless the request sends them again; the answer names them in dropped_secrets.',
+        'Fields not sent keep their value; null clears keyword, degraded_threshold_ms and body. A masked value sent back (a header value ****, the URL or a webhook as shown) keeps the stored one. A url on another origin (scheme, host, port) drops the stored header values and URL credentials unless the request sends them again; the answer names them in dropped_secrets. key sets or changes its configuration key, null releases it; a key another monitor of the tenant has is 409 KEY_TAKEN.',
       security: [{ apiKey: ['monitors:write'] }],
       parameters: [monitorPath, ifMatch],
       requestBody: jsonBody('MonitorPatch'),
       responses: {
         '200': monitorOk('The monitor as changed, with dropped_secrets (empty when none).'),
-        ...monitorErrors('PRECONDITION_FAILED', ...bodyErrors, 'TARGET_NOT_ALLOWED'),
+        ...monitorErrors('PRECONDITION_FAILED', ...bodyErrors, 'TARGET_NOT_ALLOWED', 'KEY_TAKEN'),
       },
     },
     delete: {

@@ -9,6 +9,7 @@ import {
 import { AppError, type PgPool, type PgQueryable, type SecretBox } from '@telemetry/platform';
 import { MASK, maskWebhookUrl } from '../monitor-secrets.js';
 import { toUnixSeconds } from '../monitor-rows.js';
+import { refuseTakenKey } from './config-key-taken.js';
 import { epochOf, isoOfEpoch, registryCall, registryWrite } from './pg.js';
 
 /**
@@ -132,6 +133,7 @@ export function unmaskConfig(
 interface Row {
   id: string;
   tenant_id: string;
+  config_key: string | null;
   type: ChannelType;
   version: string;
   spec: string;
@@ -140,11 +142,32 @@ interface Row {
   u: string;
 }
 
-const COLUMNS = `id, tenant_id, type, version, spec, sealed, ${epochOf('created_at')} AS c, ${epochOf('updated_at')} AS u`;
+const COLUMNS = `id, tenant_id, config_key, type, version, spec, sealed, ${epochOf('created_at')} AS c, ${epochOf('updated_at')} AS u`;
 const iso = isoOfEpoch;
 const unix = toUnixSeconds;
 
-/** The channels of a tenant, and of the runner (which reads them with their secrets). */
+/** A channel that has a configuration key (docs/as-code.md). */
+export type KeyedChannel = StoredChannel & { key: string };
+
+/** Who uses a channel (a monitor or an escalation policy of its tenant), as `monitor mon_…`. */
+async function usersOf(tx: PgQueryable, tenantId: string, id: string): Promise<string[]> {
+  const { rows } = await tx.query<{ what: string }>(
+    `SELECT 'monitor ' || id AS what FROM monitors
+       WHERE tenant_id = $1 AND (spec::jsonb -> 'channels') ? $2
+     UNION ALL
+     SELECT 'escalation policy ' || id FROM escalation_policies
+       WHERE tenant_id = $1 AND jsonb_path_exists(steps, '$[*].channels[*] ? (@ == $id)', jsonb_build_object('id', $2::text))
+     ORDER BY 1 LIMIT 20`,
+    [tenantId, id],
+  );
+  return rows.map((r) => r.what);
+}
+
+/**
+ * The channels of a tenant, and of the runner (which reads them with their secrets).
+ * Each write has an `…In(tx, …)` form that runs in a caller's registry write (an apply of
+ * a configuration document is one transaction); the plain form is its own registry write.
+ */
 export class ChannelStore {
   constructor(
     private readonly db: PgPool,
@@ -153,12 +176,13 @@ export class ChannelStore {
 
   private decode(r: Row): StoredChannel {
     const settings = JSON.parse(r.spec) as ChannelSettings & { config: unknown };
-    const { config: _shown, ...rest } = settings;
+    const { config: _shown, key: _k, ...rest } = settings;
     const config = JSON.parse(this.box.open(r.sealed, `channel:${r.id}`)) as Json;
     return {
       ...rest,
       id: r.id,
       tenant_id: r.tenant_id,
+      key: r.config_key,
       target: { type: r.type, config } as AnyChannelTarget,
       version: Number(r.version),
       created_at: iso(r.c),
@@ -183,6 +207,37 @@ export class ChannelStore {
     return (await this.list(tenantId, [id]))[0];
   }
 
+  /** The tenant's channels that have a key, by key, read in `tx`. */
+  async keyedIn(tx: PgQueryable, tenantId: string): Promise<KeyedChannel[]> {
+    const { rows } = await tx.query<Row>(
+      `SELECT ${COLUMNS} FROM channels WHERE tenant_id = $1 AND config_key IS NOT NULL ORDER BY config_key`,
+      [tenantId],
+    );
+    return rows.map((r) => this.decode(r) as KeyedChannel);
+  }
+
+  /** The tenant's channels without a key (id and name), by id, read in `tx`. */
+  async unkeyedIn(tx: PgQueryable, tenantId: string): Promise<{ id: string; name: string }[]> {
+    const { rows } = await tx.query<{ id: string; name: string }>(
+      `SELECT id, spec::jsonb ->> 'name' AS name FROM channels
+       WHERE tenant_id = $1 AND config_key IS NULL ORDER BY id`,
+      [tenantId],
+    );
+    return rows;
+  }
+
+  /** Stores `key` on the channel `id` in `tx` (its version moves on): false when it is gone; 409 KEY_TAKEN. */
+  async setKeyIn(tx: PgQueryable, tenantId: string, id: string, key: string): Promise<boolean> {
+    const { rowCount } = await refuseTakenKey('channels', key, 'channel', () =>
+      tx.query(
+        `UPDATE channels SET config_key = $1, version = version + 1, updated_at = now()
+         WHERE tenant_id = $2 AND id = $3`,
+        [key, tenantId, id],
+      ),
+    );
+    return rowCount === 1;
+  }
+
   /** Of `ids`, those that are not channels of `tenantId` (checked inside a registry write by monitors and policies). */
   static async missing(tx: PgQueryable, tenantId: string, ids: readonly string[]): Promise<string[]> {
     if (ids.length === 0) return [];
@@ -195,39 +250,55 @@ export class ChannelStore {
   }
 
   private sealed(c: Omit<StoredChannel, 'version'>): { spec: string; sealed: string } {
-    const { id, tenant_id: _t, target, created_at: _c, updated_at: _u, ...settings } = c;
+    // NOTE: the key is its own column (unique per tenant), never in `spec`.
+    const { id, tenant_id: _t, key: _k, target, created_at: _c, updated_at: _u, ...settings } = c;
     const spec = JSON.stringify({ ...settings, config: maskConfig(target.type, target.config) });
     return { spec, sealed: this.box.seal(JSON.stringify(target.config), `channel:${id}`) };
   }
 
-  /** Stores a new channel: 403 QUOTA_EXCEEDED past ALERTING_LIMITS.maxChannelsPerTenant. */
+  /** Stores a new channel: 403 QUOTA_EXCEEDED past ALERTING_LIMITS.maxChannelsPerTenant, 409 KEY_TAKEN. */
   async create(c: Omit<StoredChannel, 'version'>): Promise<StoredChannel> {
+    return registryWrite(this.db, (tx) => this.createIn(tx, c));
+  }
+
+  /** `create` in a caller's registry write. */
+  async createIn(tx: PgQueryable, c: Omit<StoredChannel, 'version'>): Promise<StoredChannel> {
     const { spec, sealed } = this.sealed(c);
-    return registryWrite(this.db, async (tx) => {
-      const quota = ALERTING_LIMITS.maxChannelsPerTenant;
-      const { rows } = await tx.query<{ n: string }>('SELECT count(*) AS n FROM channels WHERE tenant_id = $1', [
-        c.tenant_id,
-      ]);
-      if (Number(rows[0]?.n ?? 0) >= quota) {
-        throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} alert channels`, { quota });
-      }
-      await tx.query(
-        `INSERT INTO channels (id, tenant_id, type, version, spec, sealed, created_at, updated_at)
-         VALUES ($1, $2, $3, 1, $4, $5, to_timestamp($6), to_timestamp($7))`,
-        [c.id, c.tenant_id, c.target.type, spec, sealed, unix(c.created_at), unix(c.updated_at)],
-      );
-      return { ...c, version: 1 };
-    });
+    const quota = ALERTING_LIMITS.maxChannelsPerTenant;
+    const { rows } = await tx.query<{ n: string }>('SELECT count(*) AS n FROM channels WHERE tenant_id = $1', [
+      c.tenant_id,
+    ]);
+    if (Number(rows[0]?.n ?? 0) >= quota) {
+      throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} alert channels`, { quota });
+    }
+    await refuseTakenKey('channels', c.key, 'channel', () =>
+      tx.query(
+        `INSERT INTO channels (id, tenant_id, config_key, type, version, spec, sealed, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 1, $5, $6, to_timestamp($7), to_timestamp($8))`,
+        [c.id, c.tenant_id, c.key, c.target.type, spec, sealed, unix(c.created_at), unix(c.updated_at)],
+      ),
+    );
+    return { ...c, version: 1 };
   }
 
   /** Stores `next` if the channel is still at `basedOn`; undefined when another change came first or it is gone. */
   async update(next: Omit<StoredChannel, 'version'>, basedOn: number): Promise<StoredChannel | undefined> {
+    return registryWrite(this.db, (tx) => this.updateIn(tx, next, basedOn));
+  }
+
+  /** `update` in a caller's registry write (its type too: a document may change it; 409 KEY_TAKEN). */
+  async updateIn(
+    tx: PgQueryable,
+    next: Omit<StoredChannel, 'version'>,
+    basedOn: number,
+  ): Promise<StoredChannel | undefined> {
     const { spec, sealed } = this.sealed(next);
-    const { rows } = await registryWrite(this.db, (tx) =>
+    const { rows } = await refuseTakenKey('channels', next.key, 'channel', () =>
       tx.query<{ version: string }>(
-        `UPDATE channels SET version = version + 1, spec = $1, sealed = $2, updated_at = to_timestamp($3)
-         WHERE id = $4 AND tenant_id = $5 AND version = $6 RETURNING version`,
-        [spec, sealed, unix(next.updated_at), next.id, next.tenant_id, basedOn],
+        `UPDATE channels SET version = version + 1, config_key = $1, type = $2, spec = $3, sealed = $4,
+           updated_at = to_timestamp($5)
+         WHERE id = $6 AND tenant_id = $7 AND version = $8 RETURNING version`,
+        [next.key, next.target.type, spec, sealed, unix(next.updated_at), next.id, next.tenant_id, basedOn],
       ),
     );
     return rows[0] ? { ...next, version: Number(rows[0].version) } : undefined;
@@ -239,23 +310,23 @@ export class ChannelStore {
    */
   async remove(tenantId: string, id: string): Promise<boolean> {
     return registryWrite(this.db, async (tx) => {
-      const { rows } = await tx.query<{ what: string }>(
-        `SELECT 'monitor ' || id AS what FROM monitors
-           WHERE tenant_id = $1 AND (spec::jsonb -> 'channels') ? $2
-         UNION ALL
-         SELECT 'escalation policy ' || id FROM escalation_policies
-           WHERE tenant_id = $1 AND jsonb_path_exists(steps, '$[*].channels[*] ? (@ == $id)', jsonb_build_object('id', $2::text))
-         ORDER BY 1 LIMIT 20`,
-        [tenantId, id],
-      );
-      if (rows.length > 0) {
-        throw new AppError('IN_USE', `the channel is used by ${rows.map((r) => r.what).join(', ')}`, {
-          used_by: rows.map((r) => r.what),
-        });
+      const { removed, usedBy } = await this.removeIn(tx, tenantId, id);
+      if (usedBy.length > 0) {
+        throw new AppError('IN_USE', `the channel is used by ${usedBy.join(', ')}`, { used_by: usedBy });
       }
-      const { rowCount } = await tx.query('DELETE FROM channels WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
-      return rowCount === 1;
+      return removed;
     });
+  }
+
+  /**
+   * `remove` in a caller's registry write: deletes the channel unless something uses it
+   * (`usedBy` names them, at most 20, and nothing is deleted); `removed` false when it is gone.
+   */
+  async removeIn(tx: PgQueryable, tenantId: string, id: string): Promise<{ removed: boolean; usedBy: string[] }> {
+    const usedBy = await usersOf(tx, tenantId, id);
+    if (usedBy.length > 0) return { removed: false, usedBy };
+    const { rowCount } = await tx.query('DELETE FROM channels WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+    return { removed: rowCount === 1, usedBy: [] };
   }
 }
 
@@ -263,6 +334,7 @@ export class ChannelStore {
 export function channelView(c: StoredChannel): ChannelObject {
   return {
     id: c.id,
+    key: c.key,
     type: c.target.type,
     name: c.name,
     config: maskConfig(c.target.type, c.target.config),

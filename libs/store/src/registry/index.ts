@@ -14,3 +14,4 @@ export * from './schema-deletions.js';
 export * from './deletions.js';
 export * from './event-schemas.js';
 export * from './schema-config-keys.js';
+export * from './config-key-taken.js';

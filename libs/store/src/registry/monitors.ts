@@ -11,7 +11,22 @@ import {
 } from '../monitor-rows.js';
 import { ChannelStore } from './channels.js';
 import { EscalationPolicyStore } from './escalation-policies.js';
-import { registryCall, registryWrite } from './pg.js';
+import { registryCall, registryWrite, sqlState } from './pg.js';
+
+/** The unique index of a tenant's monitor keys (registry migration 9). */
+const KEY_INDEX = 'monitors_config_key';
+
+/** Runs a write that stores `key`; another monitor of the tenant with it is 409 KEY_TAKEN. */
+async function keyed<T>(key: string | null, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (key !== null && sqlState(err) === '23505' && (err as { constraint?: unknown }).constraint === KEY_INDEX) {
+      throw new AppError('KEY_TAKEN', `another monitor of this tenant has the key ${key}`);
+    }
+    throw err;
+  }
+}
 
 /**
  * 400 VALIDATION_FAILED unless every channel the monitor names is one of its tenant's and
@@ -39,16 +54,22 @@ export interface ListOptions {
   afterId?: string;
   ids?: readonly string[];
   limit?: number;
+  /** Only those with a configuration key. */
+  keyed?: boolean;
 }
 
 /** A monitor with its heartbeat token's nonce ('' : a token from before nonces; absent: not a heartbeat monitor). */
 export type MonitorWithNonce = StoredMonitor & { heartbeat_nonce?: string };
+
+/** A monitor managed by a configuration file: one with a key. */
+export type KeyedMonitor = MonitorWithNonce & { key: string };
 
 interface Row {
   id: string;
   version: string;
   spec: string;
   sealed: string;
+  config_key?: string | null;
   nonce?: string | null;
 }
 
@@ -155,10 +176,11 @@ export class MonitorStore {
       where.push(`m.id = ANY(${param(opts.ids)}::text[])`);
     }
     if (opts.afterId !== undefined) where.push(`m.id > ${param(opts.afterId)}`);
+    if (opts.keyed === true) where.push('m.config_key IS NOT NULL');
     const nonce = this.withNonces ? ', h.nonce' : '';
     const join = this.withNonces ? 'LEFT JOIN heartbeat_tokens h ON h.monitor_id = m.id' : '';
     const { rows } = await db.query<Row>(
-      `SELECT m.id, m.version, m.spec, m.sealed${nonce} FROM monitors m ${join}
+      `SELECT m.id, m.version, m.spec, m.sealed, m.config_key${nonce} FROM monitors m ${join}
        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
        ORDER BY m.id ${opts.limit !== undefined ? `LIMIT ${param(opts.limit)}` : ''}`,
       params,
@@ -167,7 +189,7 @@ export class MonitorStore {
   }
 
   private decode(r: Row): MonitorWithNonce {
-    const m: MonitorWithNonce = openMonitor(r.spec, r.sealed, Number(r.version), this.box);
+    const m: MonitorWithNonce = openMonitor(r.spec, r.sealed, Number(r.version), this.box, r.config_key ?? null);
     if (r.nonce !== undefined && r.nonce !== null) m.heartbeat_nonce = r.nonce;
     return m;
   }
@@ -178,19 +200,25 @@ export class MonitorStore {
    * token's nonce. Returns the stored monitor.
    */
   async create(m: Omit<StoredMonitor, 'version'>, quota: number): Promise<MonitorWithNonce> {
-    return registryWrite(this.db, async (tx) => {
-      const { rows } = await tx.query<{ n: string }>('SELECT count(*) AS n FROM monitors WHERE tenant_id = $1', [
-        m.tenant_id,
-      ]);
-      const count = Number(rows[0]?.n ?? 0);
-      if (count >= quota) {
-        throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} monitors and has ${count}`, { quota });
-      }
-      await checkAlerting(tx, m);
-      await this.insert(tx, m, 1);
-      const nonce = await this.syncToken(tx, m, undefined);
-      return { ...m, version: 1, ...(nonce !== undefined ? { heartbeat_nonce: nonce } : {}) };
-    });
+    return registryWrite(this.db, (tx) => this.createIn(tx, m, quota));
+  }
+
+  /**
+   * `create` inside the caller's registry write transaction (registryWrite: the quota's
+   * count holds at COMMIT). 409 KEY_TAKEN when another monitor of the tenant has its key.
+   */
+  async createIn(tx: PgClient, m: Omit<StoredMonitor, 'version'>, quota: number): Promise<MonitorWithNonce> {
+    const { rows } = await tx.query<{ n: string }>('SELECT count(*) AS n FROM monitors WHERE tenant_id = $1', [
+      m.tenant_id,
+    ]);
+    const count = Number(rows[0]?.n ?? 0);
+    if (count >= quota) {
+      throw new AppError('QUOTA_EXCEEDED', `this tenant may have ${quota} monitors and has ${count}`, { quota });
+    }
+    await checkAlerting(tx, m);
+    await keyed(m.key, () => this.insert(tx, m, 1));
+    const nonce = await this.syncToken(tx, m, undefined);
+    return { ...strip(m), version: 1, ...(nonce !== undefined ? { heartbeat_nonce: nonce } : {}) };
   }
 
   /**
@@ -198,35 +226,74 @@ export class MonitorStore {
    * (nothing changed) when another change came first or the monitor is gone.
    */
   async update(next: Omit<StoredMonitor, 'version'>, basedOn: number): Promise<MonitorWithNonce | undefined> {
-    return registryWrite(this.db, async (tx) => {
-      await checkAlerting(tx, next);
-      const version = await this.updateIn(tx, next, basedOn);
-      if (version === undefined) return undefined;
-      const nonce = await this.syncToken(tx, next, undefined);
-      return { ...next, version, ...(nonce !== undefined ? { heartbeat_nonce: nonce } : {}) };
-    });
+    return registryWrite(this.db, (tx) => this.updateIn(tx, next, basedOn));
+  }
+
+  /** `update` inside the caller's registry write transaction. 409 KEY_TAKEN when another monitor of the tenant has its key. */
+  async updateIn(
+    tx: PgClient,
+    next: Omit<StoredMonitor, 'version'>,
+    basedOn: number,
+  ): Promise<MonitorWithNonce | undefined> {
+    await checkAlerting(tx, next);
+    const version = await this.writeVersion(tx, next, basedOn);
+    if (version === undefined) return undefined;
+    const nonce = await this.syncToken(tx, next, undefined);
+    return { ...strip(next), version, ...(nonce !== undefined ? { heartbeat_nonce: nonce } : {}) };
   }
 
   /** `next` as the monitor's next version if it is still at `basedOn`: that version, or undefined. */
-  private async updateIn(
+  private async writeVersion(
     tx: PgClient,
     next: Omit<StoredMonitor, 'version'>,
     basedOn: number,
   ): Promise<number | undefined> {
     const { spec, sealed } = sealMonitor(strip(next), this.box);
-    const { rows } = await tx.query<{ version: string }>(
-      `UPDATE monitors SET version = version + 1, spec = $1, sealed = $2, updated_at = to_timestamp($3)
-       WHERE id = $4 AND tenant_id = $5 AND version = $6 RETURNING version`,
-      [spec, sealed, toUnixSeconds(next.updated_at), next.id, next.tenant_id, basedOn],
+    const { rows } = await keyed(next.key, () =>
+      tx.query<{ version: string }>(
+        `UPDATE monitors SET version = version + 1, spec = $1, sealed = $2, updated_at = to_timestamp($3),
+           config_key = $7
+         WHERE id = $4 AND tenant_id = $5 AND version = $6 RETURNING version`,
+        [spec, sealed, toUnixSeconds(next.updated_at), next.id, next.tenant_id, basedOn, next.key],
+      ),
     );
     return rows[0] ? Number(rows[0].version) : undefined;
+  }
+
+  /** The tenant's monitors with a key, in id order, read in the caller's transaction. */
+  async keyedIn(tx: PgClient, tenantId: string): Promise<KeyedMonitor[]> {
+    return (await this.select(tx, { tenantId, keyed: true })) as KeyedMonitor[];
+  }
+
+  /** The tenant's monitors without a key (id and name; no secret opened), in id order. */
+  async unkeyedIn(tx: PgClient, tenantId: string): Promise<{ id: string; name: string }[]> {
+    const { rows } = await tx.query<{ id: string; spec: string }>(
+      'SELECT id, spec FROM monitors WHERE tenant_id = $1 AND config_key IS NULL ORDER BY id',
+      [tenantId],
+    );
+    return rows.map((r) => ({ id: r.id, name: (JSON.parse(r.spec) as { name?: string }).name ?? r.id }));
+  }
+
+  /**
+   * Gives the monitor `key` (a new version: its answers change), in the caller's
+   * transaction; false when it is gone. 409 KEY_TAKEN when another monitor of the tenant has it.
+   */
+  async setKeyIn(tx: PgClient, tenantId: string, id: string, key: string): Promise<boolean> {
+    const { rowCount } = await keyed(key, () =>
+      tx.query('UPDATE monitors SET config_key = $3, version = version + 1 WHERE id = $1 AND tenant_id = $2', [
+        id,
+        tenantId,
+        key,
+      ]),
+    );
+    return rowCount === 1;
   }
 
   /** A new heartbeat token nonce (the old token stops at once), if the monitor is still at `basedOn`. */
   async rotateHeartbeatToken(m: StoredMonitor, basedOn: number): Promise<MonitorWithNonce | undefined> {
     const next = { ...strip(m), updated_at: toIsoSeconds(Math.floor(Date.now() / 1000)) };
     return registryWrite(this.db, async (tx) => {
-      const version = await this.updateIn(tx, next, basedOn);
+      const version = await this.writeVersion(tx, next, basedOn);
       if (version === undefined) return undefined;
       const nonce = await this.syncToken(tx, m, newHeartbeatNonce());
       return { ...next, version, heartbeat_nonce: nonce };
@@ -235,9 +302,16 @@ export class MonitorStore {
 
   /** Deletes the monitor if it is still at `basedOn` (its heartbeat token goes with it); false otherwise. */
   async remove(id: string, tenantId: string, basedOn: number): Promise<boolean> {
-    const { rowCount } = await registryWrite(this.db, (tx) =>
-      tx.query('DELETE FROM monitors WHERE id = $1 AND tenant_id = $2 AND version = $3', [id, tenantId, basedOn]),
-    );
+    return registryWrite(this.db, (tx) => this.removeIn(tx, id, tenantId, basedOn));
+  }
+
+  /** `remove` inside the caller's registry write transaction. */
+  async removeIn(tx: PgClient, id: string, tenantId: string, basedOn: number): Promise<boolean> {
+    const { rowCount } = await tx.query('DELETE FROM monitors WHERE id = $1 AND tenant_id = $2 AND version = $3', [
+      id,
+      tenantId,
+      basedOn,
+    ]);
     return rowCount === 1;
   }
 
@@ -274,12 +348,12 @@ export class MonitorStore {
       for (const m of monitors) {
         const { spec, sealed } = sealMonitor(strip(m), this.box);
         const { rows } = await tx.query<{ version: string }>(
-          `INSERT INTO monitors (id, tenant_id, version, spec, sealed, created_at, updated_at)
-           VALUES ($1, $2, 1, $3, $4, to_timestamp($5), to_timestamp($6))
+          `INSERT INTO monitors (id, tenant_id, version, spec, sealed, created_at, updated_at, config_key)
+           VALUES ($1, $2, 1, $3, $4, to_timestamp($5), to_timestamp($6), $7)
            ON CONFLICT (id) DO UPDATE SET version = monitors.version + 1, spec = EXCLUDED.spec,
-             sealed = EXCLUDED.sealed, updated_at = EXCLUDED.updated_at
+             sealed = EXCLUDED.sealed, updated_at = EXCLUDED.updated_at, config_key = EXCLUDED.config_key
            RETURNING version`,
-          [m.id, m.tenant_id, spec, sealed, toUnixSeconds(m.created_at), toUnixSeconds(m.updated_at)],
+          [m.id, m.tenant_id, spec, sealed, toUnixSeconds(m.created_at), toUnixSeconds(m.updated_at), m.key],
         );
         await this.syncToken(tx, m, undefined);
         versions.push(Number(rows[0]!.version));
@@ -297,7 +371,7 @@ export class MonitorStore {
     const prefix = `v1.${this.box.keyId}.`;
     const { rows } = await registryCall(() =>
       this.db.query<Row>(
-        `SELECT id, version, spec, sealed FROM monitors
+        `SELECT id, version, spec, sealed, config_key FROM monitors
          WHERE NOT (starts_with(sealed, $1) AND strpos(spec, $2) > 0)`,
         [prefix, WEBHOOKS_SEALED_MARK],
       ),
@@ -328,10 +402,10 @@ export class MonitorStore {
   ): Promise<boolean> {
     const { spec, sealed } = sealMonitor(strip(m), this.box);
     const { rowCount } = await tx.query(
-      `INSERT INTO monitors (id, tenant_id, version, spec, sealed, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, to_timestamp($6), to_timestamp($7))
+      `INSERT INTO monitors (id, tenant_id, version, spec, sealed, created_at, updated_at, config_key)
+       VALUES ($1, $2, $3, $4, $5, to_timestamp($6), to_timestamp($7), $8)
        ${skipTaken ? 'ON CONFLICT (id) DO NOTHING' : ''}`,
-      [m.id, m.tenant_id, version, spec, sealed, toUnixSeconds(m.created_at), toUnixSeconds(m.updated_at)],
+      [m.id, m.tenant_id, version, spec, sealed, toUnixSeconds(m.created_at), toUnixSeconds(m.updated_at), m.key],
     );
     return rowCount === 1;
   }

@@ -1,0 +1,27 @@
+import { AppError } from '@telemetry/platform';
+import { sqlState } from './pg.js';
+import type { CONFIG_KEY_TABLES } from './schema-config-keys.js';
+
+/**
+ * Runs a write that stores a configuration key on a row of `table`: PostgreSQL's unique
+ * violation of `<table>_config_key` (migration 9) becomes 409 KEY_TAKEN; every other
+ * error goes on as it was. Inside a caller's transaction the violation has aborted it,
+ * so the error must reach the transaction's end (it does: it is thrown).
+ */
+export async function refuseTakenKey<T>(
+  table: (typeof CONFIG_KEY_TABLES)[number],
+  key: string | null | undefined,
+  what: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (sqlState(err) === '23505' && (err as { constraint?: unknown }).constraint === `${table}_config_key`) {
+      throw new AppError('KEY_TAKEN', `another ${what} of this tenant has the key ${String(key)}`, {
+        key: key ?? null,
+      });
+    }
+    throw err;
+  }
+}
