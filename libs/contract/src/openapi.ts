@@ -2,6 +2,7 @@ import { accessPaths } from './openapi/access.js';
 import { deletionPaths } from './openapi/deletions.js';
 import { alertingPaths } from './openapi/alerting.js';
 import { checkPaths } from './openapi/checks.js';
+import { configPaths } from './openapi/config.js';
 import { schemas, securitySchemes } from './openapi/components.js';
 import { eventPaths } from './openapi/events.js';
 import { eventSchemaPaths } from './openapi/event-schemas.js';
@@ -48,6 +49,7 @@ const queryPaths: Json = withSessionCookie({
   ...ssoPaths,
   ...accessPaths,
   ...deletionPaths,
+  ...configPaths,
 });
 
 /** A write's parameters with the optional X-CSRF-Token header (once). */

@@ -19,6 +19,7 @@ import {
   type Slots,
   type Mirror,
   type PgPool,
+  type SecretBox,
   beginApp,
   ByteLru,
   endApp,
@@ -72,6 +73,13 @@ import { domainRoutes, type CustomDomainDeps } from './status/domains.route.js';
 import { hostRouting, OperatorHosts } from './status/host.js';
 import { subscriberRoutes, type SubscriberRoutesDeps } from './status/subscribers.route.js';
 import { reportRoutes } from './status/reports.route.js';
+import { configRoutes } from './config-as-code/config.route.js';
+import { ConfigEngine } from './config-as-code/engine.js';
+import type { ConfigKindModule } from './config-as-code/kind.js';
+import { statusPageConfigKind } from './config-as-code/status-pages.js';
+import { monitorConfigKind } from './config-as-code/monitors.js';
+import { channelConfigKind } from './config-as-code/channels.js';
+import { escalationPolicyConfigKind } from './config-as-code/escalation-policies.js';
 
 export interface QueryDeps {
   config: QueryConfig;
@@ -129,6 +137,8 @@ export interface QueryDeps {
   /** Status pages people follow (issue 43): the schemas of their inputs, compiled once; status reports. */
   followValidators: StatusFollowValidators;
   statusReports: ReportStore;
+  /** Fingerprints of secrets in configuration documents (SECRETS_KEYS; docs/as-code.md). */
+  secretBox: SecretBox;
   /** "Run once now": the runners' answers (run-once-client.ts) and the schemas of its body. */
   runOnce: { client: RunOnceAsker; validators: Pick<RunOnceValidators, 'request' | 'settings'> };
 }
@@ -359,6 +369,51 @@ export function createQueryApp(deps: QueryDeps): Express {
     auth: { read: auth('event_schemas:read'), write: auth('event_schemas:write') },
     audit: deps.audit,
   });
+  // Monitoring as code (docs/as-code.md): one document for the four kinds, planned and
+  // applied in one registry transaction. Each kind is a module beside its routes, with
+  // the same rules.
+  const configKinds: ConfigKindModule[] = [
+    channelConfigKind({
+      store: deps.channels,
+      validators: deps.validators,
+      channelValidators: deps.channelValidators,
+      policy: deps.policy,
+      minDelaySeconds: deps.config.alertMinDelaySeconds,
+      audit: deps.audit,
+    }),
+    escalationPolicyConfigKind({
+      store: deps.policies,
+      validators: deps.validators,
+      minDelaySeconds: deps.config.alertMinDelaySeconds,
+      audit: deps.audit,
+    }),
+    monitorConfigKind({
+      store: deps.monitors,
+      directory: deps.directory,
+      notifier: deps.notifier,
+      quotaOf: monitorQuotaOf(deps.config),
+      audit: deps.audit,
+      logger: deps.logger,
+      validators: deps.validators,
+      policy: deps.policy,
+      minIntervalSeconds: deps.config.minIntervalSeconds,
+      heartbeatKey: deps.config.heartbeatKey,
+    }),
+    statusPageConfigKind({ store: deps.statusPages, validators: deps.validators, audit: deps.audit, pages: pageHooks }),
+  ];
+  configRoutes(app, {
+    engine: new ConfigEngine({
+      pool: deps.pool,
+      box: deps.secretBox,
+      kinds: configKinds,
+      onAfterCommitError: (err) => deps.logger.error('after a configuration apply', { err: String(err) }),
+    }),
+    auth: {
+      read: [auth('monitors:read'), auth('channels:read')],
+      write: [auth('monitors:write'), auth('channels:write')],
+    },
+    audit: deps.audit,
+  });
   auditRoutes(app, { ...read, auth: auth('audit:read') });
   keyRoutes(app, {
     pool: deps.pool,
@@ -432,6 +487,8 @@ export function createQueryApp(deps: QueryDeps): Express {
   methodNotAllowed(app, '/api/invitations/:id', ['DELETE']);
   methodNotAllowed(app, '/api/settings', ['GET', 'HEAD', 'PATCH']);
   methodNotAllowed(app, '/api/audit', ['GET', 'HEAD']);
+  methodNotAllowed(app, '/api/config', ['GET', 'HEAD', 'POST']);
+  methodNotAllowed(app, '/api/config/adopt', ['POST']);
   methodNotAllowed(app, '/api/keys', ['GET', 'HEAD', 'POST']);
   methodNotAllowed(app, '/api/keys/:key_id', ['PATCH', 'DELETE']);
   methodNotAllowed(app, '/api/deletions', ['GET', 'HEAD', 'POST']);

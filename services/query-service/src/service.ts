@@ -310,6 +310,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     followValidators: statusFollowValidators,
     statusReports: new ReportStore(pool),
     runOnce: { client: runOnce, validators: runOnceValidators },
+    secretBox: new SecretBox(config.secretsKeys),
   });
   const http = new HttpServerComponent(app, config.port, config.host, config.shutdownDelayMs);
   // Shutdown in reverse: HTTP (stop accepting, answer in-flight) -> run-once replies (a run

@@ -5,6 +5,7 @@
 import { alertingCases } from './alerting.js';
 import type { Case } from './case.js';
 import { checkCases } from './checks.js';
+import { configCases } from './config.js';
 import { deletionCases } from './deletions.js';
 import { eventCases } from './events.js';
 import { eventSchemaCases } from './event-schemas.js';
@@ -40,6 +41,7 @@ export function corpus(follow: FollowEnv): Case[] {
     ...alertingCases(),
     ...eventSchemaCases(),
     ...deletionCases(),
+    ...configCases(),
     ...peopleCases(),
     ...memberCases(),
     ...statusFollowCases(follow),

@@ -39,6 +39,8 @@ import {
   webhookDeliverySchema,
 } from '../schemas.js';
 import { summarySuccessSchema } from './checks.js';
+import { configAdoptedSchema, configExportSchema } from './config.js';
+import { CONFIG_SCHEMAS } from '../config-as-code.js';
 import { component, envelopeOf, pageOf, ref, type Json } from './responses.js';
 
 /**
@@ -155,4 +157,7 @@ export const schemas: Json = {
   AuditPage: pageOf('AuditEntry'),
   KeyCreate: component(keyCreateSchema),
   KeyPatch: component(keyPatchSchema),
+  ...Object.fromEntries(CONFIG_SCHEMAS.map((s) => [s.$id, component(s)])),
+  ConfigExport: configExportSchema,
+  ConfigAdopted: configAdoptedSchema,
 };
