@@ -73,8 +73,14 @@ export function exportYaml(exported: ExportedConfig): { text: string; secrets: E
     });
   }
   const doc = new Document(out);
-  // {env, fingerprint} on one line, as a person writes it
+  // {env, fingerprint} and lists of scalars (channels: [a, b]) on one line, as a person writes them
   visit(doc, {
+    Seq(_, node) {
+      let width = 0;
+      for (const i of node.items) width += isScalar(i) ? String(i.value).length + 2 : 1000;
+      const short = width <= 80;
+      if (node.items.length > 0 && short) node.flow = true;
+    },
     Map(_, node) {
       if (
         node.items.length > 0 &&
