@@ -258,6 +258,18 @@ describe('telemetry CLI against the query service (real PostgreSQL)', function (
     expect(out.problems[0]).to.deep.include({ line: line + 1, column, path: '/monitors/2/body' });
   });
 
+  it('export --adopt gives the monitor made by hand a key, and the file then describes the tenant', async () => {
+    const r = await telemetry(['export', '--adopt', '--json', '-o', 'adopted.yaml']);
+    expect(r.code, r.stdout + r.stderr).to.equal(0);
+    const out = json<{ adopted: { kind: string; key: string }[]; unmanaged: Record<string, number> }>(r);
+    expect(out.adopted.map((a) => `${a.kind} ${a.key}`)).to.deep.equal(['monitor made-by-hand']);
+    expect(Object.values(out.unmanaged).every((n) => n === 0)).to.equal(true);
+    expect(readFileSync(join(dir, 'adopted.yaml'), 'utf8')).to.contain('key: made-by-hand');
+    const plan = await telemetry(['plan', '--prune', '--detailed-exitcode', '-f', 'adopted.yaml']);
+    expect(plan.code, plan.stdout + plan.stderr).to.equal(0);
+    expect((await monitors()).map((m) => m.key)).to.deep.equal(['m1', 'm2', 'm3', 'm4', 'made-by-hand']);
+  });
+
   it('refuses a wrong key without printing it', async () => {
     const r = await telemetry(['plan'], { ...SECRETS, TELEMETRY_API_KEY: 'tk_wrong_secret_value_123' });
     expect(r.code).to.equal(1);
