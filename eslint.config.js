@@ -25,7 +25,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js'],
+    files: ['eslint.config.js', 'cli/bin/*.js'],
     extends: [tseslint.configs.disableTypeChecked],
   },
 );

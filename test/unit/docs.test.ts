@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
+import { SCHEMA_FILE, schemaText } from '@telemetry/cli';
 import { GENERATED, replaceGenerated } from '../../tools/docs/generate.js';
 
 describe('docs match the code (unit)', () => {
@@ -10,4 +11,8 @@ describe('docs match the code (unit)', () => {
       expect(replaceGenerated(text, name, make()), `run npm run docs to refresh ${file}`).to.equal(text);
     });
   }
+
+  it(`${SCHEMA_FILE} is telemetry.yaml's schema as the CLI validates with it`, () => {
+    expect(readFileSync(SCHEMA_FILE, 'utf8'), 'run npm run docs to refresh it').to.equal(schemaText());
+  });
 });

@@ -2,12 +2,14 @@
  * Generates the tables in docs/configuration.md and docs/errors.md from the code (the
  * config specs and ERROR_CODES), between <!-- generated:NAME --> markers, docs/openapi.json,
  * deploy/clickhouse/users.sh (the ClickHouse users and grants, SERVICE_USERS) and
- * deploy/postgres/roles.sql (the PostgreSQL roles and grants, PG_SERVICE_ROLES).
+ * deploy/postgres/roles.sql (the PostgreSQL roles and grants, PG_SERVICE_ROLES) and
+ * docs/telemetry.schema.json (telemetry.yaml's JSON Schema, from the API's create bodies).
  * `npm run docs` rewrites them; test/unit/docs.test.ts fails when they are stale.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { runnerSpec } from '@telemetry/check-runner';
+import { SCHEMA_FILE, schemaText } from '@telemetry/cli';
 import { buildOpenApi, ERROR_CODES } from '@telemetry/contract';
 import { gatewaySpec } from '@telemetry/ingest-gateway';
 import { querySpec } from '@telemetry/query-service';
@@ -103,6 +105,7 @@ if (process.argv[1]?.endsWith('generate.ts')) {
     writeFileSync(file, replaceGenerated(readFileSync(file, 'utf8'), name, make()));
   }
   writeFileSync(OPENAPI_FILE, openapiText());
+  writeFileSync(SCHEMA_FILE, schemaText());
   writeFileSync(USERS_SCRIPT_FILE, usersScript());
   mkdirSync(dirname(ROLES_SQL_FILE), { recursive: true });
   writeFileSync(ROLES_SQL_FILE, rolesSql());
