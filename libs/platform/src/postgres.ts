@@ -117,11 +117,16 @@ export class PostgresComponent implements Component {
  * Runs `fn` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when
  * it throws (and the error goes on).
  */
-export async function inTransaction<T>(pool: PgPool, fn: (tx: PgClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  pool: PgPool,
+  fn: (tx: PgClient) => Promise<T>,
+  /** The statement that starts it (e.g. `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`). */
+  begin = 'BEGIN',
+): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     const out = await fn(client);
     await client.query('COMMIT');
     return out;

@@ -1,5 +1,4 @@
-import { isDeepStrictEqual } from 'node:util';
-import { CHANNEL_SECRETS, type ConfigItem, type Problem, type SecretPin } from '@telemetry/contract';
+import { CHANNEL_SECRETS, type ConfigItem, type SecretPin } from '@telemetry/contract';
 import {
   CONNECT_FIELDS,
   channelView,
@@ -8,10 +7,10 @@ import {
   type KeyedChannel,
   type StoredChannel,
 } from '@telemetry/store';
-import { recordChange, type Auditor } from '../access/audit.js';
+import type { Auditor } from '../access/audit.js';
 import { channelOfCreate, type ChannelDraft, type ChannelRules } from '../channel-rules.js';
-import { nowIso } from '../registry-objects.js';
-import { movedUnderLock, type ConfigKindModule } from './kind.js';
+import { alertingWrites } from './alerting-writes.js';
+import { described, differing, type ConfigKindModule } from './kind.js';
 
 /**
  * Alert channels as a configuration document's `channels` (docs/as-code.md): each item is
@@ -81,7 +80,14 @@ function secretsOf(c: StoredChannel): Map<string, string> {
 }
 
 export function channelConfigKind(deps: ChannelKindDeps): ConfigKindModule<KeyedChannel, DesiredChannel> {
-  const what = (key: string) => `the channel ${key}`;
+  const writes = alertingWrites({
+    store: deps.store,
+    audit: deps.audit,
+    type: 'channel',
+    what: (key) => `the channel ${key}`,
+    view: channelView,
+    stored: (c) => ({ config: c.target.config }),
+  });
   return {
     section: 'channels',
     kind: 'channel',
@@ -95,19 +101,7 @@ export function channelConfigKind(deps: ChannelKindDeps): ConfigKindModule<Keyed
     prepare(item, current, ctx) {
       const checked = channelOfCreate(item, deps);
       if ('faults' in checked) return { problems: checked.faults.flatMap((f) => f.problems) };
-      const id = current?.id ?? ctx.newId();
-      const now = nowIso();
-      return {
-        id,
-        desired: {
-          ...checked.channel,
-          key: item.key,
-          id,
-          tenant_id: ctx.tenantId,
-          created_at: current?.created_at ?? now,
-          updated_at: now,
-        },
-      };
+      return described(checked.channel, item, current, ctx);
     },
 
     // As a PATCH (unmaskConfig): no secret follows a channel to another host, but for
@@ -118,80 +112,10 @@ export function channelConfigKind(deps: ChannelKindDeps): ConfigKindModule<Keyed
     },
 
     changes(current, desired) {
-      const before = fieldsOf(current);
-      const after = fieldsOf(desired);
-      return CHANNEL_ITEM_FIELDS.filter((f) => !isDeepStrictEqual(before[f], after[f]));
+      return differing(CHANNEL_ITEM_FIELDS, fieldsOf(current), fieldsOf(desired));
     },
 
-    async create(tx, desired, ctx) {
-      const now = nowIso();
-      const c = await deps.store.createIn(tx, {
-        ...desired,
-        tenant_id: ctx.tenantId,
-        created_at: now,
-        updated_at: now,
-      });
-      return () =>
-        recordChange(
-          deps.audit,
-          ctx.req,
-          ctx.res,
-          'channel.create',
-          { type: 'channel', id: c.id },
-          undefined,
-          channelView(c),
-        );
-    },
-
-    async update(tx, current, desired, ctx) {
-      const next = {
-        ...desired,
-        id: current.id,
-        tenant_id: ctx.tenantId,
-        created_at: current.created_at,
-        updated_at: nowIso(),
-      };
-      const c = await deps.store.updateIn(tx, next, current.version);
-      if (!c) {
-        throw movedUnderLock(what(current.key));
-      }
-      return () =>
-        recordChange(
-          deps.audit,
-          ctx.req,
-          ctx.res,
-          'channel.update',
-          { type: 'channel', id: c.id },
-          channelView(current),
-          channelView(c),
-          { before: { config: current.target.config }, after: { config: c.target.config } },
-        );
-    },
-
-    async remove(tx, current, ctx): Promise<Problem[] | (() => Promise<void>)> {
-      const { removed, usedBy } = await deps.store.removeIn(tx, ctx.tenantId, current.id);
-      if (usedBy.length > 0) {
-        // The engine names the object (`the channel x cannot be deleted: …`) at its section.
-        return [
-          {
-            path: '',
-            message: `it is still used by ${usedBy.join(', ')}`,
-          },
-        ];
-      }
-      return removed
-        ? () =>
-            recordChange(
-              deps.audit,
-              ctx.req,
-              ctx.res,
-              'channel.delete',
-              { type: 'channel', id: current.id },
-              channelView(current),
-              undefined,
-            )
-        : () => Promise.resolve();
-    },
+    ...writes,
 
     exportOf(current, ctx): ConfigItem {
       const config = structuredClone(current.target.config) as Json;

@@ -14,7 +14,7 @@ import {
   type ConfigValidators,
   type Problem,
 } from '@telemetry/contract';
-import type { PgClient, PgPool } from '@telemetry/platform';
+import { inTransaction, type PgClient, type PgPool } from '@telemetry/platform';
 import { newChannelId, newEscalationPolicyId, newMonitorId, registryCall, registryWrite } from '@telemetry/store';
 import { invalid } from '../registry-objects.js';
 import type { AfterCommit, ApplyContext, ConfigKindModule, ManagedObject, PlanContext } from './kind.js';
@@ -538,21 +538,5 @@ export function uniqueKey(base: string, taken: ReadonlySet<string>): string {
 
 /** A read-only snapshot of the registry (REPEATABLE READ): every kind's objects as of one moment. */
 async function readSnapshot<T>(pool: PgPool, fn: (tx: PgClient) => Promise<T>): Promise<T> {
-  return registryCall(async () => {
-    const client = await pool.connect();
-    let broken = false;
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const out = await fn(client);
-      await client.query('COMMIT');
-      return out;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
-      throw err;
-    } finally {
-      client.release(broken);
-    }
-  });
+  return registryCall(() => inTransaction(pool, fn, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'));
 }

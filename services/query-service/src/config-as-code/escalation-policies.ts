@@ -1,10 +1,9 @@
-import { isDeepStrictEqual } from 'node:util';
 import type { ConfigItem, Problem } from '@telemetry/contract';
 import { policyView, type EscalationPolicyStore, type KeyedPolicy, type StoredPolicy } from '@telemetry/store';
-import { recordChange, type Auditor } from '../access/audit.js';
+import type { Auditor } from '../access/audit.js';
 import { policyOfCreate, type PolicyDraft, type PolicyRules } from '../escalation-policy-rules.js';
-import { nowIso } from '../registry-objects.js';
-import { movedUnderLock, type ConfigKindModule, type PlanContext } from './kind.js';
+import { alertingWrites } from './alerting-writes.js';
+import { described, differing, type ConfigKindModule, type PlanContext } from './kind.js';
 
 /**
  * Escalation policies as a configuration document's `escalation_policies` (docs/as-code.md):
@@ -53,7 +52,13 @@ function fieldsOf(p: PolicyDraft): Pick<PolicyDraft, 'name' | 'steps'> {
 export function escalationPolicyConfigKind(
   deps: EscalationPolicyKindDeps,
 ): ConfigKindModule<KeyedPolicy, DesiredPolicy> {
-  const target = (id: string) => ({ type: 'escalation_policy', id });
+  const writes = alertingWrites({
+    store: deps.store,
+    audit: deps.audit,
+    type: 'escalation_policy',
+    what: (key) => `the escalation policy ${key}`,
+    view: policyView,
+  });
   return {
     section: 'escalation_policies',
     kind: 'escalation_policy',
@@ -69,87 +74,14 @@ export function escalationPolicyConfigKind(
       const checked = policyOfCreate(body, deps);
       if ('problems' in checked) return { problems: [...problems, ...checked.problems] };
       if (problems.length > 0) return { problems };
-      const id = current?.id ?? ctx.newId();
-      const now = nowIso();
-      return {
-        id,
-        desired: {
-          ...checked.policy,
-          key: item.key,
-          id,
-          tenant_id: ctx.tenantId,
-          created_at: current?.created_at ?? now,
-          updated_at: now,
-        },
-      };
+      return described(checked.policy, item, current, ctx);
     },
 
     changes(current, desired) {
-      const before = fieldsOf(current);
-      const after = fieldsOf(desired);
-      return POLICY_ITEM_FIELDS.filter((f) => !isDeepStrictEqual(before[f], after[f]));
+      return differing(POLICY_ITEM_FIELDS, fieldsOf(current), fieldsOf(desired));
     },
 
-    async create(tx, desired, ctx) {
-      const now = nowIso();
-      const p = await deps.store.createIn(tx, {
-        ...desired,
-        tenant_id: ctx.tenantId,
-        created_at: now,
-        updated_at: now,
-      });
-      return () =>
-        recordChange(deps.audit, ctx.req, ctx.res, 'escalation_policy.create', target(p.id), undefined, policyView(p));
-    },
-
-    async update(tx, current, desired, ctx) {
-      const next = {
-        ...desired,
-        id: current.id,
-        tenant_id: ctx.tenantId,
-        created_at: current.created_at,
-        updated_at: nowIso(),
-      };
-      const p = await deps.store.updateIn(tx, next, current.version);
-      if (!p) {
-        throw movedUnderLock(`the escalation policy ${current.key}`);
-      }
-      return () =>
-        recordChange(
-          deps.audit,
-          ctx.req,
-          ctx.res,
-          'escalation_policy.update',
-          target(p.id),
-          policyView(current),
-          policyView(p),
-        );
-    },
-
-    async remove(tx, current, ctx) {
-      const { removed, usedBy } = await deps.store.removeIn(tx, ctx.tenantId, current.id);
-      if (usedBy.length > 0) {
-        // The engine names the object (`the channel x cannot be deleted: …`) at its section.
-        return [
-          {
-            path: '',
-            message: `it is still used by ${usedBy.join(', ')}`,
-          },
-        ];
-      }
-      return removed
-        ? () =>
-            recordChange(
-              deps.audit,
-              ctx.req,
-              ctx.res,
-              'escalation_policy.delete',
-              target(current.id),
-              policyView(current),
-              undefined,
-            )
-        : () => Promise.resolve();
-    },
+    ...writes,
 
     exportOf(current, ctx): ConfigItem {
       // A channel without a key keeps its id: planning the export names it (there is no channel with that key).

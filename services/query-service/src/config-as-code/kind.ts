@@ -1,6 +1,8 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Request, Response } from 'express';
 import type { ConfigItem, ConfigKind, ConfigSection, Problem } from '@telemetry/contract';
 import type { PgClient } from '@telemetry/platform';
+import { nowIso } from '../registry-objects.js';
 
 /**
  * One kind of object a configuration document manages (docs/as-code.md): monitors,
@@ -114,4 +116,38 @@ export type AfterCommit = () => Promise<void>;
  */
 export function movedUnderLock(what: string): Error {
   return new Error(`${what} changed under the registry write lock while a document was applied`);
+}
+
+/**
+ * What a described object is, beyond its checked fields: the item's key, its id (the
+ * current object's, or the new one this item gets), its tenant and times (created_at kept).
+ */
+export function described<T extends object>(
+  checked: T,
+  item: ConfigItem,
+  current: { id: string; created_at: string } | undefined,
+  ctx: PlanContext,
+): { id: string; desired: T & { key: string; id: string; tenant_id: string; created_at: string; updated_at: string } } {
+  const id = current?.id ?? ctx.newId();
+  const now = nowIso();
+  return {
+    id,
+    desired: {
+      ...checked,
+      key: item.key,
+      id,
+      tenant_id: ctx.tenantId,
+      created_at: current?.created_at ?? now,
+      updated_at: now,
+    },
+  };
+}
+
+/** The fields (in their order) whose values differ between two views of an object. */
+export function differing<F extends string>(
+  fields: readonly F[],
+  before: Record<F, unknown>,
+  after: Record<F, unknown>,
+): F[] {
+  return fields.filter((f) => !isDeepStrictEqual(before[f], after[f]));
 }
