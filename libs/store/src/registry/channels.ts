@@ -9,7 +9,7 @@ import {
 import { AppError, type PgPool, type PgQueryable, type SecretBox } from '@telemetry/platform';
 import { MASK, maskWebhookUrl } from '../monitor-secrets.js';
 import { toUnixSeconds } from '../monitor-rows.js';
-import { refuseTakenKey } from './config-key-taken.js';
+import { refuseTakenKey, setConfigKeyIn } from './config-key-taken.js';
 import { epochOf, isoOfEpoch, registryCall, registryWrite } from './pg.js';
 
 /**
@@ -238,14 +238,7 @@ export class ChannelStore {
 
   /** Stores `key` on the channel `id` in `tx` (its version moves on): false when it is gone; 409 KEY_TAKEN. */
   async setKeyIn(tx: PgQueryable, tenantId: string, id: string, key: string): Promise<boolean> {
-    const { rowCount } = await refuseTakenKey('channels', key, 'channel', () =>
-      tx.query(
-        `UPDATE channels SET config_key = $1, version = version + 1, updated_at = now()
-         WHERE tenant_id = $2 AND id = $3`,
-        [key, tenantId, id],
-      ),
-    );
-    return rowCount === 1;
+    return setConfigKeyIn(tx, 'channels', 'channel', tenantId, id, key);
   }
 
   /** Of `ids`, those that are not channels of `tenantId` (checked inside a registry write by monitors and policies). */

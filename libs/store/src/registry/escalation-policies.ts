@@ -3,7 +3,7 @@ import { ALERTING_LIMITS, type EscalationPolicy } from '@telemetry/contract';
 import { AppError, type PgPool, type PgQueryable } from '@telemetry/platform';
 import { ChannelStore } from './channels.js';
 import { toUnixSeconds } from '../monitor-rows.js';
-import { refuseTakenKey } from './config-key-taken.js';
+import { refuseTakenKey, setConfigKeyIn } from './config-key-taken.js';
 import { epochOf, isoOfEpoch, registryCall, registryWrite } from './pg.js';
 
 /**
@@ -111,14 +111,7 @@ export class EscalationPolicyStore {
 
   /** Stores `key` on the policy `id` in `tx` (its version moves on): false when it is gone; 409 KEY_TAKEN. */
   async setKeyIn(tx: PgQueryable, tenantId: string, id: string, key: string): Promise<boolean> {
-    const { rowCount } = await refuseTakenKey('escalation_policies', key, 'escalation policy', () =>
-      tx.query(
-        `UPDATE escalation_policies SET config_key = $1, version = version + 1, updated_at = now()
-         WHERE tenant_id = $2 AND id = $3`,
-        [key, tenantId, id],
-      ),
-    );
-    return rowCount === 1;
+    return setConfigKeyIn(tx, 'escalation_policies', 'escalation policy', tenantId, id, key);
   }
 
   /** Is `id` a policy of `tenantId` (inside a registry write: a monitor naming it)? */

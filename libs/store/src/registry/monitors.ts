@@ -11,7 +11,7 @@ import {
 } from '../monitor-rows.js';
 import { ChannelStore } from './channels.js';
 import { EscalationPolicyStore } from './escalation-policies.js';
-import { refuseTakenKey } from './config-key-taken.js';
+import { refuseTakenKey, setConfigKeyIn } from './config-key-taken.js';
 import { registryCall, registryWrite } from './pg.js';
 
 /** Runs a write that stores `key`; another monitor of the tenant with it is 409 KEY_TAKEN (details.key). */
@@ -270,14 +270,7 @@ export class MonitorStore {
    * transaction; false when it is gone. 409 KEY_TAKEN when another monitor of the tenant has it.
    */
   async setKeyIn(tx: PgClient, tenantId: string, id: string, key: string): Promise<boolean> {
-    const { rowCount } = await keyed(key, () =>
-      tx.query('UPDATE monitors SET config_key = $3, version = version + 1 WHERE id = $1 AND tenant_id = $2', [
-        id,
-        tenantId,
-        key,
-      ]),
-    );
-    return rowCount === 1;
+    return setConfigKeyIn(tx, 'monitors', 'monitor', tenantId, id, key);
   }
 
   /** A new heartbeat token nonce (the old token stops at once), if the monitor is still at `basedOn`. */

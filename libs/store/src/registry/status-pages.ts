@@ -2,6 +2,7 @@ import { STATUS_PAGE_LIMITS } from '@telemetry/contract';
 import { AppError, type PgClient, type PgPool, type PgQueryable } from '@telemetry/platform';
 import { storedStatusPageOf, type StoredStatusPage } from '../status-pages.js';
 import { epochOf, registryCall, registryWrite, sqlState } from './pg.js';
+import { setConfigKeyIn } from './config-key-taken.js';
 
 interface Row {
   slug: string;
@@ -195,16 +196,7 @@ export class StatusPageStore {
    * replica's copy follows); false when it is gone. 409 KEY_TAKEN when another page has it.
    */
   async setKeyIn(tx: PgClient, tenantId: string, slug: string, key: string): Promise<boolean> {
-    try {
-      const { rowCount } = await tx.query(
-        `UPDATE status_pages SET version = version + 1, config_key = $1, updated_at = now()
-         WHERE slug = $2 AND tenant_id = $3`,
-        [key, slug, tenantId],
-      );
-      return rowCount === 1;
-    } catch (err) {
-      throw takenOf(err, { slug, key });
-    }
+    return setConfigKeyIn(tx, 'status_pages', 'status page', tenantId, slug, key);
   }
 
   /** Stores pages copied from ClickHouse unless their slug is taken, inside the caller's registry write transaction; how many were new. */
