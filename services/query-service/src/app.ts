@@ -241,7 +241,12 @@ export function createQueryApp(deps: QueryDeps): Express {
     }),
   );
   // A browser check's failure screenshot (PNG): the same access as the checks it belongs to.
-  app.get('/api/monitors/:id/checks/:checkId/screenshot', auth('checks:read'), known, screenshotRoute(read));
+  app.get(
+    '/api/monitors/:id/checks/:checkId/screenshot',
+    auth('checks:read'),
+    known,
+    screenshotRoute({ ...read, tail: deps.tail }),
+  );
   app.get(
     '/api/monitors/:id/checks/summary',
     auth('checks:read'),

@@ -301,6 +301,16 @@ export class CheckTail implements Component {
     return rows;
   }
 
+  /**
+   * Does the tail hold the check, saying it has a screenshot? The check can be served from
+   * here before the stream consumer has stored the screenshot (another topic, another
+   * batch): the screenshot route then waits for it a little (screenshots.route.ts).
+   */
+  announcesScreenshot(tenantId: string, monitorId: string, checkId: string): boolean {
+    const m = this.monitors.get(tailKey(tenantId, monitorId));
+    return m?.rows.some((r) => r.id === checkId && r.check.screenshot !== null) ?? false;
+  }
+
   /** What the tail holds now (for tests and /metrics). */
   stats(): { monitors: number; checks: number; buffered: number; ready: boolean } {
     return { monitors: this.monitors.size, checks: this.checksHeld(), buffered: this.buffered, ready: this.ready() };
