@@ -155,7 +155,7 @@ describe('alerting configuration keys: API and config kinds (real PostgreSQL, Ka
     const rules = {
       validators: createValidators(),
       channelValidators: createChannelValidators(),
-      policy: new EgressPolicy(),
+      policy: new EgressPolicy({ allow: ['127.0.0.1:9'] }),
       minDelaySeconds: 30,
       audit,
     };
@@ -187,7 +187,7 @@ describe('alerting configuration keys: API and config kinds (real PostgreSQL, Ka
       key,
       type: 'slack',
       name,
-      config: { url: `https://hooks.slack.com/services/T0/B0/${key}` },
+      config: { url: `http://127.0.0.1:9/services/T0/B0/${key}` },
     });
     const k = (s: string) => `${ck}-${s}`;
 

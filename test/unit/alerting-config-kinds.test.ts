@@ -92,7 +92,7 @@ describe('config as code: channel and escalation policy kinds (unit)', () => {
           name: 'Bad',
           remind_every_seconds: 10,
           templates: { title: '{{nope}}' },
-          config: { url: 'http://10.1.2.3/hook', secret: 'a-webhook-secret-of-enough-length' },
+          config: { url: 'http://127.0.0.3/hook', secret: 'a-webhook-secret-of-enough-length' },
         },
         undefined,
         plan,
@@ -145,7 +145,7 @@ describe('config as code: channel and escalation policy kinds (unit)', () => {
           config: { url: 'https://ops.example.com/hook?token=abc', secret: 'another-secret-of-enough-length' },
         }),
       ).to.deep.equal(['config']);
-      expect(changed({ type: 'slack', config: { url: 'https://hooks.slack.com/services/T0/B0/xyz' } })).to.deep.equal([
+      expect(changed({ type: 'slack', config: { url: 'https://hooks.example.com/services/T0/B0/xyz' } })).to.deep.equal([
         'type',
         'config',
       ]);

@@ -22,7 +22,7 @@ const fixture = (name: string): string => join(FIXTURES, name);
 
 /** The env the good file needs. */
 const GOOD_ENV = {
-  SLACK_WEBHOOK_URL: 'https://hooks.slack.com/services/T0/B0/secret-path',
+  SLACK_WEBHOOK_URL: 'http://127.0.0.1:9/services/T0/B0/secret-path',
   OPS_HOOK_URL: 'http://127.0.0.1:9/hook',
   API_TOKEN: 'Bearer token-value-1',
 };

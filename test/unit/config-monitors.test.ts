@@ -142,7 +142,7 @@ describe('monitors in a configuration document (unit)', () => {
     expect(rules.map((p) => p.path)).to.have.members(['/interval_seconds', '/timeout_ms']);
     expect(rules.find((p) => p.path === '/interval_seconds')?.message).to.match(/MIN_INTERVAL_SECONDS/);
 
-    const denied = problemsOf({ key: 'db', name: 'DB', url: 'http://10.1.2.3:8080/' });
+    const denied = problemsOf({ key: 'db', name: 'DB', url: 'http://127.0.0.3:8080/' });
     expect(denied).to.have.length(1);
     expect(denied[0]!.path).to.equal('/url');
     expect(denied[0]!.message).to.match(/egress policy.*denied range/);
@@ -151,7 +151,7 @@ describe('monitors in a configuration document (unit)', () => {
       key: 'w',
       name: 'W',
       url: 'https://api.example.com/',
-      webhooks: ['https://hooks.example.com/x', 'http://192.168.1.1/hook'],
+      webhooks: ['https://hooks.example.com/x', 'http://127.0.0.4/hook'],
     });
     expect(webhook.map((p) => p.path)).to.deep.equal(['/webhooks/1']);
 
