@@ -145,10 +145,9 @@ describe('config as code: channel and escalation policy kinds (unit)', () => {
           config: { url: 'https://ops.example.com/hook?token=abc', secret: 'another-secret-of-enough-length' },
         }),
       ).to.deep.equal(['config']);
-      expect(changed({ type: 'slack', config: { url: 'https://hooks.example.com/services/T0/B0/xyz' } })).to.deep.equal([
-        'type',
-        'config',
-      ]);
+      expect(changed({ type: 'slack', config: { url: 'https://hooks.example.com/services/T0/B0/xyz' } })).to.deep.equal(
+        ['type', 'config'],
+      );
     });
 
     it('export secrets as fingerprints only, and an export planned back changes nothing', () => {
