@@ -1,4 +1,4 @@
-import { CHANNEL_SECRETS, type ConfigItem, type SecretPin } from '@telemetry/contract';
+import { CHANNEL_SECRETS, channelCreateSchema, type ConfigItem, type SecretPin } from '@telemetry/contract';
 import {
   CONNECT_FIELDS,
   channelView,
@@ -27,17 +27,12 @@ export interface ChannelKindDeps extends ChannelRules {
 /** A channel as a document describes it: what is stored, but its version. */
 export type DesiredChannel = Omit<StoredChannel, 'version'> & { key: string };
 
-/** The item's fields (a create body's, but `key`), in the order a plan names them. */
-export const CHANNEL_ITEM_FIELDS = [
-  'type',
-  'name',
-  'config',
-  'send_resolved',
-  'remind_every_seconds',
-  'remind_max',
-  'templates',
-] as const;
-type Field = (typeof CHANNEL_ITEM_FIELDS)[number];
+type Field = Exclude<keyof typeof channelCreateSchema.properties, 'key'>;
+
+/** The item's fields: POST /api/channels's body's but `key`, in the schema's order (as a plan names them). */
+export const CHANNEL_ITEM_FIELDS: readonly Field[] = (
+  Object.keys(channelCreateSchema.properties) as (keyof typeof channelCreateSchema.properties)[]
+).filter((f): f is Field => f !== 'key');
 
 function fieldsOf(c: ChannelDraft): Record<Field, unknown> {
   return {
