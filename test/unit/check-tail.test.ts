@@ -187,7 +187,7 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
         if (got) {
           hits++;
           expect(
-            got.map((r) => JSON.stringify(r.check)),
+            got.map((r) => r.json),
             `seed ${seed} step ${step} ${JSON.stringify(query)}`,
           ).to.deep.equal(reference(known, query));
         }

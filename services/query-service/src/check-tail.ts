@@ -31,12 +31,38 @@ import { rowToCheck, type CheckHistoryRow, type CheckRow, type ChecksQuery, type
  * Kafka delivers twice.
  */
 
-/** A check as the tail keeps it: its sort key and the API's object. */
+/**
+ * A check as the tail keeps it: its sort key, its status and the API object's JSON (the
+ * page is written from these strings). NOTE: three heap objects per check, not a dozen
+ * (the object, its id, its JSON): the tail holds TAIL_CHECKS_PER_MONITOR x monitors of
+ * them, and every one is traced by each full GC.
+ */
 export interface TailCheck {
   t: number;
   id: string;
   status: string;
-  check: Check;
+  json: string;
+  screenshot: boolean;
+}
+
+/** Statuses as one string each (what JSON.parse gives is a new string per check). */
+const STATUS_STRINGS = new Map(['up', 'down', 'degraded', 'paused'].map((x) => [x, x]));
+
+/** A check as the tail keeps it, from the API's object. */
+export function tailCheckFrom(t: number, check: Check): TailCheck {
+  return {
+    t,
+    id: check.id,
+    status: STATUS_STRINGS.get(check.status) ?? check.status,
+    json: JSON.stringify(check),
+    screenshot: check.screenshot !== null,
+  };
+}
+
+/** What the tail tells about the checks it reads (the page cache, page-cache.ts). */
+export interface TailWatcher {
+  onCheck(tenantId: string, monitorId: string, t: number): void;
+  clear(): void;
 }
 
 /** What the tail needs of the topic reader (TopicReader in @telemetry/platform). */
@@ -148,11 +174,9 @@ type Outcome = 'hit' | 'miss' | 'cold' | 'unready';
 
 /** A decoded check row as the tail keeps it (the API's object built once, as rowToCheck builds it from ClickHouse). */
 export function tailCheckOf(r: CheckRow): TailCheck {
-  return {
-    t: r.created_at,
-    id: r.id,
-    status: r.status,
-    check: rowToCheck({
+  return tailCheckFrom(
+    r.created_at,
+    rowToCheck({
       id: r.id,
       monitor_id: r.monitor_id,
       status: r.status,
@@ -166,7 +190,7 @@ export function tailCheckOf(r: CheckRow): TailCheck {
       screenshot: r.screenshot,
       ts: r.created_at,
     }),
-  };
+  );
 }
 
 export class CheckTail implements Component {
@@ -188,6 +212,7 @@ export class CheckTail implements Component {
   private stopped = false;
   private refresher: Promise<void> | undefined;
   private reader: TailReader | undefined;
+  private watcher: TailWatcher | undefined;
   private readonly clock: Clock;
   private readonly requests: Counter<'result'>;
   private readonly loadsDone: Counter<'result'>;
@@ -229,6 +254,32 @@ export class CheckTail implements Component {
     this.reader = reader;
   }
 
+  /** Told of every check read, and of restarts. */
+  watch(watcher: TailWatcher): void {
+    this.watcher = watcher;
+  }
+
+  /**
+   * True when every check of the monitor at or below `t` that the stream consumer has
+   * not yet committed (so maybe not yet in ClickHouse) has been read and none is: a
+   * ClickHouse read of those checks is complete, and any check arriving later is told to
+   * the watcher. False when the tail cannot tell (not caught up, or it dropped checks).
+   */
+  settled(tenantId: string, monitorId: string, t: number): boolean {
+    const committed = this.committed;
+    if (!committed || !this.ready()) return false;
+    if (!committed.every((c, p) => this.bufferStart[p]! <= c)) return false;
+    const key = tailKey(tenantId, monitorId);
+    return this.buffer.every((buf, p) => {
+      const floor = committed[p]!;
+      for (let i = buf.length - 1; i >= 0 && buf[i]!.offset >= floor; i--) {
+        const b = buf[i]!;
+        if (b.key === key && b.check.t <= t) return false;
+      }
+      return true;
+    });
+  }
+
   start(): Promise<void> {
     this.refresher = this.refreshCommitted();
     return Promise.resolve();
@@ -261,6 +312,7 @@ export class CheckTail implements Component {
     this.buffered = 0;
     this.committed = [...offsets];
     this.committedAt = this.clock.now();
+    this.watcher?.clear();
   }
 
   onRecords(partition: number, records: TopicRecord[]): void {
@@ -275,6 +327,7 @@ export class CheckTail implements Component {
       buf.push({ offset: rec.offset, key, check });
       this.buffered++;
       this.monitors.get(key)?.add(check);
+      this.watcher?.onCheck(d.row.tenant_id, d.row.monitor_id, check.t);
     }
     while (this.buffered > this.o.maxBuffered) this.dropOldest();
   }
@@ -308,7 +361,7 @@ export class CheckTail implements Component {
    */
   announcesScreenshot(tenantId: string, monitorId: string, checkId: string): boolean {
     const m = this.monitors.get(tailKey(tenantId, monitorId));
-    return m?.rows.some((r) => r.id === checkId && r.check.screenshot !== null) ?? false;
+    return m?.rows.some((r) => r.id === checkId && r.screenshot) ?? false;
   }
 
   /** What the tail holds now (for tests and /metrics). */
@@ -371,7 +424,7 @@ export class CheckTail implements Component {
       return undefined;
     }
     const m = new MonitorTail(this.o.perMonitor);
-    for (const r of rows) m.add({ t: Number(r.ts), id: r.id, status: r.status, check: rowToCheck(r) });
+    for (const r of rows) m.add(tailCheckFrom(Number(r.ts), rowToCheck(r)));
     // ClickHouse gave its newest `perMonitor`: older checks may exist below them.
     m.complete = rows.length < this.o.perMonitor;
     this.buffer.forEach((buf, p) => {
