@@ -38,12 +38,22 @@ function read(query: ChecksQuery, limit: number): PageItem[] {
   return history.slice(i + 1, i + 1 + limit + 1);
 }
 
-function cache(o: { maxChecks?: number; ttlMs?: number; readAhead?: number; settled?: boolean; clock?: Clock } = {}) {
+function cache(
+  o: {
+    maxChecks?: number;
+    ttlMs?: number;
+    readAhead?: number;
+    settled?: boolean;
+    caughtUp?: boolean;
+    clock?: Clock;
+  } = {},
+) {
   return new PageCache({
     maxChecks: o.maxChecks ?? 10_000,
     ttlMs: o.ttlMs ?? 10_000,
     readAhead: o.readAhead ?? 2,
     settled: () => o.settled ?? true,
+    caughtUp: () => o.caughtUp ?? true,
     registry: new Registry(),
     clock: o.clock,
   });
@@ -110,6 +120,21 @@ describe('PageCache: deep pages kept by cursor', () => {
     pages.store(fill, read(query, fill.limit));
     expect(pages.get(query)).to.equal(undefined);
     expect(cache({ settled: false }).begin(query)).to.equal(undefined);
+    // Nor is a kept page answered while the tail's reader is behind the consumer's commits.
+    let caughtUp = true;
+    const behind = new PageCache({
+      maxChecks: 1000,
+      ttlMs: 10_000,
+      readAhead: 0,
+      settled: () => true,
+      caughtUp: () => caughtUp,
+      registry: new Registry(),
+    });
+    fillFrom(behind, query);
+    caughtUp = false;
+    expect(behind.get(query)).to.equal(undefined);
+    caughtUp = true;
+    expect(behind.get(query)).to.deep.equal(read(query, 10));
     // A failed read leaves nothing behind.
     const failed = pages.begin(query)!;
     pages.abandon(failed);

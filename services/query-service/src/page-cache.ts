@@ -32,6 +32,8 @@ export interface PageCacheOptions {
   readAhead: number;
   /** False while a check of the monitor at or below `t` may be on its way to ClickHouse (or the tail cannot tell). */
   settled: (tenantId: string, monitorId: string, t: number) => boolean;
+  /** False while the tail's reader is behind the stream consumer's commits: checks it has not seen may be in ClickHouse. */
+  caughtUp: () => boolean;
   registry: Registry;
   clock?: Clock;
 }
@@ -80,7 +82,7 @@ export class PageCache {
     const key = cacheKey(q);
     if (key === undefined) return undefined;
     const e = this.entries.get(key);
-    if (!e) return undefined;
+    if (!e || !this.o.caughtUp()) return undefined;
     if (e.expires <= this.clock.now()) {
       this.remove(e);
       return undefined;

@@ -358,6 +358,7 @@ function pageCache(config: QueryConfig, registry: Registry, tail: CheckTail): Pa
     ttlMs: config.pageCacheTtlMs,
     readAhead: config.pageReadAhead,
     settled: (tenantId, monitorId, t) => tail.settled(tenantId, monitorId, t),
+    caughtUp: () => tail.health(),
     registry,
   });
   tail.watch(pages);
