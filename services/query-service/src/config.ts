@@ -114,8 +114,8 @@ export const querySpec = {
   ),
   pageCacheTtlMs: v.int(
     'PAGE_CACHE_TTL_MS',
-    10_000,
-    'how long a kept history page is answered from memory (checks the reader sees arriving drop the pages they change at once; retention takes effect on kept pages within this)',
+    60_000,
+    'how long a kept history page is answered from memory (checks the reader sees arriving drop the pages they change at once; retention, which drops whole days or partitions, takes effect on kept pages within this)',
     100,
     600_000,
   ),
