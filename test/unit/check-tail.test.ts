@@ -187,7 +187,7 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
         if (got) {
           hits++;
           expect(
-            got.map((r) => r.json),
+            got.map((r) => JSON.stringify(r.check)),
             `seed ${seed} step ${step} ${JSON.stringify(query)}`,
           ).to.deep.equal(reference(known, query));
         }

@@ -31,32 +31,12 @@ import { rowToCheck, type CheckHistoryRow, type CheckRow, type ChecksQuery, type
  * Kafka delivers twice.
  */
 
-/**
- * A check as the tail keeps it: its sort key, its status and the API object's JSON (the
- * page is written from these strings). NOTE: three heap objects per check, not a dozen
- * (the object, its id, its JSON): the tail holds TAIL_CHECKS_PER_MONITOR x monitors of
- * them, and every one is traced by each full GC.
- */
+/** A check as the tail keeps it: its sort key and the API's object. */
 export interface TailCheck {
   t: number;
   id: string;
   status: string;
-  json: string;
-  screenshot: boolean;
-}
-
-/** Statuses as one string each (what JSON.parse gives is a new string per check). */
-const STATUS_STRINGS = new Map(['up', 'down', 'degraded', 'paused'].map((x) => [x, x]));
-
-/** A check as the tail keeps it, from the API's object. */
-export function tailCheckFrom(t: number, check: Check): TailCheck {
-  return {
-    t,
-    id: check.id,
-    status: STATUS_STRINGS.get(check.status) ?? check.status,
-    json: JSON.stringify(check),
-    screenshot: check.screenshot !== null,
-  };
+  check: Check;
 }
 
 /** What the tail tells about the checks it reads (the page cache, page-cache.ts). */
@@ -174,9 +154,11 @@ type Outcome = 'hit' | 'miss' | 'cold' | 'unready';
 
 /** A decoded check row as the tail keeps it (the API's object built once, as rowToCheck builds it from ClickHouse). */
 export function tailCheckOf(r: CheckRow): TailCheck {
-  return tailCheckFrom(
-    r.created_at,
-    rowToCheck({
+  return {
+    t: r.created_at,
+    id: r.id,
+    status: r.status,
+    check: rowToCheck({
       id: r.id,
       monitor_id: r.monitor_id,
       status: r.status,
@@ -190,7 +172,7 @@ export function tailCheckOf(r: CheckRow): TailCheck {
       screenshot: r.screenshot,
       ts: r.created_at,
     }),
-  );
+  };
 }
 
 export class CheckTail implements Component {
@@ -361,7 +343,7 @@ export class CheckTail implements Component {
    */
   announcesScreenshot(tenantId: string, monitorId: string, checkId: string): boolean {
     const m = this.monitors.get(tailKey(tenantId, monitorId));
-    return m?.rows.some((r) => r.id === checkId && r.screenshot) ?? false;
+    return m?.rows.some((r) => r.id === checkId && r.check.screenshot !== null) ?? false;
   }
 
   /** What the tail holds now (for tests and /metrics). */
@@ -424,7 +406,7 @@ export class CheckTail implements Component {
       return undefined;
     }
     const m = new MonitorTail(this.o.perMonitor);
-    for (const r of rows) m.add(tailCheckFrom(Number(r.ts), rowToCheck(r)));
+    for (const r of rows) m.add({ t: Number(r.ts), id: r.id, status: r.status, check: rowToCheck(r) });
     // ClickHouse gave its newest `perMonitor`: older checks may exist below them.
     m.complete = rows.length < this.o.perMonitor;
     this.buffer.forEach((buf, p) => {

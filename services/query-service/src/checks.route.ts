@@ -1,5 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import { cursorParam, limitParam, rejectUnknown, sendJsonPage, single, bad } from '@telemetry/platform';
+import { cursorParam, limitParam, rejectUnknown, sendJsonPage, sendPage, single, bad } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckHistoryRow, type ChecksQuery } from '@telemetry/store';
 import {
   cacheControlFor,
@@ -54,11 +54,16 @@ function pageItem(r: CheckHistoryRow): PageItem {
 export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
   return async (req, res) => {
     const q = { ...parseChecksQuery(req, deps.defaultLimit, deps.maxLimit), tenantId: tenantOf(res) };
-    const send = (rows: readonly { t: number; id: string; json: string }[]) =>
+    const send = (rows: readonly PageItem[]) =>
       sendJsonPage(req, res, rows, q.limit ?? rows.length, cursorOf, jsonOf, cacheControlFor(q.to));
-    const hot = (await deps.tail?.page(q)) ?? deps.pages?.get(q);
+    const hot = await deps.tail?.page(q);
     if (hot) {
-      send(hot);
+      sendPage(req, res, hot, q.limit ?? hot.length, cursorOf, (r) => r.check, cacheControlFor(q.to));
+      return;
+    }
+    const kept = deps.pages?.get(q);
+    if (kept) {
+      send(kept);
       return;
     }
     const fill = deps.pages?.begin(q);
