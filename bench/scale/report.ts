@@ -38,7 +38,11 @@ export function cell(v: number | undefined): string {
 /** A curve as a Markdown table: one row per point, one column per series (charted or not). */
 export function curveTable(c: Curve): string {
   const notes = c.points.some((p) => p.note !== undefined);
-  const header = [c.xLabel, ...c.series.map((s) => `>${s.label} (${s.unit})`), ...(notes ? ['note'] : [])];
+  const header = [
+    c.xLabel,
+    ...c.series.map((s) => (s.label.includes(s.unit) ? `>${s.label}` : `>${s.label} (${s.unit})`)),
+    ...(notes ? ['note'] : []),
+  ];
   const rows = [...c.points]
     .sort((a, b) => a.x - b.x)
     .map((p) => [
