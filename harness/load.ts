@@ -288,6 +288,8 @@ export interface AutocannonOptions {
   timeout?: number;
   /** A 2xx answer whose body differs counts as a mismatch. */
   expectBody?: string;
+  /** As expectBody, judged by a function (which, unlike expectBody, autocannon allows with `requests`). */
+  verifyBody?: (body: string) => boolean;
   /** Called once per connection, e.g. to give each its own headers. */
   setupClient?: (client: { setHeaders(headers: Record<string, string>): void }) => void;
   requests?: {
@@ -302,6 +304,8 @@ export interface AutocannonOptions {
 interface AutocannonRequest {
   method?: string;
   path?: string;
+  /** Per request, when set in setupRequest (autocannon rebuilds a request with a setupRequest every time). */
+  headers?: Record<string, string>;
   body?: string;
 }
 /** Latency in ms; requests per second samples. */

@@ -13,14 +13,18 @@ import { dropStatements, ENGINE_TABLE, queueTableStatement, seedGroup, viewsSetu
 import { ENGINE_CONSUMERS, EVENTS, log, STALL_MS } from './options.js';
 import type { DrainFigures, OursDrain } from './report.js';
 
-/** Counts `table` every 250 ms from `start` until it holds EVENTS rows; the figures of the drain. */
-async function drain(
+/**
+ * Counts `table` every 250 ms from `start` until it holds `total` rows (EVENTS unless given);
+ * the figures of the drain. bench:scale's consumer part measures its drains with it too.
+ */
+export async function drain(
   ch: ClickHouseClient,
   table: string,
   start: number,
   what: string,
   cpu: () => CpuWindow,
   alive: () => void,
+  total = EVENTS,
 ) {
   let firstRowsSeconds = NaN;
   let firstRows = 0;
@@ -33,10 +37,10 @@ async function drain(
     alive();
     const rows = Number(await scalar(ch, `SELECT count() FROM ${table}`));
     const seconds = (performance.now() - start) / 1000;
-    if (t - lastLog > 5000) [lastLog] = [t, log(`${what}: ${fmt(rows)} / ${fmt(EVENTS)} rows`)];
+    if (t - lastLog > 5000) [lastLog] = [t, log(`${what}: ${fmt(rows)} / ${fmt(total)} rows`)];
     while (timeline.length < Math.floor(seconds)) timeline.push(rows);
     if (rows > 0 && Number.isNaN(firstRowsSeconds)) [firstRowsSeconds, firstRows] = [seconds, rows];
-    if (rows >= EVENTS) {
+    if (rows >= total) {
       timeline.push(rows); // the count at the end (after the whole seconds)
       const steady = seconds - firstRowsSeconds;
       return {
@@ -51,7 +55,7 @@ async function drain(
     }
     if (rows !== last) [last, lastChange] = [rows, performance.now()];
     else if (performance.now() - lastChange > STALL_MS)
-      throw new Error(`${what}: no new rows for ${STALL_MS / 1000} s (${rows} of ${EVENTS})`);
+      throw new Error(`${what}: no new rows for ${STALL_MS / 1000} s (${rows} of ${total})`);
     await sleep(Math.max(0, 250 - (performance.now() - t)));
   }
 }

@@ -178,6 +178,31 @@ describe('smoke runs of the benchmarks, the soak and the fault suite (real Kafka
       }
     });
 
+    it('bench:scale: every part measures its curve, every request answered and every event stored', async () => {
+      const r = (await smoke('bench:scale', 240_000)) as {
+        ok: boolean;
+        parts: string[];
+        curves: { id: string; series: { key: string }[]; points: { x: number; values: Record<string, number> }[] }[];
+        targets: { name: string; met: boolean }[];
+      };
+      expect(r.targets.filter((t) => !t.met)).to.deep.equal([]);
+      expect(r.ok).to.equal(true);
+      expect(r.parts).to.deep.equal(['gateway', 'consumer', 'query', 'runner']);
+      expect(r.curves.map((c) => c.id)).to.deep.equal([
+        'gateway-keys',
+        'consumer-processes',
+        'query-monitors',
+        'runner-monitors',
+      ]);
+      for (const c of r.curves) expect(c.points.length, c.id).to.be.at.least(2);
+      const [gateway, consumer] = r.curves;
+      // Every point of these two has a figure for every series.
+      for (const c of [gateway!, consumer!])
+        for (const p of c.points) expect(Object.keys(p.values), c.id).to.include.members(c.series.map((s) => s.key));
+      for (const p of gateway!.points) expect(p.values.eps, `gateway at ${p.x} keys`).to.be.greaterThan(0);
+      for (const p of consumer!.points) expect(p.values.rowsPerSecond, `${p.x} consumers`).to.be.greaterThan(0);
+    });
+
     it('test:soak: no failed request, every acknowledged event stored once', async () => {
       const r = (await smoke('test:soak', 240_000)) as {
         acked: number;
