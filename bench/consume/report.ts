@@ -65,7 +65,10 @@ export interface TargetCheck {
   name: string;
   goal: string;
   value: string;
-  met: string;
+  /** Whether the goal is met (a floor-only drain rate, a figure not measured: false, with a note). */
+  met: boolean;
+  /** What more there is to say: by how much it is missed, a floor met, why it was not measured. */
+  note?: string;
 }
 
 export interface ConsumeReport extends ReportHead<Machine> {
@@ -205,7 +208,9 @@ export function clientsTable(r: ConsumeReport): string {
 export function targetsTable(r: ConsumeReport): string {
   const rows = ['| configuration | target | goal | measured | met |', '| --- | --- | --- | --- | --- |'];
   for (const t of r.targets) {
-    rows.push(`| ${t.config} | ${t.name} | ${t.goal} | ${t.value} | ${t.met === 'yes' ? 'yes' : `**${t.met}**`} |`);
+    rows.push(
+      `| ${t.config} | ${t.name} | ${t.goal} | ${t.value} | ${t.met ? 'yes' : `**no${t.note ? `: ${t.note}` : ''}**`} |`,
+    );
   }
   return rows.join('\n');
 }
@@ -260,7 +265,7 @@ export function renderSection(r: ConsumeReport): string {
   const m = r.machine;
   const o = r.ours;
   const f = r.freshness;
-  const met = r.targets.filter((t) => t.met === 'yes').length;
+  const met = r.targets.filter((t) => t.met).length;
   return markdown([
     ...sectionHead('Stream consumer: drain rate, memory, freshness', r, ` (librdkafka ${r.machine.librdkafka})`),
     `- Backlog: ${fmt(r.backlog.messages)} event messages in one topic of ${r.config.partitions} partitions, ` +

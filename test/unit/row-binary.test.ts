@@ -25,6 +25,28 @@ describe('RowBinary encoder (unit)', () => {
     expect(hex(encode([['s', 'String']], [{ s: wider }]).subarray(0, 2))).to.equal('8101');
   });
 
+  it('writes every short string as Buffer.from does, ASCII or not (the byte-by-byte path and its fallback)', () => {
+    const samples: string[] = [];
+    for (let n = 0; n <= 50; n++) {
+      samples.push(
+        'a'.repeat(n),
+        `${'b'.repeat(n)}é`,
+        `é${'c'.repeat(n)}`,
+        `${'d'.repeat(n)}\u007f`,
+        `${'e'.repeat(n)}\ud800`,
+      );
+    }
+    for (const s of samples) {
+      const bytes = Buffer.from(s, 'utf8');
+      const got = encode([['s', 'String']], [{ s }]);
+      const len =
+        bytes.length < 128
+          ? Buffer.from([bytes.length])
+          : Buffer.from([(bytes.length & 0x7f) | 0x80, bytes.length >> 7]);
+      expect(hex(got), JSON.stringify(s)).to.equal(hex(Buffer.concat([len, bytes])));
+    }
+  });
+
   it('writes integers, floats and booleans little-endian in their widths', () => {
     const cols: [string, string][] = [
       ['a', 'UInt8'],

@@ -55,8 +55,28 @@ class Out {
     this.buf[this.pos++] = n;
   }
   string(s: string): void {
+    const len = s.length;
+    // Short ASCII strings (most columns: ids, names, the empty enrichment columns): byte
+    // by byte here, cheaper than a call into Buffer.write for each; a character past
+    // 0x7f sends the string to the general case below, from its start.
+    if (len < 24) {
+      this.room(1 + len);
+      const buf = this.buf;
+      const at = this.pos + 1;
+      let i = 0;
+      for (; i < len; i++) {
+        const c = s.charCodeAt(i);
+        if (c > 0x7f) break;
+        buf[at + i] = c;
+      }
+      if (i === len) {
+        buf[this.pos] = len;
+        this.pos = at + len;
+        return;
+      }
+    }
     // Short strings: write the bytes after a one-byte length, then fill it in.
-    if (s.length < 43) {
+    if (len < 43) {
       this.room(1 + 3 * s.length);
       const n = this.buf.write(s, this.pos + 1, 'utf8');
       this.buf[this.pos] = n;

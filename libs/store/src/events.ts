@@ -383,12 +383,30 @@ const eventRow18 = eventRow(false);
 const modernEventRow = eventRow(true);
 
 function eventRow(modern: boolean, enricher?: Enricher) {
-  return (e: EventMessage, _s: number, now: number, receivedMs: number): EventRow => {
+  const build = eventRowBuilder(modern, enricher);
+  return (e: EventMessage, _s: number, now: number, receivedMs: number): EventRow =>
+    build(e, JSON.stringify(e.payload), now, receivedMs, toMillis(e.client_ts), toMillis(e.sent_at));
+}
+
+/**
+ * Builds an event's row from its message, its payload as JSON text (what
+ * `JSON.stringify(e.payload)` gives) and its times in milliseconds (`toMillis` of each);
+ * both decoders (decodeTimed's and canonicalEventDecoder's) end here, so their rows agree.
+ */
+export type EventRowBuilder = (
+  e: EventMessage,
+  payload: string,
+  now: number,
+  receivedMs: number,
+  clientTsMs: number | null,
+  sentAtMs: number | null,
+) => EventRow;
+
+export function eventRowBuilder(modern: boolean, enricher?: Enricher): EventRowBuilder {
+  return (e, payload, now, receivedMs, clientTsMs, sentAtMs) => {
     const { address, userAgent } = effectiveClient(e);
     const geo = enricher && address ? enricher.geo(address.ip, address.family) : NO_GEO;
     const agent = enricher && userAgent !== '' ? enricher.agent(userAgent) : NO_AGENT;
-    const clientTsMs = toMillis(e.client_ts);
-    const sentAtMs = toMillis(e.sent_at);
     const t = (ms: number): RowTime => rowTime(ms, modern);
     const row: EventRow = {
       tenant_id: e.tenant_id ?? DEFAULT_TENANT,
@@ -396,7 +414,7 @@ function eventRow(modern: boolean, enricher?: Enricher) {
       key_id: e.key_id,
       source: e.source,
       category: e.category,
-      payload: JSON.stringify(e.payload),
+      payload,
       client_event_id: e.client_event_id ?? '',
       id_time: t(receivedMs),
       // Not a key: the skew-corrected time is kept whatever the window says of the raw one.

@@ -4,6 +4,7 @@ export * from './checks.js';
 export * from './databases.js';
 export * from './distributed-writes.js';
 export * from './events.js';
+export * from './event-bytes.js';
 export * from './event-enrichment.js';
 export * from './freshness.js';
 export * from './keys.js';

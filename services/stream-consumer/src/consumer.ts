@@ -13,6 +13,7 @@ import type { BatchWriter } from './batch-writer.js';
 import {
   decodeAlert,
   decodeAuditEntry,
+  canonicalEventDecoder,
   decodeCheck,
   decodeScreenshot,
   eventDecoder,
@@ -73,6 +74,19 @@ export interface ConsumerDeps {
   retryMaxMs: number;
 }
 
+/**
+ * Where a row in the writer came from (rows ClickHouse rejects are dead-lettered as their
+ * message), kept on the row under symbols: no column reads them (Object.keys and
+ * JSON.stringify skip symbols), and unlike a WeakMap of a million rows they cost the
+ * collector nothing more than the row.
+ */
+const ORIGIN_MESSAGE = Symbol('origin message');
+const ORIGIN_PARTITION = Symbol('origin partition');
+interface WithOrigin {
+  [ORIGIN_MESSAGE]?: StreamMessage;
+  [ORIGIN_PARTITION]?: { topic: string; partition: number };
+}
+
 /** A topic's table and how its messages become rows (made by route(), which types them). */
 interface Route {
   table: string;
@@ -111,7 +125,11 @@ function route<Row extends object>(
  * `consumer_events_enriched_total{is_bot}` counts them (one pass over the batch, two
  * increments: services/stream-consumer/README.md, "Metrics").
  */
-function eventsRoute(deps: ConsumerDeps, decodeEvent: (v: Buffer | null) => Decoded<EventRow>): Route {
+function eventsRoute(deps: ConsumerDeps): Route {
+  // Messages in the gateway's form are read straight from their bytes (event-bytes.ts);
+  // anything else (a schema_failure, another form) takes the general path, which decides.
+  const fast = canonicalEventDecoder(deps.modernEvents, deps.enricher);
+  const decodeEvent = eventDecoder(deps.validators, deps.modernEvents, deps.enricher);
   const v = deps.validators;
   const events = deps.tables.events;
   const failed = deps.tables.failed_events;
@@ -131,7 +149,7 @@ function eventsRoute(deps: ConsumerDeps, decodeEvent: (v: Buffer | null) => Deco
   };
   return {
     table: events,
-    decode: (b) => decodeFailedEvent(v, b) ?? decodeEvent(b),
+    decode: (b) => fast(b) ?? decodeFailedEvent(v, b) ?? decodeEvent(b),
     prepare: (rows) => deps.firstSeen.resolve(rows.filter((r) => !isFailedEventRow(r)) as EventRow[]),
     write: async (writer, rows) => {
       const toFailed = rows.filter(isFailedEventRow);
@@ -154,8 +172,6 @@ export class KafkaToClickHouse extends OnGroupConsumer {
   readonly name = 'kafka-consumer';
   protected readonly consumer: DurableConsumer;
   private stopping = false;
-  /** The message each row in the writer came from (rows ClickHouse rejects are dead-lettered as it). */
-  private readonly origins = new WeakMap<object, { topic: string; partition: number; message: StreamMessage }>();
   private readonly deadLettered: Counter<'topic' | 'reason'>;
   private readonly lag: Gauge<'topic' | 'partition'>;
   private readonly messages: Counter<'topic'>;
@@ -167,7 +183,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     super();
     const v = deps.validators;
     this.routes = new Map<string, Route>([
-      [deps.eventsTopic, eventsRoute(deps, eventDecoder(v, deps.modernEvents, deps.enricher))],
+      [deps.eventsTopic, eventsRoute(deps)],
       [deps.checksTopic, route(deps.tables.checks, (b) => decodeCheck(v, b))],
       [deps.alertsTopic, route(deps.tables.alerts, (b) => decodeAlert(v, b))],
       [deps.webhookDeliveriesTopic, route(deps.tables.webhook_deliveries, (b) => decodeWebhookDelivery(v, b))],
@@ -279,11 +295,13 @@ export class KafkaToClickHouse extends OnGroupConsumer {
     this.messages.inc({ topic }, batch.messages.length);
     const rows: object[] = [];
     const dead: ProducerMessage[] = [];
+    const origin = { topic, partition };
     for (const m of batch.messages) {
       const d = this.decode(route, m);
       if (d.ok) {
         rows.push(d.row);
-        this.origins.set(d.row, { topic, partition, message: m });
+        (d.row as WithOrigin)[ORIGIN_MESSAGE] = m;
+        (d.row as WithOrigin)[ORIGIN_PARTITION] = origin;
       } else dead.push(this.deadLetter(topic, partition, m, d.reason));
     }
     const beat = setInterval(() => payload.heartbeat().catch(() => undefined), HEARTBEAT_MS);
@@ -355,10 +373,11 @@ export class KafkaToClickHouse extends OnGroupConsumer {
    */
   readonly deadLetterRows = async (table: string, rows: readonly object[], reason: string): Promise<void> => {
     const dead = rows.map((row) => {
-      const o = this.origins.get(row);
+      const message = (row as WithOrigin)[ORIGIN_MESSAGE];
+      const o = (row as WithOrigin)[ORIGIN_PARTITION];
       const why = `rejected by ClickHouse (${table}): ${reason}`;
-      return o
-        ? this.deadLetter(o.topic, o.partition, o.message, why)
+      return message && o
+        ? this.deadLetter(o.topic, o.partition, message, why)
         : {
             value: JSON.stringify(row),
             headers: { 'x-dead-letter-reason': why.slice(0, 500), 'x-dead-letter-kind': 'rejected' },
