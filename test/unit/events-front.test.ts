@@ -40,7 +40,7 @@ class FakePublisher implements FairPublisher {
   sent: ProducerMessage[][] = [];
   fail: unknown;
   send(_topic: string, messages: ProducerMessage[]): Promise<void> {
-    if (this.fail !== undefined) return Promise.reject(this.fail as Error);
+    if (this.fail !== undefined) return Promise.reject(this.fail);
     this.sent.push(messages);
     return Promise.resolve();
   }
@@ -95,8 +95,8 @@ describe('the gateway: POST /api/telemetry/events in front of Express (unit)', (
           throw new AppError('INVALID_CREDENTIALS', 'the access key is not valid');
         },
       },
-      heartbeatTokens: { verify: () => undefined } as never,
-      eventSchemas: { find: () => undefined, hasTenant: () => false } as never,
+      heartbeatTokens: { verify: () => undefined },
+      eventSchemas: { find: () => undefined, hasTenant: () => false },
       publisher,
       validators: createValidators(),
       ready: () => true,
