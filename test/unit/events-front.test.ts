@@ -38,7 +38,7 @@ function verified(keyId: string, over: Partial<VerifiedKey> = {}): VerifiedKey {
 /** Publishes into an array; fails the way Kafka or the in-flight limit does when told to. */
 class FakePublisher implements FairPublisher {
   sent: ProducerMessage[][] = [];
-  fail: unknown;
+  fail: Error | undefined;
   send(_topic: string, messages: ProducerMessage[]): Promise<void> {
     if (this.fail !== undefined) return Promise.reject(this.fail);
     this.sent.push(messages);
