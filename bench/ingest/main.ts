@@ -66,8 +66,8 @@ const KEYS = envNumber('BENCH_KEYS', CONNECTIONS, 1, true);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const ANCHOR_RECORDS = envNumber('BENCH_ANCHOR_RECORDS', 1_000_000, 1000, true, 50_000);
 const PARTITIONS = 6;
-/** Issue 16's targets (BENCHMARKS.md). */
-const TARGETS = { batchVsAnchor: 0.6, singleVsBaseline: 0.9, p99Ms: 10, rssMB: 200, schemaCost: 0.1 };
+/** Issue 48's targets (issue 16's, the batch one raised from 0.6x; BENCHMARKS.md). */
+const TARGETS = { batchVsAnchor: 0.75, singleVsBaseline: 0.9, p99Ms: 10, rssMB: 200, schemaCost: 0.1 };
 
 const bench = new Benchmark('bench:ingest');
 const log = bench.log;
@@ -431,14 +431,14 @@ async function main(cleanups: Cleanups): Promise<Report> {
         ...schema.runs.filter((x) => x.eventsPerRequest === 100).map((x) => x.figures),
       ),
       check(
-        'gateway, 100-event batches / ProducerPerformance',
+        "gateway, 100-event batches / Kafka's ProducerPerformance",
         `>= ${TARGETS.batchVsAnchor}x`,
         `${batchVsAnchor.toFixed(2)}x (${r(batch.gateway.eps)} events/s vs ${r(anchorRate)} records/s)`,
         batchVsAnchor >= TARGETS.batchVsAnchor,
         batch.gateway,
       ),
       check(
-        'gateway / baseline, single events',
+        'gateway / bare node:http baseline, single events',
         `>= ${TARGETS.singleVsBaseline}x`,
         `${single.ratio.toFixed(2)}x (CPU per event: gateway ${r(cpuMicros(single.gateway))} µs, baseline ${r(cpuMicros(single.baseline))} µs)`,
         single.ratio >= TARGETS.singleVsBaseline,
@@ -446,9 +446,9 @@ async function main(cleanups: Cleanups): Promise<Report> {
         single.baseline,
       ),
       check(
-        `p99 at half the max rate (${r(rate)} req/s)`,
+        'gateway p99 at half the max rate',
         `<= ${TARGETS.p99Ms} ms`,
-        `${half.gateway.p99} ms`,
+        `${half.gateway.p99} ms (${r(rate)} req/s offered)`,
         half.gateway.p99 <= TARGETS.p99Ms,
         half.gateway,
       ),

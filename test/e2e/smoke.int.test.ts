@@ -88,9 +88,18 @@ describe('smoke runs of the benchmarks, the soak and the fault suite (real Kafka
       clean: boolean;
       scenarios: { gateway: { rps: number }; baseline: { rps: number } }[];
       kafka: { ok: boolean; ackedEvents: number }[];
+      targets: { name: string; met: unknown }[];
     };
     expect([r.ok, r.clean]).to.deep.equal([true, true]);
     expect(r.scenarios).to.have.length(3);
+    // Issue 48's goals for the gateway, each judged (met: true or false), beside the event schemas' two.
+    expect(r.targets.map((t) => t.name).slice(2)).to.deep.equal([
+      "gateway, 100-event batches / Kafka's ProducerPerformance",
+      'gateway / bare node:http baseline, single events',
+      'gateway p99 at half the max rate',
+      'gateway peak RSS under load',
+    ]);
+    for (const t of r.targets) expect(typeof t.met, t.name).to.equal('boolean');
     for (const s of r.scenarios)
       expect(
         [s.gateway.rps, s.baseline.rps].every((x) => x > 0),

@@ -1,5 +1,5 @@
 import { gunzipSync } from 'node:zlib';
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS } from '@telemetry/contract';
 import { AppError } from './errors.js';
 
@@ -20,7 +20,7 @@ function tooLarge(limit: string, max: number, message: string): AppError {
  * Reads the request body with hard limits: a declared or actual size over `maxBytes`
  * stops reading at once; gzip is inflated with an output cap and a ratio cap.
  */
-export async function readBody(req: Request, limits: BodyLimits): Promise<Buffer> {
+export async function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (declared > limits.maxBytes) {
     throw tooLarge('maxBodyBytes', limits.maxBytes, `body is larger than ${limits.maxBytes} bytes`);
@@ -76,7 +76,7 @@ export interface DiscardLimits {
  * answer: the kernel resets a closed socket that still receives. A rest declared larger
  * than `maxBytes`, one that turns out larger, or one slower than `timeoutMs`, is cut.
  */
-export function discardRest(req: Request, res: Response, limits: DiscardLimits): void {
+export function discardRest(req: IncomingMessage, res: ServerResponse, limits: DiscardLimits): void {
   if (req.complete || limits.maxBytes === 0) return;
   const socket = req.socket;
   const declared = Number(req.headers['content-length'] ?? 0);
@@ -163,12 +163,12 @@ export function withinDepth(text: string, max: number): boolean {
 }
 
 /** 415 unless Content-Type is one of `types` and Content-Encoding is identity or gzip. */
-export function checkMediaType(req: Request, types: ReadonlySet<string>): void {
-  const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+export function checkMediaType(req: IncomingMessage, types: ReadonlySet<string>): void {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (!types.has(type)) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${[...types].join(' or ')}`);
   }
-  const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
+  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity' && encoding !== 'gzip') {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding must be identity or gzip');
   }
@@ -177,7 +177,7 @@ export function checkMediaType(req: Request, types: ReadonlySet<string>): void {
 const JSON_ONLY = new Set(['application/json']);
 
 /** A JSON request body (application/json, maybe gzip) within `limits`; empty is 400. */
-export async function readJsonBody(req: Request, limits: BodyLimits, maxDepth: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, limits: BodyLimits, maxDepth: number): Promise<unknown> {
   checkMediaType(req, JSON_ONLY);
   const raw = await readBody(req, limits);
   if (raw.length === 0) throw new AppError('INVALID_JSON', 'an empty body is not a valid request');

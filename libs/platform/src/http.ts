@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import express, {
   type ErrorRequestHandler,
   type Express,
@@ -75,33 +75,72 @@ export function createExpressApp(): Express {
 }
 
 /**
+ * The request id of `req`: its X-Request-Id when that is safe to log, else a new UUID;
+ * set on the answer.
+ */
+export function requestIdOf(req: IncomingMessage, res: ServerResponse): string {
+  const incoming = req.headers['x-request-id'];
+  const id = typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  res.setHeader('X-Request-Id', id);
+  return id;
+}
+
+/** What observeRequest records of a request once its answer is written. */
+export interface FinishedRequest {
+  id: string;
+  method: string;
+  /** The path without its query string. */
+  path: string;
+  /** The route template ('unmatched' when none). */
+  route: string;
+  status: number;
+  /** The error code ('' on success). */
+  code: string;
+  /** process.hrtime.bigint() when the request came in. */
+  start: bigint;
+}
+
+/**
+ * The HTTP metrics and the access log line of a finished request: what requestContext
+ * records for an Express app, and what a plain node:http route in front of one records
+ * (the gateway's POST /api/telemetry/events), so both count alike.
+ */
+export function observeRequest(logger: Logger, metrics: HttpMetrics, r: FinishedRequest): void {
+  const seconds = Number(process.hrtime.bigint() - r.start) / 1e9;
+  const status = String(r.status);
+  metrics.requests.inc({ route: r.route, method: r.method, status, code: r.code });
+  metrics.duration.observe({ route: r.route, method: r.method, status }, seconds);
+  // NOTE: winston formats a line before its transport drops it: skip the work when
+  // info is off (the access log is the hottest log line we have).
+  if (r.route === '/healthz' || r.route === '/readyz' || r.route === '/metrics' || !logger.isInfoEnabled()) return;
+  logger.info('request', {
+    request_id: r.id,
+    method: r.method,
+    path: loggedPath(r.path, r.route),
+    route: r.route,
+    status: r.status,
+    code: r.code || undefined,
+    ms: Math.round(seconds * 1e4) / 10,
+  });
+}
+
+/**
  * Request id, access log and HTTP metrics. Logs the path without its query string:
  * the ingest route takes an access key in `?key=`, and it must never reach a log.
  */
 export function requestContext(logger: Logger, metrics: HttpMetrics): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    req.id = incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.setHeader('X-Request-Id', req.id);
+    req.id = requestIdOf(req, res);
     const start = process.hrtime.bigint();
     res.on('finish', () => {
-      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      const route = routeLabel(req.route as { path?: string } | undefined, req.baseUrl);
-      const status = String(res.statusCode);
-      const code = (res.locals.errorCode as string | undefined) ?? '';
-      metrics.requests.inc({ route, method: req.method, status, code });
-      metrics.duration.observe({ route, method: req.method, status }, seconds);
-      // NOTE: winston formats a line before its transport drops it: skip the work when
-      // info is off (the access log is the hottest log line we have).
-      if (route === '/healthz' || route === '/readyz' || route === '/metrics' || !logger.isInfoEnabled()) return;
-      logger.info('request', {
-        request_id: req.id,
+      observeRequest(logger, metrics, {
+        id: req.id,
         method: req.method,
-        path: loggedPath(req.path, route),
-        route,
+        path: req.path,
+        route: routeLabel(req.route as { path?: string } | undefined, req.baseUrl),
         status: res.statusCode,
-        code: code || undefined,
-        ms: Math.round(seconds * 1e4) / 10,
+        code: (res.locals.errorCode as string | undefined) ?? '',
+        start,
       });
     });
     next();
@@ -173,6 +212,27 @@ export const notFound: RequestHandler = (_req, _res, next) => {
 };
 
 /**
+ * Any error as our AppError: an AppError as it is, a body parser's by its type, anything
+ * else logged (with the request id and the path as logged) and made an INTERNAL_ERROR
+ * that exposes nothing.
+ */
+export function toAppError(err: unknown, logger: Logger, at: { requestId: string; path: string }): AppError {
+  if (err instanceof AppError) return err;
+  if (isBodyParserError(err)) return fromBodyParserError(err);
+  logger.error('unhandled error', {
+    request_id: at.requestId,
+    path: at.path,
+    err: err instanceof Error ? (err.stack ?? err.message) : String(err),
+  });
+  return new AppError('INTERNAL_ERROR', 'internal error', undefined, {}, false);
+}
+
+/** Our envelope of `err` (its message only when it may be shown). */
+export function errorEnvelope(e: AppError): unknown {
+  return fail(e.code, e.expose ? e.message : 'internal error', e.details);
+}
+
+/**
  * The one error middleware: every error becomes our envelope. With `discard`, an answer
  * given before the request's body was all read is followed by discardRest (body.ts).
  * `render` writes another protocol's error body (a tracker's API on the gateway).
@@ -180,22 +240,13 @@ export const notFound: RequestHandler = (_req, _res, next) => {
 export function errorHandler(
   logger: Logger,
   discard?: DiscardLimits,
-  render: (err: AppError) => unknown = (e) => fail(e.code, e.expose ? e.message : 'internal error', e.details),
+  render: (err: AppError) => unknown = errorEnvelope,
 ): ErrorRequestHandler {
   return (err: unknown, req, res, _next) => {
-    let appErr: AppError;
-    if (err instanceof AppError) {
-      appErr = err;
-    } else if (isBodyParserError(err)) {
-      appErr = fromBodyParserError(err);
-    } else {
-      logger.error('unhandled error', {
-        request_id: req.id,
-        path: loggedPath(req.path, routeLabel(req.route as { path?: string } | undefined, req.baseUrl)),
-        err: err instanceof Error ? (err.stack ?? err.message) : String(err),
-      });
-      appErr = new AppError('INTERNAL_ERROR', 'internal error', undefined, {}, false);
-    }
+    const appErr = toAppError(err, logger, {
+      requestId: req.id,
+      path: loggedPath(req.path, routeLabel(req.route as { path?: string } | undefined, req.baseUrl)),
+    });
     if (res.headersSent) {
       res.destroy();
       return;
@@ -205,6 +256,19 @@ export function errorHandler(
     if (discard) discardRest(req, res, discard);
     res.status(appErr.status).json(render(appErr));
   };
+}
+
+/**
+ * Writes `body` as JSON with `status`: the same status, headers and bytes as Express's
+ * `res.status(status).json(body)` gives a POST (Content-Type with its charset, Content-Length,
+ * no ETag), for a route served on plain node:http.
+ */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(Buffer.byteLength(text)));
+  res.end(text);
 }
 
 interface BodyParserError {
@@ -243,7 +307,8 @@ export class HttpServerComponent implements Component {
   private stopping = false;
 
   constructor(
-    private readonly app: Express,
+    /** An Express app, or a node:http listener (one that hands most requests to an app). */
+    private readonly app: Express | RequestListener,
     private readonly port: number,
     private readonly host: string,
     /** After stop() is called, /readyz fails this long before the socket closes. */
@@ -254,7 +319,11 @@ export class HttpServerComponent implements Component {
 
   async start(): Promise<void> {
     await new Promise<void>((resolve, reject) => {
-      const server = this.app.listen(this.port, this.host, (err?: Error) => (err ? reject(err) : resolve()));
+      // What Express's app.listen does: a node:http server with the app as its listener.
+      // (Its listener stays, as Express's does: a later server error is not a crash.)
+      const server = createServer(this.app);
+      server.once('error', reject);
+      server.listen(this.port, this.host, () => resolve());
       server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
       server.headersTimeout = 66_000;
       server.requestTimeout = 30_000;
@@ -325,11 +394,17 @@ export function healthServer(opts: {
  * call endApp(). `req.ip` is the client's address as TRUSTED_PROXIES makes it (trusted-proxies.ts).
  */
 export function beginApp(
-  opts: HealthOptions & { logger: Logger; first?: RequestHandler; trustedProxies: TrustedProxies },
+  opts: HealthOptions & {
+    logger: Logger;
+    first?: RequestHandler;
+    trustedProxies: TrustedProxies;
+    /** The HTTP metrics (created in `registry` when not given): a route served in front of the app counts in them too. */
+    metrics?: HttpMetrics;
+  },
 ): Express {
   const app = createExpressApp();
   useTrustedProxies(app, opts.trustedProxies);
-  app.use(requestContext(opts.logger, createHttpMetrics(opts.registry)));
+  app.use(requestContext(opts.logger, opts.metrics ?? createHttpMetrics(opts.registry)));
   // Before every route, the health routes too: what a request may reach at all (the query
   // service's routing by Host).
   if (opts.first) app.use(opts.first);

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import type { Express, Request } from 'express';
 import ipaddr from 'ipaddr.js';
@@ -108,7 +109,7 @@ export function normalizeIp(addr: string | undefined): string | undefined {
  * the client. Normalised (normalizeIp); undefined only when the peer is unknown (the
  * socket has gone).
  */
-export function clientIp(req: Request, proxies: TrustedProxies): string | undefined {
+export function clientIp(req: IncomingMessage, proxies: TrustedProxies): string | undefined {
   const peer = normalizeIp(req.socket.remoteAddress);
   if (proxies.entries.length === 0 || peer === undefined) return peer;
   return normalizeIp(proxyAddr(req, proxies.trust)) ?? peer;

@@ -1,17 +1,15 @@
-import type { Express, Request, RequestHandler, Response } from 'express';
+import type { RequestListener } from 'node:http';
+import type { Request, RequestHandler, Response } from 'express';
 import { Counter, type Registry } from 'prom-client';
-import { buildOpenApi, LIMITS, ok, type IngestRequest, type Validators } from '@telemetry/contract';
+import { buildOpenApi, LIMITS, type IngestRequest, type Validators } from '@telemetry/contract';
 import {
   AppError,
-  bad,
   methodNotAllowed,
-  single,
-  checkMediaType,
   parseBody,
-  readBody,
   type FairPublisher,
   type Logger,
   beginApp,
+  createHttpMetrics,
   endApp,
 } from '@telemetry/platform';
 import {
@@ -28,8 +26,9 @@ import { toMessages, validateRequest } from './ingest.js';
 
 import { RateLimiter } from './rate-limit.js';
 import { createIntake } from './intake.js';
-import { stampOf } from './request-stamp.js';
+import { stampOf, type StampSource } from './request-stamp.js';
 import { corsFor } from './cors.js';
+import { accessKey, EVENTS_ROUTE, eventsRoute, frontListener } from './events.route.js';
 import { segmentRoutes } from './protocols/segment.js';
 import { posthogRoutes } from './protocols/posthog.js';
 import { sdkRoute, type SdkBundle } from './sdk.route.js';
@@ -53,18 +52,24 @@ export interface GatewayDeps {
   sdk: SdkBundle | undefined;
 }
 
-export const EVENTS_ROUTE = '/api/telemetry/events';
+export { EVENTS_ROUTE };
 export const PIXEL_ROUTE = '/api/telemetry/pixel.gif';
 
-const ALLOWED_TYPES = new Set(['application/json', 'text/plain']);
 /** A transparent 1x1 GIF. */
 const GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
-export function createGatewayApp(deps: GatewayDeps): Express {
+/**
+ * The gateway's HTTP side: a node:http listener that serves POST /api/telemetry/events
+ * itself (events.route.ts, the hot path) and hands every other request to the Express
+ * app, which serves every other route (and this one in other spellings).
+ */
+export function createGatewayApp(deps: GatewayDeps): RequestListener {
   const { config, logger, registry } = deps;
+  const metrics = createHttpMetrics(registry);
   const app = beginApp({
     logger,
     registry,
+    metrics,
     ready: deps.ready,
     details: deps.details,
     openapi: buildOpenApi('gateway'),
@@ -102,7 +107,7 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   });
 
   /** Everything after authentication that both routes share: checks, publish, count. Returns the stored event ids. */
-  async function accept(req: Request, key: VerifiedKey, body: IngestRequest): Promise<string[]> {
+  async function accept(req: StampSource, key: VerifiedKey, body: IngestRequest): Promise<string[]> {
     if (key.allowedSources.size > 0) {
       const bad = body.events.flatMap((e, i) => (key.allowedSources.has(e.source) ? [] : [i]));
       if (bad.length > 0) {
@@ -124,13 +129,16 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   app.options(EVENTS_ROUTE, cors, (_req, res) => {
     res.status(204).end();
   });
-  app.post(EVENTS_ROUTE, cors, auth, checkContentType, async (req, res) => {
-    const returnIds = returnParam(req);
-    const raw = await readBody(req, { maxBytes: config.maxBodyBytes, maxRatio: config.maxGzipRatio });
-    if (raw.length === 0) throw new AppError('INVALID_JSON', 'an empty body is not a valid request');
-    const body = validateRequest(deps.validators, parseBody(raw), config.maxEventsPerRequest);
-    const ids = await accept(req, res.locals.key as VerifiedKey, body);
-    res.status(200).json(ok(returnIds ? ids : null));
+  const events = eventsRoute({
+    config,
+    intake,
+    validators: deps.validators,
+    trustedProxies: config.trustedProxies,
+    accept,
+  });
+  // Served here only in the spellings frontListener leaves to the app (a trailing slash, ...).
+  app.post(EVENTS_ROUTE, async (req, res) => {
+    res.status(200).json(await events(req, res, req.query as Record<string, string | string[]>));
   });
 
   // The pixel: for <img> tags and pages that can run no script. It always answers a
@@ -166,18 +174,8 @@ export function createGatewayApp(deps: GatewayDeps): Express {
   });
   methodNotAllowed(app, EVENTS_ROUTE, ['POST', 'OPTIONS']);
   methodNotAllowed(app, PIXEL_ROUTE, ['GET', 'HEAD']);
-  return endApp(app, logger, { maxBytes: config.discardBodyMaxBytes, timeoutMs: config.discardBodyTimeoutMs });
-}
-
-/**
- * `?return=ids`: the answer's `data` lists each event's stored `event_id`, in the order of
- * `events` (a retry of an event with a client id gets the same one); else `data` is null.
- */
-function returnParam(req: Request): boolean {
-  const v = single(req, 'return');
-  if (v === undefined) return false;
-  if (v !== 'ids') throw bad('return', 'the only value is ids');
-  return true;
+  const discard = { maxBytes: config.discardBodyMaxBytes, timeoutMs: config.discardBodyTimeoutMs };
+  return frontListener({ app: endApp(app, logger, discard), events, logger, metrics, discard });
 }
 
 function sendGif(res: Response, status: number): void {
@@ -222,16 +220,5 @@ export function pixelRequest(req: Request): unknown {
 
 /** The access key from `X-Access-Key` or `?key=`; never logged (see logger redaction too). */
 export function accessKeyOf(req: Request): string | undefined {
-  const header = req.get('x-access-key')?.trim();
-  const q = (req.query as Record<string, unknown>).key;
-  if (q !== undefined && (typeof q !== 'string' || (header !== undefined && header !== q))) {
-    // Two different keys (or `key` given twice): refuse rather than pick one.
-    throw new AppError('INVALID_CREDENTIALS', 'X-Access-Key and the key parameter disagree');
-  }
-  return header ?? q;
+  return accessKey(req.headers['x-access-key'], (req.query as Record<string, unknown>).key);
 }
-
-const checkContentType: RequestHandler = (req, _res, next) => {
-  checkMediaType(req, ALLOWED_TYPES);
-  next();
-};

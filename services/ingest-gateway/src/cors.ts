@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 
 /**
@@ -6,20 +7,25 @@ import type { RequestHandler } from 'express';
  */
 export function corsFor(maxAgeS: number): RequestHandler {
   return (req, res, next) => {
-    const origin = req.get('origin');
-    if (origin) {
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Vary', 'Origin');
-      res.setHeader(
-        'Access-Control-Expose-Headers',
-        'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id',
-      );
-    }
-    if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', 'Content-Type, Content-Encoding, X-Access-Key, X-Request-Id');
-      res.setHeader('Access-Control-Max-Age', String(maxAgeS));
-    }
+    corsHeaders(req, res, maxAgeS);
     next();
   };
+}
+
+/** corsFor's headers on `res`: for routes served on plain node:http (POST /api/telemetry/events). */
+export function corsHeaders(req: IncomingMessage, res: ServerResponse, maxAgeS: number): void {
+  const origin = req.headers.origin;
+  if (origin) {
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    res.setHeader('Vary', 'Origin');
+    res.setHeader(
+      'Access-Control-Expose-Headers',
+      'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id',
+    );
+  }
+  if (req.method === 'OPTIONS') {
+    res.setHeader('Access-Control-Allow-Methods', 'POST, GET, OPTIONS');
+    res.setHeader('Access-Control-Allow-Headers', 'Content-Type, Content-Encoding, X-Access-Key, X-Request-Id');
+    res.setHeader('Access-Control-Max-Age', String(maxAgeS));
+  }
 }

@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Counter } from 'prom-client';
 import { AppError, type FairPublisher } from '@telemetry/platform';
 import type { KeyStore, SuppressionList, VerifiedKey } from '@telemetry/store';
@@ -17,7 +17,7 @@ export interface Intake {
    * MISSING_CREDENTIALS, INVALID_CREDENTIALS, ORIGIN_NOT_ALLOWED (a key restricted to
    * origins, and the request's Origin is not one), RATE_LIMITED (RateLimit headers set on `res`).
    */
-  authenticate(raw: string | undefined, req: Request, res: Response): VerifiedKey;
+  authenticate(raw: string | undefined, req: IncomingMessage, res: ServerResponse): VerifiedKey;
   /**
    * Publishes `messages` on the events topic; resolves once Kafka acknowledged all of them.
    * First the tenant's event schemas: SCHEMA_VIOLATION (nothing published) or schema_failure set.
@@ -61,7 +61,7 @@ export function createIntake(deps: IntakeDeps): Intake {
         throw new AppError('MISSING_CREDENTIALS', 'send the access key in X-Access-Key or the key query parameter');
       }
       const key = deps.keys.authenticate(raw, 'telemetry');
-      const origin = req.get('origin');
+      const origin = req.headers.origin;
       if (key.allowedOrigins.size > 0 && (!origin || !key.allowedOrigins.has(origin))) {
         throw new AppError('ORIGIN_NOT_ALLOWED', 'this access key may not be used from this origin');
       }

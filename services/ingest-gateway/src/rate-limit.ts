@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { AppError } from '@telemetry/platform';
 
 /**
@@ -71,7 +71,7 @@ export class RateLimiter {
 }
 
 /** Takes a request of `id` from `limiter`: RateLimit headers, and 429 with Retry-After when it is over. */
-export function applyLimit(limiter: RateLimiter, id: string, res: Response, message: string): void {
+export function applyLimit(limiter: RateLimiter, id: string, res: ServerResponse, message: string): void {
   if (!limiter.enabled) return;
   const d = limiter.take(id);
   res.setHeader('RateLimit-Limit', String(d.limit));

@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
 import { LIMITS, PRINTABLE_PATTERN, type EventMessage, type IpStorage } from '@telemetry/contract';
 
 /**
@@ -7,6 +7,12 @@ import { LIMITS, PRINTABLE_PATTERN, type EventMessage, type IpStorage } from '@t
  * the default. Computed once per request (stampOf), copied onto each message (stamp).
  */
 export type RequestStamp = Pick<EventMessage, 'request_ip' | 'request_user_agent' | 'ip_storage'>;
+
+/** What a stamp is made of: an Express request, or the client address (clientIp) and headers of a plain one. */
+export interface StampSource {
+  readonly ip?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+}
 
 /** No request behind the messages (benchmarks, tools). */
 export const NO_STAMP: RequestStamp = Object.freeze({});
@@ -22,7 +28,7 @@ const IP_TEXT = /^[0-9a-f:.]{2,45}$/;
  * without control characters, else absent (a longer or binary one is not cut: it is not
  * what a browser sends, and half of one would misparse).
  */
-export function stampOf(req: Request, ipStorage: IpStorage): RequestStamp {
+export function stampOf(req: StampSource, ipStorage: IpStorage): RequestStamp {
   const stamp: RequestStamp = {};
   const ip = req.ip;
   if (ip !== undefined && IP_TEXT.test(ip)) stamp.request_ip = ip;
