@@ -248,7 +248,7 @@ describe('query service (real ClickHouse)', () => {
     }
   });
 
-  it('answers the summary of a closed range again from memory, and an open one from ClickHouse', async () => {
+  it("answers the summary of a closed range again from memory, and an open one's completed days from memory and its open part from ClickHouse", async () => {
     const m = uid('closed');
     await registerMonitors(m);
     const day = Date.UTC(2026, 1, 3) / 1000;
@@ -264,9 +264,12 @@ describe('query service (real ClickHouse)', () => {
     expect(await total(closedPath)).to.equal(2);
     expect(await total(openPath)).to.equal(2);
     // A row written into the closed range afterwards (which the pipeline would not do: the
-    // range ended long ago) shows that the closed summary was kept, the open one not.
+    // range ended long ago) shows that the closed summary was kept, and the open summary's
+    // completed day too (issue 48: summary-buckets.ts); a check of today is read at once.
     await insert([at(2)]);
     expect(await total(closedPath)).to.equal(2);
+    expect(await total(openPath)).to.equal(2);
+    await insert([{ ...row(m, 3), created_at: Math.floor(Date.now() / 1000), id: 'k3' }]);
     expect(await total(openPath)).to.equal(3);
   });
 
