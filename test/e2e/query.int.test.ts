@@ -444,8 +444,15 @@ describe('query service (real ClickHouse)', () => {
         const n = counts.find((c) => c.t === t && c.status === status);
         expect(interval[status], `${interval.start} ${status}`).to.equal(Number(n?.n ?? 0));
       }
-      const [p50, p95, p99] = quantiles.data[k]!.q;
-      expect(interval.response_time).to.deep.equal({ p50, p95, p99 });
+      const [p50, p95, p99] = quantiles.data[k]!.q as [number, number, number];
+      if (t + 86_400 <= now - 3600) {
+        // A completed day: ClickHouse's figures, kept.
+        expect(interval.response_time).to.deep.equal({ p50, p95, p99 });
+      } else {
+        // A day still open: its hours' t-digests merged.
+        expect(interval.response_time.p50).to.be.closeTo(p50, p50 * 0.01);
+        expect(interval.response_time.p99).to.be.closeTo(p99, p99 * 0.01);
+      }
     }
     expect(warm.total.checks).to.equal(counts.reduce((a, c) => a + Number(c.n), 0));
     const [p50, p95, p99] = quantiles.totals.q as [number, number, number];

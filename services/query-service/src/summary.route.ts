@@ -90,15 +90,14 @@ function bucketOf(r: SummaryBucketRow): Bucket {
  * bucket not kept to the end (the open part), and the completed ones it returns, or finds
  * empty, are kept.
  */
-async function bucketsOf(
+async function keptBuckets(
   deps: SummaryRouteDeps,
   q: SummaryQuery,
   signal: AbortSignal,
   nowSeconds: number,
 ): Promise<[number, Bucket][]> {
   const { seconds } = INTERVALS[q.interval];
-  const completedEnd = Math.floor((nowSeconds - CLOSED_AFTER_SECONDS) / seconds) * seconds;
-  const split = Math.min(Math.max(completedEnd, q.from), q.to);
+  const split = Math.min(Math.max(completedEnd(nowSeconds, seconds), q.from), q.to);
   const out: [number, Bucket][] = [];
   let askFrom = split;
   for (let t = q.from; t < split; t += seconds) {
@@ -124,6 +123,49 @@ async function bucketsOf(
     if (b.n) out.push([t, b]);
   }
   return out;
+}
+
+/** The start of the first bucket of `seconds` that is not completed at `nowSeconds`. */
+function completedEnd(nowSeconds: number, seconds: number): number {
+  return Math.floor((nowSeconds - CLOSED_AFTER_SECONDS) / seconds) * seconds;
+}
+
+/**
+ * The buckets of the summary. By day, the days not yet completed are made of their hours,
+ * so that their completed hours are kept too and ClickHouse is asked only for the last
+ * ones: counts add up (a check has one time, so one hour), and the day's quantiles merge
+ * its hours' t-digests (tdigest.ts) where ClickHouse would merge the same rows at once.
+ */
+async function bucketsOf(
+  deps: SummaryRouteDeps,
+  q: SummaryQuery,
+  signal: AbortSignal,
+  nowSeconds: number,
+): Promise<[number, Bucket][]> {
+  if (q.interval === 'hour') return keptBuckets(deps, q, signal, nowSeconds);
+  const day = INTERVALS.day.seconds;
+  const split = Math.min(Math.max(completedEnd(nowSeconds, day), q.from), q.to);
+  const none: [number, Bucket][] = [];
+  const [days, hours] = await Promise.all([
+    split > q.from ? keptBuckets(deps, { ...q, to: split }, signal, nowSeconds) : none,
+    split < q.to ? keptBuckets(deps, { ...q, interval: 'hour', from: split }, signal, nowSeconds) : none,
+  ]);
+  const open = new Map<number, Bucket[]>();
+  for (const [t, b] of hours) {
+    const d = Math.floor(t / day) * day;
+    open.set(d, [...(open.get(d) ?? []), b]);
+  }
+  for (const [t, parts] of open) {
+    const digest = new TDigest();
+    const n = CHECK_STATUSES.map(() => 0);
+    for (const b of parts) {
+      b.n!.forEach((c, k) => (n[k]! += c));
+      if (b.digest) digest.merge(b.digest);
+    }
+    const quantiles = digest.size > 0 ? digest.quantiles(LEVELS).map(float32Shortest) : [];
+    days.push([t, { n, q: quantiles, digest }]);
+  }
+  return days;
 }
 
 export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
