@@ -35,3 +35,5 @@ export function throughputGoal(scenario: string): number {
   return scenario === 'first_page' ? 1.5 : scenario === 'deep_page' ? 1.0 : scenario.startsWith('summary') ? 1.0 : 0.8;
 }
 export const TARGET_P99_RATIO = 2;
+/** Issue 48's name for the summary_day throughput target (judged against throughputGoal, 1.0x). */
+export const SUMMARY_DAY_GOAL = '30-day summary by day / direct ClickHouse (same checks_hourly SQL)';
