@@ -24,7 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_TENANT } from '@telemetry/contract';
-import { loadQueryConfig } from '@telemetry/query-service';
+import { loadQueryConfig, querySpec } from '@telemetry/query-service';
 import {
   createClickHouse,
   createKafka,
@@ -115,7 +115,7 @@ export const queryCurve: CurvePart = async (ctx: ScaleContext): Promise<Curve> =
   const seconds = envNumber('BENCH_SCALE_QUERY_SECONDS', 10, 0.5, false, 1);
   const warmup = envNumber('BENCH_SCALE_QUERY_WARMUP_SECONDS', 2, 0, false, 0);
   // Smoke: a cap below the second level, so that both runs of a point go through their code.
-  const defaultCap = smoke ? 10 : Number(loadQueryConfig({}).tailMaxMonitors);
+  const defaultCap = smoke ? 10 : Number(querySpec.tailMaxMonitors.default);
   const { stack } = ctx.bench;
   const quiet = createLogger({ service: 'bench-scale', level: 'warn', stream: process.stderr });
   const started = performance.now();
