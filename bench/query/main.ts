@@ -95,7 +95,8 @@ async function main(cleanups: Cleanups) {
   const serviceWarnings = service
     .output()
     .split('\n')
-    .filter((l) => l.trim() !== '');
+    // BENCH_TRACE_GC=1: --trace-gc lines ("[pid:0x...] 1234 ms: Scavenge ...") are not warnings.
+    .filter((l) => l.trim() !== '' && !/^\[\d+:0x[0-9a-f]+\]/.test(l));
   await service.stop();
   const { data, method, notes } = describe({ ...run, fx, summaries });
   const report: ReportInput = {

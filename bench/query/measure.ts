@@ -65,6 +65,7 @@ export class Measurements {
   async measure(key: string, scenario: string, side: Side, round: number, load: () => Promise<LoadResult>) {
     const queries = sampleQueries(this.admin);
     const cpu = cpuMeter({ service: this.service.pid, ...this.pids });
+    const startedAt = Date.now();
     const r = await load();
     const w = cpu();
     const flat: Record<string, number> = { machine: w.machinePercent, other: w.otherPercent };
@@ -74,7 +75,7 @@ export class Measurements {
     const rec = runRecord(scenario, side, round, m);
     this.records.push(rec);
     log(
-      `round ${round} ${key}: ${rec.rps} req/s, p50 ${rec.latency.p50} ms, p99 ${rec.latency.p99} ms, ClickHouse queries ` +
+      `round ${round} ${key} (${new Date(startedAt).toISOString()}, ${((Date.now() - startedAt) / 1000).toFixed(1)} s): ${rec.rps} req/s, p50 ${rec.latency.p50} ms, p99 ${rec.latency.p99} ms, ClickHouse queries ` +
         `${rec.queries.mean}/${rec.queries.max}${failureCount(rec.failures) ? `, FAILED ${JSON.stringify(rec.failures)}: ${rec.firstProblem}` : ''}`,
     );
   }

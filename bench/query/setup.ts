@@ -65,19 +65,26 @@ export async function setUp(cleanups: Cleanups) {
     CONSUMER_GROUP_ID: `${database}-writer`,
   });
   const queryConfig = loadQueryConfig(env);
-  const profileDir = cfg.profile ? mkdtempSync(join(tmpdir(), 'bench-query-profile-')) : undefined;
+  const profileDir = cfg.profile || cfg.traceGc ? mkdtempSync(join(tmpdir(), 'bench-query-profile-')) : undefined;
+  const gcLog = cfg.traceGc && profileDir ? join(profileDir, 'service-gc.log') : undefined;
   const service = await startChild(
     cleanups,
     {
       name: 'query-service',
       command: serviceCommand('query-service', true),
-      nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      nodeArgs: [
+        ...(cfg.profile && profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+        ...(gcLog ? ['--trace-gc'] : []),
+      ],
+      ...(gcLog ? { logFile: gcLog } : {}),
       env,
       url: `http://127.0.0.1:${port}`,
     },
     { readyMs: 60_000, closeMs: 15_000 },
   );
-  log(`query service ready at ${service.url} (pid ${service.pid})`);
+  log(
+    `query service ready at ${service.url} (pid ${service.pid}, ${new Date().toISOString()})${gcLog ? `; its --trace-gc output: ${gcLog}` : ''}`,
+  );
 
   const serviceHttp = new HttpClient(service.url);
   const directHttp = new HttpClient(stack.clickhouseUrl);

@@ -101,6 +101,13 @@ describe('hot tail of check history (real Kafka and ClickHouse)', function () {
     return m ? Number(m[1]) : 0;
   }
 
+  /** Deep pages answered by the page cache (page-cache.ts), which the tail's reader keeps exact. */
+  async function pageCacheHits(): Promise<number> {
+    const text = await (await fetch(`${tail.url}/metrics`)).text();
+    const m = /^query_page_cache_requests_total\{[^}]*result="hit"[^}]*\} (\d+)/m.exec(text);
+    return m ? Number(m[1]) : 0;
+  }
+
   /** Queries whose answers the tail holds, and some it does not; with the first page's cursor chain. */
   function queries(): string[] {
     const newest = Date.parse(
@@ -168,10 +175,23 @@ describe('hot tail of check history (real Kafka and ClickHouse)', function () {
     await publish(checks(45));
     await settled();
     const hits = await tailHits();
+    const pageHits = await pageCacheHits();
+    // Pages are kept once the stream consumer has committed what the tail read (else they could miss a check).
+    await eventually(
+      'the tail holds no uncommitted check',
+      async () =>
+        /^query_check_tail_buffered\{[^}]*\} 0$/m.test(await (await fetch(`${tail.url}/metrics`)).text())
+          ? true
+          : undefined,
+      30_000,
+    );
     expect(await sameAnswers()).to.be.greaterThan(20);
-    // The tail answered a good share of them (the rest went to ClickHouse).
+    // The tail answered a good share of them (the rest went to ClickHouse); pages below it
+    // were read ahead and kept.
     expect((await tailHits()) - hits).to.be.greaterThan(10);
-    // New checks, and late ones: older than the tail's oldest and in between.
+    expect((await pageCacheHits()) - pageHits).to.be.greaterThan(0);
+    // New checks, and late ones: older than the tail's oldest and in between (they must
+    // show in kept deep pages at once).
     await publish(checks(12));
     await publish(checks(3, 60, base + 5 * 60_000 + 30_000));
     await publish(checks(2, 60, base + 44 * 60_000 + 10_000));

@@ -241,4 +241,28 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
     expect(tail.stats()).to.include({ monitors: 3, checks: 5 });
     expect((await tail.page(query('d')))!.map((r) => r.id)).to.deep.equal(['x19', 'x18', 'x17']);
   });
+
+  it('tells its watcher of every check read, and whether a monitor has checks at or below a time still uncommitted', () => {
+    const reader = new FakeReader();
+    const tail = newTail(reader, 5, 3, () => Promise.resolve([]));
+    const seen: string[] = [];
+    tail.watch({ onCheck: (_t, m, t) => seen.push(`${m}@${t}`), clear: () => seen.push('clear') });
+    const t0 = 1_790_000_000;
+    expect(tail.settled(tenantId, 'a', t0 + 100)).to.equal(true);
+    const message = { id: 'x1', monitor_id: 'a', status: 'up', response_time: 1, status_code: 200 };
+    tail.onRecords(0, [
+      { offset: 0, value: Buffer.from(JSON.stringify({ ...message, created_at: new Date(t0 * 1000).toISOString() })) },
+    ]);
+    reader.at = [1];
+    expect(seen).to.deep.equal([`a@${t0}`]);
+    // The check (offset 0) is not committed yet (the consumer's commit is 0): it may not be in ClickHouse.
+    expect(tail.settled(tenantId, 'a', t0)).to.equal(false);
+    expect(tail.settled(tenantId, 'a', t0 - 1)).to.equal(true);
+    expect(tail.settled(tenantId, 'b', t0 + 100)).to.equal(true);
+    // Not caught up: it cannot tell.
+    reader.at = [0];
+    tail.onStart([1]);
+    expect(seen).to.deep.equal([`a@${t0}`, 'clear']);
+    expect(tail.settled(tenantId, 'b', t0)).to.equal(false);
+  });
 });

@@ -41,7 +41,11 @@ export function entityTags(header: string | undefined): '*' | string[] | undefin
  * already gets nothing new. The answer depends on the key: `Vary: Authorization`.
  */
 export function sendCacheable(req: Request, res: Response, body: unknown, cacheControl: string): void {
-  const json = JSON.stringify(body);
+  sendCacheableJson(req, res, JSON.stringify(body), cacheControl);
+}
+
+/** As sendCacheable, of a body already serialized (`json`: JSON.stringify of the body). */
+export function sendCacheableJson(req: Request, res: Response, json: string, cacheControl: string): void {
   const etag = `"${createHash('sha1').update(json).digest('base64url')}"`;
   res.setHeader('Cache-Control', cacheControl);
   res.setHeader('Vary', 'Authorization');

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { AppError } from './errors.js';
-import { sendCacheable } from './http.js';
+import { sendCacheable, sendCacheableJson } from './http.js';
 
 /**
  * Query parameters and paging, shared by every list route: each rule answers 400
@@ -88,4 +88,27 @@ export function sendPage<R>(
   const body = { success: true, data: page.map(toItem), next_cursor: next };
   if (cacheControl === undefined) res.json(body);
   else sendCacheable(req, res, body, cacheControl);
+}
+
+/**
+ * As sendPage with a Cache-Control, of items already serialized: `jsonOf(row)` is
+ * JSON.stringify of the item, so the body (and its ETag) is byte for byte what sendPage
+ * sends, without building and serializing the objects per request.
+ */
+export function sendJsonPage<R>(
+  req: Request,
+  res: Response,
+  rows: readonly R[],
+  limit: number,
+  cursorOf: (last: R) => unknown,
+  jsonOf: (row: R) => string,
+  cacheControl: string,
+): void {
+  const n = Math.min(limit, rows.length);
+  const last = n > 0 ? rows[n - 1] : undefined;
+  const next = rows.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null;
+  if (next) res.setHeader('Link', nextLink(req, next));
+  let data = '';
+  for (let i = 0; i < n; i++) data += (i === 0 ? '' : ',') + jsonOf(rows[i]!);
+  sendCacheableJson(req, res, `{"success":true,"data":[${data}],"next_cursor":${JSON.stringify(next)}}`, cacheControl);
 }

@@ -37,6 +37,7 @@ import {
 } from '@telemetry/store';
 import type { ReportStore, TableLayout } from '@telemetry/store';
 import type { CheckTail } from './check-tail.js';
+import type { PageCache } from './page-cache.js';
 import { checksRoute } from './checks.route.js';
 import { screenshotRoute } from './screenshots.route.js';
 import { incidentsRoute } from './incidents.route.js';
@@ -95,6 +96,8 @@ export interface QueryDeps {
   validators: Validators;
   /** The hot tail, when TAIL_CHECKS_PER_MONITOR is not 0. */
   tail: CheckTail | undefined;
+  /** Deep pages kept for a short time (with the tail, when PAGE_CACHE_CHECKS is not 0). */
+  pages: PageCache | undefined;
   monitors: MonitorStore;
   statusPages: StatusPageStore;
   /** Every current status page by slug (the public route reads only this). */
@@ -231,6 +234,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     known,
     checksRoute({
       tail: deps.tail,
+      pages: deps.pages,
       reader: deps.reader,
       database: deps.config.clickhouseDatabase,
       layout: deps.layout,

@@ -39,6 +39,12 @@ export interface TailCheck {
   check: Check;
 }
 
+/** What the tail tells about the checks it reads (the page cache, page-cache.ts). */
+export interface TailWatcher {
+  onCheck(tenantId: string, monitorId: string, t: number): void;
+  clear(): void;
+}
+
 /** What the tail needs of the topic reader (TopicReader in @telemetry/platform). */
 export interface TailReader {
   positions(): readonly number[];
@@ -188,6 +194,7 @@ export class CheckTail implements Component {
   private stopped = false;
   private refresher: Promise<void> | undefined;
   private reader: TailReader | undefined;
+  private watcher: TailWatcher | undefined;
   private readonly clock: Clock;
   private readonly requests: Counter<'result'>;
   private readonly loadsDone: Counter<'result'>;
@@ -229,6 +236,32 @@ export class CheckTail implements Component {
     this.reader = reader;
   }
 
+  /** Told of every check read, and of restarts. */
+  watch(watcher: TailWatcher): void {
+    this.watcher = watcher;
+  }
+
+  /**
+   * True when every check of the monitor at or below `t` that the stream consumer has
+   * not yet committed (so maybe not yet in ClickHouse) has been read and none is: a
+   * ClickHouse read of those checks is complete, and any check arriving later is told to
+   * the watcher. False when the tail cannot tell (not caught up, or it dropped checks).
+   */
+  settled(tenantId: string, monitorId: string, t: number): boolean {
+    const committed = this.committed;
+    if (!committed || !this.ready()) return false;
+    if (!committed.every((c, p) => this.bufferStart[p]! <= c)) return false;
+    const key = tailKey(tenantId, monitorId);
+    return this.buffer.every((buf, p) => {
+      const floor = committed[p]!;
+      for (let i = buf.length - 1; i >= 0 && buf[i]!.offset >= floor; i--) {
+        const b = buf[i]!;
+        if (b.key === key && b.check.t <= t) return false;
+      }
+      return true;
+    });
+  }
+
   start(): Promise<void> {
     this.refresher = this.refreshCommitted();
     return Promise.resolve();
@@ -261,6 +294,7 @@ export class CheckTail implements Component {
     this.buffered = 0;
     this.committed = [...offsets];
     this.committedAt = this.clock.now();
+    this.watcher?.clear();
   }
 
   onRecords(partition: number, records: TopicRecord[]): void {
@@ -275,6 +309,7 @@ export class CheckTail implements Component {
       buf.push({ offset: rec.offset, key, check });
       this.buffered++;
       this.monitors.get(key)?.add(check);
+      this.watcher?.onCheck(d.row.tenant_id, d.row.monitor_id, check.t);
     }
     while (this.buffered > this.o.maxBuffered) this.dropOldest();
   }

@@ -105,6 +105,27 @@ export const querySpec = {
     1000,
     10_000_000,
   ),
+  pageCacheChecks: v.int(
+    'PAGE_CACHE_CHECKS',
+    100_000,
+    'checks of history pages below the hot tail (newest first, with a cursor) kept in memory, with the pages read ahead of them (0: none; needs the tail); the least recently read pages go first',
+    0,
+    10_000_000,
+  ),
+  pageCacheTtlMs: v.int(
+    'PAGE_CACHE_TTL_MS',
+    60_000,
+    'how long a kept history page is answered from memory (checks the reader sees arriving drop the pages they change at once; retention, which drops whole days or partitions, takes effect on kept pages within this)',
+    100,
+    600_000,
+  ),
+  pageReadAhead: v.int(
+    'PAGE_READ_AHEAD',
+    2,
+    'pages read ahead (and kept, keyed by their cursors) when a history page below the hot tail is read from ClickHouse (0: only the page itself)',
+    0,
+    20,
+  ),
   registryUser: v.str(
     'REGISTRY_CLICKHOUSE_USER',
     'default',

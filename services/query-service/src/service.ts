@@ -64,6 +64,7 @@ import { OidcRelyingParty } from './access/oidc.js';
 import { invitationAcceptor } from './oidc.route.js';
 import { cookieSecure } from './access/session-cookie.js';
 import { CheckTail } from './check-tail.js';
+import { PageCache } from './page-cache.js';
 import { RunOnceClient } from './run-once-client.js';
 import { loadConsoleAssets } from './console.route.js';
 import { MonitorDirectory } from './monitor-directory.js';
@@ -140,6 +141,8 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   );
   const validators = createValidators();
   const tail = config.tailChecksPerMonitor > 0 ? hotTail(config, layout, logger, registry, reader, validators) : [];
+  // Deep pages need the tail: its reader tells of every check that could change a kept page.
+  const pages = tail[0] && config.pageCacheChecks > 0 ? pageCache(config, registry, tail[0]) : undefined;
   const keys = new KeyStore((ids) => loadKeyRecords(pool, ids));
   feed.subscribe(keys.mirror);
   // Monitor and webhook URLs that are IP literals the runners would refuse, or our own
@@ -295,6 +298,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     reader,
     validators,
     tail: tail[0],
+    pages,
     monitors,
     directory,
     notifier,
@@ -345,6 +349,20 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   }
   logger.info('query service listening', { port: http.boundPort });
   return { runner, http };
+}
+
+/** The page cache (page-cache.ts), told by the tail of every check it reads. */
+function pageCache(config: QueryConfig, registry: Registry, tail: CheckTail): PageCache {
+  const pages = new PageCache({
+    maxChecks: config.pageCacheChecks,
+    ttlMs: config.pageCacheTtlMs,
+    readAhead: config.pageReadAhead,
+    settled: (tenantId, monitorId, t) => tail.settled(tenantId, monitorId, t),
+    caughtUp: () => tail.health(),
+    registry,
+  });
+  tail.watch(pages);
+  return pages;
 }
 
 /**
