@@ -219,7 +219,7 @@ export const queryCurve: CurvePart = async (ctx: ScaleContext): Promise<Curve> =
     title: 'Query service: first page and hot-tail memory by monitors',
     xLabel: 'monitors',
     series: [
-      { key: 'rps', label: `first page, cap ${fmt(defaultCap)} (default)`, unit: 'req/s' },
+      { key: 'rps', label: `first page, cap ${fmt(defaultCap)}${smoke ? '' : ' (default)'}`, unit: 'req/s' },
       { key: 'rps_all', label: 'first page, cap = monitors', unit: 'req/s' },
       { key: 'heap', label: 'heap after the warm, default cap', unit: 'MiB' },
       { key: 'heap_all', label: 'heap after the warm, cap = monitors', unit: 'MiB' },
