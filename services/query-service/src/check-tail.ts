@@ -8,6 +8,7 @@ import {
   type Component,
   type Logger,
   type TopicRecord,
+  type PreparedPage,
 } from '@telemetry/platform';
 import { rowToCheck, type CheckHistoryRow, type CheckRow, type ChecksQuery, type Decoded } from '@telemetry/store';
 
@@ -80,6 +81,11 @@ class MonitorTail {
   private readonly ids = new Set<string>();
   /** True while the monitor has no check below rows[0] (it had fewer than the cap). */
   complete = true;
+  /**
+   * The serialized plain first page (isPlainFirstPage) of `limit`, kept until a check is
+   * added: at most one per monitor of the tail.
+   */
+  first: { limit: number; page: PreparedPage } | undefined;
 
   constructor(private readonly cap: number) {}
 
@@ -98,6 +104,7 @@ class MonitorTail {
     }
     rows.splice(lo, 0, c);
     this.ids.add(c.id);
+    this.first = undefined;
     if (rows.length > this.cap) {
       this.ids.delete(rows.shift()!.id);
       this.complete = false;
@@ -153,6 +160,20 @@ interface Buffered {
 type Outcome = 'hit' | 'miss' | 'cold' | 'unready';
 
 /** A decoded check row as the tail keeps it (the API's object built once, as rowToCheck builds it from ClickHouse). */
+/** Newest first, no cursor, range or status filter, a limit: the page dashboards ask for. */
+export function isPlainFirstPage(q: ChecksQuery): boolean {
+  return (
+    q.order === 'desc' &&
+    q.cursor === undefined &&
+    q.from === undefined &&
+    q.to === undefined &&
+    q.statuses.length === 0 &&
+    q.limit !== null &&
+    q.ids === undefined &&
+    q.locations === undefined
+  );
+}
+
 export function tailCheckOf(r: CheckRow): TailCheck {
   return {
     t: r.created_at,
@@ -319,6 +340,41 @@ export class CheckTail implements Component {
    * request asks for its newest checks; undefined: ask ClickHouse.
    */
   async page(q: ChecksQuery): Promise<TailCheck[] | undefined> {
+    const m = await this.monitorOf(q);
+    if (!m) return undefined;
+    const rows = m.page(q);
+    this.requests.inc({ result: rows ? 'hit' : 'miss' });
+    return rows;
+  }
+
+  /**
+   * As page, for a plain first page (isPlainFirstPage), serialized by `prepare`: the
+   * monitor keeps it until its tail changes, so a dashboard asking again and again gets
+   * the same string without the 100 checks being copied and serialized per request.
+   */
+  async firstPage(
+    q: ChecksQuery,
+    prepare: (rows: readonly TailCheck[], limit: number) => PreparedPage,
+  ): Promise<PreparedPage | undefined> {
+    const limit = q.limit;
+    if (limit === null || !isPlainFirstPage(q)) throw new Error('firstPage: not a plain first page');
+    const m = await this.monitorOf(q);
+    if (!m) return undefined;
+    const kept = m.first;
+    if (kept && kept.limit === limit) {
+      this.requests.inc({ result: 'hit' });
+      return kept.page;
+    }
+    const rows = m.page(q);
+    this.requests.inc({ result: rows ? 'hit' : 'miss' });
+    if (!rows) return undefined;
+    const page = prepare(rows, limit);
+    m.first = { limit, page };
+    return page;
+  }
+
+  /** The monitor's tail (most recently used now), loaded when cold and `q` asks for its newest checks. */
+  private async monitorOf(q: ChecksQuery): Promise<MonitorTail | undefined> {
     if (!this.ready()) return this.count('unready');
     const key = tailKey(q.tenantId, q.monitorId);
     let m = this.monitors.get(key);
@@ -331,9 +387,7 @@ export class CheckTail implements Component {
       m = await this.load(q.tenantId, q.monitorId);
       if (!m) return this.count('cold');
     }
-    const rows = m.page(q);
-    this.requests.inc({ result: rows ? 'hit' : 'miss' });
-    return rows;
+    return m;
   }
 
   /**
