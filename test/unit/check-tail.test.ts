@@ -306,10 +306,8 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
       expect(await tail.firstPage(q, prepare), `again after ${id}`).to.equal(first);
       expect(prepared, 'served from the kept page').to.equal(n);
     }
-    expect(JSON.parse((await tail.firstPage(q, prepare))!.json).data.map((c: { id: string }) => c.id)).to.deep.equal([
-      'f',
-      'e',
-    ]);
+    const body = JSON.parse((await tail.firstPage(q, prepare))!.json) as { data: { id: string }[] };
+    expect(body.data.map((c) => c.id)).to.deep.equal(['f', 'e']);
     // Another limit is prepared afresh (and is right).
     const q3 = { ...q, limit: 3 };
     const three = (await tail.firstPage(q3, prepare))!;
