@@ -63,8 +63,10 @@ function newTail(
   perMonitor: number,
   maxMonitors: number,
   load: (limit: number) => Promise<CheckHistoryRow[]>,
+  firstPageBytes?: number,
 ): CheckTail {
   const tail = new CheckTail({
+    ...(firstPageBytes === undefined ? {} : { firstPageBytes }),
     load: (_t, _m, limit) => load(limit),
     decode: (v) => decodeCheck(validators, v),
     perMonitor,
@@ -324,6 +326,38 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
       () => expect.fail('accepted a filtered page'),
       (err: Error) => expect(err.message).to.match(/plain first page/),
     );
+  });
+
+  it('keeps serialized first pages up to its byte bound, the least recently read dropped first', async () => {
+    const reader = new FakeReader();
+    const tail = newTail(reader, 5, 10, () => Promise.resolve([]), 2 * 300);
+    const q = (monitorId: string): ChecksQuery => ({
+      tenantId,
+      monitorId,
+      limit: 2,
+      order: 'desc',
+      from: undefined,
+      to: undefined,
+      statuses: [],
+      cursor: undefined,
+    });
+    const prepared: string[] = [];
+    // 100 bytes of JSON + 200 counted per page: two fit in 600.
+    const prepare = (_rows: readonly TailCheck[], _limit: number, id = prepared.length) => {
+      prepared.push(String(id));
+      return { json: 'x'.repeat(100), etag: `"${id}"`, next: null };
+    };
+    for (const m of ['a', 'b', 'a', 'b']) await tail.firstPage(q(m), prepare);
+    expect(prepared).to.have.length(2);
+    await tail.firstPage(q('c'), prepare); // a was read before b: a goes
+    expect(prepared).to.have.length(3);
+    await tail.firstPage(q('b'), prepare);
+    expect(prepared, 'b kept').to.have.length(3);
+    await tail.firstPage(q('a'), prepare);
+    expect(prepared, 'a dropped').to.have.length(4);
+    const none = newTail(new FakeReader(), 5, 10, () => Promise.resolve([]), 0);
+    for (let i = 0; i < 3; i++) await none.firstPage(q('a'), prepare);
+    expect(prepared, 'TAIL_FIRST_PAGE_BYTES=0: none kept').to.have.length(7);
   });
 
   it('tells its watcher of every check read, and whether a monitor has checks at or below a time still uncommitted', () => {

@@ -65,9 +65,49 @@ export interface CheckTailOptions {
   committedEveryMs: number;
   /** No answers from the tail when the reader or the offsets are older than this. */
   staleAfterMs: number;
+  /**
+   * Bytes of serialized first pages kept (firstPage), the least recently read dropped
+   * first; 0: none kept. Default FIRST_PAGE_BYTES.
+   */
+  firstPageBytes?: number;
   logger: Logger;
   registry: Registry;
   clock?: Clock;
+}
+
+export const FIRST_PAGE_BYTES = 32 * 1024 * 1024;
+
+/** The monitors whose serialized first page is kept, least recently read first, and their bytes. */
+class FirstPages {
+  private readonly kept = new Map<MonitorTail, number>();
+  private bytes = 0;
+  constructor(private readonly max: number) {}
+
+  read(m: MonitorTail): void {
+    const n = this.kept.get(m);
+    if (n === undefined) return;
+    this.kept.delete(m);
+    this.kept.set(m, n);
+  }
+
+  keep(m: MonitorTail, limit: number, page: PreparedPage): void {
+    this.forget(m);
+    // A one-byte string (the JSON of checks is ASCII but for some error texts): a little under 2 bytes a character.
+    const n = page.json.length + 200;
+    if (n > this.max) return;
+    m.first = { limit, page };
+    this.kept.set(m, n);
+    this.bytes += n;
+    while (this.bytes > this.max) this.forget(this.kept.keys().next().value!);
+  }
+
+  forget(m: MonitorTail): void {
+    m.first = undefined;
+    const n = this.kept.get(m);
+    if (n === undefined) return;
+    this.kept.delete(m);
+    this.bytes -= n;
+  }
 }
 
 /** (t, id) order, as ClickHouse's ORDER BY created_at, id (ids are ASCII: byte order). */
@@ -83,11 +123,14 @@ class MonitorTail {
   complete = true;
   /**
    * The serialized plain first page (isPlainFirstPage) of `limit`, kept until a check is
-   * added: at most one per monitor of the tail.
+   * added (or FirstPages drops it): at most one per monitor of the tail.
    */
   first: { limit: number; page: PreparedPage } | undefined;
 
-  constructor(private readonly cap: number) {}
+  constructor(
+    private readonly cap: number,
+    private readonly firstPages: FirstPages,
+  ) {}
 
   add(c: TailCheck): void {
     if (this.ids.has(c.id)) return;
@@ -104,7 +147,7 @@ class MonitorTail {
     }
     rows.splice(lo, 0, c);
     this.ids.add(c.id);
-    this.first = undefined;
+    if (this.first) this.firstPages.forget(this);
     if (rows.length > this.cap) {
       this.ids.delete(rows.shift()!.id);
       this.complete = false;
@@ -200,6 +243,7 @@ export class CheckTail implements Component {
   readonly name = 'check-tail';
   readonly essential = false;
   private readonly monitors = new Map<string, MonitorTail>();
+  private readonly firstPages: FirstPages;
   private readonly loads = new Map<string, Promise<MonitorTail | undefined>>();
   /** Per partition, the checks read at or after `bufferStart` (decodable ones), in offset order. */
   private buffer: Buffered[][] = [];
@@ -222,6 +266,7 @@ export class CheckTail implements Component {
 
   constructor(private readonly o: CheckTailOptions) {
     this.clock = o.clock ?? systemClock;
+    this.firstPages = new FirstPages(o.firstPageBytes ?? FIRST_PAGE_BYTES);
     this.requests = counter(
       o.registry,
       'query_check_tail_requests_total',
@@ -363,13 +408,14 @@ export class CheckTail implements Component {
     const kept = m.first;
     if (kept && kept.limit === limit) {
       this.requests.inc({ result: 'hit' });
+      this.firstPages.read(m);
       return kept.page;
     }
     const rows = m.page(q);
     this.requests.inc({ result: rows ? 'hit' : 'miss' });
     if (!rows) return undefined;
     const page = prepare(rows, limit);
-    m.first = { limit, page };
+    this.firstPages.keep(m, limit, page);
     return page;
   }
 
@@ -401,8 +447,18 @@ export class CheckTail implements Component {
   }
 
   /** What the tail holds now (for tests and /metrics). */
-  stats(): { monitors: number; checks: number; buffered: number; ready: boolean } {
-    return { monitors: this.monitors.size, checks: this.checksHeld(), buffered: this.buffered, ready: this.ready() };
+  stats(): {
+    monitors: number;
+    checks: number;
+    buffered: number;
+    ready: boolean;
+  } {
+    return {
+      monitors: this.monitors.size,
+      checks: this.checksHeld(),
+      buffered: this.buffered,
+      ready: this.ready(),
+    };
   }
 
   private count(result: Outcome): undefined {
@@ -448,7 +504,10 @@ export class CheckTail implements Component {
       rows = await this.o.load(tenantId, monitorId, this.o.perMonitor);
     } catch (err) {
       this.loadsDone.inc({ result: 'failed' });
-      this.o.logger.debug('tail load failed', { monitor_id: monitorId, err: String(err) });
+      this.o.logger.debug('tail load failed', {
+        monitor_id: monitorId,
+        err: String(err),
+      });
       return undefined;
     } finally {
       this.pinned.delete(snapshot);
@@ -459,15 +518,25 @@ export class CheckTail implements Component {
       this.loadsDone.inc({ result: 'dropped' });
       return undefined;
     }
-    const m = new MonitorTail(this.o.perMonitor);
-    for (const r of rows) m.add({ t: Number(r.ts), id: r.id, status: r.status, check: rowToCheck(r) });
+    const m = new MonitorTail(this.o.perMonitor, this.firstPages);
+    for (const r of rows)
+      m.add({
+        t: Number(r.ts),
+        id: r.id,
+        status: r.status,
+        check: rowToCheck(r),
+      });
     // ClickHouse gave its newest `perMonitor`: older checks may exist below them.
     m.complete = rows.length < this.o.perMonitor;
     this.buffer.forEach((buf, p) => {
       for (const b of buf) if (b.key === key && b.offset >= snapshot[p]!) m.add(b.check);
     });
     this.monitors.set(key, m);
-    while (this.monitors.size > this.o.maxMonitors) this.monitors.delete(this.monitors.keys().next().value!);
+    while (this.monitors.size > this.o.maxMonitors) {
+      const [oldest, gone] = this.monitors.entries().next().value!;
+      this.monitors.delete(oldest);
+      this.firstPages.forget(gone);
+    }
     this.loadsDone.inc({ result: 'ok' });
     return m;
   }
@@ -488,7 +557,9 @@ export class CheckTail implements Component {
             this.trim();
           }
         } catch (err) {
-          this.o.logger.debug('committed offsets not read', { err: String(err) });
+          this.o.logger.debug('committed offsets not read', {
+            err: String(err),
+          });
         }
       }
       await sleepOn(this.clock, this.o.committedEveryMs);
