@@ -92,7 +92,7 @@ class FirstPages {
 
   keep(m: MonitorTail, limit: number, page: PreparedPage): void {
     this.forget(m);
-    // A one-byte string (the JSON of checks is ASCII but for some error texts): a little under 2 bytes a character.
+    // The JSON's characters (one byte each in a one-byte string) and the entry around them.
     const n = page.json.length + 200;
     if (n > this.max) return;
     m.first = { limit, page };
@@ -447,18 +447,8 @@ export class CheckTail implements Component {
   }
 
   /** What the tail holds now (for tests and /metrics). */
-  stats(): {
-    monitors: number;
-    checks: number;
-    buffered: number;
-    ready: boolean;
-  } {
-    return {
-      monitors: this.monitors.size,
-      checks: this.checksHeld(),
-      buffered: this.buffered,
-      ready: this.ready(),
-    };
+  stats(): { monitors: number; checks: number; buffered: number; ready: boolean } {
+    return { monitors: this.monitors.size, checks: this.checksHeld(), buffered: this.buffered, ready: this.ready() };
   }
 
   private count(result: Outcome): undefined {
@@ -504,10 +494,7 @@ export class CheckTail implements Component {
       rows = await this.o.load(tenantId, monitorId, this.o.perMonitor);
     } catch (err) {
       this.loadsDone.inc({ result: 'failed' });
-      this.o.logger.debug('tail load failed', {
-        monitor_id: monitorId,
-        err: String(err),
-      });
+      this.o.logger.debug('tail load failed', { monitor_id: monitorId, err: String(err) });
       return undefined;
     } finally {
       this.pinned.delete(snapshot);
@@ -519,13 +506,7 @@ export class CheckTail implements Component {
       return undefined;
     }
     const m = new MonitorTail(this.o.perMonitor, this.firstPages);
-    for (const r of rows)
-      m.add({
-        t: Number(r.ts),
-        id: r.id,
-        status: r.status,
-        check: rowToCheck(r),
-      });
+    for (const r of rows) m.add({ t: Number(r.ts), id: r.id, status: r.status, check: rowToCheck(r) });
     // ClickHouse gave its newest `perMonitor`: older checks may exist below them.
     m.complete = rows.length < this.o.perMonitor;
     this.buffer.forEach((buf, p) => {
@@ -557,9 +538,7 @@ export class CheckTail implements Component {
             this.trim();
           }
         } catch (err) {
-          this.o.logger.debug('committed offsets not read', {
-            err: String(err),
-          });
+          this.o.logger.debug('committed offsets not read', { err: String(err) });
         }
       }
       await sleepOn(this.clock, this.o.committedEveryMs);

@@ -88,11 +88,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   const ch = clickhouseComponent(config, logger, {
     requestTimeoutMs: config.queryTimeoutMs + 1000,
     // Bounds every query on the server side too (ClickHouse 18.16 knows these).
-    settings: {
-      max_execution_time: Math.ceil(config.queryTimeoutMs / 1000),
-      max_result_rows: 100_000,
-      ...reads,
-    },
+    settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000, ...reads },
     maxOpenConnections: 2,
   });
   const exports = clickhouseComponent(config, logger, {
@@ -108,11 +104,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     username: config.clickhouseUser,
     password: config.clickhousePassword,
     database: config.clickhouseDatabase,
-    settings: {
-      max_execution_time: Math.ceil(config.queryTimeoutMs / 1000),
-      max_result_rows: 100_000,
-      ...reads,
-    },
+    settings: { max_execution_time: Math.ceil(config.queryTimeoutMs / 1000), max_result_rows: 100_000, ...reads },
     maxSockets: config.maxQueriesInFlight,
   });
   // The registry is written with its own user, allowed the registry database only:
@@ -132,20 +124,10 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   // status pages, and reads keys; its copies of the keys and of the status pages follow
   // the change feed.
   const pool = createPostgres(config, logger, 'query-service');
-  const feed = registryFeed({
-    pool,
-    config,
-    name: 'query-service',
-    logger,
-    registry,
-  });
+  const feed = registryFeed({ pool, config, name: 'query-service', logger, registry });
   const monitors = new MonitorStore(pool, new SecretBox(config.secretsKeys), true);
   const { producer: newProducer } = serviceKafka(config, 'query', logger);
-  const changes = newProducer({
-    registry,
-    ackTimeoutMs: 5000,
-    partitioner: monitorPartition,
-  });
+  const changes = newProducer({ registry, ackTimeoutMs: 5000, partitioner: monitorPartition });
   const notifier = {
     notify: (c: { id: string; version: number; deleted: boolean }) =>
       changes.send(config.monitorChangesTopic, [{ key: c.id, value: JSON.stringify(c) }]),
@@ -196,11 +178,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   // Alerting: test notifications go out through this service's own egress-bound client and
   // mailer (a tenant's SMTP server is judged by the policy too); acknowledge links are
   // signed with the SECRETS_KEYS ring, as the runners sign them.
-  const mailer = createMailer(config, {
-    policy,
-    logger,
-    timeoutMs: config.channelTestTimeoutMs,
-  });
+  const mailer = createMailer(config, { policy, logger, timeoutMs: config.channelTestTimeoutMs });
   const channelContext = (): ChannelContext => ({
     http: (call) => httpCall({ ...call, policy }),
     mail: mailer,
@@ -251,9 +229,7 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
     channelValidators: createChannelValidators(),
     publishAlert: (a) => changes.send(config.alertsTopic, [{ key: a.monitor_id, value: JSON.stringify(a) }]),
     channelContext,
-    sessions: {
-      resolve: (token) => resolveSession(pool, token, config.sessionIdleSeconds),
-    },
+    sessions: { resolve: (token) => resolveSession(pool, token, config.sessionIdleSeconds) },
     // Audit entries are keyed by tenant: one tenant's entries stay in order.
     audit: publishingAuditor(
       (e) => changes.send(config.auditTopic, [{ key: e.tenant_id, value: JSON.stringify(e) }]),
@@ -367,15 +343,9 @@ export async function startQueryService(config: QueryConfig, logger: Logger): Pr
   // with the ring's first key.
   try {
     const resealed = await monitors.reseal();
-    if (resealed > 0)
-      logger.info('monitor secrets re-sealed', {
-        monitors: resealed,
-        key: config.secretsKeys[0]!.id,
-      });
+    if (resealed > 0) logger.info('monitor secrets re-sealed', { monitors: resealed, key: config.secretsKeys[0]!.id });
   } catch (err) {
-    logger.warn('monitor secrets not re-sealed; retried at the next start', {
-      err: String(err),
-    });
+    logger.warn('monitor secrets not re-sealed; retried at the next start', { err: String(err) });
   }
   logger.info('query service listening', { port: http.boundPort });
   return { runner, http };
