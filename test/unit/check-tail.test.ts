@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { createValidators, DEFAULT_TENANT } from '@telemetry/contract';
-import { createLogger, preparePage } from '@telemetry/platform';
+import { createLogger } from '@telemetry/platform';
 import { decodeCheck, rowToCheck, type CheckHistoryRow, type ChecksQuery } from '@telemetry/store';
-import { CheckTail, type TailCheck, type TailReader } from '../../services/query-service/src/check-tail.js';
+import { CheckTail, type TailReader } from '../../services/query-service/src/check-tail.js';
 import { prng } from '../../harness/prng.js';
 
 /**
@@ -63,10 +63,8 @@ function newTail(
   perMonitor: number,
   maxMonitors: number,
   load: (limit: number) => Promise<CheckHistoryRow[]>,
-  firstPageBytes?: number,
 ): CheckTail {
   const tail = new CheckTail({
-    ...(firstPageBytes === undefined ? {} : { firstPageBytes }),
     load: (_t, _m, limit) => load(limit),
     decode: (v) => decodeCheck(validators, v),
     perMonitor,
@@ -242,122 +240,6 @@ describe('CheckTail: pages from memory equal ClickHouse pages', () => {
     }
     expect(tail.stats()).to.include({ monitors: 3, checks: 5 });
     expect((await tail.page(query('d')))!.map((r) => r.id)).to.deep.equal(['x19', 'x18', 'x17']);
-  });
-
-  it('keeps a serialized first page until the tail changes: new, late and duplicate checks', async () => {
-    const reader = new FakeReader();
-    const tail = newTail(reader, 5, 3, () => Promise.resolve([]));
-    const q: ChecksQuery = {
-      tenantId,
-      monitorId: 'm',
-      limit: 2,
-      order: 'desc',
-      from: undefined,
-      to: undefined,
-      statuses: [],
-      cursor: undefined,
-    };
-    let prepared = 0;
-    const prepare = (rows: readonly TailCheck[], limit: number) => {
-      prepared++;
-      return preparePage(
-        rows,
-        limit,
-        (r) => [r.t, r.id],
-        (r) => r.check,
-      );
-    };
-    // What sendPage would serialize from the tail's page now.
-    const fresh = async () =>
-      preparePage(
-        (await tail.page(q))!,
-        2,
-        (r) => [r.t, r.id],
-        (r) => r.check,
-      );
-    let offset = 0;
-    const arrive = (id: string, second: number) => {
-      const message = {
-        id,
-        monitor_id: 'm',
-        status: 'up',
-        response_time: 1,
-        status_code: 200,
-        created_at: new Date((1_790_000_000 + second) * 1000).toISOString(),
-      };
-      tail.onRecords(0, [{ offset, value: Buffer.from(JSON.stringify(message)) }]);
-      reader.at = [++offset];
-    };
-    expect(await tail.firstPage(q, prepare)).to.deep.equal(await fresh());
-    for (const [id, second] of [
-      ['a', 10],
-      ['b', 20],
-      ['c', 30],
-      ['late', 25],
-      ['b', 20],
-      ['old', 1],
-      ['d', 40],
-      ['e', 50],
-      ['f', 60],
-      ['below', 0],
-    ] as const) {
-      arrive(id, second);
-      const first = (await tail.firstPage(q, prepare))!;
-      expect(first, `after ${id}`).to.deep.equal(await fresh());
-      const n = prepared;
-      expect(await tail.firstPage(q, prepare), `again after ${id}`).to.equal(first);
-      expect(prepared, 'served from the kept page').to.equal(n);
-    }
-    const body = JSON.parse((await tail.firstPage(q, prepare))!.json) as { data: { id: string }[] };
-    expect(body.data.map((c) => c.id)).to.deep.equal(['f', 'e']);
-    // Another limit is prepared afresh (and is right).
-    const q3 = { ...q, limit: 3 };
-    const three = (await tail.firstPage(q3, prepare))!;
-    expect(three).to.deep.equal(
-      preparePage(
-        (await tail.page(q3))!,
-        3,
-        (r) => [r.t, r.id],
-        (r) => r.check,
-      ),
-    );
-    // Not a plain first page: refused.
-    await tail.firstPage({ ...q, statuses: ['up'] }, prepare).then(
-      () => expect.fail('accepted a filtered page'),
-      (err: Error) => expect(err.message).to.match(/plain first page/),
-    );
-  });
-
-  it('keeps serialized first pages up to its byte bound, the least recently read dropped first', async () => {
-    const reader = new FakeReader();
-    const tail = newTail(reader, 5, 10, () => Promise.resolve([]), 2 * 300);
-    const q = (monitorId: string): ChecksQuery => ({
-      tenantId,
-      monitorId,
-      limit: 2,
-      order: 'desc',
-      from: undefined,
-      to: undefined,
-      statuses: [],
-      cursor: undefined,
-    });
-    const prepared: string[] = [];
-    // 100 bytes of JSON + 200 counted per page: two fit in 600.
-    const prepare = (_rows: readonly TailCheck[], _limit: number, id = prepared.length) => {
-      prepared.push(String(id));
-      return { json: 'x'.repeat(100), etag: `"${id}"`, next: null };
-    };
-    for (const m of ['a', 'b', 'a', 'b']) await tail.firstPage(q(m), prepare);
-    expect(prepared).to.have.length(2);
-    await tail.firstPage(q('c'), prepare); // a was read before b: a goes
-    expect(prepared).to.have.length(3);
-    await tail.firstPage(q('b'), prepare);
-    expect(prepared, 'b kept').to.have.length(3);
-    await tail.firstPage(q('a'), prepare);
-    expect(prepared, 'a dropped').to.have.length(4);
-    const none = newTail(new FakeReader(), 5, 10, () => Promise.resolve([]), 0);
-    for (let i = 0; i < 3; i++) await none.firstPage(q('a'), prepare);
-    expect(prepared, 'TAIL_FIRST_PAGE_BYTES=0: none kept').to.have.length(7);
   });
 
   it('tells its watcher of every check read, and whether a monitor has checks at or below a time still uncommitted', () => {

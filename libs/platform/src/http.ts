@@ -46,16 +46,7 @@ export function sendCacheable(req: Request, res: Response, body: unknown, cacheC
 
 /** As sendCacheable, of a body already serialized (`json`: JSON.stringify of the body). */
 export function sendCacheableJson(req: Request, res: Response, json: string, cacheControl: string): void {
-  sendTaggedJson(req, res, json, etagOf(json), cacheControl);
-}
-
-/** The ETag sendCacheable gives a serialized body. */
-export function etagOf(json: string): string {
-  return `"${createHash('sha1').update(json).digest('base64url')}"`;
-}
-
-/** As sendCacheableJson, with the body's ETag (`etagOf(json)`) already known. */
-export function sendTaggedJson(req: Request, res: Response, json: string, etag: string, cacheControl: string): void {
+  const etag = `"${createHash('sha1').update(json).digest('base64url')}"`;
   res.setHeader('Cache-Control', cacheControl);
   res.setHeader('Vary', 'Authorization');
   if (answeredNotModified(req, res, etag)) return;

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { AppError } from './errors.js';
-import { etagOf, sendCacheable, sendCacheableJson, sendTaggedJson } from './http.js';
+import { sendCacheable, sendCacheableJson } from './http.js';
 
 /**
  * Query parameters and paging, shared by every list route: each rule answers 400
@@ -111,31 +111,4 @@ export function sendJsonPage<R>(
   let data = '';
   for (let i = 0; i < n; i++) data += (i === 0 ? '' : ',') + jsonOf(rows[i]!);
   sendCacheableJson(req, res, `{"success":true,"data":[${data}],"next_cursor":${JSON.stringify(next)}}`, cacheControl);
-}
-
-/** A page serialized once and sent many times: the body, its ETag and its next cursor. */
-export interface PreparedPage {
-  readonly json: string;
-  readonly etag: string;
-  readonly next: string | null;
-}
-
-/** The body, ETag and cursor sendPage (with a Cache-Control) would send for these rows. */
-export function preparePage<R>(
-  rows: readonly R[],
-  limit: number,
-  cursorOf: (last: R) => unknown,
-  toItem: (row: R) => unknown,
-): PreparedPage {
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  const next = rows.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null;
-  const json = JSON.stringify({ success: true, data: page.map(toItem), next_cursor: next });
-  return { json, etag: etagOf(json), next };
-}
-
-/** Sends a PreparedPage: the same status, headers and bytes as sendPage with `cacheControl`. */
-export function sendPreparedPage(req: Request, res: Response, page: PreparedPage, cacheControl: string): void {
-  if (page.next) res.setHeader('Link', nextLink(req, page.next));
-  sendTaggedJson(req, res, page.json, page.etag, cacheControl);
 }

@@ -8,7 +8,6 @@ import {
   type Component,
   type Logger,
   type TopicRecord,
-  type PreparedPage,
 } from '@telemetry/platform';
 import { rowToCheck, type CheckHistoryRow, type CheckRow, type ChecksQuery, type Decoded } from '@telemetry/store';
 
@@ -65,49 +64,9 @@ export interface CheckTailOptions {
   committedEveryMs: number;
   /** No answers from the tail when the reader or the offsets are older than this. */
   staleAfterMs: number;
-  /**
-   * Bytes of serialized first pages kept (firstPage), the least recently read dropped
-   * first; 0: none kept. Default FIRST_PAGE_BYTES.
-   */
-  firstPageBytes?: number;
   logger: Logger;
   registry: Registry;
   clock?: Clock;
-}
-
-export const FIRST_PAGE_BYTES = 32 * 1024 * 1024;
-
-/** The monitors whose serialized first page is kept, least recently read first, and their bytes. */
-class FirstPages {
-  private readonly kept = new Map<MonitorTail, number>();
-  private bytes = 0;
-  constructor(private readonly max: number) {}
-
-  read(m: MonitorTail): void {
-    const n = this.kept.get(m);
-    if (n === undefined) return;
-    this.kept.delete(m);
-    this.kept.set(m, n);
-  }
-
-  keep(m: MonitorTail, limit: number, page: PreparedPage): void {
-    this.forget(m);
-    // The JSON's characters (one byte each in a one-byte string) and the entry around them.
-    const n = page.json.length + 200;
-    if (n > this.max) return;
-    m.first = { limit, page };
-    this.kept.set(m, n);
-    this.bytes += n;
-    while (this.bytes > this.max) this.forget(this.kept.keys().next().value!);
-  }
-
-  forget(m: MonitorTail): void {
-    m.first = undefined;
-    const n = this.kept.get(m);
-    if (n === undefined) return;
-    this.kept.delete(m);
-    this.bytes -= n;
-  }
 }
 
 /** (t, id) order, as ClickHouse's ORDER BY created_at, id (ids are ASCII: byte order). */
@@ -121,16 +80,8 @@ class MonitorTail {
   private readonly ids = new Set<string>();
   /** True while the monitor has no check below rows[0] (it had fewer than the cap). */
   complete = true;
-  /**
-   * The serialized plain first page (isPlainFirstPage) of `limit`, kept until a check is
-   * added (or FirstPages drops it): at most one per monitor of the tail.
-   */
-  first: { limit: number; page: PreparedPage } | undefined;
 
-  constructor(
-    private readonly cap: number,
-    private readonly firstPages: FirstPages,
-  ) {}
+  constructor(private readonly cap: number) {}
 
   add(c: TailCheck): void {
     if (this.ids.has(c.id)) return;
@@ -147,7 +98,6 @@ class MonitorTail {
     }
     rows.splice(lo, 0, c);
     this.ids.add(c.id);
-    if (this.first) this.firstPages.forget(this);
     if (rows.length > this.cap) {
       this.ids.delete(rows.shift()!.id);
       this.complete = false;
@@ -203,20 +153,6 @@ interface Buffered {
 type Outcome = 'hit' | 'miss' | 'cold' | 'unready';
 
 /** A decoded check row as the tail keeps it (the API's object built once, as rowToCheck builds it from ClickHouse). */
-/** Newest first, no cursor, range or status filter, a limit: the page dashboards ask for. */
-export function isPlainFirstPage(q: ChecksQuery): boolean {
-  return (
-    q.order === 'desc' &&
-    q.cursor === undefined &&
-    q.from === undefined &&
-    q.to === undefined &&
-    q.statuses.length === 0 &&
-    q.limit !== null &&
-    q.ids === undefined &&
-    q.locations === undefined
-  );
-}
-
 export function tailCheckOf(r: CheckRow): TailCheck {
   return {
     t: r.created_at,
@@ -243,7 +179,6 @@ export class CheckTail implements Component {
   readonly name = 'check-tail';
   readonly essential = false;
   private readonly monitors = new Map<string, MonitorTail>();
-  private readonly firstPages: FirstPages;
   private readonly loads = new Map<string, Promise<MonitorTail | undefined>>();
   /** Per partition, the checks read at or after `bufferStart` (decodable ones), in offset order. */
   private buffer: Buffered[][] = [];
@@ -266,7 +201,6 @@ export class CheckTail implements Component {
 
   constructor(private readonly o: CheckTailOptions) {
     this.clock = o.clock ?? systemClock;
-    this.firstPages = new FirstPages(o.firstPageBytes ?? FIRST_PAGE_BYTES);
     this.requests = counter(
       o.registry,
       'query_check_tail_requests_total',
@@ -385,42 +319,6 @@ export class CheckTail implements Component {
    * request asks for its newest checks; undefined: ask ClickHouse.
    */
   async page(q: ChecksQuery): Promise<TailCheck[] | undefined> {
-    const m = await this.monitorOf(q);
-    if (!m) return undefined;
-    const rows = m.page(q);
-    this.requests.inc({ result: rows ? 'hit' : 'miss' });
-    return rows;
-  }
-
-  /**
-   * As page, for a plain first page (isPlainFirstPage), serialized by `prepare`: the
-   * monitor keeps it until its tail changes, so a dashboard asking again and again gets
-   * the same string without the 100 checks being copied and serialized per request.
-   */
-  async firstPage(
-    q: ChecksQuery,
-    prepare: (rows: readonly TailCheck[], limit: number) => PreparedPage,
-  ): Promise<PreparedPage | undefined> {
-    const limit = q.limit;
-    if (limit === null || !isPlainFirstPage(q)) throw new Error('firstPage: not a plain first page');
-    const m = await this.monitorOf(q);
-    if (!m) return undefined;
-    const kept = m.first;
-    if (kept && kept.limit === limit) {
-      this.requests.inc({ result: 'hit' });
-      this.firstPages.read(m);
-      return kept.page;
-    }
-    const rows = m.page(q);
-    this.requests.inc({ result: rows ? 'hit' : 'miss' });
-    if (!rows) return undefined;
-    const page = prepare(rows, limit);
-    this.firstPages.keep(m, limit, page);
-    return page;
-  }
-
-  /** The monitor's tail (most recently used now), loaded when cold and `q` asks for its newest checks. */
-  private async monitorOf(q: ChecksQuery): Promise<MonitorTail | undefined> {
     if (!this.ready()) return this.count('unready');
     const key = tailKey(q.tenantId, q.monitorId);
     let m = this.monitors.get(key);
@@ -433,7 +331,9 @@ export class CheckTail implements Component {
       m = await this.load(q.tenantId, q.monitorId);
       if (!m) return this.count('cold');
     }
-    return m;
+    const rows = m.page(q);
+    this.requests.inc({ result: rows ? 'hit' : 'miss' });
+    return rows;
   }
 
   /**
@@ -505,7 +405,7 @@ export class CheckTail implements Component {
       this.loadsDone.inc({ result: 'dropped' });
       return undefined;
     }
-    const m = new MonitorTail(this.o.perMonitor, this.firstPages);
+    const m = new MonitorTail(this.o.perMonitor);
     for (const r of rows) m.add({ t: Number(r.ts), id: r.id, status: r.status, check: rowToCheck(r) });
     // ClickHouse gave its newest `perMonitor`: older checks may exist below them.
     m.complete = rows.length < this.o.perMonitor;
@@ -513,11 +413,7 @@ export class CheckTail implements Component {
       for (const b of buf) if (b.key === key && b.offset >= snapshot[p]!) m.add(b.check);
     });
     this.monitors.set(key, m);
-    while (this.monitors.size > this.o.maxMonitors) {
-      const [oldest, gone] = this.monitors.entries().next().value!;
-      this.monitors.delete(oldest);
-      this.firstPages.forget(gone);
-    }
+    while (this.monitors.size > this.o.maxMonitors) this.monitors.delete(this.monitors.keys().next().value!);
     this.loadsDone.inc({ result: 'ok' });
     return m;
   }

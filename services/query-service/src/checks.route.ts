@@ -1,15 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import {
-  bad,
-  cursorParam,
-  limitParam,
-  preparePage,
-  rejectUnknown,
-  sendJsonPage,
-  sendPage,
-  sendPreparedPage,
-  single,
-} from '@telemetry/platform';
+import { cursorParam, limitParam, rejectUnknown, sendJsonPage, sendPage, single, bad } from '@telemetry/platform';
 import { checksSql, rowToCheck, type CheckHistoryRow, type ChecksQuery } from '@telemetry/store';
 import {
   cacheControlFor,
@@ -21,7 +11,7 @@ import {
   tenantOf,
   type ReadDeps,
 } from './params.js';
-import { isPlainFirstPage, type CheckTail, type TailCheck } from './check-tail.js';
+import type { CheckTail } from './check-tail.js';
 import type { PageCache, PageItem } from './page-cache.js';
 
 const KNOWN_PARAMS = new Set(['limit', 'order', 'from', 'to', 'status', 'cursor']);
@@ -47,7 +37,7 @@ export function parseChecksQuery(req: Request, defaultLimit: number, maxLimit: n
 
 export interface ChecksRouteDeps extends ReadDeps {
   /** Answers first pages and small ranges from memory; undefined: ClickHouse only. */
-  tail: Pick<CheckTail, 'page' | 'firstPage'> | undefined;
+  tail: Pick<CheckTail, 'page'> | undefined;
   /** Keeps deep pages (and the ones after them) for a short time; undefined: none. */
   pages: Pick<PageCache, 'get' | 'begin' | 'store' | 'abandon'> | undefined;
   defaultLimit: number;
@@ -56,7 +46,6 @@ export interface ChecksRouteDeps extends ReadDeps {
 
 const cursorOf = (r: { t: number; id: string }): [number, string] => [r.t, r.id];
 const jsonOf = (r: { json: string }): string => r.json;
-const prepareFirst = (rows: readonly TailCheck[], limit: number) => preparePage(rows, limit, cursorOf, (r) => r.check);
 
 function pageItem(r: CheckHistoryRow): PageItem {
   return { t: Number(r.ts), id: r.id, json: JSON.stringify(rowToCheck(r)) };
@@ -67,15 +56,7 @@ export function checksRoute(deps: ChecksRouteDeps): RequestHandler {
     const q = { ...parseChecksQuery(req, deps.defaultLimit, deps.maxLimit), tenantId: tenantOf(res) };
     const send = (rows: readonly PageItem[]) =>
       sendJsonPage(req, res, rows, q.limit ?? rows.length, cursorOf, jsonOf, cacheControlFor(q.to));
-    if (deps.tail && isPlainFirstPage(q)) {
-      // The page dashboards poll: serialized once per change of the monitor's tail.
-      const first = await deps.tail.firstPage(q, prepareFirst);
-      if (first) {
-        sendPreparedPage(req, res, first, cacheControlFor(q.to));
-        return;
-      }
-    }
-    const hot = isPlainFirstPage(q) ? undefined : await deps.tail?.page(q);
+    const hot = await deps.tail?.page(q);
     if (hot) {
       sendPage(req, res, hot, q.limit ?? hot.length, cursorOf, (r) => r.check, cacheControlFor(q.to));
       return;

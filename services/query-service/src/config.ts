@@ -84,13 +84,6 @@ export const querySpec = {
     0,
     10_000,
   ),
-  tailFirstPageBytes: v.int(
-    'TAIL_FIRST_PAGE_BYTES',
-    32 * 1024 * 1024,
-    "serialized first pages (newest checks of a monitor, no filter) the hot tail keeps, in bytes (about 26 KB a page of 100 checks; 0: none), each until the monitor's tail changes; the least recently read go first",
-    0,
-    16 * 1024 * 1024 * 1024,
-  ),
   tailMaxMonitors: v.int(
     'TAIL_MAX_MONITORS',
     10_000,

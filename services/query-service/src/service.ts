@@ -399,7 +399,6 @@ function hotTail(
     perMonitor: config.tailChecksPerMonitor,
     maxMonitors: config.tailMaxMonitors,
     maxBuffered: config.tailMaxBuffered,
-    firstPageBytes: config.tailFirstPageBytes,
     committedEveryMs: 1000,
     staleAfterMs: 10_000,
     logger: logger.child({ component: 'check-tail' }),
