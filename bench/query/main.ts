@@ -73,7 +73,10 @@ async function main(cleanups: Cleanups) {
   });
   const equivalencePairs = await verifyEquivalence(spec, fx, serviceTarget, directTarget);
   log(`service and ClickHouse agree on ${equivalencePairs} compared answers`);
-  const scenarios = makeScenarios(spec, fx, serviceTarget, directTarget);
+  const scenarios = makeScenarios(spec, fx, serviceTarget, directTarget).filter(
+    (sc) => cfg.scenarios.length === 0 || cfg.scenarios.includes(sc.key),
+  );
+  if (scenarios.length === 0) throw new Error(`BENCH_SCENARIOS=${cfg.scenarios.join(',')} matches no scenario`);
 
   // The tail warm: the first page of every monitor once (as dashboards would), and what that costs in memory.
   const tail = await warmTail(serviceTarget, spec, queryConfig.defaultLimit);

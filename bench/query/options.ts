@@ -26,6 +26,16 @@ export const cfg = {
   profile: process.env.BENCH_PROFILE === '1',
   /** BENCH_TRACE_GC=1: the service runs with --trace-gc, its output kept in a file (logged). */
   traceGc: process.env.BENCH_TRACE_GC === '1',
+  /**
+   * BENCH_SCENARIOS=first_page,deep_page: only these closed-loop scenarios (keys as in the
+   * scenario table; all when unset). The fixed-rate first page always runs.
+   */
+  scenarios: (process.env.BENCH_SCENARIOS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+  /** BENCH_SERVICE_NODE_ARGS="--min-semi-space-size=16": extra node flags for the query service (experiments). */
+  serviceNodeArgs: (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
 };
 /** Paced runs: requests waiting at once before the schedule's next ones are dropped. */
 export const PACED_MAX_IN_FLIGHT = 256;
@@ -35,3 +45,5 @@ export function throughputGoal(scenario: string): number {
   return scenario === 'first_page' ? 1.5 : scenario === 'deep_page' ? 1.0 : scenario.startsWith('summary') ? 1.0 : 0.8;
 }
 export const TARGET_P99_RATIO = 2;
+/** Issue 48's name for the summary_day throughput target (judged against throughputGoal, 1.0x). */
+export const SUMMARY_DAY_GOAL = '30-day summary by day / direct ClickHouse (same checks_hourly SQL)';

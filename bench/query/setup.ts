@@ -75,6 +75,7 @@ export async function setUp(cleanups: Cleanups) {
       nodeArgs: [
         ...(cfg.profile && profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
         ...(gcLog ? ['--trace-gc'] : []),
+        ...cfg.serviceNodeArgs,
       ],
       ...(gcLog ? { logFile: gcLog } : {}),
       env,

@@ -6,7 +6,7 @@
  */
 import { ms } from '../../harness/report.js';
 import type { DataSpec } from './data.js';
-import { cfg, TARGET_P99_MS, TARGET_P99_RATIO, throughputGoal } from './options.js';
+import { cfg, SUMMARY_DAY_GOAL, TARGET_P99_MS, TARGET_P99_RATIO, throughputGoal } from './options.js';
 import { failureCount, type Failures, type RateSummary, type ScenarioSummary, type Target } from './report.js';
 import type { TailFigures } from './tail.js';
 
@@ -36,8 +36,8 @@ export function judge(o: {
     },
     ...summaries.flatMap((s): Target[] => [
       {
-        name: `${s.key}: service / direct throughput`,
-        goal: `>= ${throughputGoal(s.key)}x`,
+        name: s.key === 'summary_day' ? SUMMARY_DAY_GOAL : `${s.key}: service / direct throughput`,
+        goal: s.key === 'summary_day' ? `>= ${throughputGoal(s.key).toFixed(1)}x` : `>= ${throughputGoal(s.key)}x`,
         measured: `${s.throughputRatio.toFixed(2)}x (${Math.round(s.service.rps)} / ${Math.round(s.direct.rps)} req/s)`,
         met: s.throughputRatio >= throughputGoal(s.key),
       },

@@ -2,6 +2,7 @@ import { DEFAULT_TENANT } from '@telemetry/contract';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { expect } from 'chai';
 import type { ClickHouseClient } from '@telemetry/platform';
+import { LOCAL_LAYOUT, summarySql } from '@telemetry/store';
 import {
   adminClickHouse,
   eventually,
@@ -248,7 +249,7 @@ describe('query service (real ClickHouse)', () => {
     }
   });
 
-  it('answers the summary of a closed range again from memory, and an open one from ClickHouse', async () => {
+  it("answers the summary of a closed range again from memory, and an open one's completed days from memory and its open part from ClickHouse", async () => {
     const m = uid('closed');
     await registerMonitors(m);
     const day = Date.UTC(2026, 1, 3) / 1000;
@@ -264,9 +265,12 @@ describe('query service (real ClickHouse)', () => {
     expect(await total(closedPath)).to.equal(2);
     expect(await total(openPath)).to.equal(2);
     // A row written into the closed range afterwards (which the pipeline would not do: the
-    // range ended long ago) shows that the closed summary was kept, the open one not.
+    // range ended long ago) shows that the closed summary was kept, and the open summary's
+    // completed day too (issue 48: summary-buckets.ts); a check of today is read at once.
     await insert([at(2)]);
     expect(await total(closedPath)).to.equal(2);
+    expect(await total(openPath)).to.equal(2);
+    await insert([{ ...row(m, 3), created_at: Math.floor(Date.now() / 1000), id: 'k3' }]);
     expect(await total(openPath)).to.equal(3);
   });
 
@@ -378,6 +382,87 @@ describe('query service (real ClickHouse)', () => {
       });
       expect([bad.status, ((await bad.json()) as ListBody).code], qs).to.deep.equal([400, 'INVALID_PARAMETER']);
     }
+  });
+
+  it("gives ClickHouse's answer for a range whose completed days it kept (issue 48): counts and each day's quantiles alike, the total's within the t-digest's error", async () => {
+    const m = uid('kept');
+    await registerMonitors(m);
+    // Three past days of a check every 2 minutes (720 a day: enough for t-digest to
+    // compress) and checks of today, all inside an open 30-day range.
+    const now = Math.floor(Date.now() / 1000);
+    const today = Math.floor(now / 86_400) * 86_400;
+    const first = today - 3 * 86_400;
+    const rows = [];
+    for (let t = first, i = 0; t < today; t += 120, i++) {
+      const status = i % 29 === 0 ? 'down' : i % 13 === 0 ? 'degraded' : 'up';
+      rows.push({ ...row(m, i, status, ((i * 7919) % 1000) / 7 + (t - first) / 86_400), created_at: t, id: `k${i}` });
+    }
+    rows.push({ ...row(m, 9_000_001), created_at: Math.max(today, now - 5), id: 'today1' });
+    await insert(rows);
+    const path = `/api/monitors/${m}/checks/summary?interval=day&from=${new Date((today - 29 * 86_400) * 1000).toISOString().slice(0, 10)}`;
+    type Stats = {
+      start?: string;
+      checks: number;
+      up: number;
+      down: number;
+      degraded: number;
+      response_time: Record<string, number>;
+    };
+    const summary = async () => {
+      const r = await fetch(`${query.url}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
+      expect(r.status).to.equal(200);
+      return ((await r.json()) as { data: { total: Stats; intervals: Stats[] } }).data;
+    };
+    const cold = await summary();
+    // Today's part is asked again; a new check of today shows, the kept days stay as they were.
+    await insert([{ ...row(m, 9_000_002), created_at: Math.max(today, now - 4), id: 'today2' }]);
+    const warm = await summary();
+    expect(warm.intervals.slice(0, 3)).to.deep.equal(cold.intervals.slice(0, 3));
+    expect(warm.intervals[3]!.checks).to.equal(2);
+
+    // ClickHouse's own answer: summarySql, as the service sent it before (WITH TOTALS).
+    const sql = summarySql(db(), LOCAL_LAYOUT, {
+      tenantId: DEFAULT_TENANT,
+      monitorId: m,
+      interval: 'day',
+      from: today - 29 * 86_400,
+      to: today + 86_400,
+    });
+    const counts = await (
+      await ch.query({ query: sql.counts, format: 'JSONEachRow' })
+    ).json<{ t: number; status: string; n: string }>();
+    const quantiles = (await (await ch.query({ query: sql.quantiles, format: 'JSON' })).json()) as {
+      data: { t: number; q: number[] }[];
+      totals: { q: number[] };
+    };
+    expect(warm.intervals.map((i) => i.start)).to.deep.equal(
+      quantiles.data.map((r) => new Date(r.t * 1000).toISOString().replace('.000', '')),
+    );
+    for (const [k, interval] of warm.intervals.entries()) {
+      const t = quantiles.data[k]!.t;
+      for (const status of ['up', 'down', 'degraded'] as const) {
+        const n = counts.find((c) => c.t === t && c.status === status);
+        expect(interval[status], `${interval.start} ${status}`).to.equal(Number(n?.n ?? 0));
+      }
+      const [p50, p95, p99] = quantiles.data[k]!.q as [number, number, number];
+      if (t + 86_400 <= now - 3600) {
+        // A completed day: ClickHouse's figures, kept.
+        expect(interval.response_time).to.deep.equal({ p50, p95, p99 });
+      } else {
+        // A day still open: its hours' t-digests merged.
+        expect(interval.response_time.p50).to.be.closeTo(p50, p50 * 0.01);
+        expect(interval.response_time.p99).to.be.closeTo(p99, p99 * 0.01);
+      }
+    }
+    expect(warm.total.checks).to.equal(counts.reduce((a, c) => a + Number(c.n), 0));
+    const [p50, p95, p99] = quantiles.totals.q as [number, number, number];
+    expect(warm.total.response_time.p50).to.be.closeTo(p50, p50 * 0.01);
+    expect(warm.total.response_time.p95).to.be.closeTo(p95, p95 * 0.01);
+    expect(warm.total.response_time.p99).to.be.closeTo(p99, p99 * 0.01);
+    // The completed days were kept: a row written into one afterwards (which the pipeline
+    // would not do) is not seen until SUMMARY_BUCKET_MAX_AGE_SECONDS.
+    await insert([{ ...row(m, 9_000_003), created_at: first + 30, id: 'late' }]);
+    expect((await summary()).intervals[0]!.checks).to.equal(warm.intervals[0]!.checks);
   });
 
   it('exports a range larger than a page as NDJSON and CSV, oldest first, each check once', async () => {

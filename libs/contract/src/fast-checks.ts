@@ -18,7 +18,8 @@ const TENANT = new RegExp(TENANT_ID_PATTERN);
 const UUID = /^(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-const EVENT_FIELDS = new Set([
+/** The top-level fields of an event message (the gateway writes them in this order; `schema_failure` is not one). */
+export const EVENT_MESSAGE_FIELDS = [
   'v',
   'event_id',
   'key_id',
@@ -38,7 +39,8 @@ const EVENT_FIELDS = new Set([
   'request_ip',
   'request_user_agent',
   'ip_storage',
-]);
+] as const;
+const EVENT_FIELDS = new Set<string>(EVENT_MESSAGE_FIELDS);
 const IP_STORAGE = new Set<unknown>(['full', 'truncated', 'none']);
 const IP_LITERAL = /^[0-9A-Fa-f:.]{2,45}$/;
 

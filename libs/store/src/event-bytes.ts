@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { isCanonicalEventMessage, type EventMessage } from '@telemetry/contract';
+import { EVENT_MESSAGE_FIELDS, isCanonicalEventMessage, type EventMessage } from '@telemetry/contract';
 import { eventRowBuilder, type EventRow } from './events.js';
 import type { Enricher } from './event-enrichment.js';
 import { MAX_TS, MIN_TS, nowSeconds, type Decoded } from './rows.js';
@@ -34,28 +34,8 @@ import { MAX_TS, MIN_TS, nowSeconds, type Decoded } from './rows.js';
  * this path.
  */
 
-/** The top-level fields of an event message this path reads (isCanonicalEventMessage's; `schema_failure` is not one). */
-const FIELDS = [
-  'v',
-  'event_id',
-  'key_id',
-  'tenant_id',
-  'source',
-  'category',
-  'payload',
-  'client_event_id',
-  'client_ts',
-  'sent_at',
-  'received_at',
-  'protocol',
-  'anonymous_id',
-  'user_id',
-  'client_ip',
-  'user_agent',
-  'request_ip',
-  'request_user_agent',
-  'ip_storage',
-] as const;
+/** The top-level fields of an event message this path reads (isCanonicalEventMessage's). */
+const FIELDS = EVENT_MESSAGE_FIELDS;
 const V = 0;
 const PAYLOAD = 6;
 const KEY_BYTES = FIELDS.map((f) => Buffer.from(f, 'latin1'));

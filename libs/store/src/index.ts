@@ -1,6 +1,7 @@
 export * from './alerts.js';
 export * from './analysts.js';
 export * from './checks.js';
+export * from './tdigest.js';
 export * from './databases.js';
 export * from './distributed-writes.js';
 export * from './events.js';

@@ -47,6 +47,7 @@ import { monitorRoutes, type ChangeNotifier } from './monitors.route.js';
 import { runOnceRoutes, type RunOnceAsker } from './run-once.route.js';
 import { exportRoute } from './export.route.js';
 import { summaryRoute } from './summary.route.js';
+import { SummaryBuckets } from './summary-buckets.js';
 import { consoleRoutes, type loadConsoleAssets } from './console.route.js';
 import { eventsPerMinuteRoute } from './events.route.js';
 import { statusPageRoutes } from './status-pages.route.js';
@@ -257,6 +258,7 @@ export function createQueryApp(deps: QueryDeps): Express {
     known,
     summaryRoute({
       closed: new ByteLru(deps.config.summaryCacheBytes),
+      buckets: new SummaryBuckets(deps.config.summaryBucketCacheBytes, deps.config.summaryBucketMaxAgeSeconds * 1000),
       ...read,
     }),
   );

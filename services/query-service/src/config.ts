@@ -98,6 +98,20 @@ export const querySpec = {
     0,
     16 * 1024 * 1024 * 1024,
   ),
+  summaryBucketCacheBytes: v.int(
+    'SUMMARY_BUCKET_CACHE_BYTES',
+    64 * 1024 * 1024,
+    'completed hours and days of summaries (ended over an hour ago: counts, quantiles and t-digest state per monitor and bucket) kept in memory, so that only the open part is asked of ClickHouse; in bytes, about 16 per centroid (0: none); the least recently read go first',
+    0,
+    16 * 1024 * 1024 * 1024,
+  ),
+  summaryBucketMaxAgeSeconds: v.int(
+    'SUMMARY_BUCKET_MAX_AGE_SECONDS',
+    3600,
+    'how long a kept summary bucket is used before ClickHouse is asked again: the most a check later than an hour, a retention drop or a rewrite of checks_hourly stays unseen',
+    1,
+    7 * 86_400,
+  ),
   tailMaxBuffered: v.int(
     'TAIL_MAX_BUFFERED',
     200_000,

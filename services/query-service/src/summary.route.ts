@@ -2,16 +2,26 @@ import type { RequestHandler } from 'express';
 import { bad, rejectUnknown, sendCacheable, single, StoreUnavailableError, type ByteLru } from '@telemetry/platform';
 import { CHECK_STATUSES, toIsoSeconds } from '@telemetry/contract';
 import {
+  float32Shortest,
   incidentSpansSql,
   slaOf,
-  summarySql,
+  summaryBucketsSql,
+  TDigest,
   uptimePercent,
   type IncidentSpanRow,
-  type SummaryCountRow,
-  type SummaryQuantileRow,
+  type SummaryBucketRow,
   type SummaryQuery,
 } from '@telemetry/store';
-import { cacheControlFor, isClosed, monitorIdOf, rangeParams, tenantOf, type ReadDeps } from './params.js';
+import {
+  cacheControlFor,
+  CLOSED_AFTER_SECONDS,
+  isClosed,
+  monitorIdOf,
+  rangeParams,
+  tenantOf,
+  type ReadDeps,
+} from './params.js';
+import { SummaryBuckets, type Bucket } from './summary-buckets.js';
 
 const KNOWN = new Set(['from', 'to', 'interval']);
 const INTERVALS = { hour: { seconds: 3600, maxBuckets: 24 * 31 }, day: { seconds: 86_400, maxBuckets: 366 } } as const;
@@ -64,6 +74,98 @@ export interface SummaryRouteDeps extends ReadDeps {
    * change: answered again without ClickHouse.
    */
   closed: ByteLru<object>;
+  /** Completed buckets (summary-buckets.ts): only the open ones and those not kept are asked. */
+  buckets: SummaryBuckets;
+}
+
+const LEVELS = [0.5, 0.95, 0.99] as const;
+
+function bucketOf(r: SummaryBucketRow): Bucket {
+  return { n: r.n.map(Number), q: r.q, digest: TDigest.fromHex(r.s) };
+}
+
+/**
+ * The buckets of [q.from, q.to) that have checks, in order. Completed buckets come from
+ * `deps.buckets` where kept; one statement asks ClickHouse for the rest, from the first
+ * bucket not kept to the end (the open part), and the completed ones it returns, or finds
+ * empty, are kept.
+ */
+async function keptBuckets(
+  deps: SummaryRouteDeps,
+  q: SummaryQuery,
+  signal: AbortSignal,
+  nowSeconds: number,
+): Promise<[number, Bucket][]> {
+  const { seconds } = INTERVALS[q.interval];
+  const split = Math.min(Math.max(completedEnd(nowSeconds, seconds), q.from), q.to);
+  const out: [number, Bucket][] = [];
+  let askFrom = split;
+  for (let t = q.from; t < split; t += seconds) {
+    const b = deps.buckets.get(SummaryBuckets.key(q.tenantId, q.monitorId, q.interval, t));
+    if (!b) {
+      askFrom = t;
+      break;
+    }
+    if (b.n) out.push([t, b]);
+  }
+  if (askFrom >= q.to) return out;
+  const rows = (
+    await deps.reader.query<SummaryBucketRow>(
+      summaryBucketsSql(deps.database, deps.layout, { ...q, from: askFrom }),
+      signal,
+    )
+  ).data;
+  let i = 0;
+  for (let t = askFrom; t < q.to; t += seconds) {
+    const row = rows[i] !== undefined && Number(rows[i]!.t) === t ? rows[i++] : undefined;
+    const b: Bucket = row ? bucketOf(row) : { n: undefined, q: [], digest: undefined };
+    if (t < split) deps.buckets.set(SummaryBuckets.key(q.tenantId, q.monitorId, q.interval, t), b);
+    if (b.n) out.push([t, b]);
+  }
+  return out;
+}
+
+/** The start of the first bucket of `seconds` that is not completed at `nowSeconds`. */
+function completedEnd(nowSeconds: number, seconds: number): number {
+  return Math.floor((nowSeconds - CLOSED_AFTER_SECONDS) / seconds) * seconds;
+}
+
+/**
+ * The buckets of the summary. By day, the days not yet completed are made of their hours,
+ * so that their completed hours are kept too and ClickHouse is asked only for the last
+ * ones: counts add up (a check has one time, so one hour), and the day's quantiles merge
+ * its hours' t-digests (tdigest.ts) where ClickHouse would merge the same rows at once.
+ */
+async function bucketsOf(
+  deps: SummaryRouteDeps,
+  q: SummaryQuery,
+  signal: AbortSignal,
+  nowSeconds: number,
+): Promise<[number, Bucket][]> {
+  if (q.interval === 'hour') return keptBuckets(deps, q, signal, nowSeconds);
+  const day = INTERVALS.day.seconds;
+  const split = Math.min(Math.max(completedEnd(nowSeconds, day), q.from), q.to);
+  const none: [number, Bucket][] = [];
+  const [days, hours] = await Promise.all([
+    split > q.from ? keptBuckets(deps, { ...q, to: split }, signal, nowSeconds) : none,
+    split < q.to ? keptBuckets(deps, { ...q, interval: 'hour', from: split }, signal, nowSeconds) : none,
+  ]);
+  const open = new Map<number, Bucket[]>();
+  for (const [t, b] of hours) {
+    const d = Math.floor(t / day) * day;
+    open.set(d, [...(open.get(d) ?? []), b]);
+  }
+  for (const [t, parts] of open) {
+    const digest = new TDigest();
+    const n = CHECK_STATUSES.map(() => 0);
+    for (const b of parts) {
+      b.n!.forEach((c, k) => (n[k]! += c));
+      if (b.digest) digest.merge(b.digest);
+    }
+    const quantiles = digest.size > 0 ? digest.quantiles(LEVELS).map(float32Shortest) : [];
+    days.push([t, { n, q: quantiles, digest }]);
+  }
+  return days;
 }
 
 export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
@@ -76,37 +178,31 @@ export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
       sendCacheable(req, res, kept, cacheControlFor(q.to));
       return;
     }
-    const sql = summarySql(deps.database, deps.layout, q);
-    let countRows: SummaryCountRow[];
-    let quantiles: { data: SummaryQuantileRow[]; totals?: SummaryQuantileRow };
+    let buckets: [number, Bucket][];
     let incidents: IncidentSpanRow[];
     try {
       const signal = AbortSignal.timeout(deps.queryTimeoutMs);
-      const [c, qs, inc] = await Promise.all([
-        deps.reader.query<SummaryCountRow>(sql.counts, signal),
-        deps.reader.query<SummaryQuantileRow>(sql.quantiles, signal),
+      const [b, inc] = await Promise.all([
+        bucketsOf(deps, q, signal, Date.now() / 1000),
         deps.reader.query<IncidentSpanRow>(
           incidentSpansSql(deps.database, deps.layout, q.tenantId, q.monitorId, q.from, q.to),
           signal,
         ),
       ]);
       incidents = inc.data;
-      countRows = c.data;
-      quantiles = { data: qs.data, totals: qs.totals };
+      buckets = b;
     } catch (err) {
       deps.logger.warn('summary query failed', { request_id: req.id, err: String(err) });
       throw new StoreUnavailableError();
     }
-    const byBucket = new Map<number, Record<string, number>>();
     const total: Record<string, number> = {};
-    for (const r of countRows) {
-      const t = Number(r.t);
-      const b = byBucket.get(t) ?? {};
-      b[r.status] = (b[r.status] ?? 0) + Number(r.n);
-      byBucket.set(t, b);
-      total[r.status] = (total[r.status] ?? 0) + Number(r.n);
+    // The total's quantiles: the buckets' t-digests merged in order (tdigest.ts), as
+    // quantilesTDigestMerge WITH TOTALS merges them.
+    const digest = new TDigest();
+    for (const [, b] of buckets) {
+      CHECK_STATUSES.forEach((status, k) => (total[status] = (total[status] ?? 0) + b.n![k]!));
+      if (b.digest) digest.merge(b.digest);
     }
-    const qByBucket = new Map(quantiles.data.map((r) => [Number(r.t), r.q]));
     const body = {
       success: true,
       data: {
@@ -114,11 +210,12 @@ export function summaryRoute(deps: SummaryRouteDeps): RequestHandler {
         interval: q.interval,
         from: toIsoSeconds(q.from),
         to: toIsoSeconds(q.to),
-        total: stats(total, quantiles.totals?.q),
+        total: stats(total, digest.size > 0 ? digest.quantiles(LEVELS).map(float32Shortest) : undefined),
         sla: slaOf(incidents, q.from, q.to, Math.floor(Date.now() / 1000)),
-        intervals: [...byBucket.entries()]
-          .sort(([a], [b]) => a - b)
-          .map(([t, counts]) => ({ start: toIsoSeconds(t), ...stats(counts, qByBucket.get(t)) })),
+        intervals: buckets.map(([t, b]) => ({
+          start: toIsoSeconds(t),
+          ...stats(Object.fromEntries(CHECK_STATUSES.map((status, k) => [status, b.n![k]!])), b.q),
+        })),
       },
     };
     if (closed) deps.closed.set(cacheKey, body, JSON.stringify(body).length);
