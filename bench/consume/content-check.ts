@@ -38,6 +38,7 @@ export async function sameRows(
     engineRollup: await rollupOf(`${db}.${ENGINE_ROLLUP}`),
     oursInsertedAtZero: await n(`SELECT countIf(toUInt32(inserted_at) = 0) FROM ${db}.events`),
     identical: false,
+    oursComplete: false,
   };
   check.identical =
     [
@@ -49,6 +50,9 @@ export async function sameRows(
       check.engineRollup,
     ].every((x) => x === EVENTS) &&
     check.oursChecksum === check.engineChecksum &&
+    (compareDatabase === undefined || check.compareChecksum === check.oursChecksum);
+  check.oursComplete =
+    [check.oursRows, check.oursDistinct, check.oursRollup].every((x) => x === EVENTS) &&
     (compareDatabase === undefined || check.compareChecksum === check.oursChecksum);
   log(`content check: ${JSON.stringify(check)}`);
   return check;

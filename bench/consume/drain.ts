@@ -10,12 +10,15 @@ import { fmt } from '../../harness/report.js';
 import { cpuMeter, mb, type CpuWindow } from '../../harness/sampler.js';
 import { groupState, mergesSettled, scalar, startConsumer, type Context, type Setup } from './context.js';
 import { dropStatements, ENGINE_TABLE, queueTableStatement, seedGroup, viewsSetupStatements } from './engine.js';
-import { ENGINE_CONSUMERS, EVENTS, log, STALL_MS } from './options.js';
+import { ENGINE_CONSUMERS, ENGINE_MIN_SHARE, ENGINE_QUIET_MS, EVENTS, log, STALL_MS } from './options.js';
 import type { DrainFigures, OursDrain } from './report.js';
 
 /**
  * Counts `table` every 250 ms from `start` until it holds `total` rows (EVENTS unless given);
  * the figures of the drain. bench:scale's consumer part measures its drains with it too.
+ * With `shortfall`, a count that has reached `minShare` of `total` and not grown for
+ * `quietMs` ends the drain at the time its last row was seen, `missingRows` saying how many
+ * never came; without it (our consumer) every row is required and a stall is an error.
  */
 export async function drain(
   ch: ClickHouseClient,
@@ -25,11 +28,13 @@ export async function drain(
   cpu: () => CpuWindow,
   alive: () => void,
   total = EVENTS,
+  shortfall?: { quietMs: number; minShare: number },
 ) {
   let firstRowsSeconds = NaN;
   let firstRows = 0;
   let last = -1;
   let lastChange = performance.now();
+  let lastChangeSeconds = NaN;
   let lastLog = lastChange;
   const timeline: number[] = [];
   for (;;) {
@@ -51,10 +56,32 @@ export async function drain(
         steadyRowsPerSecond: steady > 0 ? (rows - firstRows) / steady : NaN,
         cpu: cpu(),
         timeline,
+        missingRows: 0,
       };
     }
-    if (rows !== last) [last, lastChange] = [rows, performance.now()];
-    else if (performance.now() - lastChange > STALL_MS)
+    if (rows !== last) [last, lastChange, lastChangeSeconds] = [rows, performance.now(), seconds];
+    else if (
+      shortfall !== undefined &&
+      rows >= shortfall.minShare * total &&
+      performance.now() - lastChange > shortfall.quietMs
+    ) {
+      // Its end is its last row; the quiet wait is not part of the drain.
+      const end = lastChangeSeconds;
+      timeline.length = Math.min(timeline.length, Math.floor(end));
+      timeline.push(rows);
+      const steady = end - firstRowsSeconds;
+      log(`${what}: stopped at ${fmt(rows)} of ${fmt(total)} rows (none for ${shortfall.quietMs / 1000} s)`);
+      return {
+        rows,
+        seconds: end,
+        rowsPerSecond: rows / end,
+        firstRowsSeconds,
+        steadyRowsPerSecond: steady > 0 ? (rows - firstRows) / steady : NaN,
+        cpu: cpu(),
+        timeline,
+        missingRows: total - rows,
+      };
+    } else if (performance.now() - lastChange > STALL_MS)
       throw new Error(`${what}: no new rows for ${STALL_MS / 1000} s (${rows} of ${total})`);
     await sleep(Math.max(0, 250 - (performance.now() - t)));
   }
@@ -130,8 +157,20 @@ export async function drainEngine(ctx: Context, database: string, run: string): 
   await ctx.ch.command({
     query: queueTableStatement({ database, brokers, topic, group, consumers: ENGINE_CONSUMERS }),
   });
-  const d = await drain(ctx.ch, `${sqlIdentifier(database)}.${ENGINE_TABLE}`, start, 'engine', cpu, () => undefined);
+  const d = await drain(
+    ctx.ch,
+    `${sqlIdentifier(database)}.${ENGINE_TABLE}`,
+    start,
+    'engine',
+    cpu,
+    () => undefined,
+    EVENTS,
+    { quietMs: ENGINE_QUIET_MS, minShare: ENGINE_MIN_SHARE },
+  );
   await drop();
-  log(`engine: ${fmt(d.rows)} rows in ${fmt(d.seconds, 1)} s = ${fmt(d.rowsPerSecond)} rows/s`);
+  log(
+    `engine: ${fmt(d.rows)} rows in ${fmt(d.seconds, 1)} s = ${fmt(d.rowsPerSecond)} rows/s` +
+      (d.missingRows > 0 ? `; ${fmt(d.missingRows)} rows never arrived` : ''),
+  );
   return { path: 'engine', ...d };
 }

@@ -11,10 +11,12 @@
  *      CPU per message of each client library (clients.ts);
  *   4. drains it with the real consumer (child process), counting rows every 250 ms and
  *      sampling its VmRSS: once with BENCH_CONSUMER_ENV (the service's defaults unless
- *      set), once with BENCH_COMPARE_ENV over it (JSONEachRow inserts instead of RowBinary
- *      unless set), each into its own database, with its own consumer group;
+ *      set), once with BENCH_COMPARE_ENV over it (EVENT_DECODER=json unless set: every event
+ *      message parsed as before the byte decoder, so each run is its before/after), each into
+ *      its own database, with its own consumer group;
  *   5. drains the same messages with a Kafka engine table + materialized views into a copy
- *      of `events`, measured the same way, and compares the tables' contents;
+ *      of `events`, measured the same way (should it stop a few rows short, its drain ends at
+ *      its last row and the missing rows are reported), and compares the tables' contents;
  *   6. sends half our drain rate through the real gateway with the consumer running, and
  *      measures per event: first seen in ClickHouse - gateway 200 (both settings, same rate);
  *   7. writes the bench:consume section of BENCHMARKS.md, prints the tables and every
@@ -30,7 +32,8 @@
  * (kafka_num_consumers, 1), BENCH_CLIENT_ROUNDS (turns of each Kafka client in the
  * client stage, 3), BENCH_CONSUMER_ENV (consumer settings of the measured
  * configuration, "KEY=VALUE,..."; default none: the service's defaults), BENCH_COMPARE_ENV
- * (what the comparison run changes; default INSERT_FORMAT=JSONEachRow), BENCH_BASELINE (0:
+ * (what the comparison run changes; default EVENT_DECODER=json; INSERT_FORMAT=JSONEachRow
+ * compares the insert formats), BENCH_BASELINE (0:
  * skip the comparison runs), BENCH_WRITE (0: leave BENCHMARKS.md
  * alone), BENCH_PROFILE=1 (the consumers write V8 CPU profiles into the log directory),
  * --smoke (harness/run.ts). Only 127.0.0.1 is used.
@@ -203,5 +206,8 @@ async function main(cleanups: Cleanups): Promise<ConsumeReport> {
 await bench.run(main, {
   render: renderSection,
   tables: (report) => `${figuresTable(report)}\n\n${clientsTable(report)}\n\n${targetsTable(report)}`,
-  ok: (report) => report.check.identical && report.freshness.missingEvents === 0,
+  // An engine that stopped a few rows short is reported (the "same rows" target), not a failed run.
+  ok: (report) =>
+    (report.check.identical || (report.engine.missingRows > 0 && report.check.oursComplete)) &&
+    report.freshness.missingEvents === 0,
 });

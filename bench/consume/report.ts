@@ -23,6 +23,11 @@ export interface DrainFigures {
   cpu: CpuWindow;
   /** Rows visible at each whole second from the start, then at the end. */
   timeline: number[];
+  /**
+   * Rows that never arrived: 0 for ours (which must deliver every row); the engine's drain
+   * may end short of the total (no new row for ENGINE_QUIET_MS), at the time of its last row.
+   */
+  missingRows: number;
 }
 
 export interface OursDrain extends DrainFigures {
@@ -93,7 +98,7 @@ export interface ConsumeReport extends ReportHead<Machine> {
   clients: ClientFigures;
   /** The measured configuration (BENCH_CONSUMER_ENV). */
   ours: OursDrain;
-  /** The service's default settings, for comparison. */
+  /** The comparison configuration (BENCH_COMPARE_ENV over BENCH_CONSUMER_ENV; default EVENT_DECODER=json: before the byte decoder). */
   oursCompare?: OursDrain;
   engine: DrainFigures;
   ratio: number;
@@ -112,6 +117,8 @@ export interface ConsumeReport extends ReportHead<Machine> {
     engineRollup: number;
     oursInsertedAtZero: number;
     identical: boolean;
+    /** Ours (and the comparison, when it ran) hold every row, their contents equal: true even when the engine fell short. */
+    oursComplete: boolean;
   };
   freshness: FreshnessRun;
   freshnessCompare?: FreshnessRun;
@@ -166,7 +173,15 @@ export function figuresTable(r: ConsumeReport): string {
   if (r.oursCompare) {
     rows.push(drainRow(r.oursCompare, `ours, ${envText(r.oursCompare.env)}`, `${fmt(r.oursCompare.peakRssMB)} MB`));
   }
-  rows.push(drainRow(r.engine, 'ClickHouse Kafka engine', '-'));
+  rows.push(
+    drainRow(
+      r.engine,
+      r.engine.missingRows > 0
+        ? `ClickHouse Kafka engine (stopped ${fmt(r.engine.missingRows)} rows short; ends at its last row)`
+        : 'ClickHouse Kafka engine',
+      '-',
+    ),
+  );
   rows.push(
     `| ours (${envText(r.ours.env)}) / engine | | | **${fmt(r.ratio, 2)}x** | | ${fmt(r.steadyRatio, 2)}x | | |`,
   );

@@ -5,7 +5,7 @@
  * both paths.
  */
 import { fmt } from '../../harness/report.js';
-import { EVENTS, MAX_RSS_MB } from './options.js';
+import { ENGINE_QUIET_MS, EVENTS, MAX_RSS_MB } from './options.js';
 import {
   envText,
   type ConsumeReport,
@@ -94,6 +94,13 @@ export function judge({
     goal: `${fmt(EVENTS)} rows each, identical content`,
     value: `${fmt(check.oursRows)} / ${fmt(check.engineRows)} rows, checksums ${check.identical ? 'equal' : 'differ'}`,
     met: check.identical,
+    ...(engine.missingRows > 0
+      ? {
+          note:
+            `the Kafka engine stopped ${fmt(engine.missingRows)} rows short (no new row for ${ENGINE_QUIET_MS / 1000} s); ` +
+            `ours ${check.oursComplete ? 'holds every row' : '**is incomplete too**'}`,
+        }
+      : {}),
   });
   return targets;
 }

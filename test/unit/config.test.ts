@@ -5,6 +5,7 @@ import { ConfigError, newSealingKeyText, type Env } from '@telemetry/platform';
 import { loadGatewayConfig } from '@telemetry/ingest-gateway';
 import { loadQueryConfig } from '@telemetry/query-service';
 import { loadRunnerConfig } from '@telemetry/check-runner';
+import { loadConsumerConfig } from '@telemetry/stream-consumer';
 
 describe('config (unit)', () => {
   const base = {
@@ -33,6 +34,12 @@ describe('config (unit)', () => {
     expect(c.port).to.equal(8080);
     expect(c.kafkaBrokers).to.deep.equal(['localhost:9092']);
     expect(Object.isFrozen(c)).to.equal(true);
+  });
+
+  it("validates the consumer's EVENT_DECODER (bytes by default, or json)", () => {
+    expect(loadConsumerConfig(base).eventDecoder).to.equal('bytes');
+    expect(loadConsumerConfig({ ...base, EVENT_DECODER: 'json' }).eventDecoder).to.equal('json');
+    expect(() => loadConsumerConfig({ ...base, EVENT_DECODER: 'fast' })).to.throw(ConfigError, /EVENT_DECODER/);
   });
 
   it('names every bad or missing variable at once', () => {

@@ -7,7 +7,9 @@ import {
   canonicalValueEnd,
   decodeFailedEvent,
   eventDecoder,
+  eventsTopicDecoder,
   NO_AGENT,
+  type Decoded,
   type Enricher,
   type EventRow,
 } from '@telemetry/store';
@@ -257,6 +259,40 @@ describe('canonicalEventDecoder (the consumer fast path for event messages)', ()
   it('typeWriter covers every events column', () => {
     for (const c of columns(true)) expect(typeWriter(c.type), c.type).to.not.equal(undefined);
   });
+});
+
+describe('eventsTopicDecoder (EVENT_DECODER, the kill switch of the byte decoder)', () => {
+  for (const modern of [false, true]) {
+    it(`with json every message takes the general path, with the same rows as bytes (${modern ? 'modern' : '18.16'})`, () => {
+      const messages = [...gatewayMessages(), ...fallbacks.map(([, text]) => Buffer.from(text)), null];
+      const canonical = canonicalEventDecoder(modern, enricher);
+      const decodeEvent = eventDecoder(v, modern, enricher);
+      const calls = { fast: 0, general: 0 };
+      const fast = (b: Buffer | null): ReturnType<typeof canonical> => (calls.fast++, canonical(b));
+      const general = (b: Buffer | null): Decoded<object> => (
+        calls.general++,
+        decodeFailedEvent(v, b) ?? decodeEvent(b)
+      );
+      const decoders = {
+        bytes: eventsTopicDecoder<object>('bytes', fast, general),
+        json: eventsTopicDecoder<object>('json', fast, general),
+      };
+
+      const json = messages.map((m) => decoders.json(m));
+      expect(calls).to.deep.equal({ fast: 0, general: messages.length });
+
+      calls.general = 0;
+      const bytes = messages.map((m) => decoders.bytes(m));
+      expect(calls.fast).to.equal(messages.length);
+      // Only the messages the byte decoder leaves (fallbacks, null) reach the general path.
+      expect(calls.general).to.equal(fallbacks.length + 1);
+
+      // inserted_at is the time of decoding: compared apart from it.
+      const plain = (d: Decoded<object>): unknown => (d.ok ? { ...d.row, inserted_at: 0 } : d);
+      expect(json.filter((d) => d.ok).length).to.be.greaterThan(gatewayMessages().length - 1);
+      expect(bytes.map(plain)).to.deep.equal(json.map(plain));
+    });
+  }
 });
 
 export type { EventRow };

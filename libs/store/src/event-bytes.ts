@@ -326,3 +326,21 @@ export function canonicalEventDecoder(
     return { ok: true, row };
   };
 }
+
+/** EVENT_DECODER's values: `bytes` (the fast path first) or `json` (every message the general path). */
+export const EVENT_DECODERS = ['bytes', 'json'] as const;
+export type EventDecoderKind = (typeof EVENT_DECODERS)[number];
+
+/**
+ * The events topic's decode as EVENT_DECODER picks it: with `bytes`, `fast` reads the
+ * messages it can and `general` decides the rest; with `json`, every message takes
+ * `general` (the consumer before the fast path: the kill switch, and bench:consume's
+ * comparison).
+ */
+export function eventsTopicDecoder<R>(
+  kind: EventDecoderKind,
+  fast: (value: Buffer | null) => Decoded<R> | undefined,
+  general: (value: Buffer | null) => Decoded<R>,
+): (value: Buffer | null) => Decoded<R> {
+  return kind === 'json' ? general : (value) => fast(value) ?? general(value);
+}

@@ -8,6 +8,7 @@ import {
   serviceSpec,
 } from '@telemetry/platform';
 import { checkPostgresUrl, INSERT_FORMATS, loadConfig, postgresSpec, v } from '@telemetry/platform';
+import { EVENT_DECODERS } from '@telemetry/store';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
 export const consumerSpec = {
@@ -58,6 +59,12 @@ export const consumerSpec = {
     'RowBinary',
     'how rows travel to ClickHouse: RowBinary (no parsing on the server; measured in BENCHMARKS.md) or JSONEachRow',
     INSERT_FORMATS,
+  ),
+  eventDecoder: v.oneOf(
+    'EVENT_DECODER',
+    'bytes',
+    "how event messages become rows: bytes (those in the gateway's form read straight from their bytes, the rest parsed) or json (every message parsed and validated, the general path; a kill switch for the byte decoder)",
+    EVENT_DECODERS,
   ),
   insertConcurrency: v.int(
     'INSERT_CONCURRENCY',

@@ -17,6 +17,8 @@ import {
   decodeCheck,
   decodeScreenshot,
   eventDecoder,
+  eventsTopicDecoder,
+  type EventDecoderKind,
   MAX_SCREENSHOT_MESSAGE_BYTES,
   decodeFailedEvent,
   isFailedEventRow,
@@ -72,6 +74,8 @@ export interface ConsumerDeps {
   firstSeen: { resolve(rows: readonly EventRow[]): Promise<void> };
   /** Longest wait between attempts to resolve first-seen times while ClickHouse fails. */
   retryMaxMs: number;
+  /** EVENT_DECODER: `bytes` reads gateway-form event messages from their bytes (default), `json` parses every one. */
+  eventDecoder?: EventDecoderKind;
 }
 
 /**
@@ -128,6 +132,7 @@ function route<Row extends object>(
 function eventsRoute(deps: ConsumerDeps): Route {
   // Messages in the gateway's form are read straight from their bytes (event-bytes.ts);
   // anything else (a schema_failure, another form) takes the general path, which decides.
+  // EVENT_DECODER=json sends every message down the general path.
   const fast = canonicalEventDecoder(deps.modernEvents, deps.enricher);
   const decodeEvent = eventDecoder(deps.validators, deps.modernEvents, deps.enricher);
   const v = deps.validators;
@@ -149,7 +154,11 @@ function eventsRoute(deps: ConsumerDeps): Route {
   };
   return {
     table: events,
-    decode: (b) => fast(b) ?? decodeFailedEvent(v, b) ?? decodeEvent(b),
+    decode: eventsTopicDecoder<object>(
+      deps.eventDecoder ?? 'bytes',
+      fast,
+      (b) => decodeFailedEvent(v, b) ?? decodeEvent(b),
+    ),
     prepare: (rows) => deps.firstSeen.resolve(rows.filter((r) => !isFailedEventRow(r)) as EventRow[]),
     write: async (writer, rows) => {
       const toFailed = rows.filter(isFailedEventRow);

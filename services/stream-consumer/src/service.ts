@@ -145,6 +145,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     partitionsConcurrently: config.partitionsConcurrently,
     sessionTimeoutMs: config.sessionTimeoutMs,
     maxBufferedRows: config.maxBufferedRows,
+    eventDecoder: config.eventDecoder,
     modernEvents: engine.modern,
     enricher,
     firstSeen: new FirstSeen(
