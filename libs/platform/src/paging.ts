@@ -67,6 +67,23 @@ export function nextLink(req: Request, cursor: string): string {
 }
 
 /**
+ * The cursor after the last of a page's first `limit` rows when `rows` holds more (null
+ * otherwise), also sent as a Link header.
+ */
+function nextCursorOf<R>(
+  req: Request,
+  res: Response,
+  rows: readonly R[],
+  limit: number,
+  cursorOf: (last: R) => unknown,
+): string | null {
+  const last = rows[Math.min(limit, rows.length) - 1];
+  const next = rows.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null;
+  if (next) res.setHeader('Link', nextLink(req, next));
+  return next;
+}
+
+/**
  * Answers a page: `rows` holds up to one row more than `limit` (asked for to learn
  * whether a next page exists); the data is the first `limit`, and `next_cursor` (and a
  * Link header) points after the last of them when more remain.
@@ -82,9 +99,7 @@ export function sendPage<R>(
   cacheControl?: string,
 ): void {
   const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  const next = rows.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null;
-  if (next) res.setHeader('Link', nextLink(req, next));
+  const next = nextCursorOf(req, res, rows, limit, cursorOf);
   const body = { success: true, data: page.map(toItem), next_cursor: next };
   if (cacheControl === undefined) res.json(body);
   else sendCacheable(req, res, body, cacheControl);
@@ -105,9 +120,7 @@ export function sendJsonPage<R>(
   cacheControl: string,
 ): void {
   const n = Math.min(limit, rows.length);
-  const last = n > 0 ? rows[n - 1] : undefined;
-  const next = rows.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null;
-  if (next) res.setHeader('Link', nextLink(req, next));
+  const next = nextCursorOf(req, res, rows, limit, cursorOf);
   let data = '';
   for (let i = 0; i < n; i++) data += (i === 0 ? '' : ',') + jsonOf(rows[i]!);
   sendCacheableJson(req, res, `{"success":true,"data":[${data}],"next_cursor":${JSON.stringify(next)}}`, cacheControl);
