@@ -153,7 +153,9 @@ async function bucketsOf(
   const open = new Map<number, Bucket[]>();
   for (const [t, b] of hours) {
     const d = Math.floor(t / day) * day;
-    open.set(d, [...(open.get(d) ?? []), b]);
+    const parts = open.get(d);
+    if (parts) parts.push(b);
+    else open.set(d, [b]);
   }
   for (const [t, parts] of open) {
     const digest = new TDigest();
