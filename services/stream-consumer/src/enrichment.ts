@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import Bowser from 'bowser';
 import { isbot } from 'isbot';
-import { Reader, type Response } from 'mmdb-lib';
 import { ByteLru } from '@telemetry/platform';
 import { NO_GEO, type AgentFields, type DeviceType, type Enricher, type GeoFields } from '@telemetry/store';
+import { PagedMmdb } from './mmdb-pages.js';
 
 /**
  * The consumer's look-ups for the enrichment columns of `events` (docs/enrichment.md):
@@ -70,16 +69,19 @@ class RecordCache {
 
 /** Addresses to places, from one or more MMDB files (a v6 file may hold the v4 space too). */
 export class GeoIp {
-  private readonly readers: { reader: Reader<Response>; ipVersion: number; file: string }[];
+  private readonly readers: { reader: PagedMmdb; ipVersion: number; file: string }[];
   /** Each decoded record's columns, made once (the record objects come from RecordCache). */
   private readonly fields = new WeakMap<object, GeoFields>();
 
-  /** Reads the files now: a missing or invalid one throws, naming it. */
+  /**
+   * Opens the files now (their metadata and records; the search trees are read as lookups
+   * reach them: PagedMmdb): a missing or invalid one throws, naming it.
+   */
   constructor(files: readonly string[]) {
     this.readers = files.map((file) => {
-      let reader: Reader<Response>;
+      let reader: PagedMmdb;
       try {
-        reader = new Reader<Response>(readFileSync(file), { cache: new RecordCache(20_000) });
+        reader = PagedMmdb.open(file, { cache: new RecordCache(20_000) });
       } catch (err) {
         throw new Error(`GEOIP_DATABASE: cannot read ${file} as an MMDB database: ${(err as Error).message}`);
       }

@@ -11,3 +11,4 @@ export {
   loadEnricher,
   parseAgent,
 } from './enrichment.js';
+export { PagedMmdb } from './mmdb-pages.js';
