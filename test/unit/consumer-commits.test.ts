@@ -69,6 +69,7 @@ function setup(): {
     deadLetterTopic: 'dlq',
     tables: streamTables('db', LOCAL_LAYOUT),
     maxMessageBytes: 1_000_000,
+    fetchBytesPerPartition: 512 * 1024,
     partitionsConcurrently: 2,
     sessionTimeoutMs: 30_000,
     maxBufferedRows: 1000,
@@ -97,6 +98,8 @@ describe('stream consumer insert-then-commit (unit)', () => {
       'screenshots',
     ]);
     expect(group.spec.fromBeginning).to.equal(true);
+    // FETCH_BYTES_PER_PARTITION reaches the group member's fetches.
+    expect(group.spec.consumer.maxBytesPerPartition).to.equal(512 * 1024);
     expect('manualCommit' in group.spec && group.spec.manualCommit).to.equal(true);
   });
 

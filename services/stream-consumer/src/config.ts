@@ -11,6 +11,9 @@ import { checkPostgresUrl, INSERT_FORMATS, loadConfig, postgresSpec, v } from '@
 import { EVENT_DECODERS } from '@telemetry/store';
 import type { ConfigOf, Env } from '@telemetry/platform';
 
+/** FETCH_BYTES_PER_PARTITION's default: at most this much from one partition per fetch (bench:consume's client stage reads with it too). */
+export const FETCH_BYTES_PER_PARTITION = 2 * 1024 * 1024;
+
 export const consumerSpec = {
   ...logSpec,
   ...kafkaSpec,
@@ -45,6 +48,13 @@ export const consumerSpec = {
     'rows of one table held for insert before the batches of its topic wait (bounds memory per table)',
     1,
     10_000_000,
+  ),
+  fetchBytesPerPartition: v.int(
+    'FETCH_BYTES_PER_PARTITION',
+    FETCH_BYTES_PER_PARTITION,
+    'bytes fetched from one partition per Kafka fetch request at most (a larger first message still comes whole)',
+    64 * 1024,
+    64 * 1024 * 1024,
   ),
   maxMessageBytes: v.int('MAX_MESSAGE_BYTES', 256 * 1024, 'larger messages are dead-lettered', 1024, 16 * 1024 * 1024),
   partitionsConcurrently: v.int(

@@ -29,9 +29,6 @@ import {
   type StreamTables,
 } from '@telemetry/store';
 
-/** At most this much is fetched from one partition per request (bench:consume reads with it too). */
-export const FETCH_BYTES_PER_PARTITION = 2 * 1024 * 1024;
-
 export interface DeadLetterPublisher {
   send(topic: string, messages: ProducerMessage[]): Promise<void>;
 }
@@ -62,6 +59,8 @@ export interface ConsumerDeps {
   /** The tables rows go to, each typed with its row (streamTables). */
   tables: StreamTables;
   maxMessageBytes: number;
+  /** Bytes fetched from one partition per request at most (FETCH_BYTES_PER_PARTITION). */
+  fetchBytesPerPartition: number;
   partitionsConcurrently: number;
   sessionTimeoutMs: number;
   /** Rows of one table the writer may hold (buffered or being inserted) before eachBatch waits. */
@@ -244,7 +243,7 @@ export class KafkaToClickHouse extends OnGroupConsumer {
         consumer: {
           sessionTimeout: deps.sessionTimeoutMs,
           heartbeatInterval: 3000,
-          maxBytesPerPartition: FETCH_BYTES_PER_PARTITION,
+          maxBytesPerPartition: deps.fetchBytesPerPartition,
           allowAutoTopicCreation: false,
         },
         partitionsConsumedConcurrently: deps.partitionsConcurrently,

@@ -1,7 +1,6 @@
 export { BatchWriter, byteLimit, WriterStoppedError, type ByteLimit, type RowSink } from './batch-writer.js';
-export { consumerSpec, loadConsumerConfig, type ConsumerConfig } from './config.js';
+export { consumerSpec, FETCH_BYTES_PER_PARTITION, loadConsumerConfig, type ConsumerConfig } from './config.js';
 export { startConsumer, type StreamConsumer } from './service.js';
-export { FETCH_BYTES_PER_PARTITION } from './consumer.js';
 export {
   ClientEnricher,
   defaultGeoIpFiles,

@@ -142,6 +142,7 @@ export async function startConsumer(config: ConsumerConfig, logger: Logger): Pro
     deadLetterTopic: config.deadLetterTopic,
     tables,
     maxMessageBytes: config.maxMessageBytes,
+    fetchBytesPerPartition: config.fetchBytesPerPartition,
     partitionsConcurrently: config.partitionsConcurrently,
     sessionTimeoutMs: config.sessionTimeoutMs,
     maxBufferedRows: config.maxBufferedRows,
