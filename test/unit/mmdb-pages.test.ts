@@ -39,7 +39,9 @@ describe('PagedMmdb (GeoIP tree read page by page)', function () {
         expect(paged.metadata).to.deep.equal(whole.metadata);
         const list = [
           ...addresses(v6 ? 7 : 3, 30_000, v6),
-          ...(v6 ? ['::1', '2001:4860:4860::8888', '2a00:1450:4001:81c::200e', '::'] : ['8.8.8.8', '127.0.0.1', '0.0.0.0', '255.255.255.255']),
+          ...(v6
+            ? ['::1', '2001:4860:4860::8888', '2a00:1450:4001:81c::200e', '::']
+            : ['8.8.8.8', '127.0.0.1', '0.0.0.0', '255.255.255.255']),
         ];
         for (const ip of list) expect(paged.get(ip), ip).to.deep.equal(whole.get(ip));
       } finally {
