@@ -78,6 +78,13 @@ export const gatewaySpec = {
     1,
     10_000_000,
   ),
+  maxInFlightBytes: v.int(
+    'MAX_INFLIGHT_BYTES',
+    32 * 1024 * 1024,
+    'bytes of messages (keys and values) waiting for Kafka before new requests get 503; what a request holds until the ack is bounded by this, so the V8 heap cap (docs/operations.md) holds',
+    1024 * 1024,
+    1024 * 1024 * 1024,
+  ),
   maxInFlightPerKey: v.int(
     'MAX_INFLIGHT_PER_KEY',
     25_000,
