@@ -81,7 +81,7 @@ export const gatewaySpec = {
   maxInFlightBytes: v.int(
     'MAX_INFLIGHT_BYTES',
     32 * 1024 * 1024,
-    'bytes of messages (keys and values) waiting for Kafka before new requests get 503; what a request holds until the ack is bounded by this, so the V8 heap cap (docs/operations.md) holds',
+    'bytes of messages (keys and values) waiting for Kafka before new requests get 503 (what requests hold until the ack is about 4 times this in heap)',
     1024 * 1024,
     1024 * 1024 * 1024,
   ),
