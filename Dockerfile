@@ -84,4 +84,8 @@ RUN if [ "$WITH_CHROMIUM" = 1 ]; then \
 USER node
 # exec: node is PID 1 and receives SIGTERM itself (our handlers drain and exit).
 # NOTE: kafkajs 2.2.4 schedules a harmless negative timeout; its warning is silenced.
-CMD ["sh", "-c", "if [ \"$SERVICE\" = provision ]; then exec node --disable-warning=TimeoutNegativeWarning libs/store/dist/bin/provision.js; else exec node --disable-warning=TimeoutNegativeWarning services/$SERVICE/dist/main.js; fi"]
+# The query service also keeps its young generation at 16 MB from the start
+# (--min-semi-space-size=16, tools/devstack/commands.ts SERVICE_NODE_FLAGS; node refuses it in
+# NODE_OPTIONS): V8 otherwise shrinks it after an idle spell, and the next burst of reads stops
+# for many small scavenges (bench:query).
+CMD ["sh", "-c", "if [ \"$SERVICE\" = provision ]; then exec node --disable-warning=TimeoutNegativeWarning libs/store/dist/bin/provision.js; elif [ \"$SERVICE\" = query-service ]; then exec node --disable-warning=TimeoutNegativeWarning --min-semi-space-size=16 services/$SERVICE/dist/main.js; else exec node --disable-warning=TimeoutNegativeWarning services/$SERVICE/dist/main.js; fi"]

@@ -120,7 +120,10 @@ export interface ChildOptions {
   logFile?: string;
   /** Where it answers /readyz and /metrics. */
   url?: string;
-  /** Node options before the command's own (e.g. --cpu-prof). */
+  /**
+   * Node options (e.g. --cpu-prof), after the command's own flags and before its script, so
+   * a V8 flag here wins over the same flag in the command (the last one counts).
+   */
   nodeArgs?: string[];
 }
 
@@ -133,7 +136,7 @@ export class Child extends ManagedProcess {
     const [command, args] = options.command;
     super({
       name: options.name,
-      command: [command, [...(options.nodeArgs ?? []), ...args]],
+      command: [command, [...args.slice(0, -1), ...(options.nodeArgs ?? []), ...args.slice(-1)]],
       env: options.env,
       cwd: ROOT,
       logFile: options.logFile,

@@ -302,6 +302,30 @@ describe('ingest gateway (real Kafka and ClickHouse)', () => {
     }
   });
 
+  it('answers 503 OVERLOADED past the in-flight limit in bytes, and accepts what fits', async () => {
+    const tiny = await runGateway({ MAX_INFLIGHT_BYTES: String(1024 * 1024) });
+    try {
+      const send = (events: object[]) =>
+        fetch(`${tiny.url}/api/telemetry/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-access-key': key },
+          body: JSON.stringify({ events }),
+        });
+      // 500 events of 1.8 KB: the body is within MAX_BODY_BYTES (1 MiB), its messages
+      // (each with its id, key, tenant and times) are not within 1 MiB of messages.
+      const big = Array.from({ length: 500 }, () => event('o', { d: 'x'.repeat(1800) }));
+      expect(Buffer.byteLength(JSON.stringify({ events: big }))).to.be.below(1024 * 1024);
+      const r = await send(big);
+      expect(r.status).to.equal(503);
+      expect(r.headers.get('retry-after')).to.equal('1');
+      expect(((await r.json()) as Envelope).code).to.equal('OVERLOADED');
+      const fits = await send(big.slice(0, 100));
+      expect(fits.status).to.equal(200);
+    } finally {
+      await tiny.stop();
+    }
+  });
+
   it("splits a request larger than the broker's message size limit over several produce requests", async () => {
     // A one-partition topic whose max.message.bytes (256 KiB) is below this request's
     // events (10 x 60 KB): sent as one produce request, Kafka would refuse it.

@@ -188,4 +188,42 @@ describe('batching publisher (unit)', () => {
     await settle();
     expect(again.state).to.equal('resolved');
   });
+  it('refuses sends beyond maxInFlightBytes until acknowledgements free room, and reports the bytes', async () => {
+    const target = new ControlledTarget();
+    const registry = new Registry();
+    const m = (v: string): ProducerMessage => ({ key: 'k', value: v.repeat(1000) });
+    const size = messageBytes(m('a'));
+    const p = new BatchingPublisher(target, {
+      lingerMs: 0,
+      maxBatchMessages: 1000,
+      maxInFlightMessages: 1000,
+      maxInFlightBytes: 3 * size,
+      registry,
+      inFlightMetric: { name: 'test_inflight_messages', help: 'test' },
+      inFlightBytesMetric: { name: 'test_inflight_bytes', help: 'test' },
+    });
+    const a = watch(p.send('t', [m('a'), m('b')]));
+    expect(p.inFlightBytes).to.equal(2 * size);
+    expect(await registry.getSingleMetricAsString('test_inflight_bytes')).to.match(
+      new RegExp(`test_inflight_bytes ${2 * size}$`),
+    );
+    let refused: unknown;
+    // Two messages are well within maxInFlightMessages, but not within the bytes left.
+    await p.send('t', [m('c'), m('d')]).catch((err: unknown) => (refused = err));
+    expect(refused).to.be.instanceOf(OverloadedError);
+    expect(target.sends, 'the refused messages are not sent').to.have.length(1);
+    expect(p.inFlightBytes, 'a refusal takes no room').to.equal(2 * size);
+    const b = watch(p.send('t', [m('c')]));
+    expect(p.inFlightBytes, 'what fits is accepted').to.equal(3 * size);
+    target.sends.forEach((s) => s.ack());
+    await settle();
+    expect([a.state, b.state]).to.deep.equal(['resolved', 'resolved']);
+    expect(p.inFlightBytes).to.equal(0);
+    expect(await registry.getSingleMetricAsString('test_inflight_bytes')).to.match(/test_inflight_bytes 0$/);
+    const c = watch(p.send('t', [m('c'), m('d'), m('e')]));
+    target.sends.at(-1)!.fail(new Error('boom'));
+    await settle();
+    expect(c.state).to.equal('rejected');
+    expect(p.inFlightBytes, 'a failed send gives its room back too').to.equal(0);
+  });
 });

@@ -31,6 +31,14 @@ export interface BatchingOptions {
   maxBatchBytes?: number;
   /** Above this many messages waiting for an ack, send() fails with OverloadedError. */
   maxInFlightMessages: number;
+  /**
+   * Above this many bytes of messages waiting for an ack (messageBytes: keys, values,
+   * headers), send() fails with OverloadedError: what stays alive until Kafka answers is
+   * bounded by size too, whatever the messages weigh.
+   */
+  maxInFlightBytes?: number;
+  /** The gauge of those bytes (each service names its own); none when absent. */
+  inFlightBytesMetric?: { name: string; help: string };
   /** Above this many of one owner's messages waiting (send's `owner`), its send() fails with OverloadedError. */
   maxInFlightPerOwner?: number;
   registry: Registry;
@@ -44,7 +52,7 @@ const REFUSALS = new Set<string>(['KAFKA_MESSAGE_TOO_LARGE', 'KAFKA_REJECTED']);
  * Gathers the messages of concurrent senders (the gateway's requests, the runner's
  * checks) for up to `lingerMs` and sends them as one produce request. Each caller's
  * promise settles with its batch: resolved when Kafka acknowledged the batch, rejected
- * when it did not. Memory is bounded by `maxInFlightMessages`.
+ * when it did not. Memory is bounded by `maxInFlightMessages` and `maxInFlightBytes`.
  */
 export class BatchingPublisher implements FairPublisher {
   private readonly queues = new Map<
@@ -52,9 +60,12 @@ export class BatchingPublisher implements FairPublisher {
     { pending: Pending[]; count: number; bytes: number; timer: NodeJS.Timeout | undefined }
   >();
   private inFlight = 0;
+  private inFlightByteCount = 0;
   private readonly byOwner = new Map<string, number>();
   private readonly maxBatchBytes: number;
   private readonly gauge: Gauge;
+  private readonly bytesGauge: Gauge | undefined;
+  private readonly maxInFlightBytes: number;
 
   constructor(
     private readonly target: Publisher,
@@ -62,10 +73,19 @@ export class BatchingPublisher implements FairPublisher {
   ) {
     this.gauge = new Gauge({ ...opts.inFlightMetric, registers: [opts.registry] });
     this.maxBatchBytes = opts.maxBatchBytes ?? Infinity;
+    this.maxInFlightBytes = opts.maxInFlightBytes ?? Infinity;
+    this.bytesGauge = opts.inFlightBytesMetric
+      ? new Gauge({ ...opts.inFlightBytesMetric, registers: [opts.registry] })
+      : undefined;
   }
 
   get inFlightMessages(): number {
     return this.inFlight;
+  }
+
+  /** The messageBytes of every message waiting for an ack. */
+  get inFlightBytes(): number {
+    return this.inFlightByteCount;
   }
 
   send(topic: string, messages: ProducerMessage[], owner?: string): Promise<void> {
@@ -76,16 +96,24 @@ export class BatchingPublisher implements FairPublisher {
     if (owner !== undefined && owned + messages.length > (this.opts.maxInFlightPerOwner ?? Infinity)) {
       return Promise.reject(new OverloadedError());
     }
+    const chunks = this.chunks(messages);
+    let bytes = 0;
+    for (const c of chunks) bytes += c.bytes;
+    if (this.inFlightByteCount + bytes > this.maxInFlightBytes) return Promise.reject(new OverloadedError());
     this.inFlight += messages.length;
+    this.inFlightByteCount += bytes;
     if (owner !== undefined) this.byOwner.set(owner, owned + messages.length);
     this.gauge.set(this.inFlight);
+    this.bytesGauge?.set(this.inFlightByteCount);
     // Every chunk settles before the caller hears (and before its room is given back).
-    const done = Promise.allSettled(this.chunks(messages).map((chunk) => this.enqueue(topic, chunk))).then((rs) => {
+    const done = Promise.allSettled(chunks.map((chunk) => this.enqueue(topic, chunk))).then((rs) => {
       const failed = rs.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
     });
     return done.finally(() => {
       this.inFlight -= messages.length;
+      this.inFlightByteCount -= bytes;
+      this.bytesGauge?.set(this.inFlightByteCount);
       if (owner !== undefined) {
         const left = (this.byOwner.get(owner) ?? 0) - messages.length;
         if (left > 0) this.byOwner.set(owner, left);

@@ -78,6 +78,13 @@ export const gatewaySpec = {
     1,
     10_000_000,
   ),
+  maxInFlightBytes: v.int(
+    'MAX_INFLIGHT_BYTES',
+    32 * 1024 * 1024,
+    'bytes of messages (keys and values) waiting for Kafka before new requests get 503 (what requests hold until the ack is about 4 times this in heap)',
+    1024 * 1024,
+    1024 * 1024 * 1024,
+  ),
   maxInFlightPerKey: v.int(
     'MAX_INFLIGHT_PER_KEY',
     25_000,

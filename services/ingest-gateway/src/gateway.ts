@@ -72,11 +72,16 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       maxBatchMessages: config.produceMaxBatchMessages,
       maxBatchBytes: config.produceMaxBatchBytes,
       maxInFlightMessages: config.maxInFlightMessages,
+      maxInFlightBytes: config.maxInFlightBytes,
       maxInFlightPerOwner: config.maxInFlightPerKey,
       registry,
       inFlightMetric: {
         name: 'ingest_inflight_messages',
         help: 'Messages accepted for publishing and not yet acknowledged by Kafka',
+      },
+      inFlightBytesMetric: {
+        name: 'ingest_inflight_bytes',
+        help: 'Bytes of the messages (keys and values) accepted for publishing and not yet acknowledged by Kafka',
       },
     }),
     validators: createValidators(),
