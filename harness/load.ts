@@ -3,9 +3,11 @@
  * workers, each sending when its previous request is answered), an open loop (a fixed
  * schedule whatever the answers do; latency from each request's scheduled time), steady
  * loops (each starts a request every interval, or at once when late: the load of the fault
- * suite, the cluster suite (event-batches.ts) and the soak), and autocannon, typed once.
+ * suite, the cluster suite (event-batches.ts) and the soak), a lean raw-socket client for an
+ * open loop at thousands of requests per second, and autocannon, typed once.
  */
 import http from 'node:http';
+import net from 'node:net';
 import { createRequire } from 'node:module';
 import type { EventEmitter } from 'node:events';
 import { sleep } from './processes.js';
@@ -265,6 +267,136 @@ export function latencyFigures(latencies: readonly number[]): Quantiles {
   const q = quantiles(latencies);
   const r = (x: number): number => Math.round(x * 100) / 100;
   return { p50: r(q.p50), p90: r(q.p90), p99: r(q.p99), max: r(q.max), min: r(q.min), mean: r(q.mean) };
+}
+
+// ---------------------------------------------------------------- raw sockets
+
+interface RawConn {
+  socket: net.Socket;
+  request: Buffer;
+  buf: Buffer | undefined;
+  current: { resolve(r: Reply): void; reject(e: Error): void } | undefined;
+  dead: boolean;
+}
+
+const HEAD_END = Buffer.from('\r\n\r\n');
+
+/**
+ * A lean HTTP/1.1 client for an open loop (`paced`) at thousands of requests per second
+ * from one process, where node:http's client would be the bottleneck (and autocannon's
+ * rate mode is not an open loop: each connection sends back to back until its quota of
+ * the second is used, then waits for the next second). `connections` keep-alive sockets,
+ * each sending its own prepared request bytes (one request at a time, no pipelining); a
+ * request waits for a free socket. Reads the status, Content-Length and body only: an
+ * answer without Content-Length fails the request.
+ */
+export class RawHttpClient {
+  private readonly idle: RawConn[] = [];
+  private readonly waiting: RawConn['current'][] = [];
+  private readonly conns: RawConn[] = [];
+
+  private constructor(private readonly timeoutMs: number) {}
+
+  /** Opens `connections` sockets to `url`'s host and port; socket i sends `request(i)`. */
+  static async open(
+    url: string,
+    connections: number,
+    request: (i: number) => Buffer,
+    timeoutMs = 10_000,
+  ): Promise<RawHttpClient> {
+    const u = new URL(url);
+    const client = new RawHttpClient(timeoutMs);
+    await Promise.all(
+      Array.from(
+        { length: connections },
+        (_, i) =>
+          new Promise<void>((resolve, reject) => {
+            const socket = net.connect({ host: u.hostname, port: Number(u.port), noDelay: true }, () => {
+              socket.off('error', reject);
+              resolve();
+            });
+            socket.once('error', reject);
+            const c: RawConn = { socket, request: request(i), buf: undefined, current: undefined, dead: false };
+            client.conns.push(c);
+            client.wire(c);
+            client.idle.push(c);
+          }),
+      ),
+    );
+    return client;
+  }
+
+  /** Sends on the next free socket; resolves with the answer. */
+  send(): Promise<Reply> {
+    return new Promise<Reply>((resolve, reject) => {
+      const c = this.idle.pop();
+      const job = { resolve, reject };
+      if (c) this.start(c, job);
+      else if (this.conns.every((x) => x.dead)) reject(new Error('every connection is closed'));
+      else this.waiting.push(job);
+    });
+  }
+
+  close(): void {
+    for (const c of this.conns) c.socket.destroy();
+  }
+
+  private start(c: RawConn, job: NonNullable<RawConn['current']>): void {
+    c.current = job;
+    c.socket.write(c.request);
+  }
+
+  private release(c: RawConn): void {
+    const next = this.waiting.shift();
+    if (next) this.start(c, next);
+    else this.idle.push(c);
+  }
+
+  private wire(c: RawConn): void {
+    c.socket.setTimeout(this.timeoutMs, () => {
+      if (c.current) c.socket.destroy(new Error('timeout'));
+    });
+    c.socket.on('data', (chunk: Buffer) => {
+      c.buf = c.buf ? Buffer.concat([c.buf, chunk]) : chunk;
+      const end = c.buf.indexOf(HEAD_END);
+      if (end < 0) return;
+      const head = c.buf.toString('latin1', 0, end);
+      const length = /\r\ncontent-length:[ \t]*(\d+)/i.exec(head);
+      if (!length) {
+        c.socket.destroy(new Error('an answer without Content-Length'));
+        return;
+      }
+      const bodyEnd = end + 4 + Number(length[1]);
+      if (c.buf.length < bodyEnd) return;
+      const reply = { status: Number(head.slice(9, 12)), body: c.buf.toString('utf8', end + 4, bodyEnd) };
+      c.buf = c.buf.length > bodyEnd ? c.buf.subarray(bodyEnd) : undefined;
+      const job = c.current;
+      c.current = undefined;
+      this.release(c);
+      job?.resolve(reply);
+    });
+    const fail = (err?: Error): void => {
+      c.dead = true;
+      const i = this.idle.indexOf(c);
+      if (i >= 0) this.idle.splice(i, 1);
+      c.current?.reject(err ?? new Error('connection closed'));
+      c.current = undefined;
+      if (this.conns.every((x) => x.dead))
+        for (const w of this.waiting.splice(0)) w?.reject(new Error('every connection is closed'));
+    };
+    c.socket.on('error', fail);
+    c.socket.on('close', () => fail());
+  }
+}
+
+/** The bytes of one HTTP/1.1 request with a body (Content-Length set from it). */
+export function rawRequest(url: string, method: string, headers: Record<string, string>, body: string): Buffer {
+  const u = new URL(url);
+  const b = Buffer.from(body);
+  const lines = [`${method} ${u.pathname}${u.search} HTTP/1.1`, `Host: ${u.host}`];
+  for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+  lines.push(`Content-Length: ${b.length}`, '', '');
+  return Buffer.concat([Buffer.from(lines.join('\r\n'), 'latin1'), b]);
 }
 
 // ---------------------------------------------------------------- autocannon

@@ -5,9 +5,11 @@
  *
  *   1. builds, starts the stack, a fresh database, two 6-partition topics, the access keys;
  *   2. starts the gateway and the baseline, each in its own process (RSS measured alone);
- *   3. drives both with autocannon, alternating gateway and baseline each round:
- *      a. single-event requests, b. 100-event batches, c. latency at half the
- *      single-event max rate of the gateway;
+ *   3. drives both, alternating gateway and baseline each round: a. single-event requests
+ *      and b. 100-event batches with autocannon (closed loop, as fast as answers come);
+ *      c. latency at half the single-event max rate of the gateway in an open loop
+ *      (`paced` on RawHttpClient: requests evenly spaced, latency from each one's
+ *      scheduled time, so a late answer also counts the delay it caused the next);
  *   4. event schemas (docs/event-schemas.md): the gateway's CPU per event (single events and
  *      100-event batches) with and
  *      without a schema for the bench's (source, category) that its events pass, in
@@ -32,7 +34,7 @@ import { loadGatewayConfig, toMessages } from '@telemetry/ingest-gateway';
 import { createKafka, createLogger } from '@telemetry/platform';
 import { EventSchemaStore, issueKey, newEventSchemaId } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
-import { autocannon } from '../../harness/load.js';
+import { autocannon, latencyFigures, paced, rawRequest, RawHttpClient } from '../../harness/load.js';
 import { freePort, scriptCommand, serviceCommand, type Child } from '../../harness/processes.js';
 import { median } from '../../harness/report.js';
 import { Benchmark, type Cleanups, envNumber, serviceEnv } from '../../harness/run.js';
@@ -85,7 +87,7 @@ interface Ctx {
   warmupFailures: Failures;
 }
 
-/** One autocannon run against one server, with the CPU of every process meanwhile. */
+/** One run against one server (autocannon, or the open loop at `rate`), with the CPU of every process meanwhile. */
 async function load(ctx: Ctx, target: Target, body: string, eventsPerRequest: number, seconds: number, rate?: number) {
   const server = ctx.servers[target];
   const from = performance.now();
@@ -94,43 +96,102 @@ async function load(ctx: Ctx, target: Target, body: string, eventsPerRequest: nu
     idle: ctx.servers[target === 'gateway' ? 'baseline' : 'gateway'].pid,
     ...ctx.pids,
   });
-  let nextKey = 0;
-  const r = await autocannon({
-    url: `${server.url}${ROUTE}`,
-    method: 'POST',
-    setupClient: (client) => {
-      const key = ctx.keys[nextKey++ % ctx.keys.length]!;
-      client.setHeaders({ 'content-type': 'application/json', 'x-access-key': key });
-    },
-    body,
-    connections: CONNECTIONS,
-    pipelining: 1,
-    duration: seconds,
-    timeout: 10,
-    expectBody: OK_BODY,
-    ...(rate === undefined ? {} : { overallRate: rate }),
-  });
+  const r = rate === undefined ? await closedLoad(server, body, seconds) : await openLoad(server, body, seconds, rate);
   const w = cpu();
-  // autocannon checks the body of every answer: a non-2xx one never matches.
-  const badBodies = Math.max(0, r.mismatches - r.non2xx);
-  const good = r['2xx'] - badBodies;
-  ctx.acked[target] += good * eventsPerRequest;
+  ctx.acked[target] += r.good * eventsPerRequest;
   return {
-    seconds: r.duration,
-    ok: good,
-    rps: good / r.duration,
-    eps: (good * eventsPerRequest) / r.duration,
-    p50: r.latency.p50,
-    p90: r.latency.p90,
-    p99: r.latency.p99,
+    seconds: r.seconds,
+    ok: r.good,
+    rps: r.good / r.seconds,
+    eps: (r.good * eventsPerRequest) / r.seconds,
+    p50: r.p50,
+    p90: r.p90,
+    p99: r.p99,
     cpuPercent: w.processes.server ?? NaN,
     kafkaCpuPercent: w.processes.kafka ?? NaN,
     loadgenCpuPercent: w.processes.bench ?? NaN,
     otherCpuPercent: w.otherPercent,
     peakRssMB: mb(server.rss.peak(from)),
-    failed: { non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, badBodies },
-    statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, s]) => [code, s.count])),
+    failed: r.failed,
+    statusCodes: r.statusCodes,
   };
+
+  /** `CONNECTIONS` connections, each with its own access key, as fast as answers come (autocannon). */
+  async function closedLoad(server: Child, body: string, seconds: number) {
+    let nextKey = 0;
+    const r = await autocannon({
+      url: `${server.url}${ROUTE}`,
+      method: 'POST',
+      setupClient: (client) => {
+        const key = ctx.keys[nextKey++ % ctx.keys.length]!;
+        client.setHeaders({ 'content-type': 'application/json', 'x-access-key': key });
+      },
+      body,
+      connections: CONNECTIONS,
+      pipelining: 1,
+      duration: seconds,
+      timeout: 10,
+      expectBody: OK_BODY,
+    });
+    // autocannon checks the body of every answer: a non-2xx one never matches.
+    const badBodies = Math.max(0, r.mismatches - r.non2xx);
+    return {
+      seconds: r.duration,
+      good: r['2xx'] - badBodies,
+      p50: r.latency.p50,
+      p90: r.latency.p90,
+      p99: r.latency.p99,
+      failed: { non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, badBodies },
+      statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, s]) => [code, s.count])),
+    };
+  }
+
+  /**
+   * `rate` requests/s evenly spaced over `CONNECTIONS` connections (each with its own access
+   * key), latency from each request's scheduled time. Not autocannon's rate mode: there each
+   * connection sends back to back until its quota of the second is used, so half the max
+   * rate is the max rate for half of each second (and autocannon 8 corrects for coordinated
+   * omission with an expected interval of 1 ms, whatever the rate).
+   */
+  async function openLoad(server: Child, body: string, seconds: number, rate: number) {
+    const client = await RawHttpClient.open(server.url, CONNECTIONS, (i) =>
+      rawRequest(
+        `${server.url}${ROUTE}`,
+        'POST',
+        { 'Content-Type': 'application/json', 'X-Access-Key': ctx.keys[i % ctx.keys.length]! },
+        body,
+      ),
+    );
+    const statusCodes: Record<string, number> = {};
+    let badBodies = 0;
+    try {
+      const r = await paced(
+        async () => {
+          const reply = await client.send();
+          statusCodes[reply.status] = (statusCodes[reply.status] ?? 0) + 1;
+          const good = reply.status === 200 && reply.body === OK_BODY;
+          if (reply.status === 200 && !good) badBodies++;
+          return { status: reply.status, ok: good };
+        },
+        rate,
+        seconds,
+        // Beyond this many waiting, a request is not sent and counts as failed (a timeout).
+        rate * 10,
+      );
+      const q = latencyFigures(r.latencies);
+      return {
+        seconds: r.seconds,
+        good: r.ok,
+        p50: Math.round(q.p50 * 10) / 10,
+        p90: Math.round(q.p90 * 10) / 10,
+        p99: Math.round(q.p99 * 10) / 10,
+        failed: { non2xx: r.non2xx, errors: r.errors, timeouts: r.dropped, badBodies },
+        statusCodes,
+      };
+    } finally {
+      client.close();
+    }
+  }
 }
 
 /** V8 heap figures from the gateway's /metrics (prom-client default metrics), in MB. */

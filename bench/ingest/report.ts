@@ -193,9 +193,11 @@ export function renderSection(r: Report): string {
     .join('; ');
   return markdown([
     ...sectionHead('Ingest gateway: throughput, latency, memory', r),
-    `- Load: autocannon, ${c.connections} connections, pipelining ${c.pipelining}, ${c.rounds} rounds of ${c.seconds} s ` +
-      `per server and scenario, gateway and baseline alternating, after a ${c.warmupSeconds} s warm-up of each; ` +
-      `${c.accessKeys} access keys, one per connection`,
+    `- Load: ${c.connections} connections, ${c.rounds} rounds of ${c.seconds} s per server and scenario, gateway and ` +
+      `baseline alternating, after a ${c.warmupSeconds} s warm-up of each (none at half rate); ` +
+      `${c.accessKeys} access keys, one per connection. Single events and batches: autocannon, pipelining ` +
+      `${c.pipelining}, each connection sending as soon as its answer came. Half rate: an open loop (requests evenly ` +
+      'spaced over the connections whatever the answers do; `paced` on `RawHttpClient`, harness/load.ts)',
     '',
     'The **gateway** is `services/ingest-gateway/dist/main.js` in its own process (LOG_LEVEL=warn). The **baseline**',
     '(`bench/ingest/baseline.ts`, another process) does the same work per request on bare `node:http`: key check',
@@ -207,7 +209,8 @@ export function renderSection(r: Report): string {
     `36-byte key), acks=all, idempotent, ${PARTITIONS_TEXT}, linger.ms=${r.anchor.settings.lingerMs} and`,
     `batch.size=${fmt(r.anchor.settings.batchBytes)} (the gateway's linger and its bytes per request over the partitions).`,
     'Figures are medians over the rounds; requests/s counts 200 answers',
-    '(every one checked to be `{"success":true,"data":null}`); latency is what the load generator saw, in whole ms;',
+    '(every one checked to be `{"success":true,"data":null}`); latency is what the load generator saw (whole ms from',
+    "autocannon; at half rate in 0.1 ms from each request's scheduled send time);",
     'CPU is per process (server, Kafka JVM, load generator) in % of one core; "other CPU" is what the rest of the',
     "machine used meanwhile (processes outside the benchmark: noise); peak RSS is the server's VmRSS sampled",
     'every 100 ms.',
@@ -237,7 +240,10 @@ export function renderSection(r: Report): string {
     '- Kafka is one local broker, replication factor 1, so `acks=all` waits for one replica only.',
     "- Each connection sends with its own access key: the gateway limits each key's request rate",
     '  (`RATE_LIMIT_PER_SECOND`), so a single key would measure the limiter, not the capacity.',
-    '- Half-rate latency: autocannon `overallRate` at half the single-event max measured above, with',
-    '  coordinated-omission correction (a late request counts the delay it caused to the ones after it).',
+    '- Half-rate latency: an open loop at half the single-event max measured above. Each request is due at its',
+    '  place in an even schedule and its latency counts from then, so a late answer also counts the delay it caused',
+    '  the ones after it (coordinated omission). Not autocannon `overallRate`: there each connection sends back to',
+    '  back until its quota of the second is used and then waits, so "half the max rate" is the max rate for half of',
+    '  each second, and autocannon 8 corrects with an expected interval of 1 ms whatever the rate.',
   ]);
 }
