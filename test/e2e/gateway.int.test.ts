@@ -303,7 +303,14 @@ describe('ingest gateway (real Kafka and ClickHouse)', () => {
   });
 
   it('answers 503 OVERLOADED past the in-flight limit in bytes, and accepts what fits', async () => {
-    const tiny = await runGateway({ MAX_INFLIGHT_BYTES: String(1024 * 1024) });
+    // 1 MiB of messages in flight holds one request of 10 events of 60 KB (about 600 KB of
+    // messages), not two; each request's messages wait 1 s for others (the linger), so
+    // the first is still in flight when the second comes.
+    const tiny = await runGateway({
+      MAX_INFLIGHT_BYTES: String(1024 * 1024),
+      MAX_EVENTS_PER_REQUEST: '15',
+      PRODUCE_LINGER_MS: '1000',
+    });
     try {
       const send = (events: object[]) =>
         fetch(`${tiny.url}/api/telemetry/events`, {
@@ -311,16 +318,20 @@ describe('ingest gateway (real Kafka and ClickHouse)', () => {
           headers: { 'content-type': 'application/json', 'x-access-key': key },
           body: JSON.stringify({ events }),
         });
-      // 500 events of 1.8 KB: the body is within MAX_BODY_BYTES (1 MiB), its messages
-      // (each with its id, key, tenant and times) are not within 1 MiB of messages.
-      const big = Array.from({ length: 500 }, () => event('o', { d: 'x'.repeat(1800) }));
-      expect(Buffer.byteLength(JSON.stringify({ events: big }))).to.be.below(1024 * 1024);
-      const r = await send(big);
-      expect(r.status).to.equal(503);
-      expect(r.headers.get('retry-after')).to.equal('1');
-      expect(((await r.json()) as Envelope).code).to.equal('OVERLOADED');
-      const fits = await send(big.slice(0, 100));
-      expect(fits.status).to.equal(200);
+      const big = Array.from({ length: 10 }, () => event('o', { d: 'x'.repeat(60_000) }));
+      const first = send(big);
+      await eventually('the first request in flight', async () => {
+        const m = await (await fetch(`${tiny.url}/metrics`)).text();
+        const bytes = Number(/^ingest_inflight_bytes(?:\{[^}]*\})? (\d+)/m.exec(m)?.[1] ?? 0);
+        return bytes > 600_000 ? bytes : undefined;
+      });
+      const second = await send(big);
+      expect(second.status).to.equal(503);
+      expect(second.headers.get('retry-after')).to.equal('1');
+      expect(((await second.json()) as Envelope).code).to.equal('OVERLOADED');
+      expect((await first).status).to.equal(200);
+      // Once the first is acknowledged, the same request fits.
+      expect((await send(big)).status).to.equal(200);
     } finally {
       await tiny.stop();
     }

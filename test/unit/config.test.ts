@@ -36,6 +36,20 @@ describe('config (unit)', () => {
     expect(Object.isFrozen(c)).to.equal(true);
   });
 
+  it('refuses MAX_INFLIGHT_BYTES below what a largest request holds (it would get 503 on every retry)', () => {
+    expect(() => loadGatewayConfig({ ...base, MAX_INFLIGHT_BYTES: String(16 * 1024 * 1024) })).to.throw(
+      ConfigError,
+      /MAX_INFLIGHT_BYTES \(16777216\) must be at least MAX_EVENTS_PER_REQUEST \(500\) times 65664 = 32832000/,
+    );
+    // Fewer events per request make room for a smaller bound.
+    const c = loadGatewayConfig({
+      ...base,
+      MAX_INFLIGHT_BYTES: String(16 * 1024 * 1024),
+      MAX_EVENTS_PER_REQUEST: '250',
+    });
+    expect(c.maxInFlightBytes).to.equal(16 * 1024 * 1024);
+  });
+
   it("validates the consumer's EVENT_DECODER (bytes by default, or json)", () => {
     expect(loadConsumerConfig(base).eventDecoder).to.equal('bytes');
     expect(loadConsumerConfig({ ...base, EVENT_DECODER: 'json' }).eventDecoder).to.equal('json');

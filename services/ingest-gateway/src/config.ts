@@ -9,7 +9,7 @@ import {
   topicSpec,
   trustedProxiesSpec,
 } from '@telemetry/platform';
-import { loadConfig, v } from '@telemetry/platform';
+import { ConfigError, loadConfig, v } from '@telemetry/platform';
 import type { ConfigOf, Env } from '@telemetry/platform';
 import { LIMITS } from '@telemetry/contract';
 import { heartbeatSpec } from '@telemetry/store';
@@ -81,7 +81,7 @@ export const gatewaySpec = {
   maxInFlightBytes: v.int(
     'MAX_INFLIGHT_BYTES',
     32 * 1024 * 1024,
-    'bytes of messages (keys and values) waiting for Kafka before new requests get 503 (what requests hold until the ack is about 4 times this in heap)',
+    'bytes of messages (keys and values) waiting for Kafka before new requests get 503 (what requests hold until the ack is about 4 times this in heap); at least MAX_EVENTS_PER_REQUEST times 65,664 (an event of the largest size with its key), so a largest request fits when nothing else waits',
     1024 * 1024,
     1024 * 1024 * 1024,
   ),
@@ -116,6 +116,23 @@ export const gatewaySpec = {
 
 export type GatewayConfig = ConfigOf<typeof gatewaySpec>;
 
+/** What a message takes beyond its value in `messageBytes`: a 36-character key and the per-record 32, rounded up. */
+const MESSAGE_OVERHEAD_BYTES = 128;
+
+/** The bytes of messages a largest request can hold: its events at the largest size, each with its key. */
+export function largestRequestMessageBytes(config: Pick<GatewayConfig, 'maxEventsPerRequest'>): number {
+  return config.maxEventsPerRequest * (LIMITS.maxEventBytes + MESSAGE_OVERHEAD_BYTES);
+}
+
 export function loadGatewayConfig(env: Env): GatewayConfig {
-  return loadConfig(gatewaySpec, env);
+  const config = loadConfig(gatewaySpec, env);
+  const largest = largestRequestMessageBytes(config);
+  if (config.maxInFlightBytes < largest) {
+    // Such a request could never fit: its sender would get 503 OVERLOADED on every retry.
+    throw new ConfigError([
+      `MAX_INFLIGHT_BYTES (${config.maxInFlightBytes}) must be at least MAX_EVENTS_PER_REQUEST (${config.maxEventsPerRequest}) ` +
+        `times ${LIMITS.maxEventBytes + MESSAGE_OVERHEAD_BYTES} = ${largest}, so that a largest request fits when nothing else waits`,
+    ]);
+  }
+  return config;
 }
