@@ -36,7 +36,7 @@ import { EventSchemaStore, issueKey, newEventSchemaId } from '@telemetry/store';
 import { provision } from '../../tools/devstack/provision.js';
 import { autocannon, latencyFigures, paced, rawRequest, RawHttpClient } from '../../harness/load.js';
 import { freePort, scriptCommand, serviceCommand, type Child } from '../../harness/processes.js';
-import { median } from '../../harness/report.js';
+import { fmt, median } from '../../harness/report.js';
 import { Benchmark, type Cleanups, envNumber, serviceEnv } from '../../harness/run.js';
 import { cpuMeter, DISTURBED_CPU, mb } from '../../harness/sampler.js';
 import { addCounts, gauge } from '../common/report.js';
@@ -509,7 +509,7 @@ async function main(cleanups: Cleanups): Promise<Report> {
       check(
         'gateway p99 at half the max rate',
         `<= ${TARGETS.p99Ms} ms`,
-        `${half.gateway.p99} ms (${r(rate)} req/s offered)`,
+        `${fmt(half.gateway.p99, 1)} ms (${r(rate)} req/s offered)`,
         half.gateway.p99 <= TARGETS.p99Ms,
         half.gateway,
       ),

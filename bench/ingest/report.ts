@@ -134,10 +134,12 @@ export function figuresTable(r: Report): string {
   ];
   for (const s of r.scenarios) {
     const label = s.rate === undefined ? s.title : `${s.title} (${fmt(s.rate)} req/s offered)`;
+    // autocannon gives whole ms; the open loop (at a rate) 0.1 ms.
+    const lat = (x: number): string => fmt(x, s.rate === undefined ? 0 : 1);
     for (const t of ['gateway', 'baseline'] as const) {
       const f = s[t];
       rows.push(
-        `| ${label} | ${t} | ${fmt(f.rps)} | ${fmt(f.eps)} | ${fmt(f.p50)} | ${fmt(f.p90)} | ${fmt(f.p99)} | ` +
+        `| ${label} | ${t} | ${fmt(f.rps)} | ${fmt(f.eps)} | ${lat(f.p50)} | ${lat(f.p90)} | ${lat(f.p99)} | ` +
           `${fmt(f.cpuPercent)}% | ${fmt(cpuMicros(f))} µs | ${fmt(f.kafkaCpuPercent)}% | ${fmt(f.loadgenCpuPercent)}% | ` +
           `${fmt(f.otherCpuPercent)}%${f.disturbedRuns ? ` **(${f.disturbedRuns} of ${r.config.rounds} runs disturbed)**` : ''} | ` +
           `${fmt(f.peakRssMB)} MB | ${failText(f.failed)} |`,
