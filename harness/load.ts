@@ -306,6 +306,7 @@ export class RawHttpClient {
   ): Promise<RawHttpClient> {
     const u = new URL(url);
     const client = new RawHttpClient(timeoutMs);
+    // A socket that could not connect fails the whole client: the others are closed, not left open.
     await Promise.all(
       Array.from(
         { length: connections },
@@ -322,7 +323,10 @@ export class RawHttpClient {
             client.idle.push(c);
           }),
       ),
-    );
+    ).catch((err: unknown) => {
+      client.close();
+      throw err;
+    });
     return client;
   }
 
@@ -357,6 +361,11 @@ export class RawHttpClient {
       if (c.current) c.socket.destroy(new Error('timeout'));
     });
     c.socket.on('data', (chunk: Buffer) => {
+      if (!c.current) {
+        // Bytes with no request waiting: the socket would otherwise be handed out twice.
+        c.socket.destroy(new Error('an answer to no request'));
+        return;
+      }
       c.buf = c.buf ? Buffer.concat([c.buf, chunk]) : chunk;
       const end = c.buf.indexOf(HEAD_END);
       if (end < 0) return;
@@ -373,7 +382,7 @@ export class RawHttpClient {
       const job = c.current;
       c.current = undefined;
       this.release(c);
-      job?.resolve(reply);
+      job.resolve(reply);
     });
     const fail = (err?: Error): void => {
       c.dead = true;

@@ -13,6 +13,7 @@ import {
   selectCount,
 } from '../support/fixtures.js';
 import { controllableStack, type ControllableStack } from '../support/faults.js';
+import { gauge } from '../../bench/common/report.js';
 
 interface Envelope {
   success: boolean;
@@ -322,7 +323,7 @@ describe('ingest gateway (real Kafka and ClickHouse)', () => {
       const first = send(big);
       await eventually('the first request in flight', async () => {
         const m = await (await fetch(`${tiny.url}/metrics`)).text();
-        const bytes = Number(/^ingest_inflight_bytes(?:\{[^}]*\})? (\d+)/m.exec(m)?.[1] ?? 0);
+        const bytes = gauge(m, 'ingest_inflight_bytes');
         return bytes > 600_000 ? bytes : undefined;
       });
       const second = await send(big);

@@ -120,7 +120,7 @@ export type GatewayConfig = ConfigOf<typeof gatewaySpec>;
 const MESSAGE_OVERHEAD_BYTES = 128;
 
 /** The bytes of messages a largest request can hold: its events at the largest size, each with its key. */
-export function largestRequestMessageBytes(config: Pick<GatewayConfig, 'maxEventsPerRequest'>): number {
+function largestRequestMessageBytes(config: Pick<GatewayConfig, 'maxEventsPerRequest'>): number {
   return config.maxEventsPerRequest * (LIMITS.maxEventBytes + MESSAGE_OVERHEAD_BYTES);
 }
 
